@@ -1,0 +1,112 @@
+#include "autograd/node.h"
+
+#include <vector>
+
+#include "ops/ops.h"
+
+namespace fg {
+
+namespace {
+std::atomic<uint64_t> next_sequence_nr{1};  // 0 is the sinks' position
+thread_local bool grad_mode = true;
+}  // namespace
+
+bool grad_enabled() { return grad_mode; }
+void set_grad_enabled(bool enabled) { grad_mode = enabled; }
+
+Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+Node::~Node() = default;
+
+void Node::release_saved() {
+  for (SavedTensor& s : saved) s.reset();
+  released = true;
+}
+
+void retain_node(Node* node) { node->refcount.fetch_add(1, std::memory_order_relaxed); }
+
+// Deleting a node drops its edges, which may delete the next node, and so on down a chain of a
+// million ops. Deletions requested while one is in progress are queued instead of recursing.
+void release_node(Node* node) {
+  if (node->refcount.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  thread_local std::vector<Node*> pending;
+  thread_local bool draining = false;
+  pending.push_back(node);
+  if (draining) return;
+  draining = true;
+  while (!pending.empty()) {
+    Node* next = pending.back();
+    pending.pop_back();
+    delete next;
+  }
+  draining = false;
+}
+
+void SavedTensor::save(const Tensor& t, bool is_output) {
+  data_ = is_output ? alias(t) : t;
+  version_ = t->version();
+  was_saved_ = true;
+  is_output_ = is_output;
+}
+
+Tensor SavedTensor::unpack(const Node* owner) const {
+  if (!data_) {
+    throw RuntimeError(
+        "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+        "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+        "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
+        "you need to access saved tensors after calling backward.");
+  }
+  if (data_->version() != version_) {
+    std::string shape;
+    for (size_t d = 0; d < data_->shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(data_->shape[d]);
+    std::string producer;
+    if (is_output_) producer = cat(", which is output 0 of ", owner->name(), ",");
+    else if (data_->grad_fn) producer = cat(", which is output ", data_->output_nr, " of ", data_->grad_fn->name(), ",");
+    throw RuntimeError(cat("one of the variables needed for gradient computation has been modified by an inplace "
+                           "operation: [fastgrad.", legacy_type_name(data_->dtype), " [", shape, "]]", producer,
+                           " is at version ", data_->version(), "; expected version ", version_, " instead."));
+  }
+  return data_;
+}
+
+// A sink has nothing downstream, so it may run after everything else; tape position 0 says so even
+// though it is created lazily, after some of the nodes that feed it.
+AccumulateGrad::AccumulateGrad(Tensor leaf) : variable(std::move(leaf)) {
+  sequence_nr = 0;
+  variable->grad_accumulator = this;
+}
+
+AccumulateGrad::~AccumulateGrad() {
+  if (variable->grad_accumulator == this) variable->grad_accumulator = nullptr;
+}
+
+GradList AccumulateGrad::apply(GradList&& grads) {
+  Tensor& incoming = grads[0];
+  if (!incoming) return {};
+  if (!variable->grad) {
+    // Keep the incoming buffer only when nothing else can see it; otherwise copy, so that .grad
+    // never aliases another tensor (an expanded view, a user-supplied gradient).
+    bool exclusive = incoming.use_count() == 1 && incoming->storage.use_count() == 1 && incoming->is_contiguous() &&
+                     incoming->offset == 0;
+    variable->grad = exclusive ? incoming : clone(incoming);
+  } else {
+    add_(variable->grad, incoming);
+  }
+  return {};
+}
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t->requires_grad()) return {};
+  if (t->grad_fn) return {t->grad_fn, t->output_nr};
+  if (t->grad_accumulator) return {NodeRef(t->grad_accumulator), 0};
+  return {NodeRef(new AccumulateGrad(t)), 0};
+}
+
+bool should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!grad_enabled()) return false;
+  for (const Tensor* in : inputs)
+    if ((*in)->requires_grad()) return true;
+  return false;
+}
+
+}  // namespace fg

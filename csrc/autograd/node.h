@@ -1,0 +1,155 @@
+// Graph nodes. A node is the backward of one recorded op: it takes the gradients of the op's
+// outputs and returns the gradients of its inputs, routed along `next_edges` (one per input, empty
+// for inputs that need no gradient). Nodes come from the arena and are numbered in creation order;
+// that number is the tape position the engine sorts by.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "autograd/arena.h"
+#include "autograd/grad_mode.h"
+#include "autograd/node_ref.h"
+#include "core/small_vec.h"
+#include "core/tensor.h"
+
+namespace fg {
+
+struct Edge {
+  NodeRef fn;
+  uint32_t input_nr = 0;
+};
+
+using GradList = SmallVec<Tensor, 2>;
+
+// A tensor kept for backward, stamped with its storage version so that a later in-place change is
+// detected instead of silently producing a wrong gradient. An op's own output is kept without its
+// history (which is this very node) so that node and tensor do not keep each other alive.
+class SavedTensor {
+ public:
+  void save(const Tensor& t, bool is_output = false);
+  Tensor unpack(const struct Node* owner) const;
+  void reset() { data_.reset(); }
+  bool defined() const { return was_saved_; }
+
+ private:
+  Tensor data_;
+  uint32_t version_ = 0;
+  bool was_saved_ = false;
+  bool is_output_ = false;
+};
+
+struct Node {
+  Node();
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  virtual const char* name() const = 0;
+  // Gradients w.r.t. the outputs in, gradients w.r.t. the inputs out (undefined = no gradient).
+  virtual GradList apply(GradList&& grads) = 0;
+  // Frees what backward needed; called after backward unless retain_graph. Extend in nodes that
+  // keep more than `saved`.
+  virtual void release_saved();
+  virtual uint32_t num_outputs() const { return 1; }
+
+  bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].fn; }
+  Tensor unpack(size_t i) const { return saved[i].unpack(this); }
+
+  static void* operator new(size_t nbytes) { return arena_allocate(nbytes); }
+  static void operator delete(void* block, size_t nbytes) { arena_deallocate(block, nbytes); }
+
+  std::atomic<int32_t> refcount{0};
+  uint64_t sequence_nr;
+  SmallVec<Edge, 2> next_edges;
+  SavedTensor saved[2];
+  bool released = false;  // saved tensors were freed by a backward without retain_graph
+  std::vector<std::weak_ptr<TensorImpl>> retained_outputs;  // outputs that called retain_grad()
+  int64_t topo_slot = -1;  // engine scratch: index of this node in the running backward
+  void* python_object = nullptr;  // the binding's cached grad_fn object, if one is alive (borrowed)
+};
+
+// The sink of every edge that reaches a leaf: adds the incoming gradient into `variable.grad`.
+struct AccumulateGrad final : Node {
+  explicit AccumulateGrad(Tensor leaf);
+  ~AccumulateGrad() override;
+  const char* name() const override { return "AccumulateGrad"; }
+  GradList apply(GradList&& grads) override;
+  Tensor variable;
+};
+
+// What a backward needs to know about an input it does not save: its shape (to undo broadcasting)
+// and dtype (to return a gradient of the input's own type). Inline, so a node needs no heap.
+struct InputMeta {
+  SmallVec<int64_t, 4> shape;
+  DType dtype = DType::Float32;
+  static InputMeta of(const Tensor& t) {
+    InputMeta m;
+    for (int64_t s : t->shape) m.shape.push_back(s);
+    m.dtype = t->dtype;
+    return m;
+  }
+  Shape sizes() const { return shape.to_vector(); }
+};
+
+// Names a node type after the PyTorch backward it mirrors.
+#define FG_NODE_NAMED(Type, Base, Name)                \
+  struct Type final : Base {                           \
+    const char* name() const override { return Name; } \
+    GradList apply(GradList&& grads) override;
+#define FG_NODE_FROM(Type, Base) FG_NODE_NAMED(Type, Base, #Type)
+#define FG_NODE(Type) FG_NODE_FROM(Type, Node)
+
+// The edge along which a gradient for `t` must travel (empty if t needs none).
+Edge gradient_edge(const Tensor& t);
+
+// Does any input require grad while grad mode is on? Then ops record a node.
+bool should_record(std::initializer_list<const Tensor*> inputs);
+
+// Makes `node` (freshly allocated) the grad_fn of `out`, with one edge per input.
+template <class N>
+N* attach(N* node, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* in : inputs) node->next_edges.push_back(gradient_edge(*in));
+  out->grad_fn = NodeRef(node);
+  out->output_nr = 0;
+  return node;
+}
+
+// Records node type N for `out` = op(inputs) if needed; returns it so the op can save what its
+// backward needs, or nullptr when nothing is recorded.
+template <class N>
+N* record(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  if (!should_record(inputs)) return nullptr;
+  return attach(new N(), out, inputs);
+}
+
+// record() for ops over a list of tensors (cat, stack).
+template <class N>
+N* record_many(const Tensor& out, const std::vector<Tensor>& inputs) {
+  if (!grad_enabled()) return nullptr;
+  bool any = false;
+  for (const Tensor& in : inputs) any = any || in->requires_grad();
+  if (!any) return nullptr;
+  N* node = new N();
+  for (const Tensor& in : inputs) node->next_edges.push_back(gradient_edge(in));
+  out->grad_fn = NodeRef(node);
+  out->output_nr = 0;
+  return node;
+}
+
+// For in-place ops that overwrite `self` with something computed from its old value and `other`:
+// a node N with edges to self's previous history and to `other` (see rebase_history in ops.h).
+template <class N>
+N* make_inplace_node(Edge self_edge, const Tensor& other) {
+  N* node = new N();
+  node->next_edges.push_back(std::move(self_edge));
+  node->next_edges.push_back(gradient_edge(other));
+  return node;
+}
+
+// Runs backward from `roots` seeded with `grad_roots` (same length; defined tensors).
+void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph);
+
+}  // namespace fg

@@ -1,0 +1,39 @@
+// A refcounted, 64-byte aligned buffer shared by a tensor and all its views. It also carries the
+// version counter that autograd uses to detect in-place changes to saved tensors: every in-place
+// write to any view bumps it.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace fg {
+
+class Storage {
+ public:
+  // Owns a fresh aligned allocation of `nbytes` (uninitialized).
+  static std::shared_ptr<Storage> allocate(size_t nbytes);
+  // Wraps memory owned by someone else (e.g. a numpy array); `release(ctx)` runs when the last
+  // tensor viewing it goes away.
+  static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, void (*release)(void*), void* ctx);
+
+  Storage(void* data, size_t nbytes, void (*release)(void*), void* ctx)
+      : data_(data), nbytes_(nbytes), release_(release), ctx_(ctx) {}
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  uint32_t version() const { return version_.load(std::memory_order_relaxed); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  void* data_;
+  size_t nbytes_;
+  void (*release_)(void*);
+  void* ctx_;
+  std::atomic<uint32_t> version_{0};
+};
+
+}  // namespace fg

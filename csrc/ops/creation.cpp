@@ -1,0 +1,118 @@
+// Making tensors, copying them, and converting between dtypes.
+#include <cmath>
+
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "kernels/loops.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+Tensor full(const Shape& shape, double value, DType dtype) {
+  Tensor out = empty(shape, dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* data = out->data_as<T>();
+    T v = static_cast<T>(value);
+    for (int64_t i = 0, n = out->numel(); i < n; ++i) data[i] = v;
+  });
+  return out;
+}
+
+Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
+Tensor zeros_like(const Tensor& t) { return full(t->shape, 0.0, t->dtype); }
+Tensor ones_like(const Tensor& t) { return full(t->shape, 1.0, t->dtype); }
+
+Tensor arange(double start, double end, double step, DType dtype) {
+  if (step == 0) throw RuntimeError("step must be nonzero");
+  if (!std::isfinite(start) || !std::isfinite(end)) throw RuntimeError(cat("unsupported range: ", start, " -> ", end));
+  if ((step > 0 && end < start) || (step < 0 && end > start))
+    throw RuntimeError("upper bound and larger bound inconsistent with step sign");
+  auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+  Tensor out = empty({n}, dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* data = out->data_as<T>();
+    for (int64_t i = 0; i < n; ++i) data[i] = static_cast<T>(start + static_cast<double>(i) * step);
+  });
+  return out;
+}
+
+Tensor linspace(double start, double end, int64_t steps, DType dtype) {
+  if (steps < 0) throw RuntimeError("number of steps must be non-negative");
+  Tensor out = empty({steps}, dtype);
+  double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* data = out->data_as<T>();
+    // Fill the second half from the end, as PyTorch does, so that the last value is exactly `end`.
+    int64_t half = steps == 1 ? 1 : steps / 2;
+    for (int64_t i = 0; i < steps; ++i)
+      data[i] = static_cast<T>(i < half ? start + step * static_cast<double>(i)
+                                        : end - step * static_cast<double>(steps - 1 - i));
+  });
+  return out;
+}
+
+Tensor eye(int64_t n, int64_t m, DType dtype) {
+  if (n < 0 || m < 0) throw RuntimeError(cat("n must be greater or equal to 0, got ", n < 0 ? n : m));
+  Tensor out = zeros({n, m}, dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < std::min(n, m); ++i) out->data_as<T>()[i * m + i] = T(1);
+  });
+  return out;
+}
+
+void copy_values(const Tensor& dst, const Tensor& src) {
+  Shape src_strides = broadcast_strides(src, dst->shape);
+  dispatch(dst->dtype, [&](auto dst_tag) {
+    using D = decltype(dst_tag);
+    dispatch(src->dtype, [&](auto src_tag) {
+      using S = decltype(src_tag);
+      D* d = dst->data_as<D>();
+      const S* s = src->data_as<S>();
+      for_each_offset<2>(dst->shape, {dst->strides.data(), src_strides.data()},
+                         [&](int64_t, const std::array<int64_t, 2>& o) { d[o[0]] = static_cast<D>(s[o[1]]); });
+    });
+  });
+}
+
+Scalar item(const Tensor& t) {
+  if (t->numel() != 1)
+    throw RuntimeError(cat("a Tensor with ", t->numel(), " elements cannot be converted to Scalar"));
+  return dispatch(t->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T v = *t->data_as<T>();
+    if constexpr (std::is_same_v<T, bool>) return Scalar::from_bool(v);
+    else if constexpr (std::is_integral_v<T>) return Scalar::from_int(v);
+    else return Scalar::from_float(v);
+  });
+}
+
+// ---- differentiable copies
+
+FG_NODE(ToCopyBackward0) DType source = DType::Float32; };
+GradList ToCopyBackward0::apply(GradList&& grads) { return {to_dtype(grads[0], source)}; }
+Tensor to_dtype(const Tensor& t, DType dtype) {
+  if (t->dtype == dtype) return t;
+  Tensor out = empty(t->shape, dtype);
+  copy_values(out, t);
+  // Only floating results carry gradients; casting to int64/bool ends the graph.
+  if (is_floating(dtype) && is_floating(t->dtype))
+    if (auto* node = record<ToCopyBackward0>(out, {&t})) node->source = t->dtype;
+  return out;
+}
+
+FG_NODE(CloneBackward0) };
+GradList CloneBackward0::apply(GradList&& grads) { return {grads[0]}; }
+Tensor clone(const Tensor& t) {
+  Tensor out = empty(t->shape, t->dtype);
+  copy_values(out, t);
+  record<CloneBackward0>(out, {&t});
+  return out;
+}
+
+Tensor contiguous(const Tensor& t) { return t->is_contiguous() ? t : clone(t); }
+
+}  // namespace fg

@@ -1,0 +1,542 @@
+// Elementwise ops with broadcasting and PyTorch's type promotion. Each op: its forward (a scalar
+// lambda over the strided loop) and, right after it, the backward node that undoes it.
+#include <cmath>
+
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "kernels/loops.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+// ---- type promotion, as PyTorch: tensors with dims decide first; 0-d tensors, then Python
+// numbers, may only raise the category (bool < integral < floating), never the width.
+namespace {
+
+using MaybeType = std::optional<DType>;
+
+MaybeType promote_opt(MaybeType a, DType b) { return a ? promote(*a, b) : b; }
+
+MaybeType combine_categories(MaybeType higher, MaybeType lower) {
+  if (!higher) return lower;
+  if (!lower || is_floating(*higher)) return higher;
+  if (*higher == DType::Bool || is_floating(*lower)) return promote(*higher, *lower);
+  return higher;
+}
+
+DType scalar_type(const Scalar& s) {
+  return s.kind == Category::Floating ? DType::Float32 : s.kind == Category::Integral ? DType::Int64 : DType::Bool;
+}
+
+DType result_type_of(std::initializer_list<const Tensor*> tensors, MaybeType wrapped) {
+  MaybeType dimmed, zero_dim;
+  for (const Tensor* t : tensors) {
+    if ((*t)->dim() > 0) dimmed = promote_opt(dimmed, (*t)->dtype);
+    else zero_dim = promote_opt(zero_dim, (*t)->dtype);
+  }
+  return *combine_categories(dimmed, combine_categories(zero_dim, wrapped));
+}
+
+}  // namespace
+
+DType result_type(const Tensor& a, const Tensor& b) { return result_type_of({&a, &b}, std::nullopt); }
+DType result_type(const Tensor& a, const Scalar& b) { return result_type_of({&a}, scalar_type(b)); }
+
+namespace {
+
+DType float_type(DType d) { return is_floating(d) ? d : DType::Float32; }
+
+Tensor cast_values(const Tensor& t, DType dtype) {
+  if (t->dtype == dtype) return t;
+  Tensor out = empty(t->shape, dtype);
+  copy_values(out, t);
+  return out;
+}
+
+// out = f(a, b) over the broadcast shape, computed and stored in `dtype` (or bool for predicates).
+template <class F>
+Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype, F f) {
+  Shape shape = broadcast_shapes(a->shape, b->shape);
+  Tensor ca = cast_values(a, dtype), cb = cast_values(b, dtype);
+  Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
+  Tensor out = empty(shape, out_dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch(out_dtype, [&](auto out_tag) {
+      using R = decltype(out_tag);
+      map2(shape, out->data_as<R>(), ca->data_as<T>(), sa.data(), cb->data_as<T>(), sb.data(),
+           [&](T x, T y) { return static_cast<R>(f(x, y)); });
+    });
+  });
+  return out;
+}
+
+// out = f(x, s) with the Python number s converted to the computation type.
+template <class F>
+Tensor scalar_map(const Tensor& x, double s, DType dtype, DType out_dtype, F f) {
+  Tensor cx = cast_values(x, dtype);
+  Tensor out = empty(x->shape, out_dtype);
+  dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    dispatch(out_dtype, [&](auto out_tag) {
+      using R = decltype(out_tag);
+      T sv = static_cast<T>(s);
+      map1(x->shape, out->data_as<R>(), cx->data_as<T>(), cx->strides.data(),
+           [&](T v) { return static_cast<R>(f(v, sv)); });
+    });
+  });
+  return out;
+}
+
+template <class F>
+Tensor unary_map(const Tensor& x, DType dtype, F f) {
+  return scalar_map(x, 0.0, dtype, dtype, [&](auto v, auto) { return f(v); });
+}
+
+Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+
+template <class T>
+bool is_negative(T v) {
+  if constexpr (std::is_same_v<T, bool>) return false;
+  else return v < 0;
+}
+
+}  // namespace
+
+// ---- binary arithmetic. The second operand is a tensor or a Python number; a node keeps both
+// inputs' metadata and, for a number, its value, so one backward formula serves both forms.
+struct BinaryNode : Node {
+  InputMeta meta[2];
+  double scalar = 0;
+  bool other_is_scalar = false;
+
+  void remember(const Tensor& a, const Tensor* b, const Scalar* s) {
+    meta[0] = InputMeta::of(a);
+    if (b) meta[1] = InputMeta::of(*b);
+    if (s) {
+      scalar = s->value;
+      other_is_scalar = true;
+    }
+  }
+  // Saved operand i, or the scalar as a 0-d tensor.
+  Tensor operand(size_t i) const { return i == 1 && other_is_scalar ? scalar_tensor(scalar, meta[0].dtype) : unpack(i); }
+  // The gradient for input i: broadcasting undone, in the input's dtype.
+  Tensor reduce(size_t i, const Tensor& g) const { return to_dtype(sum_to(g, meta[i].sizes()), meta[i].dtype); }
+};
+
+namespace {
+// Records node N for out = op(a, b-or-s), saving the operands its backward reads. PyTorch wraps
+// the number of + - * / in a tensor, so those nodes show a second, empty edge for it.
+template <class N, bool kScalarEdge = true>
+void record_binary(const Tensor& out, const Tensor& a, const Tensor* b, const Scalar* s, bool save_a, bool save_b) {
+  N* node = b ? record<N>(out, {&a, b}) : record<N>(out, {&a});
+  if (!node) return;
+  if (!b && kScalarEdge) node->next_edges.push_back(Edge{});
+  node->remember(a, b, s);
+  if (save_a) node->saved[0].save(a);
+  if (save_b && b) node->saved[1].save(*b);
+}
+
+void check_bool_subtraction(DType a, DType b) {
+  if (a == DType::Bool && b == DType::Bool)
+    throw RuntimeError(
+        "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+        "operator instead.");
+  if (a == DType::Bool || b == DType::Bool)
+    throw RuntimeError(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use "
+        "the `~` or `logical_not()` operator instead.");
+}
+}  // namespace
+
+FG_NODE_FROM(AddBackward0, BinaryNode) };
+GradList AddBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, g)};
+}
+Tensor add(const Tensor& a, const Tensor& b) {
+  Tensor out = binary_map(a, b, result_type(a, b), result_type(a, b), [](auto x, auto y) { return x + y; });
+  record_binary<AddBackward0>(out, a, &b, nullptr, false, false);
+  return out;
+}
+Tensor add(const Tensor& a, const Scalar& s) {
+  DType dt = result_type(a, s);
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x + y; });
+  record_binary<AddBackward0>(out, a, nullptr, &s, false, false);
+  return out;
+}
+
+FG_NODE_FROM(SubBackward0, BinaryNode) };
+GradList SubBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, neg(g))};
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  check_bool_subtraction(a->dtype, b->dtype);
+  DType dt = result_type(a, b);
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x - y; });
+  record_binary<SubBackward0>(out, a, &b, nullptr, false, false);
+  return out;
+}
+Tensor sub(const Tensor& a, const Scalar& s) {
+  check_bool_subtraction(a->dtype, scalar_type(s));
+  DType dt = result_type(a, s);
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x - y; });
+  record_binary<SubBackward0>(out, a, nullptr, &s, false, false);
+  return out;
+}
+
+FG_NODE_FROM(RsubBackward1, BinaryNode) };
+GradList RsubBackward1::apply(GradList&& grads) { return {reduce(0, neg(grads[0]))}; }
+Tensor rsub(const Tensor& a, const Scalar& s) {
+  check_bool_subtraction(a->dtype, scalar_type(s));
+  DType dt = result_type(a, s);
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return y - x; });
+  record_binary<RsubBackward1, false>(out, a, nullptr, &s, false, false);
+  return out;
+}
+
+FG_NODE_FROM(MulBackward0, BinaryNode) };
+GradList MulBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = reduce(0, mul(g, operand(1)));
+  if (needs_input_grad(1)) out[1] = reduce(1, mul(g, operand(0)));
+  return out;
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  DType dt = result_type(a, b);
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x * y; });
+  record_binary<MulBackward0>(out, a, &b, nullptr, true, true);
+  return out;
+}
+Tensor mul(const Tensor& a, const Scalar& s) {
+  DType dt = result_type(a, s);
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x * y; });
+  record_binary<MulBackward0>(out, a, nullptr, &s, false, false);
+  return out;
+}
+
+FG_NODE_FROM(DivBackward0, BinaryNode) };
+GradList DivBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor other = operand(1);
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = reduce(0, div(g, other));
+  if (needs_input_grad(1)) out[1] = reduce(1, neg(div(mul(g, operand(0)), mul(other, other))));
+  return out;
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  DType dt = float_type(result_type(a, b));
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x / y; });
+  record_binary<DivBackward0>(out, a, &b, nullptr, true, true);
+  return out;
+}
+Tensor div(const Tensor& a, const Scalar& s) {
+  DType dt = float_type(result_type(a, s));
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x / y; });
+  record_binary<DivBackward0>(out, a, nullptr, &s, false, false);
+  return out;
+}
+
+FG_NODE(ReciprocalBackward0) };
+GradList ReciprocalBackward0::apply(GradList&& grads) {
+  Tensor y = unpack(0);
+  return {neg(mul(grads[0], mul(y, y)))};
+}
+namespace {
+Tensor reciprocal(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return decltype(v)(1) / v; });
+  if (auto* node = record<ReciprocalBackward0>(out, {&x})) node->saved[0].save(out, true);
+  return out;
+}
+}  // namespace
+// s / x is s * (1 / x), as PyTorch computes (and names) it.
+Tensor rdiv(const Tensor& a, const Scalar& s) { return mul(reciprocal(a), s); }
+
+// x ** p for a number p.
+FG_NODE_FROM(PowBackward0, BinaryNode) };
+GradList PowBackward0::apply(GradList&& grads) {
+  if (scalar == 0) return {zeros_like(grads[0])};
+  Tensor x = unpack(0);
+  return {reduce(0, mul(grads[0], mul(pow(x, Scalar::from_float(scalar - 1)), Scalar::from_float(scalar))))};
+}
+Tensor pow(const Tensor& a, const Scalar& s) {
+  if (!is_floating(a->dtype) && s.kind == Category::Integral && s.value < 0)
+    throw RuntimeError("Integers to negative integer powers are not allowed.");
+  DType dt = result_type(a, s);
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return std::pow(x, y); });
+  record_binary<PowBackward0, false>(out, a, nullptr, &s, true, false);
+  return out;
+}
+
+// x ** y for tensors. d/dy is x**y * log(x), taken as 0 where x == 0 and y >= 0 (the limit).
+FG_NODE_FROM(PowBackward1, BinaryNode) };
+GradList PowBackward1::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor x = unpack(0), y = unpack(1);
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = reduce(0, mul(g, mul(y, pow(x, sub(y, Scalar::from_int(1))))));
+  if (needs_input_grad(1)) {
+    Tensor zero_base = logical_and(compare(x, Scalar::from_int(0), CompareOp::Eq), compare(y, Scalar::from_int(0), CompareOp::Ge));
+    Tensor d = mul(pow(x, y), log(x));
+    out[1] = reduce(1, mul(g, where(zero_base, zeros_like(d), d)));
+  }
+  return out;
+}
+Tensor pow(const Tensor& a, const Tensor& b) {
+  DType dt = result_type(a, b);
+  if (dt == DType::Bool) throw RuntimeError("\"pow\" not implemented for 'Bool'");
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return std::pow(x, y); });
+  record_binary<PowBackward1>(out, a, &b, nullptr, true, true);
+  return out;
+}
+
+// s ** x for a number s.
+FG_NODE_FROM(PowBackward2, BinaryNode) };
+GradList PowBackward2::apply(GradList&& grads) {
+  return {reduce(0, mul(grads[0], mul(unpack(1), Scalar::from_float(std::log(scalar)))))};
+}
+Tensor rpow(const Tensor& a, const Scalar& s) {
+  DType dt = result_type(a, s);
+  if (dt == DType::Bool) throw RuntimeError("\"pow\" not implemented for 'Bool'");
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return std::pow(y, x); });
+  if (auto* node = record<PowBackward2>(out, {&a})) {
+    node->remember(a, nullptr, &s);
+    node->saved[1].save(out, true);
+  }
+  return out;
+}
+
+// maximum / minimum: the gradient goes to the larger (smaller) input; ties split it evenly.
+namespace {
+template <class N>
+GradList select_grads(const N& node, const Tensor& g, CompareOp wins) {
+  Tensor a = node.unpack(0), b = node.unpack(1);
+  Tensor half = mul(g, Scalar::from_float(0.5));
+  Tensor tie = compare(a, b, CompareOp::Eq);
+  Tensor zero = zeros_like(g);
+  GradList out(2);
+  if (node.needs_input_grad(0)) out[0] = node.reduce(0, where(tie, half, where(compare(a, b, wins), g, zero)));
+  if (node.needs_input_grad(1)) out[1] = node.reduce(1, where(tie, half, where(compare(b, a, wins), g, zero)));
+  return out;
+}
+}  // namespace
+
+FG_NODE_FROM(MaximumBackward0, BinaryNode) };
+GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Gt); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  DType dt = result_type(a, b);
+  // NaN wins, as in PyTorch.
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return (x > y || x != x) ? x : y; });
+  record_binary<MaximumBackward0>(out, a, &b, nullptr, true, true);
+  return out;
+}
+
+FG_NODE_FROM(MinimumBackward0, BinaryNode) };
+GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  DType dt = result_type(a, b);
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return (x < y || x != x) ? x : y; });
+  record_binary<MinimumBackward0>(out, a, &b, nullptr, true, true);
+  return out;
+}
+
+// where(cond, a, b): the condition routes each gradient element to the input it came from.
+struct WhereNode : BinaryNode {
+  Tensor condition;  // bool, never differentiated; not subject to version checks
+  void release_saved() override {
+    condition.reset();
+    Node::release_saved();
+  }
+};
+FG_NODE_FROM(WhereBackward0, WhereNode) };
+GradList WhereBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor zero = zeros_like(g);
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = reduce(0, where(condition, g, zero));
+  if (needs_input_grad(1)) out[1] = reduce(1, where(condition, zero, g));
+  return out;
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (cond->dtype != DType::Bool)
+    throw RuntimeError(cat("where expected condition to be a boolean tensor, but got a tensor with dtype ",
+                           dtype_name(cond->dtype)));
+  DType dt = result_type(a, b);
+  Shape shape = broadcast_shapes(broadcast_shapes(cond->shape, a->shape), b->shape);
+  Tensor ca = cast_values(a, dt), cb = cast_values(b, dt);
+  Shape sc = broadcast_strides(cond, shape), sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
+  Tensor out = empty(shape, dt);
+  dispatch(dt, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out->data_as<T>();
+    const bool* c = cond->data_as<bool>();
+    const T* x = ca->data_as<T>();
+    const T* y = cb->data_as<T>();
+    for_each_offset<3>(shape, {sc.data(), sa.data(), sb.data()},
+                       [&](int64_t i, const std::array<int64_t, 3>& off) { o[i] = c[off[0]] ? x[off[1]] : y[off[2]]; });
+  });
+  if (auto* node = record<WhereBackward0>(out, {&a, &b})) {
+    node->remember(a, &b, nullptr);
+    node->condition = cond;
+  }
+  return out;
+}
+
+// ---- predicates (no gradient)
+namespace {
+template <class T>
+bool compare_values(T x, T y, CompareOp op) {
+  switch (op) {
+    case CompareOp::Lt: return x < y;
+    case CompareOp::Le: return x <= y;
+    case CompareOp::Gt: return x > y;
+    case CompareOp::Ge: return x >= y;
+    case CompareOp::Eq: return x == y;
+    case CompareOp::Ne: return x != y;
+  }
+  return false;
+}
+}  // namespace
+
+Tensor compare(const Tensor& a, const Tensor& b, CompareOp op) {
+  return binary_map(a, b, result_type(a, b), DType::Bool, [op](auto x, auto y) { return compare_values(x, y, op); });
+}
+Tensor compare(const Tensor& a, const Scalar& s, CompareOp op) {
+  return scalar_map(a, s.value, result_type(a, s), DType::Bool, [op](auto x, auto y) { return compare_values(x, y, op); });
+}
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return binary_map(a, b, DType::Bool, DType::Bool, [](auto x, auto y) { return x && y; });
+}
+Tensor sign(const Tensor& x) {
+  return unary_map(x, x->dtype, [](auto v) { return static_cast<decltype(v)>((v > 0) - is_negative(v)); });
+}
+
+// ---- unary ops. Float functions of integer tensors compute in float32, as PyTorch does.
+FG_NODE(NegBackward0) };
+GradList NegBackward0::apply(GradList&& grads) { return {neg(grads[0])}; }
+Tensor neg(const Tensor& x) {
+  if (x->dtype == DType::Bool)
+    throw RuntimeError(
+        "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the "
+        "`~` or `logical_not()` operator instead.");
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return -v; });
+  record<NegBackward0>(out, {&x});
+  return out;
+}
+
+FG_NODE(AbsBackward0) };
+GradList AbsBackward0::apply(GradList&& grads) { return {mul(grads[0], sign(unpack(0)))}; }
+Tensor abs(const Tensor& x) {
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(-v) : v; });
+  if (auto* node = record<AbsBackward0>(out, {&x})) node->saved[0].save(x);
+  return out;
+}
+
+FG_NODE(ExpBackward0) };
+GradList ExpBackward0::apply(GradList&& grads) { return {mul(grads[0], unpack(0))}; }
+Tensor exp(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::exp(v); });
+  if (auto* node = record<ExpBackward0>(out, {&x})) node->saved[0].save(out, true);
+  return out;
+}
+
+FG_NODE(LogBackward0) };
+GradList LogBackward0::apply(GradList&& grads) { return {div(grads[0], unpack(0))}; }
+Tensor log(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::log(v); });
+  if (auto* node = record<LogBackward0>(out, {&x})) node->saved[0].save(x);
+  return out;
+}
+
+FG_NODE(SqrtBackward0) };
+GradList SqrtBackward0::apply(GradList&& grads) { return {div(grads[0], mul(unpack(0), Scalar::from_int(2)))}; }
+Tensor sqrt(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::sqrt(v); });
+  if (auto* node = record<SqrtBackward0>(out, {&x})) node->saved[0].save(out, true);
+  return out;
+}
+
+FG_NODE(SinBackward0) };
+GradList SinBackward0::apply(GradList&& grads) { return {mul(grads[0], cos(unpack(0)))}; }
+Tensor sin(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::sin(v); });
+  if (auto* node = record<SinBackward0>(out, {&x})) node->saved[0].save(x);
+  return out;
+}
+
+FG_NODE(CosBackward0) };
+GradList CosBackward0::apply(GradList&& grads) { return {mul(grads[0], neg(sin(unpack(0))))}; }
+Tensor cos(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::cos(v); });
+  if (auto* node = record<CosBackward0>(out, {&x})) node->saved[0].save(x);
+  return out;
+}
+
+FG_NODE(TanhBackward0) };
+GradList TanhBackward0::apply(GradList&& grads) {
+  Tensor y = unpack(0);
+  return {mul(grads[0], rsub(mul(y, y), Scalar::from_int(1)))};
+}
+Tensor tanh(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::tanh(v); });
+  if (auto* node = record<TanhBackward0>(out, {&x})) node->saved[0].save(out, true);
+  return out;
+}
+
+FG_NODE(SigmoidBackward0) };
+GradList SigmoidBackward0::apply(GradList&& grads) {
+  Tensor y = unpack(0);
+  return {mul(grads[0], mul(y, rsub(y, Scalar::from_int(1))))};
+}
+Tensor sigmoid(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) {
+    using T = decltype(v);
+    return T(1) / (T(1) + std::exp(-v));
+  });
+  if (auto* node = record<SigmoidBackward0>(out, {&x})) node->saved[0].save(out, true);
+  return out;
+}
+
+FG_NODE(ReluBackward0) };
+GradList ReluBackward0::apply(GradList&& grads) {
+  return {mul(grads[0], compare(unpack(0), Scalar::from_int(0), CompareOp::Gt))};
+}
+Tensor relu(const Tensor& x) {
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 ? v : decltype(v)(0); });
+  if (auto* node = record<ReluBackward0>(out, {&x})) node->saved[0].save(out, true);
+  return out;
+}
+
+// clamp passes the gradient where min <= x <= max (boundaries included, as PyTorch).
+struct ClampNode : Node {
+  std::optional<double> min, max;
+};
+FG_NODE_FROM(ClampBackward1, ClampNode) };
+GradList ClampBackward1::apply(GradList&& grads) {
+  Tensor x = unpack(0);
+  Tensor g = grads[0];
+  if (min) g = mul(g, compare(x, Scalar::from_float(*min), CompareOp::Ge));
+  if (max) g = mul(g, compare(x, Scalar::from_float(*max), CompareOp::Le));
+  return {g};
+}
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
+  double lo = min ? *min : -INFINITY, hi = max ? *max : INFINITY;
+  Tensor out = unary_map(x, x->dtype, [lo, hi](auto v) {
+    using T = decltype(v);
+    if (v != v) return v;  // NaN stays NaN
+    if (static_cast<double>(v) < lo) return static_cast<T>(lo);
+    if (static_cast<double>(v) > hi) return static_cast<T>(hi);
+    return v;
+  });
+  if (auto* node = record<ClampBackward1>(out, {&x})) {
+    node->saved[0].save(x);
+    node->min = min;
+    node->max = max;
+  }
+  return out;
+}
+
+}  // namespace fg

@@ -1,0 +1,287 @@
+// Advanced indexing (index tensors and masks) and Python's x[key] / x[key] = v on top of the views.
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "kernels/loops.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+namespace {
+
+// Bool masks become int64 coordinates of their true elements: one index tensor per mask dim.
+std::vector<Tensor> masks_to_indices(const Tensor& x, const std::vector<Tensor>& indices) {
+  std::vector<Tensor> out;
+  for (const Tensor& idx : indices) {
+    if (!idx || idx->dtype != DType::Bool) {
+      if (idx && idx->dtype != DType::Int64)
+        throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
+      out.push_back(idx);
+      continue;
+    }
+    int64_t first = static_cast<int64_t>(out.size());
+    for (int64_t d = 0; d < idx->dim(); ++d) {
+      if (first + d >= x->dim() || idx->shape[d] != x->shape[first + d])
+        throw IndexError(cat("The shape of the mask ", shape_str(idx->shape), " at index ", d,
+                             " does not match the shape of the indexed tensor ", shape_str(x->shape), " at index ", first + d));
+    }
+    Tensor mask = contiguous(idx);
+    std::vector<std::vector<int64_t>> coords(idx->dim());
+    const bool* m = mask->data_as<bool>();
+    Shape strides = contiguous_strides(idx->shape);
+    for (int64_t i = 0, n = mask->numel(); i < n; ++i)
+      if (m[i])
+        for (int64_t d = 0; d < idx->dim(); ++d) coords[d].push_back(i / strides[d] % idx->shape[d]);
+    for (auto& c : coords) {
+      Tensor t = empty({static_cast<int64_t>(c.size())}, DType::Int64);
+      std::copy(c.begin(), c.end(), t->data_as<int64_t>());
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+// Where x[indices] reads from: for each position b of the broadcast index shape, an element offset
+// into x; the non-indexed dims are walked with their own strides. The result is laid out as
+// [index dims..., other dims...] and permuted into PyTorch's order (index dims stay in place when
+// the indexed dims are adjacent, else they go first).
+struct IndexPlan {
+  Shape index_shape;
+  Shape rest_shape, rest_strides;
+  std::vector<int64_t> offsets;
+  Shape out_shape;
+  std::vector<int64_t> to_out;  // permutation from the [index..., rest...] layout to out_shape
+  Shape gathered_shape() const {
+    Shape s = index_shape;
+    s.insert(s.end(), rest_shape.begin(), rest_shape.end());
+    return s;
+  }
+};
+
+IndexPlan plan_index(const Tensor& x, const std::vector<Tensor>& raw) {
+  std::vector<Tensor> indices = masks_to_indices(x, raw);
+  if (static_cast<int64_t>(indices.size()) > x->dim())
+    throw IndexError(cat("too many indices for tensor of dimension ", x->dim()));
+  indices.resize(x->dim());
+  IndexPlan plan;
+  std::vector<int64_t> indexed;
+  bool first = true;
+  for (int64_t d = 0; d < x->dim(); ++d) {
+    if (!indices[d]) continue;
+    indexed.push_back(d);
+    if (first) plan.index_shape = indices[d]->shape;
+    else {
+      try {
+        plan.index_shape = broadcast_shapes(plan.index_shape, indices[d]->shape);
+      } catch (const RuntimeError&) {
+        std::string shapes;
+        for (const Tensor& i : indices)
+          if (i) shapes += (shapes.empty() ? "" : ", ") + shape_str(i->shape);
+        throw IndexError(cat("shape mismatch: indexing tensors could not be broadcast together with shapes ", shapes));
+      }
+    }
+    first = false;
+  }
+  plan.offsets.assign(numel_of(plan.index_shape), 0);
+  for (int64_t d : indexed) {
+    const Tensor& idx = indices[d];
+    Shape strides = broadcast_strides(idx, plan.index_shape);
+    const int64_t* v = idx->data_as<int64_t>();
+    int64_t size = x->shape[d];
+    for_each_offset<1>(plan.index_shape, {strides.data()}, [&](int64_t i, const std::array<int64_t, 1>& o) {
+      int64_t k = v[o[0]];
+      if (k < -size || k >= size)
+        throw IndexError(cat("index ", k, " is out of bounds for dimension ", d, " with size ", size));
+      plan.offsets[i] += (k < 0 ? k + size : k) * x->strides[d];
+    });
+  }
+  int64_t before = 0;  // rest dims that precede the index dims in the output
+  bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == static_cast<int64_t>(indexed.size());
+  for (int64_t d = 0; d < x->dim(); ++d) {
+    if (indices[d]) continue;
+    plan.rest_shape.push_back(x->shape[d]);
+    plan.rest_strides.push_back(x->strides[d]);
+    if (adjacent && !indexed.empty() && d < indexed.front()) ++before;
+  }
+  int64_t nb = static_cast<int64_t>(plan.index_shape.size()), nr = static_cast<int64_t>(plan.rest_shape.size());
+  for (int64_t i = 0; i < before; ++i) plan.to_out.push_back(nb + i);
+  for (int64_t i = 0; i < nb; ++i) plan.to_out.push_back(i);
+  for (int64_t i = before; i < nr; ++i) plan.to_out.push_back(nb + i);
+  Shape gathered = plan.gathered_shape();
+  for (int64_t p : plan.to_out) plan.out_shape.push_back(gathered[p]);
+  return plan;
+}
+
+// Visits (position in the gathered layout, element offset into x) for every element x[indices] reads.
+template <class F>
+void visit_plan(const IndexPlan& plan, F&& f) {
+  int64_t rest = numel_of(plan.rest_shape);
+  for (size_t b = 0; b < plan.offsets.size(); ++b)
+    for_each_offset<1>(plan.rest_shape, {plan.rest_strides.data()}, [&](int64_t r, const std::array<int64_t, 1>& o) {
+      f(static_cast<int64_t>(b) * rest + r, plan.offsets[b] + o[0]);
+    });
+}
+
+std::vector<int64_t> inverse(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+// Writes `values` (broadcast to the indexing result) into self[indices]; no autograd.
+void scatter_values(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  IndexPlan plan = plan_index(self, indices);
+  GradModeGuard no_grad(false);
+  Tensor v;
+  try {
+    v = expand(to_dtype(values, self->dtype), plan.out_shape);
+  } catch (const RuntimeError&) {
+    throw RuntimeError(cat("shape mismatch: value tensor of shape ", shape_str(values->shape),
+                           " cannot be broadcast to indexing result of shape ", shape_str(plan.out_shape)));
+  }
+  Tensor gathered = contiguous(permute(v, inverse(plan.to_out)));
+  dispatch(self->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = self->data_as<T>();
+    const T* src = gathered->data_as<T>();
+    visit_plan(plan, [&](int64_t i, int64_t off) {
+      if (accumulate) dst[off] = static_cast<T>(dst[off] + src[i]);
+      else dst[off] = src[i];
+    });
+  });
+}
+
+struct IndexNode : Node {
+  InputMeta input;
+  std::vector<Tensor> indices;
+  void release_saved() override {
+    indices.clear();
+    Node::release_saved();
+  }
+};
+
+}  // namespace
+
+FG_NODE_FROM(IndexBackward0, IndexNode) };
+GradList IndexBackward0::apply(GradList&& grads) {
+  return {index_put_(zeros(input.sizes(), input.dtype), indices, grads[0], true)};
+}
+
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
+  IndexPlan plan = plan_index(x, indices);
+  Tensor gathered = empty(plan.gathered_shape(), x->dtype);
+  dispatch(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x->data_as<T>();
+    T* dst = gathered->data_as<T>();
+    visit_plan(plan, [&](int64_t i, int64_t off) { dst[i] = src[off]; });
+  });
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    out = clone(permute(gathered, plan.to_out));
+  }
+  if (auto* node = record<IndexBackward0>(out, {&x})) {
+    node->input = InputMeta::of(x);
+    node->indices = indices;
+  }
+  return out;
+}
+
+struct IndexPutNode : IndexNode {
+  InputMeta values;
+};
+FG_NODE_FROM(IndexPutBackward0, IndexPutNode) };
+GradList IndexPutBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = index_put_(clone(g), indices, zeros({}, g->dtype), false);
+  if (needs_input_grad(1)) out[1] = to_dtype(sum_to(index(g, indices), values.sizes()), values.dtype);
+  return out;
+}
+
+Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  check_inplace(self);
+  Edge self_edge = gradient_edge(self);
+  bool recording = should_record({&self, &values});
+  scatter_values(self, indices, values, accumulate);
+  self->bump_version();
+  if (recording) {
+    auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), values);
+    node->input = InputMeta::of(self);
+    node->values = InputMeta::of(values);
+    node->indices = indices;
+    rebase_history(self, {NodeRef(node), 0});
+  }
+  return self;
+}
+
+// ---- x[key] and x[key] = value
+namespace {
+Tensor apply_steps(const Tensor& x, const std::vector<IndexStep>& steps) {
+  Tensor t = x;
+  for (const IndexStep& s : steps) {
+    switch (s.kind) {
+      case IndexStep::Select: t = select(t, s.dim, s.index); break;
+      case IndexStep::Slice: t = slice(t, s.dim, s.start, s.stop, s.step); break;
+      case IndexStep::Unsqueeze: t = unsqueeze(t, s.dim); break;
+    }
+  }
+  return t;
+}
+}  // namespace
+
+Tensor getitem(const Tensor& x, const IndexSpec& spec) {
+  Tensor view = apply_steps(x, spec.steps);
+  if (spec.advanced.empty()) return view.get() == x.get() ? make_view(x, x->shape, x->strides, x->offset) : view;
+  return index(view, spec.advanced);
+}
+
+// The backward of x[key] = value: the overwritten region gets no gradient, the value gets the
+// region's gradient (summed back to its shape). PyTorch calls this node CopySlices.
+struct CopySlicesNode : Node {
+  InputMeta value;
+  IndexSpec spec;
+  void release_saved() override {
+    spec.advanced.clear();
+    Node::release_saved();
+  }
+};
+FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "CopySlices") };
+GradList IndexCopySlices::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) {
+    out[0] = clone(g);
+    Tensor region = apply_steps(out[0], spec.steps);
+    if (spec.advanced.empty()) zero_(region);
+    else index_put_(region, spec.advanced, zeros({}, g->dtype), false);
+  }
+  if (needs_input_grad(1)) out[1] = to_dtype(sum_to(getitem(g, spec), value.sizes()), value.dtype);
+  return out;
+}
+
+void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
+  // x[key] = v writes through a view of x, and PyTorch words the leaf error that way.
+  if (grad_enabled() && self->is_leaf() && self->requires_grad_leaf)
+    throw RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  check_inplace(self);
+  Edge self_edge = gradient_edge(self);
+  bool recording = should_record({&self, &value});
+  {
+    GradModeGuard no_grad(false);
+    // x[1:] = x[:-1] reads what it writes: copy the source first.
+    Tensor source = value->storage == self->storage ? clone(value) : value;
+    Tensor region = apply_steps(self, spec.steps);
+    if (spec.advanced.empty()) copy_values(region, expand(source, region->shape));
+    else scatter_values(region, spec.advanced, source, false);
+  }
+  self->bump_version();
+  if (recording) {
+    auto* node = make_inplace_node<IndexCopySlices>(std::move(self_edge), value);
+    node->value = InputMeta::of(value);
+    node->spec = spec;
+    rebase_history(self, {NodeRef(node), 0});
+  }
+}
+
+}  // namespace fg

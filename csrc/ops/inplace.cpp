@@ -1,0 +1,187 @@
+// In-place ops. Arithmetic ones run their out-of-place op (which records the usual node) and write
+// the result back, so self's new grad_fn is that node; ops that replace the values outright (fill_,
+// zero_, copy_) record a node that cuts the gradient to the old values. Every write bumps the
+// storage's version, which is how a stale saved tensor is detected in backward.
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+void check_inplace(const Tensor& self) {
+  if (!grad_enabled()) return;
+  if (self->is_leaf() && self->requires_grad_leaf)
+    throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
+  const Tensor& base = self->view_base;
+  if (base && base->is_leaf() && base->requires_grad_leaf)
+    throw RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+// The base's new value is its old value with the view's region replaced by the in-place result:
+// the old value gets the gradient outside the region, the result node the gradient inside it.
+struct ViewRegionNode : Node {
+  InputMeta base;
+  SmallVec<int64_t, 4> shape, strides;
+  int64_t offset = 0;
+  Tensor region(const Tensor& full) const {
+    GradModeGuard no_grad(false);
+    return as_strided(full, shape.to_vector(), strides.to_vector(), offset);
+  }
+};
+FG_NODE_FROM(CopySlices, ViewRegionNode) };
+GradList CopySlices::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) {
+    out[0] = clone(g);
+    zero_(region(out[0]));
+  }
+  if (needs_input_grad(1)) out[1] = clone(region(contiguous(g)));
+  return out;
+}
+
+void rebase_history(const Tensor& self, Edge new_value) {
+  const Tensor base = self->view_base;
+  if (!base) {
+    self->grad_fn = std::move(new_value.fn);
+    self->output_nr = new_value.input_nr;
+    return;
+  }
+  if (!base->is_contiguous())
+    throw RuntimeError("fastgrad: an in-place operation that needs gradients through a view of a non-contiguous tensor "
+                       "is not supported; call .contiguous() on the base tensor first");
+  auto* node = new CopySlices();
+  node->next_edges.push_back(gradient_edge(base));
+  node->next_edges.push_back(std::move(new_value));
+  node->base = InputMeta::of(base);
+  for (int64_t v : self->shape) node->shape.push_back(v);
+  for (int64_t v : self->strides) node->strides.push_back(v);
+  node->offset = self->offset - base->offset;
+  base->grad_fn = NodeRef(node);
+  base->output_nr = 0;
+  // The view now shows part of the base's new value.
+  Tensor fresh = as_strided(base, self->shape, self->strides, node->offset);
+  self->grad_fn = fresh->grad_fn;
+  self->output_nr = 0;
+}
+
+namespace {
+
+const char* type_title(DType d) {
+  switch (d) {
+    case DType::Bool: return "Bool";
+    case DType::Int64: return "Long";
+    case DType::Float32: return "Float";
+    case DType::Float64: return "Double";
+  }
+  return "?";
+}
+
+// A copy of self's values carrying self's history, for ops whose backward reads the old self.
+Tensor snapshot(const Tensor& self) {
+  Tensor copy = empty(self->shape, self->dtype);
+  copy_values(copy, self);
+  copy->grad_fn = self->grad_fn;
+  copy->output_nr = self->output_nr;
+  copy->requires_grad_leaf = self->requires_grad_leaf;
+  return copy;
+}
+
+// self = op(self) for an out-of-place op; `reads_self` says whether op's backward needs self's
+// old values (then op runs on a snapshot so that overwriting self does not invalidate them).
+template <class F>
+Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op) {
+  check_inplace(self);
+  bool recording = other ? should_record({&self, other}) : should_record({&self});
+  Tensor result = op(recording && reads_self ? snapshot(self) : self);
+  if (category(result->dtype) > category(self->dtype))
+    throw RuntimeError(cat("result type ", type_title(result->dtype), " can't be cast to the desired output type ",
+                           type_title(self->dtype)));
+  if (result->shape != self->shape)
+    throw RuntimeError(cat("output with shape ", shape_str(self->shape), " doesn't match the broadcast shape ",
+                           shape_str(result->shape)));
+  copy_values(self, result);
+  self->bump_version();
+  if (recording) rebase_history(self, {result->grad_fn, result->output_nr});
+  return self;
+}
+
+}  // namespace
+
+Tensor add_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return add(s, other); });
+}
+Tensor sub_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other); });
+}
+Tensor mul_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, true, [&](const Tensor& s) { return mul(s, other); });
+}
+Tensor div_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, true, [&](const Tensor& s) { return div(s, other); });
+}
+Tensor add_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other); });
+}
+Tensor sub_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return sub(s, other); });
+}
+Tensor mul_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return mul(s, other); });
+}
+Tensor div_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return div(s, other); });
+}
+Tensor clamp_(const Tensor& self, std::optional<double> min, std::optional<double> max) {
+  return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
+}
+
+// ---- ops that replace self's values: the old values get no gradient; a tensor source gets the
+// gradient of the positions it filled.
+struct ReplaceNode : Node {
+  InputMeta source;
+  GradList replace_grads(const Tensor& g) const {
+    GradList out(2);
+    if (needs_input_grad(0)) out[0] = zeros_like(g);
+    if (needs_input_grad(1)) out[1] = to_dtype(sum_to(g, source.sizes()), source.dtype);
+    return out;
+  }
+};
+FG_NODE_FROM(FillBackward0, ReplaceNode) };
+FG_NODE_FROM(ZeroBackward0, ReplaceNode) };
+FG_NODE_FROM(CopyBackwards, ReplaceNode) };
+GradList FillBackward0::apply(GradList&& grads) { return replace_grads(grads[0]); }
+GradList ZeroBackward0::apply(GradList&& grads) { return replace_grads(grads[0]); }
+GradList CopyBackwards::apply(GradList&& grads) { return replace_grads(grads[0]); }
+
+namespace {
+template <class N>
+Tensor replace_values(const Tensor& self, const Tensor& source) {
+  check_inplace(self);
+  Edge self_edge = gradient_edge(self);
+  bool recording = should_record({&self, &source});
+  {
+    GradModeGuard no_grad(false);
+    Tensor expanded = expand(source, self->shape);
+    copy_values(self, expanded->storage == self->storage ? clone(expanded) : expanded);
+  }
+  self->bump_version();
+  if (recording) {
+    N* node = make_inplace_node<N>(std::move(self_edge), source);
+    node->source = InputMeta::of(source);
+    rebase_history(self, {NodeRef(node), 0});
+  }
+  return self;
+}
+}  // namespace
+
+Tensor fill_(const Tensor& self, const Scalar& value) { return replace_values<FillBackward0>(self, full({}, value.value, self->dtype)); }
+Tensor fill_(const Tensor& self, const Tensor& value) {
+  if (value->dim() != 0)
+    throw RuntimeError(cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
+  return replace_values<FillBackward0>(self, value);
+}
+Tensor zero_(const Tensor& self) { return replace_values<ZeroBackward0>(self, zeros({}, self->dtype)); }
+Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values<CopyBackwards>(self, src); }
+
+}  // namespace fg

@@ -1,0 +1,179 @@
+// Matrix products. dot, mv, mm and bmm are the recorded primitives (each with its own backward);
+// matmul applies PyTorch's rank rules on top of them.
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "kernels/matmul.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+namespace {
+
+const char* c_type_name(DType d) {
+  switch (d) {
+    case DType::Bool: return "bool";
+    case DType::Int64: return "long int";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+  }
+  return "?";
+}
+
+void require_same_dtype(const Tensor& a, const Tensor& b) {
+  if (a->dtype != b->dtype)
+    throw RuntimeError(cat("expected m1 and m2 to have the same dtype, but got: ", c_type_name(a->dtype), " != ",
+                           c_type_name(b->dtype)));
+}
+
+// out[p] = a[p] @ b[p] with a viewed as (batch, n, k) and b as (batch, k, m).
+Tensor product(const Tensor& a, MatrixView as, const Tensor& b, MatrixView bs, int64_t batch, int64_t n, int64_t k,
+               int64_t m, const Shape& out_shape) {
+  Tensor out = empty(out_shape, a->dtype);
+  dispatch(a->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    batched_matmul<T>(batch, n, k, m, a->data_as<T>(), as, b->data_as<T>(), bs, out->data_as<T>());
+  });
+  return out;
+}
+
+std::string dims_str(const Tensor& t) { return cat(t->shape[0], "x", t->shape[1]); }
+
+}  // namespace
+
+FG_NODE(DotBackward0) };
+GradList DotBackward0::apply(GradList&& grads) {
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = mul(grads[0], unpack(1));
+  if (needs_input_grad(1)) out[1] = mul(grads[0], unpack(0));
+  return out;
+}
+Tensor dot(const Tensor& a, const Tensor& b) {
+  if (a->dim() != 1 || b->dim() != 1)
+    throw RuntimeError(cat("1D tensors expected, but got ", a->dim(), "D and ", b->dim(), "D tensors"));
+  if (a->shape[0] != b->shape[0])
+    throw RuntimeError(cat("inconsistent tensor size, expected tensor [", a->shape[0], "] and src [", b->shape[0],
+                           "] to have the same number of elements, but got ", a->shape[0], " and ", b->shape[0],
+                           " elements respectively"));
+  if (a->dtype != b->dtype)
+    throw RuntimeError(cat("dot : expected both vectors to have same dtype, but found ", c_type_name(a->dtype), " and ",
+                           c_type_name(b->dtype)));
+  Tensor out = product(a, {0, 0, a->strides[0]}, b, {0, b->strides[0], 0}, 1, 1, a->shape[0], 1, {});
+  if (auto* node = record<DotBackward0>(out, {&a, &b})) {
+    node->saved[0].save(a);
+    node->saved[1].save(b);
+  }
+  return out;
+}
+
+FG_NODE(MvBackward0) };
+GradList MvBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = mm(unsqueeze(g, 1), unsqueeze(unpack(1), 0));
+  if (needs_input_grad(1)) out[1] = mv(t(unpack(0)), g);
+  return out;
+}
+Tensor mv(const Tensor& a, const Tensor& b) {
+  if (a->dim() != 2 || b->dim() != 1)
+    throw RuntimeError(cat("vector + matrix @ vector expected, got ", 1, ", ", a->dim(), ", ", b->dim()));
+  if (a->shape[1] != b->shape[0])
+    throw RuntimeError(cat("size mismatch, got input (", a->shape[0], "), mat (", dims_str(a), "), vec (", b->shape[0], ")"));
+  require_same_dtype(a, b);
+  Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], 0}, 1, a->shape[0], a->shape[1], 1,
+                       {a->shape[0]});
+  if (auto* node = record<MvBackward0>(out, {&a, &b})) {
+    node->saved[0].save(a);
+    node->saved[1].save(b);
+  }
+  return out;
+}
+
+FG_NODE(MmBackward0) };
+GradList MmBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = mm(g, t(unpack(1)));
+  if (needs_input_grad(1)) out[1] = mm(t(unpack(0)), g);
+  return out;
+}
+Tensor mm(const Tensor& a, const Tensor& b) {
+  if (a->dim() != 2) throw RuntimeError("self must be a matrix");
+  if (b->dim() != 2) throw RuntimeError("mat2 must be a matrix");
+  if (a->shape[1] != b->shape[0])
+    throw RuntimeError(cat("mat1 and mat2 shapes cannot be multiplied (", dims_str(a), " and ", dims_str(b), ")"));
+  require_same_dtype(a, b);
+  Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], b->strides[1]}, 1, a->shape[0],
+                       a->shape[1], b->shape[1], {a->shape[0], b->shape[1]});
+  if (auto* node = record<MmBackward0>(out, {&a, &b})) {
+    node->saved[0].save(a);
+    node->saved[1].save(b);
+  }
+  return out;
+}
+
+FG_NODE(BmmBackward0) };
+GradList BmmBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = bmm(g, transpose(unpack(1), 1, 2));
+  if (needs_input_grad(1)) out[1] = bmm(transpose(unpack(0), 1, 2), g);
+  return out;
+}
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (a->dim() != 3) throw RuntimeError(cat("batch1 must be a 3D tensor"));
+  if (b->dim() != 3) throw RuntimeError(cat("batch2 must be a 3D tensor"));
+  if (a->shape[0] != b->shape[0] || a->shape[2] != b->shape[1])
+    throw RuntimeError(cat("Expected size for first two dimensions of batch2 tensor to be: [", a->shape[0], ", ",
+                           a->shape[2], "] but got: [", b->shape[0], ", ", b->shape[1], "]."));
+  require_same_dtype(a, b);
+  Tensor out = product(a, {a->strides[0], a->strides[1], a->strides[2]}, b, {b->strides[0], b->strides[1], b->strides[2]},
+                       a->shape[0], a->shape[1], a->shape[2], b->shape[2], {a->shape[0], a->shape[1], b->shape[2]});
+  if (auto* node = record<BmmBackward0>(out, {&a, &b})) {
+    node->saved[0].save(a);
+    node->saved[1].save(b);
+  }
+  return out;
+}
+
+// PyTorch's matmul: vectors are promoted to matrices and the extra dim removed afterwards; batch
+// dims broadcast, and the product runs as one bmm over the flattened batch.
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (a->dim() == 0 || b->dim() == 0)
+    throw RuntimeError(cat("both arguments to matmul need to be at least 1D, but they are ", a->dim(), "D and ",
+                           b->dim(), "D"));
+  if (a->dim() == 1 && b->dim() == 1) return dot(a, b);
+  if (a->dim() == 2 && b->dim() == 1) return mv(a, b);
+  if (a->dim() == 1 && b->dim() == 2) return squeeze(mm(unsqueeze(a, 0), b), std::vector<int64_t>{0});
+  if (a->dim() == 2 && b->dim() == 2) return mm(a, b);
+  if (a->dim() >= 3 && b->dim() <= 2) {
+    // (..., n, k) @ (k, m): one mm over the folded leading dims.
+    int64_t k = a->shape.back();
+    Shape out_shape(a->shape.begin(), a->shape.end() - 1);
+    Tensor folded = reshape(a, {-1, k});
+    if (b->dim() == 1) return unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), std::vector<int64_t>{1}), out_shape);
+    out_shape.push_back(b->shape[1]);
+    return unsafe_view(mm(folded, b), out_shape);
+  }
+  Tensor a3 = a->dim() == 1 ? unsqueeze(a, 0) : a;
+  Tensor b3 = b->dim() == 1 ? unsqueeze(b, 1) : b;
+  int64_t n = a3->shape[a3->dim() - 2], k = a3->shape[a3->dim() - 1];
+  int64_t k2 = b3->shape[b3->dim() - 2], m = b3->shape[b3->dim() - 1];
+  if (k != k2)
+    throw RuntimeError(cat("Expected size for first two dimensions of batch2 tensor to be: [", numel_of(Shape(a3->shape.begin(), a3->shape.end() - 2)),
+                           ", ", k, "] but got: [", numel_of(Shape(b3->shape.begin(), b3->shape.end() - 2)), ", ", k2, "]."));
+  Shape batch = broadcast_shapes(Shape(a3->shape.begin(), a3->shape.end() - 2), Shape(b3->shape.begin(), b3->shape.end() - 2));
+  int64_t flat = numel_of(batch);
+  auto batched = [&](const Tensor& x, int64_t rows, int64_t cols) {
+    Shape full = batch;
+    full.push_back(rows);
+    full.push_back(cols);
+    return reshape(expand(x, full), {flat, rows, cols});
+  };
+  Tensor out = bmm(batched(a3, n, k), batched(b3, k, m));
+  Shape out_shape = batch;
+  if (a->dim() > 1) out_shape.push_back(n);
+  if (b->dim() > 1) out_shape.push_back(m);
+  return unsafe_view(out, out_shape);
+}
+
+}  // namespace fg

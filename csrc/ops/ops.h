@@ -1,0 +1,155 @@
+// Every tensor op of the core. Each is defined once, in the ops/*.cpp file of its family, next to
+// its backward node and its shape rule. Backward formulas are written with these same ops, so they
+// could be recorded for higher-order gradients.
+#pragma once
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "autograd/node.h"
+#include "core/scalar.h"
+#include "core/tensor.h"
+
+namespace fg {
+
+// ---- creation and conversion (ops/creation.cpp)
+Tensor full(const Shape& shape, double value, DType dtype);
+Tensor zeros(const Shape& shape, DType dtype);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor arange(double start, double end, double step, DType dtype);
+Tensor linspace(double start, double end, int64_t steps, DType dtype);
+Tensor eye(int64_t n, int64_t m, DType dtype);
+Tensor to_dtype(const Tensor& t, DType dtype);  // returns t itself when the dtype already matches
+Tensor clone(const Tensor& t);
+Tensor contiguous(const Tensor& t);             // t itself when already contiguous
+void copy_values(const Tensor& dst, const Tensor& src);  // broadcast + cast, no autograd
+Scalar item(const Tensor& t);
+
+// ---- type promotion (ops/elementwise.cpp)
+DType result_type(const Tensor& a, const Tensor& b);
+DType result_type(const Tensor& a, const Scalar& b);
+
+// ---- elementwise, broadcasting (ops/elementwise.cpp)
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, const Scalar& b);
+Tensor sub(const Tensor& a, const Scalar& b);
+Tensor rsub(const Tensor& a, const Scalar& b);  // b - a
+Tensor mul(const Tensor& a, const Scalar& b);
+Tensor div(const Tensor& a, const Scalar& b);
+Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a
+Tensor pow(const Tensor& a, const Scalar& b);
+Tensor rpow(const Tensor& a, const Scalar& b);  // b ** a
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
+Tensor compare(const Tensor& a, const Tensor& b, CompareOp op);
+Tensor compare(const Tensor& a, const Scalar& b, CompareOp op);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+
+Tensor neg(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+
+// ---- in place (ops/inplace.cpp); return self
+Tensor add_(const Tensor& self, const Tensor& other);
+Tensor sub_(const Tensor& self, const Tensor& other);
+Tensor mul_(const Tensor& self, const Tensor& other);
+Tensor div_(const Tensor& self, const Tensor& other);
+Tensor add_(const Tensor& self, const Scalar& other);
+Tensor sub_(const Tensor& self, const Scalar& other);
+Tensor mul_(const Tensor& self, const Scalar& other);
+Tensor div_(const Tensor& self, const Scalar& other);
+Tensor clamp_(const Tensor& self, std::optional<double> min, std::optional<double> max);
+Tensor fill_(const Tensor& self, const Scalar& value);
+Tensor fill_(const Tensor& self, const Tensor& value);
+Tensor zero_(const Tensor& self);
+Tensor copy_(const Tensor& self, const Tensor& src);
+
+// In-place support (ops/inplace.cpp): the leaf checks PyTorch makes before any in-place write, and
+// making `new_value` (the node computing self's new contents) self's history. When self is a view
+// that also rewrites the base's history (PyTorch's CopySlices).
+void check_inplace(const Tensor& self);
+void rebase_history(const Tensor& self, Edge new_value);
+
+// A view of contiguous `x` with any geometry (offset relative to x's); AsStridedBackward0.
+Tensor as_strided(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
+
+// ---- reductions (ops/reduce.cpp); empty dims = all dims
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype = {});
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim);
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim);
+Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim);
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim);
+Tensor max_all(const Tensor& x);
+Tensor min_all(const Tensor& x);
+std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim);
+std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim);
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim);
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim);
+Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim);
+// The gradient of a broadcast op, summed back to the input's shape.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+// ---- shape and views (ops/shape.cpp)
+Tensor view(const Tensor& x, const Shape& shape);
+Tensor reshape(const Tensor& x, const Shape& shape);
+Tensor unsafe_view(const Tensor& x, const Shape& shape);  // reshape recorded as UnsafeViewBackward0
+Tensor expand(const Tensor& x, const Shape& shape);
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor t(const Tensor& x);
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims);
+Tensor unsqueeze(const Tensor& x, int64_t dim);
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
+Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
+Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+
+// ---- indexing (ops/index.cpp). `indices` has one entry per leading dim of x; an undefined
+// entry keeps that dim whole. Index tensors are int64 or bool masks (a k-dim mask covers k dims).
+Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate);
+
+// A parsed Python index `x[key]`: views applied in order (ints select, slices slice, None
+// unsqueezes), then optional advanced indices over the dims of the resulting view.
+struct IndexStep {
+  enum Kind { Select, Slice, Unsqueeze } kind = Select;
+  int64_t dim = 0;
+  int64_t index = 0;                   // Select
+  std::optional<int64_t> start, stop;  // Slice
+  int64_t step = 1;                    // Slice
+};
+struct IndexSpec {
+  std::vector<IndexStep> steps;
+  std::vector<Tensor> advanced;  // empty when the key has no tensor/list indices
+};
+Tensor getitem(const Tensor& x, const IndexSpec& spec);
+void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value);
+
+// ---- products (ops/matmul.cpp)
+Tensor dot(const Tensor& a, const Tensor& b);
+Tensor mv(const Tensor& a, const Tensor& b);
+Tensor mm(const Tensor& a, const Tensor& b);
+Tensor bmm(const Tensor& a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+}  // namespace fg

@@ -1,0 +1,466 @@
+// Reductions. The kernel views the input as [kept dims..., reduced dims...] and visits it in that
+// order, so every result element sees its reduced block as one run (deterministic order). Backward
+// formulas broadcast the output gradient back over the reduced dims.
+#include <cmath>
+#include <limits>
+
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "kernels/loops.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+namespace {
+
+// Calls f(out_index, position_in_block, value) over x, reduced dims innermost.
+template <class T, class F>
+void visit_reduced(const Tensor& x, const std::vector<bool>& mask, F&& f) {
+  Shape shape, strides;
+  int64_t block = 1;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (mask[d] == (pass == 1)) {
+        shape.push_back(x->shape[d]);
+        strides.push_back(x->strides[d]);
+        if (pass == 1) block *= x->shape[d];
+      }
+  const T* data = x->data_as<T>();
+  for_each_offset<1>(shape, {strides.data()},
+                     [&](int64_t i, const std::array<int64_t, 1>& o) { f(i / block, i % block, data[o[0]]); });
+}
+
+int64_t block_size(const Tensor& x, const std::vector<bool>& mask) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < x->dim(); ++d)
+    if (mask[d]) n *= x->shape[d];
+  return n;
+}
+
+// The result shape with reduced dims kept as 1, for broadcasting a gradient back.
+Shape keepdim_shape(const Shape& in, const std::vector<bool>& mask) { return reduced_shape(in, mask, true); }
+
+// Broadcasts a reduction's output (or its gradient) back to the input shape.
+Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<bool>& mask) {
+  return expand(reshape(g, keepdim_shape(in_shape, mask)), in_shape);
+}
+
+void require_nonempty(const Tensor& x, const std::vector<bool>& mask, const char* op) {
+  for (int64_t d = 0; d < x->dim(); ++d)
+    if (mask[d] && x->shape[d] == 0)
+      throw IndexError(cat(op, "(): Expected reduction dim ", d, " to have non-zero size."));
+  if (x->numel() == 0 && x->dim() == 0)
+    throw RuntimeError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0."));
+}
+
+// Accumulator type: doubles for floats (better sums than float), int64 for integers and bools.
+template <class T>
+using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+// Stores reduction results kept in `acc` (one per output element) into a new tensor.
+template <class A>
+Tensor store(const std::vector<A>& acc, const Shape& shape, DType dtype) {
+  Tensor out = empty(shape, dtype);
+  dispatch(dtype, [&](auto tag) {
+    using R = decltype(tag);
+    for (size_t i = 0; i < acc.size(); ++i) out->data_as<R>()[i] = static_cast<R>(acc[i]);
+  });
+  return out;
+}
+
+// A reduction node knows the input shape and which dims it reduced.
+struct ReduceNode : Node {
+  InputMeta input;
+  SmallVec<uint8_t, 6> mask;  // 1 = reduced dim
+  bool keepdim = false;
+  void remember(const Tensor& x, const std::vector<bool>& reduced, bool keep) {
+    input = InputMeta::of(x);
+    for (bool m : reduced) mask.push_back(m);
+    keepdim = keep;
+  }
+  std::vector<bool> reduced() const {
+    std::vector<bool> m;
+    for (uint8_t b : mask) m.push_back(b);
+    return m;
+  }
+  Tensor expand_grad(const Tensor& g) const { return expand_back(g, input.sizes(), reduced()); }
+  std::vector<int64_t> dims() const {
+    std::vector<int64_t> d;
+    for (size_t i = 0; i < mask.size(); ++i)
+      if (mask[i]) d.push_back(static_cast<int64_t>(i));
+    return d;
+  }
+  // How many input elements fed each output element.
+  int64_t count() const {
+    int64_t n = 1;
+    for (size_t d = 0; d < mask.size(); ++d)
+      if (mask[d]) n *= input.shape[d];
+    return n;
+  }
+};
+
+}  // namespace
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+  if (grad->shape == shape) return grad;
+  int64_t lead = grad->dim() - static_cast<int64_t>(shape.size());
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < lead; ++d) dims.push_back(d);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] == 1 && grad->shape[lead + i] != 1) dims.push_back(lead + static_cast<int64_t>(i));
+  Tensor r = dims.empty() ? grad : sum(grad, dims, true);
+  return reshape(r, shape);
+}
+
+// ---- sum and mean
+FG_NODE_FROM(SumBackward0, ReduceNode) };
+GradList SumBackward0::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
+FG_NODE_FROM(SumBackward1, ReduceNode) };
+GradList SumBackward1::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
+
+Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  DType out_dtype = dtype ? *dtype : is_floating(x->dtype) ? x->dtype : DType::Int64;
+  Tensor src = to_dtype(x, out_dtype);
+  Shape shape = reduced_shape(x->shape, mask, keepdim);
+  Tensor out = dispatch(out_dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<Acc<T>> acc(numel_of(shape), 0);
+    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] += v; });
+    return store(acc, shape, out_dtype);
+  });
+  bool all = dims.empty();
+  ReduceNode* node = all ? static_cast<ReduceNode*>(record<SumBackward0>(out, {&src}))
+                         : static_cast<ReduceNode*>(record<SumBackward1>(out, {&src}));
+  if (node) node->remember(x, mask, keepdim);
+  return out;
+}
+
+FG_NODE_FROM(MeanBackward0, ReduceNode) };
+GradList MeanBackward0::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
+FG_NODE_FROM(MeanBackward1, ReduceNode) };
+GradList MeanBackward1::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
+
+Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  if (!is_floating(x->dtype))
+    throw RuntimeError(cat("mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           "complex dtype. Got: ", x->dtype == DType::Bool ? "Bool" : "Long"));
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    out = div(sum(x, dims, keepdim), Scalar::from_int(block_size(x, mask)));
+  }
+  ReduceNode* node = dims.empty() ? static_cast<ReduceNode*>(record<MeanBackward0>(out, {&x}))
+                                  : static_cast<ReduceNode*>(record<MeanBackward1>(out, {&x}));
+  if (node) node->remember(x, mask, keepdim);
+  return out;
+}
+
+// ---- prod. Its gradient is, for each element, the product of the other elements of its block
+// (computed directly, so zeros in the input are handled exactly).
+namespace {
+Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
+  Tensor out = empty(x->shape, x->dtype);
+  Shape shape, in_strides, out_strides;
+  int64_t block = 1;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (mask[d] == (pass == 1)) {
+        shape.push_back(x->shape[d]);
+        in_strides.push_back(x->strides[d]);
+        out_strides.push_back(out->strides[d]);
+        if (pass == 1) block *= x->shape[d];
+      }
+  dispatch_floating(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = x->data_as<T>();
+    T* o = out->data_as<T>();
+    std::vector<T> values(block);
+    std::vector<int64_t> where(block);
+    for_each_offset<2>(shape, {in_strides.data(), out_strides.data()}, [&](int64_t i, const std::array<int64_t, 2>& off) {
+      int64_t r = i % block;
+      values[r] = in[off[0]];
+      where[r] = off[1];
+      if (r != block - 1) return;
+      T prefix = 1;
+      for (int64_t k = 0; k < block; ++k) {  // o = product before k, then times product after k
+        o[where[k]] = prefix;
+        prefix *= values[k];
+      }
+      T suffix = 1;
+      for (int64_t k = block - 1; k >= 0; --k) {
+        o[where[k]] *= suffix;
+        suffix *= values[k];
+      }
+    });
+  });
+  return out;
+}
+}  // namespace
+
+FG_NODE_FROM(ProdBackward0, ReduceNode) };
+GradList ProdBackward0::apply(GradList&& grads) {
+  return {mul(expand_grad(grads[0]), product_of_others(unpack(0), reduced()))};
+}
+FG_NODE_FROM(ProdBackward1, ReduceNode) };
+GradList ProdBackward1::apply(GradList&& grads) {
+  return {mul(expand_grad(grads[0]), product_of_others(unpack(0), reduced()))};
+}
+
+Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  std::vector<int64_t> dims;
+  if (dim) dims.push_back(*dim);
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  DType dtype = is_floating(x->dtype) ? x->dtype : DType::Int64;
+  Tensor src = to_dtype(x, dtype);
+  Shape shape = reduced_shape(x->shape, mask, dim && keepdim);
+  Tensor out = dispatch(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<Acc<T>> acc(numel_of(shape), 1);
+    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] *= v; });
+    return store(acc, shape, dtype);
+  });
+  ReduceNode* node = dim ? static_cast<ReduceNode*>(record<ProdBackward1>(out, {&x}))
+                         : static_cast<ReduceNode*>(record<ProdBackward0>(out, {&x}));
+  if (node) {
+    node->remember(x, mask, dim && keepdim);
+    node->saved[0].save(x);
+  }
+  return out;
+}
+
+// ---- var and std (with Bessel's correction by default, as PyTorch)
+namespace {
+Tensor deviations(const Tensor& x, const std::vector<int64_t>& dims) { return sub(x, mean(x, dims, true)); }
+void require_floating(const Tensor& x, const char* op) {
+  if (!is_floating(x->dtype))
+    throw RuntimeError(cat(op, "(): input dtype should be either floating point or complex. Got ",
+                           x->dtype == DType::Bool ? "Bool" : "Long", " instead."));
+}
+}  // namespace
+
+struct VarNode : ReduceNode {
+  double correction = 1;
+  double divisor() const { return static_cast<double>(count()) - correction; }
+};
+
+FG_NODE_FROM(VarBackward0, VarNode) };
+GradList VarBackward0::apply(GradList&& grads) {
+  Tensor d = deviations(unpack(0), dims());
+  return {mul(expand_grad(grads[0]), mul(d, Scalar::from_float(2.0 / divisor())))};
+}
+
+Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+  require_floating(x, "var");
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    Tensor d = deviations(x, dims);
+    out = div(sum(mul(d, d), dims, keepdim), Scalar::from_float(static_cast<double>(block_size(x, mask)) - correction));
+  }
+  if (auto* node = record<VarBackward0>(out, {&x})) {
+    node->remember(x, mask, keepdim);
+    node->correction = correction;
+    node->saved[0].save(x);
+  }
+  return out;
+}
+
+FG_NODE_FROM(StdBackward0, VarNode) };
+GradList StdBackward0::apply(GradList&& grads) {
+  Tensor d = deviations(unpack(0), dims());
+  Tensor scaled = div(expand_grad(grads[0]), mul(expand_grad(unpack(1)), Scalar::from_float(divisor())));
+  return {mul(scaled, d)};
+}
+
+Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
+  require_floating(x, "std");
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    out = sqrt(var(x, dims, correction, keepdim));
+  }
+  if (auto* node = record<StdBackward0>(out, {&x})) {
+    node->remember(x, mask, keepdim);
+    node->correction = correction;
+    node->saved[0].save(x);
+    node->saved[1].save(out, true);
+  }
+  return out;
+}
+
+// ---- max / min. The value reductions spread the gradient evenly over tied extremes; the
+// dim forms return (values, indices) and send the gradient to the index they report.
+namespace {
+
+template <class T>
+bool beats(T v, T best, bool want_max) {
+  if (best != best) return false;  // NaN already won
+  if (v != v) return true;
+  return want_max ? v > best : v < best;
+}
+
+// Values and (for each output element) the first position in its block that holds the extreme.
+std::pair<Tensor, Tensor> extreme(const Tensor& x, const std::vector<bool>& mask, bool keepdim, bool want_max) {
+  Shape shape = reduced_shape(x->shape, mask, keepdim);
+  Tensor values = empty(shape, x->dtype), positions = empty(shape, DType::Int64);
+  dispatch(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* best = values->data_as<T>();
+    int64_t* at = positions->data_as<int64_t>();
+    visit_reduced<T>(x, mask, [&](int64_t o, int64_t r, T v) {
+      if (r == 0 || beats(v, best[o], want_max)) {
+        best[o] = v;
+        at[o] = r;
+      }
+    });
+  });
+  return {values, positions};
+}
+
+std::vector<bool> single_dim_mask(const Tensor& x, int64_t dim) { return reduction_mask({dim}, x->dim()); }
+
+}  // namespace
+
+// amax/amin and the all-element max/min share one backward: even split among ties.
+FG_NODE_FROM(AmaxBackward0, ReduceNode) };
+FG_NODE_FROM(AminBackward0, ReduceNode) };
+FG_NODE_FROM(MaxBackward1, ReduceNode) };
+FG_NODE_FROM(MinBackward1, ReduceNode) };
+namespace {
+Tensor split_among_ties(const ReduceNode& node, const Tensor& g) {
+  Tensor x = node.unpack(0);
+  Tensor is_extreme = to_dtype(compare(x, node.expand_grad(node.unpack(1)), CompareOp::Eq), g->dtype);
+  Tensor ties = sum(is_extreme, node.dims(), true);
+  return div(mul(node.expand_grad(g), is_extreme), expand(ties, x->shape));
+}
+
+template <class N>
+Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool want_max, const char* op) {
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  require_nonempty(x, mask, op);
+  Tensor out = extreme(x, mask, keepdim, want_max).first;
+  if (auto* node = record<N>(out, {&x})) {
+    node->remember(x, mask, keepdim);
+    node->saved[0].save(x);
+    node->saved[1].save(out, true);
+  }
+  return out;
+}
+}  // namespace
+GradList AmaxBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
+GradList AminBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
+GradList MaxBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
+GradList MinBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
+
+Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return record_extreme<AmaxBackward0>(x, dims, keepdim, true, "amax");
+}
+Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
+  return record_extreme<AminBackward0>(x, dims, keepdim, false, "amin");
+}
+Tensor max_all(const Tensor& x) { return record_extreme<MaxBackward1>(x, {}, false, true, "max"); }
+Tensor min_all(const Tensor& x) { return record_extreme<MinBackward1>(x, {}, false, false, "min"); }
+
+struct IndexedReduceNode : ReduceNode {
+  Tensor indices;  // int64, produced here and never modified by users' graph
+  void release_saved() override {
+    indices.reset();
+    Node::release_saved();
+  }
+};
+FG_NODE_FROM(MaxBackward0, IndexedReduceNode) };
+FG_NODE_FROM(MinBackward0, IndexedReduceNode) };
+namespace {
+// Gradient to the reported index only: a one-hot mask along the reduced dim.
+Tensor to_index(const IndexedReduceNode& node, const Tensor& g) {
+  Shape in_shape = node.input.sizes();
+  int64_t dim = 0;
+  while (!node.mask[dim]) ++dim;
+  Shape along(in_shape.size(), 1);
+  along[dim] = in_shape[dim];
+  Tensor positions = reshape(arange(0, static_cast<double>(in_shape[dim]), 1, DType::Int64), along);
+  Tensor hit = compare(positions, node.expand_grad(node.indices), CompareOp::Eq);
+  Tensor spread = node.expand_grad(g);
+  return where(hit, spread, zeros_like(spread));
+}
+
+std::pair<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_max, const char* op) {
+  std::vector<bool> mask = single_dim_mask(x, dim);
+  require_nonempty(x, mask, op);
+  auto [values, indices] = extreme(x, mask, keepdim, want_max);
+  IndexedReduceNode* node = want_max ? static_cast<IndexedReduceNode*>(record<MaxBackward0>(values, {&x}))
+                                     : static_cast<IndexedReduceNode*>(record<MinBackward0>(values, {&x}));
+  if (node) {
+    node->remember(x, mask, keepdim);
+    node->indices = indices;
+  }
+  return {values, indices};
+}
+}  // namespace
+GradList MaxBackward0::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
+GradList MinBackward0::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
+
+std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(x, dim, keepdim, true, "max"); }
+std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(x, dim, keepdim, false, "min"); }
+
+namespace {
+Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool want_max, const char* op) {
+  if (!dim) {
+    Tensor flat = reshape(x, {-1});
+    require_nonempty(flat, {true}, op);
+    Tensor r = extreme(flat, {true}, false, want_max).second;
+    return keepdim ? reshape(r, Shape(x->dim(), 1)) : r;
+  }
+  std::vector<bool> mask = single_dim_mask(x, *dim);
+  require_nonempty(x, mask, op);
+  return extreme(x, mask, keepdim, want_max).second;
+}
+}  // namespace
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, true, "argmax"); }
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, false, "argmin"); }
+
+// ---- vector p-norm: d||x||/dx = x * |x|^(p-2) / ||x||^(p-1), 0 where the norm is 0.
+struct NormNode : ReduceNode {
+  double p = 2;
+};
+FG_NODE_FROM(LinalgVectorNormBackward0, NormNode) };
+GradList LinalgVectorNormBackward0::apply(GradList&& grads) {
+  Tensor x = unpack(0), n = expand_grad(unpack(1)), g = expand_grad(grads[0]);
+  Tensor scale;
+  if (std::isinf(p)) {
+    Tensor hit = to_dtype(compare(abs(x), n, CompareOp::Eq), x->dtype);
+    Tensor ties = expand(sum(hit, dims(), true), x->shape);
+    scale = div(mul(sign(x), hit), ties);
+  } else if (p == 1) {
+    scale = sign(x);
+  } else {
+    Tensor r = div(mul(x, pow(abs(x), Scalar::from_float(p - 2))), pow(n, Scalar::from_float(p - 1)));
+    scale = where(compare(n, Scalar::from_int(0), CompareOp::Eq), zeros_like(r), r);
+  }
+  return {mul(g, scale)};
+}
+
+Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {
+  require_floating(x, "linalg.vector_norm");
+  std::vector<bool> mask = reduction_mask(dims, x->dim());
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    if (std::isinf(p)) out = p > 0 ? amax(abs(x), dims, keepdim) : amin(abs(x), dims, keepdim);
+    else if (p == 2) out = sqrt(sum(mul(x, x), dims, keepdim));
+    else out = pow(sum(pow(abs(x), Scalar::from_float(p)), dims, keepdim), Scalar::from_float(1.0 / p));
+  }
+  if (auto* node = record<LinalgVectorNormBackward0>(out, {&x})) {
+    node->remember(x, mask, keepdim);
+    node->p = p;
+    node->saved[0].save(x);
+    node->saved[1].save(out, true);
+  }
+  return out;
+}
+
+}  // namespace fg

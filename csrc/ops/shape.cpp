@@ -1,0 +1,439 @@
+// Shape ops. All but cat/stack are views: they share the input's storage and only change shape,
+// strides and offset; their backward maps the gradient back to the input's geometry.
+#include <algorithm>
+#include <functional>
+
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+namespace {
+
+// Resolves a single -1 and checks the element count.
+Shape infer_shape(const Shape& requested, int64_t numel) {
+  Shape shape = requested;
+  int64_t known = 1, infer_at = -1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == -1) {
+      if (infer_at >= 0) throw RuntimeError("only one dimension can be inferred");
+      infer_at = static_cast<int64_t>(d);
+    } else if (shape[d] < 0) {
+      throw RuntimeError(cat("invalid shape dimension ", shape[d]));
+    } else {
+      known *= shape[d];
+    }
+  }
+  bool ok = infer_at >= 0 ? known != 0 && numel % known == 0 : known == numel;
+  if (!ok) throw RuntimeError(cat("shape '", shape_str(requested), "' is invalid for input of size ", numel));
+  if (infer_at >= 0) shape[infer_at] = numel / known;
+  return shape;
+}
+
+// Strides that let `x`'s memory be read with `shape`, if there are any: each run of input dims
+// that is contiguous in memory may be regrouped freely.
+std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
+  if (x->is_contiguous() || x->numel() == 0) return contiguous_strides(shape);
+  const Shape& old_shape = x->shape;
+  const Shape& old_strides = x->strides;
+  Shape strides(shape.size());
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base = old_strides.back(), tensor_numel = 1, view_numel = 1;
+  for (int64_t d = x->dim() - 1; d >= 0; --d) {
+    tensor_numel *= old_shape[d];
+    bool chunk_ends = d == 0 || (old_shape[d - 1] != 1 && old_strides[d - 1] != tensor_numel * chunk_base);
+    if (!chunk_ends) continue;
+    while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+      strides[view_d] = view_numel * chunk_base;
+      view_numel *= shape[view_d];
+      --view_d;
+    }
+    if (view_numel != tensor_numel) return std::nullopt;
+    if (d > 0) {
+      chunk_base = old_strides[d - 1];
+      tensor_numel = 1;
+      view_numel = 1;
+    }
+  }
+  if (view_d != -1) return std::nullopt;
+  return strides;
+}
+
+// The gradient of a view that selects part of its input: zeros except where the view looked.
+Tensor scatter_into_zeros(const InputMeta& input, const Tensor& g, const std::function<Tensor(const Tensor&)>& view_of) {
+  Tensor full_grad = zeros(input.sizes(), g->dtype);
+  copy_values(view_of(full_grad), g);
+  return full_grad;
+}
+
+}  // namespace
+
+// ---- view / reshape / flatten
+struct ReshapeNode : Node {
+  InputMeta input;
+};
+FG_NODE_FROM(ViewBackward0, ReshapeNode) };
+GradList ViewBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+// The same, under the name PyTorch gives the reshape at the end of matmul.
+FG_NODE_FROM(UnsafeViewBackward0, ReshapeNode) };
+GradList UnsafeViewBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+
+Tensor view(const Tensor& x, const Shape& requested) {
+  Shape shape = infer_shape(requested, x->numel());
+  auto strides = view_strides(x, shape);
+  if (!strides)
+    throw RuntimeError(
+        "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
+        "contiguous subspaces). Use .reshape(...) instead.");
+  Tensor out = make_differentiable_view(x, shape, *strides, x->offset);
+  if (auto* node = record<ViewBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  return out;
+}
+
+Tensor unsafe_view(const Tensor& x, const Shape& shape) {
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    out = reshape(x, shape);
+  }
+  if (auto* node = record<UnsafeViewBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  return out;
+}
+
+Tensor reshape(const Tensor& x, const Shape& requested) {
+  Shape shape = infer_shape(requested, x->numel());
+  if (view_strides(x, shape)) return view(x, shape);
+  return view(clone(x), shape);
+}
+
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  int64_t start = wrap_dim(start_dim, x->dim()), end = wrap_dim(end_dim, x->dim());
+  if (start > end) throw RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim");
+  if (x->dim() == 0) return reshape(x, {1});
+  if (start == end) return x;
+  Shape shape(x->shape.begin(), x->shape.begin() + start);
+  int64_t merged = 1;
+  for (int64_t d = start; d <= end; ++d) merged *= x->shape[d];
+  shape.push_back(merged);
+  shape.insert(shape.end(), x->shape.begin() + end + 1, x->shape.end());
+  return reshape(x, shape);
+}
+
+// ---- expand
+FG_NODE(ExpandBackward0) InputMeta input; };
+GradList ExpandBackward0::apply(GradList&& grads) { return {sum_to(grads[0], input.sizes())}; }
+
+Tensor expand(const Tensor& x, const Shape& requested) {
+  if (static_cast<int64_t>(requested.size()) < x->dim())
+    throw RuntimeError(cat("expand(torch.FloatTensor{", shape_str(x->shape), "}, size=", shape_str(requested),
+                           "): the number of sizes provided (", requested.size(),
+                           ") must be greater or equal to the number of dimensions in the tensor (", x->dim(), ")"));
+  size_t lead = requested.size() - x->shape.size();
+  Shape shape(requested.size()), strides(requested.size(), 0);
+  for (size_t d = 0; d < requested.size(); ++d) {
+    if (d < lead) {
+      if (requested[d] < 0)
+        throw RuntimeError(cat("The expanded size of the tensor (", requested[d],
+                               ") isn't allowed in a leading, non-existing dimension ", d));
+      shape[d] = requested[d];
+      continue;
+    }
+    int64_t have = x->shape[d - lead];
+    int64_t want = requested[d] == -1 ? have : requested[d];
+    if (have != want && have != 1)
+      throw RuntimeError(cat("The expanded size of the tensor (", want, ") must match the existing size (", have,
+                             ") at non-singleton dimension ", d, ".  Target sizes: ", shape_str(requested),
+                             ".  Tensor sizes: ", shape_str(x->shape)));
+    shape[d] = want;
+    strides[d] = have == want ? x->strides[d - lead] : 0;
+  }
+  if (shape == x->shape) return x;
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset);
+  if (auto* node = record<ExpandBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  return out;
+}
+
+// ---- permute / transpose / t
+FG_NODE(PermuteBackward0) SmallVec<int64_t, 6> dims; };
+GradList PermuteBackward0::apply(GradList&& grads) {
+  std::vector<int64_t> inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
+  return {permute(grads[0], inverse)};
+}
+
+Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
+  if (static_cast<int64_t>(dims.size()) != x->dim())
+    throw RuntimeError(cat("permute(sparse_coo): number of dimensions in the tensor input does not match the length of "
+                           "the desired ordering of dimensions i.e. input.dim() = ", x->dim(), " is not equal to len(dims) = ",
+                           dims.size()));
+  Shape shape, strides;
+  std::vector<bool> seen(x->dim(), false);
+  SmallVec<int64_t, 6> wrapped;
+  for (int64_t dim : dims) {
+    int64_t d = wrap_dim(dim, x->dim());
+    if (x->dim() == 0) continue;
+    if (seen[d]) throw RuntimeError("permute(): duplicate dims are not allowed.");
+    seen[d] = true;
+    wrapped.push_back(d);
+    shape.push_back(x->shape[d]);
+    strides.push_back(x->strides[d]);
+  }
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset);
+  if (auto* node = record<PermuteBackward0>(out, {&x})) node->dims = wrapped;
+  return out;
+}
+
+namespace {
+Tensor swap_dims(const Tensor& x, int64_t d0, int64_t d1) {
+  Shape shape = x->shape, strides = x->strides;
+  std::swap(shape[d0], shape[d1]);
+  std::swap(strides[d0], strides[d1]);
+  return make_differentiable_view(x, shape, strides, x->offset);
+}
+}  // namespace
+
+FG_NODE(TransposeBackward0) int64_t dim0 = 0, dim1 = 0; };
+GradList TransposeBackward0::apply(GradList&& grads) { return {transpose(grads[0], dim0, dim1)}; }
+
+Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
+  int64_t d0 = wrap_dim(dim0, x->dim()), d1 = wrap_dim(dim1, x->dim());
+  Tensor out = x->dim() == 0 ? make_differentiable_view(x, x->shape, x->strides, x->offset) : swap_dims(x, d0, d1);
+  if (auto* node = record<TransposeBackward0>(out, {&x})) {
+    node->dim0 = d0;
+    node->dim1 = d1;
+  }
+  return out;
+}
+
+FG_NODE(TBackward0) };
+GradList TBackward0::apply(GradList&& grads) { return {t(grads[0])}; }
+
+Tensor t(const Tensor& x) {
+  if (x->dim() > 2) throw RuntimeError(cat("t() expects a tensor with <= 2 dimensions, but self is ", x->dim(), "D"));
+  Tensor out = x->dim() == 2 ? swap_dims(x, 0, 1) : make_differentiable_view(x, x->shape, x->strides, x->offset);
+  record<TBackward0>(out, {&x});
+  return out;
+}
+
+// ---- squeeze / unsqueeze
+struct SqueezeNode : Node {
+  InputMeta input;
+};
+FG_NODE_FROM(SqueezeBackward0, SqueezeNode) };
+FG_NODE_FROM(SqueezeBackward1, SqueezeNode) };
+FG_NODE_FROM(SqueezeBackward2, SqueezeNode) };
+GradList SqueezeBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+GradList SqueezeBackward1::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+GradList SqueezeBackward2::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
+  std::vector<bool> drop(x->dim(), !dims);
+  if (dims)
+    for (int64_t dim : *dims) {
+      int64_t d = wrap_dim(dim, x->dim());
+      if (x->dim() > 0) drop[d] = true;
+    }
+  Shape shape, strides;
+  for (int64_t d = 0; d < x->dim(); ++d)
+    if (!(drop[d] && x->shape[d] == 1)) {
+      shape.push_back(x->shape[d]);
+      strides.push_back(x->strides[d]);
+    }
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset);
+  SqueezeNode* node = !dims ? static_cast<SqueezeNode*>(record<SqueezeBackward0>(out, {&x}))
+                      : dims->size() == 1 ? static_cast<SqueezeNode*>(record<SqueezeBackward1>(out, {&x}))
+                                          : static_cast<SqueezeNode*>(record<SqueezeBackward2>(out, {&x}));
+  if (node) node->input = InputMeta::of(x);
+  return out;
+}
+
+FG_NODE(UnsqueezeBackward0) InputMeta input; };
+GradList UnsqueezeBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+
+Tensor unsqueeze(const Tensor& x, int64_t dim) {
+  int64_t d = wrap_dim(dim, x->dim() + 1);
+  Shape shape = x->shape, strides = x->strides;
+  int64_t stride = d < x->dim() ? x->shape[d] * x->strides[d] : 1;
+  shape.insert(shape.begin() + d, 1);
+  strides.insert(strides.begin() + d, stride);
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset);
+  if (auto* node = record<UnsqueezeBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  return out;
+}
+
+// ---- slice / select (the views behind basic indexing)
+FG_NODE(SliceBackward0) InputMeta input; int64_t dim = 0, start = 0, stop = 0, step = 1; };
+GradList SliceBackward0::apply(GradList&& grads) {
+  return {scatter_into_zeros(input, grads[0], [&](const Tensor& full) {
+    GradModeGuard no_grad(false);
+    return slice(full, dim, start, stop, step);
+  })};
+}
+
+Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
+  if (x->dim() == 0) throw IndexError("slice() cannot be applied to a 0-dim tensor.");
+  int64_t d = wrap_dim(dim, x->dim());
+  if (step <= 0) throw ValueError("step must be greater than zero");
+  int64_t size = x->shape[d];
+  auto clamp_index = [size](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
+  int64_t lo = start ? clamp_index(*start) : 0;
+  int64_t hi = stop ? clamp_index(*stop) : size;
+  int64_t len = hi > lo ? (hi - lo + step - 1) / step : 0;
+  Shape shape = x->shape, strides = x->strides;
+  shape[d] = len;
+  strides[d] = x->strides[d] * step;
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset + lo * x->strides[d]);
+  if (auto* node = record<SliceBackward0>(out, {&x})) {
+    node->input = InputMeta::of(x);
+    node->dim = d;
+    node->start = lo;
+    node->stop = hi;
+    node->step = step;
+  }
+  return out;
+}
+
+FG_NODE(SelectBackward0) InputMeta input; int64_t dim = 0, index = 0; };
+GradList SelectBackward0::apply(GradList&& grads) {
+  return {scatter_into_zeros(input, grads[0], [&](const Tensor& full) {
+    GradModeGuard no_grad(false);
+    return select(full, dim, index);
+  })};
+}
+
+Tensor select(const Tensor& x, int64_t dim, int64_t index) {
+  if (x->dim() == 0) throw IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+  int64_t d = wrap_dim(dim, x->dim());
+  int64_t size = x->shape[d];
+  if (index < -size || index >= size)
+    throw IndexError(cat("index ", index, " is out of bounds for dimension ", d, " with size ", size));
+  int64_t i = index < 0 ? index + size : index;
+  Shape shape = x->shape, strides = x->strides;
+  shape.erase(shape.begin() + d);
+  strides.erase(strides.begin() + d);
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset + i * x->strides[d]);
+  if (auto* node = record<SelectBackward0>(out, {&x})) {
+    node->input = InputMeta::of(x);
+    node->dim = d;
+    node->index = i;
+  }
+  return out;
+}
+
+// ---- as_strided (internal): the regenerated history of a view after an in-place write
+FG_NODE(AsStridedBackward0) InputMeta input; SmallVec<int64_t, 4> shape, strides; int64_t offset = 0; };
+GradList AsStridedBackward0::apply(GradList&& grads) {
+  return {scatter_into_zeros(input, grads[0], [&](const Tensor& full) {
+    GradModeGuard no_grad(false);
+    return as_strided(full, shape.to_vector(), strides.to_vector(), offset);
+  })};
+}
+
+Tensor as_strided(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset) {
+  // The geometry is relative to x's own layout, which is only meaningful when x is dense.
+  if (!x->is_contiguous()) throw RuntimeError("as_strided expects a contiguous tensor");
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset + offset);
+  if (auto* node = record<AsStridedBackward0>(out, {&x})) {
+    node->input = InputMeta::of(x);
+    for (int64_t v : shape) node->shape.push_back(v);
+    for (int64_t v : strides) node->strides.push_back(v);
+    node->offset = offset;
+  }
+  return out;
+}
+
+// ---- cat / stack: new tensors; the gradient is cut back into one piece per input.
+struct JoinNode : Node {
+  int64_t dim = 0;
+  std::vector<InputMeta> inputs;
+};
+
+FG_NODE_FROM(CatBackward0, JoinNode) };
+GradList CatBackward0::apply(GradList&& grads) {
+  GradList out;
+  int64_t at = 0;
+  for (const InputMeta& in : inputs) {
+    if (in.shape.size() == 1 && in.shape[0] == 0) {  // a skipped legacy empty input
+      out.push_back(zeros(in.sizes(), in.dtype));
+      continue;
+    }
+    int64_t len = in.shape[dim];
+    out.push_back(to_dtype(slice(grads[0], dim, at, at + len, 1), in.dtype));
+    at += len;
+  }
+  return out;
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw RuntimeError("torch.cat(): expected a non-empty list of Tensors");
+  // PyTorch still accepts (and skips) 1-D empty tensors next to tensors of any rank.
+  auto skipped = [](const Tensor& t) { return t->dim() == 1 && t->shape[0] == 0; };
+  const Tensor* ref = &tensors[0];
+  for (const Tensor& t : tensors)
+    if (!skipped(t)) {
+      ref = &t;
+      break;
+    }
+  if ((*ref)->dim() == 0) throw RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated");
+  int64_t d = wrap_dim(dim, (*ref)->dim());
+  DType dtype = tensors[0]->dtype;
+  Shape shape = (*ref)->shape;
+  shape[d] = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    dtype = promote(dtype, t->dtype);
+    if (skipped(t)) continue;
+    if (t->dim() != (*ref)->dim())
+      throw RuntimeError(cat("Tensors must have same number of dimensions: got ", (*ref)->dim(), " and ", t->dim()));
+    for (int64_t k = 0; k < t->dim(); ++k)
+      if (k != d && t->shape[k] != (*ref)->shape[k])
+        throw RuntimeError(cat("Sizes of tensors must match except in dimension ", d, ". Expected size ",
+                               (*ref)->shape[k], " but got size ", t->shape[k], " for tensor number ", i, " in the list."));
+    shape[d] += t->shape[d];
+  }
+  Tensor out = empty(shape, dtype);
+  int64_t at = 0;
+  for (const Tensor& t : tensors) {
+    if (skipped(t)) continue;
+    GradModeGuard no_grad(false);
+    copy_values(slice(out, d, at, at + t->shape[d], 1), t);
+    at += t->shape[d];
+  }
+  if (auto* node = record_many<CatBackward0>(out, tensors)) {
+    node->dim = d;
+    for (const Tensor& t : tensors) node->inputs.push_back(InputMeta::of(t));
+  }
+  return out;
+}
+
+FG_NODE_FROM(StackBackward0, JoinNode) };
+GradList StackBackward0::apply(GradList&& grads) {
+  GradList out;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    out.push_back(to_dtype(select(grads[0], dim, static_cast<int64_t>(i)), inputs[i].dtype));
+  return out;
+}
+
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (tensors.empty()) throw RuntimeError("stack expects a non-empty TensorList");
+  for (size_t i = 1; i < tensors.size(); ++i)
+    if (tensors[i]->shape != tensors[0]->shape)
+      throw RuntimeError(cat("stack expects each tensor to be equal size, but got ", shape_str(tensors[0]->shape),
+                             " at entry 0 and ", shape_str(tensors[i]->shape), " at entry ", i));
+  int64_t d = wrap_dim(dim, tensors[0]->dim() + 1);
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    std::vector<Tensor> parts;
+    for (const Tensor& t : tensors) parts.push_back(unsqueeze(t, d));
+    out = cat(parts, d);
+  }
+  if (auto* node = record_many<StackBackward0>(out, tensors)) {
+    node->dim = d;
+    for (const Tensor& t : tensors) node->inputs.push_back(InputMeta::of(t));
+  }
+  return out;
+}
+
+}  // namespace fg

@@ -1,0 +1,39 @@
+// Shared pieces of the pybind11 layer: the only code that knows about Python.
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "core/scalar.h"
+#include "core/tensor.h"
+#include "ops/ops.h"
+
+namespace py = pybind11;
+
+namespace fg {
+
+// Python dtype objects (fastgrad.float32, ...) are created by the Python package and registered
+// here; C++ maps them to DType through their `_code` attribute.
+DType dtype_from_py(py::handle obj);
+py::object dtype_to_py(DType d);
+// The Python Size type (a tuple subclass).
+py::object size_to_py(const Shape& shape);
+
+// A Python number (bool, int, float or a numpy scalar) as a Scalar; false if `obj` is not one.
+bool scalar_from_py(py::handle obj, Scalar& out);
+// A tensor or a Python number as a tensor (numbers become 0-d tensors of `like`'s dtype rules).
+Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar);
+
+// numpy interop (convert.cpp)
+Tensor tensor_from_numpy(py::array array, bool share_memory);
+py::array tensor_to_numpy(const Tensor& t);
+
+// Parsing x[key] (index_parse.cpp)
+IndexSpec parse_index(const Tensor& x, py::handle key);
+
+
+void bind_tensor(py::module_& m);
+void bind_node(py::module_& m);
+py::object node_to_py(const NodeRef& node);
+
+}  // namespace fg

@@ -1,0 +1,73 @@
+#include "python/bindings.h"
+
+namespace fg {
+
+namespace {
+
+DType dtype_of_array(const py::array& a) {
+  char kind = a.dtype().kind();
+  size_t size = a.dtype().itemsize();
+  if (kind == 'f' && size == 4) return DType::Float32;
+  if (kind == 'f' && size == 8) return DType::Float64;
+  if (kind == 'i' && size == 8) return DType::Int64;
+  if (kind == 'b') return DType::Bool;
+  throw TypeError(cat("can't convert np.ndarray of type numpy.", std::string(py::str(a.dtype())),
+                      ". The only supported types are: float64, float32, int64, and bool."));
+}
+
+py::dtype numpy_dtype(DType d) {
+  switch (d) {
+    case DType::Bool: return py::dtype("bool");
+    case DType::Int64: return py::dtype("int64");
+    case DType::Float32: return py::dtype("float32");
+    case DType::Float64: break;
+  }
+  return py::dtype("float64");
+}
+
+void release_array(void* ctx) {
+  py::gil_scoped_acquire gil;
+  Py_DECREF(static_cast<PyObject*>(ctx));
+}
+
+}  // namespace
+
+Tensor tensor_from_numpy(py::array array, bool share_memory) {
+  DType dtype = dtype_of_array(array);
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  if (!share_memory) {
+    Tensor out = empty(shape, dtype);
+    py::module_::import("numpy").attr("copyto")(tensor_to_numpy(out), array);
+    return out;
+  }
+  Shape strides;
+  auto item = static_cast<int64_t>(itemsize(dtype));
+  for (py::ssize_t d = 0; d < array.ndim(); ++d) {
+    if (array.strides(d) < 0)
+      throw ValueError(
+          "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
+          "currently supported. (You can probably work around this by making a copy of your array  with "
+          "array.copy().) ");
+    if (array.strides(d) % item != 0) throw ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory.");
+    strides.push_back(array.strides(d) / item);
+  }
+  int64_t extent = 1;
+  for (size_t d = 0; d < shape.size(); ++d) extent += (shape[d] - 1) * strides[d];
+  Py_INCREF(array.ptr());
+  auto t = std::make_shared<TensorImpl>();
+  t->storage = Storage::wrap(array.mutable_data(), static_cast<size_t>(extent) * item, release_array, array.ptr());
+  t->shape = shape;
+  t->strides = strides;
+  t->dtype = dtype;
+  return t;
+}
+
+py::array tensor_to_numpy(const Tensor& t) {
+  auto* keep = new std::shared_ptr<Storage>(t->storage);
+  py::capsule owner(keep, [](void* p) { delete static_cast<std::shared_ptr<Storage>*>(p); });
+  Shape byte_strides;
+  for (int64_t s : t->strides) byte_strides.push_back(s * static_cast<int64_t>(itemsize(t->dtype)));
+  return py::array(numpy_dtype(t->dtype), t->shape, byte_strides, t->data(), owner);
+}
+
+}  // namespace fg

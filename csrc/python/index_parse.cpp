@@ -1,0 +1,104 @@
+// Python's x[key] -> IndexSpec. Integers select, slices slice, None inserts a dim, Ellipsis skips
+// dims, and tensors, lists and arrays become advanced indices over the dims left after the views.
+#include "python/bindings.h"
+
+namespace fg {
+
+namespace {
+
+bool is_tensor(py::handle obj) { return py::isinstance<TensorImpl>(obj); }
+
+// An advanced index as an int64 or bool tensor.
+Tensor index_tensor(py::handle obj) {
+  Tensor t;
+  if (is_tensor(obj)) t = obj.cast<Tensor>();
+  else t = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(obj), false);
+  if (t->dtype == DType::Float32 || t->dtype == DType::Float64)
+    throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
+  return t;
+}
+
+bool is_advanced(py::handle item) {
+  return is_tensor(item) || py::isinstance<py::list>(item) || py::isinstance<py::array>(item) ||
+         (py::isinstance<py::tuple>(item));
+}
+
+// How many dims of x an index item consumes.
+int64_t dims_consumed(py::handle item) {
+  if (item.is_none() || item.ptr() == Py_Ellipsis) return 0;
+  if (is_tensor(item)) {
+    Tensor t = item.cast<Tensor>();
+    return t->dtype == DType::Bool ? std::max<int64_t>(t->dim(), 1) : 1;
+  }
+  return 1;
+}
+
+}  // namespace
+
+IndexSpec parse_index(const Tensor& x, py::handle key) {
+  py::tuple items = py::isinstance<py::tuple>(key) ? py::reinterpret_borrow<py::tuple>(key) : py::make_tuple(key);
+  int64_t consumed = 0;
+  bool seen_ellipsis = false;
+  for (py::handle item : items) {
+    if (item.ptr() == Py_Ellipsis) {
+      if (seen_ellipsis) throw IndexError("an index can only have a single ellipsis ('...')");
+      seen_ellipsis = true;
+    }
+    consumed += dims_consumed(item);
+  }
+  if (consumed > x->dim()) throw IndexError(cat("too many indices for tensor of dimension ", x->dim()));
+
+  IndexSpec spec;
+  int64_t dim = 0;       // the dim of the partially indexed view that the next item applies to
+  int64_t x_dim = 0;     // the dim of x it corresponds to (for error messages)
+  bool any_advanced = false;
+  auto keep_dim = [&] {
+    spec.advanced.push_back(Tensor());
+    ++dim;
+  };
+  for (py::handle item : items) {
+    IndexStep step;
+    step.dim = dim;
+    if (item.is_none()) {
+      step.kind = IndexStep::Unsqueeze;
+      spec.steps.push_back(step);
+      keep_dim();
+    } else if (item.ptr() == Py_Ellipsis) {
+      for (int64_t k = 0; k < x->dim() - consumed; ++k) keep_dim();
+      x_dim += x->dim() - consumed;
+    } else if (PyBool_Check(item.ptr())) {
+      throw TypeError("indexing with a Python bool is not supported; use a bool tensor");
+    } else if (PySlice_Check(item.ptr())) {
+      auto* s = reinterpret_cast<PySliceObject*>(item.ptr());
+      step.kind = IndexStep::Slice;
+      if (s->start != Py_None) step.start = py::cast<int64_t>(s->start);
+      if (s->stop != Py_None) step.stop = py::cast<int64_t>(s->stop);
+      if (s->step != Py_None) step.step = py::cast<int64_t>(s->step);
+      spec.steps.push_back(step);
+      keep_dim();
+      ++x_dim;
+    } else if (PyLong_Check(item.ptr()) || (!is_advanced(item) && PyIndex_Check(item.ptr()))) {
+      step.index = py::cast<int64_t>(item);
+      int64_t size = x->shape[x_dim];
+      if (step.index < -size || step.index >= size)
+        throw IndexError(cat("index ", step.index, " is out of bounds for dimension ", x_dim, " with size ", size));
+      spec.steps.push_back(step);
+      ++x_dim;
+    } else if (is_advanced(item)) {
+      Tensor t = index_tensor(item);
+      spec.advanced.push_back(t);
+      int64_t covered = t->dtype == DType::Bool ? std::max<int64_t>(t->dim(), 1) : 1;
+      dim += covered;
+      x_dim += covered;
+      any_advanced = true;
+    } else {
+      throw IndexError(
+          "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices (got " +
+          std::string(py::str(py::type::of(item).attr("__name__"))) + ")");
+    }
+  }
+  if (!any_advanced) spec.advanced.clear();
+  return spec;
+}
+
+}  // namespace fg

@@ -1,0 +1,85 @@
+// The extension module: error translation, the registries of Python-side types, grad mode and
+// graph statistics. Tensor and op bindings live in tensor_bind.cpp.
+#include "autograd/arena.h"
+#include "autograd/grad_mode.h"
+#include "python/bindings.h"
+
+namespace fg {
+
+namespace {
+// Borrowed from the fastgrad package at import; the package module keeps them alive.
+PyObject* dtype_objects[4] = {};
+PyObject* size_type = nullptr;
+}  // namespace
+
+DType dtype_from_py(py::handle obj) {
+  if (!py::hasattr(obj, "_code"))
+    throw TypeError(cat("expected a fastgrad dtype, got ", std::string(py::str(py::repr(obj)))));
+  return static_cast<DType>(obj.attr("_code").cast<int>());
+}
+
+py::object dtype_to_py(DType d) { return py::reinterpret_borrow<py::object>(dtype_objects[static_cast<int>(d)]); }
+
+py::object size_to_py(const Shape& shape) {
+  py::tuple t(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) t[i] = py::int_(shape[i]);
+  return py::reinterpret_borrow<py::object>(size_type)(t);
+}
+
+bool scalar_from_py(py::handle obj, Scalar& out) {
+  PyObject* p = obj.ptr();
+  if (PyBool_Check(p)) out = Scalar::from_bool(p == Py_True);
+  else if (PyLong_Check(p)) out = Scalar::from_int(obj.cast<int64_t>());
+  else if (PyFloat_Check(p)) out = Scalar::from_float(PyFloat_AS_DOUBLE(p));
+  else if (py::isinstance<TensorImpl>(obj)) return false;
+  else if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && py::hasattr(obj, "ndim") &&
+           obj.attr("ndim").cast<int>() == 0) {
+    return scalar_from_py(obj.attr("item")(), out);  // numpy scalars
+  } else return false;
+  return true;
+}
+
+Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar) {
+  if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>();
+  Scalar s;
+  if (!scalar_from_py(obj, s))
+    throw TypeError(cat("expected Tensor or number, got ", std::string(py::str(py::type::of(obj).attr("__name__")))));
+  return full({}, s.value, dtype_for_scalar);
+}
+
+}  // namespace fg
+
+PYBIND11_MODULE(_C, m) {
+  using namespace fg;
+  m.doc() = "fastgrad's C++ core";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const IndexError& e) {
+      PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const ValueError& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const TypeError& e) {
+      PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const RuntimeError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def("_register_types", [](py::list dtypes, py::object size) {
+    for (int i = 0; i < 4; ++i) dtype_objects[i] = dtypes[i].ptr();
+    size_type = size.ptr();
+  });
+  m.def("is_grad_enabled", &grad_enabled);
+  m.def("_set_grad_enabled", &set_grad_enabled);
+  m.def("graph_stats", [] {
+    ArenaStats s = arena_stats();
+    py::dict d;
+    d["live_nodes"] = s.live_nodes;
+    d["arena_bytes"] = s.arena_bytes;
+    return d;
+  }, "Live graph nodes and bytes held by the node arena.");
+
+  bind_node(m);
+  bind_tensor(m);
+}

@@ -1,0 +1,321 @@
+// The Python Tensor is the C++ TensorImpl itself. Hot operators and attributes are bound here;
+// methods whose Python signatures are flexible (reshape(2, 3) or reshape((2, 3)), dim=None or a
+// tuple, ...) are written in python/fastgrad/_tensor.py over the primitives in `_C`.
+#include "autograd/node.h"
+#include "python/bindings.h"
+
+namespace fg {
+
+namespace {
+
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+// Wraps op(tensor, tensor-or-Scalar) as a Python binary operator: numbers become Scalars (no
+// temporary tensor), anything else returns NotImplemented so Python can try the other operand.
+template <class F>
+auto binary(F op) {
+  return [op](const Tensor& a, py::handle b) -> py::object {
+    if (py::isinstance<TensorImpl>(b)) return py::cast(op(a, b.cast<Tensor>()));
+    Scalar s;
+    if (scalar_from_py(b, s)) return py::cast(op(a, s));
+    return not_implemented();
+  };
+}
+
+// The reflected form: `number op tensor`.
+template <class F>
+auto reflected(F op) {
+  return [op](const Tensor& a, py::handle b) -> py::object {
+    Scalar s;
+    if (scalar_from_py(b, s)) return py::cast(op(a, s));
+    return not_implemented();
+  };
+}
+
+auto comparison(CompareOp op) {
+  return [op](const Tensor& a, py::handle b) -> py::object {
+    if (py::isinstance<TensorImpl>(b)) return py::cast(compare(a, b.cast<Tensor>(), op));
+    Scalar s;
+    if (scalar_from_py(b, s)) return py::cast(compare(a, s, op));
+    return not_implemented();
+  };
+}
+
+std::optional<int64_t> opt_int(py::handle h) {
+  if (h.is_none()) return std::nullopt;
+  return h.cast<int64_t>();
+}
+
+const char* kNonLeafGradWarning =
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, "
+    "use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+    "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.";
+
+py::object get_grad(const Tensor& self) {
+  if (!self->is_leaf() && !self->retains_grad && self->requires_grad())
+    if (PyErr_WarnEx(PyExc_UserWarning, kNonLeafGradWarning, 1) < 0) throw py::error_already_set();
+  return self->grad ? py::cast(self->grad) : py::none();
+}
+
+void set_grad(const Tensor& self, py::handle value) {
+  if (value.is_none()) {
+    self->grad.reset();
+    return;
+  }
+  Tensor g = value.cast<Tensor>();
+  if (g->dtype != self->dtype) throw RuntimeError("assigned grad has data of a different type");
+  if (g->shape != self->shape) throw RuntimeError("assigned grad has data of a different size");
+  self->grad = g;
+}
+
+void set_requires_grad(const Tensor& self, bool flag) {
+  if (!self->is_leaf())
+    throw RuntimeError(
+        "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
+        "subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  if (flag && !is_floating(self->dtype))
+    throw RuntimeError("only Tensors of floating point and complex dtype can require gradients");
+  self->requires_grad_leaf = flag;
+}
+
+// x.data = y: x takes y's storage and geometry, keeping its own autograd identity.
+void set_data(const Tensor& self, const Tensor& other) {
+  self->storage = other->storage;
+  self->shape = other->shape;
+  self->strides = other->strides;
+  self->offset = other->offset;
+  self->dtype = other->dtype;
+}
+
+void retain_grad(const Tensor& self) {
+  if (!self->requires_grad()) throw RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
+  if (self->is_leaf() || self->retains_grad) return;
+  auto& slots = self->grad_fn->retained_outputs;
+  if (slots.size() <= self->output_nr) slots.resize(self->output_nr + 1);
+  slots[self->output_nr] = self;
+  self->retains_grad = true;
+}
+
+void backward(const Tensor& self, py::handle gradient, py::handle retain_graph, bool create_graph) {
+  if (create_graph) throw py::value_error("create_graph=True (higher-order gradients) is not supported yet");
+  if (!self->requires_grad())
+    throw RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn");
+  Tensor g;
+  if (gradient.is_none()) {
+    if (self->numel() != 1) throw RuntimeError("grad can be implicitly created only for scalar outputs");
+    g = ones_like(self);
+  } else {
+    g = gradient.cast<Tensor>();
+    if (g->shape != self->shape)
+      throw RuntimeError(cat("Mismatch in shape: grad_output[0] has a shape of ",
+                             std::string(py::str(size_to_py(g->shape))), " and output[0] has a shape of ",
+                             std::string(py::str(size_to_py(self->shape))), "."));
+    g = to_dtype(g, self->dtype);
+  }
+  bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
+  run_backward({self}, {g}, retain);
+}
+
+py::object item_to_py(const Tensor& t) {
+  Scalar s = item(t);
+  if (s.kind == Category::Bool) return py::bool_(s.value != 0);
+  if (s.kind == Category::Integral) return py::int_(static_cast<int64_t>(s.value));
+  return py::float_(s.value);
+}
+
+std::vector<Tensor> tensor_list(py::handle seq) {
+  std::vector<Tensor> out;
+  for (py::handle h : seq) {
+    if (!py::isinstance<TensorImpl>(h))
+      throw TypeError(cat("expected Tensor as element ", out.size(), " in argument 0, but got ",
+                          std::string(py::str(py::type::of(h).attr("__name__")))));
+    out.push_back(h.cast<Tensor>());
+  }
+  return out;
+}
+
+// Index lists for index()/index_put_(): None keeps a dim whole.
+std::vector<Tensor> optional_tensor_list(py::handle seq) {
+  std::vector<Tensor> out;
+  for (py::handle h : seq) out.push_back(h.is_none() ? Tensor() : h.cast<Tensor>());
+  return out;
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m) {
+  auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr());
+  cls.def_property_readonly("shape", [](const Tensor& t) { return size_to_py(t->shape); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return dtype_to_py(t->dtype); })
+      .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad(); }, &set_requires_grad)
+      .def_property_readonly("is_leaf", [](const Tensor& t) { return t->is_leaf(); })
+      .def_property("grad", &get_grad, &set_grad)
+      .def_property_readonly("grad_fn", [](const Tensor& t) { return node_to_py(t->grad_fn); })
+      .def_property("data", &alias, &set_data)
+      .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
+      .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
+      .def_property_readonly("_version", [](const Tensor& t) { return t->version(); })
+      .def_property_readonly("output_nr", [](const Tensor& t) { return t->output_nr; })
+      .def("dim", [](const Tensor& t) { return t->dim(); })
+      .def("numel", [](const Tensor& t) { return t->numel(); })
+      .def("element_size", [](const Tensor& t) { return itemsize(t->dtype); })
+      .def("is_contiguous", [](const Tensor& t) { return t->is_contiguous(); })
+      .def("storage_offset", [](const Tensor& t) { return t->offset; })
+      .def("_strides", [](const Tensor& t) { return py::tuple(py::cast(t->strides)); })
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t->data()); })
+      .def("item", &item_to_py)
+      .def("retain_grad", &retain_grad)
+      .def("detach", [](const Tensor& x) { return alias(x); })
+      .def("detach_", [](const Tensor& x) {
+        x->grad_fn = NodeRef();
+        x->requires_grad_leaf = false;
+        return x;
+      })
+      .def("clone", [](const Tensor& x) { return clone(x); })
+      .def("contiguous", [](const Tensor& x) { return contiguous(x); })
+      .def("mul_", binary([](const Tensor& a, const auto& b) { return mul_(a, b); }))
+      .def("div_", binary([](const Tensor& a, const auto& b) { return div_(a, b); }))
+      .def("backward", &backward, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
+           py::arg("create_graph") = false)
+      .def("__len__", [](const Tensor& t) {
+        if (t->dim() == 0) throw TypeError("len() of a 0-d tensor");
+        return t->shape[0];
+      })
+      .def("__hash__", [](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); })
+      .def("__getitem__", [](const Tensor& t, py::handle key) { return getitem(t, parse_index(t, key)); })
+      .def("__setitem__", [](const Tensor& t, py::handle key, py::handle value) {
+        setitem(t, parse_index(t, key), tensor_or_scalar(value, t->dtype));
+      })
+      .def("__add__", binary([](const Tensor& a, const auto& b) { return add(a, b); }))
+      .def("__radd__", reflected([](const Tensor& a, const Scalar& s) { return add(a, s); }))
+      .def("__sub__", binary([](const Tensor& a, const auto& b) { return sub(a, b); }))
+      .def("__rsub__", reflected([](const Tensor& a, const Scalar& s) { return rsub(a, s); }))
+      .def("__mul__", binary([](const Tensor& a, const auto& b) { return mul(a, b); }))
+      .def("__rmul__", reflected([](const Tensor& a, const Scalar& s) { return mul(a, s); }))
+      .def("__truediv__", binary([](const Tensor& a, const auto& b) { return div(a, b); }))
+      .def("__rtruediv__", reflected([](const Tensor& a, const Scalar& s) { return rdiv(a, s); }))
+      .def("__pow__", binary([](const Tensor& a, const auto& b) { return pow(a, b); }))
+      .def("__rpow__", reflected([](const Tensor& a, const Scalar& s) { return rpow(a, s); }))
+      .def("__iadd__", binary([](const Tensor& a, const auto& b) { return add_(a, b); }))
+      .def("__isub__", binary([](const Tensor& a, const auto& b) { return sub_(a, b); }))
+      .def("__imul__", binary([](const Tensor& a, const auto& b) { return mul_(a, b); }))
+      .def("__itruediv__", binary([](const Tensor& a, const auto& b) { return div_(a, b); }))
+      .def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
+        if (!py::isinstance<TensorImpl>(b)) return not_implemented();
+        return py::cast(matmul(a, b.cast<Tensor>()));
+      })
+      .def("__neg__", [](const Tensor& a) { return neg(a); })
+      .def("__abs__", [](const Tensor& a) { return abs(a); })
+      .def("__lt__", comparison(CompareOp::Lt))
+      .def("__le__", comparison(CompareOp::Le))
+      .def("__gt__", comparison(CompareOp::Gt))
+      .def("__ge__", comparison(CompareOp::Ge))
+      .def("__eq__", comparison(CompareOp::Eq))
+      .def("__ne__", comparison(CompareOp::Ne));
+
+  // Primitives with fixed signatures, wrapped by the Python package.
+  m.def("add", binary([](const Tensor& a, const auto& b) { return add(a, b); }));
+  m.def("sub", binary([](const Tensor& a, const auto& b) { return sub(a, b); }));
+  m.def("mul", binary([](const Tensor& a, const auto& b) { return mul(a, b); }));
+  m.def("div", binary([](const Tensor& a, const auto& b) { return div(a, b); }));
+  m.def("pow", binary([](const Tensor& a, const auto& b) { return pow(a, b); }));
+  m.def("rpow", [](const Tensor& a, double base) { return rpow(a, Scalar::from_float(base)); });
+  m.def("add_", binary([](const Tensor& a, const auto& b) { return add_(a, b); }));
+  m.def("sub_", binary([](const Tensor& a, const auto& b) { return sub_(a, b); }));
+  m.def("mul_", binary([](const Tensor& a, const auto& b) { return mul_(a, b); }));
+  m.def("div_", binary([](const Tensor& a, const auto& b) { return div_(a, b); }));
+  m.def("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
+  m.def("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
+  m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
+    // A number operand takes the other operand's dtype rules, as a wrapped scalar would.
+    bool a_t = py::isinstance<TensorImpl>(a), b_t = py::isinstance<TensorImpl>(b);
+    DType fallback = a_t ? a.cast<Tensor>()->dtype : b_t ? b.cast<Tensor>()->dtype : DType::Float32;
+    return where(c, tensor_or_scalar(a, fallback), tensor_or_scalar(b, fallback));
+  });
+  m.def("neg", [](const Tensor& x) { return neg(x); });
+  m.def("abs", [](const Tensor& x) { return abs(x); });
+  m.def("sign", [](const Tensor& x) { return sign(x); });
+  m.def("exp", [](const Tensor& x) { return exp(x); });
+  m.def("log", [](const Tensor& x) { return log(x); });
+  m.def("sqrt", [](const Tensor& x) { return sqrt(x); });
+  m.def("sin", [](const Tensor& x) { return sin(x); });
+  m.def("cos", [](const Tensor& x) { return cos(x); });
+  m.def("tanh", [](const Tensor& x) { return tanh(x); });
+  m.def("sigmoid", [](const Tensor& x) { return sigmoid(x); });
+  m.def("relu", [](const Tensor& x) { return relu(x); });
+  m.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { return clamp(x, lo, hi); });
+  m.def("clamp_", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { return clamp_(x, lo, hi); });
+  m.def("fill_", [](const Tensor& x, py::handle v) {
+    if (py::isinstance<TensorImpl>(v)) return fill_(x, v.cast<Tensor>());
+    Scalar s;
+    if (!scalar_from_py(v, s)) throw TypeError("fill_() expects a number or a 0-dim tensor");
+    return fill_(x, s);
+  });
+  m.def("zero_", [](const Tensor& x) { return zero_(x); });
+  m.def("copy_", [](const Tensor& x, const Tensor& src) { return copy_(x, src); });
+
+  m.def("sum", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim, py::handle dtype) {
+    return sum(x, dims, keepdim, dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype)));
+  });
+  m.def("mean", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return mean(x, dims, keepdim); });
+  m.def("prod", [](const Tensor& x, py::handle dim, bool keepdim) { return prod(x, opt_int(dim), keepdim); });
+  m.def("var", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
+    return var(x, dims, correction, keepdim);
+  });
+  m.def("std", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
+    return std(x, dims, correction, keepdim);
+  });
+  m.def("amax", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return amax(x, dims, keepdim); });
+  m.def("amin", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return amin(x, dims, keepdim); });
+  m.def("max_all", [](const Tensor& x) { return max_all(x); });
+  m.def("min_all", [](const Tensor& x) { return min_all(x); });
+  m.def("max_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return max_dim(x, dim, keepdim); });
+  m.def("min_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return min_dim(x, dim, keepdim); });
+  m.def("argmax", [](const Tensor& x, py::handle dim, bool keepdim) { return argmax(x, opt_int(dim), keepdim); });
+  m.def("argmin", [](const Tensor& x, py::handle dim, bool keepdim) { return argmin(x, opt_int(dim), keepdim); });
+  m.def("norm", [](const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) { return norm(x, p, dims, keepdim); });
+
+  m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
+  m.def("reshape", [](const Tensor& x, Shape shape) { return reshape(x, shape); });
+  m.def("expand", [](const Tensor& x, Shape shape) { return expand(x, shape); });
+  m.def("permute", [](const Tensor& x, std::vector<int64_t> dims) { return permute(x, dims); });
+  m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return transpose(x, d0, d1); });
+  m.def("t", [](const Tensor& x) { return t(x); });
+  m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze(x, dims); });
+  m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return unsqueeze(x, dim); });
+  m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) { return flatten(x, start, end); });
+  m.def("cat", [](py::handle tensors, int64_t dim) { return cat(tensor_list(tensors), dim); });
+  m.def("stack", [](py::handle tensors, int64_t dim) { return stack(tensor_list(tensors), dim); });
+  m.def("index", [](const Tensor& x, py::handle indices) { return index(x, optional_tensor_list(indices)); });
+  m.def("index_put_", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
+    return index_put_(x, optional_tensor_list(indices), values, accumulate);
+  });
+
+  m.def("dot", [](const Tensor& a, const Tensor& b) { return dot(a, b); });
+  m.def("mv", [](const Tensor& a, const Tensor& b) { return mv(a, b); });
+  m.def("mm", [](const Tensor& a, const Tensor& b) { return mm(a, b); });
+  m.def("bmm", [](const Tensor& a, const Tensor& b) { return bmm(a, b); });
+  m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+
+  m.def("full", [](Shape shape, double value, py::handle dtype) { return full(shape, value, dtype_from_py(dtype)); });
+  m.def("empty", [](Shape shape, py::handle dtype) { return empty(shape, dtype_from_py(dtype)); });
+  m.def("arange", [](double start, double end, double step, py::handle dtype) {
+    return arange(start, end, step, dtype_from_py(dtype));
+  });
+  m.def("linspace", [](double start, double end, int64_t steps, py::handle dtype) {
+    return linspace(start, end, steps, dtype_from_py(dtype));
+  });
+  m.def("eye", [](int64_t n, int64_t k, py::handle dtype) { return eye(n, k, dtype_from_py(dtype)); });
+  m.def("from_numpy", &tensor_from_numpy, py::arg("array"), py::arg("share_memory"));
+  m.def("to_numpy", &tensor_to_numpy);
+  m.def("to_dtype", [](const Tensor& x, py::handle dtype) { return to_dtype(x, dtype_from_py(dtype)); });
+  m.def("clone", [](const Tensor& x) { return clone(x); });
+  m.def("contiguous", [](const Tensor& x) { return contiguous(x); });
+  m.def("set_requires_grad", [](const Tensor& x, bool flag) {
+    set_requires_grad(x, flag);
+    return x;
+  });
+}
+
+}  // namespace fg

@@ -1,0 +1,78 @@
+"""Grad-mode switches. The flag itself is thread-local and lives in the C++ core."""
+import functools
+
+from . import _C
+
+is_grad_enabled = _C.is_grad_enabled
+
+
+class _GradModeContext:
+    """Base for no_grad / enable_grad / set_grad_enabled: a context manager that sets the flag on
+    entry and restores the previous value on exit, and a decorator that runs a function inside it."""
+
+    _mode = None
+
+    def __enter__(self):
+        self._previous = is_grad_enabled()
+        _C._set_grad_enabled(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, func):
+        mode = self._mode
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            previous = is_grad_enabled()
+            _C._set_grad_enabled(mode)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _C._set_grad_enabled(previous)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Ops run inside record no graph: results do not require grad."""
+
+    _mode = False
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        # `@no_grad` without parentheses decorates directly.
+        return self(func) if callable(func) else self
+
+    def __init__(self, func=None):
+        pass
+
+
+class enable_grad(no_grad):
+    """Turns recording back on, e.g. inside a no_grad block."""
+
+    _mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """set_grad_enabled(False) switches recording off right away; used with `with`, the previous
+    mode comes back at the end of the block."""
+
+    def __init__(self, mode):
+        self._previous = is_grad_enabled()
+        self._mode = bool(mode)
+        _C._set_grad_enabled(self._mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, func):
+        # As a decorator it must not change the mode now, only while `func` runs.
+        _C._set_grad_enabled(self._previous)
+        return super().__call__(func)

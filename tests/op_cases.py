@@ -1,0 +1,357 @@
+"""The op table: one entry per differentiable op form, driving tests/test_ops.py.
+
+Each case is a lambda over the tensor module `m` (fastgrad or torch) and input tensors, the input
+shapes, the input domain (see op_helpers.DOMAINS) and the `grad_fn` name PyTorch 2.13 gives the
+result. Some of those names are PyTorch implementation details (matmul of a vector and a matrix
+ends in SqueezeBackward4, batched matmul in UnsafeViewBackward0); the spec asks for PyTorch's names,
+so they are recorded as PyTorch prints them. Where fastgrad composes matmul differently, the entry is
+a tuple: PyTorch's name, then the name of fastgrad's last step.
+"""
+from dataclasses import dataclass
+
+from op_helpers import LAYOUTS
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    fn: object                # fn(m, *tensors) -> tensor
+    shapes: tuple             # one shape per input tensor
+    grad_fn: object           # PyTorch's result.grad_fn.name(); None when the result is an input
+    domain: object = "real"   # a DOMAINS name, or one per input
+    layouts: tuple = LAYOUTS  # memory layouts the inputs are tried in
+
+    def __repr__(self):
+        return self.name
+
+
+CASES = []
+
+
+def case(name, fn, shapes, grad_fn, domain="real", layouts=LAYOUTS):
+    CASES.append(Case(name, fn, tuple(tuple(s) for s in shapes), grad_fn, domain, layouts))
+
+
+def _shape_id(shape):
+    return "x".join(map(str, shape)) if shape else "0d"
+
+
+# --- binary arithmetic, with broadcasting -------------------------------------------------------
+BROADCASTS = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((3, 4), ()), ((), (2, 3))]
+BINARY = [  # name, fn, grad_fn, domain of (a, b)
+    ("add", lambda m, a, b: a + b, "AddBackward0", "real"),
+    ("sub", lambda m, a, b: a - b, "SubBackward0", "real"),
+    ("mul", lambda m, a, b: a * b, "MulBackward0", "real"),
+    ("div", lambda m, a, b: a / b, "DivBackward0", ("real", "nonzero")),
+    ("pow", lambda m, a, b: a ** b, "PowBackward1", ("pos", "real")),
+    ("maximum", lambda m, a, b: m.maximum(a, b), "MaximumBackward0", "real"),
+    ("minimum", lambda m, a, b: m.minimum(a, b), "MinimumBackward0", "real"),
+]
+for _name, _fn, _grad_fn, _domain in BINARY:
+    for _sa, _sb in BROADCASTS:
+        case(f"{_name}({_shape_id(_sa)},{_shape_id(_sb)})", _fn, [_sa, _sb], _grad_fn, _domain)
+
+# module-level and method forms (one broadcast pair each)
+for _name, _fn, _grad_fn, _domain in [
+    ("torch.add", lambda m, a, b: m.add(a, b), "AddBackward0", "real"),
+    ("torch.sub", lambda m, a, b: m.sub(a, b), "SubBackward0", "real"),
+    ("torch.mul", lambda m, a, b: m.mul(a, b), "MulBackward0", "real"),
+    ("torch.div", lambda m, a, b: m.div(a, b), "DivBackward0", ("real", "nonzero")),
+    ("torch.pow", lambda m, a, b: m.pow(a, b), "PowBackward1", ("pos", "real")),
+    ("torch.max(a,b)", lambda m, a, b: m.max(a, b), "MaximumBackward0", "real"),
+    ("torch.min(a,b)", lambda m, a, b: m.min(a, b), "MinimumBackward0", "real"),
+    ("Tensor.add", lambda m, a, b: a.add(b), "AddBackward0", "real"),
+    ("Tensor.sub", lambda m, a, b: a.sub(b), "SubBackward0", "real"),
+    ("Tensor.mul", lambda m, a, b: a.mul(b), "MulBackward0", "real"),
+    ("Tensor.div", lambda m, a, b: a.div(b), "DivBackward0", ("real", "nonzero")),
+    ("Tensor.pow", lambda m, a, b: a.pow(b), "PowBackward1", ("pos", "real")),
+    ("Tensor.maximum", lambda m, a, b: a.maximum(b), "MaximumBackward0", "real"),
+    ("Tensor.minimum", lambda m, a, b: a.minimum(b), "MinimumBackward0", "real"),
+]:
+    case(_name, _fn, [(3, 4), (4,)], _grad_fn, _domain)
+
+# --- tensor with a Python scalar, on either side ------------------------------------------------
+for _name, _fn, _grad_fn, _domain in [
+    ("x+2", lambda m, x: x + 2, "AddBackward0", "real"),
+    ("2+x", lambda m, x: 2 + x, "AddBackward0", "real"),
+    ("x+2.5", lambda m, x: x + 2.5, "AddBackward0", "real"),
+    ("x-1.5", lambda m, x: x - 1.5, "SubBackward0", "real"),
+    ("1.5-x", lambda m, x: 1.5 - x, "RsubBackward1", "real"),
+    ("x*3", lambda m, x: x * 3, "MulBackward0", "real"),
+    ("0.5*x", lambda m, x: 0.5 * x, "MulBackward0", "real"),
+    ("x/4", lambda m, x: x / 4, "DivBackward0", "real"),
+    ("2/x", lambda m, x: 2 / x, "MulBackward0", "nonzero"),
+    ("x**2", lambda m, x: x ** 2, "PowBackward0", "real"),
+    ("x**3", lambda m, x: x ** 3, "PowBackward0", "real"),
+    ("x**0.5", lambda m, x: x ** 0.5, "PowBackward0", "pos"),
+    ("x**-1.5", lambda m, x: x ** -1.5, "PowBackward0", "pos"),
+    ("2**x", lambda m, x: 2 ** x, "PowBackward2", "real"),
+    ("1.5**x", lambda m, x: 1.5 ** x, "PowBackward2", "real"),
+    ("torch.pow(x,2)", lambda m, x: m.pow(x, 2), "PowBackward0", "real"),
+    ("torch.pow(2.0,x)", lambda m, x: m.pow(2.0, x), "PowBackward2", "real"),
+    ("Tensor.pow(3)", lambda m, x: x.pow(3), "PowBackward0", "real"),
+    ("torch.add(x,2.5)", lambda m, x: m.add(x, 2.5), "AddBackward0", "real"),
+    ("torch.mul(x,2)", lambda m, x: m.mul(x, 2), "MulBackward0", "real"),
+]:
+    case(_name, _fn, [(3, 4)], _grad_fn, _domain)
+case("0d*2.5", lambda m, x: x * 2.5, [()], "MulBackward0")
+case("1-0d", lambda m, x: 1 - x, [()], "RsubBackward1")
+
+# --- unary elementwise: module function on a matrix, method on a vector --------------------------
+UNARY = [  # name, grad_fn, domain
+    ("neg", "NegBackward0", "real"),
+    ("abs", "AbsBackward0", "nonzero"),
+    ("exp", "ExpBackward0", "real"),
+    ("log", "LogBackward0", "pos"),
+    ("sqrt", "SqrtBackward0", "pos"),
+    ("sin", "SinBackward0", "real"),
+    ("cos", "CosBackward0", "real"),
+    ("tanh", "TanhBackward0", "real"),
+    ("sigmoid", "SigmoidBackward0", "real"),
+    ("relu", "ReluBackward0", "nonzero"),
+]
+for _name, _grad_fn, _domain in UNARY:
+    case(f"torch.{_name}", lambda m, x, _n=_name: getattr(m, _n)(x), [(3, 4)], _grad_fn, _domain)
+    case(f"Tensor.{_name}", lambda m, x, _n=_name: getattr(x, _n)(), [(5,)], _grad_fn, _domain)
+case("-x", lambda m, x: -x, [(2, 3)], "NegBackward0")
+case("exp(0d)", lambda m, x: x.exp(), [()], "ExpBackward0")
+
+for _name, _fn in [
+    ("clamp(min)", lambda m, x: x.clamp(min=-0.5)),
+    ("clamp(max)", lambda m, x: x.clamp(max=0.5)),
+    ("clamp(min,max)", lambda m, x: x.clamp(-0.5, 0.5)),
+    ("torch.clamp", lambda m, x: m.clamp(x, min=-0.5, max=0.5)),
+    ("torch.clamp(max)", lambda m, x: m.clamp(x, max=0.5)),
+]:
+    case(_name, _fn, [(3, 4)], "ClampBackward1", "clamp")
+
+case("where(a>0,a,b)", lambda m, a, b: m.where(a > 0, a, b), [(3, 4), (3, 4)], "WhereBackward0",
+     ("nonzero", "real"))
+case("where broadcast", lambda m, a, b, c: m.where(c > 0, a, b), [(3, 1), (4,), (3, 4)],
+     "WhereBackward0", ("real", "real", "nonzero"))
+case("where(a>0,a,0.0)", lambda m, a: m.where(a > 0, a, 0.0), [(3, 4)], "WhereBackward0",
+     "nonzero")
+
+# --- dot and norm ---------------------------------------------------------------------------------
+case("torch.dot", lambda m, a, b: m.dot(a, b), [(5,), (5,)], "DotBackward0")
+case("Tensor.dot", lambda m, a, b: a.dot(b), [(5,), (5,)], "DotBackward0")
+case("norm()", lambda m, x: x.norm(), [(3, 4)], "LinalgVectorNormBackward0")
+case("torch.norm", lambda m, x: m.norm(x), [(2, 3, 2)], "LinalgVectorNormBackward0")
+case("norm(dim=1)", lambda m, x: x.norm(dim=1), [(3, 4)], "LinalgVectorNormBackward0")
+case("norm(dim=-1,keepdim)", lambda m, x: x.norm(dim=-1, keepdim=True), [(3, 4)],
+     "LinalgVectorNormBackward0")
+case("norm(p=1)", lambda m, x: x.norm(p=1), [(3, 4)], "LinalgVectorNormBackward0", "nonzero")
+
+# --- reductions -----------------------------------------------------------------------------------
+X3 = [(2, 3, 4)]
+for _name, _fn, _grad_fn, _domain in [
+    ("sum()", lambda m, x: x.sum(), "SumBackward0", "real"),
+    ("torch.sum", lambda m, x: m.sum(x), "SumBackward0", "real"),
+    ("sum(1)", lambda m, x: x.sum(1), "SumBackward1", "real"),
+    ("sum(-1)", lambda m, x: x.sum(-1), "SumBackward1", "real"),
+    ("sum((0,2))", lambda m, x: x.sum((0, 2)), "SumBackward1", "real"),
+    ("sum(1,keepdim)", lambda m, x: x.sum(dim=1, keepdim=True), "SumBackward1", "real"),
+    ("torch.sum(dim,keepdim)", lambda m, x: m.sum(x, dim=(0, 1), keepdim=True), "SumBackward1",
+     "real"),
+    ("mean()", lambda m, x: x.mean(), "MeanBackward0", "real"),
+    ("torch.mean", lambda m, x: m.mean(x), "MeanBackward0", "real"),
+    ("mean(0)", lambda m, x: x.mean(0), "MeanBackward1", "real"),
+    ("mean((-1,0),keepdim)", lambda m, x: x.mean((-1, 0), keepdim=True), "MeanBackward1", "real"),
+    ("max()", lambda m, x: x.max(), "MaxBackward1", "real"),
+    ("torch.max", lambda m, x: m.max(x), "MaxBackward1", "real"),
+    ("max(dim).values", lambda m, x: x.max(dim=1).values, "MaxBackward0", "real"),
+    ("torch.max(x,-1)[0]", lambda m, x: m.max(x, -1)[0], "MaxBackward0", "real"),
+    ("max(0,keepdim)[0]", lambda m, x: x.max(0, keepdim=True)[0], "MaxBackward0", "real"),
+    ("min()", lambda m, x: x.min(), "MinBackward1", "real"),
+    ("torch.min", lambda m, x: m.min(x), "MinBackward1", "real"),
+    ("min(dim).values", lambda m, x: x.min(dim=2).values, "MinBackward0", "real"),
+    ("torch.min(x,1,keepdim)[0]", lambda m, x: m.min(x, 1, keepdim=True)[0], "MinBackward0",
+     "real"),
+    ("amax()", lambda m, x: x.amax(), "AmaxBackward0", "real"),
+    ("amax(1)", lambda m, x: x.amax(1), "AmaxBackward0", "real"),
+    ("torch.amax((0,2),keepdim)", lambda m, x: m.amax(x, dim=(0, 2), keepdim=True),
+     "AmaxBackward0", "real"),
+    ("amin()", lambda m, x: x.amin(), "AminBackward0", "real"),
+    ("amin(-1)", lambda m, x: x.amin(-1), "AminBackward0", "real"),
+    ("torch.amin((0,1))", lambda m, x: m.amin(x, (0, 1)), "AminBackward0", "real"),
+    ("prod()", lambda m, x: x.prod(), "ProdBackward0", "nonzero"),
+    ("prod() with a zero", lambda m, x: x.prod(), "ProdBackward0", "one_zero"),
+    ("torch.prod", lambda m, x: m.prod(x), "ProdBackward0", "nonzero"),
+    ("prod(1)", lambda m, x: x.prod(1), "ProdBackward1", "nonzero"),
+    ("prod(1) with a zero", lambda m, x: x.prod(1), "ProdBackward1", "one_zero"),
+    ("torch.prod(x,-1,keepdim)", lambda m, x: m.prod(x, -1, keepdim=True), "ProdBackward1",
+     "nonzero"),
+    ("var()", lambda m, x: x.var(), "VarBackward0", "real"),
+    ("torch.var", lambda m, x: m.var(x), "VarBackward0", "real"),
+    ("var(1)", lambda m, x: x.var(1), "VarBackward0", "real"),
+    ("var((0,2),keepdim)", lambda m, x: x.var((0, 2), keepdim=True), "VarBackward0", "real"),
+    ("var(unbiased=False)", lambda m, x: x.var(unbiased=False), "VarBackward0", "real"),
+    ("var(-1,unbiased=False)", lambda m, x: x.var(-1, unbiased=False), "VarBackward0", "real"),
+    ("std()", lambda m, x: x.std(), "StdBackward0", "real"),
+    ("torch.std", lambda m, x: m.std(x), "StdBackward0", "real"),
+    ("std(1)", lambda m, x: x.std(1), "StdBackward0", "real"),
+    ("std((0,1),keepdim)", lambda m, x: m.std(x, dim=(0, 1), keepdim=True), "StdBackward0",
+     "real"),
+    ("std(unbiased=False)", lambda m, x: x.std(unbiased=False), "StdBackward0", "real"),
+]:
+    case(_name, _fn, X3, _grad_fn, _domain)
+case("sum(0d)", lambda m, x: x.sum(), [()], "SumBackward0")
+case("sum(1-d, dim=0)", lambda m, x: x.sum(0), [(5,)], "SumBackward1")
+case("max(1-d)", lambda m, x: x.max(), [(5,)], "MaxBackward1")
+
+# --- matmul for every rank combination, mm ------------------------------------------------------
+for _name, _sa, _sb, _grad_fn in [
+    ("1-D@1-D", (4,), (4,), "DotBackward0"),
+    ("2-D@1-D", (3, 4), (4,), "MvBackward0"),
+    ("1-D@2-D", (3,), (3, 4), ("SqueezeBackward4", "SqueezeBackward1")),
+    ("2-D@2-D", (3, 4), (4, 2), "MmBackward0"),
+    ("3-D@3-D", (2, 3, 4), (2, 4, 2), "UnsafeViewBackward0"),
+    ("3-D@3-D batch broadcast", (1, 3, 4), (2, 4, 2), ("CloneBackward0", "UnsafeViewBackward0")),
+    ("4-D@3-D broadcast", (2, 1, 3, 4), (3, 4, 2), "UnsafeViewBackward0"),
+    ("1-D@3-D", (4,), (2, 4, 3), "UnsafeViewBackward0"),
+    ("3-D@1-D", (2, 3, 4), (4,), "UnsafeViewBackward0"),
+    ("3-D@2-D", (2, 3, 4), (4, 2), "UnsafeViewBackward0"),
+    ("2-D@3-D", (3, 4), (2, 4, 2), ("CloneBackward0", "UnsafeViewBackward0")),
+]:
+    case(_name, lambda m, a, b: a @ b, [_sa, _sb], _grad_fn)
+case("torch.matmul", lambda m, a, b: m.matmul(a, b), [(3, 4), (4, 2)], "MmBackward0")
+case("Tensor.matmul", lambda m, a, b: a.matmul(b), [(2, 3, 4), (4,)], "UnsafeViewBackward0")
+case("torch.mm", lambda m, a, b: m.mm(a, b), [(3, 4), (4, 2)], "MmBackward0")
+case("Tensor.mm", lambda m, a, b: a.mm(b), [(1, 4), (4, 3)], "MmBackward0")
+
+# --- shape ops ------------------------------------------------------------------------------------
+for _name, _fn, _shapes, _grad_fn in [
+    ("reshape(4,3)", lambda m, x: x.reshape(4, 3), [(3, 4)], "ViewBackward0"),
+    ("reshape((2,-1))", lambda m, x: x.reshape((2, -1)), [(3, 4)], "ViewBackward0"),
+    ("torch.reshape", lambda m, x: m.reshape(x, (-1,)), [(2, 3, 2)], "ViewBackward0"),
+    ("flatten()", lambda m, x: x.flatten(), [(2, 3, 2)], "ViewBackward0"),
+    ("flatten(1)", lambda m, x: x.flatten(1), [(2, 3, 2)], "ViewBackward0"),
+    ("torch.flatten(x,0,1)", lambda m, x: m.flatten(x, 0, 1), [(2, 3, 2)], "ViewBackward0"),
+    ("squeeze()", lambda m, x: x.squeeze(), [(3, 1, 4, 1)], "SqueezeBackward0"),
+    ("squeeze(1)", lambda m, x: x.squeeze(1), [(3, 1, 4, 1)], "SqueezeBackward1"),
+    ("squeeze(-1)", lambda m, x: x.squeeze(-1), [(3, 1, 4, 1)], "SqueezeBackward1"),
+    ("squeeze(0) of size 3 (no-op)", lambda m, x: x.squeeze(0), [(3, 1, 4, 1)],
+     "SqueezeBackward1"),
+    ("squeeze((1,3))", lambda m, x: x.squeeze((1, 3)), [(3, 1, 4, 1)], "SqueezeBackward2"),
+    ("torch.squeeze(x,1)", lambda m, x: m.squeeze(x, 1), [(3, 1, 4)], "SqueezeBackward1"),
+    ("unsqueeze(0)", lambda m, x: x.unsqueeze(0), [(3, 4)], "UnsqueezeBackward0"),
+    ("unsqueeze(-1)", lambda m, x: x.unsqueeze(-1), [(3, 4)], "UnsqueezeBackward0"),
+    ("torch.unsqueeze(x,1)", lambda m, x: m.unsqueeze(x, 1), [(3, 4)], "UnsqueezeBackward0"),
+    ("unsqueeze(0d)", lambda m, x: x.unsqueeze(0), [()], "UnsqueezeBackward0"),
+    ("transpose(0,1)", lambda m, x: x.transpose(0, 1), [(3, 4)], "TransposeBackward0"),
+    ("transpose(-1,0)", lambda m, x: x.transpose(-1, 0), [(2, 3, 4)], "TransposeBackward0"),
+    ("torch.transpose", lambda m, x: m.transpose(x, 1, 2), [(2, 3, 4)], "TransposeBackward0"),
+    ("permute(2,0,1)", lambda m, x: x.permute(2, 0, 1), [(2, 3, 4)], "PermuteBackward0"),
+    ("permute((1,0,2))", lambda m, x: x.permute((1, 0, 2)), [(2, 3, 4)], "PermuteBackward0"),
+    ("permute(-1,0,1)", lambda m, x: x.permute(-1, 0, 1), [(2, 3, 4)], "PermuteBackward0"),
+    ("torch.permute", lambda m, x: m.permute(x, (2, 1, 0)), [(2, 3, 4)], "PermuteBackward0"),
+    ("t()", lambda m, x: x.t(), [(3, 4)], "TBackward0"),
+    ("torch.t", lambda m, x: m.t(x), [(3, 4)], "TBackward0"),
+    ("t() of 1-D", lambda m, x: x.t(), [(4,)], "TBackward0"),
+    (".T", lambda m, x: x.T, [(3, 4)], "PermuteBackward0"),
+    ("expand(3,4)", lambda m, x: x.expand(3, 4), [(1, 4)], "ExpandBackward0"),
+    ("expand(-1,5)", lambda m, x: x.expand(-1, 5), [(3, 1)], "ExpandBackward0"),
+    ("expand new dims", lambda m, x: x.expand(2, 3, 4), [(4,)], "ExpandBackward0"),
+    ("expand((2,3,4)) of (3,1)", lambda m, x: x.expand((2, 3, 4)), [(3, 1)], "ExpandBackward0"),
+    ("clone()", lambda m, x: x.clone(), [(3, 4)], "CloneBackward0"),
+    ("torch.clone", lambda m, x: m.clone(x), [(3, 4)], "CloneBackward0"),
+    ("t().contiguous()", lambda m, x: x.t().contiguous(), [(3, 4)], "CloneBackward0"),
+    # contiguous() of a contiguous tensor returns the tensor itself (no new node)
+    ("contiguous() no-op", lambda m, x: x.contiguous(), [(3, 4)], None),
+]:
+    case(_name, _fn, _shapes, _grad_fn)
+for _name, _fn in [
+    ("view(4,3)", lambda m, x: x.view(4, 3)),
+    ("view(-1)", lambda m, x: x.view(-1)),
+    ("view(2,2,3)", lambda m, x: x.view(2, 2, 3)),
+]:
+    case(_name, _fn, [(3, 4)], "ViewBackward0", layouts=("contiguous",))
+case("expand_as", lambda m, x, y: x.expand_as(y), [(1, 4), (3, 4)], "ExpandBackward0")
+case("torch.cat dim 0", lambda m, a, b: m.cat([a, b]), [(2, 3), (1, 3)], "CatBackward0")
+case("torch.cat dim 1", lambda m, a, b: m.cat((a, b), dim=1), [(2, 3), (2, 2)], "CatBackward0")
+case("torch.cat three, dim -1", lambda m, a, b, c: m.cat([a, b, c], -1),
+     [(2, 1, 2), (2, 1, 3), (2, 1, 1)], "CatBackward0")
+case("torch.cat one", lambda m, a: m.cat([a], 0), [(2, 3)], "CatBackward0")
+case("torch.stack", lambda m, a, b: m.stack([a, b]), [(2, 3), (2, 3)], "StackBackward0")
+case("torch.stack dim 1", lambda m, a, b: m.stack((a, b), dim=1), [(2, 3), (2, 3)],
+     "StackBackward0")
+case("torch.stack three, dim -1", lambda m, a, b, c: m.stack([a, b, c], dim=-1),
+     [(4,), (4,), (4,)], "StackBackward0")
+
+# --- compositions: fan-out, chains across op families ---------------------------------------------
+case("mlp layer", lambda m, x, w, b: ((x @ w + b).relu() * 2).sum(), [(4, 3), (3, 5), (5,)],
+     "SumBackward0")
+case("fan-out x*x + exp(x)", lambda m, x: x * x + x.exp(), [(3, 4)], "AddBackward0")
+case("softmax by hand", lambda m, x: (x - x.amax(1, keepdim=True)).exp()
+     / (x - x.amax(1, keepdim=True)).exp().sum(1, keepdim=True), [(3, 4)], "DivBackward0")
+case("mse", lambda m, p, y: ((p - y) ** 2).mean(), [(6,), (6,)], "MeanBackward0")
+
+
+# --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
+@dataclass(frozen=True)
+class NondiffCase:
+    name: str
+    fn: object
+    shapes: tuple
+    domain: object = "int"  # small integers: ties exercise "first index" and ==
+
+    def __repr__(self):
+        return self.name
+
+
+NONDIFF_CASES = []
+
+
+def nondiff(name, fn, shapes, domain="int"):
+    NONDIFF_CASES.append(NondiffCase(name, fn, tuple(tuple(s) for s in shapes), domain))
+
+
+for _name, _fn in [
+    ("argmax()", lambda m, x: x.argmax()),
+    ("torch.argmax", lambda m, x: m.argmax(x)),
+    ("argmax(1)", lambda m, x: x.argmax(1)),
+    ("torch.argmax(dim=-1,keepdim)", lambda m, x: m.argmax(x, dim=-1, keepdim=True)),
+    ("argmin()", lambda m, x: x.argmin()),
+    ("torch.argmin(x,0)", lambda m, x: m.argmin(x, 0)),
+    ("argmin(dim=2,keepdim)", lambda m, x: x.argmin(dim=2, keepdim=True)),
+    ("max(dim).indices", lambda m, x: x.max(dim=1).indices),
+    ("torch.max(x,0)[1]", lambda m, x: m.max(x, 0)[1]),
+    ("min(-1,keepdim).indices", lambda m, x: x.min(-1, keepdim=True).indices),
+    ("torch.min(x,1)[1]", lambda m, x: m.min(x, 1)[1]),
+]:
+    nondiff(_name, _fn, [(2, 3, 4)], "real")
+# ties: argmax/argmin return the first extremal index (documented by PyTorch)
+nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
+nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")
+
+for _name, _fn in [
+    ("a<b", lambda m, a, b: a < b), ("a<=b", lambda m, a, b: a <= b),
+    ("a>b", lambda m, a, b: a > b), ("a>=b", lambda m, a, b: a >= b),
+    ("a==b", lambda m, a, b: a == b), ("a!=b", lambda m, a, b: a != b),
+    ("torch.lt", lambda m, a, b: m.lt(a, b)), ("torch.le", lambda m, a, b: m.le(a, b)),
+    ("torch.gt", lambda m, a, b: m.gt(a, b)), ("torch.ge", lambda m, a, b: m.ge(a, b)),
+    ("torch.eq", lambda m, a, b: m.eq(a, b)), ("torch.ne", lambda m, a, b: m.ne(a, b)),
+    ("Tensor.lt", lambda m, a, b: a.lt(b)), ("Tensor.eq", lambda m, a, b: a.eq(b)),
+    ("Tensor.ge", lambda m, a, b: a.ge(b)), ("Tensor.ne", lambda m, a, b: a.ne(b)),
+]:
+    nondiff(_name, _fn, [(3, 4), (4,)])
+
+for _name, _fn in [
+    ("a<0.5", lambda m, a: a < 0.5), ("0.5<a", lambda m, a: 0.5 < a),
+    ("a>=1", lambda m, a: a >= 1), ("1>=a", lambda m, a: 1 >= a),
+    ("a==1", lambda m, a: a == 1), ("1!=a", lambda m, a: 1 != a),
+    ("a>0 of 0-d", lambda m, a: a.sum() > 0),
+]:
+    nondiff(_name, _fn, [(3, 4)])
+
+for _name, _fn, _shapes in [
+    ("torch.equal same", lambda m, a: m.equal(a, a.clone()), [(3, 4)]),
+    ("torch.equal different", lambda m, a: m.equal(a, a + 1), [(3, 4)]),
+    ("torch.equal shapes differ", lambda m, a, b: m.equal(a, b), [(3, 4), (4,)]),
+    ("Tensor.equal", lambda m, a: a.equal(a * 1), [(3, 4)]),
+    ("torch.allclose tiny diff", lambda m, a: m.allclose(a, a + 1e-7), [(3, 4)]),
+    ("torch.allclose large diff", lambda m, a: m.allclose(a, a + 1e-3), [(3, 4)]),
+    ("allclose(atol=1e-2)", lambda m, a: a.allclose(a + 1e-3, atol=1e-2), [(3, 4)]),
+    ("allclose(rtol=0.5,atol=0)", lambda m, a: a.allclose(a * 1.4, rtol=0.5, atol=0.0), [(3, 4)]),
+]:
+    nondiff(_name, _fn, _shapes)

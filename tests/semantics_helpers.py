@@ -1,0 +1,78 @@
+"""Helpers shared by the seed, autograd-semantics, grad-mode, in-place, creation and memory tests.
+
+Everything here goes through the public PyTorch-style API of the backend under test (`fg`), so the
+same helpers work for fastgrad, for the pure-Python reference and for PyTorch itself.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+# "torch.float64", "fastgrad.float64", "fastgrad.reference.Size" ... -> "float64", "Size".
+_MODULE_PREFIX = re.compile(
+    r"\b(?:torch|fastgrad(?:\.\w+)*)\.(?=(?:Size|float32|float64|int64|bool|float|double|long)\b)"
+)
+
+
+def strip_module(text):
+    """Drop the module prefix from dtype and Size reprs, so backends can be compared."""
+    return _MODULE_PREFIX.sub("", str(text))
+
+
+def dtype_name(dtype):
+    """'float32' for torch.float32 / fastgrad.float32."""
+    return strip_module(dtype)
+
+
+def assert_values(tensor, expected, rtol=1e-6, atol=0.0):
+    """Compare a tensor's values (via the public tolist()) to a number or nested list."""
+    got = np.asarray(tensor.tolist(), dtype=np.float64)
+    want = np.asarray(expected, dtype=np.float64)
+    assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+def grad_of(tensor):
+    """The leaf's accumulated gradient as (nested) Python floats."""
+    assert tensor.grad is not None, "no gradient was accumulated"
+    return tensor.grad.tolist()
+
+
+def node_name(fn):
+    """fn.name() without a C++ namespace (PyTorch names its leaf node 'torch::autograd::AccumulateGrad')."""
+    return fn.name().rsplit("::", 1)[-1]
+
+
+def graph_names(grad_fn):
+    """Names of a grad_fn's next functions (None for inputs that need no gradient)."""
+    return [None if fn is None else node_name(fn) for fn, _ in grad_fn.next_functions]
+
+
+def run_python(code, timeout=300):
+    """Run `code` in a fresh interpreter that imports modules as this one does; return CompletedProcess.
+
+    The child gets this process's sys.path, so it finds the same backend module. Warnings are
+    reported on stderr and never turned into errors (the seed code reads `.grad` of non-leaf
+    tensors, which warns in PyTorch).
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    env["PYTHONWARNINGS"] = "default"
+    env["PYTHONIOENCODING"] = "utf-8"
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
+        env=env, timeout=timeout, cwd=tempfile.gettempdir(),
+    )
+
+
+IMPORT_TORCH = re.compile(r"^import torch[ \t]*$", re.MULTILINE)
+
+
+def import_as_torch(source, module_name):
+    """Replace the seed code's single `import torch` line by `import <module_name> as torch`."""
+    code, count = IMPORT_TORCH.subn(f"import {module_name} as torch", source)
+    assert count == 1, "expected exactly one `import torch` line"
+    return code

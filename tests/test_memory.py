@@ -1,0 +1,143 @@
+"""fastgrad-specific: backward nodes live in an arena and are given back (fastgrad._C.graph_stats()).
+
+Node counts are compared with a baseline taken at the start of each in-process test (other tests'
+tracebacks may keep graphs alive); the long-running checks run in a fresh interpreter, where the
+counts start at zero and a crash (e.g. a stack overflow) fails the test instead of the suite.
+"""
+import gc
+import json
+import textwrap
+
+import pytest
+
+from conftest import BACKENDS
+from semantics_helpers import run_python
+
+if "fastgrad" not in BACKENDS:
+    pytest.skip("graph_stats() is fastgrad's own introspection", allow_module_level=True)
+fastgrad = pytest.importorskip("fastgrad")
+graph_stats = pytest.importorskip("fastgrad._C").graph_stats
+
+
+def live_nodes():
+    gc.collect()
+    return graph_stats()["live_nodes"]
+
+
+def run_fastgrad(code):
+    """Run `code` (which prints one JSON line) in a fresh interpreter; return the decoded JSON."""
+    result = run_python(textwrap.dedent(code))
+    assert result.returncode == 0, f"exit status {result.returncode}\n{result.stderr}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def leaves():
+    a = fastgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    b = fastgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    return a, b
+
+
+def test_graph_stats_reports_live_nodes_and_arena_bytes():
+    stats = graph_stats()
+    assert isinstance(stats, dict)
+    assert {"live_nodes", "arena_bytes"} <= set(stats)
+    assert all(isinstance(stats[key], int) and stats[key] >= 0 for key in ("live_nodes", "arena_bytes"))
+
+
+def test_graph_dropped_without_backward_frees_its_nodes():
+    base = live_nodes()
+    a, b = leaves()
+    z = a * b
+    y = (z + a).sum()
+    assert live_nodes() > base
+    with_y = live_nodes()
+    del y
+    assert base < live_nodes() < with_y  # z still holds its own node
+    del z
+    del a, b
+    assert live_nodes() == base
+
+
+def test_graph_freed_after_backward_once_unreferenced():
+    base = live_nodes()
+    a, b = leaves()
+    (a * b + a).sum().backward()
+    assert a.grad.tolist() == [2.0, 3.0, 4.0, 5.0]
+    del a, b
+    assert live_nodes() == base
+
+
+def test_retained_graph_freed_when_output_deleted():
+    base = live_nodes()
+    a, b = leaves()
+    y = (a * b + a).sum()
+    y.backward(retain_graph=True)
+    assert live_nodes() > base
+    y.backward()
+    assert b.grad.tolist() == [2.0, 4.0, 6.0, 8.0]
+    del y
+    del a, b
+    assert live_nodes() == base
+
+
+def test_many_iterations_leave_no_nodes_and_bounded_arena():
+    out = run_fastgrad("""
+        import gc, json
+        import fastgrad
+        from fastgrad._C import graph_stats
+
+        a = fastgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        b = fastgrad.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        start = graph_stats()
+        for _ in range(1_000):
+            (a * b + a).sum().backward()
+        gc.collect()
+        warm = graph_stats()
+        for _ in range(99_000):
+            (a * b + a).sum().backward()
+        gc.collect()
+        end = graph_stats()
+        grads = [a.grad.tolist(), b.grad.tolist()]
+        del a, b
+        gc.collect()
+        print(json.dumps(dict(start=start, warm=warm, end=end, final=graph_stats(), grads=grads)))
+    """)
+    assert out["start"]["live_nodes"] == 0
+    assert out["grads"] == [[200_000.0, 300_000.0, 400_000.0, 500_000.0],
+                            [100_000.0, 200_000.0, 300_000.0, 400_000.0]]
+    assert out["end"]["live_nodes"] == out["warm"]["live_nodes"]
+    assert out["end"]["arena_bytes"] <= out["warm"]["arena_bytes"]
+    assert out["final"]["live_nodes"] == 0
+
+
+def test_million_op_chain_backward_and_release():
+    out = run_fastgrad("""
+        import gc, json
+        import fastgrad
+        from fastgrad._C import graph_stats
+
+        x = fastgrad.tensor(1.0, requires_grad=True)
+        y = x
+        for _ in range(1_000_000):
+            y = y + 1.0
+        built = graph_stats()["live_nodes"]
+        y.backward()
+        result = dict(built=built, value=y.item(), grad=x.grad.item())
+        del y, x
+        gc.collect()
+        result["after_backward"] = graph_stats()["live_nodes"]
+
+        z = fastgrad.tensor(1.0, requires_grad=True)
+        y = z
+        for _ in range(1_000_000):
+            y = y * 1.0
+        del y, z  # dropped without backward: must not recurse either
+        gc.collect()
+        result["after_drop"] = graph_stats()["live_nodes"]
+        print(json.dumps(result))
+    """)
+    assert out["built"] >= 1_000_000
+    assert out["value"] == 1_000_001.0
+    assert out["grad"] == 1.0
+    assert out["after_backward"] == 0
+    assert out["after_drop"] == 0
