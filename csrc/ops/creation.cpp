@@ -9,6 +9,9 @@
 namespace fg {
 
 Tensor full(const Shape& shape, double value, DType dtype) {
+  // Converting NaN, inf or an out-of-range number to an integer is undefined in C++; refuse it.
+  if (dtype == DType::Int64 && !(value >= -9.2233720368547758e18 && value < 9.2233720368547758e18))
+    throw RuntimeError(cat("value cannot be converted to type int64_t without overflow"));
   Tensor out = empty(shape, dtype);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);

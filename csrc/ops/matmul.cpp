@@ -38,6 +38,16 @@ Tensor product(const Tensor& a, MatrixView as, const Tensor& b, MatrixView bs, i
 
 std::string dims_str(const Tensor& t) { return cat(t->shape[0], "x", t->shape[1]); }
 
+// Every product's backward reads both operands.
+template <class N>
+Tensor record_product(const Tensor& out, const Tensor& a, const Tensor& b) {
+  if (auto* node = record<N>(out, {&a, &b})) {
+    node->saved[0].save(a);
+    node->saved[1].save(b);
+  }
+  return out;
+}
+
 }  // namespace
 
 FG_NODE(DotBackward0) };
@@ -58,11 +68,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
     throw RuntimeError(cat("dot : expected both vectors to have same dtype, but found ", c_type_name(a->dtype), " and ",
                            c_type_name(b->dtype)));
   Tensor out = product(a, {0, 0, a->strides[0]}, b, {0, b->strides[0], 0}, 1, 1, a->shape[0], 1, {});
-  if (auto* node = record<DotBackward0>(out, {&a, &b})) {
-    node->saved[0].save(a);
-    node->saved[1].save(b);
-  }
-  return out;
+  return record_product<DotBackward0>(out, a, b);
 }
 
 FG_NODE(MvBackward0) };
@@ -81,11 +87,7 @@ Tensor mv(const Tensor& a, const Tensor& b) {
   require_same_dtype(a, b);
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], 0}, 1, a->shape[0], a->shape[1], 1,
                        {a->shape[0]});
-  if (auto* node = record<MvBackward0>(out, {&a, &b})) {
-    node->saved[0].save(a);
-    node->saved[1].save(b);
-  }
-  return out;
+  return record_product<MvBackward0>(out, a, b);
 }
 
 FG_NODE(MmBackward0) };
@@ -104,11 +106,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   require_same_dtype(a, b);
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], b->strides[1]}, 1, a->shape[0],
                        a->shape[1], b->shape[1], {a->shape[0], b->shape[1]});
-  if (auto* node = record<MmBackward0>(out, {&a, &b})) {
-    node->saved[0].save(a);
-    node->saved[1].save(b);
-  }
-  return out;
+  return record_product<MmBackward0>(out, a, b);
 }
 
 FG_NODE(BmmBackward0) };
@@ -128,11 +126,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   require_same_dtype(a, b);
   Tensor out = product(a, {a->strides[0], a->strides[1], a->strides[2]}, b, {b->strides[0], b->strides[1], b->strides[2]},
                        a->shape[0], a->shape[1], a->shape[2], b->shape[2], {a->shape[0], a->shape[1], b->shape[2]});
-  if (auto* node = record<BmmBackward0>(out, {&a, &b})) {
-    node->saved[0].save(a);
-    node->saved[1].save(b);
-  }
-  return out;
+  return record_product<BmmBackward0>(out, a, b);
 }
 
 // PyTorch's matmul: vectors are promoted to matrices and the extra dim removed afterwards; batch

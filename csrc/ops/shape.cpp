@@ -141,6 +141,7 @@ Tensor expand(const Tensor& x, const Shape& requested) {
     }
     int64_t have = x->shape[d - lead];
     int64_t want = requested[d] == -1 ? have : requested[d];
+    if (want < 0) throw RuntimeError(cat("The expanded size of the tensor (", want, ") isn't allowed"));
     if (have != want && have != 1)
       throw RuntimeError(cat("The expanded size of the tensor (", want, ") must match the existing size (", have,
                              ") at non-singleton dimension ", d, ".  Target sizes: ", shape_str(requested),
@@ -279,7 +280,7 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   auto clamp_index = [size](int64_t i) { return std::clamp(i < 0 ? i + size : i, int64_t{0}, size); };
   int64_t lo = start ? clamp_index(*start) : 0;
   int64_t hi = stop ? clamp_index(*stop) : size;
-  int64_t len = hi > lo ? (hi - lo + step - 1) / step : 0;
+  int64_t len = hi > lo ? (hi - lo - 1) / step + 1 : 0;  // written so a huge step cannot overflow
   Shape shape = x->shape, strides = x->strides;
   shape[d] = len;
   strides[d] = x->strides[d] * step;

@@ -10,6 +10,19 @@
 
 namespace py = pybind11;
 
+// pybind11 lets None through as a null holder; every binding here needs a real tensor, so None is
+// rejected up front (a TypeError from overload resolution) instead of being dereferenced.
+namespace pybind11::detail {
+template <>
+struct type_caster<std::shared_ptr<fg::TensorImpl>>
+    : copyable_holder_caster<fg::TensorImpl, std::shared_ptr<fg::TensorImpl>> {
+  bool load(handle src, bool convert) {
+    if (src.is_none()) return false;
+    return copyable_holder_caster<fg::TensorImpl, std::shared_ptr<fg::TensorImpl>>::load(src, convert);
+  }
+};
+}  // namespace pybind11::detail
+
 namespace fg {
 
 // Python dtype objects (fastgrad.float32, ...) are created by the Python package and registered

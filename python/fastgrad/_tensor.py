@@ -280,18 +280,19 @@ def pow(input, exponent, *, out=None):
     return _with_out(_C.pow(input, exponent), out)
 
 
-def _unary(name):
+def _with_out_form(name):
+    """fastgrad.<name>(input, *args, out=None) and Tensor.<name>(*args) for the primitive _C.<name>."""
     primitive = getattr(_C, name)
 
-    def op(input, *, out=None):
-        return _with_out(primitive(input), out)
+    def op(input, *args, out=None):
+        return _with_out(primitive(input, *args), out)
 
     op.__name__ = name
     return method(op)
 
 
 for _name in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "sign"]:
-    _unary(_name)
+    _with_out_form(_name)
 negative = _FUNCTIONS["negative"] = _FUNCTIONS["neg"]
 
 
@@ -300,24 +301,14 @@ def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         result = input
         if min is not None:
-            result = maximum(result, min)
+            result = _C.maximum(result, min)
         if max is not None:
-            result = minimum(result, max)
+            result = _C.minimum(result, max)
         return _with_out(result, out)
     return _with_out(_C.clamp(input, min, max), out)
 
 
 clip = _FUNCTIONS["clip"] = _METHODS["clip"] = clamp
-
-
-@method
-def maximum(input, other, *, out=None):
-    return _with_out(_C.maximum(input, other), out)
-
-
-@method
-def minimum(input, other, *, out=None):
-    return _with_out(_C.minimum(input, other), out)
 
 
 def where(condition, input, other):
@@ -439,7 +430,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 @method
 def max(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, Tensor):
-        return maximum(input, dim, out=out)
+        return _with_out(_C.maximum(input, dim), out)
     if dim is None:
         return _C.max_all(input)
     return _max_result(*_C.max_dim(input, _index(dim), keepdim))
@@ -448,7 +439,7 @@ def max(input, dim=None, keepdim=False, *, out=None):
 @method
 def min(input, dim=None, keepdim=False, *, out=None):
     if isinstance(dim, Tensor):
-        return minimum(input, dim, out=out)
+        return _with_out(_C.minimum(input, dim), out)
     if dim is None:
         return _C.min_all(input)
     return _min_result(*_C.min_dim(input, _index(dim), keepdim))
@@ -487,29 +478,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 # ---- products
 
-@method
-def matmul(input, other, *, out=None):
-    return _with_out(_C.matmul(input, other), out)
-
-
-@method
-def mm(input, mat2, *, out=None):
-    return _with_out(_C.mm(input, mat2), out)
-
-
-@method
-def bmm(input, mat2, *, out=None):
-    return _with_out(_C.bmm(input, mat2), out)
-
-
-@method
-def mv(input, vec, *, out=None):
-    return _with_out(_C.mv(input, vec), out)
-
-
-@method
-def dot(input, other, *, out=None):
-    return _with_out(_C.dot(input, other), out)
+for _name in ["matmul", "mm", "bmm", "mv", "dot", "maximum", "minimum"]:
+    _with_out_form(_name)
 
 
 # ---- shapes
