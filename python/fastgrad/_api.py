@@ -1,0 +1,37 @@
+"""The public surface that both implementations (fastgrad and fastgrad.reference) provide.
+
+tests/test_api.py fails when either lacks a name listed here, or when fastgrad exports a public
+name missing from this list (so the list cannot silently fall behind).
+"""
+
+MODULE = """
+    Size Tensor device dtype bool int64 float32 float64 long float double
+    tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
+    arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
+    no_grad enable_grad set_grad_enabled is_grad_enabled autograd
+    add sub mul div pow neg negative abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip
+    maximum minimum where lt le gt ge eq ne equal allclose isclose
+    sum mean prod var std max min amax amin argmax argmin norm
+    matmul mm bmm mv dot
+    reshape flatten squeeze unsqueeze transpose swapaxes permute t cat concat concatenate stack clone
+    numel is_tensor
+""".split()
+
+TENSOR = """
+    shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
+    dim numel size stride storage_offset is_contiguous element_size item tolist numpy
+    backward retain_grad requires_grad_ detach detach_ clone contiguous cpu cuda to type float double long bool
+    add sub mul div pow neg abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip maximum minimum where
+    lt le gt ge eq ne equal allclose isclose
+    sum mean prod var std max min amax amin argmax argmin norm matmul mm bmm mv dot
+    reshape view view_as reshape_as flatten squeeze unsqueeze transpose swapaxes permute t expand expand_as
+    add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ clip_
+    __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
+    __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ __matmul__
+    __neg__ __abs__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__
+""".split()
+
+# Intentional differences: names only one implementation has, and why.
+ONLY_FASTGRAD = {
+    "data_ptr": "an address into C++ memory; the reference's data is a Python array",
+}
