@@ -1,7 +1,8 @@
 """Shared fixtures.
 
 `fg` is the library under test. Tests are written once against the PyTorch API and run on every
-backend listed in FASTGRAD_TEST_BACKENDS (comma separated module names, default "fastgrad").
+backend listed in FASTGRAD_TEST_BACKENDS (comma separated module names, default: the C++ fastgrad
+and the pure-Python fastgrad.reference).
 Setting FASTGRAD_TEST_BACKENDS=torch runs the suite against PyTorch itself, which is how the
 expectations in the tests are checked.
 
@@ -12,7 +13,7 @@ import os
 
 import pytest
 
-BACKENDS = [name for name in os.environ.get("FASTGRAD_TEST_BACKENDS", "fastgrad").split(",") if name]
+BACKENDS = [name for name in os.environ.get("FASTGRAD_TEST_BACKENDS", "fastgrad,fastgrad.reference").split(",") if name]
 
 
 @pytest.fixture(params=BACKENDS)

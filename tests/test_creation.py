@@ -40,6 +40,7 @@ def test_tensor_from_python_data(fg, data, expected):
     (np.arange(6.0).reshape(2, 3).T, ("float64", (3, 2), [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]])),
 ])
 def test_tensor_from_numpy_array(fg, array, expected):
+    array = array.copy()  # the parameter is shared by every backend's run of this test
     t = fg.tensor(array)
     assert info(t) == expected
     array[...] = 0  # tensor() copies

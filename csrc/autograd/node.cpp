@@ -96,6 +96,7 @@ GradList AccumulateGrad::apply(GradList&& grads) {
 }
 
 Edge gradient_edge(const Tensor& t) {
+  refresh_view_history(t);
   if (!t->requires_grad()) return {};
   if (t->grad_fn) return {t->grad_fn, t->output_nr};
   if (t->grad_accumulator) return {NodeRef(t->grad_accumulator), 0};
@@ -104,9 +105,12 @@ Edge gradient_edge(const Tensor& t) {
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
-  for (const Tensor* in : inputs)
-    if ((*in)->requires_grad()) return true;
-  return false;
+  bool any = false;
+  for (const Tensor* in : inputs) {
+    refresh_view_history(*in);
+    any = any || (*in)->requires_grad();
+  }
+  return any;
 }
 
 }  // namespace fg

@@ -105,7 +105,13 @@ struct InputMeta {
 // The edge along which a gradient for `t` must travel (empty if t needs none).
 Edge gradient_edge(const Tensor& t);
 
-// Does any input require grad while grad mode is on? Then ops record a node.
+// If `t` is a view whose history is stale (Tensor::history_stale), gives it a fresh grad_fn: its
+// region of the base's current value (AsStridedBackward0, as PyTorch). Defined with the in-place
+// machinery (ops/inplace.cpp). Must run before a node that takes `t` as input is allocated, so that
+// the fresh node comes earlier on the tape: should_record() calls it on every input.
+void refresh_view_history(const Tensor& t);
+
+// Does any input require grad while grad mode is on? Then ops record a node. Refreshes stale views.
 bool should_record(std::initializer_list<const Tensor*> inputs);
 
 // Makes `node` (freshly allocated) the grad_fn of `out`, with one edge per input.
@@ -130,7 +136,7 @@ template <class N>
 N* record_many(const Tensor& out, const std::vector<Tensor>& inputs) {
   if (!grad_enabled()) return nullptr;
   bool any = false;
-  for (const Tensor& in : inputs) any = any || in->requires_grad();
+  for (const Tensor& in : inputs) any = should_record({&in}) || any;
   if (!any) return nullptr;
   N* node = new N();
   for (const Tensor& in : inputs) node->next_edges.push_back(gradient_edge(in));
@@ -141,11 +147,13 @@ N* record_many(const Tensor& out, const std::vector<Tensor>& inputs) {
 
 // For in-place ops that overwrite `self` with something computed from its old value and `other`:
 // a node N with edges to self's previous history and to `other` (see rebase_history in ops.h).
+// Both edges are taken before the write: `other` may be a view of self, and taking its edge after
+// the write would give it a fresh history (refresh_view_history) that is later on the tape than N.
 template <class N>
-N* make_inplace_node(Edge self_edge, const Tensor& other) {
+N* make_inplace_node(Edge self_edge, Edge other_edge) {
   N* node = new N();
   node->next_edges.push_back(std::move(self_edge));
-  node->next_edges.push_back(gradient_edge(other));
+  node->next_edges.push_back(std::move(other_edge));
   return node;
 }
 

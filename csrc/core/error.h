@@ -11,6 +11,7 @@ struct RuntimeError : std::runtime_error { using std::runtime_error::runtime_err
 struct IndexError : std::runtime_error { using std::runtime_error::runtime_error; };
 struct ValueError : std::runtime_error { using std::runtime_error::runtime_error; };
 struct TypeError : std::runtime_error { using std::runtime_error::runtime_error; };
+struct NotImplementedError : std::runtime_error { using std::runtime_error::runtime_error; };
 
 // cat("a (", 3, ")") -> "a (3)": builds error messages without printf format strings.
 template <class... Args>

@@ -42,11 +42,12 @@ int64_t wrap_dim(int64_t dim, int64_t ndim) {
 
 std::vector<bool> reduction_mask(const std::vector<int64_t>& dims, int64_t ndim) {
   std::vector<bool> mask(ndim, dims.empty());
+  std::vector<bool> seen(std::max<int64_t>(ndim, 1), false);  // a 0-d tensor has one dim to name: 0 (or -1)
   for (int64_t dim : dims) {
     int64_t d = wrap_dim(dim, ndim);
-    if (ndim == 0) continue;
-    if (mask[d]) throw RuntimeError(cat("dim ", d, " appears multiple times in the list of dims"));
-    mask[d] = true;
+    if (seen[d]) throw RuntimeError(cat("dim ", d, " appears multiple times in the list of dims"));
+    seen[d] = true;
+    if (ndim > 0) mask[d] = true;
   }
   return mask;
 }

@@ -1,5 +1,6 @@
 #include "core/tensor.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "autograd/node.h"
@@ -17,6 +18,7 @@ int64_t numel_of(const Shape& shape) {
 int64_t TensorImpl::numel() const { return numel_of(shape); }
 
 bool TensorImpl::is_contiguous() const {
+  if (numel() == 0) return true;  // no element to be out of place, as PyTorch says
   int64_t expected = 1;
   for (int64_t d = dim() - 1; d >= 0; --d) {
     if (shape[d] == 1) continue;  // the stride of a size-1 dim never matters
@@ -64,9 +66,63 @@ Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset)
 Tensor make_differentiable_view(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
   Tensor t = make_view(base, std::move(shape), std::move(strides), offset);
   t->view_base = base->view_base ? base->view_base : base;
+  t->view_tracks_history = grad_enabled();
+  t->view_version = t->version();
   return t;
 }
 
 Tensor alias(const Tensor& t) { return make_view(t, t->shape, t->strides, t->offset); }
+
+bool is_non_overlapping_and_dense(const Tensor& t) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < t->dim(); ++d)
+    if (t->shape[d] != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(), [&](int64_t a, int64_t b) { return t->strides[a] < t->strides[b]; });
+  int64_t expected = 1;
+  for (int64_t d : dims) {
+    if (t->strides[d] != expected) return false;
+    expected *= t->shape[d];
+  }
+  return true;
+}
+
+namespace {
+enum class Overlap { No, Full, Partial, TooHard };
+
+Overlap overlap_status(const Tensor& a, const Tensor& b) {
+  if (a.get() == b.get()) return Overlap::Full;
+  if (a->numel() == 0 || b->numel() == 0) return Overlap::No;
+  if (!is_non_overlapping_and_dense(a) || !is_non_overlapping_and_dense(b)) return Overlap::TooHard;
+  if (a->storage != b->storage) return Overlap::No;
+  const char *a_begin = a->data(), *b_begin = b->data();
+  const char* a_end = a_begin + a->numel() * static_cast<int64_t>(itemsize(a->dtype));
+  const char* b_end = b_begin + b->numel() * static_cast<int64_t>(itemsize(b->dtype));
+  // Same memory with other strides (even of size-1 dims) is a partial overlap, as PyTorch says.
+  if (a_begin == b_begin && a_end == b_end) return a->strides == b->strides ? Overlap::Full : Overlap::Partial;
+  return a_begin < b_end && b_begin < a_end ? Overlap::Partial : Overlap::No;
+}
+
+const char* kSharedMemory =
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
+    "location. Please clone() the tensor before performing the operation.";
+}  // namespace
+
+void assert_no_internal_overlap(const Tensor& out) {
+  if (out->numel() == 0 || is_non_overlapping_and_dense(out)) return;  // nothing is written
+  for (int64_t d = 0; d < out->dim(); ++d)
+    if (out->shape[d] > 1 && out->strides[d] == 0)
+      throw RuntimeError(
+          "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+          "Please clone() the tensor before performing the operation.");
+}
+
+void assert_no_partial_overlap(const Tensor& out, const Tensor& in) {
+  if (overlap_status(out, in) == Overlap::Partial) throw RuntimeError(kSharedMemory);
+}
+
+void assert_no_overlap(const Tensor& out, const Tensor& in) {
+  Overlap o = overlap_status(out, in);
+  if (o == Overlap::Partial || o == Overlap::Full) throw RuntimeError(kSharedMemory);
+}
 
 }  // namespace fg

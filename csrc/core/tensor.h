@@ -34,14 +34,24 @@ struct TensorImpl {
   // For differentiable views: the tensor that owns the memory (never itself a view). In-place
   // writes through the view must update that tensor's history too.
   Tensor view_base;
+  // For views made in grad mode: the storage version their grad_fn describes. Once the storage is
+  // written in place (through the base or any view of it), the view's history is remade from the
+  // base's, as PyTorch does (refresh_view_history in autograd/node.h).
+  bool view_tracks_history = false;
+  uint32_t view_version = 0;
 
   TensorImpl() = default;
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
   ~TensorImpl();
 
-  bool requires_grad() const { return grad_fn ? true : requires_grad_leaf; }
-  bool is_leaf() const { return !grad_fn; }
+  bool requires_grad() const { return grad_fn || requires_grad_leaf || history_stale(); }
+  bool is_leaf() const { return !grad_fn && !history_stale(); }
+  // A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn must be
+  // remade before it is used.
+  bool history_stale() const {
+    return view_tracks_history && view_version != version() && (grad_fn || view_base->requires_grad());
+  }
   int64_t dim() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const;
   bool is_contiguous() const;
@@ -62,5 +72,16 @@ Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset)
 Tensor make_differentiable_view(const Tensor& base, Shape shape, Shape strides, int64_t offset);
 // Same data and geometry, no autograd history (detach()).
 Tensor alias(const Tensor& t);
+
+// PyTorch's memory-overlap checks for ops that write into a tensor they may also read. "Dense"
+// tensors (every element in its own slot, no gaps) are compared exactly; others are too hard to
+// judge and pass, as in PyTorch.
+bool is_non_overlapping_and_dense(const Tensor& t);
+// Writing into `out` would write some memory twice (an expanded, stride-0 dim).
+void assert_no_internal_overlap(const Tensor& out);
+// `in` shares some but not all of `out`'s memory (elementwise in-place ops and copies).
+void assert_no_partial_overlap(const Tensor& out, const Tensor& in);
+// `in` shares any of `out`'s memory (index_put_).
+void assert_no_overlap(const Tensor& out, const Tensor& in);
 
 }  // namespace fg

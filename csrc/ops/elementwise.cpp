@@ -95,6 +95,21 @@ Tensor unary_map(const Tensor& x, DType dtype, F f) {
 
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
 
+// Powers as PyTorch computes them; for integers by repeated squaring (wrapping on overflow, in
+// unsigned arithmetic), where a negative exponent gives 1, -1 or 0 instead of a fraction.
+template <class T>
+T pow_value(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((-b) % 2 ? -1 : 1) : 0;
+    uint64_t result = 1, base = static_cast<uint64_t>(a);
+    for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1, base *= base)
+      if (e & 1) result *= base;
+    return static_cast<T>(result);
+  } else {
+    return std::pow(a, b);
+  }
+}
+
 template <class T>
 bool is_negative(T v) {
   if constexpr (std::is_same_v<T, bool>) return false;
@@ -128,13 +143,14 @@ namespace {
 // Records node N for out = op(a, b-or-s), saving the operands its backward reads. PyTorch wraps
 // the number of + - * / in a tensor, so those nodes show a second, empty edge for it.
 template <class N, bool kScalarEdge = true>
-void record_binary(const Tensor& out, const Tensor& a, const Tensor* b, const Scalar* s, bool save_a, bool save_b) {
+N* record_binary(const Tensor& out, const Tensor& a, const Tensor* b, const Scalar* s, bool save_a, bool save_b) {
   N* node = b ? record<N>(out, {&a, b}) : record<N>(out, {&a});
-  if (!node) return;
+  if (!node) return nullptr;
   if (!b && kScalarEdge) node->next_edges.push_back(Edge{});
   node->remember(a, b, s);
   if (save_a) node->saved[0].save(a);
   if (save_b && b) node->saved[1].save(*b);
+  return node;
 }
 
 void check_bool_subtraction(DType a, DType b) {
@@ -265,66 +281,82 @@ Tensor pow(const Tensor& a, const Scalar& s) {
   if (!is_floating(a->dtype) && s.kind == Category::Integral && s.value < 0)
     throw RuntimeError("Integers to negative integer powers are not allowed.");
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return std::pow(x, y); });
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return pow_value(x, y); });
   record_binary<PowBackward0, false>(out, a, nullptr, &s, true, false);
   return out;
 }
 
-// x ** y for tensors. d/dy is x**y * log(x), taken as 0 where x == 0 and y >= 0 (the limit).
-FG_NODE_FROM(PowBackward1, BinaryNode) };
+// x ** y for tensors. d/dx is y * x**(y-1), taken as 0 where y == 0 (x**0 is constant, even at
+// x == 0); d/dy is x**y * log(x), taken as 0 where x == 0 and y >= 0 (the limit). As PyTorch.
+struct PowNode : BinaryNode {
+  SavedTensor result;  // x ** y, which d/dy reads (as PyTorch's, so in-place changes to it fail alike)
+  void release_saved() override {
+    result.reset();
+    Node::release_saved();
+  }
+};
+FG_NODE_FROM(PowBackward1, PowNode) };
 GradList PowBackward1::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  Tensor x = unpack(0), y = unpack(1);
+  Tensor x = unpack(0), y = unpack(1), z = result.unpack(this);  // all checked, as PyTorch
   GradList out(2);
-  if (needs_input_grad(0)) out[0] = reduce(0, mul(g, mul(y, pow(x, sub(y, Scalar::from_int(1))))));
+  if (needs_input_grad(0)) {
+    Tensor d = mul(y, pow(x, sub(y, Scalar::from_int(1))));
+    out[0] = reduce(0, mul(g, where(compare(y, Scalar::from_int(0), CompareOp::Eq), zeros_like(d), d)));
+  }
   if (needs_input_grad(1)) {
     Tensor zero_base = logical_and(compare(x, Scalar::from_int(0), CompareOp::Eq), compare(y, Scalar::from_int(0), CompareOp::Ge));
-    Tensor d = mul(pow(x, y), log(x));
+    Tensor d = mul(z, log(to_dtype(x, z->dtype)));  // log in the result's precision, as PyTorch
     out[1] = reduce(1, mul(g, where(zero_base, zeros_like(d), d)));
   }
   return out;
 }
 Tensor pow(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  if (dt == DType::Bool) throw RuntimeError("\"pow\" not implemented for 'Bool'");
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return std::pow(x, y); });
-  record_binary<PowBackward1>(out, a, &b, nullptr, true, true);
+  if (dt == DType::Bool) throw NotImplementedError("\"pow\" not implemented for 'Bool'");
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return pow_value(x, y); });
+  if (auto* node = record_binary<PowBackward1>(out, a, &b, nullptr, true, true)) node->result.save(out, true);
   return out;
 }
 
-// s ** x for a number s.
+// s ** x for a number s. For s == 0, d/dx (0 * log 0) is taken as 0 where x >= 0, as PyTorch.
+// Saves x and the result, as PyTorch does.
 FG_NODE_FROM(PowBackward2, BinaryNode) };
 GradList PowBackward2::apply(GradList&& grads) {
-  return {reduce(0, mul(grads[0], mul(unpack(1), Scalar::from_float(std::log(scalar)))))};
+  Tensor x = unpack(0), result = unpack(1);
+  Tensor d = mul(result, Scalar::from_float(std::log(scalar)));
+  if (scalar == 0) d = where(compare(x, Scalar::from_int(0), CompareOp::Ge), zeros_like(d), d);
+  return {reduce(0, mul(grads[0], d))};
 }
 Tensor rpow(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
-  if (dt == DType::Bool) throw RuntimeError("\"pow\" not implemented for 'Bool'");
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return std::pow(y, x); });
+  if (dt == DType::Bool) throw NotImplementedError("\"pow\" not implemented for 'Bool'");
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return pow_value(y, x); });
   if (auto* node = record<PowBackward2>(out, {&a})) {
     node->remember(a, nullptr, &s);
+    node->saved[0].save(a);
     node->saved[1].save(out, true);
   }
   return out;
 }
 
-// maximum / minimum: the gradient goes to the larger (smaller) input; ties split it evenly.
+// maximum / minimum: the gradient goes to the larger (smaller) input; ties split it evenly. As in
+// PyTorch, an input gets all of it unless it lost, so both get it where a NaN was compared.
 namespace {
 template <class N>
-GradList select_grads(const N& node, const Tensor& g, CompareOp wins) {
+GradList select_grads(const N& node, const Tensor& g, CompareOp loses) {
   Tensor a = node.unpack(0), b = node.unpack(1);
-  Tensor half = mul(g, Scalar::from_float(0.5));
-  Tensor tie = compare(a, b, CompareOp::Eq);
+  Tensor shared = where(compare(a, b, CompareOp::Eq), mul(g, Scalar::from_float(0.5)), g);
   Tensor zero = zeros_like(g);
   GradList out(2);
-  if (node.needs_input_grad(0)) out[0] = node.reduce(0, where(tie, half, where(compare(a, b, wins), g, zero)));
-  if (node.needs_input_grad(1)) out[1] = node.reduce(1, where(tie, half, where(compare(b, a, wins), g, zero)));
+  if (node.needs_input_grad(0)) out[0] = node.reduce(0, where(compare(a, b, loses), zero, shared));
+  if (node.needs_input_grad(1)) out[1] = node.reduce(1, where(compare(b, a, loses), zero, shared));
   return out;
 }
 }  // namespace
 
 FG_NODE_FROM(MaximumBackward0, BinaryNode) };
-GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Gt); }
+GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   // NaN wins, as in PyTorch.
@@ -334,7 +366,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 FG_NODE_FROM(MinimumBackward0, BinaryNode) };
-GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
+GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Gt); }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return (x < y || x != x) ? x : y; });
@@ -343,16 +375,11 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 }
 
 // where(cond, a, b): the condition routes each gradient element to the input it came from.
-struct WhereNode : BinaryNode {
-  Tensor condition;  // bool, never differentiated; not subject to version checks
-  void release_saved() override {
-    condition.reset();
-    Node::release_saved();
-  }
-};
-FG_NODE_FROM(WhereBackward0, WhereNode) };
+// The condition is saved (version-checked, as PyTorch does) in saved[0].
+FG_NODE_FROM(WhereBackward0, BinaryNode) };
 GradList WhereBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
+  Tensor condition = unpack(0);
   Tensor zero = zeros_like(g);
   GradList out(2);
   if (needs_input_grad(0)) out[0] = reduce(0, where(condition, g, zero));
@@ -379,7 +406,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   });
   if (auto* node = record<WhereBackward0>(out, {&a, &b})) {
     node->remember(a, &b, nullptr);
-    node->condition = cond;
+    node->saved[0].save(cond);
   }
   return out;
 }
@@ -409,8 +436,16 @@ Tensor compare(const Tensor& a, const Scalar& s, CompareOp op) {
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return binary_map(a, b, DType::Bool, DType::Bool, [](auto x, auto y) { return x && y; });
 }
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return binary_map(a, b, DType::Bool, DType::Bool, [](auto x, auto y) { return x || y; });
+}
+// sign is piecewise constant: its gradient is zero (but, as in PyTorch, it is recorded).
+FG_NODE(SignBackward0) };
+GradList SignBackward0::apply(GradList&& grads) { return {zeros_like(grads[0])}; }
 Tensor sign(const Tensor& x) {
-  return unary_map(x, x->dtype, [](auto v) { return static_cast<decltype(v)>((v > 0) - is_negative(v)); });
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return static_cast<decltype(v)>((v > 0) - is_negative(v)); });
+  record<SignBackward0>(out, {&x});
+  return out;
 }
 
 // ---- unary ops. Float functions of integer tensors compute in float32, as PyTorch does.
@@ -500,11 +535,14 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 FG_NODE(ReluBackward0) };
+// As PyTorch's threshold_backward: the gradient is cut where the result is <= 0, so it passes
+// where the result is NaN.
 GradList ReluBackward0::apply(GradList&& grads) {
-  return {mul(grads[0], compare(unpack(0), Scalar::from_int(0), CompareOp::Gt))};
+  const Tensor& g = grads[0];
+  return {where(compare(unpack(0), Scalar::from_int(0), CompareOp::Le), zeros_like(g), g)};
 }
 Tensor relu(const Tensor& x) {
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 ? v : decltype(v)(0); });
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });  // NaN stays NaN
   if (auto* node = record<ReluBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }
@@ -517,14 +555,21 @@ FG_NODE_FROM(ClampBackward1, ClampNode) };
 GradList ClampBackward1::apply(GradList&& grads) {
   Tensor x = unpack(0);
   Tensor g = grads[0];
-  if (min) g = mul(g, compare(x, Scalar::from_float(*min), CompareOp::Ge));
-  if (max) g = mul(g, compare(x, Scalar::from_float(*max), CompareOp::Le));
+  // where, not a product with the mask: an infinite gradient outside the range still gives 0.
+  Tensor zero = zeros_like(g);
+  if (min) g = where(compare(x, Scalar::from_float(*min), CompareOp::Ge), g, zero);
+  if (max) g = where(compare(x, Scalar::from_float(*max), CompareOp::Le), g, zero);
   return {g};
 }
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
-  double lo = min ? *min : -INFINITY, hi = max ? *max : INFINITY;
-  Tensor out = unary_map(x, x->dtype, [lo, hi](auto v) {
+  // The bounds take part in type promotion as Python numbers: an int64 tensor clamped to 0.5 is float32.
+  MaybeType wrapped;
+  if (min) wrapped = scalar_type(*min);
+  if (max) wrapped = promote_opt(wrapped, scalar_type(*max));
+  DType dt = result_type_of({&x}, wrapped);
+  double lo = min ? min->value : -INFINITY, hi = max ? max->value : INFINITY;
+  Tensor out = unary_map(x, dt, [lo, hi](auto v) {
     using T = decltype(v);
     if (v != v) return v;  // NaN stays NaN
     if (static_cast<double>(v) < lo) return static_cast<T>(lo);
@@ -533,8 +578,76 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
   });
   if (auto* node = record<ClampBackward1>(out, {&x})) {
     node->saved[0].save(x);
-    node->min = min;
-    node->max = max;
+    if (min) node->min = min->value;
+    if (max) node->max = max->value;
+  }
+  return out;
+}
+
+// clamp with tensor bounds (either may be missing). As PyTorch: x gets the gradient where
+// min <= x <= max, min where x < min (unless min >= max: then max wins), max where x > max or
+// max < min.
+struct ClampTensorNode : Node {
+  InputMeta meta[3];
+  SavedTensor max_bound;  // saved[0] is x, saved[1] min
+  void release_saved() override {
+    max_bound.reset();
+    Node::release_saved();
+  }
+  Tensor reduce(size_t i, const Tensor& g) const { return to_dtype(sum_to(g, meta[i].sizes()), meta[i].dtype); }
+};
+FG_NODE_FROM(ClampBackward0, ClampTensorNode) };
+GradList ClampBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor x = unpack(0);
+  Tensor lo = saved[1].defined() ? unpack(1) : Tensor(), hi = max_bound.defined() ? max_bound.unpack(this) : Tensor();
+  Tensor zero = zeros_like(g);
+  GradList out(3);
+  if (needs_input_grad(0)) {
+    Tensor inside = lo ? compare(x, lo, CompareOp::Ge) : compare(x, hi, CompareOp::Le);
+    if (lo && hi) inside = logical_and(inside, compare(x, hi, CompareOp::Le));
+    out[0] = reduce(0, where(inside, g, zero));
+  }
+  if (needs_input_grad(1)) {
+    Tensor below = compare(x, lo, CompareOp::Lt);
+    if (hi) below = logical_and(below, compare(lo, hi, CompareOp::Lt));
+    out[1] = reduce(1, where(below, g, zero));
+  }
+  if (needs_input_grad(2)) {
+    Tensor above = compare(x, hi, CompareOp::Gt);
+    if (lo) above = logical_or(above, compare(hi, lo, CompareOp::Lt));
+    out[2] = reduce(2, where(above, g, zero));
+  }
+  return out;
+}
+
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
+  if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
+  DType dt = min && max ? result_type_of({&x, &min, &max}, std::nullopt) : result_type(x, min ? min : max);
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    out = cast_values(x, dt);  // maximum/minimum keep NaN from either side, as clamp does
+    if (min) out = maximum(out, cast_values(min, dt));
+    if (max) out = minimum(out, cast_values(max, dt));
+  }
+  bool any = should_record({&x});
+  if (min) any = should_record({&min}) || any;
+  if (max) any = should_record({&max}) || any;
+  if (!any) return out;
+  auto* node = new ClampBackward0();
+  for (const Tensor* t : {&x, &min, &max}) node->next_edges.push_back(*t ? gradient_edge(*t) : Edge{});
+  out->grad_fn = NodeRef(node);
+  out->output_nr = 0;
+  node->meta[0] = InputMeta::of(x);
+  node->saved[0].save(x);
+  if (min) {
+    node->meta[1] = InputMeta::of(min);
+    node->saved[1].save(min);
+  }
+  if (max) {
+    node->meta[2] = InputMeta::of(max);
+    node->max_bound.save(max);
   }
   return out;
 }

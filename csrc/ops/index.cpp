@@ -150,11 +150,52 @@ void scatter_values(const Tensor& self, const std::vector<Tensor>& indices, cons
   });
 }
 
+// Index tensors kept for backward. As PyTorch, they are version-checked like any saved tensor;
+// masks are kept as the coordinates of their true elements, computed at forward.
+struct SavedIndices {
+  std::vector<SavedTensor> saved;
+  void save(const Tensor& x, const std::vector<Tensor>& indices) {
+    for (const Tensor& idx : masks_to_indices(x, indices)) {
+      saved.emplace_back();
+      if (idx) saved.back().save(idx);
+    }
+  }
+  std::vector<Tensor> unpack(const Node* owner) const {
+    std::vector<Tensor> out;
+    for (const SavedTensor& s : saved) out.push_back(s.defined() ? s.unpack(owner) : Tensor());
+    return out;
+  }
+  void reset() {
+    for (SavedTensor& s : saved) s.reset();
+  }
+};
+
+// x[mask] = v with a one-element v: PyTorch runs it as masked_fill_ with v's value, which makes no
+// memory-overlap check. Otherwise index_put_ may not read (values or indices) what it writes.
+void check_index_put_overlap(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values);
+bool fills_through_mask(const std::vector<Tensor>& indices, const Tensor& value) {
+  int defined = 0;
+  bool mask = false;
+  for (const Tensor& idx : indices)
+    if (idx) {
+      ++defined;
+      mask = idx->dtype == DType::Bool;
+    }
+  return value->numel() == 1 && defined == 1 && mask;
+}
+
+void check_index_put_overlap(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values) {
+  if (fills_through_mask(indices, values)) return;
+  assert_no_overlap(self, values);
+  for (const Tensor& idx : indices)
+    if (idx) assert_no_overlap(self, idx);
+}
+
 struct IndexNode : Node {
   InputMeta input;
-  std::vector<Tensor> indices;
+  SavedIndices indices;
   void release_saved() override {
-    indices.clear();
+    indices.reset();
     Node::release_saved();
   }
 };
@@ -163,7 +204,7 @@ struct IndexNode : Node {
 
 FG_NODE_FROM(IndexBackward0, IndexNode) };
 GradList IndexBackward0::apply(GradList&& grads) {
-  return {index_put_(zeros(input.sizes(), input.dtype), indices, grads[0], true)};
+  return {index_put_(zeros(input.sizes(), input.dtype), indices.unpack(this), grads[0], true)};
 }
 
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
@@ -182,7 +223,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   }
   if (auto* node = record<IndexBackward0>(out, {&x})) {
     node->input = InputMeta::of(x);
-    node->indices = indices;
+    node->indices.save(x, indices);
   }
   return out;
 }
@@ -193,23 +234,26 @@ struct IndexPutNode : IndexNode {
 FG_NODE_FROM(IndexPutBackward0, IndexPutNode) };
 GradList IndexPutBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
+  std::vector<Tensor> where = indices.unpack(this);
   GradList out(2);
-  if (needs_input_grad(0)) out[0] = index_put_(clone(g), indices, zeros({}, g->dtype), false);
-  if (needs_input_grad(1)) out[1] = to_dtype(sum_to(index(g, indices), values.sizes()), values.dtype);
+  if (needs_input_grad(0)) out[0] = index_put_(clone(g), where, zeros({}, g->dtype), false);
+  if (needs_input_grad(1)) out[1] = to_dtype(sum_to(index(g, where), values.sizes()), values.dtype);
   return out;
 }
 
 Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
   check_inplace(self);
-  Edge self_edge = gradient_edge(self);
-  bool recording = should_record({&self, &values});
+  if (accumulate) assert_no_overlap(self, values);
+  else check_index_put_overlap(self, indices, values);
+  Edge self_edge = gradient_edge(self), values_edge = gradient_edge(values);
+  bool recording = should_record({&self, &values}) && is_floating(self->dtype);
   scatter_values(self, indices, values, accumulate);
   self->bump_version();
   if (recording) {
-    auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), values);
+    auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), std::move(values_edge));
     node->input = InputMeta::of(self);
     node->values = InputMeta::of(values);
-    node->indices = indices;
+    node->indices.save(self, indices);
     rebase_history(self, {NodeRef(node), 0});
   }
   return self;
@@ -217,6 +261,26 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
 
 // ---- x[key] and x[key] = value
 namespace {
+// The value as PyTorch's x[key] = value hands it to copy_ (whose overlap check compares strides):
+// as is if the shapes match, else without its leading size-1 dims and expanded, where PyTorch's
+// expand gives a new size-1 dim the stride of the dims after it.
+Tensor as_copied_by_setitem(const Tensor& value, const Shape& shape) {
+  if (value->shape == shape) return value;
+  Shape vs = value->shape, vst = value->strides;
+  while (!vs.empty() && vs.front() == 1) {
+    vs.erase(vs.begin());
+    vst.erase(vst.begin());
+  }
+  int64_t n = static_cast<int64_t>(shape.size()), lead = n - static_cast<int64_t>(vs.size());
+  if (lead < 0) return value;  // expand will fail with its own message
+  Shape strides(n, 0);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    if (i >= lead) strides[i] = vs[i - lead] == shape[i] ? vst[i - lead] : 0;
+    else if (!vs.empty() && shape[i] == 1) strides[i] = i + 1 < n ? shape[i + 1] * strides[i + 1] : 1;
+  }
+  return make_view(value, shape, strides, value->offset);
+}
+
 Tensor apply_steps(const Tensor& x, const std::vector<IndexStep>& steps) {
   Tensor t = x;
   for (const IndexStep& s : steps) {
@@ -232,7 +296,7 @@ Tensor apply_steps(const Tensor& x, const std::vector<IndexStep>& steps) {
 
 Tensor getitem(const Tensor& x, const IndexSpec& spec) {
   Tensor view = apply_steps(x, spec.steps);
-  if (spec.advanced.empty()) return view.get() == x.get() ? make_view(x, x->shape, x->strides, x->offset) : view;
+  if (spec.advanced.empty()) return view.get() == x.get() ? alias_view(x) : view;
   return index(view, spec.advanced);
 }
 
@@ -240,15 +304,17 @@ Tensor getitem(const Tensor& x, const IndexSpec& spec) {
 // region's gradient (summed back to its shape). PyTorch calls this node CopySlices.
 struct CopySlicesNode : Node {
   InputMeta value;
-  IndexSpec spec;
+  std::vector<IndexStep> steps;
+  SavedIndices advanced;  // over the view the steps make
   void release_saved() override {
-    spec.advanced.clear();
+    advanced.reset();
     Node::release_saved();
   }
 };
 FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "CopySlices") };
 GradList IndexCopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
+  IndexSpec spec{steps, advanced.unpack(this)};
   GradList out(2);
   if (needs_input_grad(0)) {
     out[0] = clone(g);
@@ -265,21 +331,31 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
   if (grad_enabled() && self->is_leaf() && self->requires_grad_leaf)
     throw RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.");
   check_inplace(self);
-  Edge self_edge = gradient_edge(self);
-  bool recording = should_record({&self, &value});
+  Edge self_edge = gradient_edge(self), value_edge = gradient_edge(value);
+  bool recording = should_record({&self, &value}) && is_floating(self->dtype);
+  Tensor region;
   {
     GradModeGuard no_grad(false);
-    // x[1:] = x[:-1] reads what it writes: copy the source first.
+    region = apply_steps(self, spec.steps);
+    // PyTorch's checks: a copy (basic indexing) may not write memory twice nor read memory it
+    // partly writes; index_put_ (advanced) may not read memory it writes at all.
+    if (spec.advanced.empty()) {
+      assert_no_internal_overlap(region);
+      if (value->dim() > 0) assert_no_partial_overlap(region, as_copied_by_setitem(value, region->shape));
+    } else {
+      check_index_put_overlap(region, spec.advanced, value);
+    }
+    // What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
     Tensor source = value->storage == self->storage ? clone(value) : value;
-    Tensor region = apply_steps(self, spec.steps);
     if (spec.advanced.empty()) copy_values(region, expand(source, region->shape));
     else scatter_values(region, spec.advanced, source, false);
   }
   self->bump_version();
   if (recording) {
-    auto* node = make_inplace_node<IndexCopySlices>(std::move(self_edge), value);
+    auto* node = make_inplace_node<IndexCopySlices>(std::move(self_edge), std::move(value_edge));
     node->value = InputMeta::of(value);
-    node->spec = spec;
+    node->steps = spec.steps;
+    if (!spec.advanced.empty()) node->advanced.save(region, spec.advanced);
     rebase_history(self, {NodeRef(node), 0});
   }
 }

@@ -8,7 +8,20 @@
 
 namespace fg {
 
+void refresh_view_history(const Tensor& self) {
+  if (!self->history_stale()) return;
+  Tensor fresh;
+  {
+    GradModeGuard enable(true);
+    fresh = as_strided(self->view_base, self->shape, self->strides, self->offset - self->view_base->offset);
+  }
+  self->grad_fn = fresh->grad_fn;
+  self->output_nr = 0;
+  self->view_version = self->version();
+}
+
 void check_inplace(const Tensor& self) {
+  refresh_view_history(self);
   if (!grad_enabled()) return;
   if (self->is_leaf() && self->requires_grad_leaf)
     throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
@@ -63,6 +76,7 @@ void rebase_history(const Tensor& self, Edge new_value) {
   Tensor fresh = as_strided(base, self->shape, self->strides, node->offset);
   self->grad_fn = fresh->grad_fn;
   self->output_nr = 0;
+  self->view_version = self->version();
 }
 
 namespace {
@@ -92,6 +106,8 @@ Tensor snapshot(const Tensor& self) {
 template <class F>
 Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op) {
   check_inplace(self);
+  assert_no_internal_overlap(self);
+  if (other) assert_no_partial_overlap(self, *other);
   bool recording = other ? should_record({&self, other}) : should_record({&self});
   Tensor result = op(recording && reads_self ? snapshot(self) : self);
   if (category(result->dtype) > category(self->dtype))
@@ -132,7 +148,7 @@ Tensor mul_(const Tensor& self, const Scalar& other) {
 Tensor div_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return div(s, other); });
 }
-Tensor clamp_(const Tensor& self, std::optional<double> min, std::optional<double> max) {
+Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
 }
 
@@ -155,11 +171,16 @@ GradList ZeroBackward0::apply(GradList&& grads) { return replace_grads(grads[0])
 GradList CopyBackwards::apply(GradList&& grads) { return replace_grads(grads[0]); }
 
 namespace {
+// `checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none).
 template <class N>
-Tensor replace_values(const Tensor& self, const Tensor& source) {
+Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
   check_inplace(self);
-  Edge self_edge = gradient_edge(self);
-  bool recording = should_record({&self, &source});
+  if (checked) {
+    assert_no_internal_overlap(self);
+    assert_no_partial_overlap(self, source);
+  }
+  Edge self_edge = gradient_edge(self), source_edge = gradient_edge(source);
+  bool recording = should_record({&self, &source}) && is_floating(self->dtype);  // int self: no gradient
   {
     GradModeGuard no_grad(false);
     Tensor expanded = expand(source, self->shape);
@@ -167,7 +188,7 @@ Tensor replace_values(const Tensor& self, const Tensor& source) {
   }
   self->bump_version();
   if (recording) {
-    N* node = make_inplace_node<N>(std::move(self_edge), source);
+    N* node = make_inplace_node<N>(std::move(self_edge), std::move(source_edge));
     node->source = InputMeta::of(source);
     rebase_history(self, {NodeRef(node), 0});
   }
@@ -175,13 +196,15 @@ Tensor replace_values(const Tensor& self, const Tensor& source) {
 }
 }  // namespace
 
-Tensor fill_(const Tensor& self, const Scalar& value) { return replace_values<FillBackward0>(self, full({}, value.value, self->dtype)); }
+Tensor fill_(const Tensor& self, const Scalar& value) {
+  return replace_values<FillBackward0>(self, full({}, value.value, self->dtype), false);
+}
 Tensor fill_(const Tensor& self, const Tensor& value) {
   if (value->dim() != 0)
     throw RuntimeError(cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
-  return replace_values<FillBackward0>(self, value);
+  return replace_values<FillBackward0>(self, value, false);
 }
-Tensor zero_(const Tensor& self) { return replace_values<ZeroBackward0>(self, zeros({}, self->dtype)); }
-Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values<CopyBackwards>(self, src); }
+Tensor zero_(const Tensor& self) { return replace_values<ZeroBackward0>(self, zeros({}, self->dtype), false); }
+Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values<CopyBackwards>(self, src, true); }
 
 }  // namespace fg

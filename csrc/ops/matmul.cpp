@@ -19,6 +19,11 @@ const char* c_type_name(DType d) {
   return "?";
 }
 
+// PyTorch has no bool matrix products; `kernel` is the name its error gives.
+void require_not_bool(const Tensor& a, const char* kernel) {
+  if (a->dtype == DType::Bool) throw NotImplementedError(cat("\"", kernel, "\" not implemented for 'Bool'"));
+}
+
 void require_same_dtype(const Tensor& a, const Tensor& b) {
   if (a->dtype != b->dtype)
     throw RuntimeError(cat("expected m1 and m2 to have the same dtype, but got: ", c_type_name(a->dtype), " != ",
@@ -67,6 +72,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   if (a->dtype != b->dtype)
     throw RuntimeError(cat("dot : expected both vectors to have same dtype, but found ", c_type_name(a->dtype), " and ",
                            c_type_name(b->dtype)));
+  require_not_bool(a, "dot");
   Tensor out = product(a, {0, 0, a->strides[0]}, b, {0, b->strides[0], 0}, 1, 1, a->shape[0], 1, {});
   return record_product<DotBackward0>(out, a, b);
 }
@@ -85,6 +91,7 @@ Tensor mv(const Tensor& a, const Tensor& b) {
   if (a->shape[1] != b->shape[0])
     throw RuntimeError(cat("size mismatch, got input (", a->shape[0], "), mat (", dims_str(a), "), vec (", b->shape[0], ")"));
   require_same_dtype(a, b);
+  require_not_bool(a, "addmv_impl_cpu");
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], 0}, 1, a->shape[0], a->shape[1], 1,
                        {a->shape[0]});
   return record_product<MvBackward0>(out, a, b);
@@ -104,6 +111,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (a->shape[1] != b->shape[0])
     throw RuntimeError(cat("mat1 and mat2 shapes cannot be multiplied (", dims_str(a), " and ", dims_str(b), ")"));
   require_same_dtype(a, b);
+  require_not_bool(a, "addmm_impl_cpu_");
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], b->strides[1]}, 1, a->shape[0],
                        a->shape[1], b->shape[1], {a->shape[0], b->shape[1]});
   return record_product<MmBackward0>(out, a, b);
@@ -124,6 +132,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
     throw RuntimeError(cat("Expected size for first two dimensions of batch2 tensor to be: [", a->shape[0], ", ",
                            a->shape[2], "] but got: [", b->shape[0], ", ", b->shape[1], "]."));
   require_same_dtype(a, b);
+  require_not_bool(a, "bmm");
   Tensor out = product(a, {a->strides[0], a->strides[1], a->strides[2]}, b, {b->strides[0], b->strides[1], b->strides[2]},
                        a->shape[0], a->shape[1], a->shape[2], b->shape[2], {a->shape[0], a->shape[1], b->shape[2]});
   return record_product<BmmBackward0>(out, a, b);
@@ -143,7 +152,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     // (..., n, k) @ (k, m): one mm over the folded leading dims.
     int64_t k = a->shape.back();
     Shape out_shape(a->shape.begin(), a->shape.end() - 1);
-    Tensor folded = reshape(a, {-1, k});
+    Tensor folded = reshape(a, {numel_of(out_shape), k});  // not -1: k may be 0
     if (b->dim() == 1) return unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), std::vector<int64_t>{1}), out_shape);
     out_shape.push_back(b->shape[1]);
     return unsafe_view(mm(folded, b), out_shape);

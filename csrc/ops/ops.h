@@ -52,6 +52,7 @@ enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 Tensor compare(const Tensor& a, const Tensor& b, CompareOp op);
 Tensor compare(const Tensor& a, const Scalar& b, CompareOp op);
 Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
 
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
@@ -64,7 +65,8 @@ Tensor cos(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
-Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);  // tensor bounds; one may be undefined
 
 // ---- in place (ops/inplace.cpp); return self
 Tensor add_(const Tensor& self, const Tensor& other);
@@ -75,7 +77,7 @@ Tensor add_(const Tensor& self, const Scalar& other);
 Tensor sub_(const Tensor& self, const Scalar& other);
 Tensor mul_(const Tensor& self, const Scalar& other);
 Tensor div_(const Tensor& self, const Scalar& other);
-Tensor clamp_(const Tensor& self, std::optional<double> min, std::optional<double> max);
+Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor fill_(const Tensor& self, const Scalar& value);
 Tensor fill_(const Tensor& self, const Tensor& value);
 Tensor zero_(const Tensor& self);
@@ -111,7 +113,7 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 // ---- shape and views (ops/shape.cpp)
 Tensor view(const Tensor& x, const Shape& shape);
 Tensor reshape(const Tensor& x, const Shape& shape);
-Tensor unsafe_view(const Tensor& x, const Shape& shape);  // reshape recorded as UnsafeViewBackward0
+Tensor unsafe_view(const Tensor& x, const Shape& shape);  // reshape recorded as UnsafeViewBackward0, not a view
 Tensor expand(const Tensor& x, const Shape& shape);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
@@ -121,6 +123,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
+Tensor alias_view(const Tensor& x);  // x[...]: a view of the whole tensor (AliasBackward0)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 

@@ -45,12 +45,14 @@ Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<boo
   return expand(reshape(g, keepdim_shape(in_shape, mask)), in_shape);
 }
 
-void require_nonempty(const Tensor& x, const std::vector<bool>& mask, const char* op) {
+// `all`: reducing over every dim because none was given.
+void require_nonempty(const Tensor& x, const std::vector<bool>& mask, const char* op, bool all) {
+  if (all && x->numel() == 0)
+    throw RuntimeError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                           "reduction dim with the 'dim' argument."));
   for (int64_t d = 0; d < x->dim(); ++d)
     if (mask[d] && x->shape[d] == 0)
       throw IndexError(cat(op, "(): Expected reduction dim ", d, " to have non-zero size."));
-  if (x->numel() == 0 && x->dim() == 0)
-    throw RuntimeError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0."));
 }
 
 // Accumulator type: doubles for floats (better sums than float), int64 for integers and bools.
@@ -199,12 +201,20 @@ Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
 }
 }  // namespace
 
+// The result is saved too, only for its version check: PyTorch's formula reads it, so changing
+// it in place makes PyTorch's backward fail, and fastgrad's the same way.
+// With two or more zeros every product of the others is 0, and PyTorch returns zeros outright
+// (even for an infinite or NaN incoming gradient).
 FG_NODE_FROM(ProdBackward0, ReduceNode) };
 GradList ProdBackward0::apply(GradList&& grads) {
-  return {mul(expand_grad(grads[0]), product_of_others(unpack(0), reduced()))};
+  unpack(1);
+  Tensor x = unpack(0);
+  if (x->dim() > 0 && item(sum(compare(x, Scalar::from_int(0), CompareOp::Eq), {}, false)).value > 1) return {zeros_like(x)};
+  return {mul(expand_grad(grads[0]), product_of_others(x, reduced()))};
 }
 FG_NODE_FROM(ProdBackward1, ReduceNode) };
 GradList ProdBackward1::apply(GradList&& grads) {
+  unpack(1);
   return {mul(expand_grad(grads[0]), product_of_others(unpack(0), reduced()))};
 }
 
@@ -226,6 +236,7 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   if (node) {
     node->remember(x, mask, dim && keepdim);
     node->saved[0].save(x);
+    node->saved[1].save(out, true);
   }
   return out;
 }
@@ -242,14 +253,25 @@ void require_floating(const Tensor& x, const char* op) {
 
 struct VarNode : ReduceNode {
   double correction = 1;
-  double divisor() const { return static_cast<double>(count()) - correction; }
+  bool all = false;  // called without dims
+  // Degrees of freedom: what the sum of squares is divided by. PyTorch's forward clamps it at 0.
+  double dof() const { return static_cast<double>(count()) - correction; }
+  // PyTorch's var_backward, given the gradient of the variance.
+  Tensor var_grad(const Tensor& grad_var) const {
+    Tensor x = unpack(0);
+    Tensor d = deviations(x, dims());
+    if (all && dof() <= 0) {
+      // 2 / dof is infinite: NaN where x equals the mean (infinity * 0), infinity elsewhere.
+      Tensor nan = full({}, std::numeric_limits<double>::quiet_NaN(), x->dtype);
+      Tensor inf = full({}, std::numeric_limits<double>::infinity(), x->dtype);
+      return mul(expand_grad(grad_var), where(compare(d, Scalar::from_int(0), CompareOp::Eq), nan, inf));
+    }
+    return mul(expand_grad(grad_var), mul(d, Scalar::from_float(2.0 / dof())));
+  }
 };
 
 FG_NODE_FROM(VarBackward0, VarNode) };
-GradList VarBackward0::apply(GradList&& grads) {
-  Tensor d = deviations(unpack(0), dims());
-  return {mul(expand_grad(grads[0]), mul(d, Scalar::from_float(2.0 / divisor())))};
-}
+GradList VarBackward0::apply(GradList&& grads) { return {var_grad(grads[0])}; }
 
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
   require_floating(x, "var");
@@ -258,21 +280,24 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
   {
     GradModeGuard no_grad(false);
     Tensor d = deviations(x, dims);
-    out = div(sum(mul(d, d), dims, keepdim), Scalar::from_float(static_cast<double>(block_size(x, mask)) - correction));
+    double dof = std::max(0.0, static_cast<double>(block_size(x, mask)) - correction);
+    out = div(sum(mul(d, d), dims, keepdim), Scalar::from_float(dof));
   }
   if (auto* node = record<VarBackward0>(out, {&x})) {
     node->remember(x, mask, keepdim);
     node->correction = correction;
+    node->all = dims.empty() || x->dim() == 0;
     node->saved[0].save(x);
   }
   return out;
 }
 
+// d std = d var / (2 std), taken as 0 where std == 0 (as PyTorch).
 FG_NODE_FROM(StdBackward0, VarNode) };
 GradList StdBackward0::apply(GradList&& grads) {
-  Tensor d = deviations(unpack(0), dims());
-  Tensor scaled = div(expand_grad(grads[0]), mul(expand_grad(unpack(1)), Scalar::from_float(divisor())));
-  return {mul(scaled, d)};
+  Tensor result = unpack(1);
+  Tensor grad_var = div(grads[0], mul(result, Scalar::from_int(2)));
+  return {var_grad(where(compare(result, Scalar::from_int(0), CompareOp::Eq), zeros_like(grad_var), grad_var))};
 }
 
 Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
@@ -286,6 +311,7 @@ Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction,
   if (auto* node = record<StdBackward0>(out, {&x})) {
     node->remember(x, mask, keepdim);
     node->correction = correction;
+    node->all = dims.empty() || x->dim() == 0;
     node->saved[0].save(x);
     node->saved[1].save(out, true);
   }
@@ -331,17 +357,22 @@ FG_NODE_FROM(AminBackward0, ReduceNode) };
 FG_NODE_FROM(MaxBackward1, ReduceNode) };
 FG_NODE_FROM(MinBackward1, ReduceNode) };
 namespace {
-Tensor split_among_ties(const ReduceNode& node, const Tensor& g) {
-  Tensor x = node.unpack(0);
-  Tensor is_extreme = to_dtype(compare(x, node.expand_grad(node.unpack(1)), CompareOp::Eq), g->dtype);
-  Tensor ties = sum(is_extreme, node.dims(), true);
-  return div(mul(node.expand_grad(g), is_extreme), expand(ties, x->shape));
+// `all_elements` (max()/min(), as PyTorch's evenly_distribute_backward): a NaN result counts the
+// NaN elements as its ties, and the other elements get exactly 0. amax/amin (PyTorch's
+// scale_grad_by_count) multiply by the mask instead, so a NaN gradient or a NaN result spreads.
+Tensor split_among_ties(const ReduceNode& node, const Tensor& g, bool all_elements) {
+  Tensor x = node.unpack(0), out = node.expand_grad(node.unpack(1));
+  Tensor hit = compare(x, out, CompareOp::Eq);
+  if (all_elements) hit = logical_or(hit, logical_and(compare(x, x, CompareOp::Ne), compare(out, out, CompareOp::Ne)));
+  Tensor is_extreme = to_dtype(hit, g->dtype);
+  Tensor share = div(node.expand_grad(g), expand(sum(is_extreme, node.dims(), true), x->shape));
+  return all_elements ? where(hit, share, zeros_like(share)) : mul(share, is_extreme);
 }
 
 template <class N>
 Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool want_max, const char* op) {
   std::vector<bool> mask = reduction_mask(dims, x->dim());
-  require_nonempty(x, mask, op);
+  require_nonempty(x, mask, op, dims.empty());
   Tensor out = extreme(x, mask, keepdim, want_max).first;
   if (auto* node = record<N>(out, {&x})) {
     node->remember(x, mask, keepdim);
@@ -351,10 +382,10 @@ Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool ke
   return out;
 }
 }  // namespace
-GradList AmaxBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
-GradList AminBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
-GradList MaxBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
-GradList MinBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0])}; }
+GradList AmaxBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], false)}; }
+GradList AminBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], false)}; }
+GradList MaxBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], true)}; }
+GradList MinBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], true)}; }
 
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return record_extreme<AmaxBackward0>(x, dims, keepdim, true, "amax");
@@ -365,38 +396,34 @@ Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
 Tensor max_all(const Tensor& x) { return record_extreme<MaxBackward1>(x, {}, false, true, "max"); }
 Tensor min_all(const Tensor& x) { return record_extreme<MinBackward1>(x, {}, false, false, "min"); }
 
-struct IndexedReduceNode : ReduceNode {
-  Tensor indices;  // int64, produced here and never modified by users' graph
-  void release_saved() override {
-    indices.reset();
-    Node::release_saved();
-  }
-};
+// The indices (output 1) are saved in saved[0], version-checked as in PyTorch.
+using IndexedReduceNode = ReduceNode;
 FG_NODE_FROM(MaxBackward0, IndexedReduceNode) };
 FG_NODE_FROM(MinBackward0, IndexedReduceNode) };
 namespace {
 // Gradient to the reported index only: a one-hot mask along the reduced dim.
 Tensor to_index(const IndexedReduceNode& node, const Tensor& g) {
   Shape in_shape = node.input.sizes();
+  if (in_shape.empty()) return g;  // a 0-d input has no dim to scatter along: it is its own extreme
   int64_t dim = 0;
   while (!node.mask[dim]) ++dim;
   Shape along(in_shape.size(), 1);
   along[dim] = in_shape[dim];
   Tensor positions = reshape(arange(0, static_cast<double>(in_shape[dim]), 1, DType::Int64), along);
-  Tensor hit = compare(positions, node.expand_grad(node.indices), CompareOp::Eq);
+  Tensor hit = compare(positions, node.expand_grad(node.unpack(0)), CompareOp::Eq);
   Tensor spread = node.expand_grad(g);
   return where(hit, spread, zeros_like(spread));
 }
 
 std::pair<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim, bool want_max, const char* op) {
   std::vector<bool> mask = single_dim_mask(x, dim);
-  require_nonempty(x, mask, op);
+  require_nonempty(x, mask, op, false);
   auto [values, indices] = extreme(x, mask, keepdim, want_max);
   IndexedReduceNode* node = want_max ? static_cast<IndexedReduceNode*>(record<MaxBackward0>(values, {&x}))
                                      : static_cast<IndexedReduceNode*>(record<MinBackward0>(values, {&x}));
   if (node) {
     node->remember(x, mask, keepdim);
-    node->indices = indices;
+    node->saved[0].save(indices, true);
   }
   return {values, indices};
 }
@@ -410,13 +437,14 @@ std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) { 
 namespace {
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool want_max, const char* op) {
   if (!dim) {
+    if (x->numel() == 0)  // IndexError here, where max() says RuntimeError: as PyTorch
+      throw IndexError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0."));
     Tensor flat = reshape(x, {-1});
-    require_nonempty(flat, {true}, op);
     Tensor r = extreme(flat, {true}, false, want_max).second;
     return keepdim ? reshape(r, Shape(x->dim(), 1)) : r;
   }
   std::vector<bool> mask = single_dim_mask(x, *dim);
-  require_nonempty(x, mask, op);
+  require_nonempty(x, mask, op, false);
   return extreme(x, mask, keepdim, want_max).second;
 }
 }  // namespace
@@ -428,18 +456,28 @@ struct NormNode : ReduceNode {
   double p = 2;
 };
 FG_NODE_FROM(LinalgVectorNormBackward0, NormNode) };
+// The cases of PyTorch's norm_backward, with its limits at zeros: p = 0 has no gradient; for p < 1
+// a zero element gets none; for p > 1 a zero norm gives none; ±inf splits among the elements of
+// largest (smallest) magnitude, NaNs included.
 GradList LinalgVectorNormBackward0::apply(GradList&& grads) {
   Tensor x = unpack(0), n = expand_grad(unpack(1)), g = expand_grad(grads[0]);
+  if (p == 0) return {Tensor()};
+  auto zero_where = [](const Tensor& cond, const Tensor& t) { return where(cond, zeros_like(t), t); };
   Tensor scale;
   if (std::isinf(p)) {
-    Tensor hit = to_dtype(compare(abs(x), n, CompareOp::Eq), x->dtype);
+    Tensor ax = abs(x);
+    Tensor hit = to_dtype(logical_or(compare(ax, n, CompareOp::Eq), compare(ax, ax, CompareOp::Ne)), x->dtype);
     Tensor ties = expand(sum(hit, dims(), true), x->shape);
     scale = div(mul(sign(x), hit), ties);
   } else if (p == 1) {
     scale = sign(x);
+  } else if (p < 1) {
+    Tensor part = zero_where(compare(x, Scalar::from_int(0), CompareOp::Eq), pow(abs(x), Scalar::from_float(p - 1)));
+    scale = mul(mul(sign(x), part), pow(n, Scalar::from_float(1 - p)));
   } else {
-    Tensor r = div(mul(x, pow(abs(x), Scalar::from_float(p - 2))), pow(n, Scalar::from_float(p - 1)));
-    scale = where(compare(n, Scalar::from_int(0), CompareOp::Eq), zeros_like(r), r);
+    Tensor part = p < 2 ? mul(sign(x), pow(abs(x), Scalar::from_float(p - 1))) : mul(x, pow(abs(x), Scalar::from_float(p - 2)));
+    Tensor inv = zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), pow(n, Scalar::from_float(1 - p)));
+    scale = mul(part, inv);
   }
   return {mul(g, scale)};
 }
@@ -447,10 +485,21 @@ GradList LinalgVectorNormBackward0::apply(GradList&& grads) {
 Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {
   require_floating(x, "linalg.vector_norm");
   std::vector<bool> mask = reduction_mask(dims, x->dim());
+  if (p < 0 || std::isinf(p)) {  // no identity: every reduced block must have an element
+    std::string what = std::isinf(p) ? (p > 0 ? "inf" : "-inf") : cat(p);
+    if (dims.empty() && x->numel() == 0)
+      throw RuntimeError(cat("linalg.vector_norm cannot compute the ", what, " norm on an empty tensor because the "
+                             "operation does not have an identity"));
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (mask[d] && x->shape[d] == 0)
+        throw RuntimeError(cat("linalg.vector_norm cannot compute the ", what, " norm on the dimension ", d,
+                               "because this dimension is empty and the operation does not have an identity"));
+  }
   Tensor out;
   {
     GradModeGuard no_grad(false);
     if (std::isinf(p)) out = p > 0 ? amax(abs(x), dims, keepdim) : amin(abs(x), dims, keepdim);
+    else if (p == 0) out = sum(to_dtype(compare(x, Scalar::from_int(0), CompareOp::Ne), x->dtype), dims, keepdim);
     else if (p == 2) out = sqrt(sum(mul(x, x), dims, keepdim));
     else out = pow(sum(pow(abs(x), Scalar::from_float(p)), dims, keepdim), Scalar::from_float(1.0 / p));
   }

@@ -5,6 +5,7 @@
 
 #include "autograd/node.h"
 #include "core/shape.h"
+#include "kernels/loops.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -91,12 +92,16 @@ Tensor view(const Tensor& x, const Shape& requested) {
   return out;
 }
 
+// As PyTorch's _unsafe_view: shares x's memory but is not a view for autograd (x is an
+// intermediate nobody else sees), so an in-place write to the result rewrites its own history.
 Tensor unsafe_view(const Tensor& x, const Shape& shape) {
   Tensor out;
   {
     GradModeGuard no_grad(false);
     out = reshape(x, shape);
   }
+  out->view_base.reset();
+  out->view_tracks_history = false;
   if (auto* node = record<UnsafeViewBackward0>(out, {&x})) node->input = InputMeta::of(x);
   return out;
 }
@@ -149,7 +154,7 @@ Tensor expand(const Tensor& x, const Shape& requested) {
     shape[d] = want;
     strides[d] = have == want ? x->strides[d - lead] : 0;
   }
-  if (shape == x->shape) return x;
+  // Even to x's own shape: a new view, as PyTorch (x.expand_as(x) is not x).
   Tensor out = make_differentiable_view(x, shape, strides, x->offset);
   if (auto* node = record<ExpandBackward0>(out, {&x})) node->input = InputMeta::of(x);
   return out;
@@ -322,13 +327,31 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   return out;
 }
 
+FG_NODE(AliasBackward0) };
+GradList AliasBackward0::apply(GradList&& grads) { return {grads[0]}; }
+
+Tensor alias_view(const Tensor& x) {
+  Tensor out = make_differentiable_view(x, x->shape, x->strides, x->offset);
+  record<AliasBackward0>(out, {&x});
+  return out;
+}
+
 // ---- as_strided (internal): the regenerated history of a view after an in-place write
 FG_NODE(AsStridedBackward0) InputMeta input; SmallVec<int64_t, 4> shape, strides; int64_t offset = 0; };
+// Each gradient element is added at the memory position its view element reads: the view may be
+// an expanded one, whose elements share memory, and then their gradients sum.
 GradList AsStridedBackward0::apply(GradList&& grads) {
-  return {scatter_into_zeros(input, grads[0], [&](const Tensor& full) {
-    GradModeGuard no_grad(false);
-    return as_strided(full, shape.to_vector(), strides.to_vector(), offset);
-  })};
+  const Tensor& g = grads[0];
+  Tensor full = zeros(input.sizes(), g->dtype);
+  Shape view_strides = strides.to_vector();
+  dispatch_floating(g->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* dst = full->data_as<T>() + offset;
+    const T* src = g->data_as<T>();
+    for_each_offset<2>(g->shape, {view_strides.data(), g->strides.data()},
+                       [&](int64_t, const std::array<int64_t, 2>& o) { dst[o[0]] += src[o[1]]; });
+  });
+  return {full};
 }
 
 Tensor as_strided(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset) {

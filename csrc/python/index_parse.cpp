@@ -12,11 +12,14 @@ bool is_tensor(py::handle obj) { return py::isinstance<TensorImpl>(obj); }
 Tensor index_tensor(py::handle obj) {
   Tensor t;
   if (is_tensor(obj)) t = obj.cast<Tensor>();
+  else if (py::len(obj) == 0) t = empty({0}, DType::Int64);  // x[[]]: numpy would make it float64
   else t = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(obj), false);
   if (t->dtype == DType::Float32 || t->dtype == DType::Float64)
     throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
   return t;
 }
+
+bool item_true(const Tensor& t) { return item(t).value != 0; }
 
 bool is_advanced(py::handle item) {
   return is_tensor(item) || py::isinstance<py::list>(item) || py::isinstance<py::array>(item) ||
@@ -28,7 +31,7 @@ int64_t dims_consumed(py::handle item) {
   if (item.is_none() || item.ptr() == Py_Ellipsis) return 0;
   if (is_tensor(item)) {
     Tensor t = item.cast<Tensor>();
-    return t->dtype == DType::Bool ? std::max<int64_t>(t->dim(), 1) : 1;
+    return t->dtype == DType::Bool ? t->dim() : 1;  // a 0-d mask adds a dim instead
   }
   return 1;
 }
@@ -86,6 +89,15 @@ IndexSpec parse_index(const Tensor& x, py::handle key) {
       ++x_dim;
     } else if (is_advanced(item)) {
       Tensor t = index_tensor(item);
+      if (t->dtype == DType::Bool && t->dim() == 0) {
+        // x[True] / x[False]: a new dim of size 1, then all (or none) of it, as PyTorch.
+        step.kind = IndexStep::Unsqueeze;
+        spec.steps.push_back(step);
+        spec.advanced.push_back(item_true(t) ? zeros({1}, DType::Int64) : empty({0}, DType::Int64));
+        ++dim;
+        any_advanced = true;
+        continue;
+      }
       spec.advanced.push_back(t);
       int64_t covered = t->dtype == DType::Bool ? std::max<int64_t>(t->dim(), 1) : 1;
       dim += covered;

@@ -41,6 +41,21 @@ auto comparison(CompareOp op) {
   };
 }
 
+// The dtype a Python number gets as a tensor (float32 for floats, as PyTorch's default dtype).
+DType natural_dtype(py::handle obj) {
+  Scalar s;
+  if (py::isinstance<TensorImpl>(obj) || !scalar_from_py(obj, s)) return DType::Float32;
+  return s.kind == Category::Floating ? DType::Float32 : s.kind == Category::Integral ? DType::Int64 : DType::Bool;
+}
+
+std::optional<Scalar> opt_scalar(py::handle h) {
+  if (h.is_none()) return std::nullopt;
+  Scalar s;
+  if (!scalar_from_py(h, s))
+    throw TypeError(cat("clamp(): min and max must be numbers, not ", std::string(py::str(py::type::of(h).attr("__name__")))));
+  return s;
+}
+
 std::optional<int64_t> opt_int(py::handle h) {
   if (h.is_none()) return std::nullopt;
   return h.cast<int64_t>();
@@ -89,6 +104,7 @@ void set_data(const Tensor& self, const Tensor& other) {
 }
 
 void retain_grad(const Tensor& self) {
+  refresh_view_history(self);
   if (!self->requires_grad()) throw RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
   if (self->is_leaf() || self->retains_grad) return;
   auto& slots = self->grad_fn->retained_outputs;
@@ -151,7 +167,10 @@ void bind_tensor(py::module_& m) {
       .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad(); }, &set_requires_grad)
       .def_property_readonly("is_leaf", [](const Tensor& t) { return t->is_leaf(); })
       .def_property("grad", &get_grad, &set_grad)
-      .def_property_readonly("grad_fn", [](const Tensor& t) { return node_to_py(t->grad_fn); })
+      .def_property_readonly("grad_fn", [](const Tensor& t) {
+        refresh_view_history(t);
+        return node_to_py(t->grad_fn);
+      })
       .def_property("data", &alias, &set_data)
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
@@ -228,10 +247,9 @@ void bind_tensor(py::module_& m) {
   m.def("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
   m.def("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
-    // A number operand takes the other operand's dtype rules, as a wrapped scalar would.
-    bool a_t = py::isinstance<TensorImpl>(a), b_t = py::isinstance<TensorImpl>(b);
-    DType fallback = a_t ? a.cast<Tensor>()->dtype : b_t ? b.cast<Tensor>()->dtype : DType::Float32;
-    return where(c, tensor_or_scalar(a, fallback), tensor_or_scalar(b, fallback));
+    // A number becomes a 0-d tensor of its kind's default dtype; 0-d tensors promote the way
+    // PyTorch's wrapped numbers do here (where(c, int64_tensor, 0.5) is float32).
+    return where(c, tensor_or_scalar(a, natural_dtype(a)), tensor_or_scalar(b, natural_dtype(b)));
   });
   m.def("neg", [](const Tensor& x) { return neg(x); });
   m.def("abs", [](const Tensor& x) { return abs(x); });
@@ -244,8 +262,11 @@ void bind_tensor(py::module_& m) {
   m.def("tanh", [](const Tensor& x) { return tanh(x); });
   m.def("sigmoid", [](const Tensor& x) { return sigmoid(x); });
   m.def("relu", [](const Tensor& x) { return relu(x); });
-  m.def("clamp", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { return clamp(x, lo, hi); });
-  m.def("clamp_", [](const Tensor& x, std::optional<double> lo, std::optional<double> hi) { return clamp_(x, lo, hi); });
+  m.def("clamp", [](const Tensor& x, py::handle lo, py::handle hi) { return clamp(x, opt_scalar(lo), opt_scalar(hi)); });
+  m.def("clamp_", [](const Tensor& x, py::handle lo, py::handle hi) { return clamp_(x, opt_scalar(lo), opt_scalar(hi)); });
+  m.def("clamp_tensor", [](const Tensor& x, py::handle lo, py::handle hi) {
+    return clamp(x, lo.is_none() ? Tensor() : lo.cast<Tensor>(), hi.is_none() ? Tensor() : hi.cast<Tensor>());
+  });
   m.def("fill_", [](const Tensor& x, py::handle v) {
     if (py::isinstance<TensorImpl>(v)) return fill_(x, v.cast<Tensor>());
     Scalar s;

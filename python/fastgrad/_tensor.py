@@ -182,7 +182,7 @@ def stride(self, dim=None):
 
 
 def _T(self):
-    return self if self.dim() < 2 else _C.permute(self, list(range(self.dim() - 1, -1, -1)))
+    return _C.permute(self, list(range(self.dim() - 1, -1, -1)))
 
 
 # ---- device and dtype conversion
@@ -299,12 +299,11 @@ negative = _FUNCTIONS["negative"] = _FUNCTIONS["neg"]
 @method
 def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        result = input
-        if min is not None:
-            result = _C.maximum(result, min)
-        if max is not None:
-            result = _C.minimum(result, max)
-        return _with_out(result, out)
+        for bound in (min, max):
+            if bound is not None and not isinstance(bound, Tensor):
+                raise TypeError("clamp(): min and max must both be tensors or both be numbers, "
+                                f"got {builtins.type(min).__name__} and {builtins.type(max).__name__}")
+        return _with_out(_C.clamp_tensor(input, min, max), out)
     return _with_out(_C.clamp(input, min, max), out)
 
 
@@ -509,6 +508,8 @@ def expand_as(self, other):
 
 
 def permute(self, *dims):
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     return _C.permute(self, _sizes(dims, "dims"))
 
 

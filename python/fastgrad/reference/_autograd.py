@@ -1,0 +1,344 @@
+"""Grad mode, backward nodes (Function), saved tensors, and the engine that runs backward.
+
+A Function is the backward of one recorded op. `Op.run(*inputs)` computes the op with `forward`
+and, when grad mode is on and some input requires grad, makes the node the output's grad_fn with
+one edge per input. Edges point at the inputs' own grad_fns, or at the AccumulateGrad sink of a
+leaf. Nodes are numbered when they are recorded; as a node is always recorded after the nodes of
+its inputs, running the reachable nodes in decreasing number (the reverse tape) runs each node
+once, after every gradient flowing into it has arrived and been summed.
+
+Backward formulas are written with the tensor's own operators and methods, running under no_grad.
+"""
+import functools
+import itertools
+import threading
+import weakref
+
+from ._storage import LEGACY_NAME
+from ._tensor import Tensor, alias, full
+
+# ---- grad mode: a per-thread flag, as in PyTorch (a new thread starts with grad on)
+
+_mode = threading.local()
+
+
+def is_grad_enabled():
+    return getattr(_mode, "enabled", True)
+
+
+def _set_grad_enabled(enabled):
+    _mode.enabled = enabled
+
+
+class _GradModeContext:
+    """Sets the flag on entry and restores the previous value on exit; as a decorator, runs the
+    function inside such a block."""
+
+    _mode = None
+
+    def __enter__(self):
+        self._previous = is_grad_enabled()
+        _set_grad_enabled(self._mode)
+        return self
+
+    def __exit__(self, *exc):
+        _set_grad_enabled(self._previous)
+        return False
+
+    def __call__(self, func):
+        mode = self._mode
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            previous = is_grad_enabled()
+            _set_grad_enabled(mode)
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _set_grad_enabled(previous)
+
+        return wrapper
+
+
+class no_grad(_GradModeContext):
+    """Ops run inside record no graph: results do not require grad."""
+
+    _mode = False
+
+    def __new__(cls, func=None):
+        self = super().__new__(cls)
+        return self(func) if callable(func) else self  # `@no_grad` without parentheses
+
+    def __init__(self, func=None):
+        pass
+
+
+class enable_grad(no_grad):
+    _mode = True
+
+
+class set_grad_enabled(_GradModeContext):
+    """set_grad_enabled(False) switches recording off now; with `with`, the previous mode comes back
+    at the end of the block."""
+
+    def __init__(self, mode):
+        self._previous = is_grad_enabled()
+        self._mode = bool(mode)
+        _set_grad_enabled(self._mode)
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, func):
+        _set_grad_enabled(self._previous)  # as a decorator it changes the mode only while func runs
+        return super().__call__(func)
+
+
+# ---- saved tensors
+
+_FREED = object()
+
+
+class SavedTensor:
+    """A value kept for backward. A tensor is stamped with its storage version, so that a later
+    in-place change is an error instead of a silently wrong gradient; an op's own output is kept
+    as a history-free alias so that node and output do not keep each other alive."""
+
+    __slots__ = ("value", "version", "is_output")
+
+    def __init__(self, value, is_output=False):
+        self.value = alias(value) if is_output else value
+        self.version = None if value is None else value._storage.version
+        self.is_output = is_output
+
+    def unpack(self, owner):
+        value = self.value
+        if value is _FREED:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved tensors after they "
+                "have already been freed). Saved intermediate values of the graph are freed when you call "
+                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved tensors after calling backward.")
+        if self.version is not None and value._storage.version != self.version:
+            if self.is_output:
+                producer = f", which is output 0 of {owner.name()},"
+            elif value._grad_fn is not None:
+                producer = f", which is output {value._output_nr} of {value._grad_fn.name()},"
+            else:
+                producer = ""
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[fastgrad.{LEGACY_NAME[value._dtype]} [{', '.join(map(str, value._shape))}]]{producer} is at "
+                f"version {value._storage.version}; expected version {self.version} instead.")
+        return value
+
+
+# ---- nodes
+
+_sequence = itertools.count(1)  # 0 is the position of the sinks
+NO_EDGE = (None, 0)
+
+
+class Function:
+    """A backward node. Subclasses are named after the PyTorch node they mirror and define
+    `forward(*inputs)` (the op; may `save` what backward needs) and `backward(*grads)` (one gradient
+    per input, None for inputs that get none)."""
+
+    scalar_edge = True  # a Python-number operand shows as an empty edge, as PyTorch wraps it in a tensor
+    num_outputs = 1
+    sequence_nr = 0
+    next_edges = ()
+    inputs = ()
+    _saved = ()
+    _retained = ()
+
+    @classmethod
+    def run(cls, *inputs, **params):
+        """The op on `inputs` (tensors, or Python numbers for the second operand of arithmetic),
+        recorded when grad mode is on and some input requires grad. An op with several results
+        (max(dim) gives values and indices) returns the differentiable one first."""
+        node = cls()
+        result = node.forward(*inputs, **params)
+        if should_record(inputs):
+            out = result if isinstance(result, Tensor) else result[0]
+            node.connect(inputs)
+            out._grad_fn, out._output_nr = node, 0
+        return result
+
+    def connect(self, inputs, edges=None):
+        """Takes this node's place on the tape, with an edge per input (or the given edges), and
+        remembers each input's shape and dtype (or the number itself) for the backward formulas."""
+        if edges is None:
+            edges = [gradient_edge(x) if isinstance(x, Tensor) else NO_EDGE
+                     for x in inputs if self.scalar_edge or isinstance(x, Tensor)]
+        # Numbered after the edges are made: making one may record a node (a stale view's fresh
+        # history), which must come earlier on the tape.
+        self.sequence_nr = next(_sequence)
+        self.next_edges = tuple(edges)
+        self.inputs = [(x._shape, x._dtype) if isinstance(x, Tensor) else x for x in inputs]
+        return self
+
+    def forward(self, *inputs):
+        raise NotImplementedError
+
+    def backward(self, *grads):
+        raise NotImplementedError
+
+    def apply(self, grads):
+        """Gradients of the outputs in, gradients of the inputs out (the engine's entry point)."""
+        result = self.backward(*grads)
+        return result if isinstance(result, tuple) else (result,)
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        return self.next_edges
+
+    @property
+    def metadata(self):
+        if "_metadata" not in self.__dict__:
+            self._metadata = {}
+        return self._metadata
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # ---- what backward needs
+    def save(self, value, *, is_output=False):
+        """Keeps a tensor (or None, for an absent optional input) for backward."""
+        self._saved = [*self._saved, SavedTensor(value, is_output)]
+
+    def unpack(self, i):
+        return self._saved[i].unpack(self)
+
+    def release_saved(self):
+        for saved in self._saved:
+            saved.value = _FREED
+
+    def needs_input_grad(self, i):
+        return i < len(self.next_edges) and self.next_edges[i][0] is not None
+
+    def is_scalar(self, i):
+        return not isinstance(self.inputs[i], tuple)
+
+    def operand(self, i):
+        """Saved input i, or the Python number given for it as a 0-d tensor of input 0's dtype."""
+        if self.is_scalar(i):
+            return full((), self.inputs[i], self.inputs[0][1])
+        return self.unpack(i)
+
+    def reduce(self, i, grad):
+        """The gradient for input i: broadcasting undone, in the input's dtype."""
+        shape, dtype = self.inputs[i]
+        return sum_to(grad, shape).to(dtype)
+
+    # ---- retain_grad()
+    def retain_output(self, tensor):
+        self._retained = [weakref.ref(tensor)]
+
+    def _fill_retained_grads(self, grads):
+        for ref, grad in zip(self._retained, grads):
+            out = ref()
+            if out is not None and grad is not None:
+                out._grad = grad.clone() if out._grad is None else out._grad.add_(grad)
+
+
+class AccumulateGrad(Function):
+    """The sink of every edge that reaches a leaf: adds the incoming gradient into `variable.grad`.
+    It has nothing downstream, so it may run last (tape position 0) although it is made lazily."""
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def backward(self, grad):
+        variable = self.variable
+        # A copy, so that .grad never aliases another tensor (an expanded view, a user's gradient).
+        variable._grad = grad.clone() if variable._grad is None else variable._grad.add_(grad)
+        return ()
+
+
+def refresh_view_history(t):
+    """If t is a view whose history is stale (Tensor._history_stale), gives it a fresh grad_fn: its
+    region of the base's current value (AsStridedBackward0, as PyTorch). Runs before a node that
+    takes t as input is recorded, so that the fresh node comes earlier on the tape."""
+    if t._view_tracks_history and t._history_stale():
+        from ._shape import as_strided  # the view ops are built on this module
+        base = t._view_base
+        with enable_grad():
+            fresh = as_strided(base, t._shape, t._strides, t._offset - base._offset)
+        t._grad_fn, t._output_nr, t._view_version = fresh._grad_fn, 0, t._storage.version
+
+
+def gradient_edge(t):
+    """The edge along which a gradient for `t` travels: its grad_fn, its leaf sink, or none."""
+    refresh_view_history(t)
+    if not t.requires_grad:
+        return NO_EDGE
+    if t._grad_fn is not None:
+        return t._grad_fn, t._output_nr
+    sink = t._accumulator and t._accumulator()
+    if sink is None:
+        sink = AccumulateGrad(t)
+        t._accumulator = weakref.ref(sink)
+    return sink, 0
+
+
+def should_record(inputs):
+    """Does any input require grad while grad mode is on? Then ops record a node. Refreshes stale views."""
+    if not is_grad_enabled():
+        return False
+    tensors = [x for x in inputs if isinstance(x, Tensor)]
+    for t in tensors:
+        refresh_view_history(t)
+    return any(t.requires_grad for t in tensors)
+
+
+def sum_to(grad, shape):
+    """The one place where the gradient of a broadcast input is summed back to the input's shape:
+    over the leading dims broadcasting added and the size-1 dims it stretched."""
+    shape = tuple(shape)
+    if grad._shape == shape:
+        return grad
+    lead = grad.dim() - len(shape)
+    dims = [*range(lead), *(lead + i for i, n in enumerate(shape) if n == 1 and grad._shape[lead + i] != 1)]
+    return (grad.sum(dims, keepdim=True) if dims else grad).reshape(shape)
+
+
+# ---- the engine
+
+def _tape(roots):
+    """Every node reachable from `roots`, latest recorded first."""
+    seen, stack = set(), [node for node in roots if node is not None]
+    while stack:
+        node = stack.pop()
+        if node not in seen:
+            seen.add(node)
+            stack.extend(fn for fn, _ in node.next_edges if fn is not None and fn not in seen)
+    return sorted(seen, key=lambda node: node.sequence_nr, reverse=True)
+
+
+def _deliver(inbox, edge, grad):
+    node, slot = edge
+    grads = inbox.setdefault(node, [None] * node.num_outputs)
+    grads[slot] = grad if grads[slot] is None else grads[slot] + grad
+
+
+def run_backward(roots, grad_roots, retain_graph):
+    with no_grad():
+        root_edges = [gradient_edge(root) for root in roots]
+        inbox = {}
+        for edge, grad in zip(root_edges, grad_roots):
+            _deliver(inbox, edge, grad)
+        for node in _tape([node for node, _ in root_edges]):
+            grads = inbox.pop(node, None)
+            if grads is None or all(g is None for g in grads):
+                continue
+            node._fill_retained_grads(grads)
+            input_grads = node.apply(grads)
+            if not retain_graph:
+                node.release_saved()
+            for edge, grad in zip(node.next_edges, input_grads):
+                if edge[0] is not None and grad is not None:
+                    _deliver(inbox, edge, grad)

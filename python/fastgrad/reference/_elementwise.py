@@ -1,0 +1,577 @@
+"""Elementwise ops with broadcasting and PyTorch's type promotion, and dtype conversions.
+
+Each op is one Function: `forward` computes the values, `backward` the gradients of its inputs.
+The second operand of a binary op is a tensor or a Python number (bool, int or float).
+"""
+import itertools
+import math
+import operator
+
+from .._types import bool as bool_, int64, float32, float64
+from ._autograd import Function
+from ._storage import cast, cast_scalar, to_int
+from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
+
+# ---- type promotion, as PyTorch: tensors with dims decide first; 0-d tensors, then Python
+# numbers, may only raise the category (bool < integral < floating), never the width.
+
+
+def scalar_dtype(number):
+    return bool_ if isinstance(number, bool) else int64 if isinstance(number, int) else float32
+
+
+def _promote(a, b):
+    return b if a is None or b._code > a._code else a
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None or higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return _promote(higher, lower)
+    return higher
+
+
+def result_type(*operands):
+    dimmed = zero_dim = wrapped = None
+    for x in operands:
+        if not isinstance(x, Tensor):
+            wrapped = _promote(wrapped, scalar_dtype(x))
+        elif x._shape:
+            dimmed = _promote(dimmed, x._dtype)
+        else:
+            zero_dim = _promote(zero_dim, x._dtype)
+    return _combine(dimmed, _combine(zero_dim, wrapped))
+
+
+def float_type(dtype):
+    """Float functions of integer tensors compute in float32, as PyTorch does."""
+    return dtype if dtype.is_floating_point else float32
+
+
+# ---- loops
+
+def elementwise(fn, a, b, dtype, out_dtype=None):
+    """fn(a, b) over the broadcast shape, computed in `dtype` and stored as `out_dtype` (default dtype)."""
+    if isinstance(b, Tensor):
+        shape = broadcast_shapes(a._shape, b._shape)
+        others = cast(read(b, shape), b._dtype, dtype)
+    else:
+        shape = a._shape
+        others = itertools.repeat(cast_scalar(b, dtype))
+    values = cast(read(a, shape), a._dtype, dtype)
+    return new_tensor(list(map(fn, values, others)), shape, out_dtype or dtype)
+
+
+def zeros_like(t):
+    return full(t._shape, 0, t._dtype)
+
+
+def unary(fn, x, dtype):
+    return new_tensor(list(map(fn, cast(read(x), x._dtype, dtype))), x._shape, dtype)
+
+
+def converted(x, dtype):
+    return new_tensor(cast(read(x), x._dtype, dtype), x._shape, dtype)
+
+
+# ---- IEEE results where Python's math raises (x / 0, exp overflow, log of 0, ...)
+
+def ieee_div(x, y):
+    try:
+        return x / y
+    except ZeroDivisionError:
+        return math.nan if x != x or x == 0 else math.copysign(math.inf, x) * math.copysign(1.0, y)
+
+
+def _exp(x):
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _log(x):
+    return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
+
+
+def _sqrt(x):
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _sin(x):
+    return math.sin(x) if math.isfinite(x) else math.nan
+
+
+def _cos(x):
+    return math.cos(x) if math.isfinite(x) else math.nan
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + _exp(-x))
+
+
+def _sigmoid_values(values, dtype):
+    """1 / (1 + exp(-x)); in float32 each of the three steps rounds, as in the core's float kernel."""
+    if dtype is not float32:
+        return list(map(_sigmoid, values))
+    denominators = cast([1.0 + e for e in cast([_exp(-v) for v in values], float64, float32)], float64, float32)
+    return [1.0 / d for d in denominators]
+
+
+def _pow(x, y):
+    """C's pow: overflow gives +-inf, a zero base with a negative exponent a signed inf, a negative
+    base with a fractional exponent NaN."""
+    odd_integer = y % 2 == 1
+    try:
+        return math.pow(x, y)
+    except OverflowError:
+        return -math.inf if x < 0 and odd_integer else math.inf
+    except ValueError:
+        return (math.copysign(math.inf, x) if odd_integer else math.inf) if x == 0 else math.nan
+
+
+def _pow_in(dtype):
+    """x ** y computed as the core computes it in `dtype` (integers through double, like std::pow)."""
+    if dtype.is_floating_point:
+        return _pow
+    if dtype is int64:
+        return lambda x, y: to_int(_pow(x, y))
+    return lambda x, y: _pow(x, y) != 0
+
+
+def _maximum(x, y):
+    return x if x > y or x != x else y  # NaN wins, as in PyTorch
+
+
+def _minimum(x, y):
+    return x if x < y or x != x else y
+
+
+# ---- conversions
+
+class ToCopyBackward0(Function):
+    def forward(self, x, dtype):
+        return converted(x, dtype)
+
+    def backward(self, g):
+        return g.to(self.inputs[0][1])
+
+
+def to_dtype(x, dtype):
+    """x itself when the dtype already matches; only float-to-float conversions carry gradients."""
+    if x._dtype is dtype:
+        return x
+    if dtype.is_floating_point and x._dtype.is_floating_point:
+        return ToCopyBackward0.run(x, dtype=dtype)
+    return converted(x, dtype)
+
+
+class CloneBackward0(Function):
+    def forward(self, x):
+        return converted(x, x._dtype)
+
+    def backward(self, g):
+        return g
+
+
+def clone(x):
+    return CloneBackward0.run(x)
+
+
+def contiguous(x):
+    return x if x.is_contiguous() else clone(x)
+
+
+# ---- binary arithmetic
+
+def _check_bool_subtraction(a, b):
+    dtypes = [a._dtype, b._dtype if isinstance(b, Tensor) else scalar_dtype(b)]
+    if dtypes == [bool_, bool_]:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if bool_ in dtypes:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+class AddBackward0(Function):
+    def forward(self, a, b):
+        return elementwise(operator.add, a, b, result_type(a, b))
+
+    def backward(self, g):
+        return self.reduce(0, g), self.reduce(1, g) if self.needs_input_grad(1) else None
+
+
+class SubBackward0(Function):
+    def forward(self, a, b):
+        _check_bool_subtraction(a, b)
+        return elementwise(operator.sub, a, b, result_type(a, b))
+
+    def backward(self, g):
+        return self.reduce(0, g), self.reduce(1, -g) if self.needs_input_grad(1) else None
+
+
+class RsubBackward1(Function):
+    """number - x"""
+    scalar_edge = False
+
+    def forward(self, x, number):
+        _check_bool_subtraction(x, number)
+        return elementwise(lambda v, s: s - v, x, number, result_type(x, number))
+
+    def backward(self, g):
+        return self.reduce(0, -g)
+
+
+class MulBackward0(Function):
+    def forward(self, a, b):
+        if isinstance(b, Tensor):
+            self.save(a)
+            self.save(b)
+        return elementwise(operator.mul, a, b, result_type(a, b))
+
+    def backward(self, g):
+        return (self.reduce(0, g * self.operand(1)) if self.needs_input_grad(0) else None,
+                self.reduce(1, g * self.operand(0)) if self.needs_input_grad(1) else None)
+
+
+class DivBackward0(Function):
+    def forward(self, a, b):
+        if isinstance(b, Tensor):
+            self.save(a)
+            self.save(b)
+        return elementwise(ieee_div, a, b, float_type(result_type(a, b)))
+
+    def backward(self, g):
+        other = self.operand(1)
+        return (self.reduce(0, g / other) if self.needs_input_grad(0) else None,
+                self.reduce(1, -(g * self.operand(0) / (other * other))) if self.needs_input_grad(1) else None)
+
+
+class ReciprocalBackward0(Function):
+    def forward(self, x):
+        out = unary(lambda v: ieee_div(1.0, v), x, float_type(x._dtype))
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        y = self.unpack(0)
+        return -(g * (y * y))
+
+
+def rdiv(x, number):
+    """number / x is number * (1 / x), as PyTorch computes (and names) it."""
+    return MulBackward0.run(ReciprocalBackward0.run(x), number)
+
+
+class PowBackward0(Function):
+    """x ** number"""
+    scalar_edge = False
+
+    def forward(self, x, exponent):
+        if not x._dtype.is_floating_point and type(exponent) is int and exponent < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        self.save(x)
+        dtype = result_type(x, exponent)
+        return elementwise(_pow_in(dtype), x, exponent, dtype)
+
+    def backward(self, g):
+        p = float(self.inputs[1])
+        if p == 0:
+            return zeros_like(g)
+        return self.reduce(0, g * (self.unpack(0) ** (p - 1) * p))
+
+
+class PowBackward1(Function):
+    """x ** y for tensors; d/dy is x**y * log(x), taken as 0 where x == 0 and y >= 0 (the limit)."""
+
+    def forward(self, x, y):
+        dtype = result_type(x, y)
+        if dtype is bool_:
+            raise RuntimeError("\"pow\" not implemented for 'Bool'")
+        out = elementwise(_pow_in(dtype), x, y, dtype)
+        self.save(x)
+        self.save(y)
+        self.save(out, is_output=True)  # d/dy reads it (as PyTorch's, so in-place changes to it fail alike)
+        return out
+
+    def backward(self, g):
+        x, y, result = self.unpack(0), self.unpack(1), self.unpack(2)
+        gx = gy = None
+        if self.needs_input_grad(0):  # taken as 0 where y == 0: x ** 0 is constant, even at x == 0
+            d = y * x ** (y - 1)
+            gx = self.reduce(0, g * where(y == 0, zeros_like(d), d))
+        if self.needs_input_grad(1):
+            d = result * to_dtype(x, result._dtype).log()  # log in the result's precision, as PyTorch
+            gy = self.reduce(1, g * where(logical_and(x == 0, y >= 0), zeros_like(d), d))
+        return gx, gy
+
+
+class PowBackward2(Function):
+    """number ** x. For number == 0, d/dx (0 * log 0) is taken as 0 where x >= 0, as PyTorch."""
+    scalar_edge = False
+
+    def forward(self, x, base):
+        dtype = result_type(x, base)
+        if dtype is bool_:
+            raise RuntimeError("\"pow\" not implemented for 'Bool'")
+        power = _pow_in(dtype)
+        out = elementwise(lambda v, s: power(s, v), x, base, dtype)
+        self.save(x)
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        x, result, base = self.unpack(0), self.unpack(1), float(self.inputs[1])
+        d = result * _log(base)
+        if base == 0:
+            d = where(x >= 0, zeros_like(d), d)
+        return self.reduce(0, g * d)
+
+
+def pow(x, exponent):
+    return PowBackward1.run(x, exponent) if isinstance(exponent, Tensor) else PowBackward0.run(x, exponent)
+
+
+class MaximumBackward0(Function):
+    """The gradient goes to the larger input; ties split it evenly. As in PyTorch, an input gets
+    all of it unless it lost, so both get it where a NaN was compared."""
+    pick, loses = staticmethod(_maximum), operator.lt
+
+    def forward(self, a, b):
+        self.save(a)
+        self.save(b)
+        return elementwise(self.pick, a, b, result_type(a, b))
+
+    def backward(self, g):
+        a, b = self.unpack(0), self.unpack(1)
+        shared, zero = where(a == b, g * 0.5, g), zeros_like(g)
+        return (self.reduce(0, where(self.loses(a, b), zero, shared)) if self.needs_input_grad(0) else None,
+                self.reduce(1, where(self.loses(b, a), zero, shared)) if self.needs_input_grad(1) else None)
+
+
+class MinimumBackward0(MaximumBackward0):
+    """The gradient goes to the smaller input; ties split it evenly."""
+    pick, loses = staticmethod(_minimum), operator.gt
+
+
+class WhereBackward0(Function):
+    """The condition routes each gradient element to the input it came from."""
+
+    def forward(self, a, b, condition):
+        if condition._dtype is not bool_:
+            raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                               f"{condition._dtype._name}")
+        dtype = result_type(a, b)
+        shape = broadcast_shapes(broadcast_shapes(condition._shape, a._shape), b._shape)
+        values = zip(read(condition, shape), cast(read(a, shape), a._dtype, dtype), cast(read(b, shape), b._dtype, dtype))
+        self.save(condition)
+        return new_tensor([x if c else y for c, x, y in values], shape, dtype)
+
+    def backward(self, g):
+        condition, zero = self.unpack(0), zeros_like(g)
+        return (self.reduce(0, where(condition, g, zero)) if self.needs_input_grad(0) else None,
+                self.reduce(1, where(condition, zero, g)) if self.needs_input_grad(1) else None)
+
+
+def where(condition, a, b):
+    return WhereBackward0.run(a, b, condition=condition)
+
+
+# ---- predicates (no gradient)
+
+def compare(a, b, op):
+    """op is operator.lt, le, gt, ge, eq or ne; b a tensor or a number."""
+    return elementwise(op, a, b, result_type(a, b), bool_)
+
+
+def logical_and(a, b):
+    return elementwise(lambda x, y: bool(x and y), a, b, bool_)
+
+
+def logical_or(a, b):
+    return elementwise(lambda x, y: bool(x or y), a, b, bool_)
+
+
+class SignBackward0(Function):
+    """sign is piecewise constant: its gradient is zero (but, as in PyTorch, it is recorded)."""
+
+    def forward(self, x):
+        return unary(lambda v: (v > 0) - (v < 0), x, x._dtype)
+
+    def backward(self, g):
+        return zeros_like(g)
+
+
+def sign(x):
+    return SignBackward0.run(x)
+
+
+# ---- unary ops
+
+class NegBackward0(Function):
+    def forward(self, x):
+        if x._dtype is bool_:
+            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                               "invert a mask, use the `~` or `logical_not()` operator instead.")
+        return unary(operator.neg, x, x._dtype)
+
+    def backward(self, g):
+        return -g
+
+
+class AbsBackward0(Function):
+    def forward(self, x):
+        self.save(x)
+        return unary(lambda v: -v if v < 0 else v, x, x._dtype)  # keeps -0.0, as the core does
+
+    def backward(self, g):
+        return g * sign(self.unpack(0))
+
+
+class ExpBackward0(Function):
+    def forward(self, x):
+        out = unary(_exp, x, float_type(x._dtype))
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        return g * self.unpack(0)
+
+
+class LogBackward0(Function):
+    def forward(self, x):
+        self.save(x)
+        return unary(_log, x, float_type(x._dtype))
+
+    def backward(self, g):
+        return g / self.unpack(0)
+
+
+class SqrtBackward0(Function):
+    def forward(self, x):
+        out = unary(_sqrt, x, float_type(x._dtype))
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        return g / (self.unpack(0) * 2)
+
+
+class SinBackward0(Function):
+    def forward(self, x):
+        self.save(x)
+        return unary(_sin, x, float_type(x._dtype))
+
+    def backward(self, g):
+        return g * self.unpack(0).cos()
+
+
+class CosBackward0(Function):
+    def forward(self, x):
+        self.save(x)
+        return unary(_cos, x, float_type(x._dtype))
+
+    def backward(self, g):
+        return g * -self.unpack(0).sin()
+
+
+class TanhBackward0(Function):
+    def forward(self, x):
+        out = unary(math.tanh, x, float_type(x._dtype))
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        y = self.unpack(0)
+        return g * (1 - y * y)
+
+
+class SigmoidBackward0(Function):
+    def forward(self, x):
+        dtype = float_type(x._dtype)
+        out = new_tensor(_sigmoid_values(cast(read(x), x._dtype, dtype), dtype), x._shape, dtype)
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        y = self.unpack(0)
+        return g * (y * (1 - y))
+
+
+class ReluBackward0(Function):
+    def forward(self, x):
+        out = unary(lambda v: v if v > 0 or v != v else 0, x, x._dtype)  # NaN stays NaN
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        # As PyTorch's threshold_backward: cut where the result is <= 0, so it passes where it is NaN.
+        return where(self.unpack(0) <= 0, zeros_like(g), g)
+
+
+class ClampBackward1(Function):
+    """clamp with number bounds: the gradient passes where min <= x <= max (boundaries included, as PyTorch)."""
+
+    def forward(self, x, min, max):
+        bounds = [b for b in (min, max) if b is not None]
+        for bound in bounds:
+            if number_or_none(bound) is None:
+                raise TypeError(f"clamp(): min and max must be numbers, not {type(bound).__name__}")
+        if not bounds:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        # The bounds take part in type promotion as Python numbers: an int64 tensor clamped to 0.5 is float32.
+        dtype = result_type(x, *map(number_or_none, bounds))
+        self.save(x)
+        self.min, self.max = (None if b is None else float(number_or_none(b)) for b in (min, max))
+        lo = -math.inf if min is None else self.min
+        hi = math.inf if max is None else self.max
+        lo_value, hi_value = cast_scalar(lo, dtype), cast_scalar(hi, dtype)
+        return unary(lambda v: v if v != v else lo_value if v < lo else hi_value if v > hi else v, x, dtype)
+
+    def backward(self, g):
+        # where, not a product with the mask: an infinite gradient outside the range still gives 0.
+        x, zero = self.unpack(0), zeros_like(g)
+        if self.min is not None:
+            g = where(x >= self.min, g, zero)
+        if self.max is not None:
+            g = where(x <= self.max, g, zero)
+        return g
+
+
+class ClampBackward0(Function):
+    """clamp with tensor bounds (either may be missing). As PyTorch: x gets the gradient where
+    min <= x <= max, min where x < min (unless min >= max: then max wins), max where x > max or
+    max < min."""
+
+    def forward(self, x, min, max):
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        dtype = result_type(*(t for t in (x, min, max) if t is not None))
+        out = converted(x, dtype)
+        if min is not None:  # maximum/minimum keep NaN from either side, as clamp does
+            out = elementwise(_maximum, out, converted(min, dtype), dtype)
+        if max is not None:
+            out = elementwise(_minimum, out, converted(max, dtype), dtype)
+        for t in (x, min, max):
+            self.save(t)
+        return out
+
+    def backward(self, g):
+        x, lo, hi = self.unpack(0), self.unpack(1), self.unpack(2)
+        zero, grads = zeros_like(g), [None, None, None]
+        if self.needs_input_grad(0):
+            inside = x >= lo if lo is not None else x <= hi
+            if lo is not None and hi is not None:
+                inside = logical_and(inside, x <= hi)
+            grads[0] = self.reduce(0, where(inside, g, zero))
+        if self.needs_input_grad(1):
+            below = x < lo if hi is None else logical_and(x < lo, lo < hi)
+            grads[1] = self.reduce(1, where(below, g, zero))
+        if self.needs_input_grad(2):
+            above = x > hi if lo is None else logical_or(x > hi, hi < lo)
+            grads[2] = self.reduce(2, where(above, g, zero))
+        return tuple(grads)

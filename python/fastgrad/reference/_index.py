@@ -1,0 +1,353 @@
+"""Python's x[key] and x[key] = value, and advanced indexing with index tensors and bool masks.
+
+A key is parsed into views applied in order (ints select, slices slice, None unsqueezes) and
+optional advanced indices over the dims of the resulting view.
+"""
+import builtins
+import operator
+
+import numpy as np
+
+from .._types import bool as bool_, int64
+from ._autograd import Function, is_grad_enabled, no_grad, should_record
+from ._elementwise import clone, to_dtype
+from ._inplace import assert_no_internal_overlap, assert_no_overlap, assert_no_partial_overlap, check_inplace, \
+    in_place_edges, rebase_history
+from ._shape import AliasBackward0, expand, permute, select, slice, unsqueeze
+from ._tensor import (Tensor, broadcast_shapes, contiguous_strides, copy_values, element_offsets, full, make_view,
+                      new_tensor, number_or_none, numel_of, read, shape_str)
+
+_INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
+
+
+# ---- parsing x[key]
+
+def _index_tensor(item):
+    """An advanced index (tensor, list, tuple or numpy array) as an int64 or bool tensor."""
+    if not isinstance(item, Tensor):
+        from ._creation import exact_dtype_of_array, tensor
+        if isinstance(item, np.ndarray):
+            exact_dtype_of_array(item)  # only the element types a tensor can hold as they are
+        item = tensor(item, dtype=int64 if len(item) == 0 else None)  # x[[]]: numpy would make it float64
+    if item._dtype.is_floating_point:
+        raise IndexError(_INDEX_DTYPE_ERROR)
+    return item
+
+
+def _is_advanced(item):
+    return isinstance(item, (Tensor, list, tuple, np.ndarray))
+
+
+def _dims_consumed(item):
+    if item is None or item is Ellipsis:
+        return 0
+    if isinstance(item, Tensor) and item._dtype is bool_:
+        return item.dim()  # a 0-d mask adds a dim instead
+    return 1
+
+
+def parse_index(x, key):
+    """(steps, advanced): steps are ('select', dim, index), ('slice', dim, start, stop, step) and
+    ('unsqueeze', dim) on the view so far; advanced has one entry per dim of the final view (None
+    keeps the dim whole), or is empty when the key has no tensor or list indices."""
+    items = key if isinstance(key, tuple) else (key,)
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = sum(_dims_consumed(item) for item in items)
+    if consumed > x.dim():
+        raise IndexError(f"too many indices for tensor of dimension {x.dim()}")
+    steps, advanced = [], []
+    dim = x_dim = 0  # the dim of the view so far that the next item applies to, and the dim of x it came from
+    for item in items:
+        if item is None:
+            steps.append(("unsqueeze", dim))
+            advanced.append(None)
+            dim += 1
+        elif item is Ellipsis:
+            advanced += [None] * (x.dim() - consumed)
+            dim += x.dim() - consumed
+            x_dim += x.dim() - consumed
+        elif isinstance(item, bool):
+            raise TypeError("indexing with a Python bool is not supported; use a bool tensor")
+        elif isinstance(item, builtins.slice):
+            start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
+            steps.append(("slice", dim, start, stop, 1 if item.step is None else operator.index(item.step)))
+            advanced.append(None)
+            dim += 1
+            x_dim += 1
+        elif not _is_advanced(item) and hasattr(type(item), "__index__"):
+            index, size = operator.index(item), x._shape[x_dim]
+            if not -size <= index < size:
+                raise IndexError(f"index {index} is out of bounds for dimension {x_dim} with size {size}")
+            steps.append(("select", dim, index))
+            x_dim += 1
+        elif _is_advanced(item):
+            index = _index_tensor(item)
+            if index._dtype is bool_ and index.dim() == 0:
+                # x[True] / x[False]: a new dim of size 1, then all (or none) of it, as PyTorch.
+                steps.append(("unsqueeze", dim))
+                advanced.append(new_tensor([0] if index.item() else [], (1 if index.item() else 0,), int64))
+                dim += 1
+                continue
+            advanced.append(index)
+            covered = _dims_consumed(index)
+            dim += covered
+            x_dim += covered
+        else:
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {type(item).__name__})")
+    return steps, advanced if any(i is not None for i in advanced) else []
+
+
+def _apply_steps(x, steps):
+    for kind, dim, *args in steps:
+        if kind == "select":
+            x = select(x, dim, *args)
+        elif kind == "slice":
+            x = slice(x, dim, *args)
+        else:
+            x = unsqueeze(x, dim)
+    return x
+
+
+def getitem(x, key):
+    steps, advanced = parse_index(x, key)
+    view = _apply_steps(x, steps)
+    if advanced:
+        return index(view, advanced)
+    return view if view is not x else AliasBackward0.run(x)
+
+
+# ---- advanced indexing
+
+def _masks_to_indices(x, indices):
+    """Bool masks become int64 coordinates of their true elements: one index tensor per mask dim."""
+    out = []
+    for idx in indices:
+        if idx is None or idx._dtype is not bool_:
+            if idx is not None and idx._dtype is not int64:
+                raise IndexError(_INDEX_DTYPE_ERROR)
+            out.append(idx)
+            continue
+        first = len(out)
+        for d in range(idx.dim()):
+            if first + d >= x.dim() or idx._shape[d] != x._shape[first + d]:
+                raise IndexError(f"The shape of the mask {shape_str(idx._shape)} at index {d} does not match the "
+                                 f"shape of the indexed tensor {shape_str(x._shape)} at index {first + d}")
+        strides = contiguous_strides(idx._shape)
+        hits = [i for i, flag in enumerate(read(idx)) if flag]
+        for d in range(idx.dim()):
+            coords = [i // strides[d] % idx._shape[d] for i in hits]
+            out.append(new_tensor(coords, (len(coords),), int64))
+    return out
+
+
+def _plan(x, raw_indices):
+    """Where x[indices] reads from, and how its result is laid out.
+
+    Returns (positions, layout, out_shape): the storage positions of the elements in the
+    [index dims..., other dims...] layout, that layout's shape, and the permutation (`to_out`) into
+    PyTorch's order: index dims stay in place when the indexed dims are adjacent, else go first.
+    """
+    indices = _masks_to_indices(x, raw_indices)
+    if len(indices) > x.dim():
+        raise IndexError(f"too many indices for tensor of dimension {x.dim()}")
+    indices += [None] * (x.dim() - len(indices))
+    indexed = [d for d, idx in enumerate(indices) if idx is not None]
+    index_shape = ()
+    for n, d in enumerate(indexed):
+        try:
+            index_shape = indices[d]._shape if n == 0 else broadcast_shapes(index_shape, indices[d]._shape)
+        except RuntimeError:
+            shapes = ", ".join(shape_str(idx._shape) for idx in indices if idx is not None)
+            raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}") \
+                from None
+    starts = [x._offset] * numel_of(index_shape)
+    for d in indexed:
+        size = x._shape[d]
+        for i, k in enumerate(read(indices[d], index_shape)):
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
+            starts[i] += (k % size) * x._strides[d]
+    rest = [d for d in range(x.dim()) if indices[d] is None]
+    adjacent = not indexed or indexed[-1] - indexed[0] + 1 == len(indexed)
+    before = sum(1 for d in rest if adjacent and indexed and d < indexed[0])
+    nb, nr = len(index_shape), len(rest)
+    to_out = [*range(nb, nb + before), *range(nb), *range(nb + before, nb + nr)]
+    layout = tuple(index_shape) + tuple(x._shape[d] for d in rest)
+    within = element_offsets([x._shape[d] for d in rest], [x._strides[d] for d in rest], 0)
+    return [s + w for s in starts for w in within], layout, to_out
+
+
+def _inverse(permutation):
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return inverse
+
+
+class IndexFunction(Function):
+    """A node that keeps index tensors for backward. As PyTorch, they are version-checked like any
+    saved tensor; masks are kept as the coordinates of their true elements, computed at forward."""
+
+    def save_indices(self, x, indices):
+        for idx in _masks_to_indices(x, indices):
+            self.save(idx)
+
+    def saved_indices(self):
+        return [self.unpack(i) for i in range(len(self._saved))]
+
+
+class IndexBackward0(IndexFunction):
+    def forward(self, x, indices):
+        positions, layout, to_out = _plan(x, indices)
+        data = x._storage.data
+        gathered = new_tensor([data[p] for p in positions], layout, x._dtype)
+        with no_grad():
+            out = clone(permute(gathered, to_out))
+        self.save_indices(x, indices)
+        return out
+
+    def backward(self, g):
+        shape, dtype = self.inputs[0]
+        return index_put_(full(shape, 0, dtype), self.saved_indices(), g, True)
+
+
+def index(x, indices):
+    return IndexBackward0.run(x, indices=indices)
+
+
+def _scatter_values(self, indices, values, accumulate):
+    """Writes `values` (broadcast to the indexing result) into self[indices]; no autograd."""
+    positions, layout, to_out = _plan(self, indices)
+    out_shape = [layout[p] for p in to_out]
+    with no_grad():
+        try:
+            v = expand(to_dtype(values, self._dtype), out_shape)
+        except RuntimeError:
+            raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(values._shape)} cannot be broadcast "
+                               f"to indexing result of shape {shape_str(out_shape)}") from None
+        source = read(permute(v, _inverse(to_out)))
+    data = self._storage.data
+    if accumulate:
+        combine = operator.or_ if self._dtype is bool_ else operator.add
+        for p, value in zip(positions, source):  # one at a time: repeated positions accumulate
+            data[p] = combine(data[p], value)
+    else:
+        for p, value in zip(positions, source):
+            data[p] = value
+
+
+class IndexPutBackward0(IndexFunction):
+    def backward(self, g):
+        indices = self.saved_indices()
+        return (index_put_(clone(g), indices, full((), 0, g._dtype), False) if self.needs_input_grad(0) else None,
+                self.reduce(1, index(g, indices)) if self.needs_input_grad(1) else None)
+
+
+def _fills_through_mask(indices, value):
+    """x[mask] = v with a one-element v: PyTorch runs it as masked_fill_ with v's value, which makes
+    no memory-overlap check."""
+    defined = [idx for idx in indices if idx is not None]
+    return value.numel() == 1 and len(defined) == 1 and defined[0]._dtype is bool_
+
+
+def index_put_(self, indices, values, accumulate):
+    check_inplace(self)
+    if accumulate or not _fills_through_mask(indices, values):
+        assert_no_overlap(self, values)
+    edges = in_place_edges(self, values)
+    recording = should_record((self, values)) and self._dtype.is_floating_point
+    _scatter_values(self, indices, values, accumulate)
+    self._storage.version += 1
+    if recording:
+        node = IndexPutBackward0().connect((self, values), edges=edges)
+        node.save_indices(self, indices)
+        rebase_history(self, (node, 0))
+    return self
+
+
+# ---- x[key] = value
+
+class IndexCopySlices(IndexFunction):
+    """The backward of x[key] = value: the overwritten region gets no gradient, the value gets the
+    region's gradient (summed back to its shape). PyTorch calls this node CopySlices."""
+
+    def name(self):
+        return "CopySlices"
+
+    def backward(self, g):
+        advanced = self.saved_indices()  # over the view the steps make
+        old = new = None
+        if self.needs_input_grad(0):
+            old = clone(g)
+            region = _apply_steps(old, self.steps)
+            if advanced:
+                index_put_(region, advanced, full((), 0, g._dtype), False)
+            else:
+                region.zero_()
+        if self.needs_input_grad(1):
+            written = _apply_steps(g, self.steps)
+            new = self.reduce(1, index(written, advanced) if advanced else written)
+        return old, new
+
+
+def _as_copied_by_setitem(value, shape):
+    """The value as PyTorch's x[key] = value hands it to copy_ (whose overlap check compares
+    strides): as is if the shapes match, else without its leading size-1 dims and expanded, where
+    PyTorch's expand gives a new size-1 dim the stride of the dims after it."""
+    if value._shape == tuple(shape):
+        return value
+    kept = list(zip(value._shape, value._strides))
+    while kept and kept[0][0] == 1:
+        kept.pop(0)
+    n, lead = len(shape), len(shape) - len(kept)
+    if lead < 0:
+        return value  # expand will fail with its own message
+    strides = [0] * n
+    for i in range(n - 1, -1, -1):
+        if i >= lead:
+            size, stride = kept[i - lead]
+            strides[i] = stride if size == shape[i] else 0
+        elif kept and shape[i] == 1:
+            strides[i] = shape[i + 1] * strides[i + 1] if i + 1 < n else 1
+    return make_view(value, shape, strides, value._offset)
+
+
+def setitem(self, key, value):
+    steps, advanced = parse_index(self, key)
+    if not isinstance(value, Tensor):
+        number = number_or_none(value)
+        if number is None:
+            raise TypeError(f"expected Tensor or number, got {type(value).__name__}")
+        value = full((), number, self._dtype)
+    # x[key] = v writes through a view of x, and PyTorch words the leaf error that way.
+    if is_grad_enabled() and self._grad_fn is None and self._requires_grad_leaf:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    check_inplace(self)
+    edges = in_place_edges(self, value)
+    recording = should_record((self, value)) and self._dtype.is_floating_point
+    with no_grad():
+        region = _apply_steps(self, steps)
+        # PyTorch's checks: a copy (basic indexing) may not write memory twice nor read memory it
+        # partly writes; index_put_ (advanced) may not read memory it writes at all.
+        if advanced:
+            if not _fills_through_mask(advanced, value):
+                assert_no_overlap(region, value)
+        else:
+            assert_no_internal_overlap(region)
+            if value.dim():
+                assert_no_partial_overlap(region, _as_copied_by_setitem(value, region._shape))
+        # What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
+        source = clone(value) if value._storage is self._storage else value
+        if advanced:
+            _scatter_values(region, advanced, source, False)
+        else:
+            copy_values(region, expand(source, region._shape))
+    self._storage.version += 1
+    if recording:
+        node = IndexCopySlices().connect((self, value), edges=edges)
+        node.steps = steps
+        if advanced:
+            node.save_indices(region, advanced)
+        rebase_history(self, (node, 0))

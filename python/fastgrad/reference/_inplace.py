@@ -1,0 +1,222 @@
+"""In-place ops. Arithmetic ones run their out-of-place op (which records the usual node) and
+write the result back, so self's new grad_fn is that node; ops that replace the values outright
+(fill_, zero_, copy_) record a node that cuts the gradient to the old values. Every write bumps
+the storage's version, which is how a stale saved tensor is detected in backward.
+"""
+from .._types import bool as bool_, int64, float32
+from ._autograd import Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, should_record
+from ._elementwise import AddBackward0, ClampBackward1, DivBackward0, MulBackward0, SubBackward0, clone, contiguous
+from ._shape import as_strided, expand
+from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
+
+_CATEGORY = {bool_: 0, int64: 1}
+_TITLE = {bool_: "Bool", int64: "Long", float32: "Float"}
+
+
+# ---- PyTorch's memory-overlap checks for ops that write into a tensor they may also read. "Dense"
+# tensors (every element in its own slot, no gaps) are compared exactly; others are too hard to
+# judge and pass, as in PyTorch.
+
+_SHARED_MEMORY = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                  "single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _dense(t):
+    expected = 1
+    for stride, size in sorted((stride, size) for size, stride in zip(t._shape, t._strides) if size != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _overlap(a, b):
+    """'full', 'partial', 'none', or None when the layouts are too irregular to judge."""
+    if a is b:
+        return "full"
+    if not a.numel() or not b.numel():
+        return "none"
+    if not _dense(a) or not _dense(b):
+        return None
+    if a._storage is not b._storage:
+        return "none"
+    (a_begin, a_end), (b_begin, b_end) = ((t._offset, t._offset + t.numel()) for t in (a, b))
+    if (a_begin, a_end) == (b_begin, b_end):  # other strides (even of size-1 dims) are partial, as PyTorch says
+        return "full" if a._strides == b._strides else "partial"
+    return "partial" if a_begin < b_end and b_begin < a_end else "none"
+
+
+def assert_no_internal_overlap(out):
+    """Writing into `out` must not write some memory twice (an expanded, stride-0 dim)."""
+    if out.numel() and not _dense(out) and any(n > 1 and s == 0 for n, s in zip(out._shape, out._strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                           "memory location. Please clone() the tensor before performing the operation.")
+
+
+def assert_no_partial_overlap(out, source):
+    """`source` may not share some but not all of `out`'s memory (elementwise in-place ops, copies)."""
+    if isinstance(source, Tensor) and _overlap(out, source) == "partial":
+        raise RuntimeError(_SHARED_MEMORY)
+
+
+def assert_no_overlap(out, source):
+    """`source` may not share any of `out`'s memory (index_put_)."""
+    if _overlap(out, source) in ("partial", "full"):
+        raise RuntimeError(_SHARED_MEMORY)
+
+
+def check_inplace(self):
+    """The leaf checks PyTorch makes before any in-place write."""
+    refresh_view_history(self)
+    if not is_grad_enabled():
+        return
+    if self._grad_fn is None and self._requires_grad_leaf:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = self._view_base
+    if base is not None and base._grad_fn is None and base._requires_grad_leaf:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+class CopySlices(Function):
+    """The base's new value after an in-place write through a view: its old value outside the
+    view's region (edge 0), the in-place result inside it (edge 1)."""
+
+    def region(self, whole):
+        with no_grad():
+            return as_strided(whole, self.shape, self.strides, self.offset)
+
+    def backward(self, g):
+        old = new = None
+        if self.needs_input_grad(0):
+            old = clone(g)
+            self.region(old).zero_()
+        if self.needs_input_grad(1):
+            new = clone(self.region(contiguous(g)))
+        return old, new
+
+
+def rebase_history(self, new_value):
+    """Makes `new_value` (an edge to the node computing self's new contents) self's history. When
+    self is a view, the base's history is rewritten too (CopySlices), and the view's becomes an
+    as_strided view of the base's new value."""
+    base = self._view_base
+    if base is None:
+        self._grad_fn, self._output_nr = new_value
+        return
+    if not base.is_contiguous():
+        raise RuntimeError("fastgrad: an in-place operation that needs gradients through a view of a non-contiguous "
+                           "tensor is not supported; call .contiguous() on the base tensor first")
+    node = CopySlices().connect((base,), edges=(gradient_edge(base), new_value))
+    node.shape, node.strides, node.offset = self._shape, self._strides, self._offset - base._offset
+    base._grad_fn, base._output_nr = node, 0
+    self._grad_fn, self._output_nr = as_strided(base, node.shape, node.strides, node.offset)._grad_fn, 0
+    self._view_version = self._storage.version
+
+
+def in_place_edges(self, source):
+    """The edges of a node for an in-place write of `source` into self: to self's old history and to
+    the source's. Both are taken before the write: the source may be a view of self, and taking
+    its edge after the write would give it a fresh history later on the tape than the node."""
+    return gradient_edge(self), gradient_edge(source)
+
+
+def _snapshot(self):
+    """A copy of self's values carrying self's history, for ops whose backward reads the old self."""
+    copy = new_tensor(read(self), self._shape, self._dtype)
+    copy._grad_fn, copy._output_nr, copy._requires_grad_leaf = self._grad_fn, self._output_nr, self._requires_grad_leaf
+    return copy
+
+
+def _apply_inplace(node_class, self, operands, reads_self, **params):
+    """self = op(self, *operands), op being the out-of-place op recorded by `node_class`. When its
+    backward reads self's old values, it runs on a snapshot, so that overwriting self does not
+    invalidate what it saved."""
+    check_inplace(self)
+    assert_no_internal_overlap(self)
+    for operand in operands:
+        assert_no_partial_overlap(self, operand)
+    recording = should_record((self, *operands))
+    result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
+    if _CATEGORY.get(result._dtype, 2) > _CATEGORY.get(self._dtype, 2):
+        raise RuntimeError(f"result type {_TITLE.get(result._dtype, 'Double')} can't be cast to the desired output "
+                           f"type {_TITLE.get(self._dtype, 'Double')}")
+    if result._shape != self._shape:
+        raise RuntimeError(f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape "
+                           f"{shape_str(result._shape)}")
+    copy_values(self, result)
+    self._storage.version += 1
+    if recording:
+        rebase_history(self, (result._grad_fn, result._output_nr))
+    return self
+
+
+def add_(self, other):
+    return _apply_inplace(AddBackward0, self, (other,), False)
+
+
+def sub_(self, other):
+    return _apply_inplace(SubBackward0, self, (other,), False)
+
+
+def mul_(self, other):
+    return _apply_inplace(MulBackward0, self, (other,), isinstance(other, Tensor))
+
+
+def div_(self, other):
+    return _apply_inplace(DivBackward0, self, (other,), isinstance(other, Tensor))
+
+
+def clamp_(self, min, max):
+    return _apply_inplace(ClampBackward1, self, (), True, min=min, max=max)
+
+
+# ---- ops that replace self's values: the old values get no gradient; a tensor source gets the
+# gradient of the positions it filled.
+
+class FillBackward0(Function):
+    def backward(self, g):
+        return (full(g._shape, 0, g._dtype) if self.needs_input_grad(0) else None,
+                self.reduce(1, g) if self.needs_input_grad(1) else None)
+
+
+class ZeroBackward0(FillBackward0):
+    """zero_()"""
+
+
+class CopyBackwards(FillBackward0):
+    """copy_(src)"""
+
+
+def _replace_values(node_class, self, source, checked=False):
+    """`checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none)."""
+    check_inplace(self)
+    if checked:
+        assert_no_internal_overlap(self)
+        assert_no_partial_overlap(self, source)
+    edges = in_place_edges(self, source)
+    recording = should_record((self, source)) and self._dtype.is_floating_point  # int self: no gradient
+    with no_grad():
+        expanded = expand(source, self._shape)
+        copy_values(self, clone(expanded) if expanded._storage is self._storage else expanded)
+    self._storage.version += 1
+    if recording:
+        node = node_class().connect((self, source), edges=edges)
+        rebase_history(self, (node, 0))
+    return self
+
+
+def fill_(self, value):
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
+                               "dimensions.")
+        return _replace_values(FillBackward0, self, value)
+    return _replace_values(FillBackward0, self, full((), value, self._dtype))
+
+
+def zero_(self):
+    return _replace_values(ZeroBackward0, self, full((), 0, self._dtype))
+
+
+def copy_(self, src):
+    return _replace_values(CopyBackwards, self, src, checked=True)

@@ -1,0 +1,186 @@
+"""Matrix products. dot, mv, mm and bmm are the recorded primitives, each with its own backward;
+matmul applies PyTorch's rank rules on top of them."""
+import itertools
+import operator
+from array import array
+
+from .._types import bool as bool_, int64, float32
+from ._autograd import Function
+from ._storage import TYPECODE
+from ._shape import expand, reshape, squeeze, t, transpose, unsqueeze, UnsafeViewBackward0
+from ._tensor import broadcast_shapes, element_offsets, new_tensor, numel_of
+
+_C_TYPE_NAME = {bool_: "bool", int64: "long int", float32: "float"}
+
+
+def _c_type_name(dtype):
+    return _C_TYPE_NAME.get(dtype, "double")
+
+
+def _require_same_dtype(a, b):
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(a._dtype)} != "
+                           f"{_c_type_name(b._dtype)}")
+
+
+def _rows(x, strides, batch, rows, cols):
+    """x read as `batch` matrices of rows x cols with (batch, row, col) strides: a list of rows per matrix."""
+    values = [x._storage.data[i] for i in element_offsets((batch, rows, cols), strides, x._offset)]
+    return [[values[r * cols:(r + 1) * cols] for r in range(p * rows, (p + 1) * rows)] for p in range(batch)]
+
+
+def _product(a, a_strides, b, b_strides, batch, n, k, m, out_shape):
+    """out[p] = a[p] @ b[p] with a read as (batch, n, k) and b as (batch, k, m) through the given
+    strides, in the core's i-k-j order: row i of the result accumulates a[i, q] * b[q, :] over q,
+    each product and partial sum taken in the operands' own type (so float32 rounds every step)."""
+    in_type = (lambda values: array(TYPECODE[a._dtype], values)) if a._dtype.is_floating_point else list
+    out = []
+    for a_rows, b_rows in zip(_rows(a, a_strides, batch, n, k), _rows(b, b_strides, batch, k, m)):
+        for row in a_rows:
+            total = in_type([0] * m)
+            for a_iq, b_row in zip(row, b_rows):
+                total = in_type(map(operator.add, total, in_type(map(operator.mul, itertools.repeat(a_iq), b_row))))
+            out.extend(total)
+    return new_tensor(out, out_shape, a._dtype)
+
+
+def _dims_str(x):
+    return f"{x._shape[0]}x{x._shape[1]}"
+
+
+class Product(Function):
+    """Every product's backward reads both operands."""
+
+    def forward(self, a, b):
+        self.check(a, b)
+        self.save(a)
+        self.save(b)
+        return self.compute(a, b)
+
+
+class DotBackward0(Product):
+    def check(self, a, b):
+        if a.dim() != 1 or b.dim() != 1:
+            raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
+        n, m = a._shape[0], b._shape[0]
+        if n != m:
+            raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+                               f"number of elements, but got {n} and {m} elements respectively")
+        if a._dtype is not b._dtype:
+            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_c_type_name(a._dtype)} "
+                               f"and {_c_type_name(b._dtype)}")
+
+    def compute(self, a, b):
+        return _product(a, (0, 0, a._strides[0]), b, (0, b._strides[0], 0), 1, 1, a._shape[0], 1, ())
+
+    def backward(self, g):
+        return (g * self.unpack(1) if self.needs_input_grad(0) else None,
+                g * self.unpack(0) if self.needs_input_grad(1) else None)
+
+
+class MvBackward0(Product):
+    def check(self, a, b):
+        if a.dim() != 2 or b.dim() != 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.dim()}, {b.dim()}")
+        if a._shape[1] != b._shape[0]:
+            raise RuntimeError(f"size mismatch, got input ({a._shape[0]}), mat ({_dims_str(a)}), vec ({b._shape[0]})")
+        _require_same_dtype(a, b)
+
+    def compute(self, a, b):
+        return _product(a, (0, *a._strides), b, (0, b._strides[0], 0), 1, *a._shape, 1, a._shape[:1])
+
+    def backward(self, g):
+        return (mm(unsqueeze(g, 1), unsqueeze(self.unpack(1), 0)) if self.needs_input_grad(0) else None,
+                mv(t(self.unpack(0)), g) if self.needs_input_grad(1) else None)
+
+
+class MmBackward0(Product):
+    def check(self, a, b):
+        if a.dim() != 2:
+            raise RuntimeError("self must be a matrix")
+        if b.dim() != 2:
+            raise RuntimeError("mat2 must be a matrix")
+        if a._shape[1] != b._shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_dims_str(a)} and {_dims_str(b)})")
+        _require_same_dtype(a, b)
+
+    def compute(self, a, b):
+        return _product(a, (0, *a._strides), b, (0, *b._strides), 1, *a._shape, b._shape[1],
+                        (a._shape[0], b._shape[1]))
+
+    def backward(self, g):
+        return (mm(g, t(self.unpack(1))) if self.needs_input_grad(0) else None,
+                mm(t(self.unpack(0)), g) if self.needs_input_grad(1) else None)
+
+
+class BmmBackward0(Product):
+    def check(self, a, b):
+        if a.dim() != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if b.dim() != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+        if a._shape[0] != b._shape[0] or a._shape[2] != b._shape[1]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a._shape[0]}, "
+                               f"{a._shape[2]}] but got: [{b._shape[0]}, {b._shape[1]}].")
+        _require_same_dtype(a, b)
+
+    def compute(self, a, b):
+        return _product(a, a._strides, b, b._strides, *a._shape, b._shape[2], (*a._shape[:2], b._shape[2]))
+
+    def backward(self, g):
+        return (bmm(g, transpose(self.unpack(1), 1, 2)) if self.needs_input_grad(0) else None,
+                bmm(transpose(self.unpack(0), 1, 2), g) if self.needs_input_grad(1) else None)
+
+
+def dot(a, b):
+    return DotBackward0.run(a, b)
+
+
+def mv(a, b):
+    return MvBackward0.run(a, b)
+
+
+def mm(a, b):
+    return MmBackward0.run(a, b)
+
+
+def bmm(a, b):
+    return BmmBackward0.run(a, b)
+
+
+def _unsafe_view(x, shape):
+    return UnsafeViewBackward0.run(x, shape=shape)
+
+
+def matmul(a, b):
+    """PyTorch's matmul: vectors are promoted to matrices and the extra dim removed afterwards; batch
+    dims broadcast, and the product runs as one bmm over the flattened batch."""
+    if a.dim() == 0 or b.dim() == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {a.dim()}D and {b.dim()}D")
+    ranks = (a.dim(), b.dim())
+    if ranks == (1, 1):
+        return dot(a, b)
+    if ranks == (2, 1):
+        return mv(a, b)
+    if ranks == (1, 2):
+        return squeeze(mm(unsqueeze(a, 0), b), [0])
+    if ranks == (2, 2):
+        return mm(a, b)
+    if a.dim() >= 3 and b.dim() <= 2:  # (..., n, k) @ (k, m): one mm over the folded leading dims
+        folded = reshape(a, (numel_of(a._shape[:-1]), a._shape[-1]))  # not -1: k may be 0
+        if b.dim() == 1:
+            return _unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), [1]), a._shape[:-1])
+        return _unsafe_view(mm(folded, b), a._shape[:-1] + b._shape[1:])
+    a3 = unsqueeze(a, 0) if a.dim() == 1 else a
+    b3 = unsqueeze(b, 1) if b.dim() == 1 else b
+    (n, k), (k2, m) = a3._shape[-2:], b3._shape[-2:]
+    if k != k2:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{numel_of(a3._shape[:-2])}, {k}] but got: [{numel_of(b3._shape[:-2])}, {k2}].")
+    batch = broadcast_shapes(a3._shape[:-2], b3._shape[:-2])
+
+    def batched(x, rows, cols):
+        return reshape(expand(x, batch + (rows, cols)), (numel_of(batch), rows, cols))
+
+    out = bmm(batched(a3, n, k), batched(b3, k, m))
+    return _unsafe_view(out, batch + ((n,) if a.dim() > 1 else ()) + ((m,) if b.dim() > 1 else ()))

@@ -1,0 +1,64 @@
+"""Element storage and the conversions between element types.
+
+A Storage is a flat sequence of numbers plus the version counter that autograd uses to notice
+in-place changes: usually an `array.array`, so that a float32 tensor rounds every value written to
+it to float32 exactly like the C++ core; for `from_numpy` a memoryview of the numpy buffer, so
+that both sides see each other's writes. Both index, slice and assign the same way.
+"""
+from array import array
+
+from .._types import bool as bool_, int64, float32, float64
+
+TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
+LEGACY_NAME = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
+INT64_MIN = -2 ** 63
+# float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
+_INT64_LIMIT = 9.2233720368547758e18
+
+
+class Storage:
+    __slots__ = ("data", "version")
+
+    def __init__(self, data):
+        self.data = data
+        self.version = 0  # bumped by every in-place write through any tensor sharing this storage
+
+
+def to_int(value):
+    """C++ static_cast<int64_t>(double): truncation toward zero."""
+    return int(value) if -_INT64_LIMIT <= value < _INT64_LIMIT else INT64_MIN
+
+
+def _wrap_int64(value):
+    # int64 arithmetic wraps around in the core; Python ints do not.
+    return (value - INT64_MIN) % 2 ** 64 + INT64_MIN
+
+
+def to_array(values, dtype):
+    """A new array of `dtype` holding `values` (already of that dtype's kind, see cast)."""
+    if dtype is bool_:
+        return array("B", map(bool, values))
+    try:
+        return array(TYPECODE[dtype], values)
+    except OverflowError:
+        return array("q", [_wrap_int64(v) for v in values])
+
+
+def cast(values, source, target):
+    """Values of dtype `source` as the core's static_cast to `target` gives them."""
+    if source is target:
+        return values
+    if target is float32:
+        return array("f", values).tolist()  # rounds to float32
+    if target is float64:
+        return array("d", values).tolist()
+    if target is bool_:
+        return [v != 0 for v in values]  # NaN is true, as in C++
+    if source.is_floating_point:
+        return [to_int(v) for v in values]
+    return list(values)  # bool -> int64: already 0 and 1
+
+
+def cast_scalar(value, dtype):
+    """A Python number converted to `dtype` the way the core converts its Scalar (held as a double)."""
+    return cast([float(value)], float64, dtype)[0]

@@ -1,0 +1,399 @@
+"""The Tensor: a strided view (shape, strides, offset) of a Storage, plus autograd metadata.
+
+Views share their base's storage, so writes through any of them are seen by all, and broadcasting
+reads a tensor with stride 0 along the stretched dims, exactly as in the C++ core. This module also
+holds the element loops every op uses: `read` gathers a tensor's values in row-major order,
+`write` stores values into a tensor's elements, `new_tensor` makes a contiguous tensor of values.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from .. import _formatting
+from .._types import Size, device, bool as bool_, int64, float32, float64
+from ._storage import Storage, cast, to_array
+
+_NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, "
+    "use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
+    "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.")
+
+
+# ---- shapes
+
+def numel_of(shape):
+    return math.prod(shape)
+
+
+def contiguous_strides(shape):
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def shape_str(shape):
+    """'[2, 3]', as PyTorch prints shapes in messages."""
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def broadcast_shapes(a, b):
+    n = max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i, (da, db) in enumerate(zip(a, b)):
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                               f"at non-singleton dimension {i}")
+    return tuple(db if da == 1 else da for da, db in zip(a, b))
+
+
+def broadcast_strides(t, shape):
+    """Strides that read `t` as if expanded to `shape`: 0 along the dims broadcasting stretches."""
+    lead = len(shape) - t.dim()
+    return (0,) * lead + tuple(0 if size == 1 else stride for size, stride in zip(t._shape, t._strides))
+
+
+def wrap_dim(dim, ndim):
+    """A possibly negative dim as an index in [0, ndim); a 0-d tensor accepts -1 and 0, as in PyTorch."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def number_or_none(obj):
+    """A Python number operand (bool, int or float; numpy scalars through item()), or None: the
+    values the core accepts as a Scalar."""
+    if isinstance(obj, bool):
+        return obj
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, float):
+        return float(obj)
+    if not isinstance(obj, Tensor) and hasattr(obj, "dtype") and hasattr(obj, "item") and getattr(obj, "ndim", None) == 0:
+        return number_or_none(obj.item())
+    return None
+
+
+# ---- element loops
+
+def element_offsets(shape, strides, start):
+    """Storage positions of the elements of a strided layout, in row-major order."""
+    positions = [start]
+    for size, stride in zip(shape, strides):
+        if size != 1:
+            steps = [i * stride for i in range(size)]
+            positions = [p + s for p in positions for s in steps]
+    return positions
+
+
+def read(t, shape=None):
+    """t's values in row-major order (broadcast to `shape` if given), as Python numbers."""
+    data = t._storage.data
+    if shape is None or tuple(shape) == t._shape:
+        if t.is_contiguous():
+            return data[t._offset:t._offset + t.numel()].tolist()
+        shape, strides = t._shape, t._strides
+    else:
+        strides = broadcast_strides(t, shape)
+    return [data[i] for i in element_offsets(shape, strides, t._offset)]
+
+
+def write(t, values, dtype=None):
+    """Stores `values` (row-major, of dtype `dtype`, default t's) into t's elements, converted to t's dtype."""
+    buffer = to_array(cast(values, dtype or t._dtype, t._dtype), t._dtype)
+    data = t._storage.data
+    if t.is_contiguous():
+        data[t._offset:t._offset + len(buffer)] = buffer
+    else:
+        for position, value in zip(element_offsets(t._shape, t._strides, t._offset), buffer):
+            data[position] = value
+
+
+def copy_values(dst, src):
+    """dst[...] = src, broadcasting src and converting it to dst's dtype; no autograd."""
+    write(dst, read(src, dst._shape), src._dtype)
+
+
+def new_tensor(values, shape, dtype):
+    """A contiguous tensor of `shape` holding `values` (row-major, already of dtype's kind)."""
+    return Tensor._make(Storage(to_array(values, dtype)), tuple(shape), contiguous_strides(shape), 0, dtype)
+
+
+def full(shape, value, dtype):
+    if dtype is int64 and not -9.2233720368547758e18 <= value < 9.2233720368547758e18:
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    shape = tuple(shape)
+    for size in shape:
+        if size < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size}")
+    return new_tensor(cast([float(value)], float64, dtype) * numel_of(shape), shape, dtype)
+
+
+def make_view(base, shape, strides, offset):
+    """Another geometry over base's storage, with no autograd history."""
+    return Tensor._make(base._storage, tuple(shape), tuple(strides), offset, base._dtype)
+
+
+def make_differentiable_view(base, shape, strides, offset, tracks_history):
+    """make_view for the view ops: remembers the tensor that owns the memory, so that an in-place
+    write through the view can rewrite that tensor's history too. A view made in grad mode also
+    remembers the storage version its grad_fn describes: once the storage is written in place
+    (through the base or any view of it), its history is remade from the base's, as in PyTorch."""
+    view = make_view(base, shape, strides, offset)
+    view._view_base = base if base._view_base is None else base._view_base
+    view._view_tracks_history = tracks_history
+    view._view_version = base._storage.version
+    return view
+
+
+def alias(t):
+    return make_view(t, t._shape, t._strides, t._offset)
+
+
+def to_numpy(t):
+    """A numpy array sharing t's memory (the buffer protocol of array.array / memoryview)."""
+    flat = np.frombuffer(t._storage.data, dtype=_NUMPY_TYPES[t._dtype])
+    itemsize = flat.itemsize
+    return np.lib.stride_tricks.as_strided(flat[t._offset:], shape=t._shape,
+                                           strides=[s * itemsize for s in t._strides])
+
+
+class Tensor:
+    """Data: storage, shape, strides, offset, dtype. Autograd: requires_grad (the user's flag, for
+    leaves), grad_fn (None for leaves), grad, and the links the engine needs."""
+
+    @classmethod
+    def _make(cls, storage, shape, strides, offset, dtype):
+        t = object.__new__(cls)
+        t._storage, t._shape, t._strides, t._offset, t._dtype = storage, shape, strides, offset, dtype
+        t._requires_grad_leaf = False
+        t._grad_fn = None
+        t._output_nr = 0  # which output of grad_fn this tensor is
+        t._grad = None
+        t._retains_grad = False
+        t._accumulator = None  # weak reference to this leaf's AccumulateGrad node while one lives
+        t._view_base = None
+        t._view_tracks_history = False
+        t._view_version = 0
+        return t
+
+    __hash__ = object.__hash__
+
+    # ---- geometry
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return device("cpu")
+
+    is_cuda = False
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def dim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return numel_of(self._shape)
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    def storage_offset(self):
+        return self._offset
+
+    def is_contiguous(self):
+        if not all(self._shape):
+            return True  # no element to be out of place, as PyTorch says
+        expected = 1
+        for size, stride in zip(reversed(self._shape), reversed(self._strides)):
+            if size != 1:  # the stride of a size-1 dim never matters
+                if stride != expected:
+                    return False
+                expected *= size
+        return True
+
+    @property
+    def _version(self):
+        return self._storage.version
+
+    # ---- autograd attributes
+    def _history_stale(self):
+        """A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn
+        must be remade (autograd's refresh_view_history) before it is used."""
+        return (self._view_tracks_history and self._view_version != self._storage.version
+                and (self._grad_fn is not None or self._view_base.requires_grad))
+
+    @property
+    def requires_grad(self):
+        return self._grad_fn is not None or self._requires_grad_leaf or self._history_stale()
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        if not self.is_leaf:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
+                "in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+        if flag and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad_leaf = bool(flag)
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None and not self._history_stale()
+
+    @property
+    def grad_fn(self):
+        _refresh_view_history(self)
+        return self._grad_fn
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    @property
+    def grad(self):
+        if not self.is_leaf and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):  # the core's argument conversion says RuntimeError
+                raise RuntimeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                   f"{type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._shape != self._shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @property
+    def data(self):
+        return alias(self)
+
+    @data.setter
+    def data(self, other):
+        # x.data = y: x takes y's memory and geometry and keeps its own autograd identity.
+        self._storage, self._shape, self._strides = other._storage, other._shape, other._strides
+        self._offset, self._dtype = other._offset, other._dtype
+
+    def detach(self):
+        return alias(self)
+
+    def detach_(self):
+        self._grad_fn = None
+        self._requires_grad_leaf = False
+        return self
+
+    def retain_grad(self):
+        _refresh_view_history(self)
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self._retains_grad:
+            return
+        self._grad_fn.retain_output(self)
+        self._retains_grad = True
+
+    # ---- Python values
+    def item(self):
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        value = self._storage.data[self._offset]
+        return bool(value) if self._dtype is bool_ else value
+
+    def tolist(self):
+        values = read(self)
+        if self._dtype is bool_:
+            values = [bool(v) for v in values]
+        for size in reversed(self._shape[1:]):
+            values = [values[i:i + size] for i in range(0, len(values), size)]
+        return values[0] if not self._shape else values
+
+    def numpy(self, *, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return to_numpy(self)
+
+    def __array__(self, dtype=None, copy=None):
+        values = to_numpy(self)
+        return values if dtype is None else values.astype(dtype)
+
+    def __repr__(self):
+        return _formatting.tensor_repr(
+            to_numpy(self), dtype_name=repr(self._dtype), show_dtype=self._dtype is float64,
+            grad_fn=self._grad_fn.name() if self._grad_fn is not None else None, requires_grad=self.requires_grad)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self.dim() == 0:
+            return _formatting.format_scalar(self.item(), spec)
+        if spec:
+            raise TypeError("unsupported format string passed to Tensor.__format__")
+        return repr(self)
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(len(self)))
+
+    def _one_element(self):
+        if self.numel() != 1:
+            raise RuntimeError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self._one_element())
+
+    def __int__(self):
+        return int(self._one_element())
+
+    def __index__(self):
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __reduce_ex__(self, protocol):
+        return _rebuild, (self.detach().tolist(), self._dtype.__reduce__(), self.requires_grad)
+
+
+def _refresh_view_history(t):
+    from ._autograd import refresh_view_history
+    refresh_view_history(t)
+
+
+def _rebuild(values, dtype_name, requires_grad):
+    from .. import _types
+    from ._creation import tensor
+    return tensor(values, dtype=getattr(_types, dtype_name), requires_grad=requires_grad)
+
