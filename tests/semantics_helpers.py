@@ -62,10 +62,12 @@ def run_python(code, timeout=300):
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
     env["PYTHONWARNINGS"] = "default"
     env["PYTHONIOENCODING"] = "utf-8"
-    return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
-        env=env, timeout=timeout, cwd=tempfile.gettempdir(),
-    )
+    # An empty working directory: a stray module file in a shared /tmp must not shadow anything.
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
+            env=env, timeout=timeout, cwd=cwd,
+        )
 
 
 IMPORT_TORCH = re.compile(r"^import torch[ \t]*$", re.MULTILINE)
