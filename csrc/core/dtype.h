@@ -40,6 +40,17 @@ inline const char* legacy_type_name(DType d) {
   return "?";
 }
 
+// The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
+inline const char* scalar_type_name(DType d) {
+  switch (d) {
+    case DType::Bool: return "Bool";
+    case DType::Int64: return "Long";
+    case DType::Float32: return "Float";
+    case DType::Float64: return "Double";
+  }
+  return "?";
+}
+
 inline bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64; }
 
 // Categories order the lattice; within a category the wider type wins.

@@ -273,15 +273,28 @@ Tensor rdiv(const Tensor& a, const Scalar& s) { return mul(reciprocal(a), s); }
 // x ** p for a number p.
 FG_NODE_FROM(PowBackward0, BinaryNode) };
 GradList PowBackward0::apply(GradList&& grads) {
+  Tensor x = unpack(0);  // checked even when unused, as PyTorch
   if (scalar == 0) return {zeros_like(grads[0])};
-  Tensor x = unpack(0);
   return {reduce(0, mul(grads[0], mul(pow(x, Scalar::from_float(scalar - 1)), Scalar::from_float(scalar))))};
 }
 Tensor pow(const Tensor& a, const Scalar& s) {
   if (!is_floating(a->dtype) && s.kind == Category::Integral && s.value < 0)
     throw RuntimeError("Integers to negative integer powers are not allowed.");
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return pow_value(x, y); });
+  // PyTorch computes these exponents of float tensors with other functions (sqrt(-inf) is NaN
+  // where pow(-inf, 0.5) is inf); so does fastgrad, for the same values.
+  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) {
+    using T = decltype(x);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (y == T(0.5)) return std::sqrt(x);
+      if (y == T(-0.5)) return T(1) / std::sqrt(x);
+      if (y == T(2)) return x * x;
+      if (y == T(3)) return x * x * x;
+      if (y == T(-1)) return T(1) / x;
+      if (y == T(-2)) return T(1) / (x * x);
+    }
+    return pow_value(x, y);
+  });
   record_binary<PowBackward0, false>(out, a, nullptr, &s, true, false);
   return out;
 }
@@ -464,6 +477,7 @@ Tensor neg(const Tensor& x) {
 FG_NODE(AbsBackward0) };
 GradList AbsBackward0::apply(GradList&& grads) { return {mul(grads[0], sign(unpack(0)))}; }
 Tensor abs(const Tensor& x) {
+  if (x->dtype == DType::Bool) throw NotImplementedError("\"abs_cpu\" not implemented for 'Bool'");
   Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(-v) : v; });
   if (auto* node = record<AbsBackward0>(out, {&x})) node->saved[0].save(x);
   return out;
@@ -542,6 +556,7 @@ GradList ReluBackward0::apply(GradList&& grads) {
   return {where(compare(unpack(0), Scalar::from_int(0), CompareOp::Le), zeros_like(g), g)};
 }
 Tensor relu(const Tensor& x) {
+  if (x->dtype == DType::Bool) throw RuntimeError("Boolean inputs not supported for relu");
   Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });  // NaN stays NaN
   if (auto* node = record<ReluBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;

@@ -82,6 +82,10 @@ IndexPlan plan_index(const Tensor& x, const std::vector<Tensor>& raw) {
     first = false;
   }
   plan.offsets.assign(numel_of(plan.index_shape), 0);
+  // As PyTorch, indices are checked only when something is read: an empty result takes any.
+  int64_t rest = 1;
+  for (int64_t d = 0; d < x->dim(); ++d)
+    if (!indices[d]) rest *= x->shape[d];
   for (int64_t d : indexed) {
     const Tensor& idx = indices[d];
     Shape strides = broadcast_strides(idx, plan.index_shape);
@@ -89,8 +93,9 @@ IndexPlan plan_index(const Tensor& x, const std::vector<Tensor>& raw) {
     int64_t size = x->shape[d];
     for_each_offset<1>(plan.index_shape, {strides.data()}, [&](int64_t i, const std::array<int64_t, 1>& o) {
       int64_t k = v[o[0]];
-      if (k < -size || k >= size)
-        throw IndexError(cat("index ", k, " is out of bounds for dimension ", d, " with size ", size));
+      if ((k < -size || k >= size) && rest > 0)
+        throw IndexError(size == 0 ? std::string("index is out of bounds for dimension with size 0")
+                                   : cat("index ", k, " is out of bounds for dimension ", d, " with size ", size));
       plan.offsets[i] += (k < 0 ? k + size : k) * x->strides[d];
     });
   }
@@ -154,8 +159,10 @@ void scatter_values(const Tensor& self, const std::vector<Tensor>& indices, cons
 // masks are kept as the coordinates of their true elements, computed at forward.
 struct SavedIndices {
   std::vector<SavedTensor> saved;
-  void save(const Tensor& x, const std::vector<Tensor>& indices) {
-    for (const Tensor& idx : masks_to_indices(x, indices)) {
+  // `indices` with masks already turned into coordinates (before any write: a mask may be the
+  // tensor being written).
+  void save(const std::vector<Tensor>& indices) {
+    for (const Tensor& idx : indices) {
       saved.emplace_back();
       if (idx) saved.back().save(idx);
     }
@@ -191,6 +198,14 @@ void check_index_put_overlap(const Tensor& self, const std::vector<Tensor>& indi
     if (idx) assert_no_overlap(self, idx);
 }
 
+// index_put_ (unlike a copy, or masked_fill_ with a one-element value) does not convert dtypes.
+void check_index_put_dtype(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values) {
+  if (values->dtype != self->dtype && !fills_through_mask(indices, values))
+    throw RuntimeError(cat("Index put requires the source and destination dtypes match, got ",
+                           scalar_type_name(self->dtype), " for the destination and ", scalar_type_name(values->dtype),
+                           " for the source."));
+}
+
 struct IndexNode : Node {
   InputMeta input;
   SavedIndices indices;
@@ -223,7 +238,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   }
   if (auto* node = record<IndexBackward0>(out, {&x})) {
     node->input = InputMeta::of(x);
-    node->indices.save(x, indices);
+    node->indices.save(masks_to_indices(x, indices));
   }
   return out;
 }
@@ -245,15 +260,17 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
   check_inplace(self);
   if (accumulate) assert_no_overlap(self, values);
   else check_index_put_overlap(self, indices, values);
+  check_index_put_dtype(self, indices, values);
   Edge self_edge = gradient_edge(self), values_edge = gradient_edge(values);
   bool recording = should_record({&self, &values}) && is_floating(self->dtype);
+  std::vector<Tensor> coordinates = recording ? masks_to_indices(self, indices) : std::vector<Tensor>();
   scatter_values(self, indices, values, accumulate);
   self->bump_version();
   if (recording) {
     auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), std::move(values_edge));
     node->input = InputMeta::of(self);
     node->values = InputMeta::of(values);
-    node->indices.save(self, indices);
+    node->indices.save(coordinates);
     rebase_history(self, {NodeRef(node), 0});
   }
   return self;
@@ -333,10 +350,10 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
   check_inplace(self);
   Edge self_edge = gradient_edge(self), value_edge = gradient_edge(value);
   bool recording = should_record({&self, &value}) && is_floating(self->dtype);
-  Tensor region;
+  std::vector<Tensor> coordinates;
   {
     GradModeGuard no_grad(false);
-    region = apply_steps(self, spec.steps);
+    Tensor region = apply_steps(self, spec.steps);
     // PyTorch's checks: a copy (basic indexing) may not write memory twice nor read memory it
     // partly writes; index_put_ (advanced) may not read memory it writes at all.
     if (spec.advanced.empty()) {
@@ -344,9 +361,11 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
       if (value->dim() > 0) assert_no_partial_overlap(region, as_copied_by_setitem(value, region->shape));
     } else {
       check_index_put_overlap(region, spec.advanced, value);
+      check_index_put_dtype(region, spec.advanced, value);
     }
     // What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
     Tensor source = value->storage == self->storage ? clone(value) : value;
+    if (recording && !spec.advanced.empty()) coordinates = masks_to_indices(region, spec.advanced);
     if (spec.advanced.empty()) copy_values(region, expand(source, region->shape));
     else scatter_values(region, spec.advanced, source, false);
   }
@@ -355,7 +374,7 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
     auto* node = make_inplace_node<IndexCopySlices>(std::move(self_edge), std::move(value_edge));
     node->value = InputMeta::of(value);
     node->steps = spec.steps;
-    if (!spec.advanced.empty()) node->advanced.save(region, spec.advanced);
+    node->advanced.save(coordinates);
     rebase_history(self, {NodeRef(node), 0});
   }
 }

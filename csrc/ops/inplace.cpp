@@ -47,7 +47,11 @@ GradList CopySlices::apply(GradList&& grads) {
   GradList out(2);
   if (needs_input_grad(0)) {
     out[0] = clone(g);
-    zero_(region(out[0]));
+    Tensor r = region(out[0]);
+    // As PyTorch's CopySlices, which copies into this region: an expanded view (written in place
+    // by fill_, zero_ or index_put_, which allow it) cannot take its base's gradient.
+    assert_no_internal_overlap(r);
+    zero_(r);
   }
   if (needs_input_grad(1)) out[1] = clone(region(contiguous(g)));
   return out;
@@ -81,16 +85,6 @@ void rebase_history(const Tensor& self, Edge new_value) {
 
 namespace {
 
-const char* type_title(DType d) {
-  switch (d) {
-    case DType::Bool: return "Bool";
-    case DType::Int64: return "Long";
-    case DType::Float32: return "Float";
-    case DType::Float64: return "Double";
-  }
-  return "?";
-}
-
 // A copy of self's values carrying self's history, for ops whose backward reads the old self.
 Tensor snapshot(const Tensor& self) {
   Tensor copy = empty(self->shape, self->dtype);
@@ -111,8 +105,8 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
   bool recording = other ? should_record({&self, other}) : should_record({&self});
   Tensor result = op(recording && reads_self ? snapshot(self) : self);
   if (category(result->dtype) > category(self->dtype))
-    throw RuntimeError(cat("result type ", type_title(result->dtype), " can't be cast to the desired output type ",
-                           type_title(self->dtype)));
+    throw RuntimeError(cat("result type ", scalar_type_name(result->dtype), " can't be cast to the desired output type ",
+                           scalar_type_name(self->dtype)));
   if (result->shape != self->shape)
     throw RuntimeError(cat("output with shape ", shape_str(self->shape), " doesn't match the broadcast shape ",
                            shape_str(result->shape)));

@@ -19,9 +19,11 @@ const char* c_type_name(DType d) {
   return "?";
 }
 
-// PyTorch has no bool matrix products; `kernel` is the name its error gives.
-void require_not_bool(const Tensor& a, const char* kernel) {
-  if (a->dtype == DType::Bool) throw NotImplementedError(cat("\"", kernel, "\" not implemented for 'Bool'"));
+// PyTorch has no bool matrix products; `kernel` is the name its error gives. Except dot, its
+// products return early (with zeros) when there is nothing to multiply: `work` = n * m * k.
+void require_not_bool(const Tensor& a, const char* kernel, int64_t work = 1) {
+  if (a->dtype == DType::Bool && work != 0)
+    throw NotImplementedError(cat("\"", kernel, "\" not implemented for 'Bool'"));
 }
 
 void require_same_dtype(const Tensor& a, const Tensor& b) {
@@ -91,7 +93,7 @@ Tensor mv(const Tensor& a, const Tensor& b) {
   if (a->shape[1] != b->shape[0])
     throw RuntimeError(cat("size mismatch, got input (", a->shape[0], "), mat (", dims_str(a), "), vec (", b->shape[0], ")"));
   require_same_dtype(a, b);
-  require_not_bool(a, "addmv_impl_cpu");
+  require_not_bool(a, "addmv_impl_cpu", a->numel());
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], 0}, 1, a->shape[0], a->shape[1], 1,
                        {a->shape[0]});
   return record_product<MvBackward0>(out, a, b);
@@ -111,7 +113,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   if (a->shape[1] != b->shape[0])
     throw RuntimeError(cat("mat1 and mat2 shapes cannot be multiplied (", dims_str(a), " and ", dims_str(b), ")"));
   require_same_dtype(a, b);
-  require_not_bool(a, "addmm_impl_cpu_");
+  require_not_bool(a, "addmm_impl_cpu_", a->numel() * b->shape[1]);
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], b->strides[1]}, 1, a->shape[0],
                        a->shape[1], b->shape[1], {a->shape[0], b->shape[1]});
   return record_product<MmBackward0>(out, a, b);
@@ -132,7 +134,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
     throw RuntimeError(cat("Expected size for first two dimensions of batch2 tensor to be: [", a->shape[0], ", ",
                            a->shape[2], "] but got: [", b->shape[0], ", ", b->shape[1], "]."));
   require_same_dtype(a, b);
-  require_not_bool(a, "bmm");
+  require_not_bool(a, "bmm", a->numel() * b->shape[2]);
   Tensor out = product(a, {a->strides[0], a->strides[1], a->strides[2]}, b, {b->strides[0], b->strides[1], b->strides[2]},
                        a->shape[0], a->shape[1], a->shape[2], b->shape[2], {a->shape[0], a->shape[1], b->shape[2]});
   return record_product<BmmBackward0>(out, a, b);

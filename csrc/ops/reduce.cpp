@@ -201,22 +201,25 @@ Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
 }
 }  // namespace
 
-// The result is saved too, only for its version check: PyTorch's formula reads it, so changing
-// it in place makes PyTorch's backward fail, and fastgrad's the same way.
-// With two or more zeros every product of the others is 0, and PyTorch returns zeros outright
-// (even for an infinite or NaN incoming gradient).
+// PyTorch's prod_backward, case by case, so that NaN and inf spread the same way: without zeros
+// in the input, the gradient is result / x; with zeros, the product of the other elements of the
+// block (computed directly); and over all elements with two or more zeros, zeros outright (even
+// for an infinite or NaN incoming gradient).
+namespace {
+GradList prod_backward(const ReduceNode& node, const Tensor& g, bool all_elements) {
+  Tensor x = node.unpack(0), result = node.unpack(1);
+  if (x->dim() == 0) return {g};
+  int64_t zeros = static_cast<int64_t>(item(sum(compare(x, Scalar::from_int(0), CompareOp::Eq), {}, false)).value);
+  if (zeros == 0) return {mul(node.expand_grad(g), div(node.expand_grad(result), x))};
+  if (all_elements && zeros > 1) return {zeros_like(x)};
+  return {mul(node.expand_grad(g), product_of_others(x, node.reduced()))};
+}
+}  // namespace
+
 FG_NODE_FROM(ProdBackward0, ReduceNode) };
-GradList ProdBackward0::apply(GradList&& grads) {
-  unpack(1);
-  Tensor x = unpack(0);
-  if (x->dim() > 0 && item(sum(compare(x, Scalar::from_int(0), CompareOp::Eq), {}, false)).value > 1) return {zeros_like(x)};
-  return {mul(expand_grad(grads[0]), product_of_others(x, reduced()))};
-}
+GradList ProdBackward0::apply(GradList&& grads) { return prod_backward(*this, grads[0], true); }
 FG_NODE_FROM(ProdBackward1, ReduceNode) };
-GradList ProdBackward1::apply(GradList&& grads) {
-  unpack(1);
-  return {mul(expand_grad(grads[0]), product_of_others(unpack(0), reduced()))};
-}
+GradList ProdBackward1::apply(GradList&& grads) { return prod_backward(*this, grads[0], false); }
 
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   std::vector<int64_t> dims;
@@ -436,6 +439,7 @@ std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) { 
 
 namespace {
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool want_max, const char* op) {
+  if (x->dtype == DType::Bool) throw RuntimeError(cat(op, "(): does not support bool input"));
   if (!dim) {
     if (x->numel() == 0)  // IndexError here, where max() says RuntimeError: as PyTorch
       throw IndexError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0."));

@@ -235,6 +235,7 @@ GradList SqueezeBackward2::apply(GradList&& grads) { return {reshape(grads[0], i
 
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
   std::vector<bool> drop(x->dim(), !dims);
+  if (dims) reduction_mask(*dims, x->dim());  // checks the dims: in range, none twice
   if (dims)
     for (int64_t dim : *dims) {
       int64_t d = wrap_dim(dim, x->dim());
@@ -441,11 +442,11 @@ GradList StackBackward0::apply(GradList&& grads) {
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   if (tensors.empty()) throw RuntimeError("stack expects a non-empty TensorList");
+  int64_t d = wrap_dim(dim, tensors[0]->dim() + 1);  // before the sizes, as PyTorch checks
   for (size_t i = 1; i < tensors.size(); ++i)
     if (tensors[i]->shape != tensors[0]->shape)
       throw RuntimeError(cat("stack expects each tensor to be equal size, but got ", shape_str(tensors[0]->shape),
                              " at entry 0 and ", shape_str(tensors[i]->shape), " at entry ", i));
-  int64_t d = wrap_dim(dim, tensors[0]->dim() + 1);
   Tensor out;
   {
     GradModeGuard no_grad(false);

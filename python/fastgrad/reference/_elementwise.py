@@ -3,13 +3,14 @@
 Each op is one Function: `forward` computes the values, `backward` the gradients of its inputs.
 The second operand of a binary op is a tensor or a Python number (bool, int or float).
 """
+import builtins
 import itertools
 import math
 import operator
 
 from .._types import bool as bool_, int64, float32, float64
 from ._autograd import Function
-from ._storage import cast, cast_scalar, to_int
+from ._storage import cast, cast_scalar
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
 
 # ---- type promotion, as PyTorch: tensors with dims decide first; 0-d tensors, then Python
@@ -138,8 +139,26 @@ def _pow_in(dtype):
     if dtype.is_floating_point:
         return _pow
     if dtype is int64:
-        return lambda x, y: to_int(_pow(x, y))
+        return _int_pow
     return lambda x, y: _pow(x, y) != 0
+
+
+def _int_pow(x, y):
+    """PyTorch's integer power: by repeated squaring, wrapping on overflow (as the int64 storage
+    does), where a negative exponent gives 1, -1 or 0 instead of a fraction."""
+    if y < 0:
+        return (x if y % 2 else 1) if x in (1, -1) else 0
+    return builtins.pow(x, y, 2 ** 64)
+
+
+def _special_pow(exponent, dtype):
+    """x ** exponent for the exponents PyTorch computes of float tensors with other functions
+    (sqrt(-inf) is NaN where pow(-inf, 0.5) is inf), each step rounded to `dtype` as in the core;
+    None for the others."""
+    r = (lambda v: cast([v], float64, float32)[0]) if dtype is float32 else (lambda v: v)
+    return {0.5: lambda x, _: _sqrt(x), -0.5: lambda x, _: ieee_div(1.0, r(_sqrt(x))),
+            2: lambda x, _: x * x, 3: lambda x, _: r(x * x) * x,
+            -1: lambda x, _: ieee_div(1.0, x), -2: lambda x, _: ieee_div(1.0, r(x * x))}.get(exponent)
 
 
 def _maximum(x, y):
@@ -276,13 +295,14 @@ class PowBackward0(Function):
             raise RuntimeError("Integers to negative integer powers are not allowed.")
         self.save(x)
         dtype = result_type(x, exponent)
-        return elementwise(_pow_in(dtype), x, exponent, dtype)
+        special = _special_pow(cast_scalar(exponent, dtype), dtype) if dtype.is_floating_point else None
+        return elementwise(special or _pow_in(dtype), x, exponent, dtype)
 
     def backward(self, g):
-        p = float(self.inputs[1])
+        x, p = self.unpack(0), float(self.inputs[1])  # x checked even when unused, as PyTorch
         if p == 0:
             return zeros_like(g)
-        return self.reduce(0, g * (self.unpack(0) ** (p - 1) * p))
+        return self.reduce(0, g * (x ** (p - 1) * p))
 
 
 class PowBackward1(Function):
@@ -291,7 +311,7 @@ class PowBackward1(Function):
     def forward(self, x, y):
         dtype = result_type(x, y)
         if dtype is bool_:
-            raise RuntimeError("\"pow\" not implemented for 'Bool'")
+            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
         out = elementwise(_pow_in(dtype), x, y, dtype)
         self.save(x)
         self.save(y)
@@ -317,7 +337,7 @@ class PowBackward2(Function):
     def forward(self, x, base):
         dtype = result_type(x, base)
         if dtype is bool_:
-            raise RuntimeError("\"pow\" not implemented for 'Bool'")
+            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
         power = _pow_in(dtype)
         out = elementwise(lambda v, s: power(s, v), x, base, dtype)
         self.save(x)
@@ -425,6 +445,8 @@ class NegBackward0(Function):
 
 class AbsBackward0(Function):
     def forward(self, x):
+        if x._dtype is bool_:
+            raise NotImplementedError("\"abs_cpu\" not implemented for 'Bool'")
         self.save(x)
         return unary(lambda v: -v if v < 0 else v, x, x._dtype)  # keeps -0.0, as the core does
 
@@ -504,6 +526,8 @@ class SigmoidBackward0(Function):
 
 class ReluBackward0(Function):
     def forward(self, x):
+        if x._dtype is bool_:
+            raise RuntimeError("Boolean inputs not supported for relu")
         out = unary(lambda v: v if v > 0 or v != v else 0, x, x._dtype)  # NaN stays NaN
         self.save(out, is_output=True)
         return out

@@ -14,6 +14,7 @@ from ._elementwise import clone, to_dtype
 from ._inplace import assert_no_internal_overlap, assert_no_overlap, assert_no_partial_overlap, check_inplace, \
     in_place_edges, rebase_history
 from ._shape import AliasBackward0, expand, permute, select, slice, unsqueeze
+from ._storage import SCALAR_TYPE_NAME
 from ._tensor import (Tensor, broadcast_shapes, contiguous_strides, copy_values, element_offsets, full, make_view,
                       new_tensor, number_or_none, numel_of, read, shape_str)
 
@@ -163,13 +164,15 @@ def _plan(x, raw_indices):
             raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}") \
                 from None
     starts = [x._offset] * numel_of(index_shape)
+    rest = [d for d in range(x.dim()) if indices[d] is None]
+    reads = numel_of([x._shape[d] for d in rest]) > 0  # as PyTorch, an empty result takes any index
     for d in indexed:
         size = x._shape[d]
         for i, k in enumerate(read(indices[d], index_shape)):
-            if not -size <= k < size:
-                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {size}")
-            starts[i] += (k % size) * x._strides[d]
-    rest = [d for d in range(x.dim()) if indices[d] is None]
+            if not -size <= k < size and reads:
+                raise IndexError("index is out of bounds for dimension with size 0" if size == 0 else
+                                 f"index {k} is out of bounds for dimension {d} with size {size}")
+            starts[i] += (k % size if size else 0) * x._strides[d]
     adjacent = not indexed or indexed[-1] - indexed[0] + 1 == len(indexed)
     before = sum(1 for d in rest if adjacent and indexed and d < indexed[0])
     nb, nr = len(index_shape), len(rest)
@@ -190,8 +193,10 @@ class IndexFunction(Function):
     """A node that keeps index tensors for backward. As PyTorch, they are version-checked like any
     saved tensor; masks are kept as the coordinates of their true elements, computed at forward."""
 
-    def save_indices(self, x, indices):
-        for idx in _masks_to_indices(x, indices):
+    def save_indices(self, indices):
+        """`indices` with masks already turned into coordinates (before any write: a mask may be
+        the tensor being written)."""
+        for idx in indices:
             self.save(idx)
 
     def saved_indices(self):
@@ -205,7 +210,7 @@ class IndexBackward0(IndexFunction):
         gathered = new_tensor([data[p] for p in positions], layout, x._dtype)
         with no_grad():
             out = clone(permute(gathered, to_out))
-        self.save_indices(x, indices)
+        self.save_indices(_masks_to_indices(x, indices))
         return out
 
     def backward(self, g):
@@ -252,17 +257,37 @@ def _fills_through_mask(indices, value):
     return value.numel() == 1 and len(defined) == 1 and defined[0]._dtype is bool_
 
 
+def _check_index_put_overlap(self, indices, values):
+    """Unless it fills through a mask, index_put_ may not read (values or indices) what it writes."""
+    if not _fills_through_mask(indices, values):
+        for t in (values, *indices):
+            if t is not None:
+                assert_no_overlap(self, t)
+
+
+def _check_index_put_dtype(self, indices, values):
+    """index_put_ (unlike a copy, or masked_fill_ with a one-element value) does not convert dtypes."""
+    if values._dtype is not self._dtype and not _fills_through_mask(indices, values):
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{SCALAR_TYPE_NAME[self._dtype]} for the destination and {SCALAR_TYPE_NAME[values._dtype]} "
+                           "for the source.")
+
+
 def index_put_(self, indices, values, accumulate):
     check_inplace(self)
-    if accumulate or not _fills_through_mask(indices, values):
+    if accumulate:
         assert_no_overlap(self, values)
+    else:
+        _check_index_put_overlap(self, indices, values)
+    _check_index_put_dtype(self, indices, values)
     edges = in_place_edges(self, values)
     recording = should_record((self, values)) and self._dtype.is_floating_point
+    coordinates = _masks_to_indices(self, indices) if recording else []
     _scatter_values(self, indices, values, accumulate)
     self._storage.version += 1
     if recording:
         node = IndexPutBackward0().connect((self, values), edges=edges)
-        node.save_indices(self, indices)
+        node.save_indices(coordinates)
         rebase_history(self, (node, 0))
     return self
 
@@ -332,14 +357,15 @@ def setitem(self, key, value):
         # PyTorch's checks: a copy (basic indexing) may not write memory twice nor read memory it
         # partly writes; index_put_ (advanced) may not read memory it writes at all.
         if advanced:
-            if not _fills_through_mask(advanced, value):
-                assert_no_overlap(region, value)
+            _check_index_put_overlap(region, advanced, value)
+            _check_index_put_dtype(region, advanced, value)
         else:
             assert_no_internal_overlap(region)
             if value.dim():
                 assert_no_partial_overlap(region, _as_copied_by_setitem(value, region._shape))
         # What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
         source = clone(value) if value._storage is self._storage else value
+        coordinates = _masks_to_indices(region, advanced) if recording else []
         if advanced:
             _scatter_values(region, advanced, source, False)
         else:
@@ -348,6 +374,5 @@ def setitem(self, key, value):
     if recording:
         node = IndexCopySlices().connect((self, value), edges=edges)
         node.steps = steps
-        if advanced:
-            node.save_indices(region, advanced)
+        node.save_indices(coordinates)
         rebase_history(self, (node, 0))

@@ -3,14 +3,14 @@ write the result back, so self's new grad_fn is that node; ops that replace the 
 (fill_, zero_, copy_) record a node that cuts the gradient to the old values. Every write bumps
 the storage's version, which is how a stale saved tensor is detected in backward.
 """
-from .._types import bool as bool_, int64, float32
+from .._types import bool as bool_, int64
 from ._autograd import Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, should_record
 from ._elementwise import AddBackward0, ClampBackward1, DivBackward0, MulBackward0, SubBackward0, clone, contiguous
 from ._shape import as_strided, expand
+from ._storage import SCALAR_TYPE_NAME
 from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
 
 _CATEGORY = {bool_: 0, int64: 1}
-_TITLE = {bool_: "Bool", int64: "Long", float32: "Float"}
 
 
 # ---- PyTorch's memory-overlap checks for ops that write into a tensor they may also read. "Dense"
@@ -89,7 +89,11 @@ class CopySlices(Function):
         old = new = None
         if self.needs_input_grad(0):
             old = clone(g)
-            self.region(old).zero_()
+            region = self.region(old)
+            # As PyTorch's CopySlices, which copies into this region: an expanded view (written in
+            # place by fill_, zero_ or index_put_, which allow it) cannot take its base's gradient.
+            assert_no_internal_overlap(region)
+            region.zero_()
         if self.needs_input_grad(1):
             new = clone(self.region(contiguous(g)))
         return old, new
@@ -138,8 +142,8 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     recording = should_record((self, *operands))
     result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
     if _CATEGORY.get(result._dtype, 2) > _CATEGORY.get(self._dtype, 2):
-        raise RuntimeError(f"result type {_TITLE.get(result._dtype, 'Double')} can't be cast to the desired output "
-                           f"type {_TITLE.get(self._dtype, 'Double')}")
+        raise RuntimeError(f"result type {SCALAR_TYPE_NAME[result._dtype]} can't be cast to the desired output "
+                           f"type {SCALAR_TYPE_NAME[self._dtype]}")
     if result._shape != self._shape:
         raise RuntimeError(f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape "
                            f"{shape_str(result._shape)}")

@@ -23,6 +23,13 @@ def _require_same_dtype(a, b):
                            f"{_c_type_name(b._dtype)}")
 
 
+def _require_not_bool(a, kernel, work=1):
+    """PyTorch has no bool matrix products; `kernel` is the name its error gives. Except dot, its
+    products return early (with zeros) when there is nothing to multiply: `work` = n * m * k."""
+    if a._dtype is bool_ and work != 0:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 def _rows(x, strides, batch, rows, cols):
     """x read as `batch` matrices of rows x cols with (batch, row, col) strides: a list of rows per matrix."""
     values = [x._storage.data[i] for i in element_offsets((batch, rows, cols), strides, x._offset)]
@@ -69,6 +76,7 @@ class DotBackward0(Product):
         if a._dtype is not b._dtype:
             raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_c_type_name(a._dtype)} "
                                f"and {_c_type_name(b._dtype)}")
+        _require_not_bool(a, "dot")
 
     def compute(self, a, b):
         return _product(a, (0, 0, a._strides[0]), b, (0, b._strides[0], 0), 1, 1, a._shape[0], 1, ())
@@ -85,6 +93,7 @@ class MvBackward0(Product):
         if a._shape[1] != b._shape[0]:
             raise RuntimeError(f"size mismatch, got input ({a._shape[0]}), mat ({_dims_str(a)}), vec ({b._shape[0]})")
         _require_same_dtype(a, b)
+        _require_not_bool(a, "addmv_impl_cpu", a.numel())
 
     def compute(self, a, b):
         return _product(a, (0, *a._strides), b, (0, b._strides[0], 0), 1, *a._shape, 1, a._shape[:1])
@@ -103,6 +112,7 @@ class MmBackward0(Product):
         if a._shape[1] != b._shape[0]:
             raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_dims_str(a)} and {_dims_str(b)})")
         _require_same_dtype(a, b)
+        _require_not_bool(a, "addmm_impl_cpu_", a.numel() * b._shape[1])
 
     def compute(self, a, b):
         return _product(a, (0, *a._strides), b, (0, *b._strides), 1, *a._shape, b._shape[1],
@@ -123,6 +133,7 @@ class BmmBackward0(Product):
             raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a._shape[0]}, "
                                f"{a._shape[2]}] but got: [{b._shape[0]}, {b._shape[1]}].")
         _require_same_dtype(a, b)
+        _require_not_bool(a, "bmm", a.numel() * b._shape[2])
 
     def compute(self, a, b):
         return _product(a, a._strides, b, b._strides, *a._shape, b._shape[2], (*a._shape[:2], b._shape[2]))

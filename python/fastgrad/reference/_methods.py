@@ -453,11 +453,14 @@ def argmin(input, dim=None, keepdim=False):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = ew.to_dtype(input, dtype)
+    dims = _dims(dim)
+    if p == "fro" and len(dims) > 2:  # PyTorch hands this to matrix_norm, which refuses it
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
     if p in ("fro", None):
         p = 2
     if p == "nuc" or isinstance(p, str):
         raise ValueError(f"norm: p={p!r} is not supported")
-    return _reduce.norm(input, builtins.float(p), _dims(dim), keepdim)
+    return _reduce.norm(input, builtins.float(p), dims, keepdim)
 
 
 # ---- shapes

@@ -7,7 +7,7 @@ import functools
 import math
 import operator
 
-from .._types import int64
+from .._types import bool as bool_, int64
 from ._autograd import Function, no_grad
 from ._elementwise import ieee_div, logical_and, logical_or, sign, to_dtype, where, zeros_like
 from ._storage import to_array
@@ -156,9 +156,11 @@ def _product_of_others(x, mask):
 
 
 class ProdBackward0(Reduction):
-    """prod of all elements. With two or more zeros every product of the others is 0, and PyTorch
-    returns zeros outright (even for an infinite or NaN incoming gradient)."""
-    zeros_shortcut = True
+    """prod of all elements. PyTorch's prod_backward, case by case, so that NaN and inf spread the
+    same way: without zeros in the input, the gradient is result / x; with zeros, the product of
+    the other elements of the block (computed directly); and over all elements with two or more
+    zeros, zeros outright (even for an infinite or NaN incoming gradient)."""
+    all_elements = True
 
     def forward(self, x, dim, keepdim):
         self.mask = reduction_mask([] if dim is None else [dim], x.dim())
@@ -167,22 +169,24 @@ class ProdBackward0(Reduction):
         products = [functools.reduce(operator.mul, block, one) for block in blocks(to_dtype(x, dtype), self.mask)]
         out = new_tensor(products, reduced_shape(x._shape, self.mask, dim is not None and keepdim), dtype)
         self.save(x)
-        # The result is saved only for its version check: PyTorch's formula reads it, so changing it
-        # in place makes PyTorch's backward fail, and this one the same way.
         self.save(out, is_output=True)
         return out
 
     def backward(self, g):
-        self.unpack(1)
-        x = self.unpack(0)
-        if self.zeros_shortcut and x.dim() and sum(x == 0, [], False).item() > 1:
+        x, result = self.unpack(0), self.unpack(1)
+        if not x.dim():
+            return g
+        zeros = sum(x == 0, [], False).item()
+        if not zeros:
+            return self.expand_back(g) * (self.expand_back(result) / x)
+        if self.all_elements and zeros > 1:
             return zeros_like(x)
         return self.expand_back(g) * _product_of_others(x, self.mask)
 
 
 class ProdBackward1(ProdBackward0):
     """prod over one dim"""
-    zeros_shortcut = False
+    all_elements = False
 
 
 def prod(x, dim, keepdim):
@@ -354,6 +358,8 @@ def min_dim(x, dim, keepdim):
 
 
 def arg_extreme(x, dim, keepdim, want_max, op):
+    if x._dtype is bool_:
+        raise RuntimeError(f"{op}(): does not support bool input")
     if dim is None:
         if x.numel() == 0:  # IndexError here, where max() says RuntimeError: as PyTorch
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")

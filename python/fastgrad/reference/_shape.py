@@ -2,7 +2,8 @@
 shape, strides and offset; their backward maps the gradient back to the input's geometry."""
 from ._autograd import Function, is_grad_enabled, no_grad, sum_to
 from ._elementwise import clone, to_dtype
-from ._tensor import contiguous_strides, copy_values, full, make_differentiable_view, numel_of, shape_str, wrap_dim
+from ._tensor import (contiguous_strides, copy_values, element_offsets, full, make_differentiable_view, numel_of, read,
+                      shape_str, wrap_dim)
 
 
 def _view_of(x, shape, strides, offset=None):
@@ -213,12 +214,13 @@ class SqueezeBackward0(Function):
     """squeeze() of every size-1 dim"""
 
     def forward(self, x, dims):
-        drop = [dims is None] * x.dim()
+        named = set()
         for dim in dims or ():
             d = wrap_dim(dim, x.dim())
-            if x.dim():
-                drop[d] = True
-        kept = [d for d in range(x.dim()) if not (drop[d] and x._shape[d] == 1)]
+            if d in named:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            named.add(d)
+        kept = [d for d in range(x.dim()) if not ((dims is None or d in named) and x._shape[d] == 1)]
         return _view_of(x, [x._shape[d] for d in kept], [x._strides[d] for d in kept])
 
     def backward(self, g):
@@ -311,8 +313,12 @@ class AsStridedBackward0(Function):
         return _view_of(x, shape, strides, x._offset + offset)
 
     def backward(self, g):
-        return _scatter_into_zeros(self.inputs[0][0], g,
-                                   lambda full_grad: as_strided(full_grad, self.shape, self.strides, self.offset))
+        # Added, not written: the view may look at an element more than once (an expanded dim).
+        full_grad = full(self.inputs[0][0], 0, g._dtype)
+        data = full_grad._storage.data
+        for p, v in zip(element_offsets(self.shape, self.strides, self.offset), read(g)):
+            data[p] += v
+        return full_grad
 
 
 def as_strided(x, shape, strides, offset):
@@ -384,11 +390,11 @@ class StackBackward0(Function):
     def forward(self, *tensors, dim):
         if not tensors:
             raise RuntimeError("stack expects a non-empty TensorList")
+        self.dim = wrap_dim(dim, tensors[0].dim() + 1)  # before the sizes, as PyTorch checks
         for i, t in enumerate(tensors[1:], 1):
             if t._shape != tensors[0]._shape:
                 raise RuntimeError(f"stack expects each tensor to be equal size, but got {shape_str(tensors[0]._shape)}"
                                    f" at entry 0 and {shape_str(t._shape)} at entry {i}")
-        self.dim = wrap_dim(dim, tensors[0].dim() + 1)
         with no_grad():
             return cat([unsqueeze(t, self.dim) for t in tensors], self.dim)
 

@@ -11,6 +11,8 @@ from .._types import bool as bool_, int64, float32, float64
 
 TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
 LEGACY_NAME = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
+# The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
+SCALAR_TYPE_NAME = {bool_: "Bool", int64: "Long", float32: "Float", float64: "Double"}
 INT64_MIN = -2 ** 63
 # float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
 _INT64_LIMIT = 9.2233720368547758e18
