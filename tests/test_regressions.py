@@ -504,3 +504,267 @@ def test_prod_gradient_with_nan_and_no_zero(fg):
     x = fg.tensor([[2.0, nan], [3.0, 0.0]], requires_grad=True)
     x.prod(1).sum().backward()
     assert_values(x.grad, [[nan, 2.0], [0.0, 3.0]])
+
+
+def test_amax_checks_empty_dims_before_repeated_dims(fg):
+    with pytest.raises(IndexError, match="non-zero size"):
+        fg.amin(fg.zeros(0, 2), (0, 0))
+    with pytest.raises(RuntimeError, match="appears multiple times"):
+        fg.amin(fg.zeros(1, 2), (0, 0))
+
+
+def test_pow_gradient_where_exponent_is_zero_with_nan_gradient(fg):
+    # d(x**y)/dx multiplied the mask for y == 0 with a NaN incoming gradient; PyTorch's gives 0
+    x = fg.tensor([0.126, -0.132], requires_grad=True)
+    y = fg.tensor([0.0, 0.25])
+    fg.amin(x ** y, 0).backward()  # amin of [1, nan]: NaN, and a NaN gradient for both
+    assert_values(x.grad, [0.0, nan])
+
+
+def test_norm_gradient_at_zero_norm_with_infinite_gradient(fg):
+    # the zero-norm mask was applied before the product with an infinite gradient (0 * inf = NaN)
+    x = fg.tensor([0.0, 0.0], requires_grad=True)
+    (x.norm(dim=(0,), p=3) / 0).backward()
+    assert values(x.grad) == [0.0, 0.0]
+
+
+def test_backward_checks_saved_masks(fg):
+    # masks were saved as coordinates, so changing the mask in place went unnoticed
+    x = fg.tensor([-0.75, -1.25], requires_grad=True) * 1
+    m = x > 0
+    x[m] = fg.tensor([0.126], requires_grad=True)
+    m[fg.tensor([False, False])] = fg.zeros(0, dtype=fg.bool)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        x.sum().backward()
+    y = fg.tensor([1.0, 2.0], requires_grad=True)
+    m = y > 1
+    z = y[m]
+    m.fill_(False)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.sum().backward()
+
+
+def test_clamp_of_bool_tensor_with_bool_bounds(fg):
+    b = fg.tensor([True, False])
+    with pytest.raises(NotImplementedError):
+        fg.clamp(b, b, b)
+    assert values(fg.clamp(b, fg.tensor(0))) == [1, 0]
+    assert values(fg.clamp(b, min=b)) == [True, False]  # one bound is fine
+
+
+def test_setitem_checks_the_key_before_the_leaf(fg):
+    x = fg.tensor([1.8], requires_grad=True)
+    with pytest.raises(ValueError, match="step must be greater than zero"):
+        x.transpose(0, 0)[-2:2:-1, None] = 1.5
+
+
+def test_add_alpha_takes_no_part_in_promotion(fg):
+    # other * alpha promoted bool to int64 before the addition
+    b = fg.tensor([True, False])
+    assert fg.add(b, b, alpha=2).dtype == fg.bool
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point number"):
+        fg.add(fg.tensor([1, 2]), fg.tensor([1, 2]), alpha=0.5)
+    assert values(fg.add(fg.tensor([1, 2]), 2.5, alpha=2)) == [6.0, 7.0]
+
+
+def test_setitem_writes_into_the_region_of_the_key(fg):
+    # x[key] = v was recorded as a write into all of x: the backward of an empty write into an
+    # expanded view failed ("more than one element of the written-to tensor ...")
+    x0 = fg.tensor([[-0.25, 0.0]], requires_grad=True)
+    v3 = fg.stack([x0, x0], dim=2).expand(3, 2, 1, 2, 2)
+    v3[None, -1, 0:0, ...] = -2.5
+    v3.sum().backward()
+    assert values(x0.grad) == [[12.0, 12.0]]  # as PyTorch
+    # the leaf errors PyTorch gives: the region of x[0] is a view of x, that of x[[0]] x itself
+    x = fg.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable"):
+        x[0] = 1.0
+    with pytest.raises(RuntimeError, match="^a leaf Variable"):
+        x[[0]] = 1.0
+
+
+# ---- the Python/C++ boundary ----------------------------------------------------------------------
+
+def test_from_numpy_refuses_a_non_native_byte_order(fg):
+    # the core read byte-swapped elements as native ones (garbage values); PyTorch refuses them
+    for dtype in ("f8", "f4", "i8"):
+        swapped = np.arange(3, dtype=np.dtype(dtype).newbyteorder("S"))
+        with pytest.raises(ValueError, match="byte order different from the native byte order"):
+            fg.from_numpy(swapped)
+    assert values(fg.from_numpy(np.arange(3, dtype=np.dtype("f8").newbyteorder("=")))) == [0.0, 1.0, 2.0]
+
+
+def test_named_arithmetic_with_a_non_number_raises_type_error(fg):
+    # fastgrad.add(x, 'a'), x.mul_('a'), ... returned NotImplemented instead of raising
+    x = fg.tensor([1.0, 2.0])
+    for call in (lambda: fg.add(x, "a"), lambda: x.add("a"), lambda: x.sub(None), lambda: fg.mul(x, None),
+                 lambda: x.div("a"), lambda: x.add_("a"), lambda: x.sub_(None), lambda: x.mul_("a"),
+                 lambda: x.div_([1.0, 2.0])):
+        with pytest.raises(TypeError, match="must be Tensor, not (str|NoneType|list)"):
+            call()
+    with pytest.raises(TypeError):
+        fg.pow(x, "a")
+    with pytest.raises(TypeError):
+        fg.add(x, "a", alpha=2)
+    # the operators go through Python's protocol, and their message names the type as PyTorch's does
+    with pytest.raises(TypeError, match="unsupported operand type\\(s\\) for \\+: 'Tensor' and 'str'"):
+        x + "a"
+    with pytest.raises(TypeError):
+        x * None
+    with pytest.raises(TypeError):
+        x -= "a"
+    assert (x == "a") is False
+
+
+def test_arguments_of_the_wrong_type_raise_type_error(fg):
+    # pybind11's RuntimeError "Unable to cast Python instance of type <class 'int'> to C++ type '?'"
+    # and TypeError "incompatible function arguments ... Invoked with: ..." leaked out
+    x = fg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match="^assigned grad expected to be a Tensor or None but got grad of type int$"):
+        x.grad = 3
+    y = (x * 2).sum()
+    with pytest.raises(TypeError):
+        y.backward(3)
+    with pytest.raises(TypeError, match="^gradients can be either Tensors or None, but got str$"):
+        y.backward("a")
+    with pytest.raises(TypeError, match="^prod\\(\\) received an invalid combination of arguments"):
+        x.prod(dim=(0,))
+    for name, call in [("maximum", lambda: fg.maximum(x, 1)), ("mm", lambda: fg.mm(x.view(1, 2), 3)),
+                       ("neg", lambda: fg.neg("a")), ("sum", lambda: fg.sum("a"))]:
+        with pytest.raises(TypeError, match=f"^{name}\\(\\)") as info:
+            call()
+        assert "Unable to cast" not in str(info.value) and "incompatible function arguments" not in str(info.value)
+    y.backward()  # nothing was broken on the way
+    assert values(x.grad) == [2.0, 2.0]
+
+
+def test_indices_that_int64_cannot_hold(fg):
+    x = fg.zeros(3)
+    with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+        x[2 ** 70]
+    assert x[2 ** 70:].shape == (0,)  # slice bounds are clamped, as Python's
+    with pytest.raises(TypeError, match="slice indices must be integers or None or have an __index__ method"):
+        x["a":]
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        x + 2 ** 70
+
+
+INT64_MAX, INT64_MIN = 2 ** 63 - 1, -2 ** 63
+
+
+def test_float_to_int64_conversion_of_nan_inf_and_out_of_range(fg):
+    # undefined behaviour in C++ (a static_cast); PyTorch on x86 gives INT64_MIN for each of them
+    x = fg.tensor([nan, inf, -inf, 1e30, -1e30, 9.3e18, 2.5, -2.5])
+    assert values(x.long()) == [INT64_MIN] * 6 + [2, -2]
+    assert values(x.double().long()) == [INT64_MIN] * 6 + [2, -2]
+    assert fg.tensor([nan, 2.5]).sum(dtype=fg.int64).item() == INT64_MIN + 2
+    assert values(fg.tensor([nan, 1.0]).bool()) == [True, True]
+
+
+def test_int64_arithmetic_wraps_on_overflow(fg):
+    # signed overflow is undefined behaviour in C++; PyTorch's int64 arithmetic wraps
+    big, low = fg.tensor([INT64_MAX]), fg.tensor([INT64_MIN])
+    assert values(big + 1) == [INT64_MIN]
+    assert values(big * 3) == [INT64_MAX - 2]
+    assert values(big + big) == [-2]
+    assert values(low - fg.tensor([1])) == [INT64_MAX]
+    assert values(low * fg.tensor([-1])) == [INT64_MIN]
+    assert values(5 - low) == [INT64_MIN + 5]
+    assert values(-low) == [INT64_MIN]
+    assert values(abs(low)) == [INT64_MIN]
+    assert fg.tensor([2 ** 62] * 3).sum().item() == -2 ** 62
+    assert fg.tensor([2 ** 32, 2 ** 32]).prod().item() == 0
+    assert values(fg.tensor([[2 ** 62]]) @ fg.tensor([[4]])) == [[0]]
+    assert values(fg.tensor([1, -1, 2]) ** fg.tensor([INT64_MIN] * 3)) == [1, 1, 0]
+
+
+def test_integer_numbers_are_exact(fg):
+    # Python ints were carried as doubles: 2**63 - 1 became 2**63 (then INT64_MIN, or an error)
+    assert fg.tensor([INT64_MAX]).item() == INT64_MAX
+    assert values(fg.tensor([INT64_MAX]) + INT64_MAX) == [-2]
+    assert values(fg.tensor([3]) < INT64_MAX) == [True]
+    assert values(fg.tensor([3]).clamp(min=INT64_MAX)) == [INT64_MAX]
+    assert values(fg.tensor([3]).clamp(min=2 ** 62 + 1, max=2 ** 62)) == [2 ** 62]  # max wins, as PyTorch
+    assert values(fg.full((2,), INT64_MAX)) == [INT64_MAX, INT64_MAX]
+    z = fg.zeros(2, dtype=fg.int64)
+    z[0] = INT64_MAX
+    assert values(z) == [INT64_MAX, 0]
+    assert values(z.fill_(INT64_MIN)) == [INT64_MIN, INT64_MIN]
+
+
+def test_requires_grad_must_be_a_bool(fg):
+    # pybind11's bool conversion took 1, None (as False) and anything with __bool__
+    x = fg.tensor([1.0])
+    for flag in (1, None, "a"):
+        with pytest.raises(RuntimeError, match="^requires_grad must be a bool$"):
+            x.requires_grad = flag
+    assert x.requires_grad is False
+
+
+def test_two_norm_gradient_at_zero_norm_follows_pytorch(fg):
+    # PyTorch's p == 2 case masks x / norm before the product with the gradient: an infinite
+    # gradient at a zero norm gives NaN there (other p give 0, see the test above)
+    x = fg.tensor([0.0, 0.0], requires_grad=True)
+    (x.norm(dim=(0,), p=2) * float("inf")).backward()
+    assert all(math.isnan(v) for v in values(x.grad))
+    x = fg.tensor([3.0, 4.0], requires_grad=True)
+    x.norm(dim=(0,), p=2).backward()
+    assert_values(x.grad, [0.6, 0.8])
+
+
+def test_clamp_with_number_bounds_follows_pytorch(fg):
+    # bool bounds on a bool tensor were clamped; a NaN bound was ignored; with min > max the
+    # reference gave min where PyTorch gives max
+    b = fg.tensor([True, False])
+    for call, kernel in [(lambda: b.clamp(min=True), "clamp_min_scalar_cpu"),
+                         (lambda: b.clamp(max=True), "clamp_max_scalar_cpu"),
+                         (lambda: b.clamp(True, False), "clamp_scalar_cpu"), (lambda: b.clamp_(min=True), "clamp_min")]:
+        with pytest.raises(NotImplementedError, match=f"^\"{kernel}"):
+            call()
+    assert values(b.clamp(0, 1)) == [1, 0] and b.clamp(0, 1).dtype == fg.int64  # int bounds promote
+    x = fg.tensor([1.0, nan, 3.0], requires_grad=True)
+    for y in (x.clamp(min=nan), x.clamp(max=nan), x.clamp(0.0, nan)):
+        assert all(math.isnan(v) for v in values(y))
+    y = x.clamp(2.0, 1.0)
+    assert values(y)[::2] == [1.0, 1.0] and math.isnan(values(y)[1])
+    y.sum().backward()
+    assert values(x.grad) == [0.0, 0.0, 0.0]  # x >= min and x <= max holds nowhere
+
+
+def test_wrong_operands_of_named_functions_raise_type_error(fg):
+    x = fg.tensor([1.0, 2.0])
+    for call in (lambda: fg.lt(x, "a"), lambda: x.ge(None), lambda: x.eq("a"), lambda: fg.ne(x, [1.0])):
+        with pytest.raises(TypeError, match="^(lt|ge|eq|ne)\\(\\)"):
+            call()
+    assert values(fg.lt(x, other=fg.tensor([2.0, 2.0]))) == [True, False]
+    # alpha took the operand to result_type() first, which named itself in the error
+    for name, call in [("add", lambda: fg.add(x, "a", alpha=2)), ("sub", lambda: x.sub(None, alpha=2)),
+                       ("add_", lambda: x.add_("a", alpha=2))]:
+        with pytest.raises(TypeError, match=f"^{name}\\(\\): argument 'other' .*must be Tensor, not"):
+            call()
+    # dims and sizes that are not ints: AttributeError '... has no attribute __index__'
+    for call in (lambda: x.size("a"), lambda: x.unsqueeze(1.5), lambda: x.transpose("a", 0), lambda: x.sum(dim="a"),
+                 lambda: x.view("a")):
+        with pytest.raises(TypeError):
+            call()
+    with pytest.raises(TypeError, match="^requires_grad_\\(\\): argument 'requires_grad' .*must be bool, not int"):
+        x.requires_grad_(1)
+
+
+def test_tensor_refuses_a_non_native_byte_order(fg):
+    # numpy swapped the bytes where PyTorch refuses the array (as from_numpy does)
+    swapped = np.arange(3, dtype=np.dtype("f8").newbyteorder("S"))
+    for call in (lambda: fg.tensor(swapped), lambda: fg.as_tensor(swapped), lambda: fg.tensor(swapped, dtype=fg.float32),
+                 lambda: fg.zeros(3)[swapped.astype(np.dtype("i8").newbyteorder("S"))]):
+        with pytest.raises(ValueError, match="byte order different from the native byte order"):
+            call()
+
+
+def test_int64_to_float32_rounds_once(fg):
+    # the reference rounded int64 to float32 through a double: twice, 2**60 + 2**36 + 1 became 2**60
+    v = 2 ** 60 + 2 ** 36 + 1
+    for t in (fg.tensor([v]).float(), fg.full((1,), v, dtype=fg.float32), fg.zeros(1) + v):
+        assert t.item() == 2 ** 60 + 2 ** 37
+    assert fg.tensor([v], dtype=fg.float32).item() == 2 ** 60  # a Python list goes through double, as PyTorch
+    with pytest.raises(OverflowError, match="int too big to convert"):
+        fg.full((2,), 2 ** 70)

@@ -4,11 +4,19 @@
 #pragma once
 #include <cstdint>
 
+#include "core/numeric.h"
+
 namespace fg {
 
 struct MatrixView {
   int64_t batch_stride, row_stride, col_stride;
 };
+
+// c + a * b in T; int64 wraps on overflow, as PyTorch's integer matmul (undefined in plain C++).
+template <class T>
+inline T multiply_add(T c, T a, T b) {
+  return static_cast<T>(wrap_add<T>(c, static_cast<T>(wrap_mul<T>(a, b))));
+}
 
 template <class T>
 void batched_matmul(int64_t batch, int64_t n, int64_t k, int64_t m, const T* a, MatrixView as, const T* b,
@@ -23,7 +31,7 @@ void batched_matmul(int64_t batch, int64_t n, int64_t k, int64_t m, const T* a, 
         T aiq = ap[i * as.row_stride + q * as.col_stride];
         const T* brow = bp + q * bs.row_stride;
         T* crow = cp + i * m;
-        for (int64_t j = 0; j < m; ++j) crow[j] += aiq * brow[j * bs.col_stride];
+        for (int64_t j = 0; j < m; ++j) crow[j] = multiply_add(crow[j], aiq, brow[j * bs.col_stride]);
       }
   }
 }

@@ -8,19 +8,26 @@
 
 namespace fg {
 
-Tensor full(const Shape& shape, double value, DType dtype) {
-  // Converting NaN, inf or an out-of-range number to an integer is undefined in C++; refuse it.
-  if (dtype == DType::Int64 && !(value >= -9.2233720368547758e18 && value < 9.2233720368547758e18))
+namespace {
+// As PyTorch, a float that int64 cannot hold (NaN, inf, out of range) is refused, not converted.
+void check_int64_range(double value) {
+  if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0))
     throw RuntimeError(cat("value cannot be converted to type int64_t without overflow"));
+}
+}  // namespace
+
+Tensor full(const Shape& shape, const Scalar& value, DType dtype) {
+  if (dtype == DType::Int64 && value.kind == Category::Floating) check_int64_range(value.value);
   Tensor out = empty(shape, dtype);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* data = out->data_as<T>();
-    T v = static_cast<T>(value);
+    T v = value.to<T>();
     for (int64_t i = 0, n = out->numel(); i < n; ++i) data[i] = v;
   });
   return out;
 }
+Tensor full(const Shape& shape, double value, DType dtype) { return full(shape, Scalar::from_float(value), dtype); }
 
 Tensor zeros(const Shape& shape, DType dtype) { return full(shape, 0.0, dtype); }
 Tensor zeros_like(const Tensor& t) { return full(t->shape, 0.0, t->dtype); }
@@ -31,18 +38,29 @@ Tensor arange(double start, double end, double step, DType dtype) {
   if (!std::isfinite(start) || !std::isfinite(end)) throw RuntimeError(cat("unsupported range: ", start, " -> ", end));
   if ((step > 0 && end < start) || (step < 0 && end > start))
     throw RuntimeError("upper bound and larger bound inconsistent with step sign");
-  auto n = static_cast<int64_t>(std::ceil((end - start) / step));
+  double size = std::ceil((end - start) / step);
+  if (!(size < 9223372036854775808.0))
+    throw RuntimeError(cat("invalid size, possible overflow?"));
+  if (dtype == DType::Int64) {
+    check_int64_range(start);
+    check_int64_range(end);
+  }
+  auto n = static_cast<int64_t>(size);
   Tensor out = empty({n}, dtype);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* data = out->data_as<T>();
-    for (int64_t i = 0; i < n; ++i) data[i] = static_cast<T>(start + static_cast<double>(i) * step);
+    for (int64_t i = 0; i < n; ++i) data[i] = value_cast<T>(start + static_cast<double>(i) * step);
   });
   return out;
 }
 
 Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   if (steps < 0) throw RuntimeError("number of steps must be non-negative");
+  if (dtype == DType::Int64) {
+    check_int64_range(start);
+    check_int64_range(end);
+  }
   Tensor out = empty({steps}, dtype);
   double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   dispatch(dtype, [&](auto tag) {
@@ -51,7 +69,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
     // Fill the second half from the end, as PyTorch does, so that the last value is exactly `end`.
     int64_t half = steps == 1 ? 1 : steps / 2;
     for (int64_t i = 0; i < steps; ++i)
-      data[i] = static_cast<T>(i < half ? start + step * static_cast<double>(i)
+      data[i] = value_cast<T>(i < half ? start + step * static_cast<double>(i)
                                         : end - step * static_cast<double>(steps - 1 - i));
   });
   return out;
@@ -76,7 +94,7 @@ void copy_values(const Tensor& dst, const Tensor& src) {
       D* d = dst->data_as<D>();
       const S* s = src->data_as<S>();
       for_each_offset<2>(dst->shape, {dst->strides.data(), src_strides.data()},
-                         [&](int64_t, const std::array<int64_t, 2>& o) { d[o[0]] = static_cast<D>(s[o[1]]); });
+                         [&](int64_t, const std::array<int64_t, 2>& o) { d[o[0]] = value_cast<D>(s[o[1]]); });
     });
   });
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/node.h"
+#include "core/numeric.h"
 #include "core/shape.h"
 #include "kernels/loops.h"
 #include "ops/ops.h"
@@ -73,14 +74,14 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
 
 // out = f(x, s) with the Python number s converted to the computation type.
 template <class F>
-Tensor scalar_map(const Tensor& x, double s, DType dtype, DType out_dtype, F f) {
+Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype, F f) {
   Tensor cx = cast_values(x, dtype);
   Tensor out = empty(x->shape, out_dtype);
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch(out_dtype, [&](auto out_tag) {
       using R = decltype(out_tag);
-      T sv = static_cast<T>(s);
+      T sv = s.to<T>();
       map1(x->shape, out->data_as<R>(), cx->data_as<T>(), cx->strides.data(),
            [&](T v) { return static_cast<R>(f(v, sv)); });
     });
@@ -90,7 +91,7 @@ Tensor scalar_map(const Tensor& x, double s, DType dtype, DType out_dtype, F f) 
 
 template <class F>
 Tensor unary_map(const Tensor& x, DType dtype, F f) {
-  return scalar_map(x, 0.0, dtype, dtype, [&](auto v, auto) { return f(v); });
+  return scalar_map(x, Scalar::from_int(0), dtype, dtype, [&](auto v, auto) { return f(v); });
 }
 
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
@@ -100,7 +101,7 @@ Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype);
 template <class T>
 T pow_value(T a, T b) {
   if constexpr (std::is_same_v<T, int64_t>) {
-    if (b < 0) return a == 1 ? 1 : a == -1 ? ((-b) % 2 ? -1 : 1) : 0;
+    if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
     uint64_t result = 1, base = static_cast<uint64_t>(a);
     for (uint64_t e = static_cast<uint64_t>(b); e; e >>= 1, base *= base)
       if (e & 1) result *= base;
@@ -171,13 +172,13 @@ GradList AddBackward0::apply(GradList&& grads) {
   return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, g)};
 }
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_map(a, b, result_type(a, b), result_type(a, b), [](auto x, auto y) { return x + y; });
+  Tensor out = binary_map(a, b, result_type(a, b), result_type(a, b), [](auto x, auto y) { return wrap_add(x, y); });
   record_binary<AddBackward0>(out, a, &b, nullptr, false, false);
   return out;
 }
 Tensor add(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x + y; });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_add(x, y); });
   record_binary<AddBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -190,14 +191,14 @@ GradList SubBackward0::apply(GradList&& grads) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   check_bool_subtraction(a->dtype, b->dtype);
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x - y; });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); });
   record_binary<SubBackward0>(out, a, &b, nullptr, false, false);
   return out;
 }
 Tensor sub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x - y; });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); });
   record_binary<SubBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -207,7 +208,7 @@ GradList RsubBackward1::apply(GradList&& grads) { return {reduce(0, neg(grads[0]
 Tensor rsub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return y - x; });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(y, x); });
   record_binary<RsubBackward1, false>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -222,13 +223,13 @@ GradList MulBackward0::apply(GradList&& grads) {
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x * y; });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); });
   record_binary<MulBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
 Tensor mul(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x * y; });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); });
   record_binary<MulBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -250,7 +251,7 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 Tensor div(const Tensor& a, const Scalar& s) {
   DType dt = float_type(result_type(a, s));
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return x / y; });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return x / y; });
   record_binary<DivBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -283,7 +284,7 @@ Tensor pow(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
   // PyTorch computes these exponents of float tensors with other functions (sqrt(-inf) is NaN
   // where pow(-inf, 0.5) is inf); so does fastgrad, for the same values.
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) {
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) {
     using T = decltype(x);
     if constexpr (std::is_floating_point_v<T>) {
       if (y == T(0.5)) return std::sqrt(x);
@@ -314,8 +315,9 @@ GradList PowBackward1::apply(GradList&& grads) {
   Tensor x = unpack(0), y = unpack(1), z = result.unpack(this);  // all checked, as PyTorch
   GradList out(2);
   if (needs_input_grad(0)) {
-    Tensor d = mul(y, pow(x, sub(y, Scalar::from_int(1))));
-    out[0] = reduce(0, mul(g, where(compare(y, Scalar::from_int(0), CompareOp::Eq), zeros_like(d), d)));
+    // the mask applies to the product with g: where y == 0 even a NaN gradient gives 0 (PyTorch)
+    Tensor d = mul(g, mul(y, pow(x, sub(y, Scalar::from_int(1)))));
+    out[0] = reduce(0, where(compare(y, Scalar::from_int(0), CompareOp::Eq), zeros_like(d), d));
   }
   if (needs_input_grad(1)) {
     Tensor zero_base = logical_and(compare(x, Scalar::from_int(0), CompareOp::Eq), compare(y, Scalar::from_int(0), CompareOp::Ge));
@@ -344,7 +346,7 @@ GradList PowBackward2::apply(GradList&& grads) {
 Tensor rpow(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
   if (dt == DType::Bool) throw NotImplementedError("\"pow\" not implemented for 'Bool'");
-  Tensor out = scalar_map(a, s.value, dt, dt, [](auto x, auto y) { return pow_value(y, x); });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return pow_value(y, x); });
   if (auto* node = record<PowBackward2>(out, {&a})) {
     node->remember(a, nullptr, &s);
     node->saved[0].save(a);
@@ -368,12 +370,17 @@ GradList select_grads(const N& node, const Tensor& g, CompareOp loses) {
 }
 }  // namespace
 
+// The larger (smaller) of x and y, or NaN if either is NaN, as PyTorch's maximum, minimum and clamp.
+template <class T>
+T max_nan(T x, T y) { return x > y || x != x ? x : y; }
+template <class T>
+T min_nan(T x, T y) { return x < y || x != x ? x : y; }
+
 FG_NODE_FROM(MaximumBackward0, BinaryNode) };
 GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  // NaN wins, as in PyTorch.
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return (x > y || x != x) ? x : y; });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return max_nan(x, y); });
   record_binary<MaximumBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
@@ -382,7 +389,7 @@ FG_NODE_FROM(MinimumBackward0, BinaryNode) };
 GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Gt); }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return (x < y || x != x) ? x : y; });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return min_nan(x, y); });
   record_binary<MinimumBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
@@ -444,7 +451,7 @@ Tensor compare(const Tensor& a, const Tensor& b, CompareOp op) {
   return binary_map(a, b, result_type(a, b), DType::Bool, [op](auto x, auto y) { return compare_values(x, y, op); });
 }
 Tensor compare(const Tensor& a, const Scalar& s, CompareOp op) {
-  return scalar_map(a, s.value, result_type(a, s), DType::Bool, [op](auto x, auto y) { return compare_values(x, y, op); });
+  return scalar_map(a, s, result_type(a, s), DType::Bool, [op](auto x, auto y) { return compare_values(x, y, op); });
 }
 Tensor logical_and(const Tensor& a, const Tensor& b) {
   return binary_map(a, b, DType::Bool, DType::Bool, [](auto x, auto y) { return x && y; });
@@ -469,7 +476,7 @@ Tensor neg(const Tensor& x) {
     throw RuntimeError(
         "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the "
         "`~` or `logical_not()` operator instead.");
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return -v; });
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return wrap_neg(v); });
   record<NegBackward0>(out, {&x});
   return out;
 }
@@ -478,7 +485,7 @@ FG_NODE(AbsBackward0) };
 GradList AbsBackward0::apply(GradList&& grads) { return {mul(grads[0], sign(unpack(0)))}; }
 Tensor abs(const Tensor& x) {
   if (x->dtype == DType::Bool) throw NotImplementedError("\"abs_cpu\" not implemented for 'Bool'");
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(-v) : v; });
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(wrap_neg(v)) : v; });
   if (auto* node = record<AbsBackward0>(out, {&x})) node->saved[0].save(x);
   return out;
 }
@@ -564,7 +571,7 @@ Tensor relu(const Tensor& x) {
 
 // clamp passes the gradient where min <= x <= max (boundaries included, as PyTorch).
 struct ClampNode : Node {
-  std::optional<double> min, max;
+  std::optional<Scalar> min, max;
 };
 FG_NODE_FROM(ClampBackward1, ClampNode) };
 GradList ClampBackward1::apply(GradList&& grads) {
@@ -572,10 +579,12 @@ GradList ClampBackward1::apply(GradList&& grads) {
   Tensor g = grads[0];
   // where, not a product with the mask: an infinite gradient outside the range still gives 0.
   Tensor zero = zeros_like(g);
-  if (min) g = where(compare(x, Scalar::from_float(*min), CompareOp::Ge), g, zero);
-  if (max) g = where(compare(x, Scalar::from_float(*max), CompareOp::Le), g, zero);
+  if (min) g = where(compare(x, *min, CompareOp::Ge), g, zero);
+  if (max) g = where(compare(x, *max, CompareOp::Le), g, zero);
   return {g};
 }
+// max(x, min), then min(that, max), as PyTorch: with min > max every element is max, and a NaN
+// bound makes every element NaN (max_nan / min_nan keep NaN from either side).
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
   // The bounds take part in type promotion as Python numbers: an int64 tensor clamped to 0.5 is float32.
@@ -583,18 +592,20 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (min) wrapped = scalar_type(*min);
   if (max) wrapped = promote_opt(wrapped, scalar_type(*max));
   DType dt = result_type_of({&x}, wrapped);
-  double lo = min ? min->value : -INFINITY, hi = max ? max->value : INFINITY;
-  Tensor out = unary_map(x, dt, [lo, hi](auto v) {
+  if (dt == DType::Bool)  // PyTorch's clamp kernels have no bool case
+    throw NotImplementedError(
+        cat("\"", min && max ? "clamp" : min ? "clamp_min" : "clamp_max", "_scalar_cpu\" not implemented for 'Bool'"));
+  // The bounds in the computation type, as PyTorch converts them (an integer bound exactly).
+  Tensor out = unary_map(x, dt, [&min, &max](auto v) {
     using T = decltype(v);
-    if (v != v) return v;  // NaN stays NaN
-    if (static_cast<double>(v) < lo) return static_cast<T>(lo);
-    if (static_cast<double>(v) > hi) return static_cast<T>(hi);
+    if (min) v = max_nan(v, min->to<T>());
+    if (max) v = min_nan(v, max->to<T>());
     return v;
   });
   if (auto* node = record<ClampBackward1>(out, {&x})) {
     node->saved[0].save(x);
-    if (min) node->min = min->value;
-    if (max) node->max = max->value;
+    node->min = min;
+    node->max = max;
   }
   return out;
 }
@@ -639,6 +650,7 @@ GradList ClampBackward0::apply(GradList&& grads) {
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
   if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
   DType dt = min && max ? result_type_of({&x, &min, &max}, std::nullopt) : result_type(x, min ? min : max);
+  if (dt == DType::Bool && min && max) throw NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'");
   Tensor out;
   {
     GradModeGuard no_grad(false);

@@ -1,5 +1,6 @@
 // Advanced indexing (index tensors and masks) and Python's x[key] / x[key] = v on top of the views.
 #include "autograd/node.h"
+#include "core/numeric.h"
 #include "core/shape.h"
 #include "kernels/loops.h"
 #include "ops/ops.h"
@@ -149,18 +150,16 @@ void scatter_values(const Tensor& self, const std::vector<Tensor>& indices, cons
     T* dst = self->data_as<T>();
     const T* src = gathered->data_as<T>();
     visit_plan(plan, [&](int64_t i, int64_t off) {
-      if (accumulate) dst[off] = static_cast<T>(dst[off] + src[i]);
+      if (accumulate) dst[off] = static_cast<T>(wrap_add(dst[off], src[i]));
       else dst[off] = src[i];
     });
   });
 }
 
-// Index tensors kept for backward. As PyTorch, they are version-checked like any saved tensor;
-// masks are kept as the coordinates of their true elements, computed at forward.
+// Index tensors (and masks) kept for backward. As PyTorch, they are version-checked like any saved
+// tensor: changing one in place makes backward fail.
 struct SavedIndices {
   std::vector<SavedTensor> saved;
-  // `indices` with masks already turned into coordinates (before any write: a mask may be the
-  // tensor being written).
   void save(const std::vector<Tensor>& indices) {
     for (const Tensor& idx : indices) {
       saved.emplace_back();
@@ -238,7 +237,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   }
   if (auto* node = record<IndexBackward0>(out, {&x})) {
     node->input = InputMeta::of(x);
-    node->indices.save(masks_to_indices(x, indices));
+    node->indices.save(indices);
   }
   return out;
 }
@@ -263,14 +262,13 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
   check_index_put_dtype(self, indices, values);
   Edge self_edge = gradient_edge(self), values_edge = gradient_edge(values);
   bool recording = should_record({&self, &values}) && is_floating(self->dtype);
-  std::vector<Tensor> coordinates = recording ? masks_to_indices(self, indices) : std::vector<Tensor>();
   scatter_values(self, indices, values, accumulate);
   self->bump_version();
   if (recording) {
     auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), std::move(values_edge));
     node->input = InputMeta::of(self);
     node->values = InputMeta::of(values);
-    node->indices.save(coordinates);
+    node->indices.save(indices);
     rebase_history(self, {NodeRef(node), 0});
   }
   return self;
@@ -317,12 +315,13 @@ Tensor getitem(const Tensor& x, const IndexSpec& spec) {
   return index(view, spec.advanced);
 }
 
-// The backward of x[key] = value: the overwritten region gets no gradient, the value gets the
-// region's gradient (summed back to its shape). PyTorch calls this node CopySlices.
+// x[key] = value is, as in PyTorch, an in-place write into the region x[key'] (key' = the key's
+// ints, slices and Nones: a view of x): a copy, or with index tensors an index_put_ into it. This
+// node is that write's backward: the overwritten part gets no gradient, the value gets its
+// gradient (summed back to its shape). Its history lands on x's base through rebase_history.
 struct CopySlicesNode : Node {
   InputMeta value;
-  std::vector<IndexStep> steps;
-  SavedIndices advanced;  // over the view the steps make
+  SavedIndices advanced;  // over the region
   void release_saved() override {
     advanced.reset();
     Node::release_saved();
@@ -331,29 +330,24 @@ struct CopySlicesNode : Node {
 FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "CopySlices") };
 GradList IndexCopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  IndexSpec spec{steps, advanced.unpack(this)};
+  IndexSpec spec{{}, advanced.unpack(this)};
   GradList out(2);
   if (needs_input_grad(0)) {
     out[0] = clone(g);
-    Tensor region = apply_steps(out[0], spec.steps);
-    if (spec.advanced.empty()) zero_(region);
-    else index_put_(region, spec.advanced, zeros({}, g->dtype), false);
+    if (spec.advanced.empty()) zero_(out[0]);
+    else index_put_(out[0], spec.advanced, zeros({}, g->dtype), false);
   }
   if (needs_input_grad(1)) out[1] = to_dtype(sum_to(getitem(g, spec), value.sizes()), value.dtype);
   return out;
 }
 
 void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
-  // x[key] = v writes through a view of x, and PyTorch words the leaf error that way.
-  if (grad_enabled() && self->is_leaf() && self->requires_grad_leaf)
-    throw RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.");
-  check_inplace(self);
-  Edge self_edge = gradient_edge(self), value_edge = gradient_edge(value);
-  bool recording = should_record({&self, &value}) && is_floating(self->dtype);
-  std::vector<Tensor> coordinates;
+  Tensor region = apply_steps(self, spec.steps);  // first, as PyTorch: a bad slice is reported before the rest
+  check_inplace(region);
+  Edge region_edge = gradient_edge(region), value_edge = gradient_edge(value);
+  bool recording = should_record({&region, &value}) && is_floating(self->dtype);
   {
     GradModeGuard no_grad(false);
-    Tensor region = apply_steps(self, spec.steps);
     // PyTorch's checks: a copy (basic indexing) may not write memory twice nor read memory it
     // partly writes; index_put_ (advanced) may not read memory it writes at all.
     if (spec.advanced.empty()) {
@@ -365,17 +359,15 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
     }
     // What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
     Tensor source = value->storage == self->storage ? clone(value) : value;
-    if (recording && !spec.advanced.empty()) coordinates = masks_to_indices(region, spec.advanced);
     if (spec.advanced.empty()) copy_values(region, expand(source, region->shape));
     else scatter_values(region, spec.advanced, source, false);
   }
-  self->bump_version();
+  region->bump_version();
   if (recording) {
-    auto* node = make_inplace_node<IndexCopySlices>(std::move(self_edge), std::move(value_edge));
+    auto* node = make_inplace_node<IndexCopySlices>(std::move(region_edge), std::move(value_edge));
     node->value = InputMeta::of(value);
-    node->steps = spec.steps;
-    node->advanced.save(coordinates);
-    rebase_history(self, {NodeRef(node), 0});
+    node->advanced.save(spec.advanced);
+    rebase_history(region, {NodeRef(node), 0});
   }
 }
 

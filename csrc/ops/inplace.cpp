@@ -191,7 +191,7 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
 }  // namespace
 
 Tensor fill_(const Tensor& self, const Scalar& value) {
-  return replace_values<FillBackward0>(self, full({}, value.value, self->dtype), false);
+  return replace_values<FillBackward0>(self, full({}, value, self->dtype), false);
 }
 Tensor fill_(const Tensor& self, const Tensor& value) {
   if (value->dim() != 0)

@@ -13,6 +13,7 @@
 namespace fg {
 
 // ---- creation and conversion (ops/creation.cpp)
+Tensor full(const Shape& shape, const Scalar& value, DType dtype);  // an integer exactly
 Tensor full(const Shape& shape, double value, DType dtype);
 Tensor zeros(const Shape& shape, DType dtype);
 Tensor zeros_like(const Tensor& t);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/node.h"
+#include "core/numeric.h"
 #include "core/shape.h"
 #include "kernels/loops.h"
 #include "ops/ops.h"
@@ -128,7 +129,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std:
   Tensor out = dispatch(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     std::vector<Acc<T>> acc(numel_of(shape), 0);
-    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] += v; });
+    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_add(acc[o], Acc<T>(v)); });
     return store(acc, shape, out_dtype);
   });
   bool all = dims.empty();
@@ -231,7 +232,7 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   Tensor out = dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     std::vector<Acc<T>> acc(numel_of(shape), 1);
-    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] *= v; });
+    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_mul(acc[o], Acc<T>(v)); });
     return store(acc, shape, dtype);
   });
   ReduceNode* node = dim ? static_cast<ReduceNode*>(record<ProdBackward1>(out, {&x}))
@@ -374,6 +375,8 @@ Tensor split_among_ties(const ReduceNode& node, const Tensor& g, bool all_elemen
 
 template <class N>
 Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool want_max, const char* op) {
+  for (int64_t dim : dims)  // each dim's size before repeated dims, as PyTorch checks
+    require_nonempty(x, reduction_mask({dim}, x->dim()), op, false);
   std::vector<bool> mask = reduction_mask(dims, x->dim());
   require_nonempty(x, mask, op, dims.empty());
   Tensor out = extreme(x, mask, keepdim, want_max).first;
@@ -466,24 +469,22 @@ FG_NODE_FROM(LinalgVectorNormBackward0, NormNode) };
 GradList LinalgVectorNormBackward0::apply(GradList&& grads) {
   Tensor x = unpack(0), n = expand_grad(unpack(1)), g = expand_grad(grads[0]);
   if (p == 0) return {Tensor()};
+  // The masks apply where PyTorch applies them, so an infinite or NaN gradient spreads the same way.
   auto zero_where = [](const Tensor& cond, const Tensor& t) { return where(cond, zeros_like(t), t); };
-  Tensor scale;
   if (std::isinf(p)) {
     Tensor ax = abs(x);
     Tensor hit = to_dtype(logical_or(compare(ax, n, CompareOp::Eq), compare(ax, ax, CompareOp::Ne)), x->dtype);
     Tensor ties = expand(sum(hit, dims(), true), x->shape);
-    scale = div(mul(sign(x), hit), ties);
-  } else if (p == 1) {
-    scale = sign(x);
-  } else if (p < 1) {
-    Tensor part = zero_where(compare(x, Scalar::from_int(0), CompareOp::Eq), pow(abs(x), Scalar::from_float(p - 1)));
-    scale = mul(mul(sign(x), part), pow(n, Scalar::from_float(1 - p)));
-  } else {
-    Tensor part = p < 2 ? mul(sign(x), pow(abs(x), Scalar::from_float(p - 1))) : mul(x, pow(abs(x), Scalar::from_float(p - 2)));
-    Tensor inv = zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), pow(n, Scalar::from_float(1 - p)));
-    scale = mul(part, inv);
+    return {mul(sign(x), mul(div(g, ties), hit))};
   }
-  return {mul(g, scale)};
+  if (p == 1) return {mul(sign(x), g)};
+  if (p == 2) return {mul(g, zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), div(x, n)))};  // PyTorch's own case
+  if (p < 1) {
+    Tensor part = zero_where(compare(x, Scalar::from_int(0), CompareOp::Eq), pow(abs(x), Scalar::from_float(p - 1)));
+    return {mul(mul(mul(sign(x), part), g), pow(n, Scalar::from_float(1 - p)))};
+  }
+  Tensor part = p < 2 ? mul(sign(x), pow(abs(x), Scalar::from_float(p - 1))) : mul(x, pow(abs(x), Scalar::from_float(p - 2)));
+  return {mul(part, zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), div(g, pow(n, Scalar::from_float(p - 1)))))};
 }
 
 Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {

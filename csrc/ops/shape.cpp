@@ -289,7 +289,7 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   int64_t len = hi > lo ? (hi - lo - 1) / step + 1 : 0;  // written so a huge step cannot overflow
   Shape shape = x->shape, strides = x->strides;
   shape[d] = len;
-  strides[d] = x->strides[d] * step;
+  strides[d] = wrap_mul(x->strides[d], step);  // a huge step (x[::2**62]) only matters when len <= 1
   Tensor out = make_differentiable_view(x, shape, strides, x->offset + lo * x->strides[d]);
   if (auto* node = record<SliceBackward0>(out, {&x})) {
     node->input = InputMeta::of(x);

@@ -33,7 +33,10 @@ py::object dtype_to_py(DType d);
 py::object size_to_py(const Shape& shape);
 
 // A Python number (bool, int, float or a numpy scalar) as a Scalar; false if `obj` is not one.
+// An int that int64 cannot hold raises OverflowError, as PyTorch.
 bool scalar_from_py(py::handle obj, Scalar& out);
+// The name of obj's type as Python's own messages write it ("str", "NoneType", "Tensor").
+std::string type_name(py::handle obj);
 // A tensor or a Python number as a tensor (numbers become 0-d tensors of `like`'s dtype rules).
 Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar);
 
@@ -47,6 +50,11 @@ IndexSpec parse_index(const Tensor& x, py::handle key);
 
 void bind_tensor(py::module_& m);
 void bind_node(py::module_& m);
+// Makes every function of `m` raise PyTorch's TypeError for arguments that do not fit (arg_errors.cpp).
+void guard_argument_errors(py::module_& m);
+// Sets the pending Python error for a py::cast_error (a failed conversion of an argument inside a
+// binding), which the guard above rewrites.
+void set_cast_failure(const char* message);
 py::object node_to_py(const NodeRef& node);
 
 }  // namespace fg

@@ -5,6 +5,12 @@ namespace fg {
 namespace {
 
 DType dtype_of_array(const py::array& a) {
+  // Elements stored in the other byte order would be read as garbage; PyTorch refuses them too.
+  constexpr char kForeignOrder = PY_BIG_ENDIAN ? '<' : '>';  // numpy writes native order as '='
+  if (a.dtype().byteorder() == kForeignOrder)
+    throw ValueError(
+        "given numpy array has byte order different from the native byte order. Conversion between byte orders is "
+        "currently not supported.");
   char kind = a.dtype().kind();
   size_t size = a.dtype().itemsize();
   if (kind == 'f' && size == 4) return DType::Float32;

@@ -21,6 +21,25 @@ Tensor index_tensor(py::handle obj) {
 
 bool item_true(const Tensor& t) { return item(t).value != 0; }
 
+// x[i] for an int (or anything with __index__). One that int64 cannot hold is a ValueError, as PyTorch.
+int64_t index_value(py::handle obj) {
+  py::object number = py::reinterpret_steal<py::object>(PyNumber_Index(obj.ptr()));
+  if (!number) throw py::error_already_set();
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
+  if (overflow) throw ValueError("Overflow when unpacking long long");
+  return v;
+}
+
+// A slice bound, as Python reads it: an int, clamped to the int64 range (x[2**70:] is empty), or
+// anything with __index__.
+int64_t slice_bound(py::handle obj) {
+  if (!PyIndex_Check(obj.ptr())) throw TypeError("slice indices must be integers or None or have an __index__ method");
+  Py_ssize_t v = PyNumber_AsSsize_t(obj.ptr(), nullptr);  // clamps instead of raising
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return v;
+}
+
 bool is_advanced(py::handle item) {
   return is_tensor(item) || py::isinstance<py::list>(item) || py::isinstance<py::array>(item) ||
          (py::isinstance<py::tuple>(item));
@@ -74,14 +93,14 @@ IndexSpec parse_index(const Tensor& x, py::handle key) {
     } else if (PySlice_Check(item.ptr())) {
       auto* s = reinterpret_cast<PySliceObject*>(item.ptr());
       step.kind = IndexStep::Slice;
-      if (s->start != Py_None) step.start = py::cast<int64_t>(s->start);
-      if (s->stop != Py_None) step.stop = py::cast<int64_t>(s->stop);
-      if (s->step != Py_None) step.step = py::cast<int64_t>(s->step);
+      if (s->start != Py_None) step.start = slice_bound(s->start);
+      if (s->stop != Py_None) step.stop = slice_bound(s->stop);
+      if (s->step != Py_None) step.step = slice_bound(s->step);
       spec.steps.push_back(step);
       keep_dim();
       ++x_dim;
     } else if (PyLong_Check(item.ptr()) || (!is_advanced(item) && PyIndex_Check(item.ptr()))) {
-      step.index = py::cast<int64_t>(item);
+      step.index = index_value(item);
       int64_t size = x->shape[x_dim];
       if (step.index < -size || step.index >= size)
         throw IndexError(cat("index ", step.index, " is out of bounds for dimension ", x_dim, " with size ", size));

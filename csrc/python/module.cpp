@@ -26,11 +26,20 @@ py::object size_to_py(const Shape& shape) {
   return py::reinterpret_borrow<py::object>(size_type)(t);
 }
 
+std::string type_name(py::handle obj) { return Py_TYPE(obj.ptr())->tp_name; }
+
 bool scalar_from_py(py::handle obj, Scalar& out) {
   PyObject* p = obj.ptr();
   if (PyBool_Check(p)) out = Scalar::from_bool(p == Py_True);
-  else if (PyLong_Check(p)) out = Scalar::from_int(obj.cast<int64_t>());
-  else if (PyFloat_Check(p)) out = Scalar::from_float(PyFloat_AS_DOUBLE(p));
+  else if (PyLong_Check(p)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (overflow) {
+      PyErr_SetString(PyExc_OverflowError, "int too big to convert");
+      throw py::error_already_set();
+    }
+    out = Scalar::from_int(v);
+  } else if (PyFloat_Check(p)) out = Scalar::from_float(PyFloat_AS_DOUBLE(p));
   else if (py::isinstance<TensorImpl>(obj)) return false;
   else if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && py::hasattr(obj, "ndim") &&
            obj.attr("ndim").cast<int>() == 0) {
@@ -43,8 +52,8 @@ Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar) {
   if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>();
   Scalar s;
   if (!scalar_from_py(obj, s))
-    throw TypeError(cat("expected Tensor or number, got ", std::string(py::str(py::type::of(obj).attr("__name__")))));
-  return full({}, s.value, dtype_for_scalar);
+    throw TypeError(cat("expected Tensor or number, got ", type_name(obj)));
+  return full({}, s, dtype_for_scalar);
 }
 
 }  // namespace fg
@@ -65,6 +74,8 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const RuntimeError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const py::cast_error& e) {
+      set_cast_failure(e.what());
     }
   });
 
@@ -84,4 +95,5 @@ PYBIND11_MODULE(_C, m) {
 
   bind_node(m);
   bind_tensor(m);
+  guard_argument_errors(m);
 }

@@ -22,6 +22,18 @@ auto binary(F op) {
   };
 }
 
+// The same op as a named function or method (add, x.mul_, ...): no operator protocol to fall back
+// on, so anything but a tensor or a number is a TypeError, worded as PyTorch's.
+template <class F>
+auto named_binary(const char* name, F op, const char* arg = "other") {
+  return [op, name, arg](const Tensor& a, py::handle b) -> Tensor {
+    if (py::isinstance<TensorImpl>(b)) return op(a, b.cast<Tensor>());
+    Scalar s;
+    if (scalar_from_py(b, s)) return op(a, s);
+    throw TypeError(cat(name, "(): argument '", arg, "' must be Tensor, not ", type_name(b)));
+  };
+}
+
 // The reflected form: `number op tensor`.
 template <class F>
 auto reflected(F op) {
@@ -51,14 +63,8 @@ DType natural_dtype(py::handle obj) {
 std::optional<Scalar> opt_scalar(py::handle h) {
   if (h.is_none()) return std::nullopt;
   Scalar s;
-  if (!scalar_from_py(h, s))
-    throw TypeError(cat("clamp(): min and max must be numbers, not ", std::string(py::str(py::type::of(h).attr("__name__")))));
+  if (!scalar_from_py(h, s)) throw TypeError(cat("clamp(): min and max must be numbers, not ", type_name(h)));
   return s;
-}
-
-std::optional<int64_t> opt_int(py::handle h) {
-  if (h.is_none()) return std::nullopt;
-  return h.cast<int64_t>();
 }
 
 const char* kNonLeafGradWarning =
@@ -78,6 +84,8 @@ void set_grad(const Tensor& self, py::handle value) {
     self->grad.reset();
     return;
   }
+  if (!py::isinstance<TensorImpl>(value))
+    throw TypeError(cat("assigned grad expected to be a Tensor or None but got grad of type ", type_name(value)));
   Tensor g = value.cast<Tensor>();
   if (g->dtype != self->dtype) throw RuntimeError("assigned grad has data of a different type");
   if (g->shape != self->shape) throw RuntimeError("assigned grad has data of a different size");
@@ -122,6 +130,8 @@ void backward(const Tensor& self, py::handle gradient, py::handle retain_graph, 
     if (self->numel() != 1) throw RuntimeError("grad can be implicitly created only for scalar outputs");
     g = ones_like(self);
   } else {
+    if (!py::isinstance<TensorImpl>(gradient))
+      throw TypeError(cat("gradients can be either Tensors or None, but got ", type_name(gradient)));
     g = gradient.cast<Tensor>();
     if (g->shape != self->shape)
       throw RuntimeError(cat("Mismatch in shape: grad_output[0] has a shape of ",
@@ -136,7 +146,7 @@ void backward(const Tensor& self, py::handle gradient, py::handle retain_graph, 
 py::object item_to_py(const Tensor& t) {
   Scalar s = item(t);
   if (s.kind == Category::Bool) return py::bool_(s.value != 0);
-  if (s.kind == Category::Integral) return py::int_(static_cast<int64_t>(s.value));
+  if (s.kind == Category::Integral) return py::int_(s.integer);
   return py::float_(s.value);
 }
 
@@ -144,8 +154,7 @@ std::vector<Tensor> tensor_list(py::handle seq) {
   std::vector<Tensor> out;
   for (py::handle h : seq) {
     if (!py::isinstance<TensorImpl>(h))
-      throw TypeError(cat("expected Tensor as element ", out.size(), " in argument 0, but got ",
-                          std::string(py::str(py::type::of(h).attr("__name__")))));
+      throw TypeError(cat("expected Tensor as element ", out.size(), " in argument 0, but got ", type_name(h)));
     out.push_back(h.cast<Tensor>());
   }
   return out;
@@ -162,9 +171,17 @@ std::vector<Tensor> optional_tensor_list(py::handle seq) {
 
 void bind_tensor(py::module_& m) {
   auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr());
+  // Python's own messages name a type by tp_name, which pybind11 sets to "fastgrad._C.Tensor";
+  // PyTorch's read "unsupported operand type(s) for +: 'Tensor' and 'str'". (__name__,
+  // __qualname__ and __module__, which repr and pickle use, are separate and unchanged.)
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_name = "Tensor";
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_to_py(t->shape); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_to_py(t->dtype); })
-      .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad(); }, &set_requires_grad)
+      .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad(); },
+                    [](const Tensor& t, py::handle flag) {
+                      if (!PyBool_Check(flag.ptr())) throw RuntimeError("requires_grad must be a bool");  // as PyTorch
+                      set_requires_grad(t, flag.ptr() == Py_True);
+                    })
       .def_property_readonly("is_leaf", [](const Tensor& t) { return t->is_leaf(); })
       .def_property("grad", &get_grad, &set_grad)
       .def_property_readonly("grad_fn", [](const Tensor& t) {
@@ -193,8 +210,8 @@ void bind_tensor(py::module_& m) {
       })
       .def("clone", [](const Tensor& x) { return clone(x); })
       .def("contiguous", [](const Tensor& x) { return contiguous(x); })
-      .def("mul_", binary([](const Tensor& a, const auto& b) { return mul_(a, b); }))
-      .def("div_", binary([](const Tensor& a, const auto& b) { return div_(a, b); }))
+      .def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }))
+      .def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }))
       .def("backward", &backward, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
            py::arg("create_graph") = false)
       .def("__len__", [](const Tensor& t) {
@@ -234,16 +251,26 @@ void bind_tensor(py::module_& m) {
       .def("__ne__", comparison(CompareOp::Ne));
 
   // Primitives with fixed signatures, wrapped by the Python package.
-  m.def("add", binary([](const Tensor& a, const auto& b) { return add(a, b); }));
-  m.def("sub", binary([](const Tensor& a, const auto& b) { return sub(a, b); }));
-  m.def("mul", binary([](const Tensor& a, const auto& b) { return mul(a, b); }));
-  m.def("div", binary([](const Tensor& a, const auto& b) { return div(a, b); }));
-  m.def("pow", binary([](const Tensor& a, const auto& b) { return pow(a, b); }));
+  m.def("add", named_binary("add", [](const Tensor& a, const auto& b) { return add(a, b); }));
+  m.def("sub", named_binary("sub", [](const Tensor& a, const auto& b) { return sub(a, b); }));
+  m.def("mul", named_binary("mul", [](const Tensor& a, const auto& b) { return mul(a, b); }));
+  m.def("div", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b); }));
+  m.def("pow", named_binary("pow", [](const Tensor& a, const auto& b) { return pow(a, b); }, "exponent"));
   m.def("rpow", [](const Tensor& a, double base) { return rpow(a, Scalar::from_float(base)); });
-  m.def("add_", binary([](const Tensor& a, const auto& b) { return add_(a, b); }));
-  m.def("sub_", binary([](const Tensor& a, const auto& b) { return sub_(a, b); }));
-  m.def("mul_", binary([](const Tensor& a, const auto& b) { return mul_(a, b); }));
-  m.def("div_", binary([](const Tensor& a, const auto& b) { return div_(a, b); }));
+  m.def("add_", named_binary("add_", [](const Tensor& a, const auto& b) { return add_(a, b); }));
+  m.def("sub_", named_binary("sub_", [](const Tensor& a, const auto& b) { return sub_(a, b); }));
+  m.def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }));
+  m.def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }));
+  // Named comparisons (fastgrad.lt(x, y), x.lt(y)); the operators return NotImplemented instead.
+  for (auto [name, op] : {std::pair{"lt", CompareOp::Lt}, std::pair{"le", CompareOp::Le}, std::pair{"gt", CompareOp::Gt},
+                          std::pair{"ge", CompareOp::Ge}, std::pair{"eq", CompareOp::Eq}, std::pair{"ne", CompareOp::Ne}})
+    m.def(name, named_binary(name, [op = op](const Tensor& a, const auto& b) { return compare(a, b, op); }));
+  m.def("result_type", [](const Tensor& a, py::handle b) {
+    if (py::isinstance<TensorImpl>(b)) return dtype_to_py(result_type(a, b.cast<Tensor>()));
+    Scalar s;
+    if (!scalar_from_py(b, s)) throw TypeError("result_type(): expected a Tensor or a number");
+    return dtype_to_py(result_type(a, s));
+  });
   m.def("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
   m.def("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
@@ -280,7 +307,7 @@ void bind_tensor(py::module_& m) {
     return sum(x, dims, keepdim, dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype)));
   });
   m.def("mean", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return mean(x, dims, keepdim); });
-  m.def("prod", [](const Tensor& x, py::handle dim, bool keepdim) { return prod(x, opt_int(dim), keepdim); });
+  m.def("prod", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return prod(x, dim, keepdim); });
   m.def("var", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
     return var(x, dims, correction, keepdim);
   });
@@ -293,8 +320,8 @@ void bind_tensor(py::module_& m) {
   m.def("min_all", [](const Tensor& x) { return min_all(x); });
   m.def("max_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return max_dim(x, dim, keepdim); });
   m.def("min_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return min_dim(x, dim, keepdim); });
-  m.def("argmax", [](const Tensor& x, py::handle dim, bool keepdim) { return argmax(x, opt_int(dim), keepdim); });
-  m.def("argmin", [](const Tensor& x, py::handle dim, bool keepdim) { return argmin(x, opt_int(dim), keepdim); });
+  m.def("argmax", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmax(x, dim, keepdim); });
+  m.def("argmin", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmin(x, dim, keepdim); });
   m.def("norm", [](const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) { return norm(x, p, dims, keepdim); });
 
   m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
@@ -319,7 +346,15 @@ void bind_tensor(py::module_& m) {
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return bmm(a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
 
-  m.def("full", [](Shape shape, double value, py::handle dtype) { return full(shape, value, dtype_from_py(dtype)); });
+  m.def("full", [](Shape shape, py::handle value, py::handle dtype) {
+    Scalar s;  // an int exactly (fastgrad.full((1,), 2**63 - 1)), anything else through float()
+    if (!scalar_from_py(value, s)) {
+      double v = PyFloat_AsDouble(value.ptr());
+      if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+      s = Scalar::from_float(v);
+    }
+    return full(shape, s, dtype_from_py(dtype));
+  });
   m.def("empty", [](Shape shape, py::handle dtype) { return empty(shape, dtype_from_py(dtype)); });
   m.def("arange", [](double start, double end, double step, py::handle dtype) {
     return arange(start, end, step, dtype_from_py(dtype));

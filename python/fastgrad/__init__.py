@@ -6,20 +6,19 @@
     e = (a + b) * (a * b)
     e.backward()
     a.grad, b.grad  # (tensor(21.), tensor(16.))
+
+The Python modules above the core (_methods, _factories, _grad_mode, autograd) run over _prims,
+the core's primitives; fastgrad.reference runs the same modules over its own (see _shared).
 """
-from . import _C
 from ._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
-from ._tensor import Tensor, _FUNCTIONS
+from ._prims import Tensor
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
-                        full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint, normal,
-                        manual_seed, seed)
-from . import _creation
+from ._methods import FUNCTIONS as _FUNCTIONS
+from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
+                         full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint, normal,
+                         manual_seed, seed)
 from . import autograd
 
 globals().update(_FUNCTIONS)
-# fastgrad.Tensor(data) / fastgrad.Tensor(2, 3): __new__ builds the whole tensor, so __init__ has nothing left to do.
-Tensor.__new__ = _creation._legacy_new
-Tensor.__init__ = lambda self, *args, **kwargs: None
 
 __version__ = "0.1.0"

@@ -1,9 +1,14 @@
-"""Grad-mode switches. The flag itself is thread-local and lives in the C++ core."""
+"""Grad-mode switches: no_grad, enable_grad, set_grad_enabled, is_grad_enabled.
+
+Written once for both backends, over the backend's flag (_prims.is_grad_enabled and
+_prims._set_grad_enabled: thread-local, in the C++ core or in reference._autograd); see _methods for
+how the reference runs this module too.
+"""
 import functools
 
-from . import _C
+from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 
-is_grad_enabled = _C.is_grad_enabled
+is_grad_enabled = _prims.is_grad_enabled
 
 
 class _GradModeContext:
@@ -14,11 +19,11 @@ class _GradModeContext:
 
     def __enter__(self):
         self._previous = is_grad_enabled()
-        _C._set_grad_enabled(self._mode)
+        _prims._set_grad_enabled(self._mode)
         return self
 
     def __exit__(self, *exc):
-        _C._set_grad_enabled(self._previous)
+        _prims._set_grad_enabled(self._previous)
         return False
 
     def __call__(self, func):
@@ -27,11 +32,11 @@ class _GradModeContext:
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             previous = is_grad_enabled()
-            _C._set_grad_enabled(mode)
+            _prims._set_grad_enabled(mode)
             try:
                 return func(*args, **kwargs)
             finally:
-                _C._set_grad_enabled(previous)
+                _prims._set_grad_enabled(previous)
 
         return wrapper
 
@@ -63,16 +68,16 @@ class set_grad_enabled(_GradModeContext):
     def __init__(self, mode):
         self._previous = is_grad_enabled()
         self._mode = bool(mode)
-        _C._set_grad_enabled(self._mode)
+        _prims._set_grad_enabled(self._mode)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _C._set_grad_enabled(self._previous)
+        _prims._set_grad_enabled(self._previous)
         return False
 
     def __call__(self, func):
         # As a decorator it must not change the mode now, only while `func` runs.
-        _C._set_grad_enabled(self._previous)
+        _prims._set_grad_enabled(self._previous)
         return super().__call__(func)

@@ -1,21 +1,30 @@
-"""The Python layers above the tensor (autograd helpers; nn and optim to come) are written once and
-run on both backends. `fastgrad.reference.<sub>` is the same source as `fastgrad.<sub>`, executed a
-second time as a submodule of `fastgrad.reference`, so that its relative imports (`from .. import
-tensor`) bind to the reference implementation instead of the C++ one."""
+"""The Python layers above the tensor primitives are written once and run on both backends: the
+PyTorch-style signatures (_methods), creation functions (_factories), grad mode (_grad_mode) and the
+autograd helpers (autograd). Each imports its backend relatively (`from . import _prims`), and
+backend-independent modules (_types, _formatting) absolutely.
+
+fastgrad imports them as usual, over fastgrad._prims (the C++ core). `fastgrad.reference.<name>` is
+the same source executed a second time as a submodule of fastgrad.reference, so that its relative
+imports bind to the reference: fastgrad.reference._prims, the same primitives in pure Python.
+"""
 import importlib.util
 import pathlib
 import sys
 
-SHARED_SUBPACKAGES = ["autograd"]
+SHARED = ["_grad_mode", "_methods", "_factories", "autograd"]  # in import order: _factories uses _methods
 _HERE = pathlib.Path(__file__).resolve().parent
 
 
 def load_shared_into(package_name):
     package = sys.modules[package_name]
-    for sub in SHARED_SUBPACKAGES:
-        init = _HERE / sub / "__init__.py"
+    for sub in SHARED:
+        path = _HERE / sub
         name = f"{package_name}.{sub}"
-        spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[str(init.parent)])
+        if path.is_dir():  # a subpackage
+            spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
+                                                          submodule_search_locations=[str(path)])
+        else:
+            spec = importlib.util.spec_from_file_location(name, path.with_suffix(".py"))
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

@@ -8,13 +8,15 @@
     a.grad, b.grad  # (tensor(21.), tensor(16.))
 
 Same public API, semantics, error messages and grad_fn names as fastgrad; every computation is
-plain Python (array, math, itertools), numpy only at the edges (numpy arrays in, .numpy() out,
-printing, random numbers). float32 values live in array('f'), so every stored result is rounded to
-float32 as the core rounds it.
+plain Python (array, math, itertools), numpy only at the edges (numpy arrays and Python data in,
+.numpy() out, printing, random numbers). float32 values live in array('f'), so every stored result
+is rounded to float32 as the core rounds it.
+
+The modules here replace the C++ core:
 
     _storage      element storage (array.array, or a numpy buffer for from_numpy), dtype conversions
     _tensor       Tensor: storage + shape/strides/offset + autograd fields; views; element loops
-    _autograd     grad mode, Function (a backward node), saved tensors, sum_to, the engine
+    _autograd     the grad-mode flag, Function (a backward node), saved tensors, sum_to, the engine
     _elementwise  + - * / ** and unary ops, type promotion, where, comparisons, dtype copies
     _reduce       sum, mean, prod, var, std, max/min/amax/amin/argmax/argmin, norm
     _shape        views (view, reshape, expand, permute, transpose, t, squeeze, unsqueeze, slice,
@@ -22,23 +24,24 @@ float32 as the core rounds it.
     _matmul       dot, mv, mm, bmm, matmul
     _inplace      the in-place machinery (leaf checks, snapshots, CopySlices) and add_ ... copy_
     _index        x[key], x[key] = value, advanced indexing
-    _methods      PyTorch-style signatures: Tensor methods, operators, module functions
-    _creation     tensor(), from_numpy(), factories, random numbers
+    _creation     from_numpy, full, arange, linspace, eye: the creation primitives
+    _prims        the primitives under fastgrad._prims's names (the core's bindings): operators and
+                  the methods bound on Tensor, argument checks, isclose
+
+The layers above the primitives are fastgrad's own modules, executed again with their relative
+imports bound to this package (see fastgrad._shared): _methods (PyTorch-style signatures: Tensor
+methods and module functions), _factories (tensor(), zeros(), rand(), ...), _grad_mode (no_grad,
+enable_grad, set_grad_enabled) and autograd (gradcheck).
 """
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from ._tensor import Tensor
-from ._autograd import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
-from ._methods import FUNCTIONS as _FUNCTIONS
-from ._creation import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
-                        full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint, normal,
-                        manual_seed, seed, _legacy_new)
-
-globals().update(_FUNCTIONS)
-# reference.Tensor(data) / reference.Tensor(2, 3): the legacy constructor, as in fastgrad.
-Tensor.__new__ = _legacy_new
-
-# The layers above tensors (autograd.gradcheck, ...) are fastgrad's own modules, executed again
-# with their relative imports bound to this package.
-from .._shared import load_shared_into  # noqa: E402
+from .._shared import load_shared_into
 
 load_shared_into(__name__)
+from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402
+from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
+from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like,  # noqa: E402
+                         empty_like, full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint,
+                         normal, manual_seed, seed)
+
+globals().update(_FUNCTIONS)

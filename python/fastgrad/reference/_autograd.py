@@ -9,7 +9,7 @@ once, after every gradient flowing into it has arrived and been summed.
 
 Backward formulas are written with the tensor's own operators and methods, running under no_grad.
 """
-import functools
+import contextlib
 import itertools
 import threading
 import weakref
@@ -30,68 +30,24 @@ def _set_grad_enabled(enabled):
     _mode.enabled = enabled
 
 
-class _GradModeContext:
-    """Sets the flag on entry and restores the previous value on exit; as a decorator, runs the
-    function inside such a block."""
-
-    _mode = None
-
-    def __enter__(self):
-        self._previous = is_grad_enabled()
-        _set_grad_enabled(self._mode)
-        return self
-
-    def __exit__(self, *exc):
-        _set_grad_enabled(self._previous)
-        return False
-
-    def __call__(self, func):
-        mode = self._mode
-
-        @functools.wraps(func)
-        def wrapper(*args, **kwargs):
-            previous = is_grad_enabled()
-            _set_grad_enabled(mode)
-            try:
-                return func(*args, **kwargs)
-            finally:
-                _set_grad_enabled(previous)
-
-        return wrapper
+@contextlib.contextmanager
+def _grad_mode(enabled):
+    """The ops' and the engine's own switch, as the core's GradModeGuard. The public no_grad,
+    enable_grad and set_grad_enabled are fastgrad's _grad_mode (shared), over the flag above."""
+    previous = is_grad_enabled()
+    _set_grad_enabled(enabled)
+    try:
+        yield
+    finally:
+        _set_grad_enabled(previous)
 
 
-class no_grad(_GradModeContext):
-    """Ops run inside record no graph: results do not require grad."""
-
-    _mode = False
-
-    def __new__(cls, func=None):
-        self = super().__new__(cls)
-        return self(func) if callable(func) else self  # `@no_grad` without parentheses
-
-    def __init__(self, func=None):
-        pass
+def no_grad():
+    return _grad_mode(False)
 
 
-class enable_grad(no_grad):
-    _mode = True
-
-
-class set_grad_enabled(_GradModeContext):
-    """set_grad_enabled(False) switches recording off now; with `with`, the previous mode comes back
-    at the end of the block."""
-
-    def __init__(self, mode):
-        self._previous = is_grad_enabled()
-        self._mode = bool(mode)
-        _set_grad_enabled(self._mode)
-
-    def __enter__(self):
-        return self
-
-    def __call__(self, func):
-        _set_grad_enabled(self._previous)  # as a decorator it changes the mode only while func runs
-        return super().__call__(func)
+def enable_grad():
+    return _grad_mode(True)
 
 
 # ---- saved tensors

@@ -322,8 +322,8 @@ class PowBackward1(Function):
         x, y, result = self.unpack(0), self.unpack(1), self.unpack(2)
         gx = gy = None
         if self.needs_input_grad(0):  # taken as 0 where y == 0: x ** 0 is constant, even at x == 0
-            d = y * x ** (y - 1)
-            gx = self.reduce(0, g * where(y == 0, zeros_like(d), d))
+            d = g * (y * x ** (y - 1))  # masked after the product: a NaN gradient too gives 0 there
+            gx = self.reduce(0, where(y == 0, zeros_like(d), d))
         if self.needs_input_grad(1):
             d = result * to_dtype(x, result._dtype).log()  # log in the result's precision, as PyTorch
             gy = self.reduce(1, g * where(logical_and(x == 0, y >= 0), zeros_like(d), d))
@@ -538,23 +538,29 @@ class ReluBackward0(Function):
 
 
 class ClampBackward1(Function):
-    """clamp with number bounds: the gradient passes where min <= x <= max (boundaries included, as PyTorch)."""
+    """clamp with number bounds: max(x, min), then min(that, max), each keeping NaN from either side
+    (with min > max every element is max, a NaN bound makes every element NaN, as PyTorch). The
+    gradient passes where min <= x <= max (boundaries included)."""
 
     def forward(self, x, min, max):
-        bounds = [b for b in (min, max) if b is not None]
-        for bound in bounds:
-            if number_or_none(bound) is None:
+        for bound in (min, max):
+            if bound is not None and number_or_none(bound) is None:
                 raise TypeError(f"clamp(): min and max must be numbers, not {type(bound).__name__}")
-        if not bounds:
+        if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        self.min, self.max = (None if b is None else number_or_none(b) for b in (min, max))
         # The bounds take part in type promotion as Python numbers: an int64 tensor clamped to 0.5 is float32.
-        dtype = result_type(x, *map(number_or_none, bounds))
+        dtype = result_type(x, *(b for b in (self.min, self.max) if b is not None))
+        if dtype is bool_:  # PyTorch's clamp kernels have no bool case
+            kernel = "clamp" if min is not None and max is not None else "clamp_min" if min is not None else "clamp_max"
+            raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
         self.save(x)
-        self.min, self.max = (None if b is None else float(number_or_none(b)) for b in (min, max))
-        lo = -math.inf if min is None else self.min
-        hi = math.inf if max is None else self.max
-        lo_value, hi_value = cast_scalar(lo, dtype), cast_scalar(hi, dtype)
-        return unary(lambda v: v if v != v else lo_value if v < lo else hi_value if v > hi else v, x, dtype)
+        values = cast(read(x), x._dtype, dtype)
+        for bound, pick in ((self.min, _maximum), (self.max, _minimum)):
+            if bound is not None:
+                bound = cast_scalar(bound, dtype)  # in the computation dtype, as PyTorch converts it
+                values = [pick(v, bound) for v in values]
+        return new_tensor(values, x._shape, dtype)
 
     def backward(self, g):
         # where, not a product with the mask: an infinite gradient outside the range still gives 0.
@@ -575,6 +581,8 @@ class ClampBackward0(Function):
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
         dtype = result_type(*(t for t in (x, min, max) if t is not None))
+        if dtype is bool_ and min is not None and max is not None:  # PyTorch's clamp kernel has no bool case
+            raise NotImplementedError("\"clamp_cpu\" not implemented for 'Bool'")
         out = converted(x, dtype)
         if min is not None:  # maximum/minimum keep NaN from either side, as clamp does
             out = elementwise(_maximum, out, converted(min, dtype), dtype)

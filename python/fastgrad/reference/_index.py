@@ -9,12 +9,12 @@ import operator
 import numpy as np
 
 from .._types import bool as bool_, int64
-from ._autograd import Function, is_grad_enabled, no_grad, should_record
+from ._autograd import Function, no_grad, should_record
 from ._elementwise import clone, to_dtype
 from ._inplace import assert_no_internal_overlap, assert_no_overlap, assert_no_partial_overlap, check_inplace, \
     in_place_edges, rebase_history
 from ._shape import AliasBackward0, expand, permute, select, slice, unsqueeze
-from ._storage import SCALAR_TYPE_NAME
+from ._storage import INT64_MAX, INT64_MIN, SCALAR_TYPE_NAME
 from ._tensor import (Tensor, broadcast_shapes, contiguous_strides, copy_values, element_offsets, full, make_view,
                       new_tensor, number_or_none, numel_of, read, shape_str)
 
@@ -26,7 +26,8 @@ _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool te
 def _index_tensor(item):
     """An advanced index (tensor, list, tuple or numpy array) as an int64 or bool tensor."""
     if not isinstance(item, Tensor):
-        from ._creation import exact_dtype_of_array, tensor
+        from ._creation import exact_dtype_of_array
+        from ._factories import tensor  # fastgrad's, shared: a submodule of this package once it is imported
         if isinstance(item, np.ndarray):
             exact_dtype_of_array(item)  # only the element types a tensor can hold as they are
         item = tensor(item, dtype=int64 if len(item) == 0 else None)  # x[[]]: numpy would make it float64
@@ -37,6 +38,23 @@ def _index_tensor(item):
 
 def _is_advanced(item):
     return isinstance(item, (Tensor, list, tuple, np.ndarray))
+
+
+def _int_index(item):
+    """x[i] for an int (or anything with __index__); one that int64 cannot hold is a ValueError, as PyTorch."""
+    index = operator.index(item)
+    if not INT64_MIN <= index <= INT64_MAX:
+        raise ValueError("Overflow when unpacking long long")
+    return index
+
+
+def _slice_bound(value):
+    """A slice bound as Python reads it: None, or an int clamped to the int64 range (x[2**70:] is empty)."""
+    if value is None:
+        return None
+    if not hasattr(type(value), "__index__"):
+        raise TypeError("slice indices must be integers or None or have an __index__ method")
+    return builtins.min(builtins.max(operator.index(value), INT64_MIN), INT64_MAX)
 
 
 def _dims_consumed(item):
@@ -71,13 +89,13 @@ def parse_index(x, key):
         elif isinstance(item, bool):
             raise TypeError("indexing with a Python bool is not supported; use a bool tensor")
         elif isinstance(item, builtins.slice):
-            start, stop = (None if v is None else operator.index(v) for v in (item.start, item.stop))
-            steps.append(("slice", dim, start, stop, 1 if item.step is None else operator.index(item.step)))
+            start, stop, step = map(_slice_bound, (item.start, item.stop, item.step))
+            steps.append(("slice", dim, start, stop, 1 if step is None else step))
             advanced.append(None)
             dim += 1
             x_dim += 1
         elif not _is_advanced(item) and hasattr(type(item), "__index__"):
-            index, size = operator.index(item), x._shape[x_dim]
+            index, size = _int_index(item), x._shape[x_dim]
             if not -size <= index < size:
                 raise IndexError(f"index {index} is out of bounds for dimension {x_dim} with size {size}")
             steps.append(("select", dim, index))
@@ -190,12 +208,10 @@ def _inverse(permutation):
 
 
 class IndexFunction(Function):
-    """A node that keeps index tensors for backward. As PyTorch, they are version-checked like any
-    saved tensor; masks are kept as the coordinates of their true elements, computed at forward."""
+    """A node that keeps index tensors (and masks, as they are) for backward. As PyTorch, they are
+    version-checked like any saved tensor: changing one in place makes backward fail."""
 
     def save_indices(self, indices):
-        """`indices` with masks already turned into coordinates (before any write: a mask may be
-        the tensor being written)."""
         for idx in indices:
             self.save(idx)
 
@@ -210,7 +226,7 @@ class IndexBackward0(IndexFunction):
         gathered = new_tensor([data[p] for p in positions], layout, x._dtype)
         with no_grad():
             out = clone(permute(gathered, to_out))
-        self.save_indices(_masks_to_indices(x, indices))
+        self.save_indices(indices)
         return out
 
     def backward(self, g):
@@ -282,38 +298,37 @@ def index_put_(self, indices, values, accumulate):
     _check_index_put_dtype(self, indices, values)
     edges = in_place_edges(self, values)
     recording = should_record((self, values)) and self._dtype.is_floating_point
-    coordinates = _masks_to_indices(self, indices) if recording else []
     _scatter_values(self, indices, values, accumulate)
     self._storage.version += 1
     if recording:
         node = IndexPutBackward0().connect((self, values), edges=edges)
-        node.save_indices(coordinates)
+        node.save_indices(indices)
         rebase_history(self, (node, 0))
     return self
 
 
-# ---- x[key] = value
+# ---- x[key] = value: as in PyTorch, an in-place write into the region x[key'] (key' = the key's
+# ints, slices, None and Ellipsis: a view of x), a copy or, with index tensors, an index_put_ into it
 
 class IndexCopySlices(IndexFunction):
-    """The backward of x[key] = value: the overwritten region gets no gradient, the value gets the
-    region's gradient (summed back to its shape). PyTorch calls this node CopySlices."""
+    """The backward of that write: the overwritten part of the region gets no gradient, the value
+    gets its gradient (summed back to its shape). Its history lands on x's base through
+    rebase_history, as for any in-place op on a view. PyTorch calls this node CopySlices."""
 
     def name(self):
         return "CopySlices"
 
     def backward(self, g):
-        advanced = self.saved_indices()  # over the view the steps make
+        advanced = self.saved_indices()  # over the region
         old = new = None
         if self.needs_input_grad(0):
             old = clone(g)
-            region = _apply_steps(old, self.steps)
             if advanced:
-                index_put_(region, advanced, full((), 0, g._dtype), False)
+                index_put_(old, advanced, full((), 0, g._dtype), False)
             else:
-                region.zero_()
+                old.zero_()
         if self.needs_input_grad(1):
-            written = _apply_steps(g, self.steps)
-            new = self.reduce(1, index(written, advanced) if advanced else written)
+            new = self.reduce(1, index(g, advanced) if advanced else g)
         return old, new
 
 
@@ -346,14 +361,13 @@ def setitem(self, key, value):
         if number is None:
             raise TypeError(f"expected Tensor or number, got {type(value).__name__}")
         value = full((), number, self._dtype)
-    # x[key] = v writes through a view of x, and PyTorch words the leaf error that way.
-    if is_grad_enabled() and self._grad_fn is None and self._requires_grad_leaf:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
-    check_inplace(self)
-    edges = in_place_edges(self, value)
-    recording = should_record((self, value)) and self._dtype.is_floating_point
+    # The region first, in grad mode as PyTorch makes it: a bad slice is reported before the leaf
+    # checks, which then say "a view of a leaf" for x[0] = v and "a leaf" for x[[0]] = v.
+    region = _apply_steps(self, steps)
+    check_inplace(region)
+    edges = in_place_edges(region, value)
+    recording = should_record((region, value)) and self._dtype.is_floating_point
     with no_grad():
-        region = _apply_steps(self, steps)
         # PyTorch's checks: a copy (basic indexing) may not write memory twice nor read memory it
         # partly writes; index_put_ (advanced) may not read memory it writes at all.
         if advanced:
@@ -365,14 +379,12 @@ def setitem(self, key, value):
                 assert_no_partial_overlap(region, _as_copied_by_setitem(value, region._shape))
         # What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
         source = clone(value) if value._storage is self._storage else value
-        coordinates = _masks_to_indices(region, advanced) if recording else []
         if advanced:
             _scatter_values(region, advanced, source, False)
         else:
             copy_values(region, expand(source, region._shape))
-    self._storage.version += 1
+    region._storage.version += 1
     if recording:
-        node = IndexCopySlices().connect((self, value), edges=edges)
-        node.steps = steps
-        node.save_indices(coordinates)
-        rebase_history(self, (node, 0))
+        node = IndexCopySlices().connect((region, value), edges=edges)
+        node.save_indices(advanced)
+        rebase_history(region, (node, 0))

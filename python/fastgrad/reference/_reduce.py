@@ -276,6 +276,8 @@ class AmaxBackward0(Reduction):
     all_elements = False
 
     def forward(self, x, dims, keepdim, want_max=True, op="amax"):
+        for dim in dims:  # each dim's size first, then repeated dims: PyTorch's order of checks
+            _require_nonempty(x, reduction_mask([dim], x.dim()), op, False)
         self.mask = reduction_mask(dims, x.dim())
         _require_nonempty(x, self.mask, op, not dims)
         out = extreme(x, self.mask, keepdim, want_max)[0]
@@ -407,18 +409,20 @@ class LinalgVectorNormBackward0(Reduction):
         x, n, g, p = self.unpack(0), self.expand_back(self.unpack(1)), self.expand_back(g), self.p
         if p == 0:
             return None
+        # g enters where PyTorch's formula takes it, so that an infinite or NaN gradient meets the
+        # zero masks (and 0 * inf) exactly as there.
         if math.isinf(p):
             ax = x.abs()
             hit = logical_or(ax == n, ax != ax).to(x._dtype)
-            scale = sign(x) * hit / hit.sum(self.dims(), keepdim=True).expand(x._shape)
-        elif p == 1:
-            scale = sign(x)
-        elif p < 1:
-            scale = sign(x) * _zero_where(x == 0, x.abs() ** (p - 1)) * n ** (1 - p)
-        else:
-            part = sign(x) * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
-            scale = part * _zero_where(n == 0, n ** (1 - p))
-        return g * scale
+            return sign(x) * (g / hit.sum(self.dims(), keepdim=True).expand(x._shape) * hit)
+        if p == 1:
+            return sign(x) * g
+        if p == 2:  # PyTorch's own case: masked before the product, so there 0 * inf is NaN
+            return g * _zero_where(n == 0, x / n)
+        if p < 1:
+            return sign(x) * _zero_where(x == 0, x.abs() ** (p - 1)) * g * n ** (1 - p)
+        part = sign(x) * x.abs() ** (p - 1) if p < 2 else x * x.abs() ** (p - 2)
+        return part * _zero_where(n == 0, g / n ** (p - 1))
 
 
 def _zero_where(condition, t):

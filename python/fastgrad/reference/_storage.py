@@ -6,6 +6,7 @@ it to float32 exactly like the C++ core; for `from_numpy` a memoryview of the nu
 that both sides see each other's writes. Both index, slice and assign the same way.
 """
 from array import array
+from fractions import Fraction
 
 from .._types import bool as bool_, int64, float32, float64
 
@@ -13,7 +14,7 @@ TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
 LEGACY_NAME = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
 # The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
 SCALAR_TYPE_NAME = {bool_: "Bool", int64: "Long", float32: "Float", float64: "Double"}
-INT64_MIN = -2 ** 63
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
 _INT64_LIMIT = 9.2233720368547758e18
 
@@ -29,6 +30,15 @@ class Storage:
 def to_int(value):
     """C++ static_cast<int64_t>(double): truncation toward zero."""
     return int(value) if -_INT64_LIMIT <= value < _INT64_LIMIT else INT64_MIN
+
+
+def _int_to_float32(value):
+    """An int64 rounded once to float32, as C++ converts it: through a double, an int with more than
+    53 significant bits would be rounded twice (2**60 + 2**36 + 1 would end at 2**60, not 2**60 + 2**37)."""
+    excess = abs(value).bit_length() - 24  # bits that float32's 24-bit significand cannot hold
+    if excess <= 53 - 24:
+        return value  # exact as a double: array("f") rounds it once
+    return round(Fraction(value, 1 << excess)) << excess  # to nearest, ties to even; exact as a double
 
 
 def _wrap_int64(value):
@@ -51,6 +61,8 @@ def cast(values, source, target):
     if source is target:
         return values
     if target is float32:
+        if source is int64:
+            values = map(_int_to_float32, values)
         return array("f", values).tolist()  # rounds to float32
     if target is float64:
         return array("d", values).tolist()
@@ -62,5 +74,8 @@ def cast(values, source, target):
 
 
 def cast_scalar(value, dtype):
-    """A Python number converted to `dtype` the way the core converts its Scalar (held as a double)."""
-    return cast([float(value)], float64, dtype)[0]
+    """A Python number converted to `dtype` the way the core converts its Scalar: a float as cast
+    converts a double (truncated for int64), a bool or an int exactly (rounded once to a float dtype)."""
+    if isinstance(value, float):
+        return cast([value], float64, dtype)[0]
+    return cast([int(value)], int64, dtype)[0]

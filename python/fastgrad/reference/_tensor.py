@@ -10,9 +10,8 @@ import warnings
 
 import numpy as np
 
-from .. import _formatting
-from .._types import Size, device, bool as bool_, int64, float32, float64
-from ._storage import Storage, cast, to_array
+from .._types import Size, bool as bool_, int64, float32, float64
+from ._storage import INT64_MAX, INT64_MIN, Storage, cast, cast_scalar, to_array
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _NON_LEAF_GRAD_WARNING = (
@@ -67,10 +66,12 @@ def wrap_dim(dim, ndim):
 
 def number_or_none(obj):
     """A Python number operand (bool, int or float; numpy scalars through item()), or None: the
-    values the core accepts as a Scalar."""
+    values the core accepts as a Scalar. An int that int64 cannot hold is an OverflowError, as there."""
     if isinstance(obj, bool):
         return obj
     if isinstance(obj, int):
+        if not INT64_MIN <= obj <= INT64_MAX:
+            raise OverflowError("int too big to convert")
         return int(obj)
     if isinstance(obj, float):
         return float(obj)
@@ -125,13 +126,15 @@ def new_tensor(values, shape, dtype):
 
 
 def full(shape, value, dtype):
-    if dtype is int64 and not -9.2233720368547758e18 <= value < 9.2233720368547758e18:
+    number = number_or_none(value)  # as the core: a number exactly, anything else through float()
+    value = float(value) if number is None else number
+    if dtype is int64 and isinstance(value, float) and not -9.2233720368547758e18 <= value < 9.2233720368547758e18:
         raise RuntimeError("value cannot be converted to type int64_t without overflow")
     shape = tuple(shape)
     for size in shape:
         if size < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {size}")
-    return new_tensor(cast([float(value)], float64, dtype) * numel_of(shape), shape, dtype)
+    return new_tensor([cast_scalar(value, dtype)] * numel_of(shape), shape, dtype)
 
 
 def make_view(base, shape, strides, offset):
@@ -194,12 +197,6 @@ class Tensor:
         return self._dtype
 
     @property
-    def device(self):
-        return device("cpu")
-
-    is_cuda = False
-
-    @property
     def ndim(self):
         return len(self._shape)
 
@@ -243,13 +240,15 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
+        if not isinstance(flag, bool):  # PyTorch takes no 1, None or other truthy objects
+            raise RuntimeError("requires_grad must be a bool")
         if not self.is_leaf:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
                 "in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        self._requires_grad_leaf = bool(flag)
+        self._requires_grad_leaf = flag
 
     @property
     def is_leaf(self):
@@ -277,8 +276,8 @@ class Tensor:
     @grad.setter
     def grad(self, value):
         if value is not None:
-            if not isinstance(value, Tensor):  # the core's argument conversion says RuntimeError
-                raise RuntimeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                    f"{type(value).__name__}")
             if value._dtype is not self._dtype:
                 raise RuntimeError("assigned grad has data of a different type")
@@ -313,7 +312,8 @@ class Tensor:
         self._grad_fn.retain_output(self)
         self._retains_grad = True
 
-    # ---- Python values
+    # ---- Python values (printing, tolist, numpy() and the conversions to bool, int and float are
+    # fastgrad's _methods, shared by both backends)
     def item(self):
         n = self.numel()
         if n != 1:
@@ -321,79 +321,12 @@ class Tensor:
         value = self._storage.data[self._offset]
         return bool(value) if self._dtype is bool_ else value
 
-    def tolist(self):
-        values = read(self)
-        if self._dtype is bool_:
-            values = [bool(v) for v in values]
-        for size in reversed(self._shape[1:]):
-            values = [values[i:i + size] for i in range(0, len(values), size)]
-        return values[0] if not self._shape else values
-
-    def numpy(self, *, force=False):
-        if self.requires_grad and not force:
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        return to_numpy(self)
-
-    def __array__(self, dtype=None, copy=None):
-        values = to_numpy(self)
-        return values if dtype is None else values.astype(dtype)
-
-    def __repr__(self):
-        return _formatting.tensor_repr(
-            to_numpy(self), dtype_name=repr(self._dtype), show_dtype=self._dtype is float64,
-            grad_fn=self._grad_fn.name() if self._grad_fn is not None else None, requires_grad=self.requires_grad)
-
-    __str__ = __repr__
-
-    def __format__(self, spec):
-        if self.dim() == 0:
-            return _formatting.format_scalar(self.item(), spec)
-        if spec:
-            raise TypeError("unsupported format string passed to Tensor.__format__")
-        return repr(self)
-
     def __len__(self):
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
 
-    def __iter__(self):
-        if not self._shape:
-            raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(len(self)))
-
-    def _one_element(self):
-        if self.numel() != 1:
-            raise RuntimeError("only one element tensors can be converted to Python scalars")
-        return self.item()
-
-    def __bool__(self):
-        if self.numel() != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-        return bool(self.item())
-
-    def __float__(self):
-        return float(self._one_element())
-
-    def __int__(self):
-        return int(self._one_element())
-
-    def __index__(self):
-        if self._dtype.is_floating_point or self.numel() != 1:
-            raise TypeError("only integer tensors of a single element can be converted to an index")
-        return int(self.item())
-
-    def __reduce_ex__(self, protocol):
-        return _rebuild, (self.detach().tolist(), self._dtype.__reduce__(), self.requires_grad)
-
 
 def _refresh_view_history(t):
     from ._autograd import refresh_view_history
     refresh_view_history(t)
-
-
-def _rebuild(values, dtype_name, requires_grad):
-    from .. import _types
-    from ._creation import tensor
-    return tensor(values, dtype=getattr(_types, dtype_name), requires_grad=requires_grad)
-

@@ -1,13 +1,19 @@
-"""Creating tensors: from Python data and numpy arrays, filled, ranges, and random."""
+"""Creating tensors: from Python data and numpy arrays, filled, ranges, and random; and the legacy
+constructor Tensor(data) / Tensor(2, 3).
+
+Written once for both backends, over the backend's primitives (_prims.full, arange, from_numpy, ...;
+see _methods for how the reference runs this module too). Random values come from a numpy
+Generator (generating numbers is not tensor math): the same seed gives both backends the same values.
+"""
 import builtins
 import numbers
 import warnings
 
 import numpy as np
 
-from . import _C
-from ._tensor import Tensor, _sizes
-from ._types import device as _device, float32, float64, int64, bool as bool_
+from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
+from ._methods import Tensor, _sizes
+from fastgrad._types import device as _device, float32, float64, int64, bool as bool_
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _rng = np.random.default_rng()
@@ -19,13 +25,15 @@ def _finish(t, requires_grad, device=None):
     if requires_grad:
         if not t.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        _C.set_requires_grad(t, True)
+        _prims.set_requires_grad(t, True)
     return t
 
 
+# ---- from data
+
 def _dtype_of_array(array):
-    """The fastgrad dtype that holds a numpy array's values: integers widen to int64, floats other
-    than float64 become float32."""
+    """The dtype that holds a numpy array's values: integers widen to int64, floats other than
+    float64 become float32."""
     kind = array.dtype.kind
     if kind == "b":
         return bool_
@@ -37,24 +45,32 @@ def _dtype_of_array(array):
                     "The only supported types are: float64, float32, int64, and bool.")
 
 
-def _scan(data, depth=0, shape=None, kinds=None):
-    """Checks nested Python sequences are rectangular and numeric, as PyTorch does, and returns
-    (shape, kinds) where kinds is the set of 'bool'/'int'/'float' seen."""
-    shape = [] if shape is None else shape
-    kinds = set() if kinds is None else kinds
+def _from_array(array, dtype):
+    """A copy of a numpy array's values as a new tensor of `dtype` (numpy converts them). An array
+    in the other byte order is refused, as by from_numpy (numpy would swap it; PyTorch refuses it)."""
+    if not array.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion between "
+                         "byte orders is currently not supported.")
+    return _prims.from_numpy(np.asarray(array, dtype=_NUMPY_TYPES[dtype]), share_memory=False)
+
+
+def _scan(data, depth, shape, kinds, values):
+    """Checks nested Python sequences are rectangular and numeric, as PyTorch does, collecting
+    their shape, the kinds of numbers seen ('bool', 'int', 'float') and the numbers in order."""
     if isinstance(data, Tensor):
-        if data.numel() != 1 and depth > 0:
+        if data.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
         kinds.add("float" if data.dtype.is_floating_point else "bool" if data.dtype is bool_ else "int")
-        return shape, kinds
+        values.append(data.item())
+        return
     if isinstance(data, (list, tuple)):
         if len(shape) == depth:
             shape.append(len(data))
         elif shape[depth] != len(data):
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(data)})")
         for item in data:
-            _scan(item, depth + 1, shape, kinds)
-        return shape, kinds
+            _scan(item, depth + 1, shape, kinds, values)
+        return
     if len(shape) > depth:
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got 0)")
     if isinstance(data, (builtins.bool, np.bool_)):
@@ -65,7 +81,7 @@ def _scan(data, depth=0, shape=None, kinds=None):
         kinds.add("float")
     else:
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
-    return shape, kinds
+    values.append(data)
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -73,16 +89,15 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
                       "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-        t = _C.clone(data.detach())
-        t = t if dtype is None else _C.to_dtype(t, dtype)
+        t = _prims.clone(data.detach())
+        t = t if dtype is None else _prims.to_dtype(t, dtype)
     elif isinstance(data, np.ndarray):
-        t = _C.from_numpy(np.asarray(data, dtype=_NUMPY_TYPES[dtype or _dtype_of_array(data)]), share_memory=False)
+        t = _from_array(data, dtype or _dtype_of_array(data))
     else:
-        _, kinds = _scan(data)
+        shape, kinds, values = [], set(), []
+        _scan(data, 0, shape, kinds, values)
         inferred = float32 if "float" in kinds else int64 if "int" in kinds else bool_ if kinds else float32
-        target = dtype or inferred
-        values = np.array(data if not kinds or "float" not in kinds else data, dtype=_NUMPY_TYPES[target])
-        t = _C.from_numpy(values, share_memory=False)
+        t = _prims.from_values(values, shape, dtype or inferred, inferred)
     return _finish(t, requires_grad, device)
 
 
@@ -90,22 +105,31 @@ as_tensor = tensor
 
 
 def from_numpy(array):
+    """A tensor over the numpy array's own memory: writes on either side are seen by the other."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    return _C.from_numpy(array, share_memory=True)
+    return _prims.from_numpy(array, share_memory=True)
 
 
 def _legacy_new(cls, *args, device=None):
-    """`fastgrad.Tensor([1, 2])` makes float32 data; `fastgrad.Tensor(2, 3)` an uninitialized 2x3."""
+    """`Tensor([1, 2])` makes float32 data; `Tensor(2, 3)` an uninitialized 2x3."""
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
         return tensor(args[0], dtype=float32)
-    return _C.empty(_sizes(args), float32)
+    return _prims.empty(_sizes(args), float32)
 
+
+# Tensor(data) / Tensor(2, 3): __new__ builds the whole tensor, so __init__ has nothing left to do.
+Tensor.__new__ = _legacy_new
+Tensor.__init__ = lambda self, *args, **kwargs: None
+
+
+# ---- filled
 
 def _filled(size, value, dtype, requires_grad, device, out=None):
-    dtype = dtype or (float32 if isinstance(value, float) or value is None else int64 if isinstance(
-        value, numbers.Integral) and not isinstance(value, bool) else bool_ if isinstance(value, bool) else float32)
-    t = _C.empty(_sizes(size), dtype) if value is None else _C.full(_sizes(size), value, dtype)
+    dtype = dtype or (float32 if isinstance(value, builtins.float) or value is None else int64 if isinstance(
+        value, numbers.Integral) and not isinstance(value, builtins.bool) else bool_ if isinstance(
+        value, builtins.bool) else float32)
+    t = _prims.empty(_sizes(size), dtype) if value is None else _prims.full(_sizes(size), value, dtype)
     t = _finish(t, requires_grad, device)
     if out is not None:
         out.data = t
@@ -131,18 +155,12 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     return _filled((size,), fill_value, dtype, requires_grad, device, out)
 
 
-def _like(input, dtype):
-    return list(input.shape), dtype or input.dtype
-
-
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
-    shape, dtype = _like(input, dtype)
-    return _filled((shape,), 0, dtype, requires_grad, device)
+    return _filled((list(input.shape),), 0, dtype or input.dtype, requires_grad, device)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
-    shape, dtype = _like(input, dtype)
-    return _filled((shape,), 1, dtype, requires_grad, device)
+    return _filled((list(input.shape),), 1, dtype or input.dtype, requires_grad, device)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -150,17 +168,18 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False):
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
-    shape, dtype = _like(input, dtype)
-    return _filled((shape,), fill_value, dtype, requires_grad, device)
+    return _filled((list(input.shape),), fill_value, dtype or input.dtype, requires_grad, device)
 
+
+# ---- ranges
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     if end is None:
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if dtype is None:
-        dtype = float32 if any(isinstance(v, float) for v in values) else int64
-    t = _finish(_C.arange(*map(float, values), dtype), requires_grad, device)
+        dtype = float32 if any(isinstance(v, builtins.float) for v in values) else int64
+    t = _finish(_prims.arange(*map(builtins.float, values), dtype), requires_grad, device)
     if out is not None:
         out.data = t
         return out
@@ -168,11 +187,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.linspace(float(start), float(end), int(steps), dtype or float32), requires_grad, device)
+    t = _prims.linspace(builtins.float(start), builtins.float(end), int(steps), dtype or float32)
+    return _finish(t, requires_grad, device)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    return _finish(_C.eye(n, n if m is None else m, dtype or float32), requires_grad, device)
+    return _finish(_prims.eye(n, n if m is None else m, dtype or float32), requires_grad, device)
 
 
 # ---- random numbers (numpy's generator; manual_seed makes runs reproducible)
@@ -191,8 +211,7 @@ def _random(values, dtype, requires_grad, device):
     dtype = dtype or float32
     if not dtype.is_floating_point:
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dtype}'")
-    return _finish(_C.from_numpy(np.asarray(values, dtype=_NUMPY_TYPES[dtype]), share_memory=False), requires_grad,
-                   device)
+    return _finish(_from_array(values, dtype), requires_grad, device)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
@@ -217,8 +236,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     values = _rng.integers(low, high, size=_sizes((size,)))
-    return _finish(_C.from_numpy(np.asarray(values, dtype=_NUMPY_TYPES[dtype or int64]), share_memory=False),
-                   requires_grad, device)
+    return _finish(_from_array(values, dtype or int64), requires_grad, device)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):

@@ -1,0 +1,251 @@
+"""The primitives that fastgrad's Python layer (_methods, _factories, _grad_mode, shared; see
+.._shared) runs over: the names and semantics of fastgrad._prims (the C++ core's functions, bound in
+csrc/python/tensor_bind.cpp, and the few done over numpy), computed by the per-op modules.
+
+As the bindings do, this module gives Tensor its operators and the methods the core binds on the
+type (mul_, div_, contiguous, backward, x[key]), and checks arguments where pybind11's conversion
+would refuse them.
+"""
+import builtins
+import math
+import operator
+
+from .._types import bool as bool_, float32, float64
+from . import _elementwise as ew, _index, _inplace, _matmul, _reduce, _shape
+from ._autograd import _set_grad_enabled, is_grad_enabled, run_backward  # noqa: F401 (the grad-mode flag)
+from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
+from ._storage import cast
+from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read, to_numpy  # noqa: F401
+
+# ---- argument conversion
+
+
+def _invalid_arguments(name, args, expected):
+    """The TypeError of the core's bindings for arguments that fit no signature (arg_errors.cpp)."""
+    got = ", ".join(builtins.type(a).__name__ for a in args)
+    return TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected ({expected})")
+
+
+def _tensor_args(name, op):
+    """op, refusing arguments that are not tensors (as a binding taking `const Tensor&`)."""
+    def checked(*args):
+        if not builtins.all(isinstance(arg, Tensor) for arg in args):
+            raise _invalid_arguments(name, args, ", ".join(["Tensor"] * len(args)))
+        return op(*args)
+
+    return checked
+
+
+def _dim_reduction(name, op):
+    """op(x, dim, keepdim) for a dim that is None or an int, as the core's binding takes it."""
+    def checked(x, dim, keepdim):
+        if not isinstance(x, Tensor) or not (dim is None or hasattr(builtins.type(dim), "__index__")):
+            raise _invalid_arguments(name, (x, dim, keepdim), "Tensor, int | None, bool")
+        return op(x, None if dim is None else operator.index(dim), keepdim)
+
+    return checked
+
+
+def _tensor_or_number(value, message):
+    """A tensor, or a Python number (numpy scalars through item()): what the bindings accept as a
+    Tensor or a Scalar; anything else is a TypeError saying `message`."""
+    if isinstance(value, Tensor):
+        return value
+    number = number_or_none(value)
+    if number is None:
+        raise TypeError(message)
+    return number
+
+
+def _tensor_list(tensors):
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {builtins.type(t).__name__}")
+    return tensors
+
+
+def _operator(op, reflected=False):
+    """op(tensor, tensor-or-number) as a Python operator: numbers are passed on as they are, other
+    operands give NotImplemented so that Python can try the other side."""
+    def apply(a, b):
+        if isinstance(b, Tensor) and not reflected:
+            return op(a, b)
+        number = number_or_none(b)
+        return NotImplemented if number is None else op(a, number)
+
+    return apply
+
+
+def _named(name, op, arg="other"):
+    """op(tensor, tensor-or-number) as a named function or method (add, x.mul_, ...): with no operator
+    protocol to fall back on, any other operand is a TypeError, worded as PyTorch's."""
+    as_operator = _operator(op)
+
+    def apply(a, b):
+        if not isinstance(a, Tensor):
+            raise _invalid_arguments(name, (a, b), "Tensor, object")
+        result = as_operator(a, b)
+        if result is NotImplemented:
+            raise TypeError(f"{name}(): argument '{arg}' must be Tensor, not {builtins.type(b).__name__}")
+        return result
+
+    return apply
+
+
+def _compare(op):
+    return lambda a, b: ew.compare(a, b, op)
+
+
+# ---- the Tensor type's own bindings: operators, x[key], backward
+
+# The named forms (fastgrad.add(x, y), x.mul_(y), fastgrad.lt(x, y)); the operators return NotImplemented instead.
+add, sub, mul, div, add_, sub_, mul_, div_ = (_named(name, op) for name, op in [
+    ("add", ew.AddBackward0.run), ("sub", ew.SubBackward0.run), ("mul", ew.MulBackward0.run),
+    ("div", ew.DivBackward0.run), ("add_", _inplace.add_), ("sub_", _inplace.sub_), ("mul_", _inplace.mul_),
+    ("div_", _inplace.div_)])
+pow = _named("pow", ew.pow, "exponent")
+_COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
+lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISONS)
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False):
+    if create_graph:
+        raise ValueError("create_graph=True (higher-order gradients) is not supported yet")
+    if not self.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+    if gradient is None:
+        if self.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        gradient = full(self._shape, 1, self._dtype)
+    else:
+        if not isinstance(gradient, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {builtins.type(gradient).__name__}")
+        if gradient._shape != self._shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {gradient.shape} and output[0] has "
+                               f"a shape of {self.shape}.")
+        gradient = ew.to_dtype(gradient, self._dtype)
+    run_backward([self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph))
+
+
+for _name, _value in {
+    "__add__": _operator(ew.AddBackward0.run), "__radd__": _operator(ew.AddBackward0.run, True),
+    "__sub__": _operator(ew.SubBackward0.run), "__rsub__": _operator(ew.RsubBackward1.run, True),
+    "__mul__": _operator(ew.MulBackward0.run), "__rmul__": _operator(ew.MulBackward0.run, True),
+    "__truediv__": _operator(ew.DivBackward0.run), "__rtruediv__": _operator(ew.rdiv, True),
+    "__pow__": _operator(ew.pow), "__rpow__": _operator(ew.PowBackward2.run, True),
+    "__iadd__": _operator(_inplace.add_), "__isub__": _operator(_inplace.sub_), "__imul__": _operator(_inplace.mul_),
+    "__itruediv__": _operator(_inplace.div_), "mul_": mul_, "div_": div_,
+    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS},
+    "__neg__": lambda x: ew.NegBackward0.run(x), "__abs__": lambda x: ew.AbsBackward0.run(x),
+    "__matmul__": lambda a, b: _matmul.matmul(a, b) if isinstance(b, Tensor) else NotImplemented,
+    "__getitem__": _index.getitem, "__setitem__": _index.setitem,
+    "contiguous": ew.contiguous, "backward": backward,
+}.items():
+    setattr(Tensor, _name, _value)
+
+
+# ---- module functions
+
+
+def rpow(x, base):
+    """base ** x for a Python number base, taken as a float."""
+    return ew.PowBackward2.run(x, builtins.float(base))
+
+
+def result_type(a, b):
+    """The dtype of a op b."""
+    return ew.result_type(a, _tensor_or_number(b, "result_type(): expected a Tensor or a number"))
+
+
+# neg ... dot: tensors only
+for _name, _op in {
+    "neg": ew.NegBackward0.run, "abs": ew.AbsBackward0.run, "exp": ew.ExpBackward0.run, "log": ew.LogBackward0.run,
+    "sqrt": ew.SqrtBackward0.run, "sin": ew.SinBackward0.run, "cos": ew.CosBackward0.run,
+    "tanh": ew.TanhBackward0.run, "sigmoid": ew.SigmoidBackward0.run, "relu": ew.ReluBackward0.run,
+    "sign": ew.sign, "maximum": ew.MaximumBackward0.run, "minimum": ew.MinimumBackward0.run,
+    "matmul": _matmul.matmul, "mm": _matmul.mm, "bmm": _matmul.bmm, "mv": _matmul.mv, "dot": _matmul.dot,
+}.items():
+    globals()[_name] = _tensor_args(_name, _op)
+
+clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
+clamp_, zero_, copy_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_
+mean, var, std, norm = _reduce.mean, _reduce.var, _reduce.std, _reduce.norm
+amax, amin, max_all, min_all, max_dim, min_dim = (_reduce.amax, _reduce.amin, _reduce.max_all, _reduce.min_all,
+                                                  _reduce.max_dim, _reduce.min_dim)
+view, reshape, expand, permute, transpose, t = (_shape.view, _shape.reshape, _shape.expand, _shape.permute,
+                                                _shape.transpose, _shape.t)
+squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
+
+
+def clamp(x, min, max):
+    return ew.ClampBackward1.run(x, min=min, max=max)
+
+
+def clamp_tensor(x, min, max):
+    return ew.ClampBackward0.run(x, min, max)
+
+
+def _where_operand(value):
+    """A number operand of where() becomes a 0-d tensor of its kind's default dtype; 0-d tensors
+    then promote the way PyTorch's wrapped numbers do here (where(c, int64_tensor, 0.5) is float32)."""
+    value = _tensor_or_number(value, f"expected Tensor or number, got {builtins.type(value).__name__}")
+    return value if isinstance(value, Tensor) else full((), value, ew.scalar_dtype(value))
+
+
+def where(condition, input, other):
+    if not isinstance(condition, Tensor):
+        raise _invalid_arguments("where", (condition, input, other), "Tensor, object, object")
+    return ew.where(condition, _where_operand(input), _where_operand(other))
+
+
+def fill_(x, value):
+    return _inplace.fill_(x, _tensor_or_number(value, "fill_() expects a number or a 0-dim tensor"))
+
+
+prod = _dim_reduction("prod", _reduce.prod)
+argmax = _dim_reduction("argmax", lambda x, dim, keepdim: _reduce.arg_extreme(x, dim, keepdim, True, "argmax"))
+argmin = _dim_reduction("argmin", lambda x, dim, keepdim: _reduce.arg_extreme(x, dim, keepdim, False, "argmin"))
+
+
+def sum(x, dims, keepdim, dtype):
+    if not isinstance(x, Tensor):
+        raise _invalid_arguments("sum", (x, dims, keepdim, dtype), "Tensor, tuple of ints, bool, object")
+    return _reduce.sum(x, dims, keepdim, dtype)
+
+
+def cat(tensors, dim):
+    return _shape.cat(_tensor_list(tensors), dim)
+
+
+def stack(tensors, dim):
+    return _shape.stack(_tensor_list(tensors), dim)
+
+
+def set_requires_grad(t, flag):
+    t.requires_grad = flag
+    return t
+
+
+def strides(t):
+    return t._strides
+
+
+def isclose(input, other, rtol, atol, equal_nan):
+    """numpy.isclose, element by element: |x - y| <= atol + rtol * |y| for finite y, or x == y, or
+    both NaN with equal_nan. Like numpy, it works in float32 when the operands are float32."""
+    shape = broadcast_shapes(input._shape, other._shape)
+    y_type = float32 if other._dtype is float32 else float64
+    diff_type = float32 if y_type is float32 and input._dtype in (float32, bool_) else float64
+
+    def rounded(values, dtype):
+        return cast(values, float64, dtype)
+
+    xs = cast(read(input, shape), input._dtype, float64)
+    ys = cast(read(other, shape), other._dtype, y_type)
+    diffs = rounded([builtins.abs(x - y) for x, y in zip(xs, ys)], diff_type)
+    rtol, atol = rounded([rtol, atol], y_type)
+    tolerances = rounded([atol + t for t in rounded([rtol * builtins.abs(y) for y in ys], y_type)], y_type)
+    close = [(d <= t and math.isfinite(y)) or x == y or (equal_nan and x != x and y != y)
+             for x, y, d, t in zip(xs, ys, diffs, tolerances)]
+    return new_tensor(close, shape, bool_)

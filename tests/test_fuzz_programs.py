@@ -1,0 +1,100 @@
+"""The differential fuzzer: random programs (tests/fuzz_programs.py) give the same values, leaf
+gradients and exceptions on fastgrad, on fastgrad.reference (when importable) and on PyTorch (when
+installed); in float64, fastgrad's gradients agree with finite differences.
+
+Derandomized, so every CI run checks the same programs. FASTGRAD_FUZZ_EXAMPLES=<n> runs n programs
+(and FASTGRAD_FUZZ_SEED=<s> another set of them); FASTGRAD_FUZZ_BACKENDS=fastgrad,torch picks the
+backends. A failure prints the shrunk program as Python source.
+"""
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, note, seed, settings
+from hypothesis.control import current_build_context
+
+import fuzz_programs
+from fuzz_programs import OPS, assert_gradients_match_finite_differences, assert_same_outcome, programs, run
+
+EXAMPLES = int(os.environ.get("FASTGRAD_FUZZ_EXAMPLES", "1000"))
+PER_OP_EXAMPLES = max(3, EXAMPLES // 200)
+SEED = os.environ.get("FASTGRAD_FUZZ_SEED")
+BACKENDS = fuzz_programs.backends()
+
+
+def fuzz_settings(test):
+    phases = [p for p in Phase if p is not Phase.shrink or os.environ.get("FASTGRAD_FUZZ_SHRINK", "1") != "0"]
+    test = settings(max_examples=EXAMPLES, derandomize=SEED is None, deadline=None, database=None, phases=phases,
+                    suppress_health_check=list(HealthCheck), print_blob=False)(test)
+    return seed(int(SEED))(test) if SEED is not None else test
+
+
+def check(program):
+    fastgrad = BACKENDS[0]
+    ours = run(program, fastgrad)
+    for module in BACKENDS[1:]:
+        theirs = run(program, module)
+        if module.__name__ == "torch" and fuzz_programs.torch_bug(program, ours, theirs):
+            continue
+        strict = module.__name__.startswith("fastgrad")  # the reference must match exactly
+        exact = (lambda: run(program, fastgrad, upcast=True), lambda module=module: run(program, module, upcast=True))
+        assert_same_outcome(program, ours, theirs, strict=strict, exact=exact)
+    if program.dtype == "float64":
+        assert_gradients_match_finite_differences(program, ours)
+
+
+def _failure(program):
+    """What check(program) reports, with line numbers left out (None if it passes)."""
+    try:
+        check(program)
+    except AssertionError as e:
+        return re.sub(r"line \d+", "line ?", "\n".join(str(e).split("\n")[:2]))
+    except Exception:  # noqa: BLE001 -- a smaller program that breaks differently is not wanted
+        return "other"
+    return None
+
+
+@fuzz_settings
+@given(programs())
+def test_backends_agree(program):
+    try:
+        check(program)
+    except AssertionError:
+        if current_build_context().is_final:  # the shrunk example, replayed once: cut it further
+            failure = _failure(program)
+            smaller = fuzz_programs.minimize(program, lambda p: _failure(p) == failure)
+            if smaller.lines != program.lines or smaller.leaves != program.leaves:
+                note(f"The same failure, with lines and leaves deleted:\n{smaller.source()}")
+        raise
+
+
+UNIQUE_OPS = list({op.template: op for op in OPS}.values())  # OPS repeats an op to weight it
+
+
+@pytest.mark.parametrize("op", UNIQUE_OPS, ids=[op.template for op in UNIQUE_OPS])
+def test_each_op_first(op):
+    """Every op of the table is fuzzed in every run, whatever the random programs drew: a few
+    programs start with it."""
+    @settings(max_examples=PER_OP_EXAMPLES, derandomize=SEED is None, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs(first=op))
+    def run_programs(program):
+        check(program)
+
+    run_programs()
+
+
+def test_program_source_runs_as_python(fg):
+    """A failing program is reported as its source: that text runs as is."""
+    @settings(max_examples=20, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(programs())
+    def check(program):
+        namespace = {"torch": fg, "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype)}
+        try:
+            exec(program.source(), namespace)
+        except Exception as e:  # noqa: BLE001
+            outcome = run(program, fg)
+            assert outcome.error is not None and type(e) is outcome.error[1]
+
+    check()
