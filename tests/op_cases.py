@@ -286,6 +286,24 @@ case("softmax by hand", lambda m, x: (x - x.amax(1, keepdim=True)).exp()
      / (x - x.amax(1, keepdim=True)).exp().sum(1, keepdim=True), [(3, 4)], "DivBackward0")
 case("mse", lambda m, p, y: ((p - y) ** 2).mean(), [(6,), (6,)], "MeanBackward0")
 
+# --- softmax and log_softmax: fused kernels, along the last dim (contiguous rows) and across others
+for _name, _fn, _shapes, _grad_fn in [
+    ("torch.softmax(x,-1)", lambda m, x: m.softmax(x, -1), [(3, 4)], "SoftmaxBackward0"),
+    ("softmax(0)", lambda m, x: x.softmax(0), [(3, 4)], "SoftmaxBackward0"),
+    ("softmax(dim=1) of 3-D", lambda m, x: x.softmax(dim=1), [(2, 3, 4)], "SoftmaxBackward0"),
+    ("softmax(0) of 1-D", lambda m, x: x.softmax(0), [(5,)], "SoftmaxBackward0"),
+    ("softmax(-1) of 0-d", lambda m, x: x.softmax(-1), [()], "SoftmaxBackward0"),
+    ("softmax(1,dtype=float64)", lambda m, x: x.softmax(1, dtype=m.float64), [(3, 4)], "SoftmaxBackward0"),
+    ("torch.log_softmax(x,1)", lambda m, x: m.log_softmax(x, 1), [(3, 4)], "LogSoftmaxBackward0"),
+    ("log_softmax(-3) of 3-D", lambda m, x: x.log_softmax(-3), [(2, 3, 4)], "LogSoftmaxBackward0"),
+    ("log_softmax(dim=-1) of 3-D", lambda m, x: x.log_softmax(dim=-1), [(2, 3, 4)], "LogSoftmaxBackward0"),
+    ("log_softmax(0) of 0-d", lambda m, x: x.log_softmax(0), [()], "LogSoftmaxBackward0"),
+    ("torch.log_softmax(dtype=float64)", lambda m, x: m.log_softmax(x, 0, dtype=m.float64), [(3, 4)],
+     "LogSoftmaxBackward0"),
+    ("softmax then log", lambda m, x: x.softmax(1).log(), [(3, 4)], "LogBackward0"),
+]:
+    case(_name, _fn, _shapes, _grad_fn)
+
 
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
 @dataclass(frozen=True)

@@ -41,27 +41,39 @@ void release_node(Node* node) {
   draining = false;
 }
 
+const char* const kBackwardTwiceMessage =
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling backward.";
+
 void SavedTensor::save(const Tensor& t, bool is_output) {
   data_ = is_output ? alias(t) : t;
   version_ = t->version();
+  output_nr_ = t->output_nr;
   was_saved_ = true;
   is_output_ = is_output;
 }
 
-Tensor SavedTensor::unpack(const Node* owner) const {
-  if (!data_) {
-    throw RuntimeError(
-        "Trying to backward through the graph a second time (or directly access saved tensors after they have "
-        "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
-        "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or if "
-        "you need to access saved tensors after calling backward.");
-  }
+namespace {
+// A node as PyTorch names it in this message: "Exp" for ExpBackward0, "MyFn" for MyFnBackward.
+std::string producer_name(const char* node_name) {
+  std::string name = node_name;
+  return name.substr(0, name.find("Backward"));
+}
+}  // namespace
+
+Tensor SavedTensor::unpack(const Node* owner) const { return unpack(owner->name()); }
+
+Tensor SavedTensor::unpack(const char* owner_name) const {
+  if (!data_) throw RuntimeError(kBackwardTwiceMessage);
   if (data_->version() != version_) {
     std::string shape;
     for (size_t d = 0; d < data_->shape.size(); ++d) shape += (d ? ", " : "") + std::to_string(data_->shape[d]);
     std::string producer;
-    if (is_output_) producer = cat(", which is output 0 of ", owner->name(), ",");
-    else if (data_->grad_fn) producer = cat(", which is output ", data_->output_nr, " of ", data_->grad_fn->name(), ",");
+    if (is_output_) producer = cat(", which is output ", output_nr_, " of ", producer_name(owner_name), ",");
+    else if (data_->grad_fn)
+      producer = cat(", which is output ", data_->output_nr, " of ", producer_name(data_->grad_fn->name()), ",");
     throw RuntimeError(cat("one of the variables needed for gradient computation has been modified by an inplace "
                            "operation: [fastgrad.", legacy_type_name(data_->dtype), " [", shape, "]]", producer,
                            " is at version ", data_->version(), "; expected version ", version_, " instead."));

@@ -29,7 +29,10 @@ using GradList = SmallVec<Tensor, 2>;
 // history (which is this very node) so that node and tensor do not keep each other alive.
 class SavedTensor {
  public:
+  // An output is saved after it has been given its grad_fn and output_nr.
   void save(const Tensor& t, bool is_output = false);
+  // `owner_name`: the name of the node that saved it (named in the error for a modified output).
+  Tensor unpack(const char* owner_name) const;
   Tensor unpack(const struct Node* owner) const;
   void reset() { data_.reset(); }
   bool defined() const { return was_saved_; }
@@ -37,9 +40,13 @@ class SavedTensor {
  private:
   Tensor data_;
   uint32_t version_ = 0;
+  uint32_t output_nr_ = 0;
   bool was_saved_ = false;
   bool is_output_ = false;
 };
+
+// PyTorch's error for using saved tensors that a backward without retain_graph has freed.
+extern const char* const kBackwardTwiceMessage;
 
 struct Node {
   Node();
@@ -54,6 +61,9 @@ struct Node {
   // keep more than `saved`.
   virtual void release_saved();
   virtual uint32_t num_outputs() const { return 1; }
+  // A node that no gradient reached is skipped: the built-in formulas would return no gradient
+  // (as PyTorch's do for undefined inputs). A custom Function still runs, on zeros, as in PyTorch.
+  virtual bool runs_without_grads() const { return false; }
 
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].fn; }
   Tensor unpack(size_t i) const { return saved[i].unpack(this); }
@@ -67,7 +77,7 @@ struct Node {
   SavedTensor saved[2];
   bool released = false;  // saved tensors were freed by a backward without retain_graph
   std::vector<std::weak_ptr<TensorImpl>> retained_outputs;  // outputs that called retain_grad()
-  int64_t topo_slot = -1;  // engine scratch: index of this node in the running backward
+  int64_t topo_slot = -1;  // engine scratch: index of this node in the running backward (restored after it)
   void* python_object = nullptr;  // the binding's cached grad_fn object, if one is alive (borrowed)
 };
 
@@ -157,7 +167,11 @@ N* make_inplace_node(Edge self_edge, Edge other_edge) {
   return node;
 }
 
-// Runs backward from `roots` seeded with `grad_roots` (same length; defined tensors).
-void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots, bool retain_graph);
+// Runs backward from `roots` seeded with `grad_roots` (same length; defined tensors of the roots'
+// dtypes and shapes). Gradients reaching leaves accumulate into their .grad. With `inputs` (the
+// autograd.grad form), .grad is left alone: only the nodes that lead to an input edge run, and the
+// gradient flowing along each input edge is returned (undefined where none arrives).
+std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
+                                 bool retain_graph, const std::vector<Edge>* inputs = nullptr);
 
 }  // namespace fg

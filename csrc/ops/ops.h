@@ -3,6 +3,7 @@
 // could be recorded for higher-order gradients.
 #pragma once
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -155,5 +156,18 @@ Tensor mv(const Tensor& a, const Tensor& b);
 Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- fused neural-network ops (ops/nn.cpp). Their backwards are direct loops too (as PyTorch's
+// _softmax_backward_data, nll_loss_backward and gelu_backward kernels), not compositions of ops.
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+enum class Reduction { None, Mean, Sum };
+Reduction reduction_from_name(const std::string& name);  // "none" | "mean" | "sum", else ValueError
+// `weight` may be undefined (every class weighs 1).
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+                int64_t ignore_index);
+enum class GeluApproximation { None, Tanh };
+GeluApproximation gelu_approximation_from_name(const std::string& name);  // "none" | "tanh", else RuntimeError
+Tensor gelu(const Tensor& x, GeluApproximation approximate);
 
 }  // namespace fg

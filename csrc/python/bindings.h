@@ -50,6 +50,9 @@ IndexSpec parse_index(const Tensor& x, py::handle key);
 
 void bind_tensor(py::module_& m);
 void bind_node(py::module_& m);
+// The engine's entry points and custom Function nodes (autograd_bind.cpp).
+void bind_autograd(py::module_& m);
+void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_graph, bool create_graph);
 // Makes every function of `m` raise PyTorch's TypeError for arguments that do not fit (arg_errors.cpp).
 void guard_argument_errors(py::module_& m);
 // Sets the pending Python error for a py::cast_error (a failed conversion of an argument inside a

@@ -94,6 +94,7 @@ PYBIND11_MODULE(_C, m) {
   }, "Live graph nodes and bytes held by the node arena.");
 
   bind_node(m);
+  bind_autograd(m);
   bind_tensor(m);
   guard_argument_errors(m);
 }

@@ -121,28 +121,6 @@ void retain_grad(const Tensor& self) {
   self->retains_grad = true;
 }
 
-void backward(const Tensor& self, py::handle gradient, py::handle retain_graph, bool create_graph) {
-  if (create_graph) throw py::value_error("create_graph=True (higher-order gradients) is not supported yet");
-  if (!self->requires_grad())
-    throw RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn");
-  Tensor g;
-  if (gradient.is_none()) {
-    if (self->numel() != 1) throw RuntimeError("grad can be implicitly created only for scalar outputs");
-    g = ones_like(self);
-  } else {
-    if (!py::isinstance<TensorImpl>(gradient))
-      throw TypeError(cat("gradients can be either Tensors or None, but got ", type_name(gradient)));
-    g = gradient.cast<Tensor>();
-    if (g->shape != self->shape)
-      throw RuntimeError(cat("Mismatch in shape: grad_output[0] has a shape of ",
-                             std::string(py::str(size_to_py(g->shape))), " and output[0] has a shape of ",
-                             std::string(py::str(size_to_py(self->shape))), "."));
-    g = to_dtype(g, self->dtype);
-  }
-  bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-  run_backward({self}, {g}, retain);
-}
-
 py::object item_to_py(const Tensor& t) {
   Scalar s = item(t);
   if (s.kind == Category::Bool) return py::bool_(s.value != 0);
@@ -212,7 +190,7 @@ void bind_tensor(py::module_& m) {
       .def("contiguous", [](const Tensor& x) { return contiguous(x); })
       .def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }))
       .def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }))
-      .def("backward", &backward, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
+      .def("backward", &tensor_backward, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
            py::arg("create_graph") = false)
       .def("__len__", [](const Tensor& t) {
         if (t->dim() == 0) throw TypeError("len() of a 0-d tensor");
@@ -345,6 +323,17 @@ void bind_tensor(py::module_& m) {
   m.def("mm", [](const Tensor& a, const Tensor& b) { return mm(a, b); });
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return bmm(a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+
+  m.def("softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); });
+  m.def("log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); });
+  m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
+                       const std::string& reduction, int64_t ignore_index) {
+    Reduction r = reduction_from_name(reduction);
+    return nll_loss(input, target, weight.value_or(Tensor()), r, ignore_index);
+  });
+  m.def("gelu", [](const Tensor& x, const std::string& approximate) {
+    return gelu(x, gelu_approximation_from_name(approximate));
+  });
 
   m.def("full", [](Shape shape, py::handle value, py::handle dtype) {
     Scalar s;  // an int exactly (fastgrad.full((1,), 2**63 - 1)), anything else through float()

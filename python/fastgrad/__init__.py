@@ -17,7 +17,8 @@ from ._methods import FUNCTIONS as _FUNCTIONS
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
                          full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint, normal,
                          manual_seed, seed)
-from . import autograd
+from . import autograd, nn, optim
+from .serialization import save, load
 
 globals().update(_FUNCTIONS)
 

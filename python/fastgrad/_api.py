@@ -8,13 +8,13 @@ MODULE = """
     Size Tensor device dtype bool int64 float32 float64 long float double
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
-    no_grad enable_grad set_grad_enabled is_grad_enabled autograd
+    no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim
     add sub mul div pow neg negative abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip
     maximum minimum where lt le gt ge eq ne equal allclose isclose
-    sum mean prod var std max min amax amin argmax argmin norm
+    sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax
     matmul mm bmm mv dot
     reshape flatten squeeze unsqueeze transpose swapaxes permute t cat concat concatenate stack clone
-    numel is_tensor
+    numel is_tensor save load serialization
 """.split()
 
 TENSOR = """
@@ -23,7 +23,7 @@ TENSOR = """
     backward retain_grad requires_grad_ detach detach_ clone contiguous cpu cuda to type float double long bool
     add sub mul div pow neg abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip maximum minimum where
     lt le gt ge eq ne equal allclose isclose
-    sum mean prod var std max min amax amin argmax argmin norm matmul mm bmm mv dot
+    sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax matmul mm bmm mv dot
     reshape view view_as reshape_as flatten squeeze unsqueeze transpose swapaxes permute t expand expand_as
     add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ clip_
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__

@@ -498,6 +498,21 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _prims.norm(input, builtins.float(p), dims, keepdim)
 
 
+# ---- softmax: fused, numerically stable kernels. `dtype` converts the input first (ToCopyBackward0 shows).
+
+@method
+def softmax(input, dim, dtype=None):
+    if dtype is not None:
+        input = _prims.to_dtype(input, dtype)
+    return _prims.softmax(input, dim)
+
+
+@method
+def log_softmax(input, dim, dtype=None):
+    if dtype is not None:
+        input = _prims.to_dtype(input, dtype)
+    return _prims.log_softmax(input, dim)
+
 
 # ---- products
 

@@ -24,6 +24,7 @@ The modules here replace the C++ core:
     _matmul       dot, mv, mm, bmm, matmul
     _inplace      the in-place machinery (leaf checks, snapshots, CopySlices) and add_ ... copy_
     _index        x[key], x[key] = value, advanced indexing
+    _nn           softmax, log_softmax, nll_loss, gelu: the fused ops of nn.functional
     _creation     from_numpy, full, arange, linspace, eye: the creation primitives
     _prims        the primitives under fastgrad._prims's names (the core's bindings): operators and
                   the methods bound on Tensor, argument checks, isclose
@@ -31,7 +32,8 @@ The modules here replace the C++ core:
 The layers above the primitives are fastgrad's own modules, executed again with their relative
 imports bound to this package (see fastgrad._shared): _methods (PyTorch-style signatures: Tensor
 methods and module functions), _factories (tensor(), zeros(), rand(), ...), _grad_mode (no_grad,
-enable_grad, set_grad_enabled) and autograd (gradcheck).
+enable_grad, set_grad_enabled), autograd (gradcheck, Function, grad), nn, optim and serialization
+(save, load). So fastgrad.reference.nn.Linear is the same class code as fastgrad.nn.Linear.
 """
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from ._tensor import Tensor
@@ -43,5 +45,6 @@ from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like,  # noqa: E402
                          empty_like, full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint,
                          normal, manual_seed, seed)
+from .serialization import save, load  # noqa: E402
 
 globals().update(_FUNCTIONS)

@@ -8,6 +8,9 @@ its inputs, running the reachable nodes in decreasing number (the reverse tape) 
 once, after every gradient flowing into it has arrived and been summed.
 
 Backward formulas are written with the tensor's own operators and methods, running under no_grad.
+A custom Function (fastgrad.autograd.Function, shared) is recorded as a CustomFunction node whose
+backward calls back into Python (record_function). With `inputs`, the engine is autograd.grad:
+it runs only the nodes leading to them and returns their gradients.
 """
 import contextlib
 import itertools
@@ -53,33 +56,42 @@ def enable_grad():
 # ---- saved tensors
 
 _FREED = object()
+_BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
+    "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
+    "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
+    "saved tensors after calling backward.")
+
+
+def _producer_name(node_name):
+    """A node as PyTorch names it in the message below: "Exp" for ExpBackward0, "MyFn" for MyFnBackward."""
+    return node_name.partition("Backward")[0]
 
 
 class SavedTensor:
     """A value kept for backward. A tensor is stamped with its storage version, so that a later
     in-place change is an error instead of a silently wrong gradient; an op's own output is kept
-    as a history-free alias so that node and output do not keep each other alive."""
+    as a history-free alias so that node and output do not keep each other alive (an output is
+    saved once it knows its output_nr)."""
 
-    __slots__ = ("value", "version", "is_output")
+    __slots__ = ("value", "version", "is_output", "output_nr")
 
     def __init__(self, value, is_output=False):
         self.value = alias(value) if is_output else value
         self.version = None if value is None else value._storage.version
         self.is_output = is_output
+        self.output_nr = None if value is None else value._output_nr
 
-    def unpack(self, owner):
+    def unpack(self, owner_name):
+        """The value, checked; `owner_name` is the saving node's name, for the error about a modified output."""
         value = self.value
         if value is _FREED:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved tensors after they "
-                "have already been freed). Saved intermediate values of the graph are freed when you call "
-                ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
-                "graph a second time or if you need to access saved tensors after calling backward.")
+            raise RuntimeError(_BACKWARD_TWICE)
         if self.version is not None and value._storage.version != self.version:
             if self.is_output:
-                producer = f", which is output 0 of {owner.name()},"
+                producer = f", which is output {self.output_nr} of {_producer_name(owner_name)},"
             elif value._grad_fn is not None:
-                producer = f", which is output {value._output_nr} of {value._grad_fn.name()},"
+                producer = f", which is output {value._output_nr} of {_producer_name(value._grad_fn.name())},"
             else:
                 producer = ""
             raise RuntimeError(
@@ -102,6 +114,9 @@ class Function:
 
     scalar_edge = True  # a Python-number operand shows as an empty edge, as PyTorch wraps it in a tensor
     num_outputs = 1
+    # A node that no gradient reached is skipped: the built-in formulas would return no gradient (as
+    # PyTorch's do for undefined inputs). A custom Function still runs, on zeros, as in PyTorch.
+    runs_without_grads = False
     sequence_nr = 0
     next_edges = ()
     inputs = ()
@@ -167,7 +182,7 @@ class Function:
         self._saved = [*self._saved, SavedTensor(value, is_output)]
 
     def unpack(self, i):
-        return self._saved[i].unpack(self)
+        return self._saved[i].unpack(self.name())
 
     def release_saved(self):
         for saved in self._saved:
@@ -262,6 +277,83 @@ def sum_to(grad, shape):
     return (grad.sum(dims, keepdim=True) if dims else grad).reshape(shape)
 
 
+# ---- custom Functions (fastgrad.autograd.Function)
+
+class SavedTensors:
+    """The tensors a custom Function saved with ctx.save_for_backward. Shared by its node, which
+    frees them after backward (unless retain_graph), and its ctx, which reads them
+    (ctx.saved_tensors); so the ctx needs no reference to the node, which holds the ctx: no cycle."""
+
+    def __init__(self, owner_name):
+        self.items = []  # a SavedTensor per saved value, None for a None
+        self.owner_name = owner_name
+        self.released = False
+
+    def unpack(self):
+        if self.released:
+            raise RuntimeError(_BACKWARD_TWICE)
+        return tuple(None if item is None else item.unpack(self.owner_name) for item in self.items)
+
+
+def _expandable_to(shape, target):
+    """Can a tensor of `shape` be broadcast to `target`? (Then a gradient of shape `target` sums back.)"""
+    lead = len(target) - len(shape)
+    return lead >= 0 and all(n in (1, m) for n, m in zip(shape, target[lead:]))
+
+
+class CustomFunction(Function):
+    """A custom Function's node. `backward` is the shared Python code (BackwardFunction._run_backward
+    in fastgrad/autograd/function.py): given a gradient or None per output, it calls the user's
+    backward, checks what comes back against the forward's arguments, and returns a gradient or None
+    per tensor argument (per edge). Here, as PyTorch's engine does for every node, each gradient is
+    summed to its input's shape if it broadcasts to it and converted to its dtype."""
+
+    runs_without_grads = True
+
+    def __init__(self, name, backward, num_outputs, saved):
+        self._name, self._backward, self.num_outputs, self._saved_tensors = name, backward, num_outputs, saved
+
+    def name(self):
+        return self._name
+
+    def release_saved(self):
+        for item in self._saved_tensors.items:
+            if item is not None:
+                item.value = _FREED
+        self._saved_tensors.released = True
+
+    def apply(self, grads):
+        result = list(self._backward(tuple(grads)))  # a Python exception propagates as itself
+        out = []
+        for k, ((fn, _), grad) in enumerate(zip(self.next_edges, result)):
+            if grad is None or fn is None:
+                out.append(None)
+                continue
+            shape, dtype = self.inputs[k]
+            if grad._shape != shape:
+                if not _expandable_to(shape, grad._shape):
+                    raise RuntimeError(f"Function {self._name} returned an invalid gradient at index {k} - got "
+                                       f"{list(grad._shape)} but expected shape compatible with {list(shape)}")
+                grad = sum_to(grad, shape)
+            out.append(grad.to(dtype))
+        return tuple(out)
+
+
+def record_function(backward, name, inputs, outputs, to_save):
+    """Makes the node of one custom Function call: an edge per tensor argument (`inputs`), and the
+    grad_fn of each differentiable output (`outputs`: the forward's results in order, None for
+    those that are not differentiable tensors; a position is an output_nr). Saves `to_save`
+    (tensors or None), an output without its history. Returns what ctx.saved_tensors reads."""
+    saved = SavedTensors(name)
+    node = CustomFunction(name, backward, len(outputs), saved).connect(inputs)
+    for i, out in enumerate(outputs):
+        if out is not None:
+            out._grad_fn, out._output_nr = node, i
+    saved.items = [None if value is None else SavedTensor(value, any(value is out for out in outputs))
+                   for value in to_save]
+    return saved
+
+
 # ---- the engine
 
 def _tape(roots):
@@ -281,15 +373,69 @@ def _deliver(inbox, edge, grad):
     grads[slot] = grad if grads[slot] is None else grads[slot] + grad
 
 
-def run_backward(roots, grad_roots, retain_graph):
+def run_backward(tensors, grad_tensors, retain_graph, inputs=None):
+    """Tensor.backward, fastgrad.autograd.backward and grad: torch.autograd.backward's checks of the
+    outputs and of the gradient given for each (a tensor, or None: ones for a single-element output),
+    in its order, then the engine. With `inputs` (a list of tensors), returns their gradients (None
+    where none arrives) and leaves .grad alone."""
+    for i, (root, grad) in enumerate(zip(tensors, grad_tensors)):
+        if grad is None:
+            if root.requires_grad and root.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        elif not isinstance(grad, Tensor):
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
+        elif grad._shape != root._shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has "
+                               f"a shape of {root.shape}.")
+    for i, root in enumerate(tensors):
+        if not root.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+    grad_tensors = [full(root._shape, 1, root._dtype) if grad is None else grad.to(root._dtype)
+                    for root, grad in zip(tensors, grad_tensors)]
+    edges = None
+    if inputs is not None:
+        edges = []
+        for t in inputs:
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+            edges.append(gradient_edge(t))
+            if edges[-1][0] is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+    # One pass at a time, as the core's: a custom Function's backward lets other threads run, and two
+    # passes adding into one leaf's .grad must not interleave. The same thread may nest passes.
+    with _ENGINE_LOCK:
+        return _run(tensors, grad_tensors, retain_graph, edges)
+
+
+_ENGINE_LOCK = threading.RLock()
+
+
+def _run(roots, grad_roots, retain_graph, inputs):
+    """The engine. Gradients reaching leaves accumulate into their .grad. With `inputs` (edges; the
+    autograd.grad form), .grad is left alone: only the nodes with an edge into an input's node or
+    into a node that runs are run (AccumulateGrad, which leads nowhere, never), and the gradient
+    flowing along each input edge is returned."""
     with no_grad():
         root_edges = [gradient_edge(root) for root in roots]
         inbox = {}
         for edge, grad in zip(root_edges, grad_roots):
             _deliver(inbox, edge, grad)
-        for node in _tape([node for node, _ in root_edges]):
-            grads = inbox.pop(node, None)
-            if grads is None or all(g is None for g in grads):
+        tape = _tape([node for node, _ in root_edges])
+        if inputs is not None:
+            captured, wanted, runs = [None] * len(inputs), {}, set()
+            for k, (node, _) in enumerate(inputs):
+                wanted.setdefault(node, []).append(k)
+            for node in reversed(tape):  # a node's successors come first
+                if any(fn is not None and (fn in wanted or fn in runs) for fn, _ in node.next_edges):
+                    runs.add(node)
+        for node in tape:
+            grads = inbox.pop(node, None) or [None] * node.num_outputs
+            if inputs is not None:
+                for k in wanted.get(node, ()):
+                    captured[k] = grads[inputs[k][1]]
+                if node not in runs:
+                    continue
+            if all(g is None for g in grads) and not node.runs_without_grads:
                 continue
             node._fill_retained_grads(grads)
             input_grads = node.apply(grads)
@@ -298,3 +444,4 @@ def run_backward(roots, grad_roots, retain_graph):
             for edge, grad in zip(node.next_edges, input_grads):
                 if edge[0] is not None and grad is not None:
                     _deliver(inbox, edge, grad)
+    return captured if inputs is not None else None

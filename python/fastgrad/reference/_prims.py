@@ -11,8 +11,8 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _matmul, _reduce, _shape
-from ._autograd import _set_grad_enabled, is_grad_enabled, run_backward  # noqa: F401 (the grad-mode flag)
+from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
+from ._autograd import _set_grad_enabled, is_grad_enabled, record_function, run_backward  # noqa: F401
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import cast
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read, to_numpy  # noqa: F401
@@ -111,20 +111,7 @@ lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISO
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False):
     if create_graph:
-        raise ValueError("create_graph=True (higher-order gradients) is not supported yet")
-    if not self.requires_grad:
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
-    if gradient is None:
-        if self.numel() != 1:
-            raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        gradient = full(self._shape, 1, self._dtype)
-    else:
-        if not isinstance(gradient, Tensor):
-            raise TypeError(f"gradients can be either Tensors or None, but got {builtins.type(gradient).__name__}")
-        if gradient._shape != self._shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {gradient.shape} and output[0] has "
-                               f"a shape of {self.shape}.")
-        gradient = ew.to_dtype(gradient, self._dtype)
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
     run_backward([self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph))
 
 
@@ -220,6 +207,37 @@ def cat(tensors, dim):
 
 def stack(tensors, dim):
     return _shape.stack(_tensor_list(tensors), dim)
+
+
+def _int_like(value):
+    """What the core's bindings take for an int64_t: ints, bools and objects with __index__."""
+    return hasattr(builtins.type(value), "__index__")
+
+
+def _along_dim(name, op):
+    def checked(x, dim):
+        if not isinstance(x, Tensor) or not _int_like(dim):
+            raise _invalid_arguments(name, (x, dim), "Tensor, int")
+        return op(x, operator.index(dim))
+
+    return checked
+
+
+softmax, log_softmax = _along_dim("softmax", _nn.softmax), _along_dim("log_softmax", _nn.log_softmax)
+
+
+def nll_loss(input, target, weight, reduction, ignore_index):
+    args = (input, target, weight, reduction, ignore_index)
+    if not (isinstance(input, Tensor) and isinstance(target, Tensor) and (weight is None or isinstance(weight, Tensor))
+            and isinstance(reduction, str) and _int_like(ignore_index)):
+        raise _invalid_arguments("nll_loss", args, "Tensor, Tensor, Tensor | None, str, int")
+    return _nn.nll_loss(input, target, weight, reduction, operator.index(ignore_index))
+
+
+def gelu(x, approximate):
+    if not isinstance(x, Tensor) or not isinstance(approximate, str):
+        raise _invalid_arguments("gelu", (x, approximate), "Tensor, str")
+    return _nn.gelu(x, approximate)
 
 
 def set_requires_grad(t, flag):

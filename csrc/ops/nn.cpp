@@ -1,0 +1,352 @@
+// Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
+// loss and GELU. Each forward and each backward is one direct loop over the data rather than a
+// chain of generic ops: one pass, no temporaries, and numerically stable (softmax subtracts its
+// row's maximum, so logits of any size neither overflow nor give NaN). Values are computed in
+// double and rounded once when stored; python/fastgrad/reference/_nn.py does the same arithmetic
+// in the same order, so both backends give the same bits.
+#include <cmath>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "kernels/loops.h"
+#include "ops/ops.h"
+
+namespace fg {
+
+namespace {
+
+// t itself if contiguous, else a contiguous copy. No autograd: the ops record their own node.
+Tensor dense(const Tensor& t) {
+  if (t->is_contiguous()) return t;
+  Tensor out = empty(t->shape, t->dtype);
+  copy_values(out, t);
+  return out;
+}
+
+// "\"softmax_kernel_impl\" not implemented for 'Long'", as PyTorch's dtype dispatch says it.
+NotImplementedError not_implemented_for(const char* kernel, DType dtype) {
+  return NotImplementedError(cat("\"", kernel, "\" not implemented for '", scalar_type_name(dtype), "'"));
+}
+
+// ---- softmax and log_softmax
+
+// A contiguous tensor seen as [outer, n, inner] around the softmax dim: each of the outer * inner
+// rows holds n values, `inner` elements apart.
+struct Rows {
+  int64_t outer = 1, n = 1, inner = 1;
+  Rows(const Shape& shape, int64_t dim) {
+    for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+      (d < dim ? outer : d == dim ? n : inner) *= shape[d];
+  }
+};
+
+// Calls row(first, stride) for every row: its first element and the distance between its
+// elements. Rows along the last dim are contiguous: their stride is the constant 1, so that the
+// compiler sees unit-stride loops (the path issue 5 vectorizes).
+template <class F>
+void for_each_row(const Rows& rows, F&& row) {
+  if (rows.inner == 1) {
+    for (int64_t o = 0; o < rows.outer; ++o) row(o * rows.n, std::integral_constant<int64_t, 1>());
+    return;
+  }
+  for (int64_t o = 0; o < rows.outer; ++o)
+    for (int64_t i = 0; i < rows.inner; ++i) row(o * rows.n * rows.inner + i, rows.inner);
+}
+
+// y = softmax(x) or log_softmax(x) along the rows. With m the row's maximum and s = sum exp(x - m):
+// softmax = exp(x - m) / s, log_softmax = (x - m) - log(s). A row holding +inf or only -inf gives
+// NaN (inf - inf), as in PyTorch.
+template <class T>
+void softmax_forward(const T* x, T* y, const Rows& rows, bool log) {
+  std::vector<double> e(log ? 0 : rows.n);  // exp(x - m) of the current row
+  for_each_row(rows, [&](int64_t first, auto stride) {
+    const T* xr = x + first;
+    T* yr = y + first;
+    double m = -std::numeric_limits<double>::infinity();
+    for (int64_t k = 0; k < rows.n; ++k) m = xr[k * stride] > m ? xr[k * stride] : m;
+    double s = 0;
+    for (int64_t k = 0; k < rows.n; ++k) {
+      double v = std::exp(xr[k * stride] - m);
+      s += v;
+      if (!log) e[k] = v;
+    }
+    if (log) {
+      double log_s = std::log(s);
+      for (int64_t k = 0; k < rows.n; ++k) yr[k * stride] = static_cast<T>((xr[k * stride] - m) - log_s);
+    } else {
+      for (int64_t k = 0; k < rows.n; ++k) yr[k * stride] = static_cast<T>(e[k] / s);
+    }
+  });
+}
+
+// The input gradient from the output y and its gradient g, per row:
+// softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
+template <class T>
+void softmax_backward(const T* y, const T* g, T* gx, const Rows& rows, bool log) {
+  for_each_row(rows, [&](int64_t first, auto stride) {
+    const T *yr = y + first, *gr = g + first;
+    T* out = gx + first;
+    double s = 0;
+    for (int64_t k = 0; k < rows.n; ++k) s += log ? double(gr[k * stride]) : double(gr[k * stride]) * yr[k * stride];
+    for (int64_t k = 0; k < rows.n; ++k) {
+      double yk = yr[k * stride], gk = gr[k * stride];
+      out[k * stride] = static_cast<T>(log ? gk - std::exp(yk) * s : yk * (gk - s));
+    }
+  });
+}
+
+struct SoftmaxNode : Node {
+  int64_t dim = 0;  // wrapped; 0 for a 0-d input (seen as one row of one element)
+  bool log = false;
+  Tensor input_grad(const Tensor& grad) const {
+    Tensor y = unpack(0), g = dense(grad);
+    Tensor gx = empty(y->shape, y->dtype);
+    dispatch_floating(y->dtype, [&](auto tag) {
+      using T = decltype(tag);
+      softmax_backward(y->data_as<T>(), g->data_as<T>(), gx->data_as<T>(), Rows(y->shape, dim), log);
+    });
+    return gx;
+  }
+};
+
+template <class N>
+Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
+  int64_t d = wrap_dim(dim, x->dim());
+  if (x->numel() == 0) {  // PyTorch returns before looking at the dtype
+    Tensor out = empty(x->shape, x->dtype);
+    if (auto* node = record<N>(out, {&x})) node->saved[0].save(out, true);
+    return out;
+  }
+  if (!is_floating(x->dtype)) {
+    bool last = x->dim() == 0 || d == x->dim() - 1;  // PyTorch's kernel for the last dim has its own name
+    throw not_implemented_for(log ? (last ? "log_softmax_lastdim_kernel_impl" : "log_softmax_kernel_impl")
+                                  : (last ? "softmax_lastdim_kernel_impl" : "softmax_kernel_impl"),
+                              x->dtype);
+  }
+  Tensor src = dense(x);
+  Tensor out = empty(x->shape, x->dtype);
+  dispatch_floating(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_forward(src->data_as<T>(), out->data_as<T>(), Rows(x->shape, d), log);
+  });
+  if (auto* node = record<N>(out, {&x})) {
+    node->dim = x->dim() == 0 ? 0 : d;
+    node->log = log;
+    node->saved[0].save(out, true);
+  }
+  return out;
+}
+
+}  // namespace
+
+FG_NODE_FROM(SoftmaxBackward0, SoftmaxNode) };
+GradList SoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
+FG_NODE_FROM(LogSoftmaxBackward0, SoftmaxNode) };
+GradList LogSoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
+
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op<SoftmaxBackward0>(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op<LogSoftmaxBackward0>(x, dim, true); }
+
+// ---- nll_loss: minus the (weighted) log-probability of each sample's target class, per sample
+// or reduced. The weighted mean divides by the total weight of the targets that count.
+
+Reduction reduction_from_name(const std::string& name) {
+  if (name == "none") return Reduction::None;
+  if (name == "mean") return Reduction::Mean;
+  if (name == "sum") return Reduction::Sum;
+  throw ValueError(cat(name, " is not a valid value for reduction"));
+}
+
+namespace {
+
+// The checks of PyTorch's nll_loss_nd (what F.nll_loss calls: ValueErrors), then of its
+// nll_loss_forward (RuntimeErrors), in PyTorch's order.
+void check_nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight) {
+  if (input->dim() < 1) throw ValueError(cat("Expected 1 or more dimensions (got ", input->dim(), ")"));
+  // PyTorch reads a 0-d target's batch size as 0.
+  int64_t target_batch = target->dim() == 0 ? 0 : target->shape[0];
+  if (input->dim() != 1 && input->shape[0] != target_batch)
+    throw ValueError(cat("Expected input batch_size (", input->shape[0], ") to match target batch_size (",
+                         target_batch, ")."));
+  if (weight && grad_enabled() && weight->requires_grad())
+    throw RuntimeError("The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. "
+                       "This input cannot have requires_grad True.");
+  if (input->dim() > 2) throw RuntimeError("input tensor should be 1D or 2D");
+  if (target->dim() > 1) throw RuntimeError("0D or 1D target tensor expected, multi-target not supported");
+  if (target->dtype != DType::Int64)
+    throw RuntimeError(cat("expected target dtype to be Long or Byte, but got ", scalar_type_name(target->dtype)));
+  if (input->dim() == 1 && target->dim() == 1 && target->shape[0] != 1)
+    throw ValueError(cat("For 1D input, 1D target must have size 1, but got target size: ", target->shape[0]));
+  if (input->dim() == 2 && target->dim() == 0) throw IndexError("Dimension specified as 0 but tensor has no dimensions");
+  int64_t classes = input->shape.back();
+  if (weight && (weight->dim() != 1 || weight->numel() != classes))
+    throw RuntimeError(cat("weight tensor should be defined either for all ", classes,
+                           " classes or no classes but got weight tensor of shape: ", shape_str(weight->shape)));
+  if (!is_floating(input->dtype)) throw not_implemented_for("nll_loss_out_frame", input->dtype);
+  if (weight && weight->dtype != input->dtype)
+    throw RuntimeError(cat("expected scalar type ", scalar_type_name(input->dtype), " but found ",
+                           scalar_type_name(weight->dtype)));
+}
+
+// Calls f(sample, target class, class weight) for every sample whose target is not ignore_index;
+// IndexError for a target that is not a class. A 1-D input is one sample.
+template <class T, class F>
+void for_each_target(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index, F&& f) {
+  int64_t classes = input->shape.back();
+  int64_t batch = input->dim() == 1 ? 1 : input->shape[0];
+  Tensor t = dense(target), w = weight ? dense(weight) : Tensor();
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t c = t->data_as<int64_t>()[b];
+    if (c == ignore_index) continue;
+    if (c < 0 || c >= classes) throw IndexError(cat("Target ", c, " is out of bounds."));
+    f(b, c, w ? double(w->data_as<T>()[c]) : 1.0);
+  }
+}
+
+// The log-probability input[b, c] (input[c] for a 1-D input), read through the input's strides.
+template <class T>
+double log_probability(const Tensor& input, int64_t b, int64_t c) {
+  int64_t at = c * input->strides.back() + (input->dim() == 2 ? b * input->strides[0] : 0);
+  return input->data_as<T>()[at];
+}
+
+// reduction='none' of a batch gives one loss per sample; anything else (or a 1-D input) one number.
+bool per_sample(const Tensor& input, Reduction reduction) { return reduction == Reduction::None && input->dim() == 2; }
+
+}  // namespace
+
+struct NllLossNode : Node {  // saved[0]: input, saved[1]: target
+  SavedTensor weight;
+  Reduction reduction = Reduction::Mean;
+  int64_t ignore_index = -100;
+  double total_weight = 0;  // what the mean divided by
+  void release_saved() override {
+    weight.reset();
+    Node::release_saved();
+  }
+};
+
+FG_NODE_FROM(NllLossBackward0, NllLossNode) };
+GradList NllLossBackward0::apply(GradList&& grads) {
+  Tensor input = unpack(0), target = unpack(1), w = weight.defined() ? weight.unpack(this) : Tensor();
+  // PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
+  // 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
+  if (input->dim() == 1 && target->dim() == 1 && input->shape[0] != target->shape[0])
+    throw RuntimeError(cat("size mismatch (got input: ", shape_str(input->shape), ", target: ",
+                           shape_str(target->shape), ")"));
+  Tensor g = dense(grads[0]);
+  Tensor gx = zeros(input->shape, input->dtype);  // contiguous
+  bool each = per_sample(input, reduction);
+  int64_t classes = input->shape.back();
+  dispatch_floating(input->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* gd = g->data_as<T>();
+    double scale = each ? 0.0 : reduction == Reduction::Mean ? gd[0] / total_weight : gd[0];  // one loss: one gradient
+    for_each_target<T>(input, target, w, ignore_index, [&](int64_t b, int64_t c, double wc) {
+      gx->data_as<T>()[b * classes + c] = static_cast<T>(-wc * (each ? double(gd[b]) : scale));
+    });
+  });
+  return {gx};
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction reduction,
+                int64_t ignore_index) {
+  check_nll_loss(input, target, weight);
+  bool each = per_sample(input, reduction);
+  Tensor out = each ? zeros({input->shape[0]}, input->dtype) : empty({}, input->dtype);
+  double total_weight = 0;
+  dispatch_floating(input->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out->data_as<T>();
+    double loss = 0;
+    for_each_target<T>(input, target, weight, ignore_index, [&](int64_t b, int64_t c, double wc) {
+      double term = -log_probability<T>(input, b, c) * wc;
+      if (each) o[b] = static_cast<T>(term);
+      loss += term;
+      total_weight += wc;
+    });
+    // A mean over no targets (an empty batch, all ignored, zero weights) is 0 / 0: NaN, as PyTorch.
+    if (!each) o[0] = static_cast<T>(reduction == Reduction::Mean ? loss / total_weight : loss);
+  });
+  if (auto* node = record<NllLossBackward0>(out, {&input})) {
+    node->saved[0].save(input);
+    node->saved[1].save(target);
+    if (weight) node->weight.save(weight);
+    node->reduction = reduction;
+    node->ignore_index = ignore_index;
+    node->total_weight = total_weight;
+  }
+  return out;
+}
+
+// ---- gelu(x) = x * P(X <= x) for a standard normal X; approximate='tanh' is PyTorch's tanh formula.
+
+GeluApproximation gelu_approximation_from_name(const std::string& name) {
+  if (name == "none") return GeluApproximation::None;
+  if (name == "tanh") return GeluApproximation::Tanh;
+  throw RuntimeError("approximate argument must be either none or tanh.");
+}
+
+namespace {
+
+// PyTorch's constants, spelled as its kernels spell them (the reference uses the same literals).
+constexpr double kSqrt1_2 = 0.70710678118654752440;                     // M_SQRT1_2
+constexpr double kAlpha = 1.12837916709551257390 * kSqrt1_2 * 0.5;       // M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
+constexpr double kBeta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;  // M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
+constexpr double kKappa = 0.044715;
+
+double gelu_value(double x, GeluApproximation a) {
+  if (a == GeluApproximation::Tanh) return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * (x * x * x))));
+  return x * 0.5 * (1 + std::erf(x * kSqrt1_2));
+}
+
+// d gelu / dx, as PyTorch's GeluBackwardKernel computes it.
+double gelu_derivative(double x, GeluApproximation a) {
+  if (a == GeluApproximation::Tanh) {
+    double x_sq = x * x;
+    double tanh_inner = std::tanh(kBeta * (x + kKappa * (x_sq * x)));
+    double right_derivative = 0.5 * x * (1 - tanh_inner * tanh_inner) * (kBeta * (1 + 3 * kKappa * x_sq));
+    return 0.5 * (1 + tanh_inner) + right_derivative;
+  }
+  double cdf = 0.5 * (1 + std::erf(x * kSqrt1_2));
+  double pdf = kAlpha * std::exp(-0.5 * x * x);
+  return cdf + x * pdf;
+}
+
+}  // namespace
+
+struct GeluNode : Node {
+  GeluApproximation approximate = GeluApproximation::None;
+};
+FG_NODE_FROM(GeluBackward0, GeluNode) };
+GradList GeluBackward0::apply(GradList&& grads) {
+  Tensor x = unpack(0);
+  const Tensor& g = grads[0];
+  Tensor gx = empty(x->shape, x->dtype);
+  dispatch_floating(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    map2(x->shape, gx->data_as<T>(), g->data_as<T>(), g->strides.data(), x->data_as<T>(), x->strides.data(),
+         [&](T gv, T xv) { return static_cast<T>(gv * gelu_derivative(xv, approximate)); });
+  });
+  return {gx};
+}
+
+Tensor gelu(const Tensor& x, GeluApproximation approximate) {
+  if (!is_floating(x->dtype)) throw not_implemented_for("GeluKernelImpl", x->dtype);
+  Tensor out = empty(x->shape, x->dtype);
+  dispatch_floating(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    map1(x->shape, out->data_as<T>(), x->data_as<T>(), x->strides.data(),
+         [&](T v) { return static_cast<T>(gelu_value(v, approximate)); });
+  });
+  if (auto* node = record<GeluBackward0>(out, {&x})) {
+    node->approximate = approximate;
+    node->saved[0].save(x);
+  }
+  return out;
+}
+
+}  // namespace fg

@@ -1,0 +1,217 @@
+// The engine as Python calls it (Tensor.backward, fastgrad.autograd.backward and grad) and the node
+// of a custom Function (fastgrad.autograd.Function), whose backward is a Python callable that the
+// engine runs in tape order like any other node.
+#include <algorithm>
+#include <mutex>
+
+#include "autograd/node.h"
+#include "core/shape.h"
+#include "python/bindings.h"
+
+namespace fg {
+
+namespace {
+
+// The tensors a custom Function saved with ctx.save_for_backward. Shared by its node, which frees
+// them after backward (unless retain_graph), and its ctx, which reads them (ctx.saved_tensors);
+// so the ctx needs no reference to the node, which holds the ctx: no cycle.
+struct SavedTensors {
+  std::vector<SavedTensor> items;  // one per saved value; a None is an item never saved
+  std::string owner;               // the node's name, for the error about a modified output
+  bool released = false;
+
+  py::tuple unpack() const {
+    if (released) throw RuntimeError(kBackwardTwiceMessage);
+    py::tuple out(items.size());
+    for (size_t i = 0; i < items.size(); ++i)
+      out[i] = items[i].defined() ? py::cast(items[i].unpack(owner.c_str())) : py::none();
+    return out;
+  }
+};
+
+// Can a tensor of `shape` be broadcast to `target`? (Then a gradient of shape `target` sums back.)
+bool expandable_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  size_t lead = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1 && shape[i] != target[lead + i]) return false;
+  return true;
+}
+
+// A custom Function's node. `backward` is the shared Python code (BackwardFunction._run_backward
+// in fastgrad/autograd/function.py): given a gradient or None per output, it calls the user's
+// backward, checks what comes back against the forward's arguments, and returns a gradient or None
+// per tensor argument (per edge). Here, as PyTorch's engine does for every node, each gradient is
+// summed to its input's shape if it broadcasts to it and converted to its dtype.
+struct PyFunctionNode final : Node {
+  PyFunctionNode(std::string name, py::object backward, uint32_t outputs, std::shared_ptr<SavedTensors> saved)
+      : name_(std::move(name)), backward_(std::move(backward)), num_outputs_(outputs), saved_(std::move(saved)) {}
+
+  ~PyFunctionNode() override {
+    if (!Py_IsInitialized()) {
+      backward_.release();  // the interpreter is gone: nothing left to free it with
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    backward_ = py::object();
+  }
+
+  const char* name() const override { return name_.c_str(); }
+  uint32_t num_outputs() const override { return num_outputs_; }
+  bool runs_without_grads() const override { return true; }
+
+  void release_saved() override {
+    Node::release_saved();
+    for (SavedTensor& s : saved_->items) s.reset();
+    saved_->released = true;
+  }
+
+  GradList apply(GradList&& grads) override {
+    py::gil_scoped_acquire gil;
+    py::tuple args(grads.size());
+    for (size_t i = 0; i < grads.size(); ++i) args[i] = grads[i] ? py::cast(grads[i]) : py::none();
+    py::list result(backward_(args));  // a Python exception propagates as itself
+    GradList out;
+    for (size_t k = 0; k < next_edges.size(); ++k) {
+      py::handle g = result[k];
+      if (g.is_none() || !next_edges[k].fn) {
+        out.push_back(Tensor());
+        continue;
+      }
+      Tensor grad = g.cast<Tensor>();
+      Shape shape = inputs[k].sizes();
+      if (grad->shape != shape) {
+        if (!expandable_to(shape, grad->shape))
+          throw RuntimeError(cat("Function ", name_, " returned an invalid gradient at index ", k, " - got ",
+                                 shape_str(grad->shape), " but expected shape compatible with ", shape_str(shape)));
+        grad = sum_to(grad, shape);
+      }
+      out.push_back(to_dtype(grad, inputs[k].dtype));
+    }
+    return out;
+  }
+
+  std::vector<InputMeta> inputs;  // one per edge
+
+ private:
+  std::string name_;
+  py::object backward_;
+  uint32_t num_outputs_;
+  std::shared_ptr<SavedTensors> saved_;
+};
+
+// Makes the node of one custom Function call: an edge per tensor argument (`inputs`), and the
+// grad_fn of each differentiable output (`outputs`: the forward's results in order, None for
+// those that are not differentiable tensors; a position is an output_nr). Saves `to_save`
+// (tensors or None), an output without its history. Returns what ctx.saved_tensors reads.
+std::shared_ptr<SavedTensors> record_function(py::object backward, std::string name, const std::vector<Tensor>& inputs,
+                                              py::sequence outputs, py::sequence to_save) {
+  // The edges first: making one may give a stale view a fresh history, which must come earlier
+  // on the tape than this node.
+  std::vector<Edge> edges;
+  for (const Tensor& in : inputs) edges.push_back(gradient_edge(in));
+  auto saved = std::make_shared<SavedTensors>();
+  saved->owner = name;
+  auto* node = new PyFunctionNode(std::move(name), std::move(backward), static_cast<uint32_t>(outputs.size()), saved);
+  NodeRef owner(node);  // frees the node on return if no output takes it
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    node->next_edges.push_back(std::move(edges[i]));
+    node->inputs.push_back(InputMeta::of(inputs[i]));
+  }
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].is_none()) continue;
+    Tensor out = outputs[i].cast<Tensor>();
+    out->grad_fn = owner;
+    out->output_nr = static_cast<uint32_t>(i);
+    outs.push_back(out);
+  }
+  for (py::handle value : to_save) {
+    SavedTensor& slot = saved->items.emplace_back();
+    if (value.is_none()) continue;
+    Tensor t = value.cast<Tensor>();
+    slot.save(t, std::find(outs.begin(), outs.end(), t) != outs.end());
+  }
+  return saved;
+}
+
+// One backward pass at a time in the process: passes keep per-node scratch (Node::topo_slot), and a
+// custom Function's Python backward lets other threads run. The same thread may nest passes (a
+// backward that runs a backward), which the engine allows for. A thread that must wait does so
+// without the GIL, so that the running pass can take it back.
+std::recursive_mutex engine_mutex;
+
+std::unique_lock<std::recursive_mutex> lock_engine() {
+  std::unique_lock<std::recursive_mutex> lock(engine_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    py::gil_scoped_release no_gil;
+    lock.lock();
+  }
+  return lock;
+}
+
+// torch.autograd.backward's checks of the outputs and of the gradient given for each (a tensor, or
+// None: ones for a single-element output), in its order, then the engine. With `inputs` (a list of
+// tensors), returns their gradients (None where none arrives) and leaves .grad alone.
+py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors, bool retain_graph,
+                                py::handle inputs) {
+  std::vector<Tensor> roots, grads;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Tensor root = tensors[i].cast<Tensor>();
+    py::handle g = grad_tensors[i];
+    if (g.is_none()) {
+      if (root->requires_grad() && root->numel() != 1)
+        throw RuntimeError("grad can be implicitly created only for scalar outputs");
+      grads.push_back(Tensor());
+    } else if (!py::isinstance<TensorImpl>(g)) {
+      throw TypeError(cat("gradients can be either Tensors or None, but got ", type_name(g)));
+    } else {
+      Tensor grad = g.cast<Tensor>();
+      if (grad->shape != root->shape)
+        throw RuntimeError(cat("Mismatch in shape: grad_output[", i, "] has a shape of ",
+                               std::string(py::str(size_to_py(grad->shape))), " and output[", i, "] has a shape of ",
+                               std::string(py::str(size_to_py(root->shape))), "."));
+      grads.push_back(to_dtype(grad, root->dtype));
+    }
+    roots.push_back(root);
+  }
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i]->requires_grad())
+      throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
+    if (!grads[i]) grads[i] = ones_like(roots[i]);
+  }
+  if (inputs.is_none()) {
+    auto lock = lock_engine();
+    run_backward(roots, grads, retain_graph);
+    return py::none();
+  }
+  std::vector<Edge> edges;
+  for (py::handle h : inputs) {
+    if (!py::isinstance<TensorImpl>(h))
+      throw RuntimeError(cat("all inputs have to be Tensors or GradientEdges, but got ", type_name(h)));
+    Tensor t = h.cast<Tensor>();
+    edges.push_back(gradient_edge(t));
+    if (!edges.back().fn) throw RuntimeError("One of the differentiated Tensors does not require grad");
+  }
+  auto lock = lock_engine();
+  std::vector<Tensor> captured = run_backward(roots, grads, retain_graph, &edges);
+  py::list out;
+  for (const Tensor& g : captured) out.append(g ? py::cast(g) : py::none());
+  return out;
+}
+
+}  // namespace
+
+void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_graph, bool create_graph) {
+  if (create_graph) throw NotImplementedError("create_graph=True (higher-order gradients) is not supported yet");
+  bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
+  run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none());
+}
+
+void bind_autograd(py::module_& m) {
+  py::class_<SavedTensors, std::shared_ptr<SavedTensors>>(m, "SavedTensors").def("unpack", &SavedTensors::unpack);
+  m.def("record_function", &record_function);
+  m.def("run_backward", &run_backward_checked);
+}
+
+}  // namespace fg

@@ -1,0 +1,322 @@
+"""torch.nn.functional: activations, dropout, layer_norm, embedding, one_hot and the losses.
+
+softmax, log_softmax, the negative log likelihood and gelu are the backend's fused primitives;
+everything else is composed from tensor ops here, with PyTorch's formulas (so the same values,
+and gradients by the chain rule), argument checks and messages.
+"""
+import warnings
+
+from .. import _prims
+from .._factories import arange, rand
+from fastgrad._types import int64
+
+Tensor = _prims.Tensor
+
+
+# ---- activations
+
+def linear(input, weight, bias=None):
+    output = input.matmul(weight.t())
+    return output if bias is None else output + bias
+
+
+def _maybe_inplace(input, result, inplace):
+    """The `inplace=True` form of an activation: the result written over the input."""
+    return input.copy_(result) if inplace else result
+
+
+def relu(input, inplace=False):
+    return _maybe_inplace(input, _prims.relu(input), inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    # where, not max(x, a*x): the slope applies at 0 too, as PyTorch's backward does
+    return _maybe_inplace(input, _prims.where(input > 0, input, input * negative_slope), inplace)
+
+
+def gelu(input, approximate="none"):
+    return _prims.gelu(input, approximate)
+
+
+def sigmoid(input):
+    return _prims.sigmoid(input)
+
+
+def tanh(input):
+    return _prims.tanh(input)
+
+
+def _softmax_dim(name, input, dim, stacklevel):
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
+                  "Change the call to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if input.dim() in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return input.softmax(_softmax_dim("softmax", input, dim, _stacklevel), dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return input.log_softmax(_softmax_dim("log_softmax", input, dim, _stacklevel), dtype=dtype)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zeroes each element with probability p (a uniform draw below p), scaling the rest by 1/(1-p)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training:
+        return input
+    keep = rand(list(input.shape)) >= p
+    scale = 1.0 / (1.0 - p) if p < 1 else 0.0
+    return input.mul_(keep).mul_(scale) if inplace else input * keep * scale
+
+
+# ---- normalization and lookup
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    if not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+                        f"not {type(normalized_shape).__name__}")
+    shape = list(normalized_shape)
+    if input.dim() < len(shape) or list(input.shape)[input.dim() - len(shape):] != shape:
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    for name, tensor in (("weight", weight), ("bias", bias)):
+        if tensor is not None and list(tensor.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(tensor.shape)} and normalized_shape = {shape}")
+    dims = list(range(-len(shape), 0))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, unbiased=False, keepdim=True)
+    output = (input - mean) / (var + eps).sqrt()
+    if weight is not None:
+        output = output * weight
+    return output if bias is None else output + bias
+
+
+def _padding_index(padding_idx, num_embeddings):
+    """A padding_idx in [-num, num) as a row number."""
+    if not -num_embeddings <= padding_idx < num_embeddings:
+        raise AssertionError("Padding_idx must be within num_embeddings")
+    return padding_idx % num_embeddings
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
+              sparse=False):
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+    if input.dtype is not int64:
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    if input.numel() and (input.min().item() < 0 or input.max().item() >= weight.shape[0]):
+        raise IndexError("index out of range in self")
+    if padding_idx is not None:
+        # the padding row is read as it is, but passes no gradient back
+        is_padding = (arange(weight.shape[0]) == _padding_index(padding_idx, weight.shape[0])).unsqueeze(1)
+        weight = _prims.where(is_padding, weight.detach(), weight)
+    return weight[input]
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype is not int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = tensor.max().item() + 1
+    if tensor.numel():
+        if tensor.min().item() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if tensor.max().item() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    return (tensor.unsqueeze(-1) == arange(num_classes)).long()
+
+
+# ---- losses
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """The reduction named by the deprecated size_average / reduce flags, when either is given."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    reduction = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{reduction}' instead.")
+    return reduction
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _weighted_reduce(loss, weight, input, reduction, mean_over_weights):
+    """The losses' elementwise `weight`: mse/l1's mean divides by the weights' sum, huber's by the count."""
+    if weight.size() != input.size():
+        raise ValueError("Weights and input must have the same size.")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    loss = loss * weight
+    return loss.sum() / weight.sum() if reduction == "mean" and mean_over_weights else _reduce(loss, reduction)
+
+
+def _warn_broadcast(input, target):
+    if target.size() != input.size():
+        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+                      "This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_broadcast(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = (input - target) ** 2
+    return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    _warn_broadcast(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = (input - target).abs()
+    return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    _warn_broadcast(input, target)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return _reduce((input - target).abs(), reduction)
+    z = (input - target).abs()
+    return _reduce(_prims.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _warn_broadcast(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    z = (input - target).abs()
+    loss = _prims.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+    return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, False)
+
+
+def _check_nll_target(input, target):
+    """nll_loss_nd's checks: a batch of N (the first dim) in both, target (N, d1, ...) for input (N, C, d1, ...)."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    target_batch = target.shape[0] if target.dim() else 0  # what PyTorch reads for a 0-d target
+    if input.dim() != 1 and input.shape[0] != target_batch:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target_batch}).")
+    if input.dim() == 4:  # PyTorch's nll_loss2d has its own wording
+        if target.dim() != 3:
+            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got targets of "
+                               f"dimension: {target.dim()}")
+        if input.shape[2:] != target.shape[1:]:
+            raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: {list(target.shape)}")
+    if input.dim() > 2 and input.shape[2:] != target.shape[1:]:
+        raise RuntimeError(f"Expected target size {[input.shape[0], *input.shape[2:]]}, got {list(target.shape)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    _check_nll_target(input, target)
+    if input.dim() <= 2:
+        return _prims.nll_loss(input, target, weight, reduction, ignore_index)
+    # (N, C, d1, ...): the classes to the last dim, every position a row of a (M, C) batch
+    classes = input.shape[1]
+    rows = input.permute(0, *range(2, input.dim()), 1).reshape(-1, classes)
+    loss = _prims.nll_loss(rows, target.reshape(-1), weight, reduction, ignore_index)
+    return loss.reshape(target.shape) if reduction == "none" else loss
+
+
+def _class_shaped(weight, input, class_dim):
+    """weight (C,) viewed to broadcast along input's class dim."""
+    return weight.reshape([-1 if d == class_dim else 1 for d in range(input.dim())])
+
+
+def _check_label_smoothing(label_smoothing):
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+
+
+def _cross_entropy_probabilities(log_probs, target, weight, reduction, label_smoothing, class_dim):
+    """Cross entropy against class probabilities (target shaped like the input)."""
+    classes = log_probs.shape[class_dim]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != classes):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {classes} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    if label_smoothing > 0.0:
+        _check_label_smoothing(label_smoothing)
+        target = target * (1 - label_smoothing) + label_smoothing / classes
+    products = log_probs * target
+    if weight is not None:
+        products = products * _class_shaped(weight, log_probs, class_dim)
+    if reduction == "none":
+        return -products.sum(class_dim)
+    if reduction == "sum":
+        return -products.sum()
+    if reduction == "mean":  # over the samples (0 / 0 = nan for none)
+        return -products.sum() / (log_probs.numel() // classes)
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _smoothing_term(log_probs, target, weight, reduction, ignore_index, class_dim):
+    """The uniform part of label smoothing for class-index targets: -sum_c w_c log p_c per sample,
+    zero at ignored targets, a mean over the (weighted) count of the others."""
+    kept = target != ignore_index
+    if weight is not None:
+        log_probs = log_probs * _class_shaped(weight, log_probs, class_dim)
+    loss = _prims.where(kept, -log_probs.sum(class_dim), 0.0)
+    if reduction != "mean":
+        return _reduce(loss, reduction)
+    if weight is None:
+        return loss.sum() / kept.sum()
+    # ignored targets (maybe out of range) index weight[0], then count zero
+    return loss.sum() / (weight[_prims.where(kept, target, 0)] * kept).sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    class_dim = 0 if input.dim() == 1 else 1
+    if input.shape == target.shape:  # class probabilities
+        if not target.dtype.is_floating_point:
+            raise RuntimeError("Expected floating point type for target with class probabilities, "
+                               f"got {'Long' if target.dtype is int64 else 'Bool'}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        return _cross_entropy_probabilities(log_softmax(input, class_dim), target, weight, reduction,
+                                            label_smoothing, class_dim)
+    log_probs = log_softmax(input, class_dim)
+    loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0.0:
+        return loss
+    _check_label_smoothing(label_smoothing)
+    smooth = _smoothing_term(log_probs, target, weight, reduction, ignore_index, class_dim)
+    return (1 - label_smoothing) * loss + smooth * (label_smoothing / input.shape[class_dim])
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    """(1 - t) x + w_t log(1 + e^-x), w_t = 1 + (pos_weight - 1) t, with log(1 + e^-x) written as
+    m + log(e^-m + e^(-x-m)), m = max(-x, 0): no exp overflows, and the result (so the gradient)
+    does not depend on m."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.size() != input.size():
+        raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    m = (-input).clamp(min=0)
+    softplus_neg = m + ((-m).exp() + (-input - m).exp()).log()
+    if pos_weight is not None:
+        softplus_neg = softplus_neg * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input + softplus_neg
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)

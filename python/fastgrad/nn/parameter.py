@@ -1,0 +1,37 @@
+"""nn.Parameter: a Tensor subclass marking a module's learnable leaf tensors.
+
+The backend's Tensor is built only by the backend (the C++ core, or reference._tensor), so a
+Parameter is made the way torch.Tensor._make_subclass makes one: a new tensor sharing `data`'s
+storage (detach), given the flag and then re-classed. `__slots__ = ()` keeps the subclass's layout
+identical to Tensor's, which is what lets `__class__` be assigned. Operations on a Parameter build
+new tensors of the plain Tensor type; in-place ones return the Parameter itself, as in PyTorch.
+"""
+from .. import _prims
+from .._factories import _finish, empty
+
+Tensor = _prims.Tensor
+
+
+class Parameter(Tensor):
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        tensor = _finish((empty(0) if data is None else data).detach(), requires_grad)
+        tensor.__class__ = cls
+        return tensor
+
+    def __init__(self, data=None, requires_grad=True):
+        pass  # __new__ made the whole object
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
+        return memo[id(self)]
+
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.detach(), self.requires_grad)

@@ -1,0 +1,211 @@
+"""Optimizer: the base of SGD, Adam and AdamW, with PyTorch's parameter groups, per-parameter state,
+zero_grad, state_dict / load_state_dict (the same format) and error messages.
+
+Written once for both backends (see fastgrad._shared): the update rules use nothing but tensor
+methods, so the reference runs the same code over its pure-Python tensors.
+
+The updates follow PyTorch's single-tensor (foreach=False) implementations operation by operation, so
+that float32 results round as PyTorch's do. PyTorch's CPU kernels compute add(alpha=), lerp_ and
+addcmul_ with fused multiply-adds (one rounding); fastgrad has no such op, and _fma below reproduces it.
+"""
+import struct
+import warnings
+from collections import defaultdict
+from copy import deepcopy
+from itertools import chain
+
+from .._prims import Tensor
+from .._grad_mode import enable_grad, no_grad
+from fastgrad._types import float32
+
+__all__ = ["Optimizer"]
+
+
+def _typename(obj):
+    """torch.typename: 'fastgrad.FloatTensor', 'int', 'collections.OrderedDict'."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module, name = type(obj).__module__, type(obj).__qualname__
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def _scalar_for(number, tensor):
+    """A Python number as PyTorch's kernels take a scalar argument: rounded to the tensor's float32."""
+    return struct.unpack("f", struct.pack("f", number))[0] if tensor.dtype == float32 else number
+
+
+def _fma(a, b, c):
+    """a * b + c rounded once, as PyTorch's vectorized CPU kernels compute c.add(b, alpha=a), lerp and
+    addcmul (fused multiply-add). The product of two float32 numbers is exact in float64, so for
+    float32 the only rounding that matters is the final cast; float64 tensors round twice (a last-bit
+    difference). `a`: a number or a tensor."""
+    if c.dtype != float32:
+        return b * a + c
+    a = a.double() if isinstance(a, Tensor) else _scalar_for(a, c)
+    return (b.double() * a + c.double()).float()
+
+
+def _lerp_(start, end, weight):
+    """start.lerp_(end, weight) as PyTorch's kernel computes it: from the nearer end."""
+    weight = _scalar_for(weight, start)
+    if abs(weight) < 0.5:
+        return start.copy_(_fma(weight, end - start, start))
+    return start.copy_(_fma(weight - 1, end - start, end))
+
+
+class Optimizer:
+    """Holds parameter groups (dicts: 'params' and the options, defaults filled from `defaults`) and
+    per-parameter state (a dict per parameter, keyed by the tensor). Subclasses define _update."""
+
+    def __init__(self, params, defaults):
+        for option in ("differentiable", "fused", "capturable"):
+            if defaults.get(option):
+                raise NotImplementedError(f"{type(self).__name__}({option}=True) is not supported by fastgrad")
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be "
+                            "an iterable of Tensors or dicts, but got " + _typename(params))
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+    def __repr__(self):
+        text = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            text += f"\nParameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    text += f"    {key}: {group[key]}\n"
+        return text + ")"
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
+                            "the ordering of tensors in sets will change between runs. Please use a list instead.")
+        params = [params] if isinstance(params, Tensor) else list(params)
+        # named_parameters() gives (name, tensor) pairs: the names are kept in 'param_names'.
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param names are missing")
+            param_group["param_names"] = names
+
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is " + _typename(param))
+            if not (param.is_leaf or param.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            param_group.setdefault(name, default)
+
+        params = param_group["params"]
+        if len(params) != len(set(params)):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
+                          "in future, this will cause an error; "
+                          "see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+        param_set = set()
+        for group in self.param_groups:
+            param_set.update(group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                which = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
+        if not param_set.isdisjoint(params):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                    continue
+                if p.grad.grad_fn is not None:  # a gradient computed with create_graph=True
+                    p.grad.detach_()
+                else:
+                    p.grad.requires_grad_(False)
+                p.grad.zero_()
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient, without recording a graph. `closure`
+        re-evaluates the loss (with grad enabled); its result is returned."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                for param in group["params"]:
+                    if param.grad is not None:
+                        self._update(param, group)
+        return loss
+
+    def _update(self, param, group):
+        """One step for one parameter with its gradient, options from its group."""
+        raise NotImplementedError
+
+    def state_dict(self):
+        """{'state': {index: state}, 'param_groups': [group with 'params' as indices]}: parameters are
+        numbered across groups in order. The state's tensors are the optimizer's own (not copies)."""
+        index = {}
+        param_groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            param_groups.append(packed)
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": param_groups}
+
+    def load_state_dict(self, state_dict):
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group "
+                             "that doesn't match the size of optimizer's group")
+        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
+                          chain.from_iterable(g["params"] for g in groups)))
+        state = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                state[id_map[k]] = _cast(id_map[k], v)
+            else:  # state not tied to a parameter is kept as it is
+                state[k] = v
+        for group, saved in zip(groups, saved_groups):
+            saved["params"] = group["params"]
+            if "param_names" in group and "param_names" not in saved:
+                saved["param_names"] = group["param_names"]
+        self.__setstate__({"state": state, "param_groups": saved_groups})
+
+
+def _cast(param, value, key=None):
+    """Loaded state for `param`: float tensors take the parameter's dtype (as PyTorch, without a copy
+    when it already has it), except 'step'; containers are rebuilt."""
+    if isinstance(value, Tensor):
+        return value.to(dtype=param.dtype) if key != "step" and param.dtype.is_floating_point else value
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v) for v in value)
+    return value

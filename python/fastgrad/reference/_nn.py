@@ -1,0 +1,236 @@
+"""Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
+loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is one loop over the
+values, not a composition of ops, and computes in double (Python floats) in the core's order,
+rounding once when the result is stored: both backends give the same bits.
+"""
+import math
+
+from .._types import int64
+from ._autograd import Function, is_grad_enabled
+from ._elementwise import ieee_div
+from ._storage import SCALAR_TYPE_NAME
+from ._tensor import new_tensor, read, shape_str, wrap_dim
+
+
+def _not_implemented_for(kernel, dtype):
+    """PyTorch's error for a dtype its kernel is not compiled for."""
+    return NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
+
+
+# ---- softmax and log_softmax
+
+def _rows(shape, dim):
+    """The rows along `dim` of row-major values of `shape`: each row's positions (a range). Empty
+    rows are left out (their log-sum-exp would be log(0))."""
+    outer, n, inner = math.prod(shape[:dim]), (shape[dim] if shape else 1), math.prod(shape[dim + 1:])
+    if n == 0:
+        return []
+    return [range(o * n * inner + i, (o * n + n) * inner + i, inner) for o in range(outer) for i in range(inner)]
+
+
+class SoftmaxBackward0(Function):
+    """softmax(x) = exp(x - m) / s along a dim, with m the row's maximum and s = sum exp(x - m); its
+    log_softmax twin is (x - m) - log(s). A row holding +inf or only -inf gives NaN, as PyTorch."""
+    log = False
+
+    def forward(self, x, dim):
+        d = wrap_dim(dim, x.dim())
+        self.dim = d if x.dim() else 0
+        if x.numel() and not x._dtype.is_floating_point:
+            last = x.dim() == 0 or d == x.dim() - 1  # PyTorch's kernel for the last dim has its own name
+            raise _not_implemented_for(f"{'log_' if self.log else ''}softmax{'_lastdim' if last else ''}_kernel_impl",
+                                       x._dtype)
+        xs = read(x)
+        ys = [0.0] * len(xs)
+        for row in _rows(x._shape, self.dim):
+            m = -math.inf
+            for k in row:
+                m = xs[k] if xs[k] > m else m
+            e = [math.exp(xs[k] - m) for k in row]
+            s = 0.0
+            for v in e:
+                s += v
+            if self.log:
+                log_s = math.log(s)
+                for k in row:
+                    ys[k] = (xs[k] - m) - log_s
+            else:
+                for k, v in zip(row, e):
+                    ys[k] = v / s
+        out = new_tensor(ys, x._shape, x._dtype)
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, grad):
+        """softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g), per row."""
+        y = self.unpack(0)
+        ys, gs = read(y), read(grad)
+        gx = [0.0] * len(ys)
+        for row in _rows(y._shape, self.dim):
+            s = 0.0
+            for k in row:
+                s += gs[k] if self.log else gs[k] * ys[k]
+            for k in row:
+                gx[k] = gs[k] - math.exp(ys[k]) * s if self.log else ys[k] * (gs[k] - s)
+        return new_tensor(gx, y._shape, y._dtype)
+
+
+class LogSoftmaxBackward0(SoftmaxBackward0):
+    log = True
+
+
+# ---- nll_loss: minus the (weighted) log-probability of each sample's target class, per sample or
+# reduced. The weighted mean divides by the total weight of the targets that count.
+
+def reduction_from_name(name):
+    if name not in ("none", "mean", "sum"):
+        raise ValueError(f"{name} is not a valid value for reduction")
+    return name
+
+
+def _check_nll_loss(input, target, weight):
+    """The checks of PyTorch's nll_loss_nd (what F.nll_loss calls: ValueErrors), then of its
+    nll_loss_forward (RuntimeErrors), in PyTorch's order."""
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    target_batch = target._shape[0] if target.dim() else 0  # PyTorch reads a 0-d target's batch size as 0
+    if input.dim() != 1 and input._shape[0] != target_batch:
+        raise ValueError(f"Expected input batch_size ({input._shape[0]}) to match target batch_size ({target_batch}).")
+    if weight is not None and is_grad_enabled() and weight.requires_grad:
+        raise RuntimeError("The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. "
+                           "This input cannot have requires_grad True.")
+    if input.dim() > 2:
+        raise RuntimeError("input tensor should be 1D or 2D")
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target._dtype is not int64:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {SCALAR_TYPE_NAME[target._dtype]}")
+    if input.dim() == 1 and target.dim() == 1 and target._shape[0] != 1:
+        raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {target._shape[0]}")
+    if input.dim() == 2 and target.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    classes = input._shape[-1]
+    if weight is not None and (weight.dim() != 1 or weight.numel() != classes):
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
+                           f"weight tensor of shape: {shape_str(weight._shape)}")
+    if not input._dtype.is_floating_point:
+        raise _not_implemented_for("nll_loss_out_frame", input._dtype)
+    if weight is not None and weight._dtype is not input._dtype:
+        raise RuntimeError(f"expected scalar type {SCALAR_TYPE_NAME[input._dtype]} but found "
+                           f"{SCALAR_TYPE_NAME[weight._dtype]}")
+
+
+def _targets(input, target, weight, ignore_index):
+    """(sample, target class, class weight) for every sample whose target is not ignore_index;
+    IndexError for a target that is not a class. A 1-D input is one sample."""
+    classes = input._shape[-1]
+    weights = read(weight) if weight is not None else None
+    found = []
+    for b, c in enumerate(read(target)):
+        if c == ignore_index:
+            continue
+        if not 0 <= c < classes:
+            raise IndexError(f"Target {c} is out of bounds.")
+        found.append((b, c, weights[c] if weights is not None else 1.0))
+    return found
+
+
+class NllLossBackward0(Function):
+    def forward(self, input, target, weight, reduction, ignore_index):
+        _check_nll_loss(input, target, weight)
+        self.reduction, self.ignore_index = reduction, ignore_index
+        self.per_sample = reduction == "none" and input.dim() == 2  # else one number (also for a 1-D input)
+        classes, xs = input._shape[-1], read(input)
+        losses = [0.0] * (input._shape[0] if self.per_sample else 0)
+        loss = total_weight = 0.0
+        for b, c, w in _targets(input, target, weight, ignore_index):
+            term = -xs[b * classes + c] * w
+            if self.per_sample:
+                losses[b] = term
+            loss += term
+            total_weight += w
+        self.total_weight = total_weight  # what the mean divided by
+        for t in (input, target, weight):
+            self.save(t)
+        if self.per_sample:
+            return new_tensor(losses, (input._shape[0],), input._dtype)
+        # A mean over no targets (an empty batch, all ignored, zero weights) is 0 / 0: NaN, as PyTorch.
+        return new_tensor([ieee_div(loss, total_weight) if reduction == "mean" else loss], (), input._dtype)
+
+    def backward(self, grad):
+        input, target, weight = self.unpack(0), self.unpack(1), self.unpack(2)
+        # PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
+        # 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
+        if input.dim() == 1 and target.dim() == 1 and input._shape[0] != target._shape[0]:
+            raise RuntimeError(f"size mismatch (got input: {shape_str(input._shape)}, target: "
+                               f"{shape_str(target._shape)})")
+        gs = read(grad)
+        scale = None if self.per_sample else ieee_div(gs[0], self.total_weight) if self.reduction == "mean" else gs[0]
+        classes = input._shape[-1]
+        gx = [0.0] * input.numel()
+        for b, c, w in _targets(input, target, weight, self.ignore_index):
+            gx[b * classes + c] = -w * (gs[b] if self.per_sample else scale)
+        return new_tensor(gx, input._shape, input._dtype)
+
+
+def nll_loss(input, target, weight, reduction, ignore_index):
+    return NllLossBackward0.run(input, target=target, weight=weight, reduction=reduction_from_name(reduction),
+                                ignore_index=ignore_index)
+
+
+# ---- gelu(x) = x * P(X <= x) for a standard normal X; approximate='tanh' is PyTorch's tanh formula.
+# PyTorch's constants, spelled as its kernels spell them (the core uses the same literals).
+_SQRT1_2 = 0.70710678118654752440                                 # M_SQRT1_2
+_ALPHA = 1.12837916709551257390 * _SQRT1_2 * 0.5                  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
+_BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5     # M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
+_KAPPA = 0.044715
+
+
+def gelu_approximation_from_name(name):
+    if name not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return name
+
+
+def _gelu(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + math.tanh(_BETA * (x + _KAPPA * (x * x * x))))
+    return x * 0.5 * (1 + math.erf(x * _SQRT1_2))
+
+
+def _gelu_derivative(x, approximate):
+    """d gelu / dx, as PyTorch's GeluBackwardKernel computes it."""
+    if approximate == "tanh":
+        x_sq = x * x
+        tanh_inner = math.tanh(_BETA * (x + _KAPPA * (x_sq * x)))
+        right_derivative = 0.5 * x * (1 - tanh_inner * tanh_inner) * (_BETA * (1 + 3 * _KAPPA * x_sq))
+        return 0.5 * (1 + tanh_inner) + right_derivative
+    cdf = 0.5 * (1 + math.erf(x * _SQRT1_2))
+    pdf = _ALPHA * math.exp(-0.5 * x * x)
+    return cdf + x * pdf
+
+
+class GeluBackward0(Function):
+    def forward(self, x, approximate):
+        if not x._dtype.is_floating_point:
+            raise _not_implemented_for("GeluKernelImpl", x._dtype)
+        self.approximate = approximate
+        self.save(x)
+        return new_tensor([_gelu(v, approximate) for v in read(x)], x._shape, x._dtype)
+
+    def backward(self, grad):
+        x = self.unpack(0)
+        values = [g * _gelu_derivative(v, self.approximate) for g, v in zip(read(grad), read(x))]
+        return new_tensor(values, x._shape, x._dtype)
+
+
+def gelu(x, approximate):
+    return GeluBackward0.run(x, approximate=gelu_approximation_from_name(approximate))
+
+
+def softmax(x, dim):
+    return SoftmaxBackward0.run(x, dim=dim)
+
+
+def log_softmax(x, dim):
+    return LogSoftmaxBackward0.run(x, dim=dim)

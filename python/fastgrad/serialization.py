@@ -1,0 +1,170 @@
+"""fastgrad.save / fastgrad.load: tensors and nested containers of them, in a file that is data only.
+
+PyTorch's files are pickles, and unpickling a hostile file runs its code. Ours hold no code: a JSON
+description of the object plus the tensors' raw bytes, checked before anything is built.
+
+    offset 0   8 bytes   magic b"FASTGRAD"
+           8   4 bytes   format version, uint32 little-endian (1)
+          12   4 bytes   CRC-32 of everything after byte 24
+          16   8 bytes   length H of the header, uint64 little-endian
+          24   H bytes   header: UTF-8 JSON, the object tree (below)
+        24+H   rest      data: each tensor's elements, contiguous, little-endian, back to back
+
+Object tree nodes (JSON):
+    null, true, false, numbers, strings    themselves (floats keep every bit: NaN/Infinity allowed)
+    {"list": [node, ...]}, {"tuple": [...]}
+    {"dict": [[key node, value node], ...]}  keys keep their type (an optimizer's state is keyed by int)
+    {"tensor": {"dtype": "float32", "shape": [2, 3], "offset": 0, "requires_grad": false}}
+    offset is in bytes into the data; a tensor's size follows from its dtype and shape.
+
+load() verifies the magic, version, checksum, that every tensor lies inside the data and that the
+data is exactly covered, so a truncated or corrupted file is refused before any tensor is
+allocated, and no allocation is larger than the file. Storage sharing between tensors (views) is
+not kept: each tensor is saved as its own values.
+"""
+import json
+import os
+import struct
+import zlib
+
+import numpy as np
+
+from ._prims import Tensor
+from ._factories import from_numpy
+from fastgrad._types import bool as bool_, float32, float64, int64
+
+MAGIC = b"FASTGRAD"
+VERSION = 1
+_PREAMBLE = struct.Struct("<8sIIQ")  # magic, version, crc32, header length
+_MAX_DEPTH = 200
+# dtype name -> (fastgrad dtype, numpy dtype as stored)
+_DTYPES = {"float32": (float32, "<f4"), "float64": (float64, "<f8"), "int64": (int64, "<i8"), "bool": (bool_, "|b1")}
+
+
+def save(obj, f):
+    """Writes obj (tensors, dicts, lists, tuples, str, int, float, bool, None, nested) to f, a
+    path or a binary file object."""
+    chunks, size = [], [0]
+
+    def encode(o, depth):
+        if depth > _MAX_DEPTH:
+            raise ValueError(f"save: nesting deeper than {_MAX_DEPTH} levels")
+        if o is None or isinstance(o, (bool, int, float, str)):
+            return o
+        if isinstance(o, Tensor):
+            name = str(o.dtype).split(".")[-1]
+            values = np.ascontiguousarray(o.detach().numpy(), dtype=_DTYPES[name][1])
+            chunks.append(values.tobytes())
+            node = {"dtype": name, "shape": list(o.shape), "offset": size[0], "requires_grad": o.requires_grad}
+            size[0] += values.nbytes
+            return {"tensor": node}
+        if isinstance(o, (list, tuple)):
+            return {type(o).__name__: [encode(v, depth + 1) for v in o]}
+        if isinstance(o, dict):
+            return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in o.items()]}
+        raise TypeError(f"save: cannot save an object of type {type(o).__name__}")
+
+    header = json.dumps(encode(obj, 0), allow_nan=True).encode()
+    body = header + b"".join(chunks)
+    blob = _PREAMBLE.pack(MAGIC, VERSION, zlib.crc32(body), len(header)) + body
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as out:
+            out.write(blob)
+    else:
+        f.write(blob)
+
+
+def load(f, map_location=None, *, weights_only=True):
+    """Reads what save() wrote. map_location may only name the CPU (the only device); weights_only
+    is accepted for PyTorch compatibility: a fastgrad file never holds code."""
+    if map_location not in (None, "cpu") and str(map_location) != "cpu":
+        raise RuntimeError(f"load: map_location {map_location!r}: only the CPU exists")
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as src:
+            blob = src.read()
+    elif isinstance(f, (bytes, bytearray)):
+        blob = bytes(f)
+    else:
+        blob = f.read()
+    return _decode_file(blob)
+
+
+def _corrupt(why):
+    return RuntimeError(f"load: not a valid fastgrad file ({why})")
+
+
+def _decode_file(blob):
+    if len(blob) < _PREAMBLE.size or not blob.startswith(MAGIC):
+        raise _corrupt("missing the FASTGRAD magic: truncated, or written by something else")
+    _, version, crc, header_len = _PREAMBLE.unpack_from(blob)
+    if version != VERSION:
+        raise RuntimeError(f"load: file format version {version}, this fastgrad reads version {VERSION}")
+    body = memoryview(blob)[_PREAMBLE.size:]
+    if header_len > len(body):
+        raise _corrupt(f"header of {header_len} bytes in a file of {len(blob)} bytes: truncated")
+    if zlib.crc32(body) != crc:
+        raise _corrupt("checksum mismatch: truncated or corrupted")
+    try:
+        tree = json.loads(bytes(body[:header_len]).decode())
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise _corrupt(f"unreadable header: {e}") from None
+    data = body[header_len:]
+    used = []  # (offset, nbytes) of every tensor, to check that they tile the data exactly
+    obj = _decode(tree, data, used, 0)
+    position = 0
+    for offset, nbytes in sorted(used):
+        if offset != position:
+            raise _corrupt("tensor data overlaps or leaves gaps")
+        position += nbytes
+    if position != len(data):
+        raise _corrupt("data section longer than its tensors")
+    return obj
+
+
+def _decode(node, data, used, depth):
+    if depth > _MAX_DEPTH:
+        raise _corrupt("nesting too deep")
+    if node is None or isinstance(node, (bool, int, float, str)):
+        return node
+    if not isinstance(node, dict) or len(node) != 1:
+        raise _corrupt(f"unexpected header entry {str(node)[:60]}")
+    (kind, content), = node.items()
+    if kind in ("list", "tuple") and isinstance(content, list):
+        values = [_decode(v, data, used, depth + 1) for v in content]
+        return values if kind == "list" else tuple(values)
+    if kind == "dict" and isinstance(content, list):
+        out = {}
+        for pair in content:
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise _corrupt("malformed dict entry")
+            key = _decode(pair[0], data, used, depth + 1)
+            try:
+                out[key] = _decode(pair[1], data, used, depth + 1)
+            except TypeError:  # an unhashable key
+                raise _corrupt("malformed dict key") from None
+        return out
+    if kind == "tensor" and isinstance(content, dict):
+        return _decode_tensor(content, data, used)
+    raise _corrupt(f"unknown entry {kind!r}")
+
+
+def _decode_tensor(info, data, used):
+    if set(info) != {"dtype", "shape", "offset", "requires_grad"}:
+        raise _corrupt("malformed tensor entry")
+    dtype, shape, offset, requires_grad = info["dtype"], info["shape"], info["offset"], info["requires_grad"]
+    if dtype not in _DTYPES or not isinstance(shape, list) or not isinstance(requires_grad, bool):
+        raise _corrupt("malformed tensor entry")
+    if not all(type(s) is int and s >= 0 for s in shape) or type(offset) is not int or offset < 0:
+        raise _corrupt("malformed tensor shape or offset")
+    fg_dtype, stored = _DTYPES[dtype]
+    nbytes = np.dtype(stored).itemsize
+    for s in shape:  # in Python ints, so a hostile shape cannot overflow
+        nbytes *= s
+    if offset + nbytes > len(data):
+        raise _corrupt(f"tensor of shape {shape} needs {nbytes} bytes past the end of the data")
+    if requires_grad and dtype not in ("float32", "float64"):
+        raise _corrupt("an integer tensor cannot require grad")
+    used.append((offset, nbytes))
+    values = np.frombuffer(data[offset:offset + nbytes], dtype=stored).reshape(shape)
+    t = from_numpy(values.astype(values.dtype.newbyteorder("="), copy=True))
+    return t.requires_grad_(True) if requires_grad else t
