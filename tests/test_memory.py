@@ -141,3 +141,44 @@ def test_million_op_chain_backward_and_release():
     assert out["grad"] == 1.0
     assert out["after_backward"] == 0
     assert out["after_drop"] == 0
+
+
+def test_training_loop_with_modules_and_optimizer_does_not_grow():
+    """nn.Sequential + CrossEntropyLoss + Adam: after each step no graph node is left, and neither
+    the arena nor the process memory grows after warm-up."""
+    out = run_fastgrad("""
+        import gc, json, resource
+        import numpy as np
+        import fastgrad
+        from fastgrad._C import graph_stats
+
+        fastgrad.manual_seed(0)
+        model = fastgrad.nn.Sequential(fastgrad.nn.Linear(8, 32), fastgrad.nn.ReLU(), fastgrad.nn.Linear(32, 4))
+        optimizer = fastgrad.optim.Adam(model.parameters(), lr=1e-3)
+        loss_fn = fastgrad.nn.CrossEntropyLoss()
+        rng = np.random.default_rng(0)
+        x = fastgrad.tensor(rng.standard_normal((64, 8)).astype(np.float32))
+        y = fastgrad.tensor(rng.integers(0, 4, 64))
+
+        def steps(n):
+            left = 0
+            for _ in range(n):
+                optimizer.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                optimizer.step()
+                del loss
+                left = max(left, graph_stats()["live_nodes"])
+            return left
+
+        steps(500)
+        gc.collect()
+        warm, rss_warm = graph_stats(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        left = steps(5_000)
+        gc.collect()
+        end, rss_end = graph_stats(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(json.dumps(dict(warm=warm, end=end, left=left, rss_growth_kb=rss_end - rss_warm)))
+    """)
+    assert out["left"] == 0 and out["end"]["live_nodes"] == 0
+    assert out["end"]["arena_bytes"] <= out["warm"]["arena_bytes"]
+    assert out["rss_growth_kb"] < 2048
