@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes
-from fastgrad._types import device as _device, float32, float64, int64, bool as bool_
+from fastgrad._types import SCALAR_TYPE_NAME, device as _device, float32, float64, int64, bool as bool_
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _rng = np.random.default_rng()
@@ -210,7 +210,7 @@ def seed():
 def _random(values, dtype, requires_grad, device):
     dtype = dtype or float32
     if not dtype.is_floating_point:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{dtype}'")
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
     return _finish(_from_array(values, dtype), requires_grad, device)
 
 
@@ -250,3 +250,44 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_gr
     values = _rng.normal(means, stds, size=shape)
     like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
     return _random(values, dtype or (like.dtype if like is not None else None), requires_grad, device)
+
+
+# ---- Tensor methods that make values: new_* (self's dtype by default) and in-place random fills
+
+def _new(fill):
+    def new(self, *size, dtype=None, device=None, requires_grad=False):
+        return fill(*size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+    return new
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def _fill_random(self, values):
+    """self's values replaced, in place, by numpy-generated ones (copy_ does the in-place checks)."""
+    if not self.dtype.is_floating_point:
+        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[self.dtype]}'")
+    return self.copy_(_from_array(values, self.dtype))
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    return _fill_random(self, _rng.uniform(a, b, size=list(self.shape)))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _fill_random(self, _rng.normal(mean, std, size=list(self.shape)))
+
+
+for _method in (new_full, new_tensor, uniform_, normal_):
+    setattr(Tensor, _method.__name__, _method)
+Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = _new(zeros), _new(ones), _new(empty)

@@ -596,6 +596,100 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+
+# ---- composed from the ops above (their graphs record the parts, e.g. SliceBackward0 for split)
+
+@method
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+@method
+def split(tensor, split_size_or_sections, dim=0):
+    if tensor.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    dim = _wrap_dim(_index(dim), tensor.dim())
+    length = tensor.shape[dim]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sections = [_index(s) for s in split_size_or_sections]
+        if builtins.sum(sections) != length or builtins.any(s < 0 for s in sections):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
+                               f"at dimension {dim}), but got split_sizes={sections}")
+    else:
+        size = _index(split_size_or_sections)
+        if size < 0 or (size == 0 and length != 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
+        sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
+    starts = [builtins.sum(sections[:i]) for i in builtins.range(len(sections))]
+    before = (builtins.slice(None),) * dim
+    return tuple(tensor[before + (builtins.slice(a, a + n),)] for a, n in zip(starts, sections))
+
+
+@method
+def chunk(input, chunks, dim=0):
+    chunks = _index(chunks)
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if input.dim() == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
+    length = input.shape[_wrap_dim(_index(dim), input.dim())]
+    return split(input, -(-length // chunks) if length else [0] * chunks, dim)
+
+
+@method
+def masked_fill(input, mask, value):
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"masked_fill(): argument 'mask' must be Tensor, not {builtins.type(mask).__name__}")
+    if mask.dtype is not bool_:
+        c_type = {int64: "long int", float32: "float", float64: "double"}[mask.dtype]  # as PyTorch names it here
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {c_type}")
+    fill = value if isinstance(value, Tensor) else _prims.full([], value, input.dtype)
+    return _prims.where(mask, _prims.to_dtype(fill, input.dtype), input)
+
+
+@method(function=False)
+def masked_fill_(self, mask, value):
+    return self.copy_(masked_fill(self, mask, value))
+
+
+@method
+def all(input, dim=None, keepdim=False):
+    nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
+    if dim is None:
+        return _prims.eq(sum(nonzero), input.numel())
+    dim = _wrap_dim(_index(dim), input.dim())
+    return _prims.eq(sum(nonzero, dim, keepdim), input.shape[dim] if input.dim() else 1)
+
+
+@method
+def any(input, dim=None, keepdim=False):
+    nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
+    return _prims.gt(sum(nonzero, dim, keepdim), 0)
+
+
+@method
+def gather(input, dim, index):
+    """out[i][j] = input[index[i][j]][j] (dim 0): advanced indexing where every other dim is indexed
+    by its own coordinates."""
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    if input.dim() == 0 or index.dim() == 0:  # 0-d and 1-d mix as if both were 1-d
+        if builtins.max(input.dim(), index.dim()) > 1:
+            raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+        _wrap_dim(_index(dim), 1)
+        return input.reshape(-1)[index.reshape(-1)].reshape(list(index.shape))
+    if index.dim() != input.dim():
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    dim = _wrap_dim(_index(dim), input.dim())
+    for d in builtins.range(input.dim()):
+        if d != dim and index.shape[d] > input.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
+                               f"no larger than self {list(input.shape)} apart from dimension {dim}")
+    key = [_prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(index.dim())])
+           for d, n in enumerate(index.shape)]
+    key[dim] = index
+    return input[tuple(key)]
+
 # ---- attach
 for _name, _value in {
     "__repr__": __repr__, "__str__": __repr__, "__format__": __format__, "__bool__": __bool__,

@@ -23,6 +23,8 @@ bool = dtype("bool", 0, 1, False)
 int64 = dtype("int64", 1, 8, False)
 float32 = dtype("float32", 2, 4, True)
 float64 = dtype("float64", 3, 8, True)
+# The names PyTorch's C++ errors use for dtypes ("... not implemented for 'Long'").
+SCALAR_TYPE_NAME = {bool: "Bool", int64: "Long", float32: "Float", float64: "Double"}
 long = int64
 float = float32
 double = float64

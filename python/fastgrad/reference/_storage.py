@@ -8,12 +8,11 @@ that both sides see each other's writes. Both index, slice and assign the same w
 from array import array
 from fractions import Fraction
 
-from .._types import bool as bool_, int64, float32, float64
+from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  # noqa: F401 (re-exported)
 
 TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
 LEGACY_NAME = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
 # The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
-SCALAR_TYPE_NAME = {bool_: "Bool", int64: "Long", float32: "Float", float64: "Double"}
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 # float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
 _INT64_LIMIT = 9.2233720368547758e18
