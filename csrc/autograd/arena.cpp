@@ -5,6 +5,8 @@
 #include <new>
 #include <vector>
 
+#include "core/spin_lock.h"
+
 namespace fg {
 
 namespace {
@@ -16,7 +18,7 @@ constexpr size_t kSlabBytes = 64 * 1024;
 struct FreeBlock { FreeBlock* next; };
 
 struct Arena {
-  std::mutex mutex;
+  SpinLock mutex;
   FreeBlock* free_lists[kClasses] = {};
   std::vector<void*> slabs;
   int64_t live = 0;
@@ -55,7 +57,7 @@ constexpr bool kHeapOnly = false;
 void* arena_allocate(size_t nbytes) {
   Arena& a = arena();
   size_t cls = size_class(nbytes);
-  std::lock_guard<std::mutex> lock(a.mutex);
+  std::lock_guard<SpinLock> lock(a.mutex);
   ++a.live;
   if (kHeapOnly || cls >= kClasses) return ::operator new(nbytes);
   if (!a.free_lists[cls]) a.refill(cls);
@@ -67,7 +69,7 @@ void* arena_allocate(size_t nbytes) {
 void arena_deallocate(void* block, size_t nbytes) {
   Arena& a = arena();
   size_t cls = size_class(nbytes);
-  std::lock_guard<std::mutex> lock(a.mutex);
+  std::lock_guard<SpinLock> lock(a.mutex);
   --a.live;
   if (kHeapOnly || cls >= kClasses) {
     ::operator delete(block);
@@ -80,7 +82,7 @@ void arena_deallocate(void* block, size_t nbytes) {
 
 ArenaStats arena_stats() {
   Arena& a = arena();
-  std::lock_guard<std::mutex> lock(a.mutex);
+  std::lock_guard<SpinLock> lock(a.mutex);
   return {a.live, static_cast<int64_t>(a.slabs.size() * kSlabBytes)};
 }
 

@@ -1,22 +1,121 @@
 #include "core/storage.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
+
+#include "core/spin_lock.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 namespace fg {
 
 namespace {
+
 constexpr size_t kAlignment = 64;
-void free_aligned(void* ctx) { std::free(ctx); }
+// Large blocks start on a 2 MiB boundary and ask for transparent huge pages (as numpy does): first
+// touching a fresh 64 MB output then costs 32 page faults instead of 16,384.
+constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kHugeFrom = size_t{4} << 20;
+
+void* allocate_block(size_t bytes) {
+  bool huge = bytes >= kHugeFrom;
+  size_t align = huge ? kHugePage : kAlignment;
+  void* data = std::aligned_alloc(align, (bytes + align - 1) / align * align);
+  if (!data) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (huge) madvise(data, bytes, MADV_HUGEPAGE);  // only a hint: failure changes nothing
+#endif
+  return data;
+}
+
+// The buffer cache. Every op makes a fresh output, and training repeats the same sizes each step,
+// so freed buffers are kept in size classes and handed out again: an allocation is then a pop
+// from a free list instead of aligned_alloc (whose memalign path is slow for small blocks) or an
+// mmap plus page faults (for large ones). Classes are 64-byte steps up to 256 bytes, then four per
+// power of two (a block is at most 25% larger than asked); the cache holds at most kCacheLimit
+// bytes and frees what does not fit.
+constexpr int kMaxExponent = 30;  // blocks above 1 GiB are never cached
+constexpr int kClasses = 4 + 4 * (kMaxExponent - 8 + 1);
+constexpr size_t kCacheLimit = size_t{256} << 20;
+
+// Under AddressSanitizer buffers are never reused, so a read of freed tensor memory is reported.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheEnabled = false;
+#else
+constexpr bool kCacheEnabled = true;
+#endif
+
+struct SizeClass {
+  int index;  // -1: too large to cache
+  size_t bytes;
+};
+
+SizeClass size_class(size_t nbytes) {
+  if (nbytes <= 256) {
+    size_t steps = nbytes == 0 ? 1 : (nbytes + kAlignment - 1) / kAlignment;
+    return {static_cast<int>(steps) - 1, steps * kAlignment};
+  }
+  int e = 63 - __builtin_clzll(nbytes - 1);  // 2^e < nbytes <= 2^(e+1), e >= 8
+  int shift = e - 2;
+  size_t quarters = (nbytes + (size_t{1} << shift) - 1) >> shift;  // 5..8
+  size_t bytes = quarters << shift;
+  if (e > kMaxExponent) return {-1, bytes};
+  return {4 + 4 * (e - 8) + static_cast<int>(quarters) - 5, bytes};
+}
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+struct BufferCache {
+  SpinLock mutex;
+  FreeBlock* free_lists[kClasses] = {};
+  size_t cached_bytes = 0;
+};
+
+// Never destroyed: tensors may be freed during interpreter shutdown, after static destructors.
+BufferCache& cache() {
+  static BufferCache* instance = new BufferCache();
+  return *instance;
+}
+
+void* take_block(SizeClass c) {
+  if (kCacheEnabled && c.index >= 0) {
+    BufferCache& bc = cache();
+    std::lock_guard<SpinLock> lock(bc.mutex);
+    if (FreeBlock* b = bc.free_lists[c.index]) {
+      bc.free_lists[c.index] = b->next;
+      bc.cached_bytes -= c.bytes;
+      return b;
+    }
+  }
+  return allocate_block(c.bytes);
+}
+
+void give_back_block(void* data, SizeClass c) {
+  if (kCacheEnabled && c.index >= 0) {
+    BufferCache& bc = cache();
+    std::lock_guard<SpinLock> lock(bc.mutex);
+    if (bc.cached_bytes + c.bytes <= kCacheLimit) {
+      auto* b = static_cast<FreeBlock*>(data);
+      b->next = bc.free_lists[c.index];
+      bc.free_lists[c.index] = b;
+      bc.cached_bytes += c.bytes;
+      return;
+    }
+  }
+  std::free(data);
+}
+
 }  // namespace
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
-  // aligned_alloc wants a size that is a multiple of the alignment; never ask for zero bytes.
-  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* data = std::aligned_alloc(kAlignment, rounded);
-  if (!data) throw std::bad_alloc();
-  return std::make_shared<Storage>(data, nbytes, free_aligned, data);
+  auto s = std::make_shared<Storage>(take_block(size_class(nbytes)), nbytes, nullptr, nullptr);
+  s->cached_ = true;
+  return s;
 }
 
 std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, void (*release)(void*), void* ctx) {
@@ -24,7 +123,8 @@ std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, void (*release
 }
 
 Storage::~Storage() {
-  if (release_) release_(ctx_);
+  if (cached_) give_back_block(data_, size_class(nbytes_));
+  else if (release_) release_(ctx_);
 }
 
 }  // namespace fg

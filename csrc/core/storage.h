@@ -11,7 +11,8 @@ namespace fg {
 
 class Storage {
  public:
-  // Owns a fresh aligned allocation of `nbytes` (uninitialized).
+  // Owns a fresh aligned allocation of `nbytes` (uninitialized), taken from the buffer cache
+  // (storage.cpp) and given back to it when the storage dies.
   static std::shared_ptr<Storage> allocate(size_t nbytes);
   // Wraps memory owned by someone else (e.g. a numpy array); `release(ctx)` runs when the last
   // tensor viewing it goes away.
@@ -33,6 +34,7 @@ class Storage {
   size_t nbytes_;
   void (*release_)(void*);
   void* ctx_;
+  bool cached_ = false;  // data_ is a buffer-cache block (allocate), not someone else's memory (wrap)
   std::atomic<uint32_t> version_{0};
 };
 

@@ -74,6 +74,8 @@ Tensor make_differentiable_view(const Tensor& base, Shape shape, Shape strides, 
 Tensor alias(const Tensor& t) { return make_view(t, t->shape, t->strides, t->offset); }
 
 bool is_non_overlapping_and_dense(const Tensor& t) {
+  // The common case without the sort below (an empty tensor can be contiguous and still fail it).
+  if (t->numel() > 0 && t->is_contiguous()) return true;
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < t->dim(); ++d)
     if (t->shape[d] != 1) dims.push_back(d);

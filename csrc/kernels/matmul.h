@@ -1,6 +1,6 @@
 // C[b] = A[b] @ B[b] for `batch` products of (n x k) by (k x m), operands read through arbitrary
-// strides (so transposed views need no copy), C contiguous. Plain loops in i-k-j order; the packed
-// SIMD GEMM replaces this later.
+// strides (so transposed views need no copy), C contiguous. Plain loops in i-k-j order, for the
+// integer products; floating point runs the packed SIMD GEMM (gemm_impl.h).
 #pragma once
 #include <cstdint>
 

@@ -1,11 +1,14 @@
 // Elementwise ops with broadcasting and PyTorch's type promotion. Each op: its forward (a scalar
-// lambda over the strided loop) and, right after it, the backward node that undoes it.
+// lambda over the strided loop, and for float types the vector kernel that computes the same) and,
+// right after it, the backward node that undoes it.
 #include <cmath>
 
 #include "autograd/node.h"
 #include "core/numeric.h"
 #include "core/shape.h"
+#include "kernels/kernel_table.h"
 #include "kernels/loops.h"
+#include "kernels/runs.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -54,13 +57,39 @@ Tensor cast_values(const Tensor& t, DType dtype) {
   return out;
 }
 
-// out = f(a, b) over the broadcast shape, computed and stored in `dtype` (or bool for predicates).
+// Below this many elements per run, the strided loop beats a kernel call per run.
+constexpr int64_t kMinRun = 16;
+
+// out = a op b with the vector kernel, when the operands split into long enough runs (runs.h).
+// + - * / maximum minimum are exact, so this gives the scalar lambdas' results bit for bit.
+template <class T>
+bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* as, const T* b, const int64_t* bs,
+                   T* out) {
+  InnerRuns<2> runs = inner_runs<2>(shape, {as, bs});
+  if (runs.inner < kMinRun && !runs.outer.empty()) return false;
+  BinaryKernel<T> kernel = kernels().of<T>().binary[static_cast<int>(op)];
+  for_each_run(runs, [&](int64_t o, const std::array<int64_t, 2>& off) {
+    kernel(a + off[0], runs.broadcast[0], b + off[1], runs.broadcast[1], out + o, runs.inner);
+  });
+  return true;
+}
+
+// out = f(a, b) over the broadcast shape, computed and stored in `dtype` (or bool for predicates);
+// with the vector kernel `vec` (which computes f) where it applies.
 template <class F>
-Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype, F f) {
+Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype, F f,
+                  std::optional<VecBinary> vec = std::nullopt) {
   Shape shape = broadcast_shapes(a->shape, b->shape);
   Tensor ca = cast_values(a, dtype), cb = cast_values(b, dtype);
   Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
   Tensor out = empty(shape, out_dtype);
+  if (vec && is_floating(dtype) && out_dtype == dtype) {
+    bool done = dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      return vector_binary(*vec, shape, ca->data_as<T>(), sa.data(), cb->data_as<T>(), sb.data(), out->data_as<T>());
+    });
+    if (done) return out;
+  }
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch(out_dtype, [&](auto out_tag) {
@@ -72,11 +101,24 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
   return out;
 }
 
-// out = f(x, s) with the Python number s converted to the computation type.
+// out = f(x, s) with the Python number s converted to the computation type; with the vector
+// kernel `vec` where it applies (computing s op x when `scalar_first`, else x op s).
 template <class F>
-Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype, F f) {
+Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype, F f,
+                  std::optional<VecBinary> vec = std::nullopt, bool scalar_first = false) {
   Tensor cx = cast_values(x, dtype);
   Tensor out = empty(x->shape, out_dtype);
+  if (vec && is_floating(dtype) && out_dtype == dtype) {
+    bool done = dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T sv = s.to<T>();
+      const Shape repeated(x->dim(), 0);
+      const T* xp = cx->data_as<T>();
+      return scalar_first ? vector_binary(*vec, x->shape, &sv, repeated.data(), xp, cx->strides.data(), out->data_as<T>())
+                          : vector_binary(*vec, x->shape, xp, cx->strides.data(), &sv, repeated.data(), out->data_as<T>());
+    });
+    if (done) return out;
+  }
   dispatch(dtype, [&](auto tag) {
     using T = decltype(tag);
     dispatch(out_dtype, [&](auto out_tag) {
@@ -89,8 +131,29 @@ Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype
   return out;
 }
 
+// f(x) in floating `dtype` by the vector kernel, over a contiguous copy of x when x is not
+// contiguous: one code path, so a value's result never depends on the layout it sits in.
+Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op) {
+  Tensor src = x;
+  if (x->dtype != dtype || !x->is_contiguous()) {
+    src = empty(x->shape, dtype);
+    copy_values(src, x);
+  }
+  Tensor out = empty(x->shape, dtype);
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    kernels().of<T>().unary[static_cast<int>(op)](src->data_as<T>(), out->data_as<T>(), src->numel());
+  });
+  return out;
+}
+
+// Float functions (exp, log, ...) of any tensor: in float32 for integer tensors, as PyTorch.
+Tensor float_unary(const Tensor& x, VecUnary op) { return vector_unary(x, float_type(x->dtype), op); }
+
+// f(x) in `dtype`: by the vector kernel `vec` (which computes f) for float types.
 template <class F>
-Tensor unary_map(const Tensor& x, DType dtype, F f) {
+Tensor unary_map(const Tensor& x, DType dtype, F f, std::optional<VecUnary> vec = std::nullopt) {
+  if (vec && is_floating(dtype)) return vector_unary(x, dtype, *vec);
   return scalar_map(x, Scalar::from_int(0), dtype, dtype, [&](auto v, auto) { return f(v); });
 }
 
@@ -172,13 +235,14 @@ GradList AddBackward0::apply(GradList&& grads) {
   return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, g)};
 }
 Tensor add(const Tensor& a, const Tensor& b) {
-  Tensor out = binary_map(a, b, result_type(a, b), result_type(a, b), [](auto x, auto y) { return wrap_add(x, y); });
+  DType dt = result_type(a, b);
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
   record_binary<AddBackward0>(out, a, &b, nullptr, false, false);
   return out;
 }
 Tensor add(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_add(x, y); });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
   record_binary<AddBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -191,14 +255,14 @@ GradList SubBackward0::apply(GradList&& grads) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   check_bool_subtraction(a->dtype, b->dtype);
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
   record_binary<SubBackward0>(out, a, &b, nullptr, false, false);
   return out;
 }
 Tensor sub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
   record_binary<SubBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -208,7 +272,7 @@ GradList RsubBackward1::apply(GradList&& grads) { return {reduce(0, neg(grads[0]
 Tensor rsub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(y, x); });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(y, x); }, VecBinary::Sub, true);
   record_binary<RsubBackward1, false>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -223,13 +287,13 @@ GradList MulBackward0::apply(GradList&& grads) {
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); }, VecBinary::Mul);
   record_binary<MulBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
 Tensor mul(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); }, VecBinary::Mul);
   record_binary<MulBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -245,13 +309,13 @@ GradList DivBackward0::apply(GradList&& grads) {
 }
 Tensor div(const Tensor& a, const Tensor& b) {
   DType dt = float_type(result_type(a, b));
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x / y; });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x / y; }, VecBinary::Div);
   record_binary<DivBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
 Tensor div(const Tensor& a, const Scalar& s) {
   DType dt = float_type(result_type(a, s));
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return x / y; });
+  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return x / y; }, VecBinary::Div);
   record_binary<DivBackward0>(out, a, nullptr, &s, false, false);
   return out;
 }
@@ -380,7 +444,7 @@ FG_NODE_FROM(MaximumBackward0, BinaryNode) };
 GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return max_nan(x, y); });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return max_nan(x, y); }, VecBinary::Max);
   record_binary<MaximumBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
@@ -389,7 +453,7 @@ FG_NODE_FROM(MinimumBackward0, BinaryNode) };
 GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Gt); }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return min_nan(x, y); });
+  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return min_nan(x, y); }, VecBinary::Min);
   record_binary<MinimumBackward0>(out, a, &b, nullptr, true, true);
   return out;
 }
@@ -476,7 +540,7 @@ Tensor neg(const Tensor& x) {
     throw RuntimeError(
         "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use the "
         "`~` or `logical_not()` operator instead.");
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return wrap_neg(v); });
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return wrap_neg(v); }, VecUnary::Neg);
   record<NegBackward0>(out, {&x});
   return out;
 }
@@ -485,7 +549,9 @@ FG_NODE(AbsBackward0) };
 GradList AbsBackward0::apply(GradList&& grads) { return {mul(grads[0], sign(unpack(0)))}; }
 Tensor abs(const Tensor& x) {
   if (x->dtype == DType::Bool) throw NotImplementedError("\"abs_cpu\" not implemented for 'Bool'");
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(wrap_neg(v)) : v; });
+  // Floats by the kernel, which clears the sign bit: abs(-0.0) is 0.0, as PyTorch.
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(wrap_neg(v)) : v; },
+                         VecUnary::Abs);
   if (auto* node = record<AbsBackward0>(out, {&x})) node->saved[0].save(x);
   return out;
 }
@@ -493,7 +559,7 @@ Tensor abs(const Tensor& x) {
 FG_NODE(ExpBackward0) };
 GradList ExpBackward0::apply(GradList&& grads) { return {mul(grads[0], unpack(0))}; }
 Tensor exp(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::exp(v); });
+  Tensor out = float_unary(x, VecUnary::Exp);
   if (auto* node = record<ExpBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }
@@ -501,7 +567,7 @@ Tensor exp(const Tensor& x) {
 FG_NODE(LogBackward0) };
 GradList LogBackward0::apply(GradList&& grads) { return {div(grads[0], unpack(0))}; }
 Tensor log(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::log(v); });
+  Tensor out = float_unary(x, VecUnary::Log);
   if (auto* node = record<LogBackward0>(out, {&x})) node->saved[0].save(x);
   return out;
 }
@@ -509,7 +575,7 @@ Tensor log(const Tensor& x) {
 FG_NODE(SqrtBackward0) };
 GradList SqrtBackward0::apply(GradList&& grads) { return {div(grads[0], mul(unpack(0), Scalar::from_int(2)))}; }
 Tensor sqrt(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::sqrt(v); });
+  Tensor out = float_unary(x, VecUnary::Sqrt);
   if (auto* node = record<SqrtBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }
@@ -536,7 +602,7 @@ GradList TanhBackward0::apply(GradList&& grads) {
   return {mul(grads[0], rsub(mul(y, y), Scalar::from_int(1)))};
 }
 Tensor tanh(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::tanh(v); });
+  Tensor out = float_unary(x, VecUnary::Tanh);
   if (auto* node = record<TanhBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }
@@ -547,10 +613,7 @@ GradList SigmoidBackward0::apply(GradList&& grads) {
   return {mul(grads[0], mul(y, rsub(y, Scalar::from_int(1))))};
 }
 Tensor sigmoid(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) {
-    using T = decltype(v);
-    return T(1) / (T(1) + std::exp(-v));
-  });
+  Tensor out = float_unary(x, VecUnary::Sigmoid);  // 1 / (1 + exp(-x))
   if (auto* node = record<SigmoidBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }
@@ -564,7 +627,8 @@ GradList ReluBackward0::apply(GradList&& grads) {
 }
 Tensor relu(const Tensor& x) {
   if (x->dtype == DType::Bool) throw RuntimeError("Boolean inputs not supported for relu");
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); });  // NaN stays NaN
+  Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); },  // NaN stays NaN
+                         VecUnary::Relu);
   if (auto* node = record<ReluBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }

@@ -1,7 +1,10 @@
 // Matrix products. dot, mv, mm and bmm are the recorded primitives (each with its own backward);
 // matmul applies PyTorch's rank rules on top of them.
+#include <type_traits>
+
 #include "autograd/node.h"
 #include "core/shape.h"
+#include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "ops/ops.h"
 
@@ -32,13 +35,25 @@ void require_same_dtype(const Tensor& a, const Tensor& b) {
                            c_type_name(b->dtype)));
 }
 
-// out[p] = a[p] @ b[p] with a viewed as (batch, n, k) and b as (batch, k, m).
+// out[p] = a[p] @ b[p] with a viewed as (batch, n, k) and b as (batch, k, m). Floating point runs
+// the packed SIMD GEMM (kernels/gemm_impl.h), which packs straight from the operands' strides, so
+// transposed views (the backward's A^T G and G B^T) are never copied first; int64 the plain loop.
 Tensor product(const Tensor& a, MatrixView as, const Tensor& b, MatrixView bs, int64_t batch, int64_t n, int64_t k,
                int64_t m, const Shape& out_shape) {
   Tensor out = empty(out_shape, a->dtype);
   dispatch(a->dtype, [&](auto tag) {
     using T = decltype(tag);
-    batched_matmul<T>(batch, n, k, m, a->data_as<T>(), as, b->data_as<T>(), bs, out->data_as<T>());
+    const T* ap = a->data_as<T>();
+    const T* bp = b->data_as<T>();
+    T* cp = out->data_as<T>();
+    if constexpr (std::is_floating_point_v<T>) {
+      GemmKernel<T> gemm = kernels().of<T>().gemm;
+      for (int64_t p = 0; p < batch; ++p)
+        gemm(n, m, k, ap + p * as.batch_stride, as.row_stride, as.col_stride, bp + p * bs.batch_stride, bs.row_stride,
+             bs.col_stride, cp + p * n * m, m);
+    } else {
+      batched_matmul<T>(batch, n, k, m, ap, as, bp, bs, cp);
+    }
   });
   return out;
 }

@@ -85,6 +85,11 @@ Tensor fill_(const Tensor& self, const Tensor& value);
 Tensor zero_(const Tensor& self);
 Tensor copy_(const Tensor& self, const Tensor& src);
 
+// ---- over lists of tensors, for the optimizers (ops/foreach.cpp); no autograd
+// selves[i] += alpha * others[i], rounded as PyTorch's add_(alpha=) (a fused multiply-add).
+void foreach_add_(const std::vector<Tensor>& selves, const std::vector<Tensor>& others, double alpha);
+void foreach_zero_(const std::vector<Tensor>& tensors);
+
 // In-place support (ops/inplace.cpp): the leaf checks PyTorch makes before any in-place write, and
 // making `new_value` (the node computing self's new contents) self's history. When self is a view
 // that also rewrites the base's history (PyTorch's CopySlices).

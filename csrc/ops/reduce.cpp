@@ -7,6 +7,7 @@
 #include "autograd/node.h"
 #include "core/numeric.h"
 #include "core/shape.h"
+#include "kernels/kernel_table.h"
 #include "kernels/loops.h"
 #include "ops/ops.h"
 
@@ -71,6 +72,37 @@ Tensor store(const std::vector<A>& acc, const Shape& shape, DType dtype) {
   return out;
 }
 
+// Float sums of contiguous x by the vector kernels, when the reduced dims are all inner (each
+// result sums one run, at least kMinRow long, in the kernel's fixed lane order) or all outer (each
+// result sums a column in row order). False for other layouts, left to visit_reduced.
+template <class T>
+bool vector_sum(const Tensor& x, const std::vector<bool>& mask, std::vector<double>& acc) {
+  constexpr int64_t kMinRow = 16;  // shorter rows: the plain loop beats a kernel call per row
+  if (!x->is_contiguous() || x->numel() == 0) return false;
+  bool seen_kept = false, seen_reduced = false, reduced_inner = true, reduced_outer = true;
+  for (int64_t d = 0; d < x->dim(); ++d) {
+    if (x->shape[d] == 1) continue;  // either kind
+    if (mask[d]) {
+      reduced_outer = reduced_outer && !seen_kept;
+      seen_reduced = true;
+    } else {
+      reduced_inner = reduced_inner && !seen_reduced;
+      seen_kept = true;
+    }
+  }
+  const int64_t block = block_size(x, mask), kept = x->numel() / block;
+  const TypedKernels<T>& k = kernels().of<T>();
+  const T* data = x->data_as<T>();
+  if (reduced_inner && block >= kMinRow) {
+    for (int64_t o = 0; o < kept; ++o) acc[o] = k.sum(data + o * block, block);
+  } else if (reduced_outer) {
+    for (int64_t r = 0; r < block; ++r) k.accumulate(acc.data(), data + r * kept, kept);
+  } else {
+    return false;
+  }
+  return true;
+}
+
 // A reduction node knows the input shape and which dims it reduced.
 struct ReduceNode : Node {
   InputMeta input;
@@ -129,7 +161,9 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std:
   Tensor out = dispatch(out_dtype, [&](auto tag) {
     using T = decltype(tag);
     std::vector<Acc<T>> acc(numel_of(shape), 0);
-    visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_add(acc[o], Acc<T>(v)); });
+    bool done = false;
+    if constexpr (std::is_floating_point_v<T>) done = vector_sum<T>(src, mask, acc);
+    if (!done) visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_add(acc[o], Acc<T>(v)); });
     return store(acc, shape, out_dtype);
   });
   bool all = dims.empty();

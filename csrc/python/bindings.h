@@ -10,17 +10,36 @@
 
 namespace py = pybind11;
 
-// pybind11 lets None through as a null holder; every binding here needs a real tensor, so None is
-// rejected up front (a TypeError from overload resolution) instead of being dereferenced.
+namespace fg {
+// The Tensor a Python object holds, or nullptr if it is not a Tensor (None included): one type
+// check, no registry lookups, no refcount traffic. tensor_bind.cpp.
+const Tensor* tensor_of(PyObject* obj);
+// The Python object of `t`: its existing one (an in-place op returns its input) or a new one; None
+// for an undefined tensor. A new reference.
+PyObject* tensor_to_py(const Tensor& t);
+}  // namespace fg
+
+// Tensors cross the boundary on every op, so their caster skips pybind11's generic holder caster
+// (a type-registry lookup for each argument and result). None is rejected (a TypeError from
+// overload resolution) instead of becoming a null tensor.
 namespace pybind11::detail {
 template <>
-struct type_caster<std::shared_ptr<fg::TensorImpl>>
-    : copyable_holder_caster<fg::TensorImpl, std::shared_ptr<fg::TensorImpl>> {
-  bool load(handle src, bool convert) {
-    if (src.is_none()) return false;
-    return copyable_holder_caster<fg::TensorImpl, std::shared_ptr<fg::TensorImpl>>::load(src, convert);
+struct type_caster<std::shared_ptr<fg::TensorImpl>> {
+  PYBIND11_TYPE_CASTER(std::shared_ptr<fg::TensorImpl>, const_name("Tensor"));
+  bool load(handle src, bool) {
+    const fg::Tensor* t = fg::tensor_of(src.ptr());
+    if (!t) return false;
+    value = *t;
+    return true;
+  }
+  static handle cast(const std::shared_ptr<fg::TensorImpl>& src, return_value_policy, handle) {
+    return fg::tensor_to_py(src);
   }
 };
+// Still the holder of the bound class (the caster above no longer says so by deriving from
+// pybind11's holder caster).
+template <>
+struct is_holder_type<fg::TensorImpl, std::shared_ptr<fg::TensorImpl>> : std::true_type {};
 }  // namespace pybind11::detail
 
 namespace fg {

@@ -2,6 +2,8 @@
 // graph statistics. Tensor and op bindings live in tensor_bind.cpp.
 #include "autograd/arena.h"
 #include "autograd/grad_mode.h"
+#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
 #include "python/bindings.h"
 
 namespace fg {
@@ -92,6 +94,16 @@ PYBIND11_MODULE(_C, m) {
     d["arena_bytes"] = s.arena_bytes;
     return d;
   }, "Live graph nodes and bytes held by the node arena.");
+  kernels();  // choose the ISA now: a bad FASTGRAD_ISA fails the import with the reason
+  m.def("config", [] {
+    py::dict d;
+    d["isa"] = kernels().isa;  // the table in use names the ISA it was compiled for
+    py::list names;
+    for (Isa isa : available_isas()) names.append(isa_name(isa));
+    d["isas_available"] = names;
+    d["num_threads"] = 1;  // every kernel runs on the calling thread
+    return d;
+  }, "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, and threads.");
 
   bind_node(m);
   bind_autograd(m);

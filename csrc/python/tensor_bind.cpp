@@ -7,6 +7,29 @@
 namespace fg {
 
 namespace {
+// Set once by bind_tensor.
+PyTypeObject* tensor_type = nullptr;
+const py::detail::type_info* tensor_info = nullptr;
+}  // namespace
+
+const Tensor* tensor_of(PyObject* obj) {
+  PyTypeObject* type = Py_TYPE(obj);
+  if (type != tensor_type && !PyType_IsSubtype(type, tensor_type)) return nullptr;
+  // Tensor has one C++ base, so pybind11 keeps its instances in the simple layout: the holder sits
+  // right in the object.
+  py::detail::value_and_holder vh(reinterpret_cast<py::detail::instance*>(obj), tensor_info, 0, 0);
+  return vh.holder_constructed() ? &vh.holder<Tensor>() : nullptr;
+}
+
+PyObject* tensor_to_py(const Tensor& t) {
+  // What pybind11's holder caster does, with the type's record looked up once.
+  return py::detail::type_caster_generic::cast(py::detail::cast_sources(t.get(), tensor_info),
+                                               py::return_value_policy::take_ownership, py::handle(), nullptr,
+                                               nullptr, &t)
+      .ptr();
+}
+
+namespace {
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
@@ -15,7 +38,7 @@ py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotI
 template <class F>
 auto binary(F op) {
   return [op](const Tensor& a, py::handle b) -> py::object {
-    if (py::isinstance<TensorImpl>(b)) return py::cast(op(a, b.cast<Tensor>()));
+    if (const Tensor* t = tensor_of(b.ptr())) return py::cast(op(a, *t));
     Scalar s;
     if (scalar_from_py(b, s)) return py::cast(op(a, s));
     return not_implemented();
@@ -27,7 +50,7 @@ auto binary(F op) {
 template <class F>
 auto named_binary(const char* name, F op, const char* arg = "other") {
   return [op, name, arg](const Tensor& a, py::handle b) -> Tensor {
-    if (py::isinstance<TensorImpl>(b)) return op(a, b.cast<Tensor>());
+    if (const Tensor* t = tensor_of(b.ptr())) return op(a, *t);
     Scalar s;
     if (scalar_from_py(b, s)) return op(a, s);
     throw TypeError(cat(name, "(): argument '", arg, "' must be Tensor, not ", type_name(b)));
@@ -44,9 +67,54 @@ auto reflected(F op) {
   };
 }
 
+// The arithmetic operators as CPython number slots, so that `x * y` calls straight into C++ (no
+// method lookup, no pybind11 dispatch). The same rules as binary()/reflected() above: the slot
+// receives the operands in source order, either of them the tensor.
+// `reflected` is nullptr for in-place slots, whose left operand is always the tensor.
+template <class Op, class Reflected>
+PyObject* number_slot(PyObject* a, PyObject* b, Op op, Reflected reflected) noexcept {
+  try {
+    Scalar s;
+    if (const Tensor* x = tensor_of(a)) {
+      if (const Tensor* y = tensor_of(b)) return tensor_to_py(op(*x, *y));
+      if (scalar_from_py(b, s)) return tensor_to_py(op(*x, s));
+    } else if constexpr (!std::is_same_v<Reflected, std::nullptr_t>) {
+      const Tensor* y = tensor_of(b);
+      if (y && scalar_from_py(a, s)) return tensor_to_py(reflected(*y, s));
+    }
+    Py_RETURN_NOTIMPLEMENTED;
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+#define FG_NUMBER_SLOT(slot, op, reflected_op)                                                       \
+  PyObject* slot(PyObject* a, PyObject* b) noexcept {                                               \
+    return number_slot(a, b, [](const Tensor& x, const auto& y) { return op(x, y); }, reflected_op); \
+  }
+FG_NUMBER_SLOT(nb_add, add, [](const Tensor& x, const Scalar& s) { return add(x, s); })
+FG_NUMBER_SLOT(nb_subtract, sub, [](const Tensor& x, const Scalar& s) { return rsub(x, s); })
+FG_NUMBER_SLOT(nb_multiply, mul, [](const Tensor& x, const Scalar& s) { return mul(x, s); })
+FG_NUMBER_SLOT(nb_true_divide, div, [](const Tensor& x, const Scalar& s) { return rdiv(x, s); })
+FG_NUMBER_SLOT(nb_inplace_add, add_, nullptr)
+FG_NUMBER_SLOT(nb_inplace_subtract, sub_, nullptr)
+FG_NUMBER_SLOT(nb_inplace_multiply, mul_, nullptr)
+FG_NUMBER_SLOT(nb_inplace_true_divide, div_, nullptr)
+#undef FG_NUMBER_SLOT
+
+// The operator methods call the slots (x.__add__(y) == slot(x, y), x.__radd__(y) == slot(y, x)),
+// so the rules live in one place.
+template <PyObject* (*slot)(PyObject*, PyObject*), bool kReflected = false>
+py::object slot_method(py::handle self, py::handle other) {
+  PyObject* result = kReflected ? slot(other.ptr(), self.ptr()) : slot(self.ptr(), other.ptr());
+  if (!result) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(result);
+}
+
 auto comparison(CompareOp op) {
   return [op](const Tensor& a, py::handle b) -> py::object {
-    if (py::isinstance<TensorImpl>(b)) return py::cast(compare(a, b.cast<Tensor>(), op));
+    if (const Tensor* t = tensor_of(b.ptr())) return py::cast(compare(a, *t, op));
     Scalar s;
     if (scalar_from_py(b, s)) return py::cast(compare(a, s, op));
     return not_implemented();
@@ -131,9 +199,9 @@ py::object item_to_py(const Tensor& t) {
 std::vector<Tensor> tensor_list(py::handle seq) {
   std::vector<Tensor> out;
   for (py::handle h : seq) {
-    if (!py::isinstance<TensorImpl>(h))
-      throw TypeError(cat("expected Tensor as element ", out.size(), " in argument 0, but got ", type_name(h)));
-    out.push_back(h.cast<Tensor>());
+    const Tensor* t = tensor_of(h.ptr());
+    if (!t) throw TypeError(cat("expected Tensor as element ", out.size(), " in argument 0, but got ", type_name(h)));
+    out.push_back(*t);
   }
   return out;
 }
@@ -153,6 +221,8 @@ void bind_tensor(py::module_& m) {
   // PyTorch's read "unsupported operand type(s) for +: 'Tensor' and 'str'". (__name__,
   // __qualname__ and __module__, which repr and pickle use, are separate and unchanged.)
   reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_name = "Tensor";
+  tensor_type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  tensor_info = py::detail::get_type_info(typeid(TensorImpl));
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_to_py(t->shape); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_to_py(t->dtype); })
       .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad(); },
@@ -201,23 +271,23 @@ void bind_tensor(py::module_& m) {
       .def("__setitem__", [](const Tensor& t, py::handle key, py::handle value) {
         setitem(t, parse_index(t, key), tensor_or_scalar(value, t->dtype));
       })
-      .def("__add__", binary([](const Tensor& a, const auto& b) { return add(a, b); }))
-      .def("__radd__", reflected([](const Tensor& a, const Scalar& s) { return add(a, s); }))
-      .def("__sub__", binary([](const Tensor& a, const auto& b) { return sub(a, b); }))
-      .def("__rsub__", reflected([](const Tensor& a, const Scalar& s) { return rsub(a, s); }))
-      .def("__mul__", binary([](const Tensor& a, const auto& b) { return mul(a, b); }))
-      .def("__rmul__", reflected([](const Tensor& a, const Scalar& s) { return mul(a, s); }))
-      .def("__truediv__", binary([](const Tensor& a, const auto& b) { return div(a, b); }))
-      .def("__rtruediv__", reflected([](const Tensor& a, const Scalar& s) { return rdiv(a, s); }))
+      .def("__add__", &slot_method<nb_add>)
+      .def("__radd__", &slot_method<nb_add, true>)
+      .def("__sub__", &slot_method<nb_subtract>)
+      .def("__rsub__", &slot_method<nb_subtract, true>)
+      .def("__mul__", &slot_method<nb_multiply>)
+      .def("__rmul__", &slot_method<nb_multiply, true>)
+      .def("__truediv__", &slot_method<nb_true_divide>)
+      .def("__rtruediv__", &slot_method<nb_true_divide, true>)
       .def("__pow__", binary([](const Tensor& a, const auto& b) { return pow(a, b); }))
       .def("__rpow__", reflected([](const Tensor& a, const Scalar& s) { return rpow(a, s); }))
-      .def("__iadd__", binary([](const Tensor& a, const auto& b) { return add_(a, b); }))
-      .def("__isub__", binary([](const Tensor& a, const auto& b) { return sub_(a, b); }))
-      .def("__imul__", binary([](const Tensor& a, const auto& b) { return mul_(a, b); }))
-      .def("__itruediv__", binary([](const Tensor& a, const auto& b) { return div_(a, b); }))
+      .def("__iadd__", &slot_method<nb_inplace_add>)
+      .def("__isub__", &slot_method<nb_inplace_subtract>)
+      .def("__imul__", &slot_method<nb_inplace_multiply>)
+      .def("__itruediv__", &slot_method<nb_inplace_true_divide>)
       .def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
-        if (!py::isinstance<TensorImpl>(b)) return not_implemented();
-        return py::cast(matmul(a, b.cast<Tensor>()));
+        const Tensor* t = tensor_of(b.ptr());
+        return t ? py::cast(matmul(a, *t)) : not_implemented();
       })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
@@ -227,6 +297,16 @@ void bind_tensor(py::module_& m) {
       .def("__ge__", comparison(CompareOp::Ge))
       .def("__eq__", comparison(CompareOp::Eq))
       .def("__ne__", comparison(CompareOp::Ne));
+  // After the operator methods: defining them set the slots to CPython's generic method callers.
+  PyNumberMethods* number = tensor_type->tp_as_number;
+  number->nb_add = nb_add;
+  number->nb_subtract = nb_subtract;
+  number->nb_multiply = nb_multiply;
+  number->nb_true_divide = nb_true_divide;
+  number->nb_inplace_add = nb_inplace_add;
+  number->nb_inplace_subtract = nb_inplace_subtract;
+  number->nb_inplace_multiply = nb_inplace_multiply;
+  number->nb_inplace_true_divide = nb_inplace_true_divide;
 
   // Primitives with fixed signatures, wrapped by the Python package.
   m.def("add", named_binary("add", [](const Tensor& a, const auto& b) { return add(a, b); }));
@@ -280,6 +360,11 @@ void bind_tensor(py::module_& m) {
   });
   m.def("zero_", [](const Tensor& x) { return zero_(x); });
   m.def("copy_", [](const Tensor& x, const Tensor& src) { return copy_(x, src); });
+  // The optimizers' per-step updates, one call for a whole parameter list.
+  m.def("foreach_add_", [](py::handle tensors, py::handle others, double alpha) {
+    foreach_add_(tensor_list(tensors), tensor_list(others), alpha);
+  });
+  m.def("foreach_zero_", [](py::handle tensors) { foreach_zero_(tensor_list(tensors)); });
 
   m.def("sum", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim, py::handle dtype) {
     return sum(x, dims, keepdim, dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype)));

@@ -710,3 +710,4 @@ for _name, _value in METHODS.items():
 # fastgrad.reshape(x, (2, 3)) / fastgrad.permute(x, (1, 0)) take the sizes as one argument.
 FUNCTIONS.update(cat=cat, stack=stack, concat=cat, concatenate=cat, numel=numel, is_tensor=is_tensor,
                  reshape=lambda input, shape: reshape(input, shape), permute=lambda input, dims: permute(input, dims))
+FUNCTIONS["config"] = _prims.config  # the backend's build and runtime configuration (SIMD ISA, threads)

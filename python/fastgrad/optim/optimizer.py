@@ -14,6 +14,7 @@ from collections import defaultdict
 from copy import deepcopy
 from itertools import chain
 
+from .. import _prims
 from .._prims import Tensor
 from .._grad_mode import enable_grad, no_grad
 from fastgrad._types import float32
@@ -132,17 +133,17 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
+            if set_to_none:
+                for p in group["params"]:
                     p.grad = None
-                    continue
-                if p.grad.grad_fn is not None:  # a gradient computed with create_graph=True
-                    p.grad.detach_()
+                continue
+            grads = [p.grad for p in group["params"] if p.grad is not None]
+            for g in grads:
+                if g.grad_fn is not None:  # a gradient computed with create_graph=True
+                    g.detach_()
                 else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+                    g.requires_grad_(False)
+            _prims.foreach_zero_(grads)
 
     def step(self, closure=None):
         """Update every parameter that has a gradient, without recording a graph. `closure`
@@ -153,10 +154,16 @@ class Optimizer:
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
-                for param in group["params"]:
-                    if param.grad is not None:
-                        self._update(param, group)
+                params = [p for p in group["params"] if p.grad is not None]
+                if params:
+                    self._update_group(params, group)
         return loss
+
+    def _update_group(self, params, group):
+        """One step for the parameters of `group` that have a gradient. Subclasses batch the common
+        cases into one call of a foreach primitive."""
+        for param in params:
+            self._update(param, group)
 
     def _update(self, param, group):
         """One step for one parameter with its gradient, options from its group."""

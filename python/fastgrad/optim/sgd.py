@@ -1,5 +1,6 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize: torch.optim.SGD's
 single-tensor update, operation by operation."""
+from .. import _prims
 from .optimizer import Optimizer, _fma
 
 __all__ = ["SGD"]
@@ -21,6 +22,13 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
+
+    def _update_group(self, params, group):
+        if group["momentum"] == 0 and group["weight_decay"] == 0 and not group["maximize"]:
+            # plain SGD, param.add_(grad, alpha=-lr) for every parameter in one call
+            _prims.foreach_add_(params, [p.grad for p in params], -group["lr"])
+        else:
+            super()._update_group(params, group)
 
     def _update(self, param, group):
         grad = -param.grad if group["maximize"] else param.grad

@@ -14,8 +14,9 @@ from .._types import bool as bool_, float32, float64
 from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
 from ._autograd import _set_grad_enabled, is_grad_enabled, record_function, run_backward  # noqa: F401
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
-from ._storage import cast
-from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read, to_numpy  # noqa: F401
+from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
+from ._tensor import (Tensor, broadcast_shapes, full, new_tensor, number_or_none, read, shape_str,  # noqa: F401
+                      to_numpy, write)
 
 # ---- argument conversion
 
@@ -190,6 +191,34 @@ def fill_(x, value):
     return _inplace.fill_(x, _tensor_or_number(value, "fill_() expects a number or a 0-dim tensor"))
 
 
+def foreach_add_(tensors, others, alpha):
+    """tensors[i] += alpha * others[i] for the optimizers, rounded as the core computes it: alpha rounded
+    to the tensors' dtype, the product (exact for float32 values) plus self in float64, stored in the
+    tensor's dtype. No autograd; every pair is checked before anything is written."""
+    tensors, others = _tensor_list(tensors), _tensor_list(others)
+    if len(tensors) != len(others):
+        raise RuntimeError(f"foreach_add_(): expected lists of the same length, got {len(tensors)} and {len(others)}")
+    for self, other in zip(tensors, others):
+        _inplace.check_inplace(self)
+        if is_grad_enabled() and (self.requires_grad or other.requires_grad):
+            raise RuntimeError("foreach_add_() does not record gradients: call it under no_grad()")
+        if self._dtype != other._dtype or not self._dtype.is_floating_point or self._shape != other._shape:
+            raise RuntimeError("foreach_add_(): expected floating tensors of one dtype and shape, got "
+                               f"{SCALAR_TYPE_NAME[self._dtype]}{shape_str(self._shape)} and "
+                               f"{SCALAR_TYPE_NAME[other._dtype]}{shape_str(other._shape)}")
+        _inplace.assert_no_internal_overlap(self)
+        _inplace.assert_no_partial_overlap(self, other)
+    for self, other in zip(tensors, others):
+        a = cast_scalar(float(alpha), self._dtype)
+        write(self, [o * a + v for v, o in zip(read(self), read(other))])
+        self._storage.version += 1
+
+
+def foreach_zero_(tensors):
+    for t in _tensor_list(tensors):
+        _inplace.zero_(t)
+
+
 prod = _dim_reduction("prod", _reduce.prod)
 argmax = _dim_reduction("argmax", lambda x, dim, keepdim: _reduce.arg_extreme(x, dim, keepdim, True, "argmax"))
 argmin = _dim_reduction("argmin", lambda x, dim, keepdim: _reduce.arg_extreme(x, dim, keepdim, False, "argmin"))
@@ -267,3 +296,8 @@ def isclose(input, other, rtol, atol, equal_nan):
     close = [(d <= t and math.isfinite(y)) or x == y or (equal_nan and x != x and y != y)
              for x, y, d, t in zip(xs, ys, diffs, tolerances)]
     return new_tensor(close, shape, bool_)
+
+
+def config():
+    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD, one thread."""
+    return {"isa": "python", "isas_available": ["python"], "num_threads": 1}

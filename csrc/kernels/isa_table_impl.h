@@ -1,0 +1,29 @@
+// The body of every isa_<isa>.cpp: the kernel families compiled for one ISA and its table.
+// Each kernel family includes its *_impl.h here and fills its members in kernel_table() below.
+#pragma once
+#include "kernels/elementwise_impl.h"
+#include "kernels/gemm_impl.h"
+#include "kernels/reduce_impl.h"
+
+namespace fg::simd::FG_ISA_NAMESPACE {
+
+const KernelTable& kernel_table() {
+  static const KernelTable table = [] {
+    KernelTable t{};
+#define FG_STRINGIFY(x) #x
+#define FG_NAME(x) FG_STRINGIFY(x)
+    t.isa = FG_NAME(FG_ISA_NAMESPACE);
+#undef FG_NAME
+#undef FG_STRINGIFY
+    fill_elementwise(t.f32);
+    fill_elementwise(t.f64);
+    fill_reduce(t.f32);
+    fill_reduce(t.f64);
+    fill_gemm(t.f32);
+    fill_gemm(t.f64);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace fg::simd::FG_ISA_NAMESPACE

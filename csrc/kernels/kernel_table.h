@@ -1,0 +1,69 @@
+// The function table of the SIMD kernels, one instance per ISA. Kernel code is written once in
+// csrc/kernels/*_impl.h against the vector wrapper (simd.h) and compiled once per ISA, each copy
+// inside its own namespace fg::simd::<isa> (so the linker can never hand AVX-512 code to the
+// baseline path); isa_table_impl.h fills each copy's table. The active ISA's table is chosen once,
+// at import (isa.cpp). Ops call kernels().member(...).
+//
+// Each kernel family adds its members here (and its fill_* call in isa_table_impl.h).
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+namespace fg {
+
+// The binary and unary operations with vector kernels; indices into the tables below.
+enum class VecBinary : uint8_t { Add, Sub, Mul, Div, Max, Min, Count };
+enum class VecUnary : uint8_t { Neg, Abs, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Count };
+
+// out[i] = a[i] op b[i] for i < n, where an operand flagged as broadcast is the single value a[0]
+// (b[0]) repeated. out may alias a or b.
+template <class T>
+using BinaryKernel = void (*)(const T* a, bool a_broadcast, const T* b, bool b_broadcast, T* out, int64_t n);
+// out[i] = f(x[i]) for i < n; out may alias x.
+template <class T>
+using UnaryKernel = void (*)(const T* x, T* out, int64_t n);
+// The sum of x[0..n) in double, in a fixed order for every ISA (see reduce_impl.h).
+template <class T>
+using SumKernel = double (*)(const T* x, int64_t n);
+// acc[j] += x[j] for j < n, in double (one row of a sum over leading dims).
+template <class T>
+using AccumulateKernel = void (*)(double* acc, const T* x, int64_t n);
+// C (m x n, rows ldc apart, columns contiguous) = A (m x k) @ B (k x n), with A[i][p] =
+// a[i * rsa + p * csa] and B[p][j] = b[p * rsb + j * csb]; each element one k-ordered chain (gemm_impl.h).
+template <class T>
+using GemmKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
+                            int64_t rsb, int64_t csb, T* c, int64_t ldc);
+
+template <class T>
+struct TypedKernels {
+  BinaryKernel<T> binary[static_cast<int>(VecBinary::Count)];
+  UnaryKernel<T> unary[static_cast<int>(VecUnary::Count)];
+  SumKernel<T> sum;
+  AccumulateKernel<T> accumulate;
+  GemmKernel<T> gemm;
+};
+
+struct KernelTable {
+  const char* isa;  // isa_name() of the ISA these kernels were compiled for
+  TypedKernels<float> f32;
+  TypedKernels<double> f64;
+
+  template <class T>
+  const TypedKernels<T>& of() const {
+    if constexpr (std::is_same_v<T, float>) return f32;
+    else return f64;
+  }
+};
+
+// The active ISA's table (chosen once, at import).
+const KernelTable& kernels();
+
+namespace simd {
+// Each ISA's table, defined by csrc/kernels/isa_<isa>.cpp (only the ISAs built for this CPU family).
+namespace scalar { const KernelTable& kernel_table(); }
+namespace avx2 { const KernelTable& kernel_table(); }
+namespace avx512 { const KernelTable& kernel_table(); }
+namespace neon { const KernelTable& kernel_table(); }
+}  // namespace simd
+
+}  // namespace fg

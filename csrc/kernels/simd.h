@@ -1,0 +1,270 @@
+// The vector wrapper the kernels are written against: Vec<float> and Vec<double> for the ISA of
+// the including translation unit (isa_<isa>.cpp defines FG_ISA_NAMESPACE and one FG_ISA_<ISA>
+// macro, and is compiled with that ISA's flags). Every ISA provides the same operations:
+//   Vec<T>::kWidth, Vec<T>::Mask, Vec<T>::load(p), Vec<T>::broadcast(x), v.store(p),
+//   Vec<double>::load(const float*) (kWidth floats, widened), Vec<double>::store(float*) (rounded),
+//   + - * /, fma(a, b, c) (= a * b + c, fused where the ISA has FMA), min/max (x86 semantics: the
+//   second operand when either is NaN), abs, neg, sqrt, round_nearest (to nearest even),
+//   ldexp(x, n) (x * 2^n, n integral, |n| < twice the largest normal exponent: a single rounding),
+//   frexp(x, e) (x = m * 2^e with m in [0.5, 1), for positive finite x including denormals),
+//   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, select(mask, a, b) (a where set).
+// Loads and stores are unaligned.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#ifndef FG_ISA_NAMESPACE
+#error "define FG_ISA_NAMESPACE before including kernels/simd.h (see isa_scalar.cpp)"
+#endif
+#if defined(FG_ISA_AVX2) || defined(FG_ISA_AVX512)
+#include <immintrin.h>
+#elif defined(FG_ISA_NEON)
+#include <arm_neon.h>
+#endif
+
+namespace fg::simd::FG_ISA_NAMESPACE {
+
+template <class T>
+struct Vec;
+
+// Vec<T> over register type R of W lanes, with the ISA's load / broadcast / store intrinsics;
+// EXTRA: more members (the widening load and rounding store of Vec<double>).
+#define FG_VEC_STRUCT(T, R, W, MASK, LOAD, SET1, STORE, EXTRA) \
+  template <>                                                  \
+  struct Vec<T> {                                              \
+    static constexpr int kWidth = W;                           \
+    using Mask = MASK;                                         \
+    R v;                                                       \
+    static Vec load(const T* p) { return {LOAD(p)}; }          \
+    static Vec broadcast(T x) { return {SET1(x)}; }            \
+    void store(T* p) const { STORE(p, v); }                    \
+    EXTRA                                                      \
+  };
+
+#if defined(FG_ISA_SCALAR)
+// One element per vector: the same kernels as plain scalar code, for CPUs without AVX2.
+template <class T>
+struct Vec {
+  static constexpr int kWidth = 1;
+  using Mask = bool;
+  T v;
+  template <class S>  // T, or float widened to double
+  static Vec load(const S* p) { return {static_cast<T>(*p)}; }
+  static Vec broadcast(T x) { return {x}; }
+  template <class S>  // T, or double rounded to float
+  void store(S* p) const { *p = static_cast<S>(v); }
+};
+template <class T> Vec<T> operator+(Vec<T> a, Vec<T> b) { return {a.v + b.v}; }
+template <class T> Vec<T> operator-(Vec<T> a, Vec<T> b) { return {a.v - b.v}; }
+template <class T> Vec<T> operator*(Vec<T> a, Vec<T> b) { return {a.v * b.v}; }
+template <class T> Vec<T> operator/(Vec<T> a, Vec<T> b) { return {a.v / b.v}; }
+// Unfused: a software fma would be far slower than the two roundings it saves.
+template <class T> Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {a.v * b.v + c.v}; }
+template <class T> Vec<T> min(Vec<T> a, Vec<T> b) { return {a.v < b.v ? a.v : b.v}; }
+template <class T> Vec<T> max(Vec<T> a, Vec<T> b) { return {a.v > b.v ? a.v : b.v}; }
+template <class T> Vec<T> abs(Vec<T> a) { return {std::fabs(a.v)}; }
+template <class T> Vec<T> neg(Vec<T> a) { return {-a.v}; }
+template <class T> Vec<T> sqrt(Vec<T> a) { return {std::sqrt(a.v)}; }
+// Without SSE4.1, nearbyint and ldexp are library calls; these are a few instructions.
+// Adding and removing 1.5 * 2^mantissa_bits rounds to nearest even; larger values are integers.
+template <class T> Vec<T> round_nearest(Vec<T> a) {
+  constexpr T magic = std::is_same_v<T, float> ? T(12582912.0f) : T(6755399441055744.0);
+  return {std::fabs(a.v) < magic / 3 ? (a.v + magic) - magic : a.v};
+}
+// 2^k for k in the normal exponent range, from its bits.
+template <class T> T pow2(int k) {
+  using Bits = std::conditional_t<std::is_same_v<T, float>, uint32_t, uint64_t>;
+  constexpr int mantissa = std::numeric_limits<T>::digits - 1, bias = std::numeric_limits<T>::max_exponent - 1;
+  Bits bits = static_cast<Bits>(k + bias) << mantissa;
+  T x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+// In two steps, as the AVX2 one: the first product is exact, the second rounds once.
+template <class T> Vec<T> ldexp(Vec<T> a, Vec<T> n) {
+  const int k = static_cast<int>(n.v), half = k / 2;
+  return {a.v * pow2<T>(half) * pow2<T>(k - half)};
+}
+template <class T> Vec<T> frexp(Vec<T> a, Vec<T>& e) {
+  int k;
+  T m = std::frexp(a.v, &k);
+  e.v = static_cast<T>(k);
+  return {m};
+}
+template <class T> bool lt(Vec<T> a, Vec<T> b) { return a.v < b.v; }
+template <class T> bool le(Vec<T> a, Vec<T> b) { return a.v <= b.v; }
+template <class T> bool gt(Vec<T> a, Vec<T> b) { return a.v > b.v; }
+template <class T> bool eq(Vec<T> a, Vec<T> b) { return a.v == b.v; }
+template <class T> bool ne(Vec<T> a, Vec<T> b) { return a.v != b.v; }
+inline bool mask_or(bool a, bool b) { return a || b; }
+template <class T> Vec<T> select(bool m, Vec<T> a, Vec<T> b) { return m ? a : b; }
+
+#elif defined(FG_ISA_AVX2) || defined(FG_ISA_AVX512)
+#if defined(FG_ISA_AVX2) && !(defined(__AVX2__) && defined(__FMA__))
+#error "isa_avx2.cpp must be compiled with -mavx2 -mfma"
+#endif
+#if defined(FG_ISA_AVX512) && !(defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__))
+#error "isa_avx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma"
+#endif
+// What AVX2 (P = _mm256) and AVX-512 (P = _mm512) share, for T with register R and suffix S.
+#define FG_X86_VEC(T, R, P, S, W, MASK, WIDEN)                                                            \
+  FG_VEC_STRUCT(T, R, W, MASK, P##_loadu_##S, P##_set1_##S, P##_storeu_##S, WIDEN)                        \
+  inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {P##_add_##S(a.v, b.v)}; }                      \
+  inline Vec<T> operator-(Vec<T> a, Vec<T> b) { return {P##_sub_##S(a.v, b.v)}; }                      \
+  inline Vec<T> operator*(Vec<T> a, Vec<T> b) { return {P##_mul_##S(a.v, b.v)}; }                      \
+  inline Vec<T> operator/(Vec<T> a, Vec<T> b) { return {P##_div_##S(a.v, b.v)}; }                      \
+  inline Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {P##_fmadd_##S(a.v, b.v, c.v)}; }           \
+  inline Vec<T> min(Vec<T> a, Vec<T> b) { return {P##_min_##S(a.v, b.v)}; }                            \
+  inline Vec<T> max(Vec<T> a, Vec<T> b) { return {P##_max_##S(a.v, b.v)}; }                            \
+  inline Vec<T> sqrt(Vec<T> a) { return {P##_sqrt_##S(a.v)}; }                                          \
+  inline Vec<T> abs(Vec<T> a) { return {P##_andnot_##S(P##_set1_##S(T(-0.0)), a.v)}; }                  \
+  inline Vec<T> neg(Vec<T> a) { return {P##_xor_##S(P##_set1_##S(T(-0.0)), a.v)}; }
+
+#if defined(FG_ISA_AVX2)
+FG_X86_VEC(float, __m256, _mm256, ps, 8, __m256, )
+FG_X86_VEC(double, __m256d, _mm256, pd, 4, __m256d,
+           static Vec load(const float* p) { return {_mm256_cvtps_pd(_mm_loadu_ps(p))}; }
+           void store(float* p) const { _mm_storeu_ps(p, _mm256_cvtpd_ps(v)); })
+inline __m256 lt(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ); }
+inline __m256 le(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_LE_OQ); }
+inline __m256 gt(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ); }
+inline __m256 eq(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ); }
+inline __m256 ne(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_NEQ_UQ); }
+inline __m256d lt(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v, _CMP_LT_OQ); }
+inline __m256d le(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v, _CMP_LE_OQ); }
+inline __m256d gt(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v, _CMP_GT_OQ); }
+inline __m256d eq(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v, _CMP_EQ_OQ); }
+inline __m256d ne(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v, _CMP_NEQ_UQ); }
+inline __m256 mask_or(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
+inline __m256d mask_or(__m256d a, __m256d b) { return _mm256_or_pd(a, b); }
+inline Vec<float> select(__m256 m, Vec<float> a, Vec<float> b) { return {_mm256_blendv_ps(b.v, a.v, m)}; }
+inline Vec<double> select(__m256d m, Vec<double> a, Vec<double> b) { return {_mm256_blendv_pd(b.v, a.v, m)}; }
+inline Vec<float> round_nearest(Vec<float> a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline Vec<double> round_nearest(Vec<double> a) { return {_mm256_round_pd(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+
+// 2^k for integral k within the normal exponent range, built from its bits.
+inline __m256 pow2(__m256 k) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(k), _mm256_set1_epi32(127)), 23));
+}
+inline __m256d pow2(__m256d k) {
+  __m256i k64 = _mm256_cvtepi32_epi64(_mm256_cvtpd_epi32(k));
+  return _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_add_epi64(k64, _mm256_set1_epi64x(1023)), 52));
+}
+// In two steps, so that n may reach below the normal range (denormal results) or above it (inf):
+// the first product is exact, the second rounds once.
+template <class T>
+Vec<T> ldexp(Vec<T> a, Vec<T> n) {
+  Vec<T> n1 = round_nearest(n * Vec<T>::broadcast(T(0.5)));
+  return {(a * Vec<T>{pow2(n1.v)} * Vec<T>{pow2((n - n1).v)}).v};
+}
+// Exponent and mantissa from the bits; denormals are first scaled into the normal range.
+inline Vec<float> frexp(Vec<float> a, Vec<float>& e) {
+  __m256 tiny = _mm256_cmp_ps(a.v, _mm256_set1_ps(1.17549435e-38f), _CMP_LT_OQ);
+  __m256 x = _mm256_blendv_ps(a.v, _mm256_mul_ps(a.v, _mm256_set1_ps(16777216.0f)), tiny);  // * 2^24
+  __m256i bits = _mm256_castps_si256(x);
+  __m256i biased = _mm256_srli_epi32(bits, 23);  // sign bit is 0: x > 0
+  e.v = _mm256_sub_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(biased, _mm256_set1_epi32(126))),
+                      _mm256_and_ps(tiny, _mm256_set1_ps(24.0f)));
+  __m256i m = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x3f000000));
+  return {_mm256_castsi256_ps(m)};
+}
+inline Vec<double> frexp(Vec<double> a, Vec<double>& e) {
+  __m256d tiny = _mm256_cmp_pd(a.v, _mm256_set1_pd(2.2250738585072014e-308), _CMP_LT_OQ);
+  __m256d x = _mm256_blendv_pd(a.v, _mm256_mul_pd(a.v, _mm256_set1_pd(18014398509481984.0)), tiny);  // * 2^54
+  __m256i bits = _mm256_castpd_si256(x);
+  // The biased exponent (< 2^11) as a double: OR it into the mantissa of 2^52, then subtract 2^52.
+  __m256i biased = _mm256_or_si256(_mm256_srli_epi64(bits, 52), _mm256_set1_epi64x(0x4330000000000000));
+  __m256d eb = _mm256_sub_pd(_mm256_castsi256_pd(biased), _mm256_set1_pd(4503599627370496.0));
+  e.v = _mm256_sub_pd(_mm256_sub_pd(eb, _mm256_set1_pd(1022.0)), _mm256_and_pd(tiny, _mm256_set1_pd(54.0)));
+  __m256i m = _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi64x(0x000fffffffffffff)),
+                              _mm256_set1_epi64x(0x3fe0000000000000));
+  return {_mm256_castsi256_pd(m)};
+}
+#else   // AVX-512
+FG_X86_VEC(float, __m512, _mm512, ps, 16, __mmask16, )
+FG_X86_VEC(double, __m512d, _mm512, pd, 8, __mmask8,
+           static Vec load(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
+           void store(float* p) const { _mm256_storeu_ps(p, _mm512_cvtpd_ps(v)); })
+#define FG_AVX512_MASKS(T, S, MASK)                                                                            \
+  inline MASK lt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LT_OQ); }                   \
+  inline MASK le(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LE_OQ); }                   \
+  inline MASK gt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_GT_OQ); }                   \
+  inline MASK eq(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_EQ_OQ); }                   \
+  inline MASK ne(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_NEQ_UQ); }                  \
+  inline Vec<T> select(MASK m, Vec<T> a, Vec<T> b) { return {_mm512_mask_blend_##S(m, b.v, a.v)}; }            \
+  inline Vec<T> round_nearest(Vec<T> a) {                                                                      \
+    return {_mm512_roundscale_##S(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};                        \
+  }                                                                                                            \
+  /* scalef: a * 2^floor(n), rounded once, denormal and overflowing results included */                        \
+  inline Vec<T> ldexp(Vec<T> a, Vec<T> n) { return {_mm512_scalef_##S(a.v, n.v)}; }                           \
+  /* getexp gives floor(log2 x) (denormals too); getmant the mantissa in [0.5, 1) */                           \
+  inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                                   \
+    e.v = _mm512_add_##S(_mm512_getexp_##S(a.v), _mm512_set1_##S(1));                                          \
+    return {_mm512_getmant_##S(a.v, _MM_MANT_NORM_p5_1, _MM_MANT_SIGN_zero)};                                  \
+  }
+FG_AVX512_MASKS(float, ps, __mmask16)
+FG_AVX512_MASKS(double, pd, __mmask8)
+#undef FG_AVX512_MASKS
+inline __mmask16 mask_or(__mmask16 a, __mmask16 b) { return static_cast<__mmask16>(a | b); }
+inline __mmask8 mask_or(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(a | b); }
+#endif
+#undef FG_X86_VEC
+
+#elif defined(FG_ISA_NEON)
+// arm64: 128-bit vectors. Compiled only on arm64 (and not yet built or tested there: a starting
+// point). frexp and ldexp go lane by lane through libm.
+inline uint32x4_t mask_not(uint32x4_t m) { return vmvnq_u32(m); }
+inline uint64x2_t mask_not(uint64x2_t m) { return vreinterpretq_u64_u32(vmvnq_u32(vreinterpretq_u32_u64(m))); }
+#define FG_NEON_VEC(T, R, Q, U, I, W, WIDEN)                                                                 \
+  FG_VEC_STRUCT(T, R, W, U, vld1q_##Q, vdupq_n_##Q, vst1q_##Q, WIDEN)                                         \
+  inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {vaddq_##Q(a.v, b.v)}; }                           \
+  inline Vec<T> operator-(Vec<T> a, Vec<T> b) { return {vsubq_##Q(a.v, b.v)}; }                           \
+  inline Vec<T> operator*(Vec<T> a, Vec<T> b) { return {vmulq_##Q(a.v, b.v)}; }                           \
+  inline Vec<T> operator/(Vec<T> a, Vec<T> b) { return {vdivq_##Q(a.v, b.v)}; }                           \
+  inline Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {vfmaq_##Q(c.v, a.v, b.v)}; }                  \
+  inline Vec<T> abs(Vec<T> a) { return {vabsq_##Q(a.v)}; }                                                 \
+  inline Vec<T> neg(Vec<T> a) { return {vnegq_##Q(a.v)}; }                                                 \
+  inline Vec<T> sqrt(Vec<T> a) { return {vsqrtq_##Q(a.v)}; }                                               \
+  inline Vec<T> round_nearest(Vec<T> a) { return {vrndnq_##Q(a.v)}; }                                      \
+  inline U lt(Vec<T> a, Vec<T> b) { return vcltq_##Q(a.v, b.v); }                                          \
+  inline U le(Vec<T> a, Vec<T> b) { return vcleq_##Q(a.v, b.v); }                                          \
+  inline U gt(Vec<T> a, Vec<T> b) { return vcgtq_##Q(a.v, b.v); }                                          \
+  inline U eq(Vec<T> a, Vec<T> b) { return vceqq_##Q(a.v, b.v); }                                          \
+  inline U ne(Vec<T> a, Vec<T> b) { return mask_not(vceqq_##Q(a.v, b.v)); }                                    \
+  inline U mask_or(U a, U b) { return vorrq_##I(a, b); }                                                   \
+  inline Vec<T> select(U m, Vec<T> a, Vec<T> b) { return {vbslq_##Q(m, a.v, b.v)}; }                       \
+  /* x86 semantics: b when either is NaN */                                                                \
+  inline Vec<T> min(Vec<T> a, Vec<T> b) { return select(lt(a, b), a, b); }                                 \
+  inline Vec<T> max(Vec<T> a, Vec<T> b) { return select(gt(a, b), a, b); }                                 \
+  inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                               \
+    T m[Vec<T>::kWidth];                                                                                   \
+    int k;                                                                                                 \
+    T ev[Vec<T>::kWidth];                                                                                  \
+    a.store(m);                                                                                            \
+    for (int i = 0; i < Vec<T>::kWidth; ++i) {                                                             \
+      m[i] = std::frexp(m[i], &k);                                                                         \
+      ev[i] = static_cast<T>(k);                                                                           \
+    }                                                                                                      \
+    e = Vec<T>::load(ev);                                                                                  \
+    return Vec<T>::load(m);                                                                                \
+  }                                                                                                        \
+  inline Vec<T> ldexp(Vec<T> a, Vec<T> n) {                                                                \
+    T x[Vec<T>::kWidth], k[Vec<T>::kWidth];                                                                \
+    a.store(x);                                                                                            \
+    n.store(k);                                                                                            \
+    for (int i = 0; i < Vec<T>::kWidth; ++i) x[i] = std::ldexp(x[i], static_cast<int>(k[i]));              \
+    return Vec<T>::load(x);                                                                                \
+  }
+FG_NEON_VEC(float, float32x4_t, f32, uint32x4_t, u32, 4, )
+FG_NEON_VEC(double, float64x2_t, f64, uint64x2_t, u64, 2,
+            static Vec load(const float* p) { return {vcvt_f64_f32(vld1_f32(p))}; }
+            void store(float* p) const { vst1_f32(p, vcvt_f32_f64(v)); })
+#undef FG_NEON_VEC
+#endif
+
+#undef FG_VEC_STRUCT
+
+}  // namespace fg::simd::FG_ISA_NAMESPACE

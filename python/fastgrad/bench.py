@@ -1,0 +1,386 @@
+"""Side-by-side benchmarks: fastgrad vs PyTorch (when importable, one thread) vs hand-written numpy vs
+fastgrad.reference, measured in one run with a fixed method (warm-up, then the median of several
+samples, each long enough to time). Prints markdown tables with a machine line and the ratios.
+
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 python -m fastgrad.bench [--quick] [--only NAME]
+
+(OPENBLAS_NUM_THREADS=1: numpy single-threaded like the others; it must be set before numpy is imported.)
+
+A ratio is how many times faster fastgrad is than the peer (peer time / fastgrad time), so > 1 means
+fastgrad wins. Each row names its target (the goals of issue 5, in TARGETS) and whether it is met.
+"""
+import argparse
+import importlib
+import os
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import fastgrad
+import fastgrad.reference
+
+PEERS = ("torch", "numpy", "reference")
+# Goals of issue 5: row-name prefix -> [(peer, smallest fastgrad-over-peer ratio)]. Ratios are of times,
+# for the throughput rows (matmul, elementwise) too, since the work is the same on both sides.
+TARGETS = {
+    "op forward": [("torch", 5.0)],
+    "op forward+backward": [("torch", 8.0), ("numpy", 1.0)],
+    "micrograd step": [("torch", 20.0)],
+    "MLP 64-128-10": [("torch", 3.0), ("numpy", 1.0)],
+    "MLP 784-256-10": [("torch", 1.3)],
+    "matmul 64": [("numpy", 1.0)],
+    "matmul 256": [("numpy", 0.9)],
+    "matmul 1024": [("numpy", 0.9)],
+    "add": [("numpy", 1.0)],
+    "exp": [("numpy", 1.0)],
+}
+
+
+class Timer:
+    """Median seconds per call: one warm-up call, then `samples` samples of `calls` calls each, with
+    `calls` doubled until one sample lasts `min_seconds` (so short calls are timed in bulk)."""
+
+    def __init__(self, min_seconds, samples):
+        self.min_seconds, self.samples = min_seconds, samples
+
+    def __call__(self, fn):
+        fn()
+        calls = 1
+        while True:
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            if time.perf_counter() - start >= self.min_seconds or calls >= 1 << 20:
+                break
+            calls *= 2
+        times = []
+        for _ in range(self.samples):
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times.append((time.perf_counter() - start) / calls)
+        return statistics.median(times)
+
+
+class Row:
+    """One benchmark row: seconds per call for each backend that ran it; `work` (flops or elements
+    per call) turns times into a throughput in `unit`."""
+
+    def __init__(self, name, work=None, unit=None):
+        self.name, self.work, self.unit, self.seconds = name, work, unit, {}
+
+    def show(self, backend):
+        t = self.seconds.get(backend)
+        if t is None:
+            return "-"
+        if self.work is not None:
+            return f"{self.work / t / 1e9:,.2f} {self.unit}"
+        return f"{t * 1e6:,.1f} µs" if t < 1e-2 else f"{t * 1e3:,.1f} ms"
+
+    def ratio(self, peer):
+        if "fastgrad" not in self.seconds or peer not in self.seconds:
+            return None
+        return self.seconds[peer] / self.seconds["fastgrad"]
+
+    def targets(self):
+        """The targets of the longest TARGETS prefix that names this row."""
+        prefixes = [p for p in TARGETS if self.name.startswith(p) and not self.name[len(p):][:1].isalnum()]
+        return TARGETS[max(prefixes, key=len)] if prefixes else []
+
+
+# --- the problems, each written once per library --------------------------------------------------
+
+def tiny_pair(lib, rng, n=8):
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    if lib is np:
+        return x, y
+    return lib.tensor(x, requires_grad=True), lib.tensor(y, requires_grad=True)
+
+
+def op_forward(lib, rng):
+    x, y = tiny_pair(lib, rng)
+    return lambda: x * y + x
+
+
+def op_forward_backward(lib, rng):
+    x, y = tiny_pair(lib, rng)
+    if lib is np:  # dz/dx = y + 1, dz/dy = x, accumulated as autograd does
+        gx, gy = np.zeros_like(x), np.zeros_like(y)
+
+        def step():
+            z = x * y + x
+            z.sum()
+            gx.__iadd__(y + 1)
+            gy.__iadd__(x)
+        return step
+
+    def step():
+        (x * y + x).sum().backward()
+    return step
+
+
+def mlp_data(rng, sizes, batch):
+    x = rng.standard_normal((batch, sizes[0])).astype(np.float32)
+    labels = rng.integers(0, sizes[-1], size=batch).astype(np.int64)
+    weights = []
+    for fan_in, fan_out in zip(sizes, sizes[1:]):
+        weights.append((rng.standard_normal((fan_in, fan_out)) / np.sqrt(fan_in)).astype(np.float32))
+        weights.append(np.zeros(fan_out, dtype=np.float32))
+    return x, labels, weights
+
+
+LR = 0.1
+
+
+def mlp_raw(lib, rng, sizes=(64, 128, 10), batch=32):
+    """One SGD step of a one-hidden-layer MLP with softmax cross-entropy, written with raw tensors."""
+    x, labels, weights = mlp_data(rng, sizes, batch)
+    if lib is np:
+        return mlp_numpy(x, labels, weights)
+    x, labels = lib.tensor(x), lib.tensor(labels)
+    params = [lib.tensor(w, requires_grad=True) for w in weights]
+    rows = lib.arange(batch)
+
+    def step():
+        w1, b1, w2, b2 = params
+        logits = (x @ w1 + b1).relu() @ w2 + b2
+        shifted = logits - logits.amax(dim=1, keepdim=True)
+        log_probs = shifted - shifted.exp().sum(dim=1, keepdim=True).log()
+        loss = -log_probs[rows, labels].mean()
+        loss.backward()
+        with lib.no_grad():
+            for p in params:
+                p -= LR * p.grad
+                p.grad = None
+        return loss.item()
+    return step
+
+
+def mlp_numpy(x, labels, weights):
+    """The same step by hand: forward, backward and update in numpy."""
+    w1, b1, w2, b2 = weights
+    rows = np.arange(len(x))
+
+    def step():
+        pre = x @ w1 + b1
+        hidden = np.maximum(pre, 0)
+        logits = hidden @ w2 + b2
+        shifted = logits - logits.max(axis=1, keepdims=True)
+        exp = np.exp(shifted)
+        total = exp.sum(axis=1, keepdims=True)
+        loss = -(shifted[rows, labels] - np.log(total[:, 0])).mean()
+        grad_logits = exp / total
+        grad_logits[rows, labels] -= 1
+        grad_logits /= len(x)
+        grad_hidden = (grad_logits @ w2.T) * (pre > 0)
+        for p, g in ((w2, hidden.T @ grad_logits), (b2, grad_logits.sum(0)),
+                     (w1, x.T @ grad_hidden), (b1, grad_hidden.sum(0))):
+            p -= LR * g
+        return float(loss)
+    return step
+
+
+def mlp_nn(lib, rng, sizes=(64, 128, 10), batch=32):
+    """The same step with nn.Linear layers, cross_entropy and optim.SGD."""
+    x, labels, weights = mlp_data(rng, sizes, batch)
+    if lib is np:
+        return mlp_numpy(x, labels, weights)
+    x, labels = lib.tensor(x), lib.tensor(labels)
+    model = lib.nn.Sequential(lib.nn.Linear(sizes[0], sizes[1]), lib.nn.ReLU(), lib.nn.Linear(sizes[1], sizes[2]))
+    optimizer = lib.optim.SGD(model.parameters(), lr=LR)
+    loss_fn = lib.nn.functional.cross_entropy
+
+    def step():
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), labels)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+    return step
+
+
+def matmul(n):
+    def make(lib, rng):
+        a = rng.standard_normal((n, n)).astype(np.float32)
+        b = rng.standard_normal((n, n)).astype(np.float32)
+        if lib is not np:
+            a, b = lib.tensor(a), lib.tensor(b)
+        return lambda: a @ b
+    return make
+
+
+def elementwise(op, n):
+    def make(lib, rng):
+        a = rng.standard_normal(n).astype(np.float32)
+        b = rng.standard_normal(n).astype(np.float32)
+        if lib is not np:
+            a, b = lib.tensor(a), lib.tensor(b)
+        if op == "add":
+            return lambda: a + b
+        return (lambda: np.exp(a)) if lib is np else a.exp
+    return make
+
+
+def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
+    """karpathy's micrograd demo on 0-d tensors: an MLP of scalar neurons (ReLU hidden layers, linear
+    output), max-margin loss over a few points, backward, SGD on every scalar parameter."""
+    def scalar(v, grad=False):
+        return lib.tensor(float(v), requires_grad=grad)
+    layers = [[([scalar(rng.uniform(-1, 1), True) for _ in range(fan_in)], scalar(0.0, True))
+               for _ in range(fan_out)] for fan_in, fan_out in zip(sizes, sizes[1:])]
+    params = [p for layer in layers for w, b in layer for p in (*w, b)]
+    points = [[scalar(v) for v in rng.standard_normal(sizes[0])] for _ in range(batch)]
+    targets = [float(rng.choice((-1.0, 1.0))) for _ in range(batch)]
+
+    def forward(values):
+        for i, layer in enumerate(layers):
+            outs = []
+            for w, b in layer:
+                act = b
+                for wi, xi in zip(w, values):
+                    act = act + wi * xi
+                outs.append(act.relu() if i < len(layers) - 1 else act)
+            values = outs
+        return values[0]
+
+    def step():
+        loss = sum((1 - t * forward(p)).relu() for p, t in zip(points, targets)) * (1.0 / batch)
+        loss.backward()
+        with lib.no_grad():
+            for p in params:
+                p -= 0.05 * p.grad
+                p.grad = None
+        return loss.item()
+    return step
+
+
+# name -> [(row name, make(lib, rng) -> fn, work, unit, backends)]
+NUMPY_TOO = ("fastgrad", "torch", "numpy", "reference")
+NO_NUMPY = ("fastgrad", "torch", "reference")
+
+
+def groups(quick):
+    big = 1 << 20 if quick else 16_000_000
+    small = 1 << 16 if quick else 1_000_000
+    return {
+        "op": [("op forward z=x*y+x (8 elems, grad recorded)", op_forward, None, None, NUMPY_TOO),
+               ("op forward+backward z.sum().backward()", op_forward_backward, None, None, NUMPY_TOO)],
+        "mlp": [("MLP 64-128-10 b32 step, raw tensors", mlp_raw, None, None, NUMPY_TOO),
+                ("MLP 64-128-10 b32 step, nn.Linear+optim.SGD", mlp_nn, None, None, NO_NUMPY),
+                ("MLP 784-256-10 b64 step, nn.Linear+optim.SGD",
+                 lambda lib, rng: mlp_nn(lib, rng, (784, 256, 10), 64), None, None, NUMPY_TOO[:3])],
+        "matmul": [(f"matmul {n} x {n} float32", matmul(n), 2 * n ** 3, "GFLOP/s",
+                    NUMPY_TOO if n <= 64 else NUMPY_TOO[:3]) for n in ((64, 256) if quick else (64, 256, 1024))],
+        "elementwise": [(f"{op} {n:.1e} float32", elementwise(op, n), n, "Gelem/s",
+                         NUMPY_TOO if n <= small and op == "add" else NUMPY_TOO[:3])
+                        for op in ("add", "exp") for n in (small, big)],
+        "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
+    }
+
+
+# --- running and reporting ------------------------------------------------------------------------
+
+def set_threads(n, torch):
+    """Threads for fastgrad (when it has a pool) and torch; False if fastgrad cannot change them."""
+    if torch is not None:
+        torch.set_num_threads(n)
+    if hasattr(fastgrad, "set_num_threads"):
+        fastgrad.set_num_threads(n)
+        return True
+    return n == 1
+
+
+def run_group(rows, libs, timer, reference_timer, threads, torch):
+    results = []
+    for name, make, work, unit, backends in rows:
+        for n in threads:
+            if not set_threads(n, torch):
+                continue
+            row = Row(name if len(threads) == 1 else f"{name}, {n} thread{'s' * (n > 1)}", work, unit)
+            for backend in backends:
+                if backend not in libs or (n > 1 and backend in ("numpy", "reference")):
+                    continue
+                step = make(libs[backend], np.random.default_rng(0))
+                row.seconds[backend] = (reference_timer if backend == "reference" else timer)(step)
+            results.append(row)
+    set_threads(1, torch)
+    return results
+
+
+def machine_line(torch):
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    config = fastgrad.config() if hasattr(fastgrad, "config") else {}
+    parts = [f"CPU: {cpu} ({os.cpu_count()} logical)", f"ISA: {config.get('isa', 'n/a')}",
+             f"fastgrad threads: {config.get('num_threads', 1)}",
+             f"torch threads: {torch.get_num_threads() if torch else '-'}",
+             f"numpy BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}",
+             f"python {platform.python_version()}", f"numpy {np.__version__}", f"fastgrad {fastgrad.__version__}",
+             f"torch {torch.__version__ if torch else 'not installed'}"]
+    return "Machine: " + "; ".join(parts)
+
+
+def fmt_ratio(r):
+    return "-" if r is None else f"{r:,.2f}x"
+
+
+def table(title, rows):
+    lines = [f"### {title}", "",
+             "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        cells = [row.name] + [row.show(b) for b in ("fastgrad",) + PEERS] + [fmt_ratio(row.ratio(p)) for p in PEERS]
+        goals = [(peer, goal, row.ratio(peer)) for peer, goal in row.targets()]
+        cells.append(", ".join(f">= {goal:g}x vs {peer}" for peer, goal, _ in goals) or "-")
+        cells.append(", ".join("n/a" if r is None else ("met" if r >= goal else "not met") for _, goal, r in goals)
+                     or "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m fastgrad.bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="few, short samples and smaller sizes (for CI)")
+    parser.add_argument("--only", action="append", default=[], metavar="NAME",
+                        help="run only these groups (op, mlp, matmul, elementwise, micrograd); repeatable")
+    args = parser.parse_args(argv)
+    selected = groups(args.quick)
+    only = [n for names in args.only for n in names.split(",")]
+    unknown = set(only) - set(selected)
+    if unknown:
+        parser.error(f"unknown group(s) {', '.join(sorted(unknown))}; choose from {', '.join(selected)}")
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if var in os.environ:
+            print(f"warning: {var}={os.environ[var]} is set and slows numpy (OpenBLAS); run "
+                  "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m fastgrad.bench`", file=sys.stderr)
+    try:
+        torch = importlib.import_module("torch")
+    except ImportError:
+        torch = None
+    libs = {"fastgrad": fastgrad, "numpy": np, "reference": fastgrad.reference}
+    if torch is not None:
+        libs["torch"] = torch
+    timer = Timer(0.002, 3) if args.quick else Timer(0.05, 7)
+    reference_timer = Timer(0.0, 1) if args.quick else Timer(0.05, 3)
+    threads = (1, 2) if hasattr(fastgrad, "set_num_threads") and not args.quick else (1,)
+    set_threads(1, torch)
+    print(f"## fastgrad benchmarks ({'quick' if args.quick else 'full'}; median per call; ratio = peer time / "
+          "fastgrad time, > 1 means fastgrad is faster)\n")
+    print(machine_line(torch) + "\n")
+    for name, rows in selected.items():
+        if only and name not in only:
+            continue
+        group_threads = threads if name == "elementwise" else (1,)
+        print(table(name, run_group(rows, libs, timer, reference_timer, group_threads, torch)) + "\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

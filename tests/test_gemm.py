@@ -1,0 +1,173 @@
+"""The packed SIMD GEMM behind mm / bmm / matmul / mv / dot (csrc/kernels/gemm_impl.h), on the C++
+backend: values against numpy in float64 over shapes around the micro-tile and cache-block edges,
+every operand layout (transposed and strided views are packed in place), and its numerical
+contract: each element of C is one chain over k in increasing order, so the bits do not depend on
+how C is cut into tiles and blocks (which is what keeps results identical for any thread count).
+
+Tolerance: a chain of k multiply-adds in precision u (2^-24 float32, 2^-53 float64) is within
+gamma_k * sum_p |a_ip| |b_pj| of the exact value, gamma_k = k u / (1 - k u) (Higham, Accuracy and
+Stability of Numerical Algorithms, 3.1); numpy's float64 reference is within the same bound in
+float64, which is added for the float64 comparisons.
+"""
+import fractions
+
+import numpy as np
+import pytest
+
+import fastgrad
+
+U = {np.float32: 2.0 ** -24, np.float64: 2.0 ** -53}
+ISA = fastgrad.config()["isa"]
+
+# Around the micro-tiles (6 rows; 8, 16, 32 or 64 columns per ISA and dtype), the small path's limit
+# (256 columns) and KC (512 floats / 256 doubles): m, n, k.
+SHAPES = [(1, 1, 1), (1, 7, 3), (7, 1, 3), (2, 3, 1), (5, 6, 7), (6, 16, 16), (7, 17, 9), (13, 31, 33),
+          (12, 32, 64), (18, 33, 65), (31, 63, 127), (64, 64, 64), (65, 65, 129), (100, 129, 255),
+          (127, 255, 256), (129, 257, 257), (7, 65, 512), (8, 66, 513), (300, 300, 300), (37, 300, 1), (300, 5, 300), (3, 300, 600),
+          (0, 5, 3), (5, 0, 3), (4, 5, 0), (0, 0, 0)]
+
+
+def tolerance(a, b, dtype):
+    k = a.shape[-1]
+    u = U[dtype] * (2 if dtype == np.float64 else 1)
+    gamma = k * u / (1 - k * u)
+    return gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))) + np.finfo(dtype).tiny
+
+
+def assert_close(got, a, b):
+    """got (a fastgrad result) against a @ b in float64, within the bound of the module docstring."""
+    dtype = a.dtype.type
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    got = got.numpy()
+    assert got.dtype == dtype and got.shape == want.shape
+    assert np.all(np.abs(got - want) <= tolerance(a, b, dtype))
+
+
+def layouts(x, rng):
+    """x (a numpy matrix or stack of them) as fastgrad tensors of the same values: contiguous,
+    transposed (column-major), and a strided view (every other row and column of a larger tensor)."""
+    big = rng.standard_normal(x.shape[:-2] + (2 * x.shape[-2] + 1, 2 * x.shape[-1] + 1)).astype(x.dtype)
+    big[..., 1::2, 1::2] = x
+    yield "contiguous", fastgrad.tensor(x)
+    yield "transposed", fastgrad.tensor(np.ascontiguousarray(np.swapaxes(x, -1, -2))).transpose(-1, -2)
+    yield "strided", fastgrad.tensor(big)[..., 1::2, 1::2]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n,k", SHAPES)
+def test_mm_matches_float64_in_every_layout(m, n, k, dtype):
+    rng = np.random.default_rng(m * 10000 + n * 100 + k)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    for a_layout, ta in layouts(a, rng):
+        for b_layout, tb in layouts(b, rng):
+            assert np.array_equal(ta.numpy(), a) and np.array_equal(tb.numpy(), b), (a_layout, b_layout)
+            assert_close(fastgrad.mm(ta, tb), a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products(dtype):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((4, 19, 70)).astype(dtype)
+    b = rng.standard_normal((4, 70, 33)).astype(dtype)
+    for _, ta in layouts(a, rng):
+        for _, tb in layouts(b, rng):
+            assert_close(fastgrad.bmm(ta, tb), a, b)
+    # matmul broadcasts batch dims (a stride-0 expanded operand) and folds (..., n, k) @ (k, m)
+    c = rng.standard_normal((2, 1, 19, 70)).astype(dtype)
+    assert_close(fastgrad.matmul(fastgrad.tensor(c), fastgrad.tensor(b)), c, b)
+    assert_close(fastgrad.matmul(fastgrad.tensor(a), fastgrad.tensor(b[0])), a, b[0])
+    empty = fastgrad.bmm(fastgrad.tensor(a[:0]), fastgrad.tensor(b[:0]))
+    assert tuple(empty.shape) == (0, 19, 33)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n,k", [(1, 1), (5, 300), (300, 5), (257, 129), (1000, 1000)])
+def test_mv_and_dot(n, k, dtype):
+    rng = np.random.default_rng(n + k)
+    a = rng.standard_normal((n, k)).astype(dtype)
+    x = rng.standard_normal(k).astype(dtype)
+    for _, ta in layouts(a, rng):
+        got = fastgrad.mv(ta, fastgrad.tensor(x)).numpy()
+        want = a.astype(np.float64) @ x.astype(np.float64)
+        assert np.all(np.abs(got - want) <= tolerance(a, x[:, None], dtype)[:, 0])
+    y = rng.standard_normal(k).astype(dtype)
+    spread = np.zeros(2 * k, dtype)
+    spread[::2] = y
+    got = fastgrad.dot(fastgrad.tensor(x), fastgrad.tensor(spread)[::2]).item()  # a strided operand
+    assert abs(got - x.astype(np.float64) @ y) <= tolerance(x[None, :], y[:, None], dtype)[0, 0]
+
+
+def test_zero_depth_gives_zeros_and_empty_gives_empty():
+    for dtype in (np.float32, np.float64):
+        out = fastgrad.mm(fastgrad.tensor(np.ones((3, 0), dtype)), fastgrad.tensor(np.ones((0, 4), dtype)))
+        assert out.numpy().dtype == dtype and np.array_equal(out.numpy(), np.zeros((3, 4)))
+        assert tuple(fastgrad.mm(fastgrad.zeros(0, 5), fastgrad.zeros(5, 7)).shape) == (0, 7)
+
+
+def test_int64_products_are_exact():
+    rng = np.random.default_rng(2)
+    a = rng.integers(-1000, 1000, (9, 17))
+    b = rng.integers(-1000, 1000, (17, 5))
+    assert np.array_equal(fastgrad.mm(fastgrad.tensor(a), fastgrad.tensor(b)).numpy(), a @ b)
+    assert np.array_equal(fastgrad.mm(fastgrad.tensor(a.T.copy()).t(), fastgrad.tensor(b)).numpy(), a @ b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bits_do_not_depend_on_tiling(dtype):
+    """Every way of cutting the same product -- row or column slices (other tiles, the small path
+    instead of the packed one), the transposed problem, other operand layouts, mv, bmm -- gives the
+    same bits, because each element is the same chain over k whatever the blocking."""
+    rng = np.random.default_rng(3)
+    m, n, k = 150, 300, 1100  # packed path, k crosses KC 2 (float) or 4 (double) times
+    a = fastgrad.tensor(rng.standard_normal((m, k)).astype(dtype))
+    b = fastgrad.tensor(rng.standard_normal((k, n)).astype(dtype))
+    c = fastgrad.mm(a, b).numpy()
+
+    def same(x, want):
+        assert np.array_equal(x.numpy(), want)
+
+    same(fastgrad.mm(a[7:20], b), c[7:20])
+    same(fastgrad.mm(a, b[:, 5:40]), c[:, 5:40])
+    same(fastgrad.mm(a[1:2], b[:, 250:]), c[1:2, 250:])
+    same(fastgrad.mm(b.t(), a.t()).t(), c)
+    same(fastgrad.mm(a.t().contiguous().t(), b.t().contiguous().t()), c)
+    same(fastgrad.mv(a, b[:, 17].contiguous()), c[:, 17])
+    same(fastgrad.mv(b.t(), a[3]), c[3])
+    same(fastgrad.bmm(fastgrad.stack([a[:40], a[40:80]]), fastgrad.stack([b, b])), np.stack([c[:40], c[40:80]]))
+    same(fastgrad.dot(a[4], b[:, 9]), c[4, 9])
+
+
+def rounded(q, cast):
+    """The rational q rounded to nearest (ties to even) in the type `cast`."""
+    x = cast(float(q))  # within one ulp of the answer (float(q) is itself rounded once)
+    candidates = [x, np.nextafter(x, cast(-np.inf)), np.nextafter(x, cast(np.inf))]
+    return min(candidates, key=lambda y: (abs(fractions.Fraction(float(y)) - q), int(y.view(np.uint64 if cast is
+                                                                                             np.float64 else np.uint32)) & 1))
+
+
+def chain(a_row, b_col, fused):
+    """The k-ordered chain c = a_p * b_p + c from c = 0, in the operands' precision: rounded once per
+    step when fused, else product and sum rounded separately."""
+    cast = a_row.dtype.type
+    c = cast(0)
+    for x, y in zip(a_row, b_col):
+        if fused:
+            c = rounded(fractions.Fraction(float(x)) * fractions.Fraction(float(y)) + fractions.Fraction(float(c)), cast)
+        else:
+            c = x * y + c
+    return c
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_each_element_is_one_k_ordered_chain(dtype):
+    """The documented contract, checked exactly: fused multiply-adds on AVX2 / AVX-512 / NEON, a
+    multiply then an add on the scalar ISA (baseline x86-64 has no fused multiply-add)."""
+    rng = np.random.default_rng(4)
+    m, n, k = 20, 300, 1100
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = fastgrad.mm(fastgrad.tensor(a), fastgrad.tensor(b)).numpy()
+    fused = ISA != "scalar"
+    for i, j in [(0, 0), (5, 63), (6, 64), (19, 299), (13, 170)]:
+        assert c[i, j] == chain(a[i], b[:, j], fused), (i, j)

@@ -1,0 +1,312 @@
+"""The SIMD kernels (csrc/kernels) through the ops that use them, against numpy and long double.
+
+Every fast path (contiguous, tensor-scalar, scalar-tensor, row and column broadcast) and the
+strided fallback, at sizes around the vector widths; the ulp bounds of exp, log, tanh and sigmoid
+stated in csrc/kernels/elementwise_impl.h; sums. `test_suite_under_isa` reruns this file and the
+op tests in child interpreters with FASTGRAD_ISA forcing each other available ISA.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import fastgrad
+from op_helpers import rng_for
+
+SIZES = [0, 1, 7, 8, 15, 16, 17, 31, 33, 1000]
+DTYPES = [np.float32, np.float64]
+ISAS = ["scalar", "avx2", "avx512"]
+
+
+def values(name, n, dtype, specials=True):
+    """n normal values, with zeros, infinities and NaN mixed in (never tied zeros of both signs)."""
+    x = rng_for(name).standard_normal(n) * 3
+    if specials and n >= 8:
+        x[[1, 4, 6]] = [np.inf, np.nan, -np.inf]
+    return x.astype(dtype)
+
+
+def tensor(x):
+    return fastgrad.from_numpy(np.ascontiguousarray(x))
+
+
+def assert_same(got, expected):
+    """Bit-for-bit equal values (NaN equal to NaN)."""
+    np.testing.assert_array_equal(got.numpy(), np.asarray(expected))
+    assert got.numpy().dtype == np.asarray(expected).dtype
+
+
+BINARY = {
+    "add": (lambda a, b: a + b, np.add),
+    "sub": (lambda a, b: a - b, np.subtract),
+    "mul": (lambda a, b: a * b, np.multiply),
+    "div": (lambda a, b: a / b, np.divide),
+    "maximum": (fastgrad.maximum, np.maximum),
+    "minimum": (fastgrad.minimum, np.minimum),
+}
+
+
+@pytest.fixture(autouse=True)
+def _quiet_numpy():
+    with np.errstate(all="ignore"):
+        yield
+
+
+# ---- binary ops: exact, so equal to numpy's bit for bit on every path
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize("n", SIZES)
+def test_binary_contiguous_and_scalar_operands(op, n, dtype):
+    ours, theirs = BINARY[op]
+    a, b = values(op + "a", n, dtype), values(op + "b", n, dtype)
+    assert_same(ours(tensor(a), tensor(b)), theirs(a, b))
+    s = dtype(1.75)
+    assert_same(ours(tensor(a), tensor(np.array(s))), theirs(a, s))  # 0-d tensor second
+    assert_same(ours(tensor(np.array(s)), tensor(b)), theirs(s, b))  # and first
+    if op in ("add", "sub", "mul", "div"):
+        assert_same(ours(tensor(a), 1.75), theirs(a, s))  # Python number
+        # reflected: 1.75 - x, and 1.75 / x computed as 1.75 * (1 / x), as PyTorch
+        assert_same(ours(1.75, tensor(b)), s * (1 / b) if op == "div" else theirs(s, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", BINARY)
+@pytest.mark.parametrize("n", [1, 7, 16, 17, 33])
+def test_binary_broadcasts_and_strided_fallback(op, n, dtype):
+    ours, theirs = BINARY[op]
+    a = values(op + "m", 5 * n, dtype).reshape(5, n)
+    row, col = values(op + "r", n, dtype), values(op + "c", 5, dtype).reshape(5, 1)
+    assert_same(ours(tensor(a), tensor(row)), theirs(a, row))  # last-dim (row) broadcast
+    assert_same(ours(tensor(row), tensor(a)), theirs(row, a))
+    assert_same(ours(tensor(a), tensor(col)), theirs(a, col))  # column broadcast
+    assert_same(ours(tensor(col), tensor(row)), theirs(col, row))  # outer product shape
+    t = tensor(a.T.copy()).t()  # transposed: the strided loop
+    assert_same(ours(t, tensor(a)), theirs(a, a))
+    wide = values(op + "w", 10 * n, dtype).reshape(5, 2 * n)
+    assert_same(ours(tensor(wide)[:, ::2], tensor(wide)[:, 1::2]), theirs(wide[:, ::2], wide[:, 1::2]))  # strided
+    b3 = values(op + "3", 2 * 5 * n, dtype).reshape(2, 5, n)
+    assert_same(ours(tensor(b3), tensor(col)), theirs(b3, col))  # [2, 5, n] with [5, 1]
+
+
+def test_in_place_and_integer_ops_keep_their_paths():
+    a = np.arange(20, dtype=np.float32)
+    t = tensor(a.copy())
+    t.add_(t)
+    np.testing.assert_array_equal(t.numpy(), a + a)
+    i = fastgrad.tensor(list(range(-20, 20)))
+    assert (i * i - i).tolist() == [v * v - v for v in range(-20, 20)]
+    assert fastgrad.maximum(i, fastgrad.tensor(3)).tolist() == [max(v, 3) for v in range(-20, 20)]
+
+
+# ---- exact unary ops
+
+UNARY_EXACT = {
+    "neg": np.negative,
+    "abs": np.abs,
+    "sqrt": np.sqrt,
+    "relu": lambda x: np.where((x > 0) | np.isnan(x), x, np.zeros_like(x)),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", UNARY_EXACT)
+@pytest.mark.parametrize("n", SIZES)
+def test_exact_unary(op, n, dtype):
+    x = values(op, n, dtype)
+    if n >= 8:
+        x[[2, 3]] = [0.0, -0.0]
+    expected = UNARY_EXACT[op](x)
+    got = getattr(fastgrad, op)(tensor(x))
+    assert_same(got, expected)
+    assert np.array_equal(np.signbit(got.numpy()[~np.isnan(expected)]), np.signbit(expected[~np.isnan(expected)]))
+    if n >= 2:  # strided input: same values
+        assert_same(getattr(fastgrad, op)(tensor(x)[::2]), expected[::2])
+
+
+def test_abs_of_negative_zero_is_positive_zero(torch):
+    got = fastgrad.abs(fastgrad.tensor([-0.0, 0.0]))
+    assert np.signbit(got.numpy()).tolist() == np.signbit(torch.abs(torch.tensor([-0.0, 0.0])).numpy()).tolist()
+
+
+# ---- exp, log, tanh, sigmoid: ulp bounds against long double
+
+L = np.longdouble
+EXTENDED = np.finfo(L).eps < np.finfo(np.float64).eps  # long double is wider than double here
+
+EXACT = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+# The bounds stated in csrc/kernels/elementwise_impl.h, in ulps of the result's type.
+BOUNDS = {np.float32: {"exp": 0.501, "log": 0.501, "tanh": 0.501, "sigmoid": 3.0},
+          np.float64: {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0}}
+
+
+def sweep(name, dtype):
+    """A dense sweep over each function's interesting range (denormal results and inputs included)."""
+    tiny = np.finfo(dtype).smallest_subnormal
+    big = np.finfo(dtype).max
+    if name == "exp":
+        top = np.log(big, dtype=np.float64)
+        parts = [np.linspace(-top - 20, top + 1, 400_001), np.linspace(-1, 1, 100_001)]
+    elif name == "log":
+        parts = [np.geomspace(tiny, big, 400_001), np.linspace(0.5, 2, 100_001)]
+    elif name == "tanh":
+        parts = [np.linspace(-25, 25, 400_001), np.linspace(-0.7, 0.7, 100_001), np.geomspace(1e-30, 1e-3, 10_001)]
+    else:
+        parts = [np.linspace(-np.log(big, dtype=np.float64) + 1, 50, 400_001), np.linspace(-2, 2, 100_001)]
+    return np.concatenate(parts).astype(dtype)
+
+
+def max_ulp_error(got, x, name, dtype):
+    exact = EXACT[name](x.astype(L))
+    rounded = exact.astype(dtype)
+    finite = np.isfinite(rounded)
+    np.testing.assert_array_equal(got[~finite], rounded[~finite])  # overflow to inf where the exact value does
+    ulp = np.spacing(np.abs(rounded[finite])).astype(L)
+    return float(np.max(np.abs(got[finite].astype(L) - exact[finite]) / ulp))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", EXACT)
+def test_transcendental_ulp_bounds(name, dtype):
+    if not EXTENDED:
+        pytest.skip("needs a long double wider than double as the oracle")
+    x = sweep(name, dtype)
+    got = getattr(fastgrad, name)(tensor(x)).numpy()
+    assert max_ulp_error(got, x, name, dtype) <= BOUNDS[dtype][name]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transcendental_special_values(dtype):
+    fi = np.finfo(dtype)
+    inf, nan = np.inf, np.nan
+    x = np.array([0.0, -0.0, inf, -inf, nan, fi.smallest_subnormal, -1.0, fi.max, -fi.max], dtype=dtype)
+    got = {name: getattr(fastgrad, name)(tensor(x)).numpy() for name in EXACT}
+    np.testing.assert_array_equal(got["exp"][:5], [1, 1, inf, 0, nan])
+    np.testing.assert_array_equal(got["exp"][7:], [inf, 0])
+    np.testing.assert_array_equal(got["log"][:7], [-inf, -inf, inf, nan, nan, np.log(L(fi.smallest_subnormal)).astype(dtype), nan])
+    np.testing.assert_array_equal(got["tanh"][:5], [0, -0.0, 1, -1, nan])
+    assert np.signbit(got["tanh"][1]) and not np.signbit(got["tanh"][0])
+    np.testing.assert_array_equal(got["sigmoid"][:5], [0.5, 0.5, 1, 0, nan])
+    # overflow and underflow thresholds of exp: the last finite result and the first infinite one
+    top = np.nextafter(np.log(fi.max, dtype=dtype), dtype(0))
+    edge = np.array([top, np.nextafter(top, dtype(np.inf)) * dtype(1.0001)], dtype=dtype)
+    e = fastgrad.exp(tensor(edge)).numpy()
+    assert np.isfinite(e[0]) and e[1] == inf
+    low = np.array([np.log(L(fi.smallest_subnormal)) - 1, np.log(L(fi.smallest_subnormal)) + 1], dtype=dtype)
+    np.testing.assert_array_equal(fastgrad.exp(tensor(low)).numpy(), [0, np.exp(low[1].astype(L)).astype(dtype)])
+
+
+@pytest.mark.parametrize("name", EXACT)
+@pytest.mark.parametrize("n", SIZES)
+def test_transcendental_layouts_agree(name, n):
+    """Strided and broadcast inputs go through the same kernel: the same value gives the same bits."""
+    x = values(name, 2 * n, np.float32).reshape(2, n)
+    op = getattr(fastgrad, name)
+    full = op(tensor(x)).numpy()
+    np.testing.assert_array_equal(op(tensor(x.T.copy()).t()).numpy(), full)
+    np.testing.assert_array_equal(op(tensor(x)[:, ::2]).numpy(), full[:, ::2])
+
+
+def test_float32_transcendentals_match_the_reference_bit_for_bit():
+    import fastgrad.reference as ref
+    x = values("ref", 200, np.float32) * 4
+    for name in EXACT:
+        ours = getattr(fastgrad, name)(tensor(x)).numpy()
+        theirs = getattr(ref, name)(ref.tensor(x)).numpy()
+        np.testing.assert_array_equal(ours, theirs, err_msg=name)
+
+
+# ---- sums: double accumulation, fixed order
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_sums(n, dtype):
+    x = values("sum", 3 * n, dtype, specials=False)
+    exact = x.astype(L)
+    tol = dict(rtol=1e-6 if dtype == np.float32 else 1e-14, atol=1e-6 if dtype == np.float32 else 1e-13)
+    np.testing.assert_allclose(fastgrad.sum(tensor(x)).numpy(), exact.sum().astype(np.float64), **tol)
+    m = tensor(x).reshape(3, n)
+    for dims in [(1,), (0,), (0, 1)]:
+        got = m.sum(dims).numpy()
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, exact.reshape(3, n).sum(axis=dims).astype(np.float64), **tol)
+    t = tensor(x).reshape(3, n).t()  # not contiguous: the plain loop
+    np.testing.assert_allclose(t.sum(0).numpy(), exact.reshape(3, n).sum(axis=1).astype(np.float64), **tol)
+    cube = tensor(values("cube", 2 * 3 * n, dtype, specials=False)).reshape(2, 3, n)
+    np.testing.assert_allclose(cube.sum((1, 2)).numpy(), cube.numpy().astype(L).sum(axis=(1, 2)).astype(np.float64), **tol)
+    np.testing.assert_allclose(cube.sum((0, 1)).numpy(), cube.numpy().astype(L).sum(axis=(0, 1)).astype(np.float64), **tol)
+
+
+def test_sum_of_float32_accumulates_in_double():
+    x = np.full(1 << 20, 0.1, dtype=np.float32)
+    x[0] = 1e8
+    assert fastgrad.sum(tensor(x)).item() == np.float32(x.astype(np.float64).sum())
+
+
+# ---- every ISA
+
+def _child_env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    env.update(extra)
+    return env
+
+
+def test_config_reports_the_isa():
+    config = fastgrad.config()
+    assert config["isa"] in config["isas_available"] and config["isas_available"][0] == "scalar"
+    assert config["num_threads"] >= 1
+    forced = os.environ.get("FASTGRAD_ISA")
+    if forced:
+        assert config["isa"] == forced
+    import fastgrad.reference as ref
+    assert set(ref.config()) == set(config)
+
+
+def test_unknown_isa_fails_the_import_with_the_reason():
+    child = subprocess.run([sys.executable, "-c", "import fastgrad"], capture_output=True, text=True,
+                           env=_child_env(FASTGRAD_ISA="avx9000"), timeout=120)
+    assert child.returncode != 0
+    assert "FASTGRAD_ISA=avx9000 is not available on this machine (available: scalar" in child.stderr
+
+
+DETERMINISM_PROBE = """
+import hashlib, numpy as np, fastgrad
+rng = np.random.default_rng(5)
+h = hashlib.sha256()
+for dtype in (np.float32, np.float64):
+    for n in (1, 17, 1000, 4099):
+        x = fastgrad.from_numpy((rng.standard_normal((3, n)) * 10).astype(dtype))
+        y = fastgrad.from_numpy((rng.standard_normal((3, n)) * 10).astype(dtype))
+        for r in (x.sum(), x.sum(1), x.sum(0), x + y, x * y - y / x, fastgrad.maximum(x, y), x.sqrt(), x.relu()):
+            h.update(r.numpy().tobytes())
+print(h.hexdigest())
+"""
+
+
+def test_exact_kernels_and_sums_are_identical_on_every_isa():
+    available = fastgrad.config()["isas_available"]
+    digests = {isa: subprocess.run([sys.executable, "-c", DETERMINISM_PROBE], capture_output=True, text=True,
+                                   env=_child_env(FASTGRAD_ISA=isa), timeout=300, check=True).stdout
+               for isa in available}
+    assert len(set(digests.values())) == 1, digests
+
+
+@pytest.mark.parametrize("isa", ISAS)
+def test_suite_under_isa(isa):
+    """The kernel and op tests, on fastgrad only (the reference has no kernels), under a forced ISA."""
+    if os.environ.get("FASTGRAD_ISA"):
+        pytest.skip("already a child run under a forced ISA")
+    config = fastgrad.config()
+    if isa not in config["isas_available"]:
+        pytest.skip(f"{isa} is not available on this CPU")
+    if isa == config["isa"]:
+        pytest.skip(f"{isa} is this process's ISA: the main run covers it")
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = [os.path.join(here, name) for name in ("test_kernels.py", "test_ops.py", "test_nn_ops.py", "test_gemm.py")]
+    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files],
+                           capture_output=True, text=True, timeout=900, cwd=here,
+                           env=_child_env(FASTGRAD_ISA=isa, FASTGRAD_TEST_BACKENDS="fastgrad"))
+    assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]
