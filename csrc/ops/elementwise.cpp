@@ -9,6 +9,7 @@
 #include "kernels/kernel_table.h"
 #include "kernels/loops.h"
 #include "kernels/runs.h"
+#include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -59,6 +60,9 @@ Tensor cast_values(const Tensor& t, DType dtype) {
 
 // Below this many elements per run, the strided loop beats a kernel call per run.
 constexpr int64_t kMinRun = 16;
+// A contiguous loop splits across threads into chunks of at least this many elements (each
+// element is computed alone, so the split never changes a result).
+constexpr int64_t kParallelElements = 1 << 15;
 
 // out = a op b with the vector kernel, when the operands split into long enough runs (runs.h).
 // + - * / maximum minimum are exact, so this gives the scalar lambdas' results bit for bit.
@@ -68,6 +72,13 @@ bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* 
   InnerRuns<2> runs = inner_runs<2>(shape, {as, bs});
   if (runs.inner < kMinRun && !runs.outer.empty()) return false;
   BinaryKernel<T> kernel = kernels().of<T>().binary[static_cast<int>(op)];
+  if (runs.outer.empty()) {  // one run: long ones split across threads
+    parallel_for(0, runs.inner, kParallelElements, [&](int64_t lo, int64_t hi) {
+      kernel(a + (runs.broadcast[0] ? 0 : lo), runs.broadcast[0], b + (runs.broadcast[1] ? 0 : lo), runs.broadcast[1],
+             out + lo, hi - lo);
+    });
+    return true;
+  }
   for_each_run(runs, [&](int64_t o, const std::array<int64_t, 2>& off) {
     kernel(a + off[0], runs.broadcast[0], b + off[1], runs.broadcast[1], out + o, runs.inner);
   });
@@ -142,7 +153,10 @@ Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op) {
   Tensor out = empty(x->shape, dtype);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
-    kernels().of<T>().unary[static_cast<int>(op)](src->data_as<T>(), out->data_as<T>(), src->numel());
+    UnaryKernel<T> kernel = kernels().of<T>().unary[static_cast<int>(op)];
+    const T* x = src->data_as<T>();
+    T* y = out->data_as<T>();
+    parallel_for(0, src->numel(), kParallelElements, [&](int64_t lo, int64_t hi) { kernel(x + lo, y + lo, hi - lo); });
   });
   return out;
 }

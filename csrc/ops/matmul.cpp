@@ -1,11 +1,13 @@
 // Matrix products. dot, mv, mm and bmm are the recorded primitives (each with its own backward);
 // matmul applies PyTorch's rank rules on top of them.
+#include <algorithm>
 #include <type_traits>
 
 #include "autograd/node.h"
 #include "core/shape.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
+#include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -35,6 +37,12 @@ void require_same_dtype(const Tensor& a, const Tensor& b) {
                            c_type_name(b->dtype)));
 }
 
+// Products of fewer multiply-adds than this run on one thread (waking the pool costs ~10-20 us).
+constexpr double kParallelGemmWork = 1 << 20;
+// The smallest row block, and the column unit (a multiple of every ISA's micro-tile width), of a split product.
+constexpr int64_t kParallelRows = 16;
+constexpr int64_t kParallelCols = 64;
+
 // out[p] = a[p] @ b[p] with a viewed as (batch, n, k) and b as (batch, k, m). Floating point runs
 // the packed SIMD GEMM (kernels/gemm_impl.h), which packs straight from the operands' strides, so
 // transposed views (the backward's A^T G and G B^T) are never copied first; int64 the plain loop.
@@ -48,9 +56,28 @@ Tensor product(const Tensor& a, MatrixView as, const Tensor& b, MatrixView bs, i
     T* cp = out->data_as<T>();
     if constexpr (std::is_floating_point_v<T>) {
       GemmKernel<T> gemm = kernels().of<T>().gemm;
-      for (int64_t p = 0; p < batch; ++p)
-        gemm(n, m, k, ap + p * as.batch_stride, as.row_stride, as.col_stride, bp + p * bs.batch_stride, bs.row_stride,
-             bs.col_stride, cp + p * n * m, m);
+      // C[p][r0:r1, c0:c1]: each element is the same k-ordered chain whatever block computes it
+      // (the GEMM's contract), so how the threads split C never changes a bit.
+      auto block = [&](int64_t p, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+        gemm(r1 - r0, c1 - c0, k, ap + p * as.batch_stride + r0 * as.row_stride, as.row_stride, as.col_stride,
+             bp + p * bs.batch_stride + c0 * bs.col_stride, bs.row_stride, bs.col_stride, cp + p * n * m + r0 * m + c0,
+             m);
+      };
+      const bool parallel = double(batch) * double(n) * double(m) * double(k) >= kParallelGemmWork;
+      if (!parallel || batch >= get_num_threads()) {  // whole products per thread
+        parallel_for(0, batch, parallel ? 1 : batch, [&](int64_t lo, int64_t hi) {
+          for (int64_t p = lo; p < hi; ++p) block(p, 0, n, 0, m);
+        });
+      } else if (n >= m) {  // blocks of rows (each thread packs all of B: cheap next to its share of the work)
+        for (int64_t p = 0; p < batch; ++p)
+          parallel_for(0, n, kParallelRows, [&](int64_t lo, int64_t hi) { block(p, lo, hi, 0, m); });
+      } else {  // blocks of whole column tiles
+        const int64_t tiles = (m + kParallelCols - 1) / kParallelCols;
+        for (int64_t p = 0; p < batch; ++p)
+          parallel_for(0, tiles, 1, [&](int64_t lo, int64_t hi) {
+            block(p, 0, n, lo * kParallelCols, std::min(m, hi * kParallelCols));
+          });
+      }
     } else {
       batched_matmul<T>(batch, n, k, m, ap, as, bp, bs, cp);
     }

@@ -1,6 +1,7 @@
 // Reductions. The kernel views the input as [kept dims..., reduced dims...] and visits it in that
 // order, so every result element sees its reduced block as one run (deterministic order). Backward
 // formulas broadcast the output gradient back over the reduced dims.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,6 +10,7 @@
 #include "core/shape.h"
 #include "kernels/kernel_table.h"
 #include "kernels/loops.h"
+#include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -72,6 +74,9 @@ Tensor store(const std::vector<A>& acc, const Shape& shape, DType dtype) {
   return out;
 }
 
+// Sums of at least this many elements in all split across threads, by whole results.
+constexpr int64_t kParallelElements = 1 << 15;
+
 // Float sums of contiguous x by the vector kernels, when the reduced dims are all inner (each
 // result sums one run, at least kMinRow long, in the kernel's fixed lane order) or all outer (each
 // result sums a column in row order). False for other layouts, left to visit_reduced.
@@ -93,10 +98,15 @@ bool vector_sum(const Tensor& x, const std::vector<bool>& mask, std::vector<doub
   const int64_t block = block_size(x, mask), kept = x->numel() / block;
   const TypedKernels<T>& k = kernels().of<T>();
   const T* data = x->data_as<T>();
+  // Threads split the results only, never one result's sum: its order stays the same for any count.
   if (reduced_inner && block >= kMinRow) {
-    for (int64_t o = 0; o < kept; ++o) acc[o] = k.sum(data + o * block, block);
+    parallel_for(0, kept, kParallelElements / block + 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t o = lo; o < hi; ++o) acc[o] = k.sum(data + o * block, block);
+    });
   } else if (reduced_outer) {
-    for (int64_t r = 0; r < block; ++r) k.accumulate(acc.data(), data + r * kept, kept);
+    parallel_for(0, kept, std::max(kParallelElements / block, int64_t(64)), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = 0; r < block; ++r) k.accumulate(acc.data() + lo, data + r * kept + lo, hi - lo);
+    });
   } else {
     return false;
   }

@@ -4,6 +4,7 @@
 #include "autograd/grad_mode.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
 #include "python/bindings.h"
 
 namespace fg {
@@ -12,6 +13,8 @@ namespace {
 // Borrowed from the fastgrad package at import; the package module keeps them alive.
 PyObject* dtype_objects[4] = {};
 PyObject* size_type = nullptr;
+// set_num_threads caps larger requests here rather than start a million threads.
+constexpr int64_t kMaxThreads = 1024;
 }  // namespace
 
 DType dtype_from_py(py::handle obj) {
@@ -101,9 +104,20 @@ PYBIND11_MODULE(_C, m) {
     py::list names;
     for (Isa isa : available_isas()) names.append(isa_name(isa));
     d["isas_available"] = names;
-    d["num_threads"] = 1;  // every kernel runs on the calling thread
+    d["num_threads"] = get_num_threads();
     return d;
   }, "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, and threads.");
+  m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
+  m.def("set_num_threads", [](py::handle n) {
+    if (!PyLong_Check(n.ptr()) || PyBool_Check(n.ptr()))  // as PyTorch: no bool, float or str
+      throw RuntimeError(cat("set_num_threads expects an int, but got ", Py_TYPE(n.ptr())->tp_name));
+    int overflow = 0;
+    const long long threads = PyLong_AsLongLongAndOverflow(n.ptr(), &overflow);
+    if (overflow) throw ValueError("Overflow when unpacking long long");
+    if (threads > INT32_MAX || threads < INT32_MIN) throw ValueError("Overflow when unpacking long");
+    if (threads <= 0) throw RuntimeError("set_num_threads expects a positive integer");
+    set_num_threads(static_cast<int>(std::min<long long>(threads, kMaxThreads)));
+  }, "Sets the threads the long kernels use (default: the physical cores).");
 
   bind_node(m);
   bind_autograd(m);

@@ -33,6 +33,42 @@ namespace {
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
+// Long kernels run with the GIL released, so that other Python threads run meanwhile (releasing
+// costs ~25 ns: only worth it above these sizes). Nothing in the released section touches a Python
+// object: the operands are copies holding their own references (the caller's Python objects may
+// be dropped by another thread meanwhile), and the result becomes a Python object after the GIL
+// is back. Errors are C++ exceptions, translated after the GIL is back too.
+constexpr int64_t kNoGilElements = 100000;
+constexpr double kNoGilProductWork = 1 << 16;  // multiply-adds
+
+template <class Op, class... Args>
+Tensor without_gil(Op op, Args... args) {
+  py::gil_scoped_release no_gil;
+  return op(args...);
+}
+
+// op(a, b) for an elementwise op, without the GIL when the operands are long.
+template <class Op, class B>
+Tensor elementwise(Op op, const Tensor& a, const B& b) {
+  int64_t n = a->numel();
+  if constexpr (std::is_same_v<B, Tensor>) n = std::max(n, b->numel());
+  return n >= kNoGilElements ? without_gil(op, a, b) : op(a, b);
+}
+
+// op(x), without the GIL when x is long.
+template <class Op>
+Tensor unary(Op op, const Tensor& x) {
+  return x->numel() >= kNoGilElements ? without_gil(op, x) : op(x);
+}
+
+// A matrix product, without the GIL when it has enough multiply-adds: a's elements times b's
+// columns (batch broadcasting aside).
+template <class Op>
+Tensor product(Op op, const Tensor& a, const Tensor& b) {
+  const double work = double(a->numel()) * double(b->dim() >= 2 ? b->shape.back() : 1);
+  return work >= kNoGilProductWork ? without_gil(op, a, b) : op(a, b);
+}
+
 // Wraps op(tensor, tensor-or-Scalar) as a Python binary operator: numbers become Scalars (no
 // temporary tensor), anything else returns NotImplemented so Python can try the other operand.
 template <class F>
@@ -50,9 +86,9 @@ auto binary(F op) {
 template <class F>
 auto named_binary(const char* name, F op, const char* arg = "other") {
   return [op, name, arg](const Tensor& a, py::handle b) -> Tensor {
-    if (const Tensor* t = tensor_of(b.ptr())) return op(a, *t);
+    if (const Tensor* t = tensor_of(b.ptr())) return elementwise(op, a, *t);
     Scalar s;
-    if (scalar_from_py(b, s)) return op(a, s);
+    if (scalar_from_py(b, s)) return elementwise(op, a, s);
     throw TypeError(cat(name, "(): argument '", arg, "' must be Tensor, not ", type_name(b)));
   };
 }
@@ -76,11 +112,11 @@ PyObject* number_slot(PyObject* a, PyObject* b, Op op, Reflected reflected) noex
   try {
     Scalar s;
     if (const Tensor* x = tensor_of(a)) {
-      if (const Tensor* y = tensor_of(b)) return tensor_to_py(op(*x, *y));
-      if (scalar_from_py(b, s)) return tensor_to_py(op(*x, s));
+      if (const Tensor* y = tensor_of(b)) return tensor_to_py(elementwise(op, *x, *y));
+      if (scalar_from_py(b, s)) return tensor_to_py(elementwise(op, *x, s));
     } else if constexpr (!std::is_same_v<Reflected, std::nullptr_t>) {
       const Tensor* y = tensor_of(b);
-      if (y && scalar_from_py(a, s)) return tensor_to_py(reflected(*y, s));
+      if (y && scalar_from_py(a, s)) return tensor_to_py(elementwise(reflected, *y, s));
     }
     Py_RETURN_NOTIMPLEMENTED;
   } catch (...) {
@@ -339,14 +375,14 @@ void bind_tensor(py::module_& m) {
   m.def("neg", [](const Tensor& x) { return neg(x); });
   m.def("abs", [](const Tensor& x) { return abs(x); });
   m.def("sign", [](const Tensor& x) { return sign(x); });
-  m.def("exp", [](const Tensor& x) { return exp(x); });
-  m.def("log", [](const Tensor& x) { return log(x); });
+  m.def("exp", [](const Tensor& x) { return unary(fg::exp, x); });
+  m.def("log", [](const Tensor& x) { return unary(fg::log, x); });
   m.def("sqrt", [](const Tensor& x) { return sqrt(x); });
   m.def("sin", [](const Tensor& x) { return sin(x); });
   m.def("cos", [](const Tensor& x) { return cos(x); });
-  m.def("tanh", [](const Tensor& x) { return tanh(x); });
-  m.def("sigmoid", [](const Tensor& x) { return sigmoid(x); });
-  m.def("relu", [](const Tensor& x) { return relu(x); });
+  m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
+  m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
+  m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
   m.def("clamp", [](const Tensor& x, py::handle lo, py::handle hi) { return clamp(x, opt_scalar(lo), opt_scalar(hi)); });
   m.def("clamp_", [](const Tensor& x, py::handle lo, py::handle hi) { return clamp_(x, opt_scalar(lo), opt_scalar(hi)); });
   m.def("clamp_tensor", [](const Tensor& x, py::handle lo, py::handle hi) {
@@ -404,10 +440,10 @@ void bind_tensor(py::module_& m) {
   });
 
   m.def("dot", [](const Tensor& a, const Tensor& b) { return dot(a, b); });
-  m.def("mv", [](const Tensor& a, const Tensor& b) { return mv(a, b); });
-  m.def("mm", [](const Tensor& a, const Tensor& b) { return mm(a, b); });
-  m.def("bmm", [](const Tensor& a, const Tensor& b) { return bmm(a, b); });
-  m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
+  m.def("mv", [](const Tensor& a, const Tensor& b) { return product(fg::mv, a, b); });
+  m.def("mm", [](const Tensor& a, const Tensor& b) { return product(fg::mm, a, b); });
+  m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
+  m.def("matmul", [](const Tensor& a, const Tensor& b) { return product(fg::matmul, a, b); });
 
   m.def("softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); });
   m.def("log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); });

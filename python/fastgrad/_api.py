@@ -14,7 +14,7 @@ MODULE = """
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax
     matmul mm bmm mv dot
     reshape flatten squeeze unsqueeze transpose swapaxes permute t cat concat concatenate stack clone
-    numel is_tensor save load serialization config
+    numel is_tensor save load serialization config set_num_threads get_num_threads
     split chunk masked_fill all any gather is_floating_point
 """.split()
 

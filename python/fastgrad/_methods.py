@@ -711,3 +711,5 @@ for _name, _value in METHODS.items():
 FUNCTIONS.update(cat=cat, stack=stack, concat=cat, concatenate=cat, numel=numel, is_tensor=is_tensor,
                  reshape=lambda input, shape: reshape(input, shape), permute=lambda input, dims: permute(input, dims))
 FUNCTIONS["config"] = _prims.config  # the backend's build and runtime configuration (SIMD ISA, threads)
+FUNCTIONS["set_num_threads"] = _prims.set_num_threads
+FUNCTIONS["get_num_threads"] = _prims.get_num_threads

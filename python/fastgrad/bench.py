@@ -378,7 +378,7 @@ def main(argv=None):
     for name, rows in selected.items():
         if only and name not in only:
             continue
-        group_threads = threads if name == "elementwise" else (1,)
+        group_threads = threads if name in ("elementwise", "matmul") else (1,)
         print(table(name, run_group(rows, libs, timer, reference_timer, group_threads, torch)) + "\n", flush=True)
 
 

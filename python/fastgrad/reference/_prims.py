@@ -299,5 +299,27 @@ def isclose(input, other, rtol, atol, equal_nan):
 
 
 def config():
-    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD, one thread."""
-    return {"isa": "python", "isas_available": ["python"], "num_threads": 1}
+    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD; the recorded thread count."""
+    return {"isa": "python", "isas_available": ["python"], "num_threads": _num_threads}
+
+
+# The pure-Python backend computes on the calling thread: set_num_threads validates and records
+# its argument (as fastgrad._C does, with PyTorch's errors) so that the same code runs on both.
+_num_threads = 1
+
+
+def get_num_threads():
+    return _num_threads
+
+
+def set_num_threads(n):
+    global _num_threads
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if not -2**63 <= n < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    if not -2**31 <= n < 2**31:
+        raise ValueError("Overflow when unpacking long")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    _num_threads = n

@@ -1,0 +1,183 @@
+"""The thread pool: set/get_num_threads as PyTorch's, and results that do not depend on the thread count.
+
+The kernels split only independent outputs across threads (blocks of C, chunks of an elementwise
+loop, whole results of a sum), so 1 and 2 threads must agree bit for bit. Two threads split the
+work even on a one-core machine, so these tests exercise the split everywhere.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import fastgrad
+
+
+@pytest.fixture
+def threads():
+    """Runs fn under 1 and 2 threads and returns both results; restores the thread count."""
+    saved = fastgrad.get_num_threads()
+
+    def under(fn):
+        out = []
+        for n in (1, 2):
+            fastgrad.set_num_threads(n)
+            out.append(fn())
+        return out
+
+    yield under
+    fastgrad.set_num_threads(saved)
+
+
+def same_bits(x, y):
+    x, y = x.detach().numpy(), y.detach().numpy()
+    return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+
+
+def test_set_get_round_trip(fg):
+    saved = fg.get_num_threads()
+    assert saved >= 1 and fg.config()["num_threads"] == saved
+    try:
+        for n in (3, 1, 2):
+            fg.set_num_threads(n)
+            assert fg.get_num_threads() == n and fg.config()["num_threads"] == n
+    finally:
+        fg.set_num_threads(saved)
+    assert fg.get_num_threads() == saved
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, 2.0, "2", None, True, 10**10, 10**30])
+def test_set_num_threads_errors_as_torch(fg, torch, value):
+    saved, torch_saved = fg.get_num_threads(), torch.get_num_threads()
+    with pytest.raises(Exception) as expected:
+        torch.set_num_threads(value)
+    with pytest.raises(type(expected.value), match="^" + __import__("re").escape(str(expected.value)) + "$"):
+        fg.set_num_threads(value)
+    assert fg.get_num_threads() == saved and torch.get_num_threads() == torch_saved
+
+
+MATMUL_SHAPES = [
+    ((1000,), (1000,)),               # dot
+    ((700, 900), (900,)),             # mv
+    ((3, 5), (5, 7)),                 # tiny: never split
+    ((300, 500), (500, 700)),         # split by rows
+    ((20, 600), (600, 2000)),         # wide: split by column tiles
+    ((2000, 64), (64, 3)),            # tall and narrow
+    ((8, 100, 120), (8, 120, 90)),    # bmm: whole products per thread
+    ((1, 257, 300), (300, 301)),      # one product of a batch, odd sizes
+    ((530, 520), (520, 515)),         # several KC slices
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_bitwise_independent_of_threads(threads, sa, sb, dtype):
+    rng = np.random.default_rng(0)
+    a = fastgrad.tensor(rng.standard_normal(sa).astype(dtype))
+    b = fastgrad.tensor(rng.standard_normal(sb).astype(dtype))
+    one, two = threads(lambda: fastgrad.matmul(a, b))
+    assert same_bits(one, two)
+    np.testing.assert_allclose(two.numpy(), np.matmul(a.numpy().astype(np.float64), b.numpy().astype(np.float64)),
+                               rtol=1e-3 if dtype == "float32" else 1e-10, atol=1e-3 if dtype == "float32" else 1e-10)
+
+
+def test_matmul_transposed_views_and_backward(threads):
+    rng = np.random.default_rng(1)
+    a = fastgrad.tensor(rng.standard_normal((400, 300)).astype("float32"), requires_grad=True)
+    b = fastgrad.tensor(rng.standard_normal((400, 500)).astype("float32"), requires_grad=True)
+
+    def run():
+        a.grad = b.grad = None
+        out = a.t() @ b
+        out.sum().backward()
+        return out, a.grad, b.grad
+
+    one, two = threads(run)
+    assert all(same_bits(x, y) for x, y in zip(one, two))
+
+
+ELEMENTWISE = {
+    "add": lambda x, y: x + y,
+    "mul_scalar": lambda x, y: x * 1.7,
+    "rsub_scalar": lambda x, y: 2.0 - x,
+    "div_broadcast_row": lambda x, y: x / (y[:1] + 3.0),
+    "maximum": lambda x, y: fastgrad.maximum(x, y),
+    "exp": lambda x, y: fastgrad.exp(x),
+    "log": lambda x, y: fastgrad.log(y.abs()),
+    "tanh": lambda x, y: fastgrad.tanh(x),
+    "sigmoid": lambda x, y: fastgrad.sigmoid(x),
+    "relu": lambda x, y: fastgrad.relu(x),
+    "add_": lambda x, y: x.clone().add_(y),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
+def test_elementwise_bitwise_independent_of_threads(threads, name, dtype):
+    rng = np.random.default_rng(2)
+    x = fastgrad.tensor(rng.standard_normal((513, 1023)).astype(dtype))  # odd length: chunks end mid-vector
+    y = fastgrad.tensor(rng.standard_normal((513, 1023)).astype(dtype))
+    one, two = threads(lambda: ELEMENTWISE[name](x, y))
+    assert same_bits(one, two)
+
+
+def test_elementwise_values_after_split(threads):
+    x = np.arange(300001, dtype=np.float64)
+    one, two = threads(lambda: fastgrad.tensor(x) * 2.0 + fastgrad.tensor(x))
+    np.testing.assert_array_equal(two.numpy(), 3 * x)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape,dim", [((300, 1000), -1), ((1000, 300), 0), ((1 << 20,), None),
+                                      ((40, 50, 600), (1, 2)), ((600, 50, 40), (0, 1)), ((20000, 20), 1)])
+def test_sum_bitwise_independent_of_threads(threads, shape, dim, dtype):
+    x = fastgrad.tensor(np.random.default_rng(3).standard_normal(shape).astype(dtype))
+    one, two = threads(lambda: x.sum() if dim is None else x.sum(dim))
+    assert same_bits(one, two)
+    expected = x.numpy().astype(np.float64).sum(axis=dim)
+    np.testing.assert_allclose(two.numpy(), expected, rtol=1e-5, atol=1e-4)
+
+
+def test_python_threads_run_products_concurrently(threads):
+    """Several Python threads (the GIL released in the long kernels) share the pool correctly."""
+    rng = np.random.default_rng(4)
+    pairs = [(fastgrad.tensor(rng.standard_normal((200 + 10 * i, 300)).astype("float32")),
+              fastgrad.tensor(rng.standard_normal((300, 250)).astype("float32"))) for i in range(6)]
+    big = fastgrad.tensor(rng.standard_normal(400000).astype("float32"))
+    expected = threads(lambda: [a @ b for a, b in pairs] + [fastgrad.exp(big)])[0]
+    results, errors = {}, []
+
+    def work(i):
+        try:
+            for _ in range(5):
+                a, b = pairs[i]
+                results[i] = a @ b
+                results["exp", i] = fastgrad.exp(big)
+        except Exception as e:  # reported below: an exception in a thread would pass silently
+            errors.append(e)
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(len(pairs))]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not errors
+    for i in range(len(pairs)):
+        assert same_bits(results[i], expected[i])
+        assert same_bits(results["exp", i], expected[-1])
+
+
+def test_pool_works_in_forked_child(threads):
+    """A child forked after the pool started gets a fresh pool (the parent's workers do not exist there)."""
+    import os
+
+    a = fastgrad.tensor(np.random.default_rng(5).standard_normal((300, 300)).astype("float32"))
+    expected = threads(lambda: a @ a)[1]  # leaves 2 threads: the pool has a worker now
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit status
+        ok = False
+        try:
+            ok = same_bits(a @ a, expected)
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
