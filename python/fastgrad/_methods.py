@@ -17,8 +17,6 @@ from fastgrad._types import device, dtype as _dtype, float32, float64, int64, bo
 
 Tensor = _prims.Tensor
 
-_max_result = collections.namedtuple("max", ["values", "indices"])
-_min_result = collections.namedtuple("min", ["values", "indices"])
 
 METHODS = {}    # attached to Tensor
 FUNCTIONS = {}  # exported by the package
@@ -446,22 +444,23 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _prims.std(input, _dims(dim), builtins.float(correction), keepdim)
 
 
-@method
-def max(input, dim=None, keepdim=False, *, out=None):
-    if isinstance(dim, Tensor):
-        return _with_out(_prims.maximum(input, dim), out)
-    if dim is None:
-        return _prims.max_all(input)
-    return _max_result(*_prims.max_dim(input, _index(dim), keepdim))
+def _extreme(name, elementwise):
+    """max / min: over all elements, along a dim (values and indices), or elementwise with a tensor."""
+    over_all, over_dim = getattr(_prims, f"{name}_all"), getattr(_prims, f"{name}_dim")
+    result = collections.namedtuple(name, ["values", "indices"])
+
+    def extreme(input, dim=None, keepdim=False, *, out=None):
+        if isinstance(dim, Tensor):
+            return _with_out(elementwise(input, dim), out)
+        if dim is None:
+            return over_all(input)
+        return result(*over_dim(input, _index(dim), keepdim))
+
+    extreme.__name__ = extreme.__qualname__ = name
+    return method(extreme)
 
 
-@method
-def min(input, dim=None, keepdim=False, *, out=None):
-    if isinstance(dim, Tensor):
-        return _with_out(_prims.minimum(input, dim), out)
-    if dim is None:
-        return _prims.min_all(input)
-    return _min_result(*_prims.min_dim(input, _index(dim), keepdim))
+max, min = _extreme("max", _prims.maximum), _extreme("min", _prims.minimum)
 
 
 @method
