@@ -768,3 +768,11 @@ def test_int64_to_float32_rounds_once(fg):
     assert fg.tensor([v], dtype=fg.float32).item() == 2 ** 60  # a Python list goes through double, as PyTorch
     with pytest.raises(OverflowError, match="int too big to convert"):
         fg.full((2,), 2 ** 70)
+
+
+def test_tensor_of_a_numpy_scalar_keeps_its_dtype(fg):
+    # np.float64(0.5) was read as a Python float, giving float32
+    assert fg.tensor(np.float64(0.5)).dtype == fg.float64
+    assert fg.tensor(np.float32(0.5)).dtype == fg.float32
+    assert fg.tensor(np.bool_(True)).dtype == fg.bool
+    assert fg.tensor(np.int64(3)).item() == 3 and fg.tensor(np.float64(0.5), dtype=fg.float32).dtype == fg.float32

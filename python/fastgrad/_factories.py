@@ -91,8 +91,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                       UserWarning, stacklevel=2)
         t = _prims.clone(data.detach())
         t = t if dtype is None else _prims.to_dtype(t, dtype)
-    elif isinstance(data, np.ndarray):
-        t = _from_array(data, dtype or _dtype_of_array(data))
+    elif isinstance(data, (np.ndarray, np.generic)):  # a numpy scalar keeps its dtype, as a 0-d array does
+        t = _from_array(np.asarray(data), dtype or _dtype_of_array(np.asarray(data)))
     else:
         shape, kinds, values = [], set(), []
         _scan(data, 0, shape, kinds, values)
