@@ -93,15 +93,10 @@ struct AccumulateGrad final : Node {
 // What a backward needs to know about an input it does not save: its shape (to undo broadcasting)
 // and dtype (to return a gradient of the input's own type). Inline, so a node needs no heap.
 struct InputMeta {
-  SmallVec<int64_t, 4> shape;
+  Shape shape;
   DType dtype = DType::Float32;
-  static InputMeta of(const Tensor& t) {
-    InputMeta m;
-    for (int64_t s : t->shape) m.shape.push_back(s);
-    m.dtype = t->dtype;
-    return m;
-  }
-  Shape sizes() const { return shape.to_vector(); }
+  static InputMeta of(const Tensor& t) { return {t->shape, t->dtype}; }
+  const Shape& sizes() const { return shape; }
 };
 
 // Names a node type after the PyTorch backward it mirrors.

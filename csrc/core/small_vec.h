@@ -46,11 +46,6 @@ class SmallVec {
     size_ = 0;
   }
   size_t size() const { return size_; }
-  std::vector<T> to_vector() const {
-    std::vector<T> v;
-    for (size_t i = 0; i < size_; ++i) v.push_back((*this)[i]);
-    return v;
-  }
   bool empty() const { return size_ == 0; }
   T& operator[](size_t i) { return i < N ? inline_slot(i) : heap_[i - N]; }
   const T& operator[](size_t i) const { return i < N ? inline_slot(i) : heap_[i - N]; }

@@ -7,12 +7,13 @@
 #include <vector>
 
 #include "autograd/node_ref.h"
+#include "core/dims.h"
 #include "core/dtype.h"
 #include "core/storage.h"
 
 namespace fg {
 
-using Shape = std::vector<int64_t>;
+using Shape = Dims;
 struct TensorImpl;
 using Tensor = std::shared_ptr<TensorImpl>;
 struct AccumulateGrad;

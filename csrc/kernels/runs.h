@@ -5,7 +5,6 @@
 #pragma once
 #include <array>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/loops.h"
 
@@ -13,14 +12,14 @@ namespace fg {
 
 template <size_t N>
 struct InnerRuns {
-  std::vector<int64_t> outer;                      // the dims looped over, one run per element
-  std::array<std::vector<int64_t>, N> outer_strides;
+  Dims outer;                                      // the dims looped over, one run per element
+  std::array<Dims, N> outer_strides;
   int64_t inner = 1;                               // elements per run
   std::array<bool, N> broadcast{};                 // operand k repeats one value along a run
 };
 
 template <size_t N>
-InnerRuns<N> inner_runs(const std::vector<int64_t>& shape, const std::array<const int64_t*, N>& strides) {
+InnerRuns<N> inner_runs(const Dims& shape, const std::array<const int64_t*, N>& strides) {
   InnerRuns<N> runs;
   std::array<bool, N> decided{};  // whether operand k's kind (contiguous or repeated) is known yet
   int64_t d = static_cast<int64_t>(shape.size());

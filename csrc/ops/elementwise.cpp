@@ -632,13 +632,22 @@ Tensor sigmoid(const Tensor& x) {
   return out;
 }
 
-FG_NODE(ReluBackward0) };
-// As PyTorch's threshold_backward: the gradient is cut where the result is <= 0, so it passes
-// where the result is NaN.
-GradList ReluBackward0::apply(GradList&& grads) {
-  const Tensor& g = grads[0];
-  return {where(compare(unpack(0), Scalar::from_int(0), CompareOp::Le), zeros_like(g), g)};
+// ReLU's gradient, as PyTorch's threshold_backward(g, result, 0): g cut where the result is <= 0
+// (so it passes where the result is NaN). Linear in g: its own gradient is the same cut.
+Tensor threshold_backward(const Tensor& g, const Tensor& result);
+FG_NODE(ThresholdBackwardBackward0) };
+GradList ThresholdBackwardBackward0::apply(GradList&& grads) {
+  return {threshold_backward(grads[0], unpack(0)), Tensor()};
 }
+Tensor threshold_backward(const Tensor& g, const Tensor& result) {
+  DType dt = result_type(g, result);
+  Tensor out = binary_map(g, result, dt, dt, [](auto gv, auto r) { return r <= 0 ? decltype(gv)(0) : gv; });
+  if (auto* node = record<ThresholdBackwardBackward0>(out, {&g, &result})) node->saved[0].save(result);
+  return out;
+}
+
+FG_NODE(ReluBackward0) };
+GradList ReluBackward0::apply(GradList&& grads) { return {threshold_backward(grads[0], unpack(0))}; }
 Tensor relu(const Tensor& x) {
   if (x->dtype == DType::Bool) throw RuntimeError("Boolean inputs not supported for relu");
   Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); },  // NaN stays NaN

@@ -34,11 +34,11 @@ void check_inplace(const Tensor& self) {
 // the old value gets the gradient outside the region, the result node the gradient inside it.
 struct ViewRegionNode : Node {
   InputMeta base;
-  SmallVec<int64_t, 4> shape, strides;
+  Shape shape, strides;
   int64_t offset = 0;
   Tensor region(const Tensor& full) const {
     GradModeGuard no_grad(false);
-    return as_strided(full, shape.to_vector(), strides.to_vector(), offset);
+    return as_strided(full, shape, strides, offset);
   }
 };
 FG_NODE_FROM(CopySlices, ViewRegionNode) };

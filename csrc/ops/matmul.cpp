@@ -141,12 +141,28 @@ Tensor mv(const Tensor& a, const Tensor& b) {
   return record_product<MvBackward0>(out, a, b);
 }
 
+namespace {
+// A matrix laid out as the transpose of a contiguous one (a linear layer's W.t()).
+bool is_transposed_matrix(const Tensor& m) {
+  return m->shape[0] > 1 && m->shape[1] > 1 && m->strides[0] == 1 && m->strides[1] == m->shape[0];
+}
+}  // namespace
+
+// Each gradient comes out in its input's layout, as in PyTorch: the weight of a linear layer, used as
+// W.t(), then gets a contiguous gradient that .grad takes without a copy. Both forms of a product
+// sum the same terms in the same order, so the values are identical.
 FG_NODE(MmBackward0) };
 GradList MmBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);
-  if (needs_input_grad(0)) out[0] = mm(g, t(unpack(1)));
-  if (needs_input_grad(1)) out[1] = mm(t(unpack(0)), g);
+  if (needs_input_grad(0)) {
+    Tensor a = unpack(0), b = unpack(1);
+    out[0] = is_transposed_matrix(a) ? t(mm(b, t(g))) : mm(g, t(b));
+  }
+  if (needs_input_grad(1)) {
+    Tensor a = unpack(0), b = unpack(1);
+    out[1] = is_transposed_matrix(b) ? t(mm(t(g), a)) : mm(t(a), g);
+  }
   return out;
 }
 Tensor mm(const Tensor& a, const Tensor& b) {

@@ -161,7 +161,7 @@ Tensor expand(const Tensor& x, const Shape& requested) {
 }
 
 // ---- permute / transpose / t
-FG_NODE(PermuteBackward0) SmallVec<int64_t, 6> dims; };
+FG_NODE(PermuteBackward0) Shape dims; };
 GradList PermuteBackward0::apply(GradList&& grads) {
   std::vector<int64_t> inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
@@ -175,7 +175,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
                            dims.size()));
   Shape shape, strides;
   std::vector<bool> seen(x->dim(), false);
-  SmallVec<int64_t, 6> wrapped;
+  Shape wrapped;
   for (int64_t dim : dims) {
     int64_t d = wrap_dim(dim, x->dim());
     if (x->dim() == 0) continue;
@@ -338,18 +338,17 @@ Tensor alias_view(const Tensor& x) {
 }
 
 // ---- as_strided (internal): the regenerated history of a view after an in-place write
-FG_NODE(AsStridedBackward0) InputMeta input; SmallVec<int64_t, 4> shape, strides; int64_t offset = 0; };
+FG_NODE(AsStridedBackward0) InputMeta input; Shape shape, strides; int64_t offset = 0; };
 // Each gradient element is added at the memory position its view element reads: the view may be
 // an expanded one, whose elements share memory, and then their gradients sum.
 GradList AsStridedBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor full = zeros(input.sizes(), g->dtype);
-  Shape view_strides = strides.to_vector();
   dispatch_floating(g->dtype, [&](auto tag) {
     using T = decltype(tag);
     T* dst = full->data_as<T>() + offset;
     const T* src = g->data_as<T>();
-    for_each_offset<2>(g->shape, {view_strides.data(), g->strides.data()},
+    for_each_offset<2>(g->shape, {strides.data(), g->strides.data()},
                        [&](int64_t, const std::array<int64_t, 2>& o) { dst[o[0]] += src[o[1]]; });
   });
   return {full};

@@ -40,6 +40,9 @@ struct type_caster<std::shared_ptr<fg::TensorImpl>> {
 // pybind11's holder caster).
 template <>
 struct is_holder_type<fg::TensorImpl, std::shared_ptr<fg::TensorImpl>> : std::true_type {};
+// Sizes and strides cross as lists of ints, as std::vector<int64_t> did.
+template <>
+struct type_caster<fg::Dims> : list_caster<fg::Dims, int64_t> {};
 }  // namespace pybind11::detail
 
 namespace fg {
