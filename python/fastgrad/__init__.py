@@ -17,7 +17,7 @@ from ._methods import FUNCTIONS as _FUNCTIONS
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
                          full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint, normal,
                          manual_seed, seed)
-from . import autograd, nn, optim
+from . import autograd, nn, optim, viz
 from .serialization import save, load
 
 globals().update(_FUNCTIONS)

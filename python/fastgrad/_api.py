@@ -8,7 +8,7 @@ MODULE = """
     Size Tensor device dtype bool int64 float32 float64 long float double
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
-    no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim
+    no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim viz
     add sub mul div pow neg negative abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip
     maximum minimum where lt le gt ge eq ne equal allclose isclose
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax

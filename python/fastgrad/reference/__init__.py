@@ -34,6 +34,8 @@ imports bound to this package (see fastgrad._shared): _methods (PyTorch-style si
 methods and module functions), _factories (tensor(), zeros(), rand(), ...), _grad_mode (no_grad,
 enable_grad, set_grad_enabled), autograd (gradcheck, Function, grad), nn, optim and serialization
 (save, load). So fastgrad.reference.nn.Linear is the same class code as fastgrad.nn.Linear.
+viz (graph drawing) reads any backend's graph through the public API: fastgrad.reference.viz is
+fastgrad.viz's functions.
 """
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from ._tensor import Tensor
@@ -46,5 +48,6 @@ from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full
                          empty_like, full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint,
                          normal, manual_seed, seed)
 from .serialization import save, load  # noqa: E402
+from . import viz  # noqa: E402
 
 globals().update(_FUNCTIONS)
