@@ -30,6 +30,7 @@ class Tape {
     }
     std::sort(entries_.begin(), entries_.end(),
               [](const auto& a, const auto& b) { return a.first->sequence_nr > b.first->sequence_nr; });
+    move_sinks_up();
     for (size_t i = 0; i < entries_.size(); ++i) entries_[i].first->topo_slot = static_cast<int64_t>(i);
   }
   ~Tape() {
@@ -47,6 +48,37 @@ class Tape {
   }
 
  private:
+  // The sinks (AccumulateGrad, tape position 0) sort last. PyTorch runs one as soon as its last
+  // gradient has arrived, and the order shows: a leaf's hooks, and the .grad that a post-accumulate
+  // hook sees, come right after the last node that feeds the leaf. So each sink moves up to just after
+  // that node (those it completes in the order of its edges), or to the front if it is a root.
+  void move_sinks_up() {
+    size_t first_sink = entries_.size();
+    while (first_sink > 0 && entries_[first_sink - 1].first->sequence_nr == 0) --first_sink;
+    if (first_sink == entries_.size()) return;
+    constexpr int64_t kPlaced = -2;
+    std::vector<int64_t> last_feeder(entries_.size() - first_sink, -1);  // per sink, the last node feeding it
+    for (size_t s = first_sink; s < entries_.size(); ++s) entries_[s].first->topo_slot = static_cast<int64_t>(s);
+    for (size_t i = 0; i < first_sink; ++i)
+      for (const Edge& e : entries_[i].first->next_edges)
+        if (e.fn && e.fn->sequence_nr == 0) last_feeder[e.fn->topo_slot - first_sink] = static_cast<int64_t>(i);
+    std::vector<std::pair<Node*, int64_t>> order;
+    order.reserve(entries_.size());
+    for (size_t s = first_sink; s < entries_.size(); ++s)
+      if (last_feeder[s - first_sink] == -1) order.push_back(entries_[s]);
+    for (size_t i = 0; i < first_sink; ++i) {
+      order.push_back(entries_[i]);
+      for (const Edge& e : entries_[i].first->next_edges) {
+        if (!e.fn || e.fn->sequence_nr != 0) continue;
+        int64_t& feeder = last_feeder[e.fn->topo_slot - first_sink];
+        if (feeder != static_cast<int64_t>(i)) continue;
+        order.push_back(entries_[e.fn->topo_slot]);
+        feeder = kPlaced;
+      }
+    }
+    entries_ = std::move(order);
+  }
+
   static constexpr int64_t kVisited = -2;  // only while collecting, which runs no user code
   std::vector<std::pair<Node*, int64_t>> entries_;  // node, slot it had before this pass
 };
@@ -64,6 +96,55 @@ void fill_retained_grads(Node* node, const GradList& grads) {
     if (!out->grad) out->grad = clone(grads[i]);
     else add_(out->grad, grads[i]);
   }
+}
+
+bool any_defined(const GradList& grads) {
+  for (const Tensor& g : grads)
+    if (g) return true;
+  return false;
+}
+
+// Hooks (autograd/hooks.h). Those of an AccumulateGrad's tensor are its leaf's; AccumulateGrad is
+// the only node at tape position 0.
+LeafHooks* leaf_hooks(Node* node) {
+  return node->sequence_nr == 0 ? static_cast<AccumulateGrad*>(node)->variable->hooks.get() : nullptr;
+}
+
+bool has_hooks(Node* node) { return node->hooks || leaf_hooks(node); }
+
+// The hooks of the tensors whose gradients `grads` are: the node's outputs, or its leaf. Those of the
+// outputs that have hooks now: a hook may register hooks on another output of this node (which grows
+// the list under our feet, hence the index).
+void run_tensor_hooks(Node* node, GradList& grads) {
+  auto replacing = [](Tensor& grad) {
+    return [&grad](TensorHook& hook) {
+      if (Tensor replacement = hook.call(grad)) grad = std::move(replacement);
+    };
+  };
+  if (LeafHooks* leaf = leaf_hooks(node)) leaf->pre.run(replacing(grads[0]));
+  size_t hooked_outputs = node->hooks ? node->hooks->outputs.size() : 0;
+  for (size_t k = 0; k < hooked_outputs; ++k) {
+    auto& [output_nr, hooks] = node->hooks->outputs[k];
+    if (output_nr < grads.size()) hooks.run(replacing(grads[output_nr]));
+  }
+}
+
+// node->apply between the node's pre-hooks and post-hooks. A node that no gradient reached (it runs
+// for its hooks) or whose pre-hook took every gradient away gives none: built-in formulas expect some.
+GradList apply_hooked(Node* node, GradList&& grads) {
+  if (node->hooks) node->hooks->pre.run([&](NodePreHook& hook) { hook.call(grads); });
+  bool post_hooks = node->hooks && !node->hooks->post.items().empty();
+  GradList grad_outputs = post_hooks ? grads : GradList();
+  GradList input_grads = any_defined(grads) || node->runs_without_grads() ? node->apply(std::move(grads)) : GradList();
+  // Whenever an AccumulateGrad runs, with a gradient or not, as PyTorch's.
+  if (LeafHooks* leaf = leaf_hooks(node)) {
+    const Tensor& variable = static_cast<AccumulateGrad*>(node)->variable;
+    leaf->post_accumulate.run([&](PostAccumulateGradHook& hook) { hook.call(variable); });
+  }
+  if (!post_hooks) return input_grads;
+  input_grads.resize(node->next_edges.size());
+  node->hooks->post.run([&](NodePostHook& hook) { hook.call(input_grads, grad_outputs); });
+  return input_grads;
 }
 
 // autograd.grad: where each input's gradient is picked up, and which nodes must run to produce them
@@ -120,7 +201,13 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     Node* node = tape[i];
     GradList grads = std::move(inbox[i]);
     grads.resize(node->num_outputs());
+    bool hooked = has_hooks(node);
     if (captures) {
+      // As PyTorch: a node that only hands gradients to autograd.grad runs its tensors' hooks before
+      // they are taken; one that runs, only when it runs (below), after.
+      bool captured_here =
+          next_capture < captures->at.size() && captures->at[next_capture].first == static_cast<int64_t>(i);
+      if (hooked && captured_here && !captures->runs[i]) run_tensor_hooks(node, grads);
       for (; next_capture < captures->at.size() && captures->at[next_capture].first == static_cast<int64_t>(i);
            ++next_capture) {
         size_t k = captures->at[next_capture].second;
@@ -130,9 +217,11 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     }
     bool any = false;
     for (const Tensor& g : grads) any = any || g;
-    if (!any && !node->runs_without_grads()) continue;
+    // As PyTorch runs every node, a node with hooks runs them even when no gradient reached it.
+    if (!any && !node->runs_without_grads() && !hooked) continue;
+    if (hooked) run_tensor_hooks(node, grads);
     if (!node->retained_outputs.empty()) fill_retained_grads(node, grads);
-    GradList input_grads = node->apply(std::move(grads));
+    GradList input_grads = hooked ? apply_hooked(node, std::move(grads)) : node->apply(std::move(grads));
     if (!retain_graph) node->release_saved();
     for (size_t k = 0; k < node->next_edges.size() && k < input_grads.size(); ++k) {
       const Edge& e = node->next_edges[k];

@@ -11,6 +11,7 @@
 
 #include "autograd/arena.h"
 #include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
 #include "autograd/node_ref.h"
 #include "core/small_vec.h"
 #include "core/tensor.h"
@@ -79,6 +80,7 @@ struct Node {
   std::vector<std::weak_ptr<TensorImpl>> retained_outputs;  // outputs that called retain_grad()
   int64_t topo_slot = -1;  // engine scratch: index of this node in the running backward (restored after it)
   void* python_object = nullptr;  // the binding's cached grad_fn object, if one is alive (borrowed)
+  std::unique_ptr<NodeHooks> hooks;  // null while it has none (autograd/hooks.h)
 };
 
 // The sink of every edge that reaches a leaf: adds the incoming gradient into `variable.grad`.

@@ -17,6 +17,7 @@ using Shape = Dims;
 struct TensorImpl;
 using Tensor = std::shared_ptr<TensorImpl>;
 struct AccumulateGrad;
+struct LeafHooks;
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -40,6 +41,7 @@ struct TensorImpl {
   // base's, as PyTorch does (refresh_view_history in autograd/node.h).
   bool view_tracks_history = false;
   uint32_t view_version = 0;
+  std::unique_ptr<LeafHooks> hooks;  // a leaf's gradient hooks (autograd/hooks.h); null while it has none
 
   TensorImpl() = default;
   TensorImpl(const TensorImpl&) = delete;

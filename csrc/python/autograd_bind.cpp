@@ -135,6 +135,8 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
   return saved;
 }
 
+}  // namespace
+
 // One backward pass at a time in the process: passes keep per-node scratch (Node::topo_slot), and a
 // custom Function's Python backward lets other threads run. The same thread may nest passes (a
 // backward that runs a backward), which the engine allows for. A thread that must wait does so
@@ -149,6 +151,8 @@ std::unique_lock<std::recursive_mutex> lock_engine() {
   }
   return lock;
 }
+
+namespace {
 
 // torch.autograd.backward's checks of the outputs and of the gradient given for each (a tensor, or
 // None: ones for a single-element output), in its order, then the engine. With `inputs` (a list of

@@ -1,5 +1,7 @@
 // Shared pieces of the pybind11 layer: the only code that knows about Python.
 #pragma once
+#include <mutex>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -81,5 +83,11 @@ void guard_argument_errors(py::module_& m);
 // binding), which the guard above rewrites.
 void set_cast_failure(const char* message);
 py::object node_to_py(const NodeRef& node);
+// The node a grad_fn object stands for (node_bind.cpp).
+const NodeRef& node_of(py::handle obj);
+// Gradient hooks over Python functions (hooks_bind.cpp); after bind_tensor and bind_node.
+void bind_hooks(py::module_& m);
+// The process-wide lock of backward passes (autograd_bind.cpp); waits without the GIL.
+std::unique_lock<std::recursive_mutex> lock_engine();
 
 }  // namespace fg

@@ -122,5 +122,6 @@ PYBIND11_MODULE(_C, m) {
   bind_node(m);
   bind_autograd(m);
   bind_tensor(m);
+  bind_hooks(m);
   guard_argument_errors(m);
 }

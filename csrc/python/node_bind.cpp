@@ -34,6 +34,8 @@ py::object node_to_py(const NodeRef& node) {
   return obj;
 }
 
+const NodeRef& node_of(py::handle obj) { return obj.cast<const PyNode&>().node; }
+
 void bind_node(py::module_& m) {
   py::class_<PyNode>(m, "Node", py::dynamic_attr())
       .def("name", [](const PyNode& self) { return self.node->name(); })

@@ -14,6 +14,7 @@ from ._types import Size, device, dtype, bool, int64, float32, float64, long, fl
 from ._prims import Tensor
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from ._methods import FUNCTIONS as _FUNCTIONS
+from . import _hooks  # noqa: F401  Tensor.register_hook, grad_fn.register_hook, ...
 from ._factories import (tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like,
                          full_like, arange, linspace, eye, rand, randn, rand_like, randn_like, randint, normal,
                          manual_seed, seed)

@@ -22,6 +22,7 @@ TENSOR = """
     shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
     dim numel size stride storage_offset is_contiguous element_size item tolist numpy
     backward retain_grad requires_grad_ detach detach_ clone contiguous cpu cuda to type float double long bool
+    register_hook register_post_accumulate_grad_hook
     add sub mul div pow neg abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip maximum minimum where
     lt le gt ge eq ne equal allclose isclose
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax matmul mm bmm mv dot

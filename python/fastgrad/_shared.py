@@ -11,7 +11,8 @@ import importlib.util
 import pathlib
 import sys
 
-SHARED = ["_grad_mode", "_methods", "_factories", "autograd", "nn", "serialization", "optim"]  # in import order: _factories uses _methods
+# In import order: _factories uses _methods.
+SHARED = ["_grad_mode", "_methods", "_hooks", "_factories", "autograd", "nn", "serialization", "optim"]
 _HERE = pathlib.Path(__file__).resolve().parent
 
 

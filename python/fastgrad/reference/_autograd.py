@@ -122,6 +122,7 @@ class Function:
     inputs = ()
     _saved = ()
     _retained = ()
+    _hooks = None  # NodeHooks, from the first registration on
 
     @classmethod
     def run(cls, *inputs, **params):
@@ -354,6 +355,135 @@ def record_function(backward, name, inputs, outputs, to_save):
     return saved
 
 
+# ---- gradient hooks (Tensor.register_hook, ...: their checks and handles are fastgrad's _hooks, shared)
+
+class LeafHooks:
+    """A leaf's hooks (Tensor._hooks): before its gradient is accumulated into .grad, and after."""
+
+    def __init__(self):
+        self.pre, self.post_accumulate = [], []
+
+
+class NodeHooks:
+    """A node's hooks: those of its output tensors (by output_nr; the outputs in the order of their
+    first registration, as PyTorch keeps them), and the node's own."""
+
+    def __init__(self):
+        self.outputs, self.pre, self.post = {}, [], []
+
+
+class _Hook:
+    """A registered function; None once removed, so that a pass that has yet to reach it skips it."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+def _add_hook(hooks, fn):
+    """Appends fn to the list `hooks`; returns the function that removes it."""
+    hook = _Hook(fn)
+    hooks.append(hook)
+
+    def remove():
+        if hook.fn is not None:
+            hook.fn = None
+            hooks.remove(hook)
+
+    return remove
+
+
+def _live(hooks):
+    """The functions of `hooks` in registration order, over a copy (a hook may register or remove
+    hooks), skipping those removed meanwhile."""
+    for hook in list(hooks):
+        fn = hook.fn
+        if fn is not None:
+            yield fn
+
+
+def _node_hooks(node):
+    if node._hooks is None:
+        node._hooks = NodeHooks()
+    return node._hooks
+
+
+def _leaf_hooks(t):
+    if t._hooks is None:
+        t._hooks = LeafHooks()
+    return t._hooks
+
+
+def add_tensor_hook(t, fn):
+    """A non-leaf's hooks live on its grad_fn, by output_nr, as PyTorch keeps them: after an in-place
+    change of the tensor, they still see the gradient w.r.t. its former value."""
+    refresh_view_history(t)
+    if t._grad_fn is not None:
+        return _add_hook(_node_hooks(t._grad_fn).outputs.setdefault(t._output_nr, []), fn)
+    return _add_hook(_leaf_hooks(t).pre, fn)
+
+
+def add_post_accumulate_grad_hook(leaf, fn):
+    return _add_hook(_leaf_hooks(leaf).post_accumulate, fn)
+
+
+def add_node_prehook(node, fn):
+    return _add_hook(_node_hooks(node).pre, fn)
+
+
+def add_node_hook(node, fn):
+    return _add_hook(_node_hooks(node).post, fn)
+
+
+def _sink_hooks(node):
+    """The hooks of an AccumulateGrad's leaf (its tensor hooks are the leaf's); None for other nodes."""
+    return node.variable._hooks if isinstance(node, AccumulateGrad) else None
+
+
+def _has_hooks(node):
+    return node._hooks is not None or _sink_hooks(node) is not None
+
+
+def _run_tensor_hooks(node, grads):
+    """The hooks of the tensors whose gradients `grads` (a list, replaced in place) are: the node's
+    outputs (those that have hooks now: a hook may register some on another output), or its leaf."""
+    leaf = _sink_hooks(node)
+    lists = [] if leaf is None else [(0, leaf.pre)]
+    if node._hooks is not None:
+        lists += node._hooks.outputs.items()
+    for output_nr, hooks in lists:
+        for hook in _live(hooks):
+            result = hook(grads[output_nr])
+            if result is not None:
+                grads[output_nr] = result
+
+
+def _apply_hooked(node, grads):
+    """node.apply between the node's pre-hooks and post-hooks. A node that no gradient reached (it
+    runs for its hooks) or whose pre-hook took every gradient away gives none: built-in formulas
+    expect some."""
+    hooks = node._hooks
+    for hook in _live(hooks.pre if hooks is not None else ()):
+        result = hook(tuple(grads))
+        if result is not None:
+            grads = list(result)
+    runs = node.runs_without_grads or any(g is not None for g in grads)
+    input_grads = node.apply(grads) if runs else ()
+    leaf = _sink_hooks(node)
+    for hook in _live(leaf.post_accumulate if leaf is not None else ()):  # with a gradient or not, as PyTorch
+        hook(node.variable)
+    if hooks is None or not hooks.post:
+        return input_grads
+    n = len(node.next_edges)
+    input_grads = (tuple(input_grads) + (None,) * n)[:n]
+    for hook in _live(hooks.post):
+        result = hook(input_grads, tuple(grads))
+        if result is not None:
+            input_grads = result
+    return input_grads
+
+
 # ---- the engine
 
 def _tape(roots):
@@ -364,7 +494,28 @@ def _tape(roots):
         if node not in seen:
             seen.add(node)
             stack.extend(fn for fn, _ in node.next_edges if fn is not None and fn not in seen)
-    return sorted(seen, key=lambda node: node.sequence_nr, reverse=True)
+    return _move_sinks_up(sorted(seen, key=lambda node: node.sequence_nr, reverse=True))
+
+
+def _move_sinks_up(order):
+    """The sinks (AccumulateGrad, tape position 0) sort last. PyTorch runs one as soon as its last
+    gradient has arrived, and the order shows: a leaf's hooks, and the .grad that a post-accumulate
+    hook sees, come right after the last node that feeds the leaf. So each sink moves up to just after
+    that node (those it completes in the order of its edges), or to the front if it is a root."""
+    last_feeder = {}
+    for node in order:
+        for fn, _ in node.next_edges:
+            if isinstance(fn, AccumulateGrad):
+                last_feeder[fn] = node
+    tape = [node for node in order if isinstance(node, AccumulateGrad) and node not in last_feeder]
+    for node in order:
+        if not isinstance(node, AccumulateGrad):
+            tape.append(node)
+            for fn, _ in node.next_edges:
+                if last_feeder.get(fn) is node:
+                    tape.append(fn)
+                    del last_feeder[fn]
+    return tape
 
 
 def _deliver(inbox, edge, grad):
@@ -430,15 +581,23 @@ def _run(roots, grad_roots, retain_graph, inputs):
                     runs.add(node)
         for node in tape:
             grads = inbox.pop(node, None) or [None] * node.num_outputs
+            hooked = _has_hooks(node)
             if inputs is not None:
+                # As PyTorch: a node that only hands gradients to autograd.grad runs its tensors' hooks
+                # before they are taken; one that runs, only when it runs (below), after.
+                if hooked and node not in runs and node in wanted:
+                    _run_tensor_hooks(node, grads)
                 for k in wanted.get(node, ()):
                     captured[k] = grads[inputs[k][1]]
                 if node not in runs:
                     continue
-            if all(g is None for g in grads) and not node.runs_without_grads:
+            # As PyTorch runs every node, a node with hooks runs them even when no gradient reached it.
+            if all(g is None for g in grads) and not node.runs_without_grads and not hooked:
                 continue
+            if hooked:
+                _run_tensor_hooks(node, grads)
             node._fill_retained_grads(grads)
-            input_grads = node.apply(grads)
+            input_grads = _apply_hooked(node, grads) if hooked else node.apply(grads)
             if not retain_graph:
                 node.release_saved()
             for edge, grad in zip(node.next_edges, input_grads):

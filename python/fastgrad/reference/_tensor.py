@@ -186,6 +186,7 @@ class Tensor:
         return t
 
     __hash__ = object.__hash__
+    _hooks = None  # a leaf's gradient hooks (_autograd.LeafHooks), from the first registration on
 
     # ---- geometry
     @property
