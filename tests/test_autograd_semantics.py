@@ -338,3 +338,22 @@ def test_long_chain(fg):
     y.backward()
     assert math.isclose(y.item(), 1.0001 ** 100_000, rel_tol=1e-9)
     assert math.isclose(x.grad.item(), 1.0001 ** 100_000, rel_tol=1e-9)
+
+
+def test_grad_fn_metadata_lives_with_the_node(fg):
+    import gc
+    import weakref
+
+    class Payload:
+        pass
+
+    a = fg.tensor([1.0, 2.0], requires_grad=True)
+    c = (a * 2).sum()
+    assert c.grad_fn.metadata == {}
+    payload = Payload()
+    c.grad_fn.metadata["payload"] = payload  # the grad_fn object is a temporary: the dict is the node's
+    assert c.grad_fn.metadata["payload"] is payload and c.grad_fn.metadata is c.grad_fn.metadata
+    watcher = weakref.ref(payload)
+    del payload, c
+    gc.collect()
+    assert watcher() is None  # released with the node

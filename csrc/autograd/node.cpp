@@ -15,7 +15,11 @@ bool grad_enabled() { return grad_mode; }
 void set_grad_enabled(bool enabled) { grad_mode = enabled; }
 
 Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
-Node::~Node() = default;
+void (*release_node_metadata)(void* metadata) = nullptr;
+
+Node::~Node() {
+  if (metadata) release_node_metadata(metadata);
+}
 
 void Node::release_saved() {
   for (SavedTensor& s : saved) s.reset();

@@ -49,6 +49,9 @@ class SavedTensor {
 // PyTorch's error for using saved tensors that a backward without retain_graph has freed.
 extern const char* const kBackwardTwiceMessage;
 
+// Set by the binding that fills Node::metadata.
+extern void (*release_node_metadata)(void* metadata);
+
 struct Node {
   Node();
   virtual ~Node();
@@ -80,6 +83,9 @@ struct Node {
   std::vector<std::weak_ptr<TensorImpl>> retained_outputs;  // outputs that called retain_grad()
   int64_t topo_slot = -1;  // engine scratch: index of this node in the running backward (restored after it)
   void* python_object = nullptr;  // the binding's cached grad_fn object, if one is alive (borrowed)
+  // grad_fn.metadata: made by the binding on first use and kept as long as the node (the grad_fn
+  // object comes and goes); opaque here, freed through release_node_metadata.
+  void* metadata = nullptr;
   std::unique_ptr<NodeHooks> hooks;  // null while it has none (autograd/hooks.h)
 };
 

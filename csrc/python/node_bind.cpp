@@ -37,6 +37,12 @@ py::object node_to_py(const NodeRef& node) {
 const NodeRef& node_of(py::handle obj) { return obj.cast<const PyNode&>().node; }
 
 void bind_node(py::module_& m) {
+  // A node may die in a backward running without the GIL, or after the interpreter has gone.
+  release_node_metadata = [](void* metadata) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    Py_DECREF(static_cast<PyObject*>(metadata));
+  };
   py::class_<PyNode>(m, "Node", py::dynamic_attr())
       .def("name", [](const PyNode& self) { return self.node->name(); })
       .def_property_readonly("next_functions", &next_functions)
@@ -46,9 +52,10 @@ void bind_node(py::module_& m) {
                                if (!acc) throw py::attribute_error(cat("'", self.node->name(), "' object has no attribute 'variable'"));
                                return py::cast(acc->variable);
                              })
-      .def_property_readonly("metadata", [](py::object self) {
-        if (!py::hasattr(self, "_metadata")) self.attr("_metadata") = py::dict();
-        return self.attr("_metadata");
+      .def_property_readonly("metadata", [](const PyNode& self) {
+        Node& node = *self.node.get();
+        if (!node.metadata) node.metadata = py::dict().release().ptr();
+        return py::reinterpret_borrow<py::dict>(static_cast<PyObject*>(node.metadata));
       })
       .def("__repr__", [](const PyNode& self) {
         return cat("<", self.node->name(), " object at ", static_cast<const void*>(self.node.get()), ">");
