@@ -173,10 +173,30 @@ def _loss(m, ns, names):
     return loss
 
 
-def run(program, m, arrays=None, backward=True, upcast=False):
+def _second_order_grads(m, program, ns, loss):
+    """Each leaf's gradient of a weighted sum (loss_weight) of the loss's gradients, computed with
+    create_graph=True: a Hessian-vector product. Zeros where none arrives (whether a gradient that
+    does not depend on a leaf is connected to it at all differs between the backends' formulas)."""
+    leaves = [leaf.name for leaf in program.leaves if leaf.requires_grad]
+    firsts = m.autograd.grad(loss, [ns[name] for name in leaves], create_graph=True, allow_unused=True)
+    # Weighted by leaf, and only the gradients that require grad: one that is constant (relu's,
+    # for example) may or may not be connected to the leaves, depending on the backend's formula.
+    total = None
+    for i, g in enumerate(firsts):
+        if g is not None and g.requires_grad:
+            term = (g * m.tensor(loss_weight(i, tuple(g.shape)), dtype=g.dtype)).sum()
+            total = term if total is None else total + term
+    if total is None:
+        return {name: m.zeros_like(ns[name]) for name in leaves}
+    seconds = m.autograd.grad(total, [ns[name] for name in leaves], materialize_grads=True)
+    return dict(zip(leaves, seconds))
+
+
+def run(program, m, arrays=None, backward=True, upcast=False, order=1):
     """Runs `program` on tensor module `m`. `arrays` replaces the leaves' values (finite
     differences); backward=False skips the backward pass and builds leaves without grad; upcast
-    makes float32 leaves float64 (an estimate of the exact result)."""
+    makes float32 leaves float64 (an estimate of the exact result). order=2 replaces the leaves'
+    gradients with second derivatives (_second_order_grads)."""
     ns = {"torch": m}
     out = Outcome(m.__name__)
     with warnings.catch_warnings():
@@ -197,17 +217,22 @@ def run(program, m, arrays=None, backward=True, upcast=False):
         out.loss = None if loss is None else float(loss.detach().item())
         if backward:
             out.values = {name: _snapshot(ns[name]) for name in program.values}
+            grads = {}
             if loss is not None and loss.requires_grad:
                 try:
-                    loss.backward()
+                    if order == 2:
+                        grads = _second_order_grads(m, program, ns, loss)
+                    else:
+                        loss.backward()
                 except Exception as e:  # noqa: BLE001
                     out.error = ("backward", type(e), str(e).split("\n")[0])
                     return out
             out.grads = {}
             for leaf in program.leaves:
                 if leaf.requires_grad:
-                    g = ns[leaf.name].grad
-                    out.grads[leaf.name] = None if g is None else np.array(g.numpy(), copy=True)
+                    g = grads.get(leaf.name) if order == 2 else ns[leaf.name].grad
+                    # clone(): PyTorch may give a gradient it knows to be zero as a ZeroTensor, with no memory
+                    out.grads[leaf.name] = None if g is None else np.array(g.clone().numpy(), copy=True)
     return out
 
 
@@ -369,10 +394,12 @@ PRODUCTS = ("{a} @ {b}", "torch.matmul({a}, {b})", "torch.mm({a}, {b})", "{a}.bm
             "torch.dot({a}, {b})")
 
 
-def assert_same_outcome(program, ours, theirs, strict=True, exact=None):
+def assert_same_outcome(program, ours, theirs, strict=True, exact=None, second_order=False):
     """`strict` compares exception types exactly (fastgrad vs its reference); otherwise the known
     differences from PyTorch are allowed. `exact` = (ours, theirs): functions that run the program
-    in float64 on either backend (see SLACK); used only for float32 programs."""
+    in float64 on either backend (see SLACK); used only for float32 programs. `second_order`: the
+    gradients are second derivatives, whose formulas differ from PyTorch's where they meet inf or
+    NaN (x / 0), so against PyTorch any non-finite gradient matches any other."""
     names = (ours.backend, theirs.backend)
     if ours.error or theirs.error:
         same = (ours.error and theirs.error and ours.error[0] == theirs.error[0]
@@ -401,7 +428,7 @@ def assert_same_outcome(program, ours, theirs, strict=True, exact=None):
         if dtype in FLOAT and single:
             dtype = "float32"
         more = (lambda: exact_arrays(kind, name)) if single and exact is not None else None
-        _assert_arrays(what, a, b, dtype, names, more, signed_zeros)
+        _assert_arrays(what, a, b, dtype, names, more, signed_zeros or (kind == "grad" and second_order and not strict))
 
     for name in program.values:
         (d0, s0, r0, l0, v0), (d1, s1, r1, l1, v1) = ours.values[name], theirs.values[name]

@@ -13,19 +13,20 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 GRADCHECK_FILE = ROOT / "python" / "fastgrad" / "autograd" / "gradcheck.py"
 
 
-def gradcheck_for(fg):
-    """fastgrad's gradcheck for the module under test.
+def gradcheck_for(fg, name="gradcheck"):
+    """fastgrad's gradcheck (or gradgradcheck) for the module under test.
 
     When the suite runs against real PyTorch (FASTGRAD_TEST_BACKENDS=torch) the fastgrad package
     may not be importable, so the gradcheck source file is loaded on its own: it uses only methods
-    of the tensors it is given, so it checks torch tensors as well.
+    of the tensors it is given (and, for gradgradcheck, their library's autograd.grad), so it checks
+    torch tensors as well.
     """
     if fg.__name__.split(".")[0] == "fastgrad":  # fastgrad, or its pure-Python reference twin
-        return importlib.import_module("fastgrad.autograd").gradcheck
+        return getattr(importlib.import_module("fastgrad.autograd"), name)
     spec = importlib.util.spec_from_file_location("_fastgrad_gradcheck", GRADCHECK_FILE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.gradcheck
+    return getattr(module, name)
 
 
 def dtype_name(dtype):

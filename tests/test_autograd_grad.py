@@ -1,5 +1,4 @@
 """fastgrad.autograd.grad and fastgrad.autograd.backward, checked against PyTorch."""
-import re
 
 import pytest
 
@@ -197,21 +196,30 @@ def test_grad_errors(fg, torch, case, message):
     assert strip_module(error).replace("torch.", "") == strip_module(message).replace("torch.", "")
 
 
-def test_create_graph_is_not_supported_yet(fg):
-    if fg.__name__ == "torch":
-        pytest.skip("higher-order gradients are fastgrad's issue 6")
-    x, w = leaves(fg)
-    y = (x * w).sum()
-    message = re.escape("create_graph=True (higher-order gradients) is not supported yet")
-    with pytest.raises(NotImplementedError, match=message):
-        fg.autograd.grad(y, x, create_graph=True)
-    with pytest.raises(NotImplementedError, match=message):
-        fg.autograd.backward(y, create_graph=True)
-    with pytest.raises(NotImplementedError, match=message):
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
+def test_create_graph_in_every_form(fg, torch):
+    """grad, backward and Tensor.backward with create_graph=True record the backward pass: the
+    gradients differentiate again, and the graph is kept (retain_graph defaults to create_graph)."""
+    def program(lib):
+        x, w = leaves(lib)
+        y = (x * x * w).sum()
+        gx, = lib.autograd.grad(y, x, create_graph=True)
+        second = lib.autograd.grad(gx.sum(), [x, w])
+        lib.autograd.backward(y, create_graph=True)
         y.backward(create_graph=True)
-    gx, = fg.autograd.grad(y, x)  # nothing was run or freed
-    assert gx.tolist() == w.tolist()
-    assert x.grad is None
+        return gx, second, x.grad, w.grad, lib.autograd.grad(x.grad.sum(), w)
+
+    same_on_both(fg, torch, program)
+
+
+def test_retain_graph_false_frees_a_create_graph_pass(fg, torch):
+    def program(lib):
+        x, _ = leaves(lib)
+        y = x.exp().sum()
+        lib.autograd.grad(y, x, create_graph=True, retain_graph=False)
+        lib.autograd.grad(y, x)
+
+    assert str(same_error(fg, torch, program)).startswith("Trying to backward through the graph a second time")
 
 
 # ---- autograd.backward

@@ -1,11 +1,13 @@
 """The differential fuzzer: random programs (tests/fuzz_programs.py) give the same values, leaf
 gradients and exceptions on fastgrad, on fastgrad.reference (when importable) and on PyTorch (when
-installed); in float64, fastgrad's gradients agree with finite differences.
+installed); in float64, fastgrad's gradients agree with finite differences. Fewer programs compare
+their second derivatives (gradients of the gradients, create_graph=True) across the backends.
 
 Derandomized, so every CI run checks the same programs. FASTGRAD_FUZZ_EXAMPLES=<n> runs n programs
 (and FASTGRAD_FUZZ_SEED=<s> another set of them); FASTGRAD_FUZZ_BACKENDS=fastgrad,torch picks the
 backends. A failure prints the shrunk program as Python source.
 """
+import functools
 import os
 import re
 
@@ -18,28 +20,30 @@ from fuzz_programs import OPS, assert_gradients_match_finite_differences, assert
 
 EXAMPLES = int(os.environ.get("FASTGRAD_FUZZ_EXAMPLES", "1000"))
 PER_OP_EXAMPLES = max(3, EXAMPLES // 200)
+SECOND_ORDER_EXAMPLES = max(10, EXAMPLES // 5)
 SEED = os.environ.get("FASTGRAD_FUZZ_SEED")
 BACKENDS = fuzz_programs.backends()
 
 
-def fuzz_settings(test):
+def fuzz_settings(test, examples=EXAMPLES):
     phases = [p for p in Phase if p is not Phase.shrink or os.environ.get("FASTGRAD_FUZZ_SHRINK", "1") != "0"]
-    test = settings(max_examples=EXAMPLES, derandomize=SEED is None, deadline=None, database=None, phases=phases,
+    test = settings(max_examples=examples, derandomize=SEED is None, deadline=None, database=None, phases=phases,
                     suppress_health_check=list(HealthCheck), print_blob=False)(test)
     return seed(int(SEED))(test) if SEED is not None else test
 
 
-def check(program):
+def check(program, order=1):
     fastgrad = BACKENDS[0]
-    ours = run(program, fastgrad)
+    ours = run(program, fastgrad, order=order)
     for module in BACKENDS[1:]:
-        theirs = run(program, module)
+        theirs = run(program, module, order=order)
         if module.__name__ == "torch" and fuzz_programs.torch_bug(program, ours, theirs):
             continue
         strict = module.__name__.startswith("fastgrad")  # the reference must match exactly
-        exact = (lambda: run(program, fastgrad, upcast=True), lambda module=module: run(program, module, upcast=True))
-        assert_same_outcome(program, ours, theirs, strict=strict, exact=exact)
-    if program.dtype == "float64":
+        exact = (lambda: run(program, fastgrad, upcast=True, order=order),
+                 lambda module=module: run(program, module, upcast=True, order=order))
+        assert_same_outcome(program, ours, theirs, strict=strict, exact=exact, second_order=order == 2)
+    if program.dtype == "float64" and order == 1:
         assert_gradients_match_finite_differences(program, ours)
 
 
@@ -66,6 +70,12 @@ def test_backends_agree(program):
             if smaller.lines != program.lines or smaller.leaves != program.leaves:
                 note(f"The same failure, with lines and leaves deleted:\n{smaller.source()}")
         raise
+
+
+@functools.partial(fuzz_settings, examples=SECOND_ORDER_EXAMPLES)
+@given(programs())
+def test_second_derivatives_agree(program):
+    check(program, order=2)
 
 
 UNIQUE_OPS = list({op.template: op for op in OPS}.values())  # OPS repeats an op to weight it

@@ -182,3 +182,20 @@ def test_training_loop_with_modules_and_optimizer_does_not_grow():
     assert out["left"] == 0 and out["end"]["live_nodes"] == 0
     assert out["end"]["arena_bytes"] <= out["warm"]["arena_bytes"]
     assert out["rss_growth_kb"] < 2048
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
+def test_create_graph_graphs_are_freed():
+    """A recorded backward pass refers to the forward graph (saved outputs come back as outputs of
+    their node): dropping the gradients frees both; a .grad with history holds its graph until reset."""
+    base = live_nodes()
+    a, b = leaves()
+    g, = fastgrad.autograd.grad((a.exp() * b).sum(), a, create_graph=True)
+    h, = fastgrad.autograd.grad(g.sum(), a)
+    assert live_nodes() > base
+    del g, h
+    assert live_nodes() == base
+    (a ** 3 * b).sum().backward(create_graph=True)
+    assert a.grad.grad_fn is not None and live_nodes() > base
+    a.grad = b.grad = None  # breaks the leaf -> .grad -> graph -> leaf cycle, as PyTorch advises
+    assert live_nodes() == base

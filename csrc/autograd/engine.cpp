@@ -94,7 +94,7 @@ void fill_retained_grads(Node* node, const GradList& grads) {
     Tensor out = node->retained_outputs[i].lock();
     if (!out || !grads[i]) continue;
     if (!out->grad) out->grad = clone(grads[i]);
-    else add_(out->grad, grads[i]);
+    else out->grad = add(out->grad, grads[i]);  // out of place, as PyTorch's retains_grad hook
   }
 }
 
@@ -176,8 +176,8 @@ struct Captures {
 }  // namespace
 
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
-                                 bool retain_graph, const std::vector<Edge>* inputs) {
-  GradModeGuard no_grad(false);
+                                 bool retain_graph, const std::vector<Edge>* inputs, bool create_graph) {
+  GradModeGuard grad_mode(create_graph);
   std::vector<Edge> root_edges;
   std::vector<Node*> root_nodes;
   for (const Tensor& root : roots) {

@@ -67,7 +67,17 @@ std::string producer_name(const char* node_name) {
 }
 }  // namespace
 
-Tensor SavedTensor::unpack(const Node* owner) const { return unpack(owner->name()); }
+Tensor SavedTensor::unpack(const Node* owner) const {
+  Tensor t = unpack(owner->name());
+  if (is_output_ && grad_enabled()) {
+    // A temporary holding its owner: the owner itself still holds only the history-free alias.
+    Tensor with_history = alias(t);
+    with_history->grad_fn = NodeRef(const_cast<Node*>(owner));
+    with_history->output_nr = output_nr_;
+    t = std::move(with_history);
+  }
+  return t;
+}
 
 Tensor SavedTensor::unpack(const char* owner_name) const {
   if (!data_) throw RuntimeError(kBackwardTwiceMessage);
@@ -99,7 +109,12 @@ AccumulateGrad::~AccumulateGrad() {
 GradList AccumulateGrad::apply(GradList&& grads) {
   Tensor& incoming = grads[0];
   if (!incoming) return {};
-  if (!variable->grad) {
+  if (grad_enabled()) {
+    // create_graph: .grad keeps the gradient's history, so it is a recorded copy (CopyBackwards, as
+    // PyTorch's), and later gradients are added out of place, never into a tensor with history.
+    variable->grad = variable->grad ? add(variable->grad, incoming)
+                                    : copy_(empty(incoming->shape, incoming->dtype), incoming);
+  } else if (!variable->grad) {
     // Keep the incoming buffer only when nothing else can see it; otherwise copy, so that .grad
     // never aliases another tensor (an expanded view, a user-supplied gradient).
     bool exclusive = incoming.use_count() == 1 && incoming->storage.use_count() == 1 && incoming->is_contiguous() &&

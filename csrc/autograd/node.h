@@ -27,7 +27,9 @@ using GradList = SmallVec<Tensor, 2>;
 
 // A tensor kept for backward, stamped with its storage version so that a later in-place change is
 // detected instead of silently producing a wrong gradient. An op's own output is kept without its
-// history (which is this very node) so that node and tensor do not keep each other alive.
+// history (which is this very node) so that node and tensor do not keep each other alive; in grad
+// mode (a backward with create_graph) unpacking by the owner gives it back, as PyTorch's
+// SavedVariable does, so that the recorded gradient reaches through it.
 class SavedTensor {
  public:
   // An output is saved after it has been given its grad_fn and output_nr.
@@ -174,7 +176,10 @@ N* make_inplace_node(Edge self_edge, Edge other_edge) {
 // dtypes and shapes). Gradients reaching leaves accumulate into their .grad. With `inputs` (the
 // autograd.grad form), .grad is left alone: only the nodes that lead to an input edge run, and the
 // gradient flowing along each input edge is returned (undefined where none arrives).
+// With `create_graph`, the backward runs in grad mode: the gradients are recorded ops, with a
+// history of their own (higher-order gradients).
 std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grad_roots,
-                                 bool retain_graph, const std::vector<Edge>* inputs = nullptr);
+                                 bool retain_graph, const std::vector<Edge>* inputs = nullptr,
+                                 bool create_graph = false);
 
 }  // namespace fg

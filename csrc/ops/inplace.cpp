@@ -36,10 +36,8 @@ struct ViewRegionNode : Node {
   InputMeta base;
   Shape shape, strides;
   int64_t offset = 0;
-  Tensor region(const Tensor& full) const {
-    GradModeGuard no_grad(false);
-    return as_strided(full, shape, strides, offset);
-  }
+  // A view, recorded in a backward with create_graph: zeroing it in place then records too.
+  Tensor region(const Tensor& full) const { return as_strided(full, shape, strides, offset); }
 };
 FG_NODE_FROM(CopySlices, ViewRegionNode) };
 GradList CopySlices::apply(GradList&& grads) {

@@ -3,7 +3,9 @@
 // chain of generic ops: one pass, no temporaries, and numerically stable (softmax subtracts its
 // row's maximum, so logits of any size neither overflow nor give NaN). Values are computed in
 // double and rounded once when stored; python/fastgrad/reference/_nn.py does the same arithmetic
-// in the same order, so both backends give the same bits.
+// in the same order, so both backends give the same bits. In a backward with create_graph, the
+// gradients must be recorded: softmax's is then composed of ops, nll_loss's is a product with the
+// incoming gradient, and gelu's is an op with its own node (GeluBackwardBackward0).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -102,7 +104,14 @@ struct SoftmaxNode : Node {
   int64_t dim = 0;  // wrapped; 0 for a 0-d input (seen as one row of one element)
   bool log = false;
   Tensor input_grad(const Tensor& grad) const {
-    Tensor y = unpack(0), g = dense(grad);
+    Tensor y = unpack(0);
+    if (should_record({&grad, &y})) {  // create_graph: the same formula, from recorded ops
+      std::vector<int64_t> dims;
+      if (y->dim() > 0) dims.push_back(dim);
+      if (log) return sub(grad, mul(exp(y), sum(grad, dims, true)));
+      return mul(y, sub(grad, sum(mul(grad, y), dims, true)));
+    }
+    Tensor g = dense(grad);
     Tensor gx = empty(y->shape, y->dtype);
     dispatch_floating(y->dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -238,17 +247,23 @@ GradList NllLossBackward0::apply(GradList&& grads) {
     throw RuntimeError(cat("size mismatch (got input: ", shape_str(input->shape), ", target: ",
                            shape_str(target->shape), ")"));
   Tensor g = dense(grads[0]);
+  // create_graph with a gradient that has a history: the loop computes the coefficients (the
+  // gradient for g = 1), and their product with g is recorded. The input's values are not read:
+  // the gradient's own gradient reaches g only.
+  bool recorded = should_record({&g});
   Tensor gx = zeros(input->shape, input->dtype);  // contiguous
   bool each = per_sample(input, reduction);
   int64_t classes = input->shape.back();
   dispatch_floating(input->dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* gd = g->data_as<T>();
-    double scale = each ? 0.0 : reduction == Reduction::Mean ? gd[0] / total_weight : gd[0];  // one loss: one gradient
+    auto g_at = [&](int64_t b) { return recorded ? 1.0 : double(gd[b]); };
+    double scale = each ? 0.0 : reduction == Reduction::Mean ? g_at(0) / total_weight : g_at(0);  // one loss: one gradient
     for_each_target<T>(input, target, w, ignore_index, [&](int64_t b, int64_t c, double wc) {
-      gx->data_as<T>()[b * classes + c] = static_cast<T>(-wc * (each ? double(gd[b]) : scale));
+      gx->data_as<T>()[b * classes + c] = static_cast<T>(-wc * (each ? g_at(b) : scale));
     });
   });
+  if (recorded) return {mul(gx, each ? unsqueeze(g, 1) : g)};
   return {gx};
 }
 
@@ -316,23 +331,58 @@ double gelu_derivative(double x, GeluApproximation a) {
   return cdf + x * pdf;
 }
 
+// d^2 gelu / dx^2 from recorded ops (for the gradient of gelu's gradient). With the normal
+// density p: gelu'' = p (2 - x^2). With t = tanh(u), u = b (x + k x^3): gelu'' =
+// (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2), u' = b (1 + 3 k x^2), u'' = 6 b k x.
+Tensor gelu_second_derivative(const Tensor& x, GeluApproximation a) {
+  Tensor x_sq = mul(x, x);
+  if (a == GeluApproximation::None) {
+    Tensor density = mul(exp(mul(x_sq, Scalar::from_float(-0.5))), Scalar::from_float(kAlpha));
+    return mul(density, rsub(x_sq, Scalar::from_int(2)));
+  }
+  Tensor t = tanh(mul(add(x, mul(mul(x_sq, x), Scalar::from_float(kKappa))), Scalar::from_float(kBeta)));
+  Tensor du = mul(add(mul(x_sq, Scalar::from_float(3 * kKappa)), Scalar::from_int(1)), Scalar::from_float(kBeta));
+  Tensor d2u = mul(x, Scalar::from_float(6 * kBeta * kKappa));
+  Tensor inner = sub(d2u, mul(mul(t, mul(du, du)), Scalar::from_int(2)));
+  return mul(rsub(mul(t, t), Scalar::from_int(1)), add(du, mul(mul(x, inner), Scalar::from_float(0.5))));
+}
+
 }  // namespace
 
 struct GeluNode : Node {
   GeluApproximation approximate = GeluApproximation::None;
 };
-FG_NODE_FROM(GeluBackward0, GeluNode) };
-GradList GeluBackward0::apply(GradList&& grads) {
-  Tensor x = unpack(0);
-  const Tensor& g = grads[0];
+
+// gelu's gradient g * gelu'(x), an op of its own (as PyTorch's gelu_backward), recorded in a
+// backward with create_graph. saved[0]: g, saved[1]: x.
+FG_NODE_FROM(GeluBackwardBackward0, GeluNode) };
+namespace {
+Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximation approximate) {
   Tensor gx = empty(x->shape, x->dtype);
   dispatch_floating(x->dtype, [&](auto tag) {
     using T = decltype(tag);
     map2(x->shape, gx->data_as<T>(), g->data_as<T>(), g->strides.data(), x->data_as<T>(), x->strides.data(),
          [&](T gv, T xv) { return static_cast<T>(gv * gelu_derivative(xv, approximate)); });
   });
-  return {gx};
+  if (auto* node = record<GeluBackwardBackward0>(gx, {&g, &x})) {
+    node->approximate = approximate;
+    node->saved[0].save(g);
+    node->saved[1].save(x);
+  }
+  return gx;
 }
+}  // namespace
+GradList GeluBackwardBackward0::apply(GradList&& grads) {
+  const Tensor& gg = grads[0];
+  Tensor g = unpack(0), x = unpack(1);
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = gelu_backward(gg, x, approximate);
+  if (needs_input_grad(1)) out[1] = mul(mul(gg, g), gelu_second_derivative(x, approximate));
+  return out;
+}
+
+FG_NODE_FROM(GeluBackward0, GeluNode) };
+GradList GeluBackward0::apply(GradList&& grads) { return {gelu_backward(grads[0], unpack(0), approximate)}; }
 
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   if (!is_floating(x->dtype)) throw not_implemented_for("GeluKernelImpl", x->dtype);

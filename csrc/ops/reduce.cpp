@@ -244,20 +244,39 @@ Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
   });
   return out;
 }
+
+// product_of_others from recorded ops, for a backward with create_graph: x as rows of its blocks
+// [kept, block], each row repeated once per element with that element replaced by 1, multiplied out.
+Tensor product_of_others_recorded(const Tensor& x, const std::vector<bool>& mask) {
+  std::vector<int64_t> order;  // kept dims, then reduced dims
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (mask[d] == (pass == 1)) order.push_back(d);
+  Tensor grouped = permute(x, order);
+  int64_t block = block_size(x, mask), kept = x->numel() / block;
+  Tensor diagonal = compare(eye(block, block, DType::Int64), Scalar::from_int(1), CompareOp::Eq);
+  Tensor others = where(diagonal, full({}, 1.0, x->dtype), reshape(grouped, {kept, 1, block}));
+  std::vector<int64_t> back(order.size());
+  for (size_t i = 0; i < order.size(); ++i) back[order[i]] = static_cast<int64_t>(i);
+  return permute(reshape(prod(others, 2, false), grouped->shape), back);
+}
 }  // namespace
 
 // PyTorch's prod_backward, case by case, so that NaN and inf spread the same way: without zeros
 // in the input, the gradient is result / x; with zeros, the product of the other elements of the
 // block (computed directly); and over all elements with two or more zeros, zeros outright (even
-// for an infinite or NaN incoming gradient).
+// for an infinite or NaN incoming gradient) unless in grad mode (create_graph), where the product
+// of the others is needed for its own gradient, which is not zero.
 namespace {
 GradList prod_backward(const ReduceNode& node, const Tensor& g, bool all_elements) {
   Tensor x = node.unpack(0), result = node.unpack(1);
   if (x->dim() == 0) return {g};
   int64_t zeros = static_cast<int64_t>(item(sum(compare(x, Scalar::from_int(0), CompareOp::Eq), {}, false)).value);
   if (zeros == 0) return {mul(node.expand_grad(g), div(node.expand_grad(result), x))};
-  if (all_elements && zeros > 1) return {zeros_like(x)};
-  return {mul(node.expand_grad(g), product_of_others(x, node.reduced()))};
+  if (all_elements && zeros > 1 && !grad_enabled()) return {zeros_like(x)};
+  std::vector<bool> mask = node.reduced();
+  Tensor others = should_record({&x}) ? product_of_others_recorded(x, mask) : product_of_others(x, mask);
+  return {mul(node.expand_grad(g), others)};
 }
 }  // namespace
 

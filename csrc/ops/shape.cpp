@@ -64,6 +64,7 @@ std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
 // The gradient of a view that selects part of its input: zeros except where the view looked.
 Tensor scatter_into_zeros(const InputMeta& input, const Tensor& g, const std::function<Tensor(const Tensor&)>& view_of) {
   Tensor full_grad = zeros(input.sizes(), g->dtype);
+  GradModeGuard no_grad(false);
   copy_values(view_of(full_grad), g);
   return full_grad;
 }
@@ -269,13 +270,23 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
   return out;
 }
 
-// ---- slice / select (the views behind basic indexing)
+// ---- slice / select (the views behind basic indexing). Their gradients scatter into zeros: ops
+// of their own, recorded in a backward with create_graph; being linear in the gradient, their own
+// gradient is the view again.
+FG_NODE(SliceBackwardBackward0) int64_t dim = 0, start = 0, stop = 0, step = 1; };
+GradList SliceBackwardBackward0::apply(GradList&& grads) { return {slice(grads[0], dim, start, stop, step)}; }
+
 FG_NODE(SliceBackward0) InputMeta input; int64_t dim = 0, start = 0, stop = 0, step = 1; };
 GradList SliceBackward0::apply(GradList&& grads) {
-  return {scatter_into_zeros(input, grads[0], [&](const Tensor& full) {
-    GradModeGuard no_grad(false);
-    return slice(full, dim, start, stop, step);
-  })};
+  const Tensor& g = grads[0];
+  Tensor out = scatter_into_zeros(input, g, [&](const Tensor& full) { return slice(full, dim, start, stop, step); });
+  if (auto* node = record<SliceBackwardBackward0>(out, {&g})) {
+    node->dim = dim;
+    node->start = start;
+    node->stop = stop;
+    node->step = step;
+  }
+  return {out};
 }
 
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) {
@@ -301,12 +312,18 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   return out;
 }
 
+FG_NODE(SelectBackwardBackward0) int64_t dim = 0, index = 0; };
+GradList SelectBackwardBackward0::apply(GradList&& grads) { return {select(grads[0], dim, index)}; }
+
 FG_NODE(SelectBackward0) InputMeta input; int64_t dim = 0, index = 0; };
 GradList SelectBackward0::apply(GradList&& grads) {
-  return {scatter_into_zeros(input, grads[0], [&](const Tensor& full) {
-    GradModeGuard no_grad(false);
-    return select(full, dim, index);
-  })};
+  const Tensor& g = grads[0];
+  Tensor out = scatter_into_zeros(input, g, [&](const Tensor& full) { return select(full, dim, index); });
+  if (auto* node = record<SelectBackwardBackward0>(out, {&g})) {
+    node->dim = dim;
+    node->index = index;
+  }
+  return {out};
 }
 
 Tensor select(const Tensor& x, int64_t dim, int64_t index) {
@@ -338,7 +355,18 @@ Tensor alias_view(const Tensor& x) {
 }
 
 // ---- as_strided (internal): the regenerated history of a view after an in-place write
-FG_NODE(AsStridedBackward0) InputMeta input; Shape shape, strides; int64_t offset = 0; };
+struct AsStridedNode : Node {
+  Shape shape, strides;
+  int64_t offset = 0;
+};
+// The gradient of as_strided, an op of its own (recorded under create_graph); linear in the
+// gradient, so its own gradient is the view again.
+FG_NODE_FROM(AsStridedBackwardBackward0, AsStridedNode) };
+GradList AsStridedBackwardBackward0::apply(GradList&& grads) {
+  return {as_strided(contiguous(grads[0]), shape, strides, offset)};
+}
+
+FG_NODE_FROM(AsStridedBackward0, AsStridedNode) InputMeta input; };
 // Each gradient element is added at the memory position its view element reads: the view may be
 // an expanded one, whose elements share memory, and then their gradients sum.
 GradList AsStridedBackward0::apply(GradList&& grads) {
@@ -351,6 +379,11 @@ GradList AsStridedBackward0::apply(GradList&& grads) {
     for_each_offset<2>(g->shape, {strides.data(), g->strides.data()},
                        [&](int64_t, const std::array<int64_t, 2>& o) { dst[o[0]] += src[o[1]]; });
   });
+  if (auto* node = record<AsStridedBackwardBackward0>(full, {&g})) {
+    node->shape = shape;
+    node->strides = strides;
+    node->offset = offset;
+  }
   return {full};
 }
 

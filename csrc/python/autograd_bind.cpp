@@ -18,13 +18,21 @@ namespace {
 struct SavedTensors {
   std::vector<SavedTensor> items;  // one per saved value; a None is an item never saved
   std::string owner;               // the node's name, for the error about a modified output
+  // The node while its backward runs (so certainly alive): a saved output unpacked then, in a
+  // backward with create_graph, gets it back as its grad_fn.
+  const Node* node = nullptr;
   bool released = false;
 
   py::tuple unpack() const {
     if (released) throw RuntimeError(kBackwardTwiceMessage);
     py::tuple out(items.size());
-    for (size_t i = 0; i < items.size(); ++i)
-      out[i] = items[i].defined() ? py::cast(items[i].unpack(owner.c_str())) : py::none();
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (!items[i].defined()) {
+        out[i] = py::none();
+        continue;
+      }
+      out[i] = py::cast(node ? items[i].unpack(node) : items[i].unpack(owner.c_str()));
+    }
     return out;
   }
 };
@@ -68,6 +76,11 @@ struct PyFunctionNode final : Node {
 
   GradList apply(GradList&& grads) override {
     py::gil_scoped_acquire gil;
+    struct Running {  // saved_->node is this node until the Python backward returns or raises
+      SavedTensors& saved;
+      ~Running() { saved.node = nullptr; }
+    } running{*saved_};
+    saved_->node = this;
     py::tuple args(grads.size());
     for (size_t i = 0; i < grads.size(); ++i) args[i] = grads[i] ? py::cast(grads[i]) : py::none();
     py::list result(backward_(args));  // a Python exception propagates as itself
@@ -154,11 +167,26 @@ std::unique_lock<std::recursive_mutex> lock_engine() {
 
 namespace {
 
+// PyTorch's warning (once per process) for a backward into .grad with create_graph: a leaf's
+// gradient then holds a graph that holds the leaf.
+void warn_gradient_cycle() {
+  static bool warned = false;
+  if (warned) return;
+  warned = true;
+  if (PyErr_WarnEx(PyExc_UserWarning,
+                   "Using backward() with create_graph=True will create a reference cycle between the parameter and "
+                   "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
+                   "graph to avoid this. If you have to use this function, make sure to reset the .grad fields of "
+                   "your parameters to None after use to break the cycle and avoid the leak.",
+                   1) != 0)
+    throw py::error_already_set();
+}
+
 // torch.autograd.backward's checks of the outputs and of the gradient given for each (a tensor, or
 // None: ones for a single-element output), in its order, then the engine. With `inputs` (a list of
 // tensors), returns their gradients (None where none arrives) and leaves .grad alone.
 py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors, bool retain_graph,
-                                py::handle inputs) {
+                                py::handle inputs, bool create_graph) {
   std::vector<Tensor> roots, grads;
   for (size_t i = 0; i < tensors.size(); ++i) {
     Tensor root = tensors[i].cast<Tensor>();
@@ -185,8 +213,9 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     if (!grads[i]) grads[i] = ones_like(roots[i]);
   }
   if (inputs.is_none()) {
+    if (create_graph) warn_gradient_cycle();
     auto lock = lock_engine();
-    run_backward(roots, grads, retain_graph);
+    run_backward(roots, grads, retain_graph, nullptr, create_graph);
     return py::none();
   }
   std::vector<Edge> edges;
@@ -198,7 +227,7 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     if (!edges.back().fn) throw RuntimeError("One of the differentiated Tensors does not require grad");
   }
   auto lock = lock_engine();
-  std::vector<Tensor> captured = run_backward(roots, grads, retain_graph, &edges);
+  std::vector<Tensor> captured = run_backward(roots, grads, retain_graph, &edges, create_graph);
   py::list out;
   for (const Tensor& g : captured) out.append(g ? py::cast(g) : py::none());
   return out;
@@ -207,15 +236,15 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
 }  // namespace
 
 void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_graph, bool create_graph) {
-  if (create_graph) throw NotImplementedError("create_graph=True (higher-order gradients) is not supported yet");
   bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-  run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none());
+  run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none(), create_graph);
 }
 
 void bind_autograd(py::module_& m) {
   py::class_<SavedTensors, std::shared_ptr<SavedTensors>>(m, "SavedTensors").def("unpack", &SavedTensors::unpack);
   m.def("record_function", &record_function);
-  m.def("run_backward", &run_backward_checked);
+  m.def("run_backward", &run_backward_checked, py::arg("tensors"), py::arg("grad_tensors"), py::arg("retain_graph"),
+        py::arg("inputs"), py::arg("create_graph") = false);
 }
 
 }  // namespace fg

@@ -1,7 +1,7 @@
 """fastgrad.autograd: gradient utilities on top of the core engine (a torch.autograd subset)."""
-from . import function
+from . import function, functional
 from .function import Function
-from .gradcheck import gradcheck
+from .gradcheck import gradcheck, gradgradcheck
 from .gradients import backward, grad
 
-__all__ = ["Function", "backward", "function", "grad", "gradcheck"]
+__all__ = ["Function", "backward", "function", "functional", "grad", "gradcheck", "gradgradcheck"]

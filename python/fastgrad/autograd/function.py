@@ -31,7 +31,7 @@ import inspect
 from .. import _prims
 from .._grad_mode import no_grad
 
-__all__ = ["Function", "FunctionCtx", "BackwardFunction", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "BackwardFunction", "DelayedError", "once_differentiable"]
 
 Tensor = _prims.Tensor
 
@@ -180,13 +180,30 @@ def _record(ctx, args, output):
     return tuple(outputs) if isinstance(output, tuple) else outputs[0]
 
 
+class DelayedError(Function):
+    """The node once_differentiable gives its gradients in a create_graph backward: going back
+    through it is an error."""
+
+    @staticmethod
+    def forward(ctx, *tensors):
+        return tensors if len(tensors) > 1 else tensors[0]
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with @once_differentiable")
+
+
 def once_differentiable(fn):
-    """Marks a backward that is not itself differentiable. Higher-order gradients are not
-    supported yet, so every backward runs with grad mode off already: the decorator only keeps
-    PyTorch code working."""
+    """Marks a backward that is not itself differentiable: it runs with grad mode off, and in a
+    create_graph backward (when an incoming gradient requires grad) its gradients come out of a
+    DelayedError node, as in PyTorch, so that differentiating them again is an error."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        if not (_prims.is_grad_enabled() and any(isinstance(arg, Tensor) and arg.requires_grad for arg in args)):
+            return outputs
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        return DelayedError.apply(*[None if out is None else out.detach().requires_grad_() for out in outputs])
 
     return wrapper

@@ -11,10 +11,15 @@ The analytical Jacobian is read row by row: one backward pass per output element
 vector as the incoming gradient. The numerical Jacobian perturbs one input element at a time by
 ``+-eps`` and takes the central difference. Both are plain Python floats, so the comparison does
 not depend on the backend's own comparison ops.
+
+``gradgradcheck`` runs gradcheck on the function's gradients, computed with create_graph=True by
+the ``autograd.grad`` of the library the tensors come from (torch, fastgrad or fastgrad.reference).
 """
+import importlib
+import random
 import warnings
 
-__all__ = ["gradcheck"]
+__all__ = ["gradcheck", "gradgradcheck"]
 
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 _MAX_CHARS = 400  # of each Jacobian printed in a failure message
@@ -55,7 +60,8 @@ def _fresh_dense_copy(tensor):
 
 
 def _values(tensor):
-    return [float(v) for v in tensor.detach().reshape(-1).tolist()]
+    # clone(): a gradient PyTorch knows to be zero may be an "efficient zero tensor", with no memory to read
+    return [float(v) for v in tensor.detach().clone().reshape(-1).tolist()]
 
 
 def _float_outputs(outputs):
@@ -198,3 +204,67 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                     f"numerical:{_format(num)}\nanalytical:{_format(ana)}\n",
                     raise_exception)
     return True
+
+
+def _autograd_grad(tensor):
+    """The autograd.grad of the library that `tensor`'s type belongs to: the nearest package, going
+    up from the type's module (fastgrad._C -> fastgrad, torch), that has one."""
+    name = type(tensor).__module__
+    while name:
+        grad = getattr(getattr(importlib.import_module(name), "autograd", None), "grad", None)
+        if grad is not None:
+            return grad
+        name = name.rpartition(".")[0]
+    raise TypeError(f"gradgradcheck: no autograd.grad for tensors of type {type(tensor).__name__}")
+
+
+def _random_like(tensor, rng):
+    """A leaf of tensor's shape and dtype, uniform in [-1, 1), that requires grad."""
+    values = _fresh_dense_copy(tensor)
+    for j in range(values.numel()):
+        values[_unravel(j, tuple(values.shape))] = rng.uniform(-1.0, 1.0)
+    return values.requires_grad_()
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True):
+    """Check the second derivatives of ``func`` at ``inputs`` against finite differences of its
+    gradients, as ``torch.autograd.gradgradcheck``: gradcheck of the function that maps (inputs,
+    grad_outputs) to the gradients of ``func``'s outputs that require grad, weighted by
+    ``grad_outputs``, with respect to the inputs that require grad (computed with
+    create_graph=True). ``grad_outputs`` (one per such output) default to random tensors in
+    [-1, 1) that require grad, so that the check covers them too.
+
+    Returns True on success; on failure raises RuntimeError, or returns False when
+    ``raise_exception=False``. The messages count inputs and outputs as gradcheck's do, over the
+    inputs followed by the grad_outputs.
+    """
+    inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        outputs = [out for out in _as_tuple(func(*inputs)) if _is_tensor(out) and out.requires_grad]
+        rng = random.Random(0)  # the same check on every run
+        grad_outputs = tuple(_random_like(out, rng) for out in outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+    n_grads = len(grad_outputs)
+    differentiable_inputs = [i for i, x in enumerate(inputs) if _is_tensor(x) and x.requires_grad]
+
+    def gradients(*args):
+        # gradcheck hands in fresh leaves that require grad, or detached copies (finite
+        # differences): these become leaves too, sharing their memory, so that the gradients can
+        # be computed at every perturbed point.
+        args = list(args)
+        for i in differentiable_inputs:
+            args[i] = args[i] if args[i].requires_grad else args[i].detach().requires_grad_()
+        vectors = args[len(args) - n_grads:]
+        outputs = [out for out in _as_tuple(func(*args[:len(args) - n_grads])) if _is_tensor(out) and out.requires_grad]
+        if len(outputs) != n_grads:
+            raise RuntimeError(f"gradgradcheck: func has {len(outputs)} outputs that require grad, but "
+                               f"{n_grads} grad_outputs were given")
+        wrt = [args[i] for i in differentiable_inputs]
+        if not outputs:
+            return ()
+        grads = _autograd_grad(outputs[0])(outputs, wrt, vectors, create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(gradients, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)

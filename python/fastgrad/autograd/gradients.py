@@ -10,7 +10,6 @@ from .. import _prims
 __all__ = ["backward", "grad"]
 
 Tensor = _prims.Tensor
-_NO_CREATE_GRAPH = "create_graph=True (higher-order gradients) is not supported yet"
 
 
 def _tensors(value):
@@ -31,13 +30,15 @@ def _outputs_and_grads(outputs, grad_outputs):
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulates into the .grad of the leaves the gradients of `tensors` (a tensor or a sequence),
-    seeded with `grad_tensors` (one per tensor; None means ones, for single-element tensors only)."""
-    if create_graph:
-        raise NotImplementedError(_NO_CREATE_GRAPH)
+    seeded with `grad_tensors` (one per tensor; None means ones, for single-element tensors only).
+    With create_graph, the backward pass is recorded, so the gradients can be differentiated again;
+    the graph is then kept unless retain_graph=False."""
     if inputs is not None:
         raise NotImplementedError("autograd.backward(inputs=...) is not supported yet; use autograd.grad")
     tensors, grads = _outputs_and_grads(tensors, grad_tensors)
-    _prims.run_backward(tensors, grads, bool(retain_graph), None)
+    create_graph = bool(create_graph)
+    _prims.run_backward(tensors, grads, create_graph if retain_graph is None else bool(retain_graph), None,
+                        create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -45,9 +46,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """The gradients of `outputs` with respect to `inputs` (tensors, leaves or not), as a tuple, or a
     dict for a dict of inputs. No .grad is touched, and only the part of the graph that leads to
     the inputs runs. An input the outputs do not depend on is an error, unless allow_unused (its
-    gradient is then None, or zeros with materialize_grads)."""
-    if create_graph:
-        raise NotImplementedError(_NO_CREATE_GRAPH)
+    gradient is then None, or zeros with materialize_grads). With create_graph, the gradients are
+    computed by recorded ops, so they can be differentiated again."""
     if is_grads_batched:
         raise NotImplementedError("is_grads_batched=True is not supported yet")
     if not only_inputs:
@@ -62,7 +62,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     outputs, grads = _outputs_and_grads(outputs, grad_outputs)
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
-    result = _prims.run_backward(outputs, grads, bool(retain_graph), list(inputs))
+    create_graph = bool(create_graph)
+    result = _prims.run_backward(outputs, grads, create_graph if retain_graph is None else bool(retain_graph),
+                                 list(inputs), create_graph)
     for i, g in enumerate(result):
         if g is None and not (allow_unused or materialize_grads):
             raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "

@@ -7,14 +7,18 @@ leaf. Nodes are numbered when they are recorded; as a node is always recorded af
 its inputs, running the reachable nodes in decreasing number (the reverse tape) runs each node
 once, after every gradient flowing into it has arrived and been summed.
 
-Backward formulas are written with the tensor's own operators and methods, running under no_grad.
-A custom Function (fastgrad.autograd.Function, shared) is recorded as a CustomFunction node whose
-backward calls back into Python (record_function). With `inputs`, the engine is autograd.grad:
-it runs only the nodes leading to them and returns their gradients.
+Backward formulas are written with the tensor's own operators and methods. The engine runs them
+under no_grad, or, with create_graph, in grad mode: then they record a graph of their own, and the
+gradients they return can be differentiated again (a formula that computes with raw loops has a
+composed or recorded form for grad mode). A custom Function (fastgrad.autograd.Function, shared)
+is recorded as a CustomFunction node whose backward calls back into Python (record_function).
+With `inputs`, the engine is autograd.grad: it runs only the nodes leading to them and returns
+their gradients.
 """
 import contextlib
 import itertools
 import threading
+import warnings
 import weakref
 
 from ._storage import LEGACY_NAME
@@ -72,7 +76,8 @@ class SavedTensor:
     """A value kept for backward. A tensor is stamped with its storage version, so that a later
     in-place change is an error instead of a silently wrong gradient; an op's own output is kept
     as a history-free alias so that node and output do not keep each other alive (an output is
-    saved once it knows its output_nr)."""
+    saved once it knows its output_nr). Unpacked in grad mode (a create_graph backward), a saved
+    output is given back with its history, its node's output, as PyTorch's SavedVariable does."""
 
     __slots__ = ("value", "version", "is_output", "output_nr")
 
@@ -82,8 +87,9 @@ class SavedTensor:
         self.is_output = is_output
         self.output_nr = None if value is None else value._output_nr
 
-    def unpack(self, owner_name):
-        """The value, checked; `owner_name` is the saving node's name, for the error about a modified output."""
+    def unpack(self, owner_name, owner):
+        """The value, checked; `owner_name` is the saving node's name, for the error about a modified
+        output, and `owner` the node itself (None once it is gone), which a saved output comes from."""
         value = self.value
         if value is _FREED:
             raise RuntimeError(_BACKWARD_TWICE)
@@ -98,6 +104,9 @@ class SavedTensor:
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
                 f"[fastgrad.{LEGACY_NAME[value._dtype]} [{', '.join(map(str, value._shape))}]]{producer} is at "
                 f"version {value._storage.version}; expected version {self.version} instead.")
+        if self.is_output and owner is not None and value._dtype.is_floating_point and is_grad_enabled():
+            value = alias(value)
+            value._grad_fn, value._output_nr = owner, self.output_nr
         return value
 
 
@@ -183,7 +192,7 @@ class Function:
         self._saved = [*self._saved, SavedTensor(value, is_output)]
 
     def unpack(self, i):
-        return self._saved[i].unpack(self.name())
+        return self._saved[i].unpack(self.name(), self)
 
     def release_saved(self):
         for saved in self._saved:
@@ -213,8 +222,8 @@ class Function:
     def _fill_retained_grads(self, grads):
         for ref, grad in zip(self._retained, grads):
             out = ref()
-            if out is not None and grad is not None:
-                out._grad = grad.clone() if out._grad is None else out._grad.add_(grad)
+            if out is not None and grad is not None:  # as PyTorch's retains_grad hook: never in place
+                out._grad = grad.clone() if out._grad is None else out._grad + grad
 
 
 class AccumulateGrad(Function):
@@ -226,8 +235,14 @@ class AccumulateGrad(Function):
 
     def backward(self, grad):
         variable = self.variable
-        # A copy, so that .grad never aliases another tensor (an expanded view, a user's gradient).
-        variable._grad = grad.clone() if variable._grad is None else variable._grad.add_(grad)
+        if variable._grad is not None:
+            # In grad mode (create_graph) out of place, as in PyTorch: a .grad with history is never
+            # written in place.
+            variable._grad = variable._grad + grad if is_grad_enabled() else variable._grad.add_(grad)
+        elif is_grad_enabled():  # create_graph: a recorded copy (CopyBackwards), as PyTorch's
+            variable._grad = full(grad._shape, 0, grad._dtype).copy_(grad)
+        else:  # a copy, so that .grad never aliases another tensor (an expanded view, a user's gradient)
+            variable._grad = grad.clone()
         return ()
 
 
@@ -288,12 +303,14 @@ class SavedTensors:
     def __init__(self, owner_name):
         self.items = []  # a SavedTensor per saved value, None for a None
         self.owner_name = owner_name
+        self.owner = None  # a weak reference to the node, which holds this (through the ctx)
         self.released = False
 
     def unpack(self):
         if self.released:
             raise RuntimeError(_BACKWARD_TWICE)
-        return tuple(None if item is None else item.unpack(self.owner_name) for item in self.items)
+        owner = self.owner()
+        return tuple(None if item is None else item.unpack(self.owner_name, owner) for item in self.items)
 
 
 def _expandable_to(shape, target):
@@ -347,6 +364,7 @@ def record_function(backward, name, inputs, outputs, to_save):
     (tensors or None), an output without its history. Returns what ctx.saved_tensors reads."""
     saved = SavedTensors(name)
     node = CustomFunction(name, backward, len(outputs), saved).connect(inputs)
+    saved.owner = weakref.ref(node)
     for i, out in enumerate(outputs):
         if out is not None:
             out._grad_fn, out._output_nr = node, i
@@ -524,11 +542,11 @@ def _deliver(inbox, edge, grad):
     grads[slot] = grad if grads[slot] is None else grads[slot] + grad
 
 
-def run_backward(tensors, grad_tensors, retain_graph, inputs=None):
+def run_backward(tensors, grad_tensors, retain_graph, inputs=None, create_graph=False):
     """Tensor.backward, fastgrad.autograd.backward and grad: torch.autograd.backward's checks of the
     outputs and of the gradient given for each (a tensor, or None: ones for a single-element output),
     in its order, then the engine. With `inputs` (a list of tensors), returns their gradients (None
-    where none arrives) and leaves .grad alone."""
+    where none arrives) and leaves .grad alone. With create_graph, the backward pass is recorded."""
     for i, (root, grad) in enumerate(zip(tensors, grad_tensors)):
         if grad is None:
             if root.requires_grad and root.numel() != 1:
@@ -552,21 +570,37 @@ def run_backward(tensors, grad_tensors, retain_graph, inputs=None):
             edges.append(gradient_edge(t))
             if edges[-1][0] is None:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
+    if create_graph and inputs is None:
+        _warn_gradient_cycle()
     # One pass at a time, as the core's: a custom Function's backward lets other threads run, and two
     # passes adding into one leaf's .grad must not interleave. The same thread may nest passes.
     with _ENGINE_LOCK:
-        return _run(tensors, grad_tensors, retain_graph, edges)
+        return _run(tensors, grad_tensors, retain_graph, edges, create_graph)
 
 
 _ENGINE_LOCK = threading.RLock()
+_warned_gradient_cycle = False
 
 
-def _run(roots, grad_roots, retain_graph, inputs):
+def _warn_gradient_cycle():
+    """PyTorch's warning (once per process) for a backward into .grad with create_graph: a leaf's
+    gradient then holds a graph that holds the leaf."""
+    global _warned_gradient_cycle
+    if not _warned_gradient_cycle:
+        _warned_gradient_cycle = True
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
+                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+                      "of your parameters to None after use to break the cycle and avoid the leak.", UserWarning,
+                      stacklevel=3)
+
+
+def _run(roots, grad_roots, retain_graph, inputs, create_graph):
     """The engine. Gradients reaching leaves accumulate into their .grad. With `inputs` (edges; the
     autograd.grad form), .grad is left alone: only the nodes with an edge into an input's node or
     into a node that runs are run (AccumulateGrad, which leads nowhere, never), and the gradient
-    flowing along each input edge is returned."""
-    with no_grad():
+    flowing along each input edge is returned. With create_graph, the nodes run in grad mode."""
+    with _grad_mode(create_graph):
         root_edges = [gradient_edge(root) for root in roots]
         inbox = {}
         for edge, grad in zip(root_edges, grad_roots):

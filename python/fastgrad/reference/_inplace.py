@@ -5,7 +5,8 @@ the storage's version, which is how a stale saved tensor is detected in backward
 """
 from .._types import bool as bool_, int64
 from ._autograd import Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, should_record
-from ._elementwise import AddBackward0, ClampBackward1, DivBackward0, MulBackward0, SubBackward0, clone, contiguous
+from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, SubBackward0, clone, contiguous,
+                           where, zeros_like)
 from ._shape import as_strided, expand
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
@@ -82,18 +83,18 @@ class CopySlices(Function):
     view's region (edge 0), the in-place result inside it (edge 1)."""
 
     def region(self, whole):
-        with no_grad():
-            return as_strided(whole, self.shape, self.strides, self.offset)
+        return as_strided(whole, self.shape, self.strides, self.offset)
 
     def backward(self, g):
         old = new = None
         if self.needs_input_grad(0):
-            old = clone(g)
-            region = self.region(old)
+            outside = full(g._shape, True, bool_)
+            region = self.region(outside)
             # As PyTorch's CopySlices, which copies into this region: an expanded view (written in
             # place by fill_, zero_ or index_put_, which allow it) cannot take its base's gradient.
             assert_no_internal_overlap(region)
             region.zero_()
+            old = where(outside, g, zeros_like(g))  # not g zeroed in place: recorded under create_graph
         if self.needs_input_grad(1):
             new = clone(self.region(contiguous(g)))
         return old, new

@@ -1,13 +1,15 @@
 """Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
 loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is one loop over the
 values, not a composition of ops, and computes in double (Python floats) in the core's order,
-rounding once when the result is stored: both backends give the same bits.
+rounding once when the result is stored: both backends give the same bits. In grad mode (a
+create_graph backward), each backward is instead composed of recorded ops, so that it can be
+differentiated again.
 """
 import math
 
 from .._types import int64
 from ._autograd import Function, is_grad_enabled
-from ._elementwise import ieee_div
+from ._elementwise import ieee_div, unary
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import new_tensor, read, shape_str, wrap_dim
 
@@ -64,6 +66,10 @@ class SoftmaxBackward0(Function):
     def backward(self, grad):
         """softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g), per row."""
         y = self.unpack(0)
+        if is_grad_enabled():
+            if self.log:
+                return grad - y.exp() * grad.sum(self.dim, keepdim=True)
+            return y * (grad - (grad * y).sum(self.dim, keepdim=True))
         ys, gs = read(y), read(grad)
         gx = [0.0] * len(ys)
         for row in _rows(y._shape, self.dim):
@@ -161,12 +167,18 @@ class NllLossBackward0(Function):
         input, target, weight = self.unpack(0), self.unpack(1), self.unpack(2)
         # PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
         # 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
+        classes = input._shape[-1]
         if input.dim() == 1 and target.dim() == 1 and input._shape[0] != target._shape[0]:
             raise RuntimeError(f"size mismatch (got input: {shape_str(input._shape)}, target: "
                                f"{shape_str(target._shape)})")
+        if is_grad_enabled():  # the gradient is linear in grad: a constant times it
+            per_target = [0.0] * input.numel()
+            for b, c, w in _targets(input, target, weight, self.ignore_index):
+                per_target[b * classes + c] = ieee_div(-w, self.total_weight) if self.reduction == "mean" else -w
+            factor = new_tensor(per_target, input._shape, input._dtype)
+            return factor * (grad.unsqueeze(1) if self.per_sample else grad)
         gs = read(grad)
         scale = None if self.per_sample else ieee_div(gs[0], self.total_weight) if self.reduction == "mean" else gs[0]
-        classes = input._shape[-1]
         gx = [0.0] * input.numel()
         for b, c, w in _targets(input, target, weight, self.ignore_index):
             gx[b * classes + c] = -w * (gs[b] if self.per_sample else scale)
@@ -184,6 +196,7 @@ _SQRT1_2 = 0.70710678118654752440                                 # M_SQRT1_2
 _ALPHA = 1.12837916709551257390 * _SQRT1_2 * 0.5                  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
 _BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5     # M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
 _KAPPA = 0.044715
+_2_SQRTPI = 1.12837916709551257390                                # M_2_SQRTPI
 
 
 def gelu_approximation_from_name(name):
@@ -210,6 +223,28 @@ def _gelu_derivative(x, approximate):
     return cdf + x * pdf
 
 
+def _recorded_gelu_derivative(x, approximate):
+    """_gelu_derivative by recorded ops, for a create_graph backward."""
+    if approximate == "tanh":
+        inner = (x + x * x * x * _KAPPA) * _BETA
+        t = inner.tanh()
+        return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * _KAPPA) + 1) * _BETA)
+    cdf = (ErfBackward0.run(x * _SQRT1_2) + 1) * 0.5
+    return cdf + x * ((x * x * -0.5).exp() * _ALPHA)
+
+
+class ErfBackward0(Function):
+    """erf, for gelu's recorded derivative (PyTorch has it as torch.erf; fastgrad does not yet)."""
+
+    def forward(self, x):
+        self.save(x)
+        return unary(math.erf, x, x._dtype)
+
+    def backward(self, g):
+        x = self.unpack(0)
+        return g * ((x * x * -1).exp() * _2_SQRTPI)
+
+
 class GeluBackward0(Function):
     def forward(self, x, approximate):
         if not x._dtype.is_floating_point:
@@ -220,6 +255,8 @@ class GeluBackward0(Function):
 
     def backward(self, grad):
         x = self.unpack(0)
+        if is_grad_enabled():
+            return grad * _recorded_gelu_derivative(x, self.approximate)
         values = [g * _gelu_derivative(v, self.approximate) for g, v in zip(read(grad), read(x))]
         return new_tensor(values, x._shape, x._dtype)
 

@@ -113,9 +113,9 @@ lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISO
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False):
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported yet")
-    run_backward([self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph))
+    create_graph = builtins.bool(create_graph)
+    run_backward([self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph), None,
+                 create_graph)
 
 
 for _name, _value in {

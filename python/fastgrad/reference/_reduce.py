@@ -8,11 +8,11 @@ import math
 import operator
 
 from .._types import bool as bool_, int64
-from ._autograd import Function, no_grad
+from ._autograd import Function, is_grad_enabled, no_grad
 from ._elementwise import ieee_div, logical_and, logical_or, sign, to_dtype, where, zeros_like
 from ._storage import to_array
 from ._tensor import contiguous_strides, element_offsets, full, new_tensor, wrap_dim
-from ._shape import expand, reshape
+from ._shape import expand, reshape, transpose, unsqueeze
 
 
 def reduction_mask(dims, ndim):
@@ -155,11 +155,22 @@ def _product_of_others(x, mask):
     return new_tensor(out, x._shape, x._dtype)
 
 
+def _recorded_product_of_others(x, dim):
+    """The same along one dim, by recorded ops (for a create_graph backward): each element's row of
+    the block, with the element itself replaced by 1, multiplied out."""
+    rows = transpose(x, dim, -1)
+    n = rows._shape[-1]
+    square = expand(unsqueeze(rows, -2), rows._shape[:-1] + (n, n))
+    diagonal = new_tensor([i == j for i in range(n) for j in range(n)], (n, n), bool_)
+    return transpose(prod(where(diagonal, full((), 1, x._dtype), square), -1, False), dim, -1)
+
+
 class ProdBackward0(Reduction):
     """prod of all elements. PyTorch's prod_backward, case by case, so that NaN and inf spread the
     same way: without zeros in the input, the gradient is result / x; with zeros, the product of
-    the other elements of the block (computed directly); and over all elements with two or more
-    zeros, zeros outright (even for an infinite or NaN incoming gradient)."""
+    the other elements of the block (computed directly, or by recorded ops in grad mode); and over
+    all elements with two or more zeros, zeros outright (even for an infinite or NaN incoming
+    gradient), except in grad mode, whose second derivatives are not all zero."""
     all_elements = True
 
     def forward(self, x, dim, keepdim):
@@ -179,6 +190,10 @@ class ProdBackward0(Reduction):
         zeros = sum(x == 0, [], False).item()
         if not zeros:
             return self.expand_back(g) * (self.expand_back(result) / x)
+        if is_grad_enabled():
+            if self.all_elements:
+                return g * reshape(_recorded_product_of_others(reshape(x, (-1,)), 0), x._shape)
+            return self.expand_back(g) * _recorded_product_of_others(x, self.mask.index(True))
         if self.all_elements and zeros > 1:
             return zeros_like(x)
         return self.expand_back(g) * _product_of_others(x, self.mask)

@@ -1,7 +1,7 @@
 """Shape ops. All but cat and stack are views: they share the input's storage and only change
 shape, strides and offset; their backward maps the gradient back to the input's geometry."""
 from ._autograd import Function, is_grad_enabled, no_grad, sum_to
-from ._elementwise import clone, to_dtype
+from ._elementwise import clone, contiguous, to_dtype
 from ._tensor import (contiguous_strides, copy_values, element_offsets, full, make_differentiable_view, numel_of, read,
                       shape_str, wrap_dim)
 
@@ -10,12 +10,28 @@ def _view_of(x, shape, strides, offset=None):
     return make_differentiable_view(x, shape, strides, x._offset if offset is None else offset, is_grad_enabled())
 
 
-def _scatter_into_zeros(shape, grad, view_of):
-    """The gradient of a view that selects part of its input: zeros except where the view looked."""
-    full_grad = full(shape, 0, grad._dtype)
-    with no_grad():
-        copy_values(view_of(full_grad), grad)
-    return full_grad
+class SliceBackwardBackward0(Function):
+    """The gradient of a view that selects part of its input (slice; select below): zeros except
+    where the view looked. An op of its own, so that a create_graph backward records it: its
+    gradient is the same view of the incoming gradient."""
+
+    def forward(self, grad, shape, args):
+        self.args = args  # the view's arguments after the tensor
+        full_grad = full(shape, 0, grad._dtype)
+        with no_grad():
+            copy_values(self.view(full_grad), grad)
+        return full_grad
+
+    def view(self, t):
+        return slice(t, *self.args)
+
+    def backward(self, g):
+        return self.view(g)
+
+
+class SelectBackwardBackward0(SliceBackwardBackward0):
+    def view(self, t):
+        return select(t, *self.args)
 
 
 # ---- view / reshape / flatten
@@ -273,8 +289,7 @@ class SliceBackward0(Function):
         return _view_of(x, shape, strides, x._offset + lo * x._strides[d])
 
     def backward(self, g):
-        return _scatter_into_zeros(self.inputs[0][0], g,
-                                   lambda full_grad: slice(full_grad, self.dim, self.start, self.stop, self.step))
+        return SliceBackwardBackward0.run(g, shape=self.inputs[0][0], args=(self.dim, self.start, self.stop, self.step))
 
 
 def slice(x, dim, start, stop, step):
@@ -295,7 +310,7 @@ class SelectBackward0(Function):
                         x._offset + self.index * x._strides[d])
 
     def backward(self, g):
-        return _scatter_into_zeros(self.inputs[0][0], g, lambda full_grad: select(full_grad, self.dim, self.index))
+        return SelectBackwardBackward0.run(g, shape=self.inputs[0][0], args=(self.dim, self.index))
 
 
 def select(x, dim, index):
@@ -313,12 +328,23 @@ class AsStridedBackward0(Function):
         return _view_of(x, shape, strides, x._offset + offset)
 
     def backward(self, g):
-        # Added, not written: the view may look at an element more than once (an expanded dim).
-        full_grad = full(self.inputs[0][0], 0, g._dtype)
+        return AsStridedBackwardBackward0.run(g, shape=self.inputs[0][0], view=(self.shape, self.strides, self.offset))
+
+
+class AsStridedBackwardBackward0(Function):
+    """as_strided's gradient as an op (recorded under create_graph): the view's gradient added into
+    zeros, not written, as the view may look at an element more than once (an expanded dim)."""
+
+    def forward(self, grad, shape, view):
+        self.view = view
+        full_grad = full(shape, 0, grad._dtype)
         data = full_grad._storage.data
-        for p, v in zip(element_offsets(self.shape, self.strides, self.offset), read(g)):
+        for p, v in zip(element_offsets(*view), read(grad)):
             data[p] += v
         return full_grad
+
+    def backward(self, g):
+        return as_strided(contiguous(g), *self.view)
 
 
 def as_strided(x, shape, strides, offset):
