@@ -357,3 +357,15 @@ def test_grad_fn_metadata_lives_with_the_node(fg):
     del payload, c
     gc.collect()
     assert watcher() is None  # released with the node
+
+
+def test_cpp_only_nodes_are_named_with_their_namespace(fg):
+    """PyTorch's AccumulateGrad and CopySlices exist only in C++: name() carries the namespace, the
+    reprs do not."""
+    a = fg.tensor([1.0, 2.0], requires_grad=True)
+    sink = (a * 2).grad_fn.next_functions[0][0]
+    assert sink.name() == "torch::autograd::AccumulateGrad" and repr(sink).startswith("<AccumulateGrad object at")
+    c = a.clone()
+    c[0] = 5
+    assert c.grad_fn.name() == "torch::autograd::CopySlices" and repr(c.grad_fn).startswith("<CopySlices object at")
+    assert repr(c) == "tensor([5., 2.], grad_fn=<CopySlices>)"

@@ -95,7 +95,8 @@ struct Node {
 struct AccumulateGrad final : Node {
   explicit AccumulateGrad(Tensor leaf);
   ~AccumulateGrad() override;
-  const char* name() const override { return "AccumulateGrad"; }
+  // As PyTorch, whose C++-only nodes carry their namespace.
+  const char* name() const override { return "torch::autograd::AccumulateGrad"; }
   GradList apply(GradList&& grads) override;
   Tensor variable;
 };

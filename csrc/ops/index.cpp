@@ -327,7 +327,7 @@ struct CopySlicesNode : Node {
     Node::release_saved();
   }
 };
-FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "CopySlices") };
+FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "torch::autograd::CopySlices") };
 GradList IndexCopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   IndexSpec spec{{}, advanced.unpack(this)};

@@ -39,7 +39,7 @@ struct ViewRegionNode : Node {
   // A view, recorded in a backward with create_graph: zeroing it in place then records too.
   Tensor region(const Tensor& full) const { return as_strided(full, shape, strides, offset); }
 };
-FG_NODE_FROM(CopySlices, ViewRegionNode) };
+FG_NODE_NAMED(CopySlices, ViewRegionNode, "torch::autograd::CopySlices") };
 GradList CopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);

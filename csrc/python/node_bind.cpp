@@ -58,7 +58,8 @@ void bind_node(py::module_& m) {
         return py::reinterpret_borrow<py::dict>(static_cast<PyObject*>(node.metadata));
       })
       .def("__repr__", [](const PyNode& self) {
-        return cat("<", self.node->name(), " object at ", static_cast<const void*>(self.node.get()), ">");
+        std::string name = self.node->name();  // without the namespace of PyTorch's C++-only nodes
+        return cat("<", name.substr(name.rfind(':') + 1), " object at ", static_cast<const void*>(self.node.get()), ">");
       });
 }
 

@@ -86,7 +86,8 @@ def __repr__(self):
         _prims.to_numpy(self),
         dtype_name=repr(self.dtype),
         show_dtype=self.dtype is float64,
-        grad_fn=grad_fn.name() if grad_fn is not None else None,
+        # PyTorch shows C++-only nodes without their namespace ("torch::autograd::CopySlices")
+        grad_fn=grad_fn.name().rsplit("::", 1)[-1] if grad_fn is not None else None,
         requires_grad=self.requires_grad,
     )
 

@@ -183,8 +183,8 @@ class Function:
             self._metadata = {}
         return self._metadata
 
-    def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+    def __repr__(self):  # without the namespace of PyTorch's C++-only nodes ("torch::autograd::")
+        return f"<{self.name().rsplit('::', 1)[-1]} object at {hex(id(self))}>"
 
     # ---- what backward needs
     def save(self, value, *, is_output=False):
@@ -232,6 +232,9 @@ class AccumulateGrad(Function):
 
     def __init__(self, variable):
         self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"  # as PyTorch, whose C++-only nodes carry their namespace
 
     def backward(self, grad):
         variable = self.variable

@@ -316,7 +316,7 @@ class IndexCopySlices(IndexFunction):
     rebase_history, as for any in-place op on a view. PyTorch calls this node CopySlices."""
 
     def name(self):
-        return "CopySlices"
+        return "torch::autograd::CopySlices"
 
     def backward(self, g):
         advanced = self.saved_indices()  # over the region

@@ -82,6 +82,9 @@ class CopySlices(Function):
     """The base's new value after an in-place write through a view: its old value outside the
     view's region (edge 0), the in-place result inside it (edge 1)."""
 
+    def name(self):
+        return "torch::autograd::CopySlices"
+
     def region(self, whole):
         return as_strided(whole, self.shape, self.strides, self.offset)
 
