@@ -46,12 +46,15 @@ def run_doc(backend):
         assert printed.getvalue() == (shown or ""), f"the block at {DOC.name}:{line} printed something else"
 
 
-# The doc shows the seed's `print(a.grad)` on a non-leaf, which warns as in PyTorch.
+# The doc shows the seed's `print(a.grad)` on a non-leaf, which warns as in PyTorch, and an anomaly
+# mode error, which warns with its forward traceback.
 @pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+@pytest.mark.filterwarnings("ignore:Error detected in LogBackward0")
 def test_autograd_doc_prints_what_it_shows(fg):
     run_doc(fg.__name__)
 
 
 @pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+@pytest.mark.filterwarnings("ignore:Error detected in LogBackward0")
 def test_autograd_doc_prints_the_same_with_pytorch(torch):
     run_doc("torch")

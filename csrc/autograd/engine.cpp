@@ -2,10 +2,13 @@
 // once in decreasing tape position: a node is created after the nodes of its inputs, so by the
 // time it runs, every gradient flowing into it has arrived and been summed.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
+#include "autograd/anomaly_mode.h"
 #include "autograd/node.h"
+#include "core/error.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -147,6 +150,39 @@ GradList apply_hooked(Node* node, GradList&& grads) {
   return input_grads;
 }
 
+GradList run_node(Node* node, GradList&& grads, bool hooked) {
+  return hooked ? apply_hooked(node, std::move(grads)) : node->apply(std::move(grads));
+}
+
+template <class T>
+bool any_nan(const Tensor& t) {
+  const T* values = t->data_as<T>();
+  return std::any_of(values, values + t->numel(), [](T v) { return std::isnan(v); });
+}
+
+bool has_nan(const Tensor& t) {
+  if (t->dtype != DType::Float32 && t->dtype != DType::Float64) return false;
+  GradModeGuard no_grad(false);  // the check is no part of a create_graph backward's graph
+  Tensor dense = contiguous(t);
+  return t->dtype == DType::Float32 ? any_nan<float>(dense) : any_nan<double>(dense);
+}
+
+// run_node in anomaly mode: a gradient with a NaN is an error naming the node (PyTorch's words),
+// and whatever fails in the node is reported with the traceback of its forward call.
+GradList run_node_checked(Node* node, GradList&& grads, bool hooked) {
+  try {
+    GradList input_grads = run_node(node, std::move(grads), hooked);
+    if (anomaly_check_nan.load(std::memory_order_relaxed))
+      for (size_t k = 0; k < input_grads.size(); ++k)
+        if (input_grads[k] && has_nan(input_grads[k]))
+          throw RuntimeError(cat("Function '", node->name(), "' returned nan values in its ", k, "th output."));
+    return input_grads;
+  } catch (...) {
+    report_failed_node(node);
+    throw;
+  }
+}
+
 // autograd.grad: where each input's gradient is picked up, and which nodes must run to produce them
 // (those with an edge into an input's node or into a node that must run; the rest are skipped, and
 // AccumulateGrad, which leads nowhere, never runs).
@@ -221,7 +257,8 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     if (!any && !node->runs_without_grads() && !hooked) continue;
     if (hooked) run_tensor_hooks(node, grads);
     if (!node->retained_outputs.empty()) fill_retained_grads(node, grads);
-    GradList input_grads = hooked ? apply_hooked(node, std::move(grads)) : node->apply(std::move(grads));
+    GradList input_grads =
+        anomaly_enabled() ? run_node_checked(node, std::move(grads), hooked) : run_node(node, std::move(grads), hooked);
     if (!retain_graph) node->release_saved();
     for (size_t k = 0; k < node->next_edges.size() && k < input_grads.size(); ++k) {
       const Edge& e = node->next_edges[k];

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "autograd/anomaly_mode.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -14,7 +15,14 @@ thread_local bool grad_mode = true;
 bool grad_enabled() { return grad_mode; }
 void set_grad_enabled(bool enabled) { grad_mode = enabled; }
 
-Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+std::atomic<bool> anomaly_mode{false};
+std::atomic<bool> anomaly_check_nan{true};
+void (*store_forward_traceback)(Node* node) = nullptr;
+void (*report_failed_node)(const Node* node) = nullptr;
+
+Node::Node() : sequence_nr(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {
+  if (anomaly_enabled()) store_forward_traceback(this);
+}
 void (*release_node_metadata)(void* metadata) = nullptr;
 
 Node::~Node() {

@@ -318,7 +318,8 @@ GradList DivBackward0::apply(GradList&& grads) {
   Tensor other = operand(1);
   GradList out(2);
   if (needs_input_grad(0)) out[0] = reduce(0, div(g, other));
-  if (needs_input_grad(1)) out[1] = reduce(1, neg(div(mul(g, operand(0)), mul(other, other))));
+  // -g * ((a / b) / b), as PyTorch: b * b would overflow long before the quotient does.
+  if (needs_input_grad(1)) out[1] = reduce(1, neg(mul(g, div(div(operand(0), other), other))));
   return out;
 }
 Tensor div(const Tensor& a, const Tensor& b) {

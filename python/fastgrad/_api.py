@@ -9,6 +9,7 @@ MODULE = """
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
     no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim viz
+    is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
     add sub mul div pow neg negative abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip
     maximum minimum where lt le gt ge eq ne equal allclose isclose
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax

@@ -188,6 +188,13 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
 
 
+def _quadratic_part(z, knee):
+    """z where the losses below take their quadratic branch (z < knee), 0 elsewhere: where() sends a
+    zero gradient into the branch it did not take, and through z * z at z = inf that is 0 * inf = NaN
+    (PyTorch's gradient there is +-1). A NaN z stays, as it must."""
+    return z.masked_fill(z >= knee, 0.0)
+
+
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     _warn_broadcast(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
@@ -196,7 +203,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0.0:
         return _reduce((input - target).abs(), reduction)
     z = (input - target).abs()
-    return _reduce(_prims.where(z < beta, 0.5 * z * z / beta, z - 0.5 * beta), reduction)
+    q = _quadratic_part(z, beta)
+    return _reduce(_prims.where(z < beta, 0.5 * q * q / beta, z - 0.5 * beta), reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -204,7 +212,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     z = (input - target).abs()
-    loss = _prims.where(z < delta, 0.5 * z * z, delta * (z - 0.5 * delta))
+    q = _quadratic_part(z, delta)
+    loss = _prims.where(z < delta, 0.5 * q * q, delta * (z - 0.5 * delta))
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, False)
 
 

@@ -17,10 +17,12 @@ their gradients.
 """
 import contextlib
 import itertools
+import math
 import threading
 import warnings
 import weakref
 
+from .._anomaly import forward_traceback, warn_failed_node
 from ._storage import LEGACY_NAME
 from ._tensor import Tensor, alias, full
 
@@ -55,6 +57,27 @@ def no_grad():
 
 def enable_grad():
     return _grad_mode(True)
+
+
+# ---- anomaly mode: process-wide, as PyTorch's (fastgrad.autograd.anomaly_mode is the public side)
+
+_anomaly = {"enabled": False, "check_nan": True}
+
+
+def is_anomaly_enabled():
+    return _anomaly["enabled"]
+
+
+def is_anomaly_check_nan_enabled():
+    return _anomaly["check_nan"]
+
+
+def set_anomaly_enabled(enabled, check_nan=True):
+    for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan)), 1):
+        if not isinstance(value, bool):  # PyTorch's switch takes bools only (no 1, no None)
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {position}) must be bool, not "
+                            f"{type(value).__name__}")
+    _anomaly.update(enabled=enabled, check_nan=check_nan)
 
 
 # ---- saved tensors
@@ -155,6 +178,8 @@ class Function:
         # Numbered after the edges are made: making one may record a node (a stale view's fresh
         # history), which must come earlier on the tape.
         self.sequence_nr = next(_sequence)
+        if _anomaly["enabled"]:
+            self.metadata["traceback_"] = forward_traceback()
         self.next_edges = tuple(edges)
         self.inputs = [(x._shape, x._dtype) if isinstance(x, Tensor) else x for x in inputs]
         return self
@@ -507,6 +532,29 @@ def _apply_hooked(node, grads):
 
 # ---- the engine
 
+def _run_node(node, grads, hooked):
+    return _apply_hooked(node, grads) if hooked else node.apply(grads)
+
+
+def _has_nan(t):
+    return t._dtype.is_floating_point and any(math.isnan(v) for v in t.detach().reshape(-1).tolist())
+
+
+def _run_node_checked(node, grads, hooked):
+    """_run_node in anomaly mode: a gradient with a NaN is an error naming the node (PyTorch's words),
+    and whatever fails in the node is reported with the traceback of its forward call."""
+    try:
+        input_grads = _run_node(node, grads, hooked)
+        if _anomaly["check_nan"]:
+            for k, grad in enumerate(input_grads):
+                if grad is not None and _has_nan(grad):
+                    raise RuntimeError(f"Function '{node.name()}' returned nan values in its {k}th output.")
+        return input_grads
+    except Exception:
+        warn_failed_node(node.name(), node.__dict__.get("_metadata", {}).get("traceback_"))
+        raise
+
+
 def _tape(roots):
     """Every node reachable from `roots`, latest recorded first."""
     seen, stack = set(), [node for node in roots if node is not None]
@@ -634,7 +682,7 @@ def _run(roots, grad_roots, retain_graph, inputs, create_graph):
             if hooked:
                 _run_tensor_hooks(node, grads)
             node._fill_retained_grads(grads)
-            input_grads = _apply_hooked(node, grads) if hooked else node.apply(grads)
+            input_grads = (_run_node_checked if _anomaly["enabled"] else _run_node)(node, grads, hooked)
             if not retain_graph:
                 node.release_saved()
             for edge, grad in zip(node.next_edges, input_grads):

@@ -267,7 +267,8 @@ class DivBackward0(Function):
     def backward(self, g):
         other = self.operand(1)
         return (self.reduce(0, g / other) if self.needs_input_grad(0) else None,
-                self.reduce(1, -(g * self.operand(0) / (other * other))) if self.needs_input_grad(1) else None)
+                # -g * ((a / b) / b), as PyTorch: b * b would overflow long before the quotient does.
+                self.reduce(1, -(g * (self.operand(0) / other / other))) if self.needs_input_grad(1) else None)
 
 
 class ReciprocalBackward0(Function):

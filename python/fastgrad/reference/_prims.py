@@ -12,7 +12,8 @@ import operator
 
 from .._types import bool as bool_, float32, float64
 from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
-from ._autograd import _set_grad_enabled, is_grad_enabled, record_function, run_backward  # noqa: F401
+from ._autograd import (_set_grad_enabled, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,  # noqa: F401
+                        record_function, run_backward, set_anomaly_enabled)
 from ._autograd import (Function as Node, add_node_hook, add_node_prehook, add_post_accumulate_grad_hook,  # noqa: F401
                         add_tensor_hook)
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
