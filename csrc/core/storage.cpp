@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 #include <mutex>
-#include <new>
 
+#include "core/error.h"
 #include "core/spin_lock.h"
 
 #if defined(__linux__)
@@ -24,7 +24,7 @@ void* allocate_block(size_t bytes) {
   bool huge = bytes >= kHugeFrom;
   size_t align = huge ? kHugePage : kAlignment;
   void* data = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-  if (!data) throw std::bad_alloc();
+  if (!data) throw MemoryError(cat("can't allocate memory: you tried to allocate ", bytes, " bytes"));
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
   if (huge) madvise(data, bytes, MADV_HUGEPAGE);  // only a hint: failure changes nothing
 #endif

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autograd/node.h"
+#include "core/shape.h"
 
 namespace fg {
 
@@ -39,10 +40,12 @@ Shape contiguous_strides(const Shape& shape) {
 }
 
 Tensor empty(const Shape& shape, DType dtype) {
+  for (int64_t s : shape)
+    if (s < 0) throw RuntimeError(cat("Trying to create tensor with negative dimension ", s, ": ", shape_str(shape)));
   int64_t n = 1;
   for (int64_t s : shape) {
-    if (s < 0) throw RuntimeError(cat("Trying to create tensor with negative dimension ", s));
-    if (s != 0 && n > std::numeric_limits<int64_t>::max() / s / 8) throw std::bad_alloc();
+    if (s != 0 && n > std::numeric_limits<int64_t>::max() / s / 8)  // 8: the widest dtype's bytes
+      throw RuntimeError(cat("Storage size calculation overflowed with sizes=", shape_str(shape)));
     n *= s;
   }
   auto t = std::make_shared<TensorImpl>();

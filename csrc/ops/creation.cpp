@@ -37,7 +37,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
   if (step == 0) throw RuntimeError("step must be nonzero");
   if (!std::isfinite(start) || !std::isfinite(end)) throw RuntimeError(cat("unsupported range: ", start, " -> ", end));
   if ((step > 0 && end < start) || (step < 0 && end > start))
-    throw RuntimeError("upper bound and larger bound inconsistent with step sign");
+    throw RuntimeError("upper bound and lower bound inconsistent with step sign");
   double size = std::ceil((end - start) / step);
   if (!(size < 9223372036854775808.0))
     throw RuntimeError(cat("invalid size, possible overflow?"));

@@ -488,7 +488,7 @@ GradList WhereBackward0::apply(GradList&& grads) {
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   if (cond->dtype != DType::Bool)
     throw RuntimeError(cat("where expected condition to be a boolean tensor, but got a tensor with dtype ",
-                           dtype_name(cond->dtype)));
+                           scalar_type_name(cond->dtype)));
   DType dt = result_type(a, b);
   Shape shape = broadcast_shapes(broadcast_shapes(cond->shape, a->shape), b->shape);
   Tensor ca = cast_values(a, dt), cb = cast_values(b, dt);

@@ -21,7 +21,7 @@ Shape infer_shape(const Shape& requested, int64_t numel) {
       if (infer_at >= 0) throw RuntimeError("only one dimension can be inferred");
       infer_at = static_cast<int64_t>(d);
     } else if (shape[d] < 0) {
-      throw RuntimeError(cat("invalid shape dimension ", shape[d]));
+      throw RuntimeError(cat("invalid shape dimension ", shape[d], " at index ", d, " of shape ", shape_str(requested)));
     } else {
       known *= shape[d];
     }
@@ -423,7 +423,7 @@ GradList CatBackward0::apply(GradList&& grads) {
 }
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (tensors.empty()) throw RuntimeError("torch.cat(): expected a non-empty list of Tensors");
+  if (tensors.empty()) throw ValueError("torch.cat(): expected a non-empty list of Tensors");
   // PyTorch still accepts (and skips) 1-D empty tensors next to tensors of any rank.
   auto skipped = [](const Tensor& t) { return t->dim() == 1 && t->shape[0] == 0; };
   const Tensor* ref = &tensors[0];

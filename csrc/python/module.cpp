@@ -19,7 +19,7 @@ constexpr int64_t kMaxThreads = 1024;
 
 DType dtype_from_py(py::handle obj) {
   if (!py::hasattr(obj, "_code"))
-    throw TypeError(cat("expected a fastgrad dtype, got ", std::string(py::str(py::repr(obj)))));
+    throw TypeError(cat("argument 'dtype' must be fastgrad.dtype, not ", type_name(obj)));
   return static_cast<DType>(obj.attr("_code").cast<int>());
 }
 
@@ -79,6 +79,8 @@ PYBIND11_MODULE(_C, m) {
       PyErr_SetString(PyExc_NotImplementedError, e.what());
     } catch (const RuntimeError& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const MemoryError& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
     } catch (const py::cast_error& e) {
       set_cast_failure(e.what());
     }

@@ -65,6 +65,8 @@ def _scan(data, depth, shape, kinds, values):
         return
     if isinstance(data, (list, tuple)):
         if len(shape) == depth:
+            if values:  # a number was already seen at this depth: a sequence cannot be here too
+                raise TypeError(f"must be real number, not {type(data).__name__}")
             shape.append(len(data))
         elif shape[depth] != len(data):
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(data)})")
@@ -79,8 +81,10 @@ def _scan(data, depth, shape, kinds, values):
         kinds.add("int")
     elif isinstance(data, numbers.Real):
         kinds.add("float")
+    elif isinstance(data, str):
+        raise TypeError("new(): invalid data type 'str'")
     else:
-        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     values.append(data)
 
 
@@ -97,6 +101,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         shape, kinds, values = [], set(), []
         _scan(data, 0, shape, kinds, values)
         inferred = float32 if "float" in kinds else int64 if "int" in kinds else bool_ if kinds else float32
+        if inferred is int64 and dtype in (None, int64) and not builtins.all(
+                -2 ** 63 <= v < 2 ** 63 for v in values):  # the reference's int64 array would wrap it
+            raise ValueError("Overflow when unpacking long long")
         t = _prims.from_values(values, shape, dtype or inferred, inferred)
     return _finish(t, requires_grad, device)
 
@@ -207,6 +214,12 @@ def seed():
     manual_seed(np.random.SeedSequence().entropy % (2 ** 63))
 
 
+def _random_shape(size):
+    """The sizes asked for, checked by the backend's empty() (negative sizes, overflow, memory) so that
+    numpy's generator never sees them and the errors are worded as for every other factory."""
+    return list(_prims.empty(_sizes(size), bool_).shape)
+
+
 def _random(values, dtype, requires_grad, device):
     dtype = dtype or float32
     if not dtype.is_floating_point:
@@ -215,11 +228,11 @@ def _random(values, dtype, requires_grad, device):
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _random(_rng.random(_sizes(size)), dtype, requires_grad, device)
+    return _random(_rng.random(_random_shape(size)), dtype, requires_grad, device)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _random(_rng.standard_normal(_sizes(size)), dtype, requires_grad, device)
+    return _random(_rng.standard_normal(_random_shape(size)), dtype, requires_grad, device)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -233,9 +246,11 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
+    if not -2 ** 63 <= low < 2 ** 63 or not -2 ** 63 <= high < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    values = _rng.integers(low, high, size=_sizes((size,)))
+    values = _rng.integers(low, high, size=_random_shape((size,)))
     return _finish(_from_array(values, dtype or int64), requires_grad, device)
 
 
@@ -246,7 +261,7 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_gr
         raise TypeError("normal() with float mean and std needs a size")
     if np.any(np.asarray(stds) < 0):
         raise RuntimeError(f"normal expects std >= 0.0, but found std {np.min(stds)}")
-    shape = None if size is None else _sizes((size,))
+    shape = None if size is None else _random_shape((size,))
     values = _rng.normal(means, stds, size=shape)
     like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
     return _random(values, dtype or (like.dtype if like is not None else None), requires_grad, device)

@@ -35,14 +35,24 @@ def method(func=None, *, function=True):
 # ---- argument helpers
 
 def _sizes(args, what="size"):
-    """(2, 3), ((2, 3),) and ([2, 3],) all mean the sizes [2, 3]."""
+    """(2, 3), ((2, 3),) and ([2, 3],) all mean the sizes [2, 3]; each an int64, as PyTorch unpacks them."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
-    try:
-        return [_index(a) for a in args]
-    except TypeError:
-        names = ", ".join(builtins.type(a).__name__ for a in args)
-        raise TypeError(f"{what} must be a tuple of ints, but got ({names})") from None
+    sizes = []
+    for pos, a in enumerate(args, 1):
+        try:
+            size = _index(a)
+        except TypeError:
+            if len(args) == 1:
+                raise TypeError(f"argument '{what}' (position 1) must be tuple of ints, not "
+                                f"{builtins.type(a).__name__}") from None
+            error = f"\"type must be tuple of ints,but got {builtins.type(a).__name__}\""
+            raise TypeError(f"argument '{what}' failed to unpack the object at pos {pos} with error {error}") from None
+        if not -2 ** 63 <= size < 2 ** 63:
+            raise TypeError(f"argument '{what}' failed to unpack the object at pos {pos} with error \"Overflow when "
+                            f"unpacking long long\"")
+        sizes.append(size)
+    return sizes
 
 
 def _index(value):
@@ -108,7 +118,7 @@ def __bool__(self):
 
 def _one_element(self):
     if self.numel() != 1:
-        raise RuntimeError("only one element tensors can be converted to Python scalars")
+        raise ValueError("only one element tensors can be converted to Python scalars")
     return self.item()
 
 
@@ -617,7 +627,9 @@ def split(tensor, split_size_or_sections, dim=0):
                                f"at dimension {dim}), but got split_sizes={sections}")
     else:
         size = _index(split_size_or_sections)
-        if size < 0 or (size == 0 and length != 0):
+        if size < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
+        if size == 0 and length != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
     starts = [builtins.sum(sections[:i]) for i in builtins.range(len(sections))]
@@ -667,6 +679,15 @@ def any(input, dim=None, keepdim=False):
     return _prims.gt(sum(nonzero, dim, keepdim), 0)
 
 
+def _check_gather_index(index, dim, size):
+    """gather takes indices in [0, size) only: indexing would wrap a negative one."""
+    if index.numel() == 0:
+        return
+    low, high = _prims.amin(index, [], False).item(), _prims.amax(index, [], False).item()
+    if low < 0 or high >= size:
+        raise RuntimeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
+
+
 @method
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] (dim 0): advanced indexing where every other dim is indexed
@@ -677,6 +698,7 @@ def gather(input, dim, index):
         if builtins.max(input.dim(), index.dim()) > 1:
             raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
         _wrap_dim(_index(dim), 1)
+        _check_gather_index(index, 0, input.numel())
         return input.reshape(-1)[index.reshape(-1)].reshape(list(index.shape))
     if index.dim() != input.dim():
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -685,6 +707,7 @@ def gather(input, dim, index):
         if d != dim and index.shape[d] > input.shape[d]:
             raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
                                f"no larger than self {list(input.shape)} apart from dimension {dim}")
+    _check_gather_index(index, dim, input.shape[dim])
     key = [_prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(index.dim())])
            for d, n in enumerate(index.shape)]
     key[dim] = index

@@ -78,7 +78,7 @@ def arange(start, end, step, dtype):
     if not math.isfinite(start) or not math.isfinite(end):
         raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
     if (step > 0 and end < start) or (step < 0 and end > start):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     n = math.ceil((end - start) / step)
     return new_tensor(cast([start + i * step for i in range(n)], float64, dtype), (n,), dtype)
 

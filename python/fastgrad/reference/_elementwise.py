@@ -8,7 +8,7 @@ import itertools
 import math
 import operator
 
-from .._types import bool as bool_, int64, float32, float64
+from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64
 from ._autograd import Function
 from ._storage import cast, cast_scalar
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
@@ -385,7 +385,7 @@ class WhereBackward0(Function):
     def forward(self, a, b, condition):
         if condition._dtype is not bool_:
             raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{condition._dtype._name}")
+                               f"{SCALAR_TYPE_NAME[condition._dtype]}")
         dtype = result_type(a, b)
         shape = broadcast_shapes(broadcast_shapes(condition._shape, a._shape), b._shape)
         values = zip(read(condition, shape), cast(read(a, shape), a._dtype, dtype), cast(read(b, shape), b._dtype, dtype))

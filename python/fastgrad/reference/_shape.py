@@ -45,7 +45,7 @@ def _infer_shape(requested, numel):
                 raise RuntimeError("only one dimension can be inferred")
             infer_at = d
         elif size < 0:
-            raise RuntimeError(f"invalid shape dimension {size}")
+            raise RuntimeError(f"invalid shape dimension {size} at index {d} of shape {list(requested)}")
         else:
             known *= size
     ok = known != 0 and numel % known == 0 if infer_at is not None else known == numel
@@ -370,7 +370,7 @@ def _skipped(t):
 class CatBackward0(Function):
     def forward(self, *tensors, dim):
         if not tensors:
-            raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
         ref = next((t for t in tensors if not _skipped(t)), tensors[0])
         if ref.dim() == 0:
             raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")

@@ -45,8 +45,15 @@ def _wrap_int64(value):
     return (value - INT64_MIN) % 2 ** 64 + INT64_MIN
 
 
+def check_dtype(dtype):
+    """As the core's dtype check at its boundary."""
+    if dtype is not bool_ and dtype not in TYPECODE:
+        raise TypeError(f"argument 'dtype' must be fastgrad.dtype, not {type(dtype).__name__}")
+
+
 def to_array(values, dtype):
     """A new array of `dtype` holding `values` (already of that dtype's kind, see cast)."""
+    check_dtype(dtype)
     if dtype is bool_:
         return array("B", map(bool, values))
     try:

@@ -6,12 +6,13 @@ holds the element loops every op uses: `read` gathers a tensor's values in row-m
 `write` stores values into a tensor's elements, `new_tensor` makes a contiguous tensor of values.
 """
 import math
+import os
 import warnings
 
 import numpy as np
 
 from .._types import Size, bool as bool_, int64, float32, float64
-from ._storage import INT64_MAX, INT64_MIN, Storage, cast, cast_scalar, to_array
+from ._storage import INT64_MAX, INT64_MIN, Storage, cast, cast_scalar, check_dtype, to_array
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _NON_LEAF_GRAD_WARNING = (
@@ -92,8 +93,24 @@ def element_offsets(shape, strides, start):
     return positions
 
 
+# Python lists of numbers grow one element at a time: a result larger than the machine's memory would
+# run for hours before failing, so the size is checked first (the core's allocator refuses it at once).
+_MEMORY_BYTES = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if hasattr(os, "sysconf") else None
+
+
+def check_allocation(shape, dtype):
+    """Refuses, as the core does, an element count whose bytes overflow int64 or exceed the memory."""
+    check_dtype(dtype)
+    numel = numel_of(shape)
+    if numel > (2 ** 63 - 1) // 8:  # 8: the widest dtype's bytes
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    if _MEMORY_BYTES is not None and numel * dtype.itemsize > _MEMORY_BYTES:
+        raise MemoryError(f"can't allocate memory: you tried to allocate {numel * dtype.itemsize} bytes")
+
+
 def read(t, shape=None):
     """t's values in row-major order (broadcast to `shape` if given), as Python numbers."""
+    check_allocation(t._shape if shape is None else shape, t._dtype)
     data = t._storage.data
     if shape is None or tuple(shape) == t._shape:
         if t.is_contiguous():
@@ -133,7 +150,8 @@ def full(shape, value, dtype):
     shape = tuple(shape)
     for size in shape:
         if size < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {size}")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {size}: {list(shape)}")
+    check_allocation(shape, dtype)
     return new_tensor([cast_scalar(value, dtype)] * numel_of(shape), shape, dtype)
 
 
