@@ -1,8 +1,10 @@
 #include "autograd/node.h"
 
+#include <mutex>
 #include <vector>
 
 #include "autograd/anomaly_mode.h"
+#include "core/spin_lock.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -10,6 +12,12 @@ namespace fg {
 namespace {
 std::atomic<uint64_t> next_sequence_nr{1};  // 0 is the sinks' position
 thread_local bool grad_mode = true;
+
+// A leaf's AccumulateGrad is made on first use and shared while some graph holds it. Forward ops
+// running without the GIL ask for it from several threads at once, while another thread may drop
+// the last graph holding it: finding, making and forgetting it take this lock, and a node whose
+// count has already reached zero (its deletion under way) is replaced, never revived.
+SpinLock accumulator_lock;
 }  // namespace
 
 bool grad_enabled() { return grad_mode; }
@@ -105,12 +113,10 @@ Tensor SavedTensor::unpack(const char* owner_name) const {
 
 // A sink has nothing downstream, so it may run after everything else; tape position 0 says so even
 // though it is created lazily, after some of the nodes that feed it.
-AccumulateGrad::AccumulateGrad(Tensor leaf) : variable(std::move(leaf)) {
-  sequence_nr = 0;
-  variable->grad_accumulator = this;
-}
+AccumulateGrad::AccumulateGrad(Tensor leaf) : variable(std::move(leaf)) { sequence_nr = 0; }
 
 AccumulateGrad::~AccumulateGrad() {
+  std::lock_guard<SpinLock> lock(accumulator_lock);
   if (variable->grad_accumulator == this) variable->grad_accumulator = nullptr;
 }
 
@@ -138,8 +144,16 @@ Edge gradient_edge(const Tensor& t) {
   refresh_view_history(t);
   if (!t->requires_grad()) return {};
   if (t->grad_fn) return {t->grad_fn, t->output_nr};
-  if (t->grad_accumulator) return {NodeRef(t->grad_accumulator), 0};
-  return {NodeRef(new AccumulateGrad(t)), 0};
+  std::lock_guard<SpinLock> lock(accumulator_lock);
+  if (AccumulateGrad* existing = t->grad_accumulator) {
+    int32_t count = existing->refcount.load(std::memory_order_relaxed);
+    while (count > 0 && !existing->refcount.compare_exchange_weak(count, count + 1, std::memory_order_relaxed)) {
+    }
+    if (count > 0) return {NodeRef::adopt(existing), 0};
+  }
+  auto* made = new AccumulateGrad(t);
+  t->grad_accumulator = made;
+  return {NodeRef(made), 0};
 }
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {

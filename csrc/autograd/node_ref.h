@@ -15,6 +15,12 @@ class NodeRef {
   explicit NodeRef(Node* node) : node_(node) { if (node_) retain_node(node_); }
   NodeRef(const NodeRef& other) : NodeRef(other.node_) {}
   NodeRef(NodeRef&& other) noexcept : node_(std::exchange(other.node_, nullptr)) {}
+  // Takes over a count its caller has already added to `node`.
+  static NodeRef adopt(Node* node) {
+    NodeRef ref;
+    ref.node_ = node;
+    return ref;
+  }
   NodeRef& operator=(NodeRef other) noexcept { std::swap(node_, other.node_); return *this; }
   ~NodeRef() { if (node_) release_node(node_); }
 

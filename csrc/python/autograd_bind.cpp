@@ -107,6 +107,8 @@ struct PyFunctionNode final : Node {
   std::vector<InputMeta> inputs;  // one per edge
 
  private:
+  friend PyObject* fg::function_backward(const Node* node);
+  friend void fg::clear_function_backward(Node* node);
   std::string name_;
   py::object backward_;
   uint32_t num_outputs_;
@@ -149,6 +151,15 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
 }
 
 }  // namespace
+
+PyObject* function_backward(const Node* node) {
+  auto* fn = dynamic_cast<const PyFunctionNode*>(node);
+  return fn && fn->backward_ ? fn->backward_.ptr() : nullptr;
+}
+
+void clear_function_backward(Node* node) {
+  if (auto* fn = dynamic_cast<PyFunctionNode*>(node)) fn->backward_ = py::object();
+}
 
 // One backward pass at a time in the process: passes keep per-node scratch (Node::topo_slot), and a
 // custom Function's Python backward lets other threads run. The same thread may nest passes (a

@@ -89,5 +89,9 @@ const NodeRef& node_of(py::handle obj);
 void bind_hooks(py::module_& m);
 // The process-wide lock of backward passes (autograd_bind.cpp); waits without the GIL.
 std::unique_lock<std::recursive_mutex> lock_engine();
+// The Python backward a custom Function's node holds (a bound method of its ctx), or null for
+// another node; and its release, for the cycle collector (autograd_bind.cpp).
+PyObject* function_backward(const Node* node);
+void clear_function_backward(Node* node);
 
 }  // namespace fg

@@ -158,6 +158,20 @@ int visit_hooks(const NodeHooks& hooks, visitproc visit, void* arg) {
 
 bool owns_node(const NodeRef& node) { return node && node->refcount.load() == 1; }
 
+// What a node holds of Python: its hooks' functions, and a custom Function's backward, through
+// which its ctx (ctx.out = out keeps an output: a cycle PyTorch's collector breaks too).
+int visit_node(const Node& node, visitproc visit, void* arg) {
+  if (node.hooks)
+    if (int r = visit_hooks(*node.hooks, visit, arg)) return r;
+  Py_VISIT(function_backward(&node));
+  return 0;
+}
+
+void clear_node(Node& node) {
+  node.hooks.reset();
+  clear_function_backward(&node);
+}
+
 traverseproc pybind_tensor_traverse = nullptr;
 inquiry pybind_tensor_clear = nullptr;
 traverseproc pybind_node_traverse = nullptr;
@@ -172,14 +186,14 @@ int tensor_traverse(PyObject* self, visitproc visit, void* arg) {
     if (int r = visit_hooks(leaf->post_accumulate, visit, arg)) return r;
   }
   const NodeRef& grad_fn = (*t)->grad_fn;
-  return owns_node(grad_fn) && grad_fn->hooks ? visit_hooks(*grad_fn->hooks, visit, arg) : 0;
+  return owns_node(grad_fn) ? visit_node(*grad_fn.get(), visit, arg) : 0;
 }
 
 int tensor_clear(PyObject* self) {
   const Tensor* t = tensor_of(self);
   if (t && t->use_count() == 1) {
     (*t)->hooks.reset();
-    if (owns_node((*t)->grad_fn)) (*t)->grad_fn->hooks.reset();
+    if (owns_node((*t)->grad_fn)) clear_node(*(*t)->grad_fn.get());
   }
   return pybind_tensor_clear(self);
 }
@@ -198,11 +212,11 @@ Node* owned_node(PyObject* self) noexcept {
 int node_traverse(PyObject* self, visitproc visit, void* arg) {
   if (int r = pybind_node_traverse(self, visit, arg)) return r;
   Node* node = owned_node(self);
-  return node && node->hooks ? visit_hooks(*node->hooks, visit, arg) : 0;
+  return node ? visit_node(*node, visit, arg) : 0;
 }
 
 int node_clear(PyObject* self) {
-  if (Node* node = owned_node(self)) node->hooks.reset();
+  if (Node* node = owned_node(self)) clear_node(*node);
   return pybind_node_clear(self);
 }
 

@@ -55,10 +55,10 @@ Tensor elementwise(Op op, const Tensor& a, const B& b) {
   return n >= kNoGilElements ? without_gil(op, a, b) : op(a, b);
 }
 
-// op(x), without the GIL when x is long.
-template <class Op>
-Tensor unary(Op op, const Tensor& x) {
-  return x->numel() >= kNoGilElements ? without_gil(op, x) : op(x);
+// op(x, options...) (a unary function, a reduction, softmax), without the GIL when x is long.
+template <class Op, class... Options>
+Tensor unary(Op op, const Tensor& x, const Options&... options) {
+  return x->numel() >= kNoGilElements ? without_gil(op, x, options...) : op(x, options...);
 }
 
 // A matrix product, without the GIL when it has enough multiply-adds: a's elements times b's
@@ -323,7 +323,7 @@ void bind_tensor(py::module_& m) {
       .def("__itruediv__", &slot_method<nb_inplace_true_divide>)
       .def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
         const Tensor* t = tensor_of(b.ptr());
-        return t ? py::cast(matmul(a, *t)) : not_implemented();
+        return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();
       })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
@@ -377,9 +377,9 @@ void bind_tensor(py::module_& m) {
   m.def("sign", [](const Tensor& x) { return sign(x); });
   m.def("exp", [](const Tensor& x) { return unary(fg::exp, x); });
   m.def("log", [](const Tensor& x) { return unary(fg::log, x); });
-  m.def("sqrt", [](const Tensor& x) { return sqrt(x); });
-  m.def("sin", [](const Tensor& x) { return sin(x); });
-  m.def("cos", [](const Tensor& x) { return cos(x); });
+  m.def("sqrt", [](const Tensor& x) { return unary(fg::sqrt, x); });
+  m.def("sin", [](const Tensor& x) { return unary(fg::sin, x); });
+  m.def("cos", [](const Tensor& x) { return unary(fg::cos, x); });
   m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
   m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
   m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
@@ -403,9 +403,12 @@ void bind_tensor(py::module_& m) {
   m.def("foreach_zero_", [](py::handle tensors) { foreach_zero_(tensor_list(tensors)); });
 
   m.def("sum", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim, py::handle dtype) {
-    return sum(x, dims, keepdim, dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype)));
+    return unary(fg::sum, x, dims, keepdim,
+                 dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype)));
   });
-  m.def("mean", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return mean(x, dims, keepdim); });
+  m.def("mean", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+    return unary(fg::mean, x, dims, keepdim);
+  });
   m.def("prod", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return prod(x, dim, keepdim); });
   m.def("var", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
     return var(x, dims, correction, keepdim);
@@ -445,15 +448,15 @@ void bind_tensor(py::module_& m) {
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return product(fg::matmul, a, b); });
 
-  m.def("softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); });
-  m.def("log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); });
+  m.def("softmax", [](const Tensor& x, int64_t dim) { return unary(fg::softmax, x, dim); });
+  m.def("log_softmax", [](const Tensor& x, int64_t dim) { return unary(fg::log_softmax, x, dim); });
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
                        const std::string& reduction, int64_t ignore_index) {
     Reduction r = reduction_from_name(reduction);
     return nll_loss(input, target, weight.value_or(Tensor()), r, ignore_index);
   });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
-    return gelu(x, gelu_approximation_from_name(approximate));
+    return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
   });
 
   m.def("full", [](Shape shape, py::handle value, py::handle dtype) {
