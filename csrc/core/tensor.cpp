@@ -57,6 +57,11 @@ Tensor empty(const Shape& shape, DType dtype) {
 }
 
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
+  // A view allocates nothing, so only here can a shape whose element count overflows int64 arise
+  // (x.expand(2**62, 3)); numel() would wrap and kernels would skip or overrun. PyTorch refuses it too.
+  int64_t n = 1;
+  for (int64_t s : shape)
+    if (__builtin_mul_overflow(n, s, &n)) throw RuntimeError("numel: integer multiplication overflow");
   auto t = std::make_shared<TensorImpl>();
   t->storage = base->storage;
   t->shape = std::move(shape);

@@ -22,8 +22,8 @@ Shape infer_shape(const Shape& requested, int64_t numel) {
       infer_at = static_cast<int64_t>(d);
     } else if (shape[d] < 0) {
       throw RuntimeError(cat("invalid shape dimension ", shape[d], " at index ", d, " of shape ", shape_str(requested)));
-    } else {
-      known *= shape[d];
+    } else if (__builtin_mul_overflow(known, shape[d], &known)) {
+      throw RuntimeError("numel: integer multiplication overflow");  // as PyTorch; a wrapped count could match
     }
   }
   bool ok = infer_at >= 0 ? known != 0 && numel % known == 0 : known == numel;

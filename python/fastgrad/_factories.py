@@ -119,7 +119,9 @@ def from_numpy(array):
 
 
 def _legacy_new(cls, *args, device=None):
-    """`Tensor([1, 2])` makes float32 data; `Tensor(2, 3)` an uninitialized 2x3."""
+    """`Tensor([1, 2])` makes float32 data; `Tensor(2, 3)` an uninitialized 2x3; `Tensor()` no data."""
+    if not args:
+        return _prims.empty((0,), float32)
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
         return tensor(args[0], dtype=float32)
     return _prims.empty(_sizes(args), float32)

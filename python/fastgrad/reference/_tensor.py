@@ -157,6 +157,11 @@ def full(shape, value, dtype):
 
 def make_view(base, shape, strides, offset):
     """Another geometry over base's storage, with no autograd history."""
+    count = 1
+    for size in shape:  # as the C++ int64 element count (x.expand(2**62, 3) is refused there)
+        count *= size
+        if count >= 2**63:
+            raise RuntimeError("numel: integer multiplication overflow")
     return Tensor._make(base._storage, tuple(shape), tuple(strides), offset, base._dtype)
 
 
