@@ -7,6 +7,7 @@ fresh interpreter; on both backends, the Python objects of a cycle must die (wea
 """
 import gc
 import json
+import os
 import pathlib
 import textwrap
 import weakref
@@ -18,6 +19,10 @@ from semantics_helpers import run_python
 
 SOAK = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "soak.py"
 needs_fastgrad = pytest.mark.skipif("fastgrad" not in BACKENDS, reason="graph_stats() is fastgrad's own")
+# Under AddressSanitizer (.ci/sanitize) freed memory waits in a quarantine of up to 256 MB, so RSS
+# says nothing about leaks there: only the node counts are checked.
+UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+MAX_RSS_GROWTH_MB = 1024 if UNDER_ASAN else 1
 
 
 def live_nodes():
@@ -41,14 +46,14 @@ def test_short_soak_leaves_no_nodes_and_memory_flat():
     out = run_json(f"""
         import sys, runpy
         sys.argv = ["soak.py", "--steps", "2000", "--every", "250", "--warmup", "500", "--json",
-                    "--max-rss-growth-mb", "1"]
+                    "--max-rss-growth-mb", "{MAX_RSS_GROWTH_MB}"]
         runpy.run_path({str(SOAK)!r}, run_name="__main__")
     """)
     assert out["left_after_warmup"] == 0
     assert all(row["live_nodes"] == 0 for row in out["rows"])
     assert [row["step"] for row in out["rows"]] == list(range(0, 2001, 250))
     assert out["arena_growth_bytes"] <= 0
-    assert out["rss_growth_bytes"] < 2**20
+    assert out["rss_growth_bytes"] < MAX_RSS_GROWTH_MB * 2**20
     assert out["rows"][-1]["loss"] < out["rows"][1]["loss"]  # it did train
 
 
@@ -147,7 +152,8 @@ SCENARIO_NAMES = ["dropped", "retained", "retained_then_dropped", "grad_only", "
 def test_graphs_and_their_saved_tensors_are_reclaimed(scenario):
     out = run_json(f"import sys; sys.argv[1:] = [{scenario!r}]\n" + SCENARIOS)
     assert out["live_nodes"] == 0
-    assert out["rss_growth"] < 16 * 2**20  # one round is at least 12 MB; a leak would be 100 rounds
+    if not UNDER_ASAN:
+        assert out["rss_growth"] < 16 * 2**20  # one round is at least 12 MB; a leak would be 100 rounds
 
 
 def test_hook_holding_its_own_tensor_is_collected(fg):
