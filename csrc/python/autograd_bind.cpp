@@ -55,14 +55,7 @@ struct PyFunctionNode final : Node {
   PyFunctionNode(std::string name, py::object backward, uint32_t outputs, std::shared_ptr<SavedTensors> saved)
       : name_(std::move(name)), backward_(std::move(backward)), num_outputs_(outputs), saved_(std::move(saved)) {}
 
-  ~PyFunctionNode() override {
-    if (!Py_IsInitialized()) {
-      backward_.release();  // the interpreter is gone: nothing left to free it with
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    backward_ = py::object();
-  }
+  ~PyFunctionNode() override { release_python_object(backward_.release().ptr()); }
 
   const char* name() const override { return name_.c_str(); }
   uint32_t num_outputs() const override { return num_outputs_; }

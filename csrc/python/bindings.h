@@ -49,6 +49,14 @@ struct type_caster<fg::Dims> : list_caster<fg::Dims, int64_t> {};
 
 namespace fg {
 
+// Drops a Python reference held by C++ code that may run without the GIL (a node freed in a
+// backward pass) or after the interpreter has gone (then it is left: nothing can free it).
+inline void release_python_object(PyObject* obj) {
+  if (!obj || !Py_IsInitialized()) return;
+  py::gil_scoped_acquire gil;
+  Py_DECREF(obj);
+}
+
 // Python dtype objects (fastgrad.float32, ...) are created by the Python package and registered
 // here; C++ maps them to DType through their `_code` attribute.
 DType dtype_from_py(py::handle obj);

@@ -19,14 +19,7 @@ struct PythonFunction {
 template <class Base>
 struct PyHook : Base, PythonFunction {
   explicit PyHook(py::object f) { fn = std::move(f); }
-  ~PyHook() override {
-    if (!Py_IsInitialized()) {
-      fn.release();  // the interpreter is gone: nothing left to free it with
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    fn = py::object();
-  }
+  ~PyHook() override { release_python_object(fn.release().ptr()); }
   void remove() override {
     Base::remove();
     fn = py::object();

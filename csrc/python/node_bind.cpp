@@ -63,11 +63,7 @@ const NodeRef& node_of(py::handle obj) { return obj.cast<const PyNode&>().node; 
 
 void bind_node(py::module_& m) {
   // A node may die in a backward running without the GIL, or after the interpreter has gone.
-  release_node_metadata = [](void* metadata) {
-    if (!Py_IsInitialized()) return;
-    py::gil_scoped_acquire gil;
-    Py_DECREF(static_cast<PyObject*>(metadata));
-  };
+  release_node_metadata = [](void* metadata) { release_python_object(static_cast<PyObject*>(metadata)); };
   store_forward_traceback = &store_traceback;
   report_failed_node = &report_failure;
   m.def("is_anomaly_enabled", &anomaly_enabled);
