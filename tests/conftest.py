@@ -13,6 +13,11 @@ import os
 
 import pytest
 
+try:
+    import fcntl
+except ImportError:  # Windows: parallel runs there do not keep serial tests alone
+    fcntl = None
+
 BACKENDS = [name for name in os.environ.get("FASTGRAD_TEST_BACKENDS", "fastgrad,fastgrad.reference").split(",") if name]
 
 
@@ -24,3 +29,34 @@ def fg(request):
 @pytest.fixture(scope="session")
 def torch():
     return pytest.importorskip("torch")
+
+
+# ---- parallel runs (pytest-xdist, `-n auto`): tests marked `serial` run alone
+#
+# Every test of a parallel run holds a shared lock on one file of the run while it runs (setup,
+# call and teardown); a `serial` test holds it exclusively, so no test runs in another worker
+# meanwhile. A second lock, taken briefly before the first, keeps a waiting serial test from being
+# starved by the other workers' stream of shared holders. The files live in the run's base
+# temporary directory (each worker's is a folder in it), which pytest deletes a few runs later.
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item):
+    if not hasattr(item.config, "workerinput") or fcntl is None:  # not an xdist worker: nothing runs beside this test
+        yield
+        return
+    base = os.path.join(item.config._tmp_path_factory.getbasetemp().parent, "fastgrad-tests")
+    alone = item.get_closest_marker("serial") is not None
+    with open(base + ".turnstile", "a") as turnstile, open(base + ".lock", "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def pytest_collection_modifyitems(items):
+    """`slow` tests first: a parallel run hands tests out in this order, and one started last would
+    leave the other workers idle until it ends."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -330,6 +330,7 @@ def test_gradient_descent_loop(fg):
     assert_values(w, expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_long_chain(fg):
     x = fg.tensor(1.0, dtype=fg.float64, requires_grad=True)
     y = x

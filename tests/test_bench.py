@@ -2,6 +2,8 @@
 (the structure only: timings are never asserted)."""
 import re
 
+import pytest
+
 from semantics_helpers import run_python
 
 GROUPS = ["op", "mlp", "matmul", "elementwise", "micrograd"]
@@ -27,6 +29,7 @@ def tables(output):
     return found
 
 
+@pytest.mark.slow
 def test_quick_run_prints_every_group():
     output = bench("--quick")
     assert re.search(r"^Machine: CPU: .*; ISA: .*; numpy \S+; fastgrad \S+; torch .+$", output, re.MULTILINE)

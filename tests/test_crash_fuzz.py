@@ -67,15 +67,14 @@ def _last_call(log_path, skip=0):
     return lines[-1].split("\t", 1)[1] if lines and "\t" in lines[-1] else "(before the first call)"
 
 
-def test_random_calls_raise_only_python_exceptions(tmp_path):
-    failures = []
-    for batch, start in enumerate(range(0, EXAMPLES, BATCH)):
-        failure = run_batch(tmp_path, SEED * 1_000_003 + batch, min(BATCH, EXAMPLES - start))
-        if failure is not None:  # keep going: one run reports every batch's failure
-            failures.append(failure)
-    report = "\n\n".join(f"{kind}:\n    import fastgrad as fg, numpy as np\n    {source}\n{detail}"
-                         for kind, source, detail in failures)
-    assert not failures, f"{len(failures)} failing calls (as Python source):\n\n{report}"
+# A test per batch: a parallel run spreads them over its workers, and each batch reports its own failure.
+@pytest.mark.slow
+@pytest.mark.parametrize("batch", range((EXAMPLES + BATCH - 1) // BATCH))
+def test_random_calls_raise_only_python_exceptions(tmp_path, batch):
+    failure = run_batch(tmp_path, SEED * 1_000_003 + batch, min(BATCH, EXAMPLES - batch * BATCH))
+    if failure is not None:
+        kind, source, detail = failure
+        pytest.fail(f"{kind}:\n    import fastgrad as fg, numpy as np\n    {source}\n{detail}", pytrace=False)
 
 
 def test_every_public_name_is_a_target():

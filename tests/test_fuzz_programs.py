@@ -58,6 +58,7 @@ def _failure(program):
     return None
 
 
+@pytest.mark.slow
 @fuzz_settings
 @given(programs())
 def test_backends_agree(program):
@@ -72,6 +73,7 @@ def test_backends_agree(program):
         raise
 
 
+@pytest.mark.slow
 @functools.partial(fuzz_settings, examples=SECOND_ORDER_EXAMPLES)
 @given(programs())
 def test_second_derivatives_agree(program):

@@ -294,6 +294,7 @@ def test_exact_kernels_and_sums_are_identical_on_every_isa():
     assert len(set(digests.values())) == 1, digests
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("isa", ISAS)
 def test_suite_under_isa(isa):
     """The kernel and op tests, on fastgrad only (the reference has no kernels), under a forced ISA."""

@@ -110,6 +110,7 @@ def test_many_iterations_leave_no_nodes_and_bounded_arena():
     assert out["final"]["live_nodes"] == 0
 
 
+@pytest.mark.slow
 def test_million_op_chain_backward_and_release():
     out = run_fastgrad("""
         import gc, json

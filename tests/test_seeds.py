@@ -46,6 +46,7 @@ def test_seed_prints_expected_output(fg, name):
     assert strip_module(result.stdout) == strip_module(expected(name))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SEEDS)
 def test_expected_output_is_what_torch_prints(torch, name):
     result = run_python(source(name))

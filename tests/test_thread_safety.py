@@ -183,6 +183,7 @@ def long_operands():
     return fastgrad.randn(1500, 1500), fastgrad.randn(2000, 5000)
 
 
+@pytest.mark.serial  # needs the other core to itself
 @pytest.mark.parametrize("name", sorted(LONG_KERNELS))
 def test_a_python_thread_runs_while_a_long_kernel_runs(name, long_operands):
     """fastgrad only (the reference is Python): a pure-Python thread keeps counting while the main
