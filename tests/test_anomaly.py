@@ -219,3 +219,32 @@ def test_same_error_as_torch(fg, torch, fn, node, k):
         return str(info.value)
 
     assert error_of(fg) == error_of(torch)
+
+
+def test_a_graph_freed_during_a_leafs_first_use_in_anomaly_mode(fg):
+    """In anomaly mode a node's creation calls Python to keep the forward traceback, and Python may
+    free other graphs there (its garbage collector runs when it allocates). A graph freed then frees
+    another leaf's accumulator: that must not wait on the lock under which the new leaf's
+    accumulator is being made (it deadlocked). In a child with a timeout, so that a deadlock fails
+    instead of hanging the run."""
+    from semantics_helpers import run_python
+
+    result = run_python(f"""
+import traceback
+import {fg.__name__} as fg
+
+graphs = [fg.tensor([1.0], requires_grad=True) * 2 for _ in range(3)]  # each holds its leaf's accumulator
+extract_stack = traceback.extract_stack
+def extract_stack_freeing_a_graph(*args, **kwargs):
+    if graphs:
+        graphs.pop()  # freed here, as by a garbage collection that the traceback's making starts
+    return extract_stack(*args, **kwargs)
+traceback.extract_stack = extract_stack_freeing_a_graph
+
+fg.autograd.set_detect_anomaly(True)
+b = fg.tensor([2.0], requires_grad=True)
+(b * 3).sum().backward()  # MulBackward0 frees one graph; b's accumulator, made next, another
+assert b.grad.item() == 3.0
+print("ok")
+""", timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

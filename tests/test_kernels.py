@@ -294,6 +294,14 @@ def test_exact_kernels_and_sums_are_identical_on_every_isa():
     assert len(set(digests.values())) == 1, digests
 
 
+# The files rerun under each other ISA. Under a sanitizer (.ci/sanitize preloads its runtime), the
+# kernel tests only: they reach every fast path and tail of the kernels, and the op tests would run
+# those again at the sanitizer's cost (the normal run still reruns them under every ISA).
+ISA_RERUN_FILES = ["test_kernels.py", "test_gemm.py"]
+if "san.so" not in os.environ.get("LD_PRELOAD", ""):
+    ISA_RERUN_FILES += ["test_ops.py", "test_nn_ops.py"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("isa", ISAS)
 def test_suite_under_isa(isa):
@@ -306,7 +314,7 @@ def test_suite_under_isa(isa):
     if isa == config["isa"]:
         pytest.skip(f"{isa} is this process's ISA: the main run covers it")
     here = os.path.dirname(os.path.abspath(__file__))
-    files = [os.path.join(here, name) for name in ("test_kernels.py", "test_ops.py", "test_nn_ops.py", "test_gemm.py")]
+    files = [os.path.join(here, name) for name in ISA_RERUN_FILES]
     child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files],
                            capture_output=True, text=True, timeout=900, cwd=here,
                            env=_child_env(FASTGRAD_ISA=isa, FASTGRAD_TEST_BACKENDS="fastgrad"))

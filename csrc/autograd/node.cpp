@@ -144,16 +144,28 @@ Edge gradient_edge(const Tensor& t) {
   refresh_view_history(t);
   if (!t->requires_grad()) return {};
   if (t->grad_fn) return {t->grad_fn, t->output_nr};
-  std::lock_guard<SpinLock> lock(accumulator_lock);
-  if (AccumulateGrad* existing = t->grad_accumulator) {
+  // The leaf's accumulator if it is alive, with a count added for the caller (under the lock).
+  auto living = [&t]() -> NodeRef {
+    AccumulateGrad* existing = t->grad_accumulator;
+    if (!existing) return {};
     int32_t count = existing->refcount.load(std::memory_order_relaxed);
     while (count > 0 && !existing->refcount.compare_exchange_weak(count, count + 1, std::memory_order_relaxed)) {
     }
-    if (count > 0) return {NodeRef::adopt(existing), 0};
+    return count > 0 ? NodeRef::adopt(existing) : NodeRef();
+  };
+  {
+    std::lock_guard<SpinLock> lock(accumulator_lock);
+    if (NodeRef existing = living()) return {std::move(existing), 0};
   }
-  auto* made = new AccumulateGrad(t);
-  t->grad_accumulator = made;
-  return {NodeRef(made), 0};
+  // Made outside the lock: in anomaly mode a node's constructor calls Python, whose garbage
+  // collector may delete another leaf's accumulator, and that destructor takes the lock.
+  // If another thread's came first, `made` is deleted on return, after the lock is released (it
+  // was declared first, so it is destroyed last).
+  NodeRef made(new AccumulateGrad(t));
+  std::lock_guard<SpinLock> lock(accumulator_lock);
+  if (NodeRef existing = living()) return {std::move(existing), 0};
+  t->grad_accumulator = static_cast<AccumulateGrad*>(made.get());
+  return {std::move(made), 0};
 }
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {

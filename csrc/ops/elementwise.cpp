@@ -85,6 +85,19 @@ bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* 
   return true;
 }
 
+// f(T{}, R{}) with T the computation type `dtype` and R the stored type: T itself, or bool for
+// predicates. Only these two, of the 4 x 4 pairs: each map below is compiled for 8, not 16.
+template <class F>
+void dispatch_computed_stored(DType dtype, DType out_dtype, F&& f) {
+  dispatch(dtype, [&](auto tag) {
+    if (out_dtype == DType::Bool) {
+      f(tag, bool{});
+    } else {
+      f(tag, tag);
+    }
+  });
+}
+
 // out = f(a, b) over the broadcast shape, computed and stored in `dtype` (or bool for predicates);
 // with the vector kernel `vec` (which computes f) where it applies.
 template <class F>
@@ -101,13 +114,11 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
     });
     if (done) return out;
   }
-  dispatch(dtype, [&](auto tag) {
+  dispatch_computed_stored(dtype, out_dtype, [&](auto tag, auto out_tag) {
     using T = decltype(tag);
-    dispatch(out_dtype, [&](auto out_tag) {
-      using R = decltype(out_tag);
-      map2(shape, out->data_as<R>(), ca->data_as<T>(), sa.data(), cb->data_as<T>(), sb.data(),
-           [&](T x, T y) { return static_cast<R>(f(x, y)); });
-    });
+    using R = decltype(out_tag);
+    map2(shape, out->data_as<R>(), ca->data_as<T>(), sa.data(), cb->data_as<T>(), sb.data(),
+         [&](T x, T y) { return static_cast<R>(f(x, y)); });
   });
   return out;
 }
@@ -130,14 +141,12 @@ Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype
     });
     if (done) return out;
   }
-  dispatch(dtype, [&](auto tag) {
+  dispatch_computed_stored(dtype, out_dtype, [&](auto tag, auto out_tag) {
     using T = decltype(tag);
-    dispatch(out_dtype, [&](auto out_tag) {
-      using R = decltype(out_tag);
-      T sv = s.to<T>();
-      map1(x->shape, out->data_as<R>(), cx->data_as<T>(), cx->strides.data(),
-           [&](T v) { return static_cast<R>(f(v, sv)); });
-    });
+    using R = decltype(out_tag);
+    T sv = s.to<T>();
+    map1(x->shape, out->data_as<R>(), cx->data_as<T>(), cx->strides.data(),
+         [&](T v) { return static_cast<R>(f(v, sv)); });
   });
   return out;
 }
