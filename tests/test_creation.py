@@ -228,6 +228,17 @@ def test_cpu_device(fg):
     assert t.to(fg.device("cpu")) is t
 
 
+# A size no machine can allocate: the device is refused first, without taking (or trying to take) memory.
+@pytest.mark.parametrize("make", [
+    lambda fg, **kw: fg.empty(2 ** 62, **kw), lambda fg, **kw: fg.full((2 ** 62,), 1.0, **kw),
+    lambda fg, **kw: fg.randn(2 ** 62, **kw), lambda fg, **kw: fg.randint(3, (2 ** 62,), **kw),
+    lambda fg, **kw: fg.arange(2 ** 62, **kw), lambda fg, **kw: fg.eye(2 ** 31, **kw),
+    lambda fg, **kw: fg.nn.Linear(1, 2 ** 62, **kw)])
+def test_an_unavailable_device_is_refused_before_allocating(fg, make):
+    with pytest.raises(RuntimeError, match="fastgrad runs on the CPU only; device 'cuda' is not available"):
+        make(fg, device="cuda")
+
+
 def test_dtype_aliases(fg):
     assert fg.float is fg.float32
     assert fg.double is fg.float64

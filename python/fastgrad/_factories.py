@@ -19,9 +19,14 @@ _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: 
 _rng = np.random.default_rng()
 
 
-def _finish(t, requires_grad, device=None):
+def _cpu_only(device):
+    """Checked before any memory is taken or number drawn: a bad device fails at once, not after
+    allocating and filling a tensor that is then thrown away."""
     if device is not None:
         _device(device)
+
+
+def _finish(t, requires_grad):
     if requires_grad:
         if not t.dtype.is_floating_point:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -89,6 +94,7 @@ def _scan(data, depth, shape, kinds, values):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    _cpu_only(device)
     if isinstance(data, Tensor):
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
                       "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
@@ -105,7 +111,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                 -2 ** 63 <= v < 2 ** 63 for v in values):  # the reference's int64 array would wrap it
             raise ValueError("Overflow when unpacking long long")
         t = _prims.from_values(values, shape, dtype or inferred, inferred)
-    return _finish(t, requires_grad, device)
+    return _finish(t, requires_grad)
 
 
 as_tensor = tensor
@@ -135,11 +141,12 @@ Tensor.__init__ = lambda self, *args, **kwargs: None
 # ---- filled
 
 def _filled(size, value, dtype, requires_grad, device, out=None):
+    _cpu_only(device)
     dtype = dtype or (float32 if isinstance(value, builtins.float) or value is None else int64 if isinstance(
         value, numbers.Integral) and not isinstance(value, builtins.bool) else bool_ if isinstance(
         value, builtins.bool) else float32)
     t = _prims.empty(_sizes(size), dtype) if value is None else _prims.full(_sizes(size), value, dtype)
-    t = _finish(t, requires_grad, device)
+    t = _finish(t, requires_grad)
     if out is not None:
         out.data = t
         return out
@@ -183,12 +190,13 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 # ---- ranges
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    _cpu_only(device)
     if end is None:
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if dtype is None:
         dtype = float32 if any(isinstance(v, builtins.float) for v in values) else int64
-    t = _finish(_prims.arange(*map(builtins.float, values), dtype), requires_grad, device)
+    t = _finish(_prims.arange(*map(builtins.float, values), dtype), requires_grad)
     if out is not None:
         out.data = t
         return out
@@ -196,12 +204,14 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    _cpu_only(device)
     t = _prims.linspace(builtins.float(start), builtins.float(end), int(steps), dtype or float32)
-    return _finish(t, requires_grad, device)
+    return _finish(t, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    return _finish(_prims.eye(n, n if m is None else m, dtype or float32), requires_grad, device)
+    _cpu_only(device)
+    return _finish(_prims.eye(n, n if m is None else m, dtype or float32), requires_grad)
 
 
 # ---- random numbers (numpy's generator; manual_seed makes runs reproducible)
@@ -216,25 +226,26 @@ def seed():
     manual_seed(np.random.SeedSequence().entropy % (2 ** 63))
 
 
-def _random_shape(size):
+def _random_shape(size, device):
     """The sizes asked for, checked by the backend's empty() (negative sizes, overflow, memory) so that
     numpy's generator never sees them and the errors are worded as for every other factory."""
+    _cpu_only(device)
     return list(_prims.empty(_sizes(size), bool_).shape)
 
 
-def _random(values, dtype, requires_grad, device):
+def _random(values, dtype, requires_grad):
     dtype = dtype or float32
     if not dtype.is_floating_point:
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
-    return _finish(_from_array(values, dtype), requires_grad, device)
+    return _finish(_from_array(values, dtype), requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _random(_rng.random(_random_shape(size)), dtype, requires_grad, device)
+    return _random(_rng.random(_random_shape(size, device)), dtype, requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _random(_rng.standard_normal(_random_shape(size)), dtype, requires_grad, device)
+    return _random(_rng.standard_normal(_random_shape(size, device)), dtype, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -252,21 +263,22 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
         raise ValueError("Overflow when unpacking long long")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    values = _rng.integers(low, high, size=_random_shape((size,)))
-    return _finish(_from_array(values, dtype or int64), requires_grad, device)
+    values = _rng.integers(low, high, size=_random_shape((size,), device))
+    return _finish(_from_array(values, dtype or int64), requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
+    _cpu_only(device)
     means = mean.detach().numpy() if isinstance(mean, Tensor) else mean
     stds = std.detach().numpy() if isinstance(std, Tensor) else std
     if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
         raise TypeError("normal() with float mean and std needs a size")
     if np.any(np.asarray(stds) < 0):
         raise RuntimeError(f"normal expects std >= 0.0, but found std {np.min(stds)}")
-    shape = None if size is None else _random_shape((size,))
+    shape = None if size is None else _random_shape((size,), None)
     values = _rng.normal(means, stds, size=shape)
     like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
-    return _random(values, dtype or (like.dtype if like is not None else None), requires_grad, device)
+    return _random(values, dtype or (like.dtype if like is not None else None), requires_grad)
 
 
 # ---- Tensor methods that make values: new_* (self's dtype by default) and in-place random fills
