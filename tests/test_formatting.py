@@ -1,6 +1,7 @@
 """fastgrad._formatting must print exactly what PyTorch prints for the same data."""
 import importlib.util
 import pathlib
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -151,3 +152,21 @@ def test_format_scalar_matches_torch(value, spec):
     assert formatting.format_scalar(value, spec) == expected
     assert formatting.format_scalar(value[()], spec) == expected  # numpy scalar
     assert formatting.format_scalar(value.item(), spec) == expected  # Python scalar
+
+
+@pytest.mark.parametrize("program", [
+    lambda lib: lib.ones(1).expand(10**6, 10**6),
+    lambda lib: (lib.arange(7.0) / 3).reshape(7, 1, 1).expand(7, 10**6, 10**6),
+], ids=["ones_1e12", "arange_7e12"])
+def test_expanded_tensor_prints_without_materialising(fg, torch, program):
+    """Printing reads only the elements it shows: an expand standing for 1e12 elements prints as
+    torch prints it, and the print allocates a few KiB (tracemalloc sees numpy's buffers too)."""
+    tensor = program(fg)
+    tracemalloc.start()
+    try:
+        text = repr(tensor)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert text == repr(program(torch))
+    assert peak < 2**20

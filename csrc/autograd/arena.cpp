@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <vector>
 
 #include "core/spin_lock.h"
 
@@ -14,25 +13,86 @@ namespace {
 constexpr size_t kClassBytes = 64;
 constexpr size_t kClasses = 16;  // blocks up to 1 KiB; larger nodes fall back to the heap
 constexpr size_t kSlabBytes = 64 * 1024;
+// Empty slabs kept for reuse (4 MiB: tens of thousands of nodes, more than a training step's
+// graph usually holds). Past this, a slab whose last node is released goes back to the heap, so
+// one huge graph does not pin its memory for the rest of the process.
+constexpr int64_t kKeptEmptySlabs = 64;
 
 struct FreeBlock { FreeBlock* next; };
 
+// Each slab starts with this header (in its first block) and is aligned to its own size, so a
+// block finds its slab by masking its address. Slabs with a free block are linked per class.
+struct alignas(kClassBytes) Slab {
+  Slab* prev;
+  Slab* next;
+  FreeBlock* free;
+  int64_t live;
+};
+static_assert(sizeof(Slab) == kClassBytes, "the slab header takes exactly one block");
+
+Slab* slab_of(void* block) {
+  return reinterpret_cast<Slab*>(reinterpret_cast<uintptr_t>(block) & ~(kSlabBytes - 1));
+}
+
 struct Arena {
   SpinLock mutex;
-  FreeBlock* free_lists[kClasses] = {};
-  std::vector<void*> slabs;
+  Slab* with_free[kClasses] = {};  // per class: the slabs that have a free block
+  int64_t slabs = 0;
+  int64_t empty_slabs = 0;
   int64_t live = 0;
 
-  void refill(size_t cls) {
+  void link(size_t cls, Slab* s) {
+    s->prev = nullptr;
+    s->next = with_free[cls];
+    if (s->next) s->next->prev = s;
+    with_free[cls] = s;
+  }
+
+  void unlink(size_t cls, Slab* s) {
+    if (s->prev) s->prev->next = s->next;
+    else with_free[cls] = s->next;
+    if (s->next) s->next->prev = s->prev;
+  }
+
+  void add_slab(size_t cls) {
     size_t block = (cls + 1) * kClassBytes;
-    char* slab = static_cast<char*>(std::aligned_alloc(kClassBytes, kSlabBytes));
-    if (!slab) throw std::bad_alloc();
-    slabs.push_back(slab);
-    for (size_t off = 0; off + block <= kSlabBytes; off += block) {
-      auto* b = reinterpret_cast<FreeBlock*>(slab + off);
-      b->next = free_lists[cls];
-      free_lists[cls] = b;
+    char* base = static_cast<char*>(std::aligned_alloc(kSlabBytes, kSlabBytes));
+    if (!base) throw std::bad_alloc();
+    auto* s = new (base) Slab{nullptr, nullptr, nullptr, 0};
+    for (size_t off = block; off + block <= kSlabBytes; off += block) {
+      auto* b = reinterpret_cast<FreeBlock*>(base + off);
+      b->next = s->free;
+      s->free = b;
     }
+    ++slabs;
+    ++empty_slabs;
+    link(cls, s);
+  }
+
+  void* take(size_t cls) {
+    if (!with_free[cls]) add_slab(cls);
+    Slab* s = with_free[cls];
+    FreeBlock* b = s->free;
+    s->free = b->next;
+    if (s->live++ == 0) --empty_slabs;
+    if (!s->free) unlink(cls, s);
+    return b;
+  }
+
+  void give_back(size_t cls, void* block) {
+    Slab* s = slab_of(block);
+    if (!s->free) link(cls, s);
+    auto* b = static_cast<FreeBlock*>(block);
+    b->next = s->free;
+    s->free = b;
+    if (--s->live > 0) return;
+    if (empty_slabs < kKeptEmptySlabs) {
+      ++empty_slabs;
+      return;
+    }
+    unlink(cls, s);
+    --slabs;
+    std::free(s);
   }
 };
 
@@ -60,10 +120,7 @@ void* arena_allocate(size_t nbytes) {
   std::lock_guard<SpinLock> lock(a.mutex);
   ++a.live;
   if (kHeapOnly || cls >= kClasses) return ::operator new(nbytes);
-  if (!a.free_lists[cls]) a.refill(cls);
-  FreeBlock* b = a.free_lists[cls];
-  a.free_lists[cls] = b->next;
-  return b;
+  return a.take(cls);
 }
 
 void arena_deallocate(void* block, size_t nbytes) {
@@ -75,15 +132,13 @@ void arena_deallocate(void* block, size_t nbytes) {
     ::operator delete(block);
     return;
   }
-  auto* b = static_cast<FreeBlock*>(block);
-  b->next = a.free_lists[cls];
-  a.free_lists[cls] = b;
+  a.give_back(cls, block);
 }
 
 ArenaStats arena_stats() {
   Arena& a = arena();
   std::lock_guard<SpinLock> lock(a.mutex);
-  return {a.live, static_cast<int64_t>(a.slabs.size() * kSlabBytes)};
+  return {a.live, a.slabs * static_cast<int64_t>(kSlabBytes)};
 }
 
 }  // namespace fg

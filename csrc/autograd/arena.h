@@ -1,6 +1,7 @@
 // The node arena: graph nodes are carved from 64 KiB slabs in 64-byte size classes and recycled
-// through per-class free lists, so steady-state training makes no heap calls for its graph. Slabs
-// are kept for reuse; their total is the `arena_bytes` statistic.
+// through per-slab free lists, so steady-state training makes no heap calls for its graph. Slabs
+// whose nodes are all released are kept for reuse up to a bound and returned to the heap past it;
+// the slabs held are the `arena_bytes` statistic.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -61,13 +61,13 @@ class _Formatter:
 def _summarized(values):
     """The elements a summarized print shows: EDGEITEMS from each end of every long dimension.
 
-    The formatter is built from these alone, so hidden elements do not change the style.
+    The formatter is built from these alone, so hidden elements do not change the style. One
+    gather over all dimensions at once reads only these elements (a stride-0 view from expand may
+    stand for far more elements than fit in memory).
     """
-    for axis, size in enumerate(values.shape):
-        if size > 2 * EDGEITEMS:
-            keep = list(range(EDGEITEMS)) + list(range(size - EDGEITEMS, size))
-            values = values.take(keep, axis=axis)
-    return values
+    keep = [list(range(EDGEITEMS)) + list(range(size - EDGEITEMS, size)) if size > 2 * EDGEITEMS
+            else list(range(size)) for size in values.shape]
+    return values[np.ix_(*keep)]
 
 
 def _body(values, indent, summarize, formatter):

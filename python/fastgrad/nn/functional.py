@@ -8,7 +8,7 @@ import warnings
 
 from .. import _prims
 from .._factories import arange, rand
-from fastgrad._types import int64
+from fastgrad._types import SCALAR_TYPE_NAME, int64
 
 Tensor = _prims.Tensor
 
@@ -30,8 +30,12 @@ def relu(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    # where, not max(x, a*x): the slope applies at 0 too, as PyTorch's backward does
-    return _maybe_inplace(input, _prims.where(input > 0, input, input * negative_slope), inplace)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"leaky_relu_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    # where, not max(x, a*x): the slope applies at 0 too, as PyTorch's backward does. relu on the
+    # kept side: its gradient refers to the input, so one taken with create_graph keeps a graph (with
+    # zero second derivative), as PyTorch's LeakyReluBackward does.
+    return _maybe_inplace(input, _prims.where(input > 0, _prims.relu(input), input * negative_slope), inplace)
 
 
 def gelu(input, approximate="none"):

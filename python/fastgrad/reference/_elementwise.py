@@ -534,8 +534,24 @@ class ReluBackward0(Function):
         return out
 
     def backward(self, g):
-        # As PyTorch's threshold_backward: cut where the result is <= 0, so it passes where it is NaN.
-        return where(self.unpack(0) <= 0, zeros_like(g), g)
+        return threshold_backward(g, self.unpack(0))
+
+
+class ThresholdBackwardBackward0(Function):
+    """ReLU's gradient, as PyTorch's threshold_backward(g, result, 0): g cut where the result is <= 0
+    (so it passes where the result is NaN). Recorded with the result as an input, so a gradient taken
+    with create_graph keeps its graph (zero second derivative), as PyTorch's does."""
+
+    def forward(self, g, result):
+        self.save(result)
+        return where(result <= 0, zeros_like(g), g)
+
+    def backward(self, gg):
+        return threshold_backward(gg, self.unpack(0)), None
+
+
+def threshold_backward(g, result):
+    return ThresholdBackwardBackward0.run(g, result)
 
 
 class ClampBackward1(Function):
