@@ -76,8 +76,10 @@ def number_or_none(obj):
         return int(obj)
     if isinstance(obj, float):
         return float(obj)
-    if not isinstance(obj, Tensor) and hasattr(obj, "dtype") and hasattr(obj, "item") and getattr(obj, "ndim", None) == 0:
-        return number_or_none(obj.item())
+    if not isinstance(obj, (Tensor, np.ndarray)) and hasattr(obj, "dtype") and hasattr(obj, "item") and getattr(
+            obj, "ndim", None) == 0:  # numpy scalars (a 0-d array is not a number to PyTorch)
+        value = obj.item()
+        return float(value) if isinstance(value, bool) else number_or_none(value)  # PyTorch reads np.bool_ as a float
     return None
 
 
