@@ -153,6 +153,11 @@ auto comparison(CompareOp op) {
     if (const Tensor* t = tensor_of(b.ptr())) return py::cast(compare(a, *t, op));
     Scalar s;
     if (scalar_from_py(b, s)) return py::cast(compare(a, s, op));
+    // PyTorch's == (and no other comparison) reads an ndarray of a tensor dtype as a tensor
+    if (op == CompareOp::Eq && py::isinstance<py::array>(b)) try {
+        return py::cast(compare(a, tensor_from_numpy(py::reinterpret_borrow<py::array>(b), false), op));
+      } catch (const TypeError&) {
+      }
     return not_implemented();
   };
 }

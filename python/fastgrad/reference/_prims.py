@@ -10,6 +10,8 @@ import builtins
 import math
 import operator
 
+import numpy as np
+
 from .._types import bool as bool_, float32, float64
 from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
 from ._autograd import (_set_grad_enabled, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,  # noqa: F401
@@ -101,6 +103,16 @@ def _compare(op):
     return lambda a, b: ew.compare(a, b, op)
 
 
+def _equal_operator(a, b):
+    """PyTorch's == (and no other comparison) reads an ndarray of a tensor dtype as a tensor."""
+    if isinstance(b, np.ndarray):
+        try:
+            b = from_numpy(b, share_memory=False)
+        except TypeError:
+            return NotImplemented
+    return _operator(_compare(operator.eq))(a, b)
+
+
 # ---- the Tensor type's own bindings: operators, x[key], backward
 
 # The named forms (fastgrad.add(x, y), x.mul_(y), fastgrad.lt(x, y)); the operators return NotImplemented instead.
@@ -127,7 +139,7 @@ for _name, _value in {
     "__pow__": _operator(ew.pow), "__rpow__": _operator(ew.PowBackward2.run, True),
     "__iadd__": _operator(_inplace.add_), "__isub__": _operator(_inplace.sub_), "__imul__": _operator(_inplace.mul_),
     "__itruediv__": _operator(_inplace.div_), "mul_": mul_, "div_": div_,
-    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS},
+    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS}, "__eq__": _equal_operator,
     "__neg__": lambda x: ew.NegBackward0.run(x), "__abs__": lambda x: ew.AbsBackward0.run(x),
     "__matmul__": lambda a, b: _matmul.matmul(a, b) if isinstance(b, Tensor) else NotImplemented,
     "__getitem__": _index.getitem, "__setitem__": _index.setitem,
