@@ -731,8 +731,8 @@ def gather(input, dim, index):
 for _name, _value in {
     "__repr__": __repr__, "__str__": __repr__, "__format__": __format__, "__bool__": __bool__,
     "__float__": __float__, "__int__": __int__, "__index__": __index__, "__iter__": __iter__,
-    "__array__": __array__, "__array_priority__": __array_priority__,
-    "__array_wrap__": __array_wrap__, "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__,
+    "__array__": __array__, "__array_priority__": __array_priority__, "__array_wrap__": __array_wrap__,
+    "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__,
     "tolist": tolist, "numpy": numpy, "size": size, "stride": stride, "T": property(_T),
     "device": property(_device), "is_cuda": False, "cpu": cpu, "cuda": cuda, "to": to, "type": type,
     "float": float, "double": double, "long": long, "bool": _bool,

@@ -10,8 +10,6 @@ import builtins
 import math
 import operator
 
-import numpy as np
-
 from .._types import bool as bool_, float32, float64
 from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
 from ._autograd import (_set_grad_enabled, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,  # noqa: F401
@@ -20,8 +18,8 @@ from ._autograd import (Function as Node, add_node_hook, add_node_prehook, add_p
                         add_tensor_hook)
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
-from ._tensor import (Tensor, broadcast_shapes, full, new_tensor, number_or_none, read, shape_str,  # noqa: F401
-                      to_numpy, write)
+from ._tensor import (Tensor, broadcast_shapes, full, is_ndarray, new_tensor, number_or_none, read,  # noqa: F401
+                      shape_str, to_numpy, write)
 
 # ---- argument conversion
 
@@ -108,7 +106,7 @@ _equal_numbers = _operator(_compare(operator.eq))
 
 def _equal_operator(a, b):
     """PyTorch's == (and no other comparison) reads an ndarray of a tensor dtype as a tensor."""
-    if isinstance(b, np.ndarray):
+    if is_ndarray(b):
         try:
             b = from_numpy(b, share_memory=False)
         except TypeError:
@@ -134,7 +132,7 @@ _rdiv_numbers = _operator(ew.rdiv, True)
 def _rtruediv(a, b):
     """`b / a`. PyTorch computes it as a.reciprocal() * b: for an ndarray b, a product that numpy then
     takes (Tensor.__array_wrap__ gives its result back as a tensor)."""
-    if isinstance(b, np.ndarray):
+    if is_ndarray(b):
         return ew.rdiv(a, 1.0) * b
     return _rdiv_numbers(a, b)
 

@@ -83,6 +83,11 @@ def number_or_none(obj):
     return None
 
 
+def is_ndarray(obj):
+    """For the operators that treat a numpy array apart (== and `ndarray / x`, in _prims), which has no numpy."""
+    return isinstance(obj, np.ndarray)
+
+
 # ---- element loops
 
 def element_offsets(shape, strides, start):
