@@ -46,9 +46,12 @@ bool scalar_from_py(py::handle obj, Scalar& out) {
     out = Scalar::from_int(v);
   } else if (PyFloat_Check(p)) out = Scalar::from_float(PyFloat_AS_DOUBLE(p));
   else if (py::isinstance<TensorImpl>(obj)) return false;
-  else if (py::hasattr(obj, "dtype") && py::hasattr(obj, "item") && py::hasattr(obj, "ndim") &&
-           obj.attr("ndim").cast<int>() == 0) {
-    return scalar_from_py(obj.attr("item")(), out);  // numpy scalars
+  else if (!py::isinstance<py::array>(obj) && py::hasattr(obj, "dtype") && py::hasattr(obj, "item") &&
+           py::hasattr(obj, "ndim") && obj.attr("ndim").cast<int>() == 0) {
+    // numpy scalars (a 0-d array is not a number to PyTorch). PyTorch reads np.bool_ as a float.
+    py::object value = obj.attr("item")();
+    if (PyBool_Check(value.ptr())) value = py::float_(value.ptr() == Py_True ? 1.0 : 0.0);
+    return scalar_from_py(value, out);
   } else return false;
   return true;
 }

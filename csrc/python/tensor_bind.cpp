@@ -132,12 +132,28 @@ PyObject* number_slot(PyObject* a, PyObject* b, Op op, Reflected reflected) noex
 FG_NUMBER_SLOT(nb_add, add, [](const Tensor& x, const Scalar& s) { return add(x, s); })
 FG_NUMBER_SLOT(nb_subtract, sub, [](const Tensor& x, const Scalar& s) { return rsub(x, s); })
 FG_NUMBER_SLOT(nb_multiply, mul, [](const Tensor& x, const Scalar& s) { return mul(x, s); })
-FG_NUMBER_SLOT(nb_true_divide, div, [](const Tensor& x, const Scalar& s) { return rdiv(x, s); })
+FG_NUMBER_SLOT(nb_true_divide_numbers, div, [](const Tensor& x, const Scalar& s) { return rdiv(x, s); })
 FG_NUMBER_SLOT(nb_inplace_add, add_, nullptr)
 FG_NUMBER_SLOT(nb_inplace_subtract, sub_, nullptr)
 FG_NUMBER_SLOT(nb_inplace_multiply, mul_, nullptr)
 FG_NUMBER_SLOT(nb_inplace_true_divide, div_, nullptr)
 #undef FG_NUMBER_SLOT
+
+// `ndarray / x`: PyTorch computes other / x as x.reciprocal() * other, a product that numpy then
+// takes (Tensor.__array_wrap__ gives its result back as a tensor).
+PyObject* nb_true_divide(PyObject* a, PyObject* b) noexcept {
+  const Tensor* y = tensor_of(b);
+  if (y && !tensor_of(a) && py::isinstance<py::array>(py::handle(a))) {
+    try {
+      auto reciprocal = py::reinterpret_steal<py::object>(tensor_to_py(rdiv(*y, Scalar::from_float(1.0))));
+      return PyNumber_Multiply(reciprocal.ptr(), a);
+    } catch (...) {
+      py::detail::try_translate_exceptions();
+      return nullptr;
+    }
+  }
+  return nb_true_divide_numbers(a, b);
+}
 
 // The operator methods call the slots (x.__add__(y) == slot(x, y), x.__radd__(y) == slot(y, x)),
 // so the rules live in one place.
@@ -153,6 +169,11 @@ auto comparison(CompareOp op) {
     if (const Tensor* t = tensor_of(b.ptr())) return py::cast(compare(a, *t, op));
     Scalar s;
     if (scalar_from_py(b, s)) return py::cast(compare(a, s, op));
+    // PyTorch's == (and no other comparison) reads an ndarray of a tensor dtype as a tensor
+    if (op == CompareOp::Eq && py::isinstance<py::array>(b)) try {
+        return py::cast(compare(a, tensor_from_numpy(py::reinterpret_borrow<py::array>(b), false), op));
+      } catch (const TypeError&) {
+      }
     return not_implemented();
   };
 }

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes
-from fastgrad._types import SCALAR_TYPE_NAME, device as _device, float32, float64, int64, bool as bool_
+from fastgrad._types import ALL_DTYPES, SCALAR_TYPE_NAME, device as _device, float32, float64, int64, bool as bool_
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _rng = np.random.default_rng()
@@ -59,33 +59,41 @@ def _from_array(array, dtype):
     return _prims.from_numpy(np.asarray(array, dtype=_NUMPY_TYPES[dtype]), share_memory=False)
 
 
-def _scan(data, depth, shape, kinds, values):
-    """Checks nested Python sequences are rectangular and numeric, as PyTorch does, collecting
-    their shape, the kinds of numbers seen ('bool', 'int', 'float') and the numbers in order."""
+def _scan(data, depth, shape, dtypes, values):
+    """Checks nested sequences are rectangular and numeric, as PyTorch does, collecting their shape,
+    the dtypes of the numbers seen and the numbers in order. An ndarray is a sequence of numpy
+    scalars of its dtype; numpy scalars and one-element tensors keep their dtypes."""
     if isinstance(data, Tensor):
         if data.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        kinds.add("float" if data.dtype.is_floating_point else "bool" if data.dtype is bool_ else "int")
+        dtypes.add(data.dtype)
         values.append(data.item())
         return
-    if isinstance(data, (list, tuple)):
+    if isinstance(data, (list, tuple, np.ndarray)):
         if len(shape) == depth:
             if values:  # a number was already seen at this depth: a sequence cannot be here too
                 raise TypeError(f"must be real number, not {type(data).__name__}")
-            shape.append(len(data))
+            shape.append(len(data))  # a 0-d array has no len(): PyTorch's TypeError too
         elif shape[depth] != len(data):
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(data)})")
+        if isinstance(data, np.ndarray):  # its dtype counts even with no elements
+            warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
+                          "converting the list to a single numpy.ndarray with numpy.array() before converting to a "
+                          "tensor.", UserWarning, stacklevel=depth + 3)  # the caller of tensor()
+            dtypes.add(_dtype_of_array(data))
         for item in data:
-            _scan(item, depth + 1, shape, kinds, values)
+            _scan(item, depth + 1, shape, dtypes, values)
         return
     if len(shape) > depth:
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got 0)")
-    if isinstance(data, (builtins.bool, np.bool_)):
-        kinds.add("bool")
-    elif isinstance(data, (numbers.Integral, np.integer)):
-        kinds.add("int")
+    if isinstance(data, np.generic):
+        dtypes.add(_dtype_of_array(np.asarray(data)))
+    elif isinstance(data, builtins.bool):
+        dtypes.add(bool_)
+    elif isinstance(data, numbers.Integral):
+        dtypes.add(int64)
     elif isinstance(data, numbers.Real):
-        kinds.add("float")
+        dtypes.add(float32)
     elif isinstance(data, str):
         raise TypeError("new(): invalid data type 'str'")
     else:
@@ -104,9 +112,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     elif isinstance(data, (np.ndarray, np.generic)):  # a numpy scalar keeps its dtype, as a 0-d array does
         t = _from_array(np.asarray(data), dtype or _dtype_of_array(np.asarray(data)))
     else:
-        shape, kinds, values = [], set(), []
-        _scan(data, 0, shape, kinds, values)
-        inferred = float32 if "float" in kinds else int64 if "int" in kinds else bool_ if kinds else float32
+        shape, dtypes, values = [], set(), []
+        _scan(data, 0, shape, dtypes, values)
+        # PyTorch promotes the dtypes of all the numbers; over bool < int64 < float32 < float64 that is the widest
+        inferred = builtins.max(dtypes, key=ALL_DTYPES.index) if dtypes else float32
         if inferred is int64 and dtype in (None, int64) and not builtins.all(
                 -2 ** 63 <= v < 2 ** 63 for v in values):  # the reference's int64 array would wrap it
             raise ValueError("Overflow when unpacking long long")
@@ -114,14 +123,47 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(t, requires_grad)
 
 
-as_tensor = tensor
+def as_tensor(data, *, dtype=None, device=None):
+    """data as a tensor, sharing memory where it can: a tensor is returned itself (or converted,
+    differentiably, to `dtype`), an ndarray whose dtype a tensor holds is shared as by from_numpy;
+    anything else is copied, as by tensor()."""
+    _cpu_only(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None else data.to(dtype)
+    if isinstance(data, np.ndarray) and data.dtype in _NUMPY_TYPES.values():
+        t = from_numpy(data)
+        return t if dtype in (None, t.dtype) else _prims.to_dtype(t, dtype)
+    return tensor(data, dtype=dtype)
 
 
 def from_numpy(array):
-    """A tensor over the numpy array's own memory: writes on either side are seen by the other."""
+    """A tensor over the numpy array's own memory: writes on either side are seen by the other. A
+    read-only array is copied instead (see _writable_copy)."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+    if not array.flags.writeable:
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+                      "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+                      "to protect its data or make it writable before converting it to a tensor. This type of warning "
+                      "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+        array = _writable_copy(array)
     return _prims.from_numpy(array, share_memory=True)
+
+
+def _writable_copy(array):
+    """A writable copy of a read-only array, laid out as the array (a broadcast array keeps its 0
+    strides): the memory from its first element to its last, copied and viewed with its strides.
+    PyTorch shares the read-only memory instead, so that a write through the tensor writes into a
+    bytes object or crashes on a read-only memory map; a copy keeps the values and the process.
+    Strides the backend refuses (negative, not whole elements) are left for it to refuse."""
+    item = array.itemsize
+    if array.size == 0:
+        return array.copy()
+    if builtins.any(s < 0 or s % item for s in array.strides):
+        return array
+    extent = 1 + builtins.sum((n - 1) * s // item for n, s in zip(array.shape, array.strides))
+    memory = np.lib.stride_tricks.as_strided(array, shape=(extent,), strides=(item,)).copy()
+    return np.lib.stride_tricks.as_strided(memory, shape=array.shape, strides=array.strides)
 
 
 def _legacy_new(cls, *args, device=None):

@@ -11,6 +11,8 @@ import builtins
 import collections
 import operator
 
+import numpy as np
+
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from fastgrad import _formatting  # backend-independent: absolute, the same module for both
 from fastgrad._types import device, dtype as _dtype, float32, float64, int64, bool as bool_
@@ -142,9 +144,21 @@ def __iter__(self):
     return (self[i] for i in range(len(self)))
 
 
+# numpy defers its operators to a tensor operand (np.float64(.5) * x is x.__rmul__, keeping the
+# gradient), as for PyTorch's Tensor.
+__array_priority__ = 1000
+
+
 def __array__(self, dtype=None, copy=None):
-    values = _prims.to_numpy(self)
-    return values if dtype is None else values.astype(dtype)
+    """numpy 2's protocol: np.asarray(x) may share x's memory, np.array(x) copies (copy=True), and
+    copy=False refuses a dtype conversion (numpy raises the ValueError). A tensor that requires grad
+    refuses, as numpy() does."""
+    return np.array(numpy(self), dtype=dtype, copy=copy)
+
+
+def __array_wrap__(self, array, context=None, return_scalar=False):
+    """A numpy function's result back as a tensor (`x + ndarray` falls back on numpy's add, as in PyTorch)."""
+    return _prims.from_numpy(array, share_memory=True)
 
 
 def __rmatmul__(self, other):
@@ -717,7 +731,8 @@ def gather(input, dim, index):
 for _name, _value in {
     "__repr__": __repr__, "__str__": __repr__, "__format__": __format__, "__bool__": __bool__,
     "__float__": __float__, "__int__": __int__, "__index__": __index__, "__iter__": __iter__,
-    "__array__": __array__, "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__,
+    "__array__": __array__, "__array_priority__": __array_priority__, "__array_wrap__": __array_wrap__,
+    "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__,
     "tolist": tolist, "numpy": numpy, "size": size, "stride": stride, "T": property(_T),
     "device": property(_device), "is_cuda": False, "cpu": cpu, "cuda": cuda, "to": to, "type": type,
     "float": float, "double": double, "long": long, "bool": _bool,

@@ -51,8 +51,6 @@ def from_numpy(array, share_memory):
     if not array.dtype.isnative:  # as PyTorch (fastgrad's core reads such bytes as native ones)
         raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
                          "between byte orders is currently not supported.")
-    if not array.flags.writeable:
-        raise ValueError("array is not writeable")
     if any(s < 0 for s in array.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative strides "
                          "are not currently supported. (You can probably work around this by making a copy of your "
@@ -60,6 +58,8 @@ def from_numpy(array, share_memory):
     if any(s % itemsize for s in array.strides):
         raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array to "
                          "reallocate the memory.")
+    if not array.flags.writeable:  # checked after the strides, as by the core
+        raise ValueError("array is not writeable")
     strides = tuple(s // itemsize for s in array.strides)
     if array.size == 0:
         return new_tensor([], array.shape, dtype)

@@ -18,8 +18,8 @@ from ._autograd import (Function as Node, add_node_hook, add_node_prehook, add_p
                         add_tensor_hook)
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
-from ._tensor import (Tensor, broadcast_shapes, full, new_tensor, number_or_none, read, shape_str,  # noqa: F401
-                      to_numpy, write)
+from ._tensor import (Tensor, broadcast_shapes, full, is_ndarray, new_tensor, number_or_none, read,  # noqa: F401
+                      shape_str, to_numpy, write)
 
 # ---- argument conversion
 
@@ -101,6 +101,19 @@ def _compare(op):
     return lambda a, b: ew.compare(a, b, op)
 
 
+_equal_numbers = _operator(_compare(operator.eq))
+
+
+def _equal_operator(a, b):
+    """PyTorch's == (and no other comparison) reads an ndarray of a tensor dtype as a tensor."""
+    if is_ndarray(b):
+        try:
+            b = from_numpy(b, share_memory=False)
+        except TypeError:
+            return NotImplemented
+    return _equal_numbers(a, b)
+
+
 # ---- the Tensor type's own bindings: operators, x[key], backward
 
 # The named forms (fastgrad.add(x, y), x.mul_(y), fastgrad.lt(x, y)); the operators return NotImplemented instead.
@@ -113,6 +126,17 @@ _COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq,
 lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISONS)
 
 
+_rdiv_numbers = _operator(ew.rdiv, True)
+
+
+def _rtruediv(a, b):
+    """`b / a`. PyTorch computes it as a.reciprocal() * b: for an ndarray b, a product that numpy then
+    takes (Tensor.__array_wrap__ gives its result back as a tensor)."""
+    if is_ndarray(b):
+        return ew.rdiv(a, 1.0) * b
+    return _rdiv_numbers(a, b)
+
+
 def backward(self, gradient=None, retain_graph=None, create_graph=False):
     create_graph = builtins.bool(create_graph)
     run_backward([self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph), None,
@@ -123,11 +147,11 @@ for _name, _value in {
     "__add__": _operator(ew.AddBackward0.run), "__radd__": _operator(ew.AddBackward0.run, True),
     "__sub__": _operator(ew.SubBackward0.run), "__rsub__": _operator(ew.RsubBackward1.run, True),
     "__mul__": _operator(ew.MulBackward0.run), "__rmul__": _operator(ew.MulBackward0.run, True),
-    "__truediv__": _operator(ew.DivBackward0.run), "__rtruediv__": _operator(ew.rdiv, True),
+    "__truediv__": _operator(ew.DivBackward0.run), "__rtruediv__": _rtruediv,
     "__pow__": _operator(ew.pow), "__rpow__": _operator(ew.PowBackward2.run, True),
     "__iadd__": _operator(_inplace.add_), "__isub__": _operator(_inplace.sub_), "__imul__": _operator(_inplace.mul_),
     "__itruediv__": _operator(_inplace.div_), "mul_": mul_, "div_": div_,
-    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS},
+    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS}, "__eq__": _equal_operator,
     "__neg__": lambda x: ew.NegBackward0.run(x), "__abs__": lambda x: ew.AbsBackward0.run(x),
     "__matmul__": lambda a, b: _matmul.matmul(a, b) if isinstance(b, Tensor) else NotImplemented,
     "__getitem__": _index.getitem, "__setitem__": _index.setitem,

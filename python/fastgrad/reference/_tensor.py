@@ -76,9 +76,16 @@ def number_or_none(obj):
         return int(obj)
     if isinstance(obj, float):
         return float(obj)
-    if not isinstance(obj, Tensor) and hasattr(obj, "dtype") and hasattr(obj, "item") and getattr(obj, "ndim", None) == 0:
-        return number_or_none(obj.item())
+    if not isinstance(obj, (Tensor, np.ndarray)) and hasattr(obj, "dtype") and hasattr(obj, "item") and getattr(
+            obj, "ndim", None) == 0:  # numpy scalars (a 0-d array is not a number to PyTorch)
+        value = obj.item()
+        return float(value) if isinstance(value, bool) else number_or_none(value)  # PyTorch reads np.bool_ as a float
     return None
+
+
+def is_ndarray(obj):
+    """For the operators that treat a numpy array apart (== and `ndarray / x`, in _prims), which has no numpy."""
+    return isinstance(obj, np.ndarray)
 
 
 # ---- element loops
