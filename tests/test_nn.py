@@ -381,6 +381,15 @@ def test_module_list(fg):
         layers.extend(3)
 
 
+@pytest.mark.parametrize("index", [0, 1, 2, 5])
+def test_module_list_insert(fg, torch, index):
+    def program(lib):
+        layers = lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.Tanh()])
+        assert layers.insert(index, lib.nn.Sigmoid()) is None
+        return [(name, type(m).__name__) for name, m in layers.named_children()], [type(m).__name__ for m in layers]
+    assert program(fg) == program(torch)
+
+
 # ---- layers
 
 def test_linear_default_init_bounds(fg):
