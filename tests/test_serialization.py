@@ -260,3 +260,11 @@ def test_numpy_scalars_and_ordered_dicts_round_trip(fg, torch):
     assert [type(v) for v in ours["a"]] == [type(v) for v in theirs["a"]] and ours["a"] == theirs["a"]
     assert type(ours["b"]) is type(theirs["b"]) and ours["b"] == theirs["b"]
     assert type(torch_roundtrip(fg, {"k": 1})) is dict
+
+
+def test_loaded_bools_whose_bytes_are_not_0_or_1_read_as_true(fg, torch):
+    """A file's bool bytes other than 0/1 read as True, as the same bytes do in PyTorch (from numpy)."""
+    raw = bytes([0, 1, 2, 255])
+    t = fg.load(io.BytesIO(forge(tensor_entry(dtype="bool", shape=[4]), raw)))
+    expected = torch.from_numpy(np.frombuffer(raw, dtype=bool).copy())
+    assert t.long().tolist() == expected.long().tolist() and (t == True).tolist() == (expected == True).tolist()  # noqa: E712
