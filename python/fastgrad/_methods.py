@@ -9,6 +9,7 @@ fixed-signature primitives. Each method in FUNCTIONS is also a module function (
 """
 import builtins
 import collections
+import copy as _copy
 import operator
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
@@ -160,11 +161,23 @@ def _rebuild(values, requires_grad):
     return _prims.set_requires_grad(t, requires_grad) if requires_grad else t
 
 
+def __copy__(self):
+    """copy.copy: a new leaf over the same data, as PyTorch's (which rebuilds the tensor on its storage)."""
+    copy = self.detach()
+    return _prims.set_requires_grad(copy, True) if self.requires_grad else copy
+
+
 def __deepcopy__(self, memo):
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+                           "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                           "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
     copy = _prims.clone(self.detach())
-    if self.is_leaf and self.requires_grad:
+    if self.requires_grad:
         _prims.set_requires_grad(copy, True)
     memo[id(self)] = copy
+    if self.grad is not None:
+        copy.grad = _copy.deepcopy(self.grad, memo)
     return copy
 
 
@@ -717,7 +730,7 @@ def gather(input, dim, index):
 for _name, _value in {
     "__repr__": __repr__, "__str__": __repr__, "__format__": __format__, "__bool__": __bool__,
     "__float__": __float__, "__int__": __int__, "__index__": __index__, "__iter__": __iter__,
-    "__array__": __array__, "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__,
+    "__array__": __array__, "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__copy__": __copy__,
     "tolist": tolist, "numpy": numpy, "size": size, "stride": stride, "T": property(_T),
     "device": property(_device), "is_cuda": False, "cpu": cpu, "cuda": cuda, "to": to, "type": type,
     "float": float, "double": double, "long": long, "bool": _bool,
