@@ -136,6 +136,17 @@ def test_deepcopy_shares_a_grad_met_twice_and_refuses_non_leaves(fg, torch):
     same_error(fg, torch, lambda lib: copy.deepcopy(lib.ones(2, requires_grad=True) * 2))
 
 
+def test_deepcopy_keeps_views_sharing_their_copied_storage(fg, torch):
+    def program(lib):
+        base = lib.arange(6.0)
+        view = base[2:].view(2, 2).t()
+        new_base, new_view, lone = copy.deepcopy([base, view]) + [copy.deepcopy(view)]
+        new_view[0, 1] = 100.0
+        return ([t.tolist() for t in (base, new_base, new_view, lone)],
+                [(t.storage_offset(), t.stride(), t.is_leaf) for t in (new_view, lone)])
+    assert program(fg) == program(torch)
+
+
 def test_module_deepcopy_as_torch(fg, torch):
     """Parameters stay Parameters, with the values but (as in PyTorch) not the grads."""
     def program(lib):

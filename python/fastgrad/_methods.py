@@ -172,7 +172,12 @@ def __deepcopy__(self, memo):
         raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
                            "the moment.  If you were attempting to deepcopy a module, this may be because of a "
                            "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
-    copy = _prims.clone(self.detach())
+    # The whole storage is copied once per deepcopy (memo), so views copied together share it, as in PyTorch.
+    storage, numel = _prims.storage_span(self)
+    whole = memo.get(("storage", storage))
+    if whole is None:
+        whole = memo[("storage", storage)] = _prims.clone(_prims.on_storage_of(self, (numel,), (1,), 0))
+    copy = _prims.on_storage_of(whole, self.shape, _prims.strides(self), self.storage_offset())
     if self.requires_grad:
         _prims.set_requires_grad(copy, True)
     memo[id(self)] = copy
