@@ -198,6 +198,28 @@ def test_from_numpy_shares_memory_both_ways(fg):
     assert info(fg.from_numpy(np.array([[1, 2]], dtype=np.int64))) == ("int64", (1, 2), [[1, 2]])
 
 
+@pytest.mark.parametrize("make", ["from_numpy", "tensor", "frombuffer_tensor", "strided_from_numpy"])
+def test_bools_whose_bytes_are_not_0_or_1_read_as_true(fg, torch, make):
+    """numpy bools made by .view(bool) or np.frombuffer can hold any byte: PyTorch reads them as True."""
+    def program(lib):
+        raw = np.array([[0, 1, 2, 255], [3, 0, 128, 1]], dtype=np.uint8)
+        t = {"from_numpy": lambda: lib.from_numpy(raw.view(bool)),
+             "tensor": lambda: lib.tensor(raw.view(bool)),
+             "frombuffer_tensor": lambda: lib.tensor(np.frombuffer(raw.tobytes(), dtype=bool).reshape(2, 4)),
+             "strided_from_numpy": lambda: lib.from_numpy(raw.view(bool)[:, ::2])}[make]()
+        return (t.long().tolist(), (t == True).tolist(), t.tolist(), t.sum().item(),  # noqa: E712
+                t.float().tolist(), (t == lib.ones_like(t)).all().item(), t.any(dim=0).tolist())
+    assert program(fg) == program(torch)
+
+
+def test_from_numpy_of_odd_bools_still_shares_memory(fg):
+    array = np.array([0, 2, 255], dtype=np.uint8).view(bool)
+    t = fg.from_numpy(array)
+    t[0] = True
+    array[1] = False
+    assert t.tolist() == [True, False, True] and array.tolist() == [True, False, True]
+
+
 def test_numpy_shares_memory(fg):
     t = fg.zeros(3)
     array = t.numpy()

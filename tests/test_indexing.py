@@ -247,3 +247,24 @@ def test_float_index_tensor_is_rejected(fg):
     x = fg.tensor(np.zeros(3, dtype=np.float32))
     with pytest.raises(IndexError, match="tensors used as indices must be long, int, byte or bool"):
         x[fg.tensor(np.array([0.0]))]
+
+
+PYTHON_BOOL_KEYS = [True, False, (None, True), (True, 0), (Ellipsis, True), (True, False), (1, Ellipsis, True, None)]
+
+
+@pytest.mark.parametrize("key", PYTHON_BOOL_KEYS, ids=repr)
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+def test_python_bool_index_adds_a_dim_as_torch(fg, torch, key, shape):
+    """x[True] is x[None] through an advanced index, x[False] the same with none of it: torch's values,
+    shapes, grad_fn and gradients, on a 0-d and an n-d tensor."""
+    def program(lib):
+        x = lib.arange(float(np.prod(shape))).reshape(shape).requires_grad_()
+        try:
+            y = x[key]
+        except IndexError as e:  # x[True, 0] of a 0-d tensor: too many indices
+            return type(e).__name__
+        (y * lib.arange(float(y.numel())).reshape(y.shape)).sum().backward()
+        z = lib.zeros(shape)
+        z[key] = 5.0
+        return tuple(y.shape), y.tolist(), y.grad_fn.name(), x.grad.tolist(), z.tolist()
+    assert program(fg) == program(torch)

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from op_helpers import to_numpy
+from oracle_helpers import same_error
 from semantics_helpers import strip_module
 
 
@@ -100,6 +101,62 @@ def test_parameter_deepcopy_and_pickle(fg):
         with fg.no_grad():
             q.add_(1)
         assert p.tolist() == [1.0, 2.0]  # a copy, not a view
+
+
+def copies_of(lib, copier):
+    """A leaf with a grad, a view of it, a leaf requiring no grad and a Parameter with a grad, through
+    `copier`, then written through: values, flags, grads and what the writes reached."""
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (x * x).sum().backward()
+    plain = lib.arange(4.0)
+    weight = lib.nn.Parameter(lib.ones(2))
+    (weight * 3).sum().backward()
+    cx, cplain, cweight = copier(x), copier(plain), copier(weight)
+    with lib.no_grad():
+        cx[0] = 50.0
+        cplain[1] = 60.0
+        cweight[0] = 70.0
+    return [(type(c).__name__, c.tolist(), c.requires_grad, c.is_leaf, None if c.grad is None else c.grad.tolist())
+            for c in (cx, cplain, cweight)], x.tolist(), plain.tolist(), weight.tolist()
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+def test_tensor_copy_and_deepcopy_as_torch(fg, torch, copier):
+    """copy.copy shares the data; deepcopy copies it and a tensor's grad (not a Parameter's, as PyTorch)."""
+    assert copies_of(fg, copier) == copies_of(torch, copier)
+
+
+def test_deepcopy_shares_a_grad_met_twice_and_refuses_non_leaves(fg, torch):
+    def program(lib):
+        x = lib.ones(2, requires_grad=True)
+        (x * 2).sum().backward()
+        a, g = copy.deepcopy([x, x.grad])
+        return a.grad is g, a.grad.tolist()
+    assert program(fg) == program(torch)
+    same_error(fg, torch, lambda lib: copy.deepcopy(lib.ones(2, requires_grad=True) * 2))
+
+
+def test_deepcopy_keeps_views_sharing_their_copied_storage(fg, torch):
+    def program(lib):
+        base = lib.arange(6.0)
+        view = base[2:].view(2, 2).t()
+        new_base, new_view, lone = copy.deepcopy([base, view]) + [copy.deepcopy(view)]
+        new_view[0, 1] = 100.0
+        return ([t.tolist() for t in (base, new_base, new_view, lone)],
+                [(t.storage_offset(), t.stride(), t.is_leaf) for t in (new_view, lone)])
+    assert program(fg) == program(torch)
+
+
+def test_module_deepcopy_as_torch(fg, torch):
+    """Parameters stay Parameters, with the values but (as in PyTorch) not the grads."""
+    def program(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(2, 1)
+        model(lib.ones(1, 2)).sum().backward()
+        clone = copy.deepcopy(model)
+        return [(type(q).__name__, q.requires_grad, q.is_leaf, q.grad, q is not p, lib.equal(p, q))
+                for p, q in zip(model.parameters(), clone.parameters())]
+    assert program(fg) == program(torch)
 
 
 # ---- registration and traversal
@@ -379,6 +436,15 @@ def test_module_list(fg):
     assert isinstance(layers[1:3], nn.ModuleList) and len(layers[1:3]) == 2
     with pytest.raises(TypeError, match="ModuleList.extend should be called with an iterable, but got int"):
         layers.extend(3)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 5])
+def test_module_list_insert(fg, torch, index):
+    def program(lib):
+        layers = lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.Tanh()])
+        assert layers.insert(index, lib.nn.Sigmoid()) is None
+        return [(name, type(m).__name__) for name, m in layers.named_children()], [type(m).__name__ for m in layers]
+    assert program(fg) == program(torch)
 
 
 # ---- layers

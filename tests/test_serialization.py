@@ -4,6 +4,8 @@ import json
 import struct
 import zlib
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -155,6 +157,12 @@ def tensor_entry(**fields):
     ({"dict": [[1]]}, b"", "malformed dict entry"),
     (b"[" * 100000 + b"]" * 100000, b"", "not a valid fastgrad file"),  # deep nesting
     (b"\xff\xfe", b"", "unreadable header"),
+    (tensor_entry(shape=[0, 2 ** 62]), b"", "too large to index"),  # no elements, but more than numpy can index
+    (tensor_entry(shape=[2 ** 70, 0]), b"", "too large to index"),
+    (tensor_entry(shape=[1] * 65), b"\0" * 4, "65 dimensions, more than 64"),
+    ({"numpy": {"dtype": "object", "value": 1}}, b"", "malformed numpy scalar"),
+    ({"numpy": {"dtype": "float32", "value": "1"}}, b"", "malformed numpy scalar"),
+    ({"numpy": {"dtype": "int8", "value": 300}}, b"", "out of range for int8"),
 ])
 def test_hostile_headers_are_refused(fg, header, data, message):
     with pytest.raises(RuntimeError, match=message):
@@ -208,3 +216,55 @@ def test_module_and_optimizer_state_round_trip(fg, tmp_path):
     assert [step(resumed, resumed_optimizer) for _ in range(3)] == expected
     for a, b in zip(model.parameters(), resumed.parameters()):
         assert fg.equal(a, b)
+
+
+def torch_roundtrip(lib, obj, **load_options):
+    buffer = io.BytesIO()
+    lib.save(obj, buffer)
+    return lib.load(io.BytesIO(buffer.getvalue()), **load_options)
+
+
+def location(lib, where):
+    """A map_location with ("device", name) standing for lib.device(name), also as a dict value."""
+    if isinstance(where, tuple):
+        return lib.device(where[1])
+    if isinstance(where, dict):
+        return {k: location(lib, v) for k, v in where.items()}
+    return where
+
+
+@pytest.mark.parametrize("map_location", [
+    "cpu", ("device", "cpu"), {"cuda:0": "cpu"}, {"cpu": "cpu"}, {},
+    lambda storage, location: storage, lambda storage, location: None])
+def test_map_location_forms_that_lead_to_the_cpu(fg, torch, map_location):
+    def program(lib):
+        t = torch_roundtrip(lib, {"t": lib.tensor([1.0, 2.0])}, map_location=location(lib, map_location))["t"]
+        return t.tolist(), str(t.device)
+    assert program(fg) == program(torch)
+
+
+@pytest.mark.parametrize("map_location", ["cuda", "cpu:0", ("device", "cpu:0"), {"cpu": "cuda:0"},
+                                          {"cpu": ("device", "cpu")}, 3])
+def test_map_location_forms_that_leave_the_cpu_are_refused(fg, torch, map_location):
+    def program(lib):
+        return torch_roundtrip(lib, lib.tensor([1.0]), map_location=location(lib, map_location))
+    ours, theirs = pytest.raises(Exception, program, fg).value, pytest.raises(Exception, program, torch).value
+    assert type(ours) is type(theirs)
+
+
+def test_numpy_scalars_and_ordered_dicts_round_trip(fg, torch):
+    obj = collections.OrderedDict([("b", np.float32(1.5)), ("a", [np.int64(-3), np.bool_(True), np.float64(0.1),
+                                                                  np.uint8(255), np.float16(2.5)])])
+    ours, theirs = torch_roundtrip(fg, obj), torch_roundtrip(torch, obj, weights_only=False)
+    assert type(ours) is type(theirs) is collections.OrderedDict and list(ours) == list(theirs) == ["b", "a"]
+    assert [type(v) for v in ours["a"]] == [type(v) for v in theirs["a"]] and ours["a"] == theirs["a"]
+    assert type(ours["b"]) is type(theirs["b"]) and ours["b"] == theirs["b"]
+    assert type(torch_roundtrip(fg, {"k": 1})) is dict
+
+
+def test_loaded_bools_whose_bytes_are_not_0_or_1_read_as_true(fg, torch):
+    """A file's bool bytes other than 0/1 read as True, as the same bytes do in PyTorch (from numpy)."""
+    raw = bytes([0, 1, 2, 255])
+    t = fg.load(io.BytesIO(forge(tensor_entry(dtype="bool", shape=[4]), raw)))
+    expected = torch.from_numpy(np.frombuffer(raw, dtype=bool).copy())
+    assert t.long().tolist() == expected.long().tolist() and (t == True).tolist() == (expected == True).tolist()  # noqa: E712

@@ -47,7 +47,7 @@ bool is_advanced(py::handle item) {
 
 // How many dims of x an index item consumes.
 int64_t dims_consumed(py::handle item) {
-  if (item.is_none() || item.ptr() == Py_Ellipsis) return 0;
+  if (item.is_none() || item.ptr() == Py_Ellipsis || PyBool_Check(item.ptr())) return 0;  // a bool adds a dim
   if (is_tensor(item)) {
     Tensor t = item.cast<Tensor>();
     return t->dtype == DType::Bool ? t->dim() : 1;  // a 0-d mask adds a dim instead
@@ -78,6 +78,15 @@ IndexSpec parse_index(const Tensor& x, py::handle key) {
     spec.advanced.push_back(Tensor());
     ++dim;
   };
+  // x[True] / x[False] (a Python bool or a 0-d bool tensor): a new dim of size 1, then all (or none)
+  // of it through an advanced index, as PyTorch.
+  auto bool_index = [&](IndexStep& step, bool value) {
+    step.kind = IndexStep::Unsqueeze;
+    spec.steps.push_back(step);
+    spec.advanced.push_back(value ? zeros({1}, DType::Int64) : empty({0}, DType::Int64));
+    ++dim;
+    any_advanced = true;
+  };
   for (py::handle item : items) {
     IndexStep step;
     step.dim = dim;
@@ -89,7 +98,7 @@ IndexSpec parse_index(const Tensor& x, py::handle key) {
       for (int64_t k = 0; k < x->dim() - consumed; ++k) keep_dim();
       x_dim += x->dim() - consumed;
     } else if (PyBool_Check(item.ptr())) {
-      throw TypeError("indexing with a Python bool is not supported; use a bool tensor");
+      bool_index(step, item.ptr() == Py_True);
     } else if (PySlice_Check(item.ptr())) {
       auto* s = reinterpret_cast<PySliceObject*>(item.ptr());
       step.kind = IndexStep::Slice;
@@ -109,12 +118,7 @@ IndexSpec parse_index(const Tensor& x, py::handle key) {
     } else if (is_advanced(item)) {
       Tensor t = index_tensor(item);
       if (t->dtype == DType::Bool && t->dim() == 0) {
-        // x[True] / x[False]: a new dim of size 1, then all (or none) of it, as PyTorch.
-        step.kind = IndexStep::Unsqueeze;
-        spec.steps.push_back(step);
-        spec.advanced.push_back(item_true(t) ? zeros({1}, DType::Int64) : empty({0}, DType::Int64));
-        ++dim;
-        any_advanced = true;
+        bool_index(step, item_true(t));
         continue;
       }
       spec.advanced.push_back(t);

@@ -506,6 +506,15 @@ void bind_tensor(py::module_& m) {
     set_requires_grad(x, flag);
     return x;
   });
+  // For deepcopy, which copies whole storages so that views copied together still share one:
+  // (identity, size in elements) of x's storage, and a tensor on x's storage with absolute geometry.
+  m.def("storage_span", [](const Tensor& x) {
+    return py::make_tuple(reinterpret_cast<uintptr_t>(x->storage.get()),
+                          static_cast<int64_t>(x->storage->nbytes() / itemsize(x->dtype)));
+  });
+  m.def("on_storage_of", [](const Tensor& x, Shape shape, Shape strides, int64_t offset) {
+    return make_view(x, std::move(shape), std::move(strides), offset);
+  });
 }
 
 }  // namespace fg

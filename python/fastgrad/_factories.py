@@ -56,7 +56,23 @@ def _from_array(array, dtype):
     if not array.dtype.isnative:
         raise ValueError("given numpy array has byte order different from the native byte order. Conversion between "
                          "byte orders is currently not supported.")
-    return _prims.from_numpy(np.asarray(array, dtype=_NUMPY_TYPES[dtype]), share_memory=False)
+    return _prims.from_numpy(np.asarray(_normalised_bools(array), dtype=_NUMPY_TYPES[dtype]), share_memory=False)
+
+
+def _normalised_bools(array, in_place=False):
+    """A numpy bool array whose bytes are all 0 or 1. One made by .view(bool) or np.frombuffer can
+    hold other bytes, which PyTorch reads as True everywhere; the kernels of both backends read the
+    raw byte, so such bytes become 1: in a copy, or in_place in the array itself (from_numpy shares
+    its memory, and writing 1 over a byte that numpy reads as True keeps every value either side sees)."""
+    if array.dtype != np.bool_:
+        return array
+    as_bytes = array.view(np.uint8)
+    if not (as_bytes > 1).any():
+        return array
+    if in_place:
+        np.minimum(as_bytes, 1, out=as_bytes)
+        return array
+    return as_bytes != 0
 
 
 def _scan(data, depth, shape, dtypes, values):
@@ -147,6 +163,7 @@ def from_numpy(array):
                       "to protect its data or make it writable before converting it to a tensor. This type of warning "
                       "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
         array = _writable_copy(array)
+    _normalised_bools(array, in_place=True)
     return _prims.from_numpy(array, share_memory=True)
 
 

@@ -9,6 +9,7 @@ fixed-signature primitives. Each method in FUNCTIONS is also a module function (
 """
 import builtins
 import collections
+import copy as _copy
 import operator
 
 import numpy as np
@@ -174,11 +175,28 @@ def _rebuild(values, requires_grad):
     return _prims.set_requires_grad(t, requires_grad) if requires_grad else t
 
 
+def __copy__(self):
+    """copy.copy: a new leaf over the same data, as PyTorch's (which rebuilds the tensor on its storage)."""
+    copy = self.detach()
+    return _prims.set_requires_grad(copy, True) if self.requires_grad else copy
+
+
 def __deepcopy__(self, memo):
-    copy = _prims.clone(self.detach())
-    if self.is_leaf and self.requires_grad:
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+                           "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                           "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+    # The whole storage is copied once per deepcopy (memo), so views copied together share it, as in PyTorch.
+    storage, numel = _prims.storage_span(self)
+    whole = memo.get(("storage", storage))
+    if whole is None:
+        whole = memo[("storage", storage)] = _prims.clone(_prims.on_storage_of(self, (numel,), (1,), 0))
+    copy = _prims.on_storage_of(whole, self.shape, _prims.strides(self), self.storage_offset())
+    if self.requires_grad:
         _prims.set_requires_grad(copy, True)
     memo[id(self)] = copy
+    if self.grad is not None:
+        copy.grad = _copy.deepcopy(self.grad, memo)
     return copy
 
 
@@ -732,7 +750,7 @@ for _name, _value in {
     "__repr__": __repr__, "__str__": __repr__, "__format__": __format__, "__bool__": __bool__,
     "__float__": __float__, "__int__": __int__, "__index__": __index__, "__iter__": __iter__,
     "__array__": __array__, "__array_priority__": __array_priority__, "__array_wrap__": __array_wrap__,
-    "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__,
+    "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__copy__": __copy__,
     "tolist": tolist, "numpy": numpy, "size": size, "stride": stride, "T": property(_T),
     "device": property(_device), "is_cuda": False, "cpu": cpu, "cuda": cuda, "to": to, "type": type,
     "float": float, "double": double, "long": long, "bool": _bool,

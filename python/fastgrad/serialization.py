@@ -14,6 +14,8 @@ Object tree nodes (JSON):
     null, true, false, numbers, strings    themselves (floats keep every bit: NaN/Infinity allowed)
     {"list": [node, ...]}, {"tuple": [...]}
     {"dict": [[key node, value node], ...]}  keys keep their type (an optimizer's state is keyed by int)
+    {"OrderedDict": [[key node, value node], ...]}  a collections.OrderedDict (a state_dict)
+    {"numpy": {"dtype": "float32", "value": 1.5}}  a numpy scalar, its value as a Python number
     {"tensor": {"dtype": "float32", "shape": [2, 3], "offset": 0, "requires_grad": false}}
     offset is in bytes into the data; a tensor's size follows from its dtype and shape.
 
@@ -22,6 +24,7 @@ data is exactly covered, so a truncated or corrupted file is refused before any 
 allocated, and no allocation is larger than the file. Storage sharing between tensors (views) is
 not kept: each tensor is saved as its own values.
 """
+import collections
 import json
 import os
 import struct
@@ -31,7 +34,7 @@ import numpy as np
 
 from ._prims import Tensor
 from ._factories import from_numpy
-from fastgrad._types import bool as bool_, float32, float64, int64
+from fastgrad._types import bool as bool_, device, float32, float64, int64
 
 MAGIC = b"FASTGRAD"
 VERSION = 1
@@ -39,6 +42,10 @@ _PREAMBLE = struct.Struct("<8sIIQ")  # magic, version, crc32, header length
 _MAX_DEPTH = 200
 # dtype name -> (fastgrad dtype, numpy dtype as stored)
 _DTYPES = {"float32": (float32, "<f4"), "float64": (float64, "<f8"), "int64": (int64, "<i8"), "bool": (bool_, "|b1")}
+_MAX_DIMS = 64  # numpy's limit: tensors are built through numpy arrays
+# numpy scalar types save() keeps (torch.save pickles them), by dtype name
+_NUMPY_SCALARS = {np.dtype(t).name: t for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                                np.uint32, np.uint64, np.float16, np.float32, np.float64)}
 
 
 def save(obj, f):
@@ -49,6 +56,8 @@ def save(obj, f):
     def encode(o, depth):
         if depth > _MAX_DEPTH:
             raise ValueError(f"save: nesting deeper than {_MAX_DEPTH} levels")
+        if isinstance(o, np.generic) and o.dtype.name in _NUMPY_SCALARS:  # before float: np.float64 is one
+            return {"numpy": {"dtype": o.dtype.name, "value": o.item()}}
         if o is None or isinstance(o, (bool, int, float, str)):
             return o
         if isinstance(o, Tensor):
@@ -61,7 +70,8 @@ def save(obj, f):
         if isinstance(o, (list, tuple)):
             return {type(o).__name__: [encode(v, depth + 1) for v in o]}
         if isinstance(o, dict):
-            return {"dict": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in o.items()]}
+            kind = "OrderedDict" if isinstance(o, collections.OrderedDict) else "dict"
+            return {kind: [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in o.items()]}
         raise TypeError(f"save: cannot save an object of type {type(o).__name__}")
 
     header = json.dumps(encode(obj, 0), allow_nan=True).encode()
@@ -75,10 +85,9 @@ def save(obj, f):
 
 
 def load(f, map_location=None, *, weights_only=True):
-    """Reads what save() wrote. map_location may only name the CPU (the only device); weights_only
-    is accepted for PyTorch compatibility: a fastgrad file never holds code."""
-    if map_location not in (None, "cpu") and str(map_location) != "cpu":
-        raise RuntimeError(f"load: map_location {map_location!r}: only the CPU exists")
+    """Reads what save() wrote. map_location takes PyTorch's forms but must lead to the CPU (the
+    only device); weights_only is accepted for PyTorch compatibility: a fastgrad file never holds code."""
+    _check_map_location(map_location)
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as src:
             blob = src.read()
@@ -87,6 +96,22 @@ def load(f, map_location=None, *, weights_only=True):
     else:
         blob = f.read()
     return _decode_file(blob)
+
+
+def _check_map_location(map_location):
+    """Every tensor in a fastgrad file was saved on the CPU: map_location must send 'cpu' to the CPU."""
+    if map_location is None or callable(map_location):
+        return  # PyTorch calls a callable with each storage and 'cpu'; with one device it can only keep it there
+    if isinstance(map_location, dict):  # {saved location: new location}, location strings as torch.load reads them
+        target = map_location.get("cpu", "cpu")
+        if not isinstance(target, str):
+            raise TypeError(f"expected string or bytes-like object, got '{type(target).__name__}'")
+    elif isinstance(map_location, (str, device)):
+        target = map_location
+    else:
+        raise TypeError(f"'{type(map_location).__name__}' object is not callable")  # PyTorch's wording
+    if str(target) != "cpu":  # as in PyTorch, 'cpu:0' is no location a CPU tensor is saved with
+        raise RuntimeError(f"load: map_location {map_location!r}: only the CPU exists")
 
 
 def _corrupt(why):
@@ -132,8 +157,8 @@ def _decode(node, data, used, depth):
     if kind in ("list", "tuple") and isinstance(content, list):
         values = [_decode(v, data, used, depth + 1) for v in content]
         return values if kind == "list" else tuple(values)
-    if kind == "dict" and isinstance(content, list):
-        out = {}
+    if kind in ("dict", "OrderedDict") and isinstance(content, list):
+        out = {} if kind == "dict" else collections.OrderedDict()
         for pair in content:
             if not isinstance(pair, list) or len(pair) != 2:
                 raise _corrupt("malformed dict entry")
@@ -145,6 +170,8 @@ def _decode(node, data, used, depth):
         return out
     if kind == "tensor" and isinstance(content, dict):
         return _decode_tensor(content, data, used)
+    if kind == "numpy" and isinstance(content, dict):
+        return _decode_numpy_scalar(content)
     raise _corrupt(f"unknown entry {kind!r}")
 
 
@@ -156,15 +183,32 @@ def _decode_tensor(info, data, used):
         raise _corrupt("malformed tensor entry")
     if not all(type(s) is int and s >= 0 for s in shape) or type(offset) is not int or offset < 0:
         raise _corrupt("malformed tensor shape or offset")
+    if len(shape) > _MAX_DIMS:
+        raise _corrupt(f"tensor of {len(shape)} dimensions, more than {_MAX_DIMS}")
     fg_dtype, stored = _DTYPES[dtype]
-    nbytes = np.dtype(stored).itemsize
+    nbytes = extent = np.dtype(stored).itemsize
     for s in shape:  # in Python ints, so a hostile shape cannot overflow
         nbytes *= s
+        extent *= max(s, 1)
     if offset + nbytes > len(data):
         raise _corrupt(f"tensor of shape {shape} needs {nbytes} bytes past the end of the data")
+    if extent >= 2 ** 63:  # numpy refuses such a shape even when it has no elements
+        raise _corrupt(f"tensor of shape {shape} too large to index")
     if requires_grad and dtype not in ("float32", "float64"):
         raise _corrupt("an integer tensor cannot require grad")
     used.append((offset, nbytes))
     values = np.frombuffer(data[offset:offset + nbytes], dtype=stored).reshape(shape)
     t = from_numpy(values.astype(values.dtype.newbyteorder("="), copy=True))
     return t.requires_grad_(True) if requires_grad else t
+
+
+def _decode_numpy_scalar(info):
+    if set(info) != {"dtype", "value"} or info["dtype"] not in _NUMPY_SCALARS:
+        raise _corrupt("malformed numpy scalar entry")
+    scalar_type, value = _NUMPY_SCALARS[info["dtype"]], info["value"]
+    if type(value) is not type(scalar_type(0).item()):  # bool, int or float, as save() wrote it
+        raise _corrupt("malformed numpy scalar entry")
+    try:
+        return scalar_type(value)
+    except OverflowError:
+        raise _corrupt(f"numpy scalar {value} out of range for {info['dtype']}") from None

@@ -90,6 +90,13 @@ class ModuleList(_IndexedModules):
     def __iadd__(self, modules):
         return self.extend(modules)
 
+    def insert(self, index, module):
+        """Inserts module before position index, shifting the later ones up (PyTorch's loop, so an index
+        out of 0..len behaves as in PyTorch too)."""
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
     def __repr__(self):
         """Runs of equal reprs are written once: "(0-2): 3 x Linear(...)"."""
         reprs = [repr(module) for module in self]

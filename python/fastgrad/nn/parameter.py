@@ -33,5 +33,8 @@ class Parameter(Tensor):
             memo[id(self)] = type(self)(self.detach().clone(), self.requires_grad)
         return memo[id(self)]
 
+    def __copy__(self):  # a Parameter over the same data, not the plain Tensor of Tensor.__copy__
+        return type(self)(self, self.requires_grad)
+
     def __reduce_ex__(self, protocol):
         return type(self), (self.detach(), self.requires_grad)

@@ -58,7 +58,7 @@ def _slice_bound(value):
 
 
 def _dims_consumed(item):
-    if item is None or item is Ellipsis:
+    if item is None or item is Ellipsis or isinstance(item, bool):  # a bool adds a dim
         return 0
     if isinstance(item, Tensor) and item._dtype is bool_:
         return item.dim()  # a 0-d mask adds a dim instead
@@ -78,7 +78,14 @@ def parse_index(x, key):
     steps, advanced = [], []
     dim = x_dim = 0  # the dim of the view so far that the next item applies to, and the dim of x it came from
     for item in items:
-        if item is None:
+        if isinstance(item, Tensor) and item._dtype is bool_ and item.dim() == 0:
+            item = item.item()
+        if isinstance(item, bool):
+            # x[True] / x[False]: a new dim of size 1, then all (or none) of it, as PyTorch.
+            steps.append(("unsqueeze", dim))
+            advanced.append(new_tensor([0] if item else [], (1 if item else 0,), int64))
+            dim += 1
+        elif item is None:
             steps.append(("unsqueeze", dim))
             advanced.append(None)
             dim += 1
@@ -86,8 +93,6 @@ def parse_index(x, key):
             advanced += [None] * (x.dim() - consumed)
             dim += x.dim() - consumed
             x_dim += x.dim() - consumed
-        elif isinstance(item, bool):
-            raise TypeError("indexing with a Python bool is not supported; use a bool tensor")
         elif isinstance(item, builtins.slice):
             start, stop, step = map(_slice_bound, (item.start, item.stop, item.step))
             steps.append(("slice", dim, start, stop, 1 if step is None else step))
@@ -102,12 +107,6 @@ def parse_index(x, key):
             x_dim += 1
         elif _is_advanced(item):
             index = _index_tensor(item)
-            if index._dtype is bool_ and index.dim() == 0:
-                # x[True] / x[False]: a new dim of size 1, then all (or none) of it, as PyTorch.
-                steps.append(("unsqueeze", dim))
-                advanced.append(new_tensor([0] if index.item() else [], (1 if index.item() else 0,), int64))
-                dim += 1
-                continue
             advanced.append(index)
             covered = _dims_consumed(index)
             dim += covered

@@ -305,6 +305,16 @@ def strides(t):
     return t._strides
 
 
+def storage_span(t):
+    """(identity, size in elements) of t's storage: deepcopy copies whole storages."""
+    return id(t._storage), len(t._storage.data)
+
+
+def on_storage_of(t, shape, strides, offset):
+    """A tensor with no history on t's storage, with absolute geometry (offset in elements)."""
+    return Tensor._make(t._storage, tuple(shape), tuple(strides), offset, t._dtype)
+
+
 def isclose(input, other, rtol, atol, equal_nan):
     """numpy.isclose, element by element: |x - y| <= atol + rtol * |y| for finite y, or x == y, or
     both NaN with equal_nan. Like numpy, it works in float32 when the operands are float32."""
