@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from op_helpers import gradcheck_for, rng_for, to_numpy
+from oracle_helpers import same_on_both
 from semantics_helpers import strip_module
 
 IGNORED = -100
@@ -253,6 +254,16 @@ def test_dropout(fg):
     np.testing.assert_array_equal(to_numpy(F.dropout(x, 0.0)), to_numpy(x))
     y = fg.ones(1000)
     assert F.dropout(y, 0.5, inplace=True) is y and set(y.tolist()) == {0.0, 2.0}
+
+
+@pytest.mark.parametrize("p, training, size", [(0.0, True, 3), (0.5, False, 3), (0.5, True, 0), (1.0, True, 3)])
+def test_dropout_that_cannot_drop_returns_its_input(fg, torch, p, training, size):
+    """p = 0, eval mode or no elements: the input itself (a leaf stays a leaf), as PyTorch's."""
+    def program(lib):
+        x = lib.ones(size, requires_grad=True)
+        out = lib.nn.functional.dropout(x, p, training=training)
+        return out is x, out.is_leaf, out.grad_fn is None
+    same_on_both(fg, torch, program)
 
 
 def test_inplace_activations(fg):

@@ -70,7 +70,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """Zeroes each element with probability p (a uniform draw below p), scaling the rest by 1/(1-p)."""
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training:
+    if not training or p == 0 or input.numel() == 0:  # nothing to drop: PyTorch returns the input itself
         return input
     keep = rand(list(input.shape)) >= p
     scale = 1.0 / (1.0 - p) if p < 1 else 0.0
