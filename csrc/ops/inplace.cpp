@@ -8,6 +8,22 @@
 
 namespace fg {
 
+void retain_output(const Tensor& t) {
+  auto& slots = t->grad_fn->retained_outputs;
+  if (slots.size() <= t->output_nr) slots.resize(t->output_nr + 1);
+  slots[t->output_nr] = t;
+}
+
+void set_history(const Tensor& t, NodeRef fn, uint32_t output_nr) {
+  if (t->retains_grad && t->grad_fn) {
+    auto& slots = t->grad_fn->retained_outputs;
+    if (t->output_nr < slots.size()) slots[t->output_nr].reset();
+  }
+  t->grad_fn = std::move(fn);
+  t->output_nr = output_nr;
+  if (t->retains_grad) retain_output(t);
+}
+
 void refresh_view_history(const Tensor& self) {
   if (!self->history_stale()) return;
   Tensor fresh;
@@ -15,8 +31,7 @@ void refresh_view_history(const Tensor& self) {
     GradModeGuard enable(true);
     fresh = as_strided(self->view_base, self->shape, self->strides, self->offset - self->view_base->offset);
   }
-  self->grad_fn = fresh->grad_fn;
-  self->output_nr = 0;
+  set_history(self, fresh->grad_fn, 0);
   self->view_version = self->version();
 }
 
@@ -58,8 +73,7 @@ GradList CopySlices::apply(GradList&& grads) {
 void rebase_history(const Tensor& self, Edge new_value) {
   const Tensor base = self->view_base;
   if (!base) {
-    self->grad_fn = std::move(new_value.fn);
-    self->output_nr = new_value.input_nr;
+    set_history(self, std::move(new_value.fn), new_value.input_nr);
     return;
   }
   if (!base->is_contiguous())
@@ -72,12 +86,10 @@ void rebase_history(const Tensor& self, Edge new_value) {
   for (int64_t v : self->shape) node->shape.push_back(v);
   for (int64_t v : self->strides) node->strides.push_back(v);
   node->offset = self->offset - base->offset;
-  base->grad_fn = NodeRef(node);
-  base->output_nr = 0;
+  set_history(base, NodeRef(node), 0);
   // The view now shows part of the base's new value.
   Tensor fresh = as_strided(base, self->shape, self->strides, node->offset);
-  self->grad_fn = fresh->grad_fn;
-  self->output_nr = 0;
+  set_history(self, fresh->grad_fn, 0);
   self->view_version = self->version();
 }
 
@@ -139,6 +151,12 @@ Tensor mul_(const Tensor& self, const Scalar& other) {
 }
 Tensor div_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return div(s, other); });
+}
+Tensor pow_(const Tensor& self, const Tensor& exponent) {
+  return apply_inplace(self, &exponent, true, [&](const Tensor& s) { return pow(s, exponent); });
+}
+Tensor pow_(const Tensor& self, const Scalar& exponent) {
+  return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return pow(s, exponent); });
 }
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });

@@ -80,6 +80,8 @@ Tensor add_(const Tensor& self, const Scalar& other);
 Tensor sub_(const Tensor& self, const Scalar& other);
 Tensor mul_(const Tensor& self, const Scalar& other);
 Tensor div_(const Tensor& self, const Scalar& other);
+Tensor pow_(const Tensor& self, const Tensor& exponent);
+Tensor pow_(const Tensor& self, const Scalar& exponent);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor fill_(const Tensor& self, const Scalar& value);
 Tensor fill_(const Tensor& self, const Tensor& value);

@@ -4,9 +4,10 @@ write the result back, so self's new grad_fn is that node; ops that replace the 
 the storage's version, which is how a stale saved tensor is detected in backward.
 """
 from .._types import bool as bool_, int64
-from ._autograd import Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, should_record
-from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, SubBackward0, clone, contiguous,
-                           where, zeros_like)
+from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, set_history,
+                        should_record)
+from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, PowBackward0, PowBackward1,
+                           SubBackward0, clone, contiguous, where, zeros_like)
 from ._shape import as_strided, expand
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
@@ -109,15 +110,15 @@ def rebase_history(self, new_value):
     as_strided view of the base's new value."""
     base = self._view_base
     if base is None:
-        self._grad_fn, self._output_nr = new_value
+        set_history(self, *new_value)
         return
     if not base.is_contiguous():
         raise RuntimeError("fastgrad: an in-place operation that needs gradients through a view of a non-contiguous "
                            "tensor is not supported; call .contiguous() on the base tensor first")
     node = CopySlices().connect((base,), edges=(gradient_edge(base), new_value))
     node.shape, node.strides, node.offset = self._shape, self._strides, self._offset - base._offset
-    base._grad_fn, base._output_nr = node, 0
-    self._grad_fn, self._output_nr = as_strided(base, node.shape, node.strides, node.offset)._grad_fn, 0
+    set_history(base, node, 0)
+    set_history(self, as_strided(base, node.shape, node.strides, node.offset)._grad_fn, 0)
     self._view_version = self._storage.version
 
 
@@ -172,6 +173,11 @@ def mul_(self, other):
 
 def div_(self, other):
     return _apply_inplace(DivBackward0, self, (other,), isinstance(other, Tensor))
+
+
+def pow_(self, exponent):
+    node_class = PowBackward1 if isinstance(exponent, Tensor) else PowBackward0
+    return _apply_inplace(node_class, self, (exponent,), True)
 
 
 def clamp_(self, min, max):

@@ -267,6 +267,9 @@ class Tensor:
         if not isinstance(flag, bool):  # PyTorch takes no 1, None or other truthy objects
             raise RuntimeError("requires_grad must be a bool")
         if not self.is_leaf:
+            # PyTorch's wording: the hint to detach() only where the flag would be switched off.
+            if flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
                 "in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
