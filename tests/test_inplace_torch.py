@@ -111,3 +111,41 @@ def test_retain_grad_of_view_follows_writes_to_its_base(fg, torch):
         return view.grad, x.grad
 
     same_on_both(fg, torch, program)
+
+
+# ---- a view made under no_grad, written in place with grad enabled: PyTorch refuses it
+
+def _no_grad_view_of(lib, base):
+    with lib.no_grad():
+        return base[:2]
+
+
+@pytest.mark.parametrize("write", [
+    lambda lib, v: v.mul_(3),
+    lambda lib, v: v.pow_(2),
+    lambda lib, v: v.zero_(),
+    lambda lib, v: v.copy_(lib.ones(2)),
+], ids=["mul_", "pow_", "zero_", "copy_"])
+@pytest.mark.parametrize("base", [
+    lambda lib: lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2,
+    lambda lib: lib.tensor([1.0, 2.0, 3.0], requires_grad=True),
+], ids=["non_leaf", "leaf"])
+def test_in_place_on_view_made_under_no_grad_raises(fg, torch, write, base):
+    same_error(fg, torch, lambda lib: write(lib, _no_grad_view_of(lib, base(lib))))
+
+
+def test_in_place_on_view_made_under_no_grad_with_operand_requiring_grad_raises(fg, torch):
+    same_error(fg, torch, lambda lib: _no_grad_view_of(lib, lib.zeros(3)).mul_(lib.ones(2, requires_grad=True)))
+
+
+def test_in_place_on_view_made_under_no_grad_allowed_without_gradients(fg, torch):
+    def program(lib):
+        plain = lib.tensor([1.0, 2.0, 3.0])
+        _no_grad_view_of(lib, plain).mul_(3)  # nothing requires grad
+        h = lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2
+        view = _no_grad_view_of(lib, h)
+        with lib.no_grad():
+            view.mul_(3)  # both under no_grad
+        return plain, h
+
+    same_on_both(fg, torch, program)

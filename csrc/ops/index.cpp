@@ -256,7 +256,7 @@ GradList IndexPutBackward0::apply(GradList&& grads) {
 }
 
 Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
-  check_inplace(self);
+  check_inplace(self, &values);
   if (accumulate) assert_no_overlap(self, values);
   else check_index_put_overlap(self, indices, values);
   check_index_put_dtype(self, indices, values);
@@ -343,7 +343,7 @@ GradList IndexCopySlices::apply(GradList&& grads) {
 
 void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
   Tensor region = apply_steps(self, spec.steps);  // first, as PyTorch: a bad slice is reported before the rest
-  check_inplace(region);
+  check_inplace(region, &value);
   Edge region_edge = gradient_edge(region), value_edge = gradient_edge(value);
   bool recording = should_record({&region, &value}) && is_floating(self->dtype);
   {

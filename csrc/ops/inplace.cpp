@@ -35,9 +35,18 @@ void refresh_view_history(const Tensor& self) {
   self->view_version = self->version();
 }
 
-void check_inplace(const Tensor& self) {
+void check_inplace(const Tensor& self, const Tensor* source) {
   refresh_view_history(self);
   if (!grad_enabled()) return;
+  // A view made under no_grad kept no history to write through: as PyTorch, no guessing whether the
+  // write should reach its base's gradient.
+  const bool view_without_history = self->view_base && !self->view_tracks_history;
+  if (view_without_history && (self->view_base->requires_grad() || (source && (*source)->requires_grad())))
+    throw RuntimeError(
+        "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this "
+        "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view "
+        "and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+        "outside (if you want the inplace to be tracked).");
   if (self->is_leaf() && self->requires_grad_leaf)
     throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
   const Tensor& base = self->view_base;
@@ -109,7 +118,7 @@ Tensor snapshot(const Tensor& self) {
 // old values (then op runs on a snapshot so that overwriting self does not invalidate them).
 template <class F>
 Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op) {
-  check_inplace(self);
+  check_inplace(self, other);
   assert_no_internal_overlap(self);
   if (other) assert_no_partial_overlap(self, *other);
   bool recording = other ? should_record({&self, other}) : should_record({&self});
@@ -184,7 +193,7 @@ namespace {
 // `checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none).
 template <class N>
 Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
-  check_inplace(self);
+  check_inplace(self, &source);
   if (checked) {
     assert_no_internal_overlap(self);
     assert_no_partial_overlap(self, source);

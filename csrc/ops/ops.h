@@ -93,10 +93,11 @@ Tensor copy_(const Tensor& self, const Tensor& src);
 void foreach_add_(const std::vector<Tensor>& selves, const std::vector<Tensor>& others, double alpha);
 void foreach_zero_(const std::vector<Tensor>& tensors);
 
-// In-place support (ops/inplace.cpp): the leaf checks PyTorch makes before any in-place write, and
+// In-place support (ops/inplace.cpp): the checks PyTorch makes before any in-place write (leaves, views
+// made under no_grad; `source` is the tensor written from, if any), and
 // making `new_value` (the node computing self's new contents) self's history. When self is a view
 // that also rewrites the base's history (PyTorch's CopySlices).
-void check_inplace(const Tensor& self);
+void check_inplace(const Tensor& self, const Tensor* source = nullptr);
 void rebase_history(const Tensor& self, Edge new_value);
 
 // A view of contiguous `x` with any geometry (offset relative to x's); AsStridedBackward0.

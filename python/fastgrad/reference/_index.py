@@ -290,7 +290,7 @@ def _check_index_put_dtype(self, indices, values):
 
 
 def index_put_(self, indices, values, accumulate):
-    check_inplace(self)
+    check_inplace(self, (values,))
     if accumulate:
         assert_no_overlap(self, values)
     else:
@@ -364,7 +364,7 @@ def setitem(self, key, value):
     # The region first, in grad mode as PyTorch makes it: a bad slice is reported before the leaf
     # checks, which then say "a view of a leaf" for x[0] = v and "a leaf" for x[[0]] = v.
     region = _apply_steps(self, steps)
-    check_inplace(region)
+    check_inplace(region, (value,))
     edges = in_place_edges(region, value)
     recording = should_record((region, value)) and self._dtype.is_floating_point
     with no_grad():

@@ -67,11 +67,24 @@ def assert_no_overlap(out, source):
         raise RuntimeError(_SHARED_MEMORY)
 
 
-def check_inplace(self):
-    """The leaf checks PyTorch makes before any in-place write."""
+_NO_GRAD_VIEW_MODIFIED = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked).")
+
+
+def check_inplace(self, sources=()):
+    """The checks PyTorch makes before any in-place write (leaves, views made under no_grad);
+    `sources` are the operands written from."""
     refresh_view_history(self)
     if not is_grad_enabled():
         return
+    # A view made under no_grad kept no history to write through: as PyTorch, no guessing whether
+    # the write should reach its base's gradient.
+    if self._view_base is not None and not self._view_tracks_history and (
+            self._view_base.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
+        raise RuntimeError(_NO_GRAD_VIEW_MODIFIED)
     if self._grad_fn is None and self._requires_grad_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = self._view_base
@@ -140,7 +153,7 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     """self = op(self, *operands), op being the out-of-place op recorded by `node_class`. When its
     backward reads self's old values, it runs on a snapshot, so that overwriting self does not
     invalidate what it saved."""
-    check_inplace(self)
+    check_inplace(self, operands)
     assert_no_internal_overlap(self)
     for operand in operands:
         assert_no_partial_overlap(self, operand)
@@ -203,7 +216,7 @@ class CopyBackwards(FillBackward0):
 
 def _replace_values(node_class, self, source, checked=False):
     """`checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none)."""
-    check_inplace(self)
+    check_inplace(self, (source,))
     if checked:
         assert_no_internal_overlap(self)
         assert_no_partial_overlap(self, source)
