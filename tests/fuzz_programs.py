@@ -1062,10 +1062,10 @@ op("{a}[{key}] = {value}", statement=True, weight=3, a=tensor(ANY, target=True),
    value=setitem_value("a", "key"))
 # in place, on non-leaves (the drawer also picks the odd leaf that requires grad: an error)
 for _t in ["{a}.add_({b})", "{a} += {b}", "{a}.sub_({b})", "{a}.mul_({b})", "{a} *= {b}", "{a}.div_({b})",
-           "{a} /= {b}", "{a}.pow_({b})", "{a} **= {b}"]:
+           "{a} /= {b}"]:
     op(_t, statement=True, a=tensor(NUM, target=True), b=partner("a", into=True))
 op("{a}.copy_({b})", statement=True, a=tensor(ANY, target=True), b=partner("a", into=True, not_itself=True))
-for _t in ["{a}.add_({s})", "{a} -= {s}", "{a}.mul_({s})", "{a}.div_({s})", "{a} **= {s}"]:
+for _t in ["{a}.add_({s})", "{a} -= {s}", "{a}.mul_({s})", "{a}.div_({s})"]:
     op(_t, statement=True, a=tensor(NUM, target=True), s=scalar())
 op("{a}.fill_({s})", statement=True, a=tensor(ANY, target=True), s=scalar())
 op("{a}.zero_()", statement=True, a=tensor(ANY, target=True))
