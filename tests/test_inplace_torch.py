@@ -149,3 +149,27 @@ def test_in_place_on_view_made_under_no_grad_allowed_without_gradients(fg, torch
         return plain, h
 
     same_on_both(fg, torch, program)
+
+
+# ---- .data: the same memory, its own version counter (detach() keeps sharing it)
+
+def test_in_place_write_through_data_leaves_saved_tensors_valid(fg, torch):
+    def program(lib):
+        w = lib.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+        loss = (w * w).sum()
+        data = w.data
+        data.clamp_(-1.5, 1.5)
+        loss.backward()
+        return w, w.grad, w._version, data._version
+
+    same_on_both(fg, torch, program)
+
+
+def test_in_place_write_through_detach_invalidates_saved_tensors(fg, torch):
+    def program(lib):
+        w = lib.tensor([-2.0, 0.5, 3.0], requires_grad=True)
+        loss = (w * w).sum()
+        w.detach().clamp_(-1.5, 1.5)
+        loss.backward()
+
+    same_error(fg, torch, program)

@@ -358,7 +358,7 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
       check_index_put_dtype(region, spec.advanced, value);
     }
     // What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
-    Tensor source = value->storage == self->storage ? clone(value) : value;
+    Tensor source = value->storage->data() == self->storage->data() ? clone(value) : value;
     if (spec.advanced.empty()) copy_values(region, expand(source, region->shape));
     else scatter_values(region, spec.advanced, source, false);
   }

@@ -203,7 +203,7 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
   {
     GradModeGuard no_grad(false);
     Tensor expanded = expand(source, self->shape);
-    copy_values(self, expanded->storage == self->storage ? clone(expanded) : expanded);
+    copy_values(self, expanded->storage->data() == self->storage->data() ? clone(expanded) : expanded);
   }
   self->bump_version();
   if (recording) {

@@ -273,7 +273,7 @@ void bind_tensor(py::module_& m) {
         refresh_view_history(t);
         return node_to_py(t->grad_fn);
       })
-      .def_property("data", &alias, &set_data)
+      .def_property("data", &untracked_alias, &set_data)
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t->version(); })

@@ -378,7 +378,7 @@ def setitem(self, key, value):
             if value.dim():
                 assert_no_partial_overlap(region, _as_copied_by_setitem(value, region._shape))
         # What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
-        source = clone(value) if value._storage is self._storage else value
+        source = clone(value) if value._storage.data is self._storage.data else value
         if advanced:
             _scatter_values(region, advanced, source, False)
         else:

@@ -40,7 +40,7 @@ def _overlap(a, b):
         return "none"
     if not _dense(a) or not _dense(b):
         return None
-    if a._storage is not b._storage:
+    if a._storage.data is not b._storage.data:  # x.data has its own Storage over x's memory
         return "none"
     (a_begin, a_end), (b_begin, b_end) = ((t._offset, t._offset + t.numel()) for t in (a, b))
     if (a_begin, a_end) == (b_begin, b_end):  # other strides (even of size-1 dims) are partial, as PyTorch says
@@ -224,7 +224,7 @@ def _replace_values(node_class, self, source, checked=False):
     recording = should_record((self, source)) and self._dtype.is_floating_point  # int self: no gradient
     with no_grad():
         expanded = expand(source, self._shape)
-        copy_values(self, clone(expanded) if expanded._storage is self._storage else expanded)
+        copy_values(self, clone(expanded) if expanded._storage.data is self._storage.data else expanded)
     self._storage.version += 1
     if recording:
         node = node_class().connect((self, source), edges=edges)

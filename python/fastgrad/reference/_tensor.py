@@ -314,7 +314,11 @@ class Tensor:
 
     @property
     def data(self):
-        return alias(self)
+        # Its own version counter over the same memory: PyTorch's in-place writes through .data are
+        # invisible to autograd, so they do not invalidate tensors saved for backward.
+        untracked = alias(self)
+        untracked._storage = Storage(self._storage.data)
+        return untracked
 
     @data.setter
     def data(self, other):
