@@ -127,6 +127,14 @@ Edge gradient_edge(const Tensor& t);
 // the fresh node comes earlier on the tape: should_record() calls it on every input.
 void refresh_view_history(const Tensor& t);
 
+// Makes output `output_nr` of `fn` the history of `t`, whose values an in-place write (or a refresh
+// of a view) replaced. As PyTorch (since 2.0), a retain_grad() moves along to the new grad_fn, so
+// t.grad is the gradient of t's current value.
+void set_history(const Tensor& t, NodeRef fn, uint32_t output_nr);
+
+// Registers `t` (a non-leaf) to receive its gradient in t.grad (retain_grad()).
+void retain_output(const Tensor& t);
+
 // Does any input require grad while grad mode is on? Then ops record a node. Refreshes stale views.
 bool should_record(std::initializer_list<const Tensor*> inputs);
 

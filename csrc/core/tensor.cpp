@@ -81,6 +81,15 @@ Tensor make_differentiable_view(const Tensor& base, Shape shape, Shape strides, 
 
 Tensor alias(const Tensor& t) { return make_view(t, t->shape, t->strides, t->offset); }
 
+Tensor untracked_alias(const Tensor& t) {
+  Tensor out = alias(t);
+  // A Storage over the same memory, keeping the original alive; its own version counter.
+  auto* owner = new std::shared_ptr<Storage>(t->storage);
+  out->storage = Storage::wrap(t->storage->data(), t->storage->nbytes(),
+                               [](void* ctx) { delete static_cast<std::shared_ptr<Storage>*>(ctx); }, owner);
+  return out;
+}
+
 bool is_non_overlapping_and_dense(const Tensor& t) {
   // The common case without the sort below (an empty tensor can be contiguous and still fail it).
   if (t->numel() > 0 && t->is_contiguous()) return true;
@@ -103,7 +112,7 @@ Overlap overlap_status(const Tensor& a, const Tensor& b) {
   if (a.get() == b.get()) return Overlap::Full;
   if (a->numel() == 0 || b->numel() == 0) return Overlap::No;
   if (!is_non_overlapping_and_dense(a) || !is_non_overlapping_and_dense(b)) return Overlap::TooHard;
-  if (a->storage != b->storage) return Overlap::No;
+  if (a->storage->data() != b->storage->data()) return Overlap::No;  // x.data has its own Storage over x's memory
   const char *a_begin = a->data(), *b_begin = b->data();
   const char* a_end = a_begin + a->numel() * static_cast<int64_t>(itemsize(a->dtype));
   const char* b_end = b_begin + b->numel() * static_cast<int64_t>(itemsize(b->dtype));

@@ -75,6 +75,9 @@ Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset)
 Tensor make_differentiable_view(const Tensor& base, Shape shape, Shape strides, int64_t offset);
 // Same data and geometry, no autograd history (detach()).
 Tensor alias(const Tensor& t);
+// alias() with a version counter of its own (x.data): PyTorch's in-place writes through .data are
+// invisible to autograd, so they do not invalidate tensors saved for backward.
+Tensor untracked_alias(const Tensor& t);
 
 // PyTorch's memory-overlap checks for ops that write into a tensor they may also read. "Dense"
 // tensors (every element in its own slot, no gaps) are compared exactly; others are too hard to

@@ -256,7 +256,7 @@ GradList IndexPutBackward0::apply(GradList&& grads) {
 }
 
 Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
-  check_inplace(self);
+  check_inplace(self, &values);
   if (accumulate) assert_no_overlap(self, values);
   else check_index_put_overlap(self, indices, values);
   check_index_put_dtype(self, indices, values);
@@ -343,7 +343,7 @@ GradList IndexCopySlices::apply(GradList&& grads) {
 
 void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
   Tensor region = apply_steps(self, spec.steps);  // first, as PyTorch: a bad slice is reported before the rest
-  check_inplace(region);
+  check_inplace(region, &value);
   Edge region_edge = gradient_edge(region), value_edge = gradient_edge(value);
   bool recording = should_record({&region, &value}) && is_floating(self->dtype);
   {
@@ -358,7 +358,7 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
       check_index_put_dtype(region, spec.advanced, value);
     }
     // What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
-    Tensor source = value->storage == self->storage ? clone(value) : value;
+    Tensor source = value->storage->data() == self->storage->data() ? clone(value) : value;
     if (spec.advanced.empty()) copy_values(region, expand(source, region->shape));
     else scatter_values(region, spec.advanced, source, false);
   }

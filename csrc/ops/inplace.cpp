@@ -8,6 +8,22 @@
 
 namespace fg {
 
+void retain_output(const Tensor& t) {
+  auto& slots = t->grad_fn->retained_outputs;
+  if (slots.size() <= t->output_nr) slots.resize(t->output_nr + 1);
+  slots[t->output_nr] = t;
+}
+
+void set_history(const Tensor& t, NodeRef fn, uint32_t output_nr) {
+  if (t->retains_grad && t->grad_fn) {
+    auto& slots = t->grad_fn->retained_outputs;
+    if (t->output_nr < slots.size()) slots[t->output_nr].reset();
+  }
+  t->grad_fn = std::move(fn);
+  t->output_nr = output_nr;
+  if (t->retains_grad) retain_output(t);
+}
+
 void refresh_view_history(const Tensor& self) {
   if (!self->history_stale()) return;
   Tensor fresh;
@@ -15,14 +31,22 @@ void refresh_view_history(const Tensor& self) {
     GradModeGuard enable(true);
     fresh = as_strided(self->view_base, self->shape, self->strides, self->offset - self->view_base->offset);
   }
-  self->grad_fn = fresh->grad_fn;
-  self->output_nr = 0;
+  set_history(self, fresh->grad_fn, 0);
   self->view_version = self->version();
 }
 
-void check_inplace(const Tensor& self) {
+void check_inplace(const Tensor& self, const Tensor* source) {
   refresh_view_history(self);
   if (!grad_enabled()) return;
+  // A view made under no_grad kept no history to write through: as PyTorch, no guessing whether the
+  // write should reach its base's gradient.
+  const bool view_without_history = self->view_base && !self->view_tracks_history;
+  if (view_without_history && (self->view_base->requires_grad() || (source && (*source)->requires_grad())))
+    throw RuntimeError(
+        "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this "
+        "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view "
+        "and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+        "outside (if you want the inplace to be tracked).");
   if (self->is_leaf() && self->requires_grad_leaf)
     throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
   const Tensor& base = self->view_base;
@@ -58,8 +82,7 @@ GradList CopySlices::apply(GradList&& grads) {
 void rebase_history(const Tensor& self, Edge new_value) {
   const Tensor base = self->view_base;
   if (!base) {
-    self->grad_fn = std::move(new_value.fn);
-    self->output_nr = new_value.input_nr;
+    set_history(self, std::move(new_value.fn), new_value.input_nr);
     return;
   }
   if (!base->is_contiguous())
@@ -72,12 +95,10 @@ void rebase_history(const Tensor& self, Edge new_value) {
   for (int64_t v : self->shape) node->shape.push_back(v);
   for (int64_t v : self->strides) node->strides.push_back(v);
   node->offset = self->offset - base->offset;
-  base->grad_fn = NodeRef(node);
-  base->output_nr = 0;
+  set_history(base, NodeRef(node), 0);
   // The view now shows part of the base's new value.
   Tensor fresh = as_strided(base, self->shape, self->strides, node->offset);
-  self->grad_fn = fresh->grad_fn;
-  self->output_nr = 0;
+  set_history(self, fresh->grad_fn, 0);
   self->view_version = self->version();
 }
 
@@ -97,7 +118,7 @@ Tensor snapshot(const Tensor& self) {
 // old values (then op runs on a snapshot so that overwriting self does not invalidate them).
 template <class F>
 Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op) {
-  check_inplace(self);
+  check_inplace(self, other);
   assert_no_internal_overlap(self);
   if (other) assert_no_partial_overlap(self, *other);
   bool recording = other ? should_record({&self, other}) : should_record({&self});
@@ -140,6 +161,12 @@ Tensor mul_(const Tensor& self, const Scalar& other) {
 Tensor div_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return div(s, other); });
 }
+Tensor pow_(const Tensor& self, const Tensor& exponent) {
+  return apply_inplace(self, &exponent, true, [&](const Tensor& s) { return pow(s, exponent); });
+}
+Tensor pow_(const Tensor& self, const Scalar& exponent) {
+  return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return pow(s, exponent); });
+}
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
 }
@@ -166,7 +193,7 @@ namespace {
 // `checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none).
 template <class N>
 Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
-  check_inplace(self);
+  check_inplace(self, &source);
   if (checked) {
     assert_no_internal_overlap(self);
     assert_no_partial_overlap(self, source);
@@ -176,7 +203,7 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
   {
     GradModeGuard no_grad(false);
     Tensor expanded = expand(source, self->shape);
-    copy_values(self, expanded->storage == self->storage ? clone(expanded) : expanded);
+    copy_values(self, expanded->storage->data() == self->storage->data() ? clone(expanded) : expanded);
   }
   self->bump_version();
   if (recording) {

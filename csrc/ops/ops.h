@@ -80,6 +80,8 @@ Tensor add_(const Tensor& self, const Scalar& other);
 Tensor sub_(const Tensor& self, const Scalar& other);
 Tensor mul_(const Tensor& self, const Scalar& other);
 Tensor div_(const Tensor& self, const Scalar& other);
+Tensor pow_(const Tensor& self, const Tensor& exponent);
+Tensor pow_(const Tensor& self, const Scalar& exponent);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor fill_(const Tensor& self, const Scalar& value);
 Tensor fill_(const Tensor& self, const Tensor& value);
@@ -91,10 +93,11 @@ Tensor copy_(const Tensor& self, const Tensor& src);
 void foreach_add_(const std::vector<Tensor>& selves, const std::vector<Tensor>& others, double alpha);
 void foreach_zero_(const std::vector<Tensor>& tensors);
 
-// In-place support (ops/inplace.cpp): the leaf checks PyTorch makes before any in-place write, and
+// In-place support (ops/inplace.cpp): the checks PyTorch makes before any in-place write (leaves, views
+// made under no_grad; `source` is the tensor written from, if any), and
 // making `new_value` (the node computing self's new contents) self's history. When self is a view
 // that also rewrites the base's history (PyTorch's CopySlices).
-void check_inplace(const Tensor& self);
+void check_inplace(const Tensor& self, const Tensor* source = nullptr);
 void rebase_history(const Tensor& self, Edge new_value);
 
 // A view of contiguous `x` with any geometry (offset relative to x's); AsStridedBackward0.

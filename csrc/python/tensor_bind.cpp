@@ -218,10 +218,13 @@ void set_grad(const Tensor& self, py::handle value) {
 }
 
 void set_requires_grad(const Tensor& self, bool flag) {
-  if (!self->is_leaf())
+  if (!self->is_leaf()) {
+    // PyTorch's wording: the hint to detach() only where the flag would be switched off.
+    if (flag) throw RuntimeError("you can only change requires_grad flags of leaf variables.");
     throw RuntimeError(
         "you can only change requires_grad flags of leaf variables. If you want to use a computed variable in a "
         "subgraph that doesn't require differentiation use var_no_grad = var.detach().");
+  }
   if (flag && !is_floating(self->dtype))
     throw RuntimeError("only Tensors of floating point and complex dtype can require gradients");
   self->requires_grad_leaf = flag;
@@ -240,9 +243,7 @@ void retain_grad(const Tensor& self) {
   refresh_view_history(self);
   if (!self->requires_grad()) throw RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
   if (self->is_leaf() || self->retains_grad) return;
-  auto& slots = self->grad_fn->retained_outputs;
-  if (slots.size() <= self->output_nr) slots.resize(self->output_nr + 1);
-  slots[self->output_nr] = self;
+  retain_output(self);
   self->retains_grad = true;
 }
 
@@ -293,7 +294,7 @@ void bind_tensor(py::module_& m) {
         refresh_view_history(t);
         return node_to_py(t->grad_fn);
       })
-      .def_property("data", &alias, &set_data)
+      .def_property("data", &untracked_alias, &set_data)
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
       .def_property_readonly("_version", [](const Tensor& t) { return t->version(); })
@@ -317,6 +318,7 @@ void bind_tensor(py::module_& m) {
       .def("contiguous", [](const Tensor& x) { return contiguous(x); })
       .def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }))
       .def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }))
+      .def("pow_", named_binary("pow_", [](const Tensor& a, const auto& b) { return pow_(a, b); }, "exponent"))
       .def("backward", &tensor_backward, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
            py::arg("create_graph") = false)
       .def("__len__", [](const Tensor& t) {
@@ -342,6 +344,7 @@ void bind_tensor(py::module_& m) {
       .def("__isub__", &slot_method<nb_inplace_subtract>)
       .def("__imul__", &slot_method<nb_inplace_multiply>)
       .def("__itruediv__", &slot_method<nb_inplace_true_divide>)
+      .def("__ipow__", binary([](const Tensor& a, const auto& b) { return pow_(a, b); }))
       .def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
         const Tensor* t = tensor_of(b.ptr());
         return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();

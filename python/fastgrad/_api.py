@@ -28,12 +28,13 @@ TENSOR = """
     lt le gt ge eq ne equal allclose isclose
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax matmul mm bmm mv dot
     reshape view view_as reshape_as flatten squeeze unsqueeze transpose swapaxes permute t expand expand_as
-    add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ clip_
+    add_ sub_ mul_ div_ pow_ zero_ fill_ copy_ clamp_ clip_
     split chunk masked_fill masked_fill_ all any gather is_floating_point
     new_zeros new_ones new_full new_empty new_tensor uniform_ normal_
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
     __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ __matmul__
     __neg__ __abs__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__
+    __ipow__
 """.split()
 
 # Intentional differences: names only one implementation has, and why.

@@ -284,6 +284,8 @@ def requires_grad_(self, requires_grad=True):
                         f"{builtins.type(requires_grad).__name__}")
     if requires_grad and not self.dtype.is_floating_point:
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
+    if requires_grad and not self.is_leaf:  # as PyTorch: it already requires grad, so nothing changes
+        return self
     return _prims.set_requires_grad(self, requires_grad)
 
 

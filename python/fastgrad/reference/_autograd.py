@@ -244,6 +244,9 @@ class Function:
     def retain_output(self, tensor):
         self._retained = [weakref.ref(tensor)]
 
+    def forget_output(self):
+        self._retained = ()
+
     def _fill_retained_grads(self, grads):
         for ref, grad in zip(self._retained, grads):
             out = ref()
@@ -283,7 +286,19 @@ def refresh_view_history(t):
         base = t._view_base
         with enable_grad():
             fresh = as_strided(base, t._shape, t._strides, t._offset - base._offset)
-        t._grad_fn, t._output_nr, t._view_version = fresh._grad_fn, 0, t._storage.version
+        set_history(t, fresh._grad_fn, 0)
+        t._view_version = t._storage.version
+
+
+def set_history(t, fn, output_nr):
+    """Makes output `output_nr` of `fn` the history of `t`, whose values an in-place write (or a
+    refresh of a view) replaced. As PyTorch (since 2.0), a retain_grad() moves along to the new
+    grad_fn, so t.grad is the gradient of t's current value."""
+    if t._retains_grad and t._grad_fn is not None:
+        t._grad_fn.forget_output()
+    t._grad_fn, t._output_nr = fn, output_nr
+    if t._retains_grad:
+        fn.retain_output(t)
 
 
 def gradient_edge(t):

@@ -289,7 +289,7 @@ def _check_index_put_dtype(self, indices, values):
 
 
 def index_put_(self, indices, values, accumulate):
-    check_inplace(self)
+    check_inplace(self, (values,))
     if accumulate:
         assert_no_overlap(self, values)
     else:
@@ -363,7 +363,7 @@ def setitem(self, key, value):
     # The region first, in grad mode as PyTorch makes it: a bad slice is reported before the leaf
     # checks, which then say "a view of a leaf" for x[0] = v and "a leaf" for x[[0]] = v.
     region = _apply_steps(self, steps)
-    check_inplace(region)
+    check_inplace(region, (value,))
     edges = in_place_edges(region, value)
     recording = should_record((region, value)) and self._dtype.is_floating_point
     with no_grad():
@@ -377,7 +377,7 @@ def setitem(self, key, value):
             if value.dim():
                 assert_no_partial_overlap(region, _as_copied_by_setitem(value, region._shape))
         # What may still share memory (x[...] = x, or layouts too irregular to judge) is read first.
-        source = clone(value) if value._storage is self._storage else value
+        source = clone(value) if value._storage.data is self._storage.data else value
         if advanced:
             _scatter_values(region, advanced, source, False)
         else:

@@ -4,9 +4,10 @@ write the result back, so self's new grad_fn is that node; ops that replace the 
 the storage's version, which is how a stale saved tensor is detected in backward.
 """
 from .._types import bool as bool_, int64
-from ._autograd import Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, should_record
-from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, SubBackward0, clone, contiguous,
-                           where, zeros_like)
+from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, set_history,
+                        should_record)
+from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, PowBackward0, PowBackward1,
+                           SubBackward0, clone, contiguous, where, zeros_like)
 from ._shape import as_strided, expand
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
@@ -39,7 +40,7 @@ def _overlap(a, b):
         return "none"
     if not _dense(a) or not _dense(b):
         return None
-    if a._storage is not b._storage:
+    if a._storage.data is not b._storage.data:  # x.data has its own Storage over x's memory
         return "none"
     (a_begin, a_end), (b_begin, b_end) = ((t._offset, t._offset + t.numel()) for t in (a, b))
     if (a_begin, a_end) == (b_begin, b_end):  # other strides (even of size-1 dims) are partial, as PyTorch says
@@ -66,11 +67,24 @@ def assert_no_overlap(out, source):
         raise RuntimeError(_SHARED_MEMORY)
 
 
-def check_inplace(self):
-    """The leaf checks PyTorch makes before any in-place write."""
+_NO_GRAD_VIEW_MODIFIED = (
+    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
+    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
+    "you want the inplace to be tracked).")
+
+
+def check_inplace(self, sources=()):
+    """The checks PyTorch makes before any in-place write (leaves, views made under no_grad);
+    `sources` are the operands written from."""
     refresh_view_history(self)
     if not is_grad_enabled():
         return
+    # A view made under no_grad kept no history to write through: as PyTorch, no guessing whether
+    # the write should reach its base's gradient.
+    if self._view_base is not None and not self._view_tracks_history and (
+            self._view_base.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
+        raise RuntimeError(_NO_GRAD_VIEW_MODIFIED)
     if self._grad_fn is None and self._requires_grad_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = self._view_base
@@ -109,15 +123,15 @@ def rebase_history(self, new_value):
     as_strided view of the base's new value."""
     base = self._view_base
     if base is None:
-        self._grad_fn, self._output_nr = new_value
+        set_history(self, *new_value)
         return
     if not base.is_contiguous():
         raise RuntimeError("fastgrad: an in-place operation that needs gradients through a view of a non-contiguous "
                            "tensor is not supported; call .contiguous() on the base tensor first")
     node = CopySlices().connect((base,), edges=(gradient_edge(base), new_value))
     node.shape, node.strides, node.offset = self._shape, self._strides, self._offset - base._offset
-    base._grad_fn, base._output_nr = node, 0
-    self._grad_fn, self._output_nr = as_strided(base, node.shape, node.strides, node.offset)._grad_fn, 0
+    set_history(base, node, 0)
+    set_history(self, as_strided(base, node.shape, node.strides, node.offset)._grad_fn, 0)
     self._view_version = self._storage.version
 
 
@@ -139,7 +153,7 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     """self = op(self, *operands), op being the out-of-place op recorded by `node_class`. When its
     backward reads self's old values, it runs on a snapshot, so that overwriting self does not
     invalidate what it saved."""
-    check_inplace(self)
+    check_inplace(self, operands)
     assert_no_internal_overlap(self)
     for operand in operands:
         assert_no_partial_overlap(self, operand)
@@ -174,6 +188,11 @@ def div_(self, other):
     return _apply_inplace(DivBackward0, self, (other,), isinstance(other, Tensor))
 
 
+def pow_(self, exponent):
+    node_class = PowBackward1 if isinstance(exponent, Tensor) else PowBackward0
+    return _apply_inplace(node_class, self, (exponent,), True)
+
+
 def clamp_(self, min, max):
     return _apply_inplace(ClampBackward1, self, (), True, min=min, max=max)
 
@@ -197,7 +216,7 @@ class CopyBackwards(FillBackward0):
 
 def _replace_values(node_class, self, source, checked=False):
     """`checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none)."""
-    check_inplace(self)
+    check_inplace(self, (source,))
     if checked:
         assert_no_internal_overlap(self)
         assert_no_partial_overlap(self, source)
@@ -205,7 +224,7 @@ def _replace_values(node_class, self, source, checked=False):
     recording = should_record((self, source)) and self._dtype.is_floating_point  # int self: no gradient
     with no_grad():
         expanded = expand(source, self._shape)
-        copy_values(self, clone(expanded) if expanded._storage is self._storage else expanded)
+        copy_values(self, clone(expanded) if expanded._storage.data is self._storage.data else expanded)
     self._storage.version += 1
     if recording:
         node = node_class().connect((self, source), edges=edges)

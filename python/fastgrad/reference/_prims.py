@@ -122,6 +122,7 @@ add, sub, mul, div, add_, sub_, mul_, div_ = (_named(name, op) for name, op in [
     ("div", ew.DivBackward0.run), ("add_", _inplace.add_), ("sub_", _inplace.sub_), ("mul_", _inplace.mul_),
     ("div_", _inplace.div_)])
 pow = _named("pow", ew.pow, "exponent")
+pow_ = _named("pow_", _inplace.pow_, "exponent")
 _COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
 lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISONS)
 
@@ -150,7 +151,8 @@ for _name, _value in {
     "__truediv__": _operator(ew.DivBackward0.run), "__rtruediv__": _rtruediv,
     "__pow__": _operator(ew.pow), "__rpow__": _operator(ew.PowBackward2.run, True),
     "__iadd__": _operator(_inplace.add_), "__isub__": _operator(_inplace.sub_), "__imul__": _operator(_inplace.mul_),
-    "__itruediv__": _operator(_inplace.div_), "mul_": mul_, "div_": div_,
+    "__itruediv__": _operator(_inplace.div_), "__ipow__": _operator(_inplace.pow_), "mul_": mul_, "div_": div_,
+    "pow_": pow_,
     **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS}, "__eq__": _equal_operator,
     "__neg__": lambda x: ew.NegBackward0.run(x), "__abs__": lambda x: ew.AbsBackward0.run(x),
     "__matmul__": lambda a, b: _matmul.matmul(a, b) if isinstance(b, Tensor) else NotImplemented,

@@ -274,6 +274,9 @@ class Tensor:
         if not isinstance(flag, bool):  # PyTorch takes no 1, None or other truthy objects
             raise RuntimeError("requires_grad must be a bool")
         if not self.is_leaf:
+            # PyTorch's wording: the hint to detach() only where the flag would be switched off.
+            if flag:
+                raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
                 "in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
@@ -318,7 +321,11 @@ class Tensor:
 
     @property
     def data(self):
-        return alias(self)
+        # Its own version counter over the same memory: PyTorch's in-place writes through .data are
+        # invisible to autograd, so they do not invalidate tensors saved for backward.
+        untracked = alias(self)
+        untracked._storage = Storage(self._storage.data)
+        return untracked
 
     @data.setter
     def data(self, other):
