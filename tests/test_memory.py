@@ -6,6 +6,7 @@ counts start at zero and a crash (e.g. a stack overflow) fails the test instead 
 """
 import gc
 import json
+import os
 import textwrap
 
 import pytest
@@ -17,6 +18,9 @@ if "fastgrad" not in BACKENDS:
     pytest.skip("graph_stats() is fastgrad's own introspection", allow_module_level=True)
 fastgrad = pytest.importorskip("fastgrad")
 graph_stats = pytest.importorskip("fastgrad._C").graph_stats
+
+
+UNDER_ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
 def live_nodes():
@@ -140,7 +144,8 @@ def test_million_op_chain_backward_and_release():
         print(json.dumps(result))
     """)
     assert out["built"]["live_nodes"] >= 1_000_000
-    assert out["built"]["arena_bytes"] > 100 * 2**20
+    # Under AddressSanitizer every node comes from the heap (arena.cpp's kHeapOnly), so it sees each one.
+    assert out["built"]["arena_bytes"] == 0 if UNDER_ASAN else out["built"]["arena_bytes"] > 100 * 2**20
     assert out["value"] == 1_000_001.0
     assert out["grad"] == 1.0
     for after in (out["after_backward"], out["after_drop"]):  # fastgrad only: the reference has no arena
@@ -186,7 +191,8 @@ def test_training_loop_with_modules_and_optimizer_does_not_grow():
     """)
     assert out["left"] == 0 and out["end"]["live_nodes"] == 0
     assert out["end"]["arena_bytes"] <= out["warm"]["arena_bytes"]
-    assert out["rss_growth_kb"] < 2048
+    if not UNDER_ASAN:  # ASan's quarantine holds freed memory (up to 256 MB): there RSS says nothing
+        assert out["rss_growth_kb"] < 2048
 
 
 @pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
