@@ -99,7 +99,7 @@ class Program:
 
     def without_line(self, k):
         p = self._copy()
-        defined = re.match(r"(v\d+) = ", p.lines[k])
+        defined = re.match(r"(?:with [^:]*: )?(v\d+) = ", p.lines[k])
         del p.lines[k], p.ops[k], p.args[k]
         if defined:
             p._forget(defined.group(1))
@@ -197,7 +197,7 @@ def run(program, m, arrays=None, backward=True, upcast=False, order=1):
     differences); backward=False skips the backward pass and builds leaves without grad; upcast
     makes float32 leaves float64 (an estimate of the exact result). order=2 replaces the leaves'
     gradients with second derivatives (_second_order_grads)."""
-    ns = {"torch": m}
+    ns = {"torch": m, "np": np}
     out = Outcome(m.__name__)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -233,6 +233,11 @@ def run(program, m, arrays=None, backward=True, upcast=False, order=1):
                     g = grads.get(leaf.name) if order == 2 else ns[leaf.name].grad
                     # clone(): PyTorch may give a gradient it knows to be zero as a ZeroTensor, with no memory
                     out.grads[leaf.name] = None if g is None else np.array(g.clone().numpy(), copy=True)
+            if order == 1:  # and the gradients that non-leaves were asked to keep (retain_grad)
+                for name in program.values:
+                    t = ns[name]
+                    if not t.is_leaf and t.retains_grad:
+                        out.grads[name] = None if t.grad is None else np.array(t.grad.clone().numpy(), copy=True)
     return out
 
 
@@ -304,6 +309,10 @@ def _layout_dependent_view(program, ours, theirs):
     return program.ops[line].template.startswith("{a}.view(") and (other.error is None or other.error[0] != line)
 
 
+COMPOSED_LOSSES = tuple(f"torch.nn.functional.{name}(" for name in
+                        ("mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"))
+
+
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
     ("split/chunk outputs are ordinary views (slices) in fastgrad, and may be modified in place; PyTorch marks them "
@@ -315,6 +324,12 @@ DIFFERENCES = [
      "fastgrad only", lambda program, ours, theirs: theirs.error is None and ours.error is not None
      and ours.error[0] == "backward" and "modified by an inplace operation" in ours.error[2]
      and _uses(program, "{a} @ {b}", "torch.matmul({a}, {b})")),
+    ("mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits are composed of tensor ops, which "
+     "save what they need (input - target, ...), not the loss's input and target themselves: writing into those in "
+     "place after the loss leaves fastgrad's backward valid (it gives the gradient at the values the loss saw), where "
+     "PyTorch's fused backward refuses", lambda program, ours, theirs: ours.error is None
+     and _raised_at(theirs, "modified by an inplace operation") and theirs.error[0] == "backward"
+     and any(op.template.startswith(COMPOSED_LOSSES) for op in program.ops)),
     ("results of elementwise ops and reductions are contiguous in fastgrad; PyTorch gives them the layout of a "
      "non-contiguous input (x.t() + 2 is stored transposed), so whether a later .view() of them is possible "
      "can differ", _layout_dependent_view),
@@ -439,6 +454,8 @@ def assert_same_outcome(program, ours, theirs, strict=True, exact=None, second_o
         check(name, v0, v1, d0, "value", name)
     if (ours.loss is None) != (theirs.loss is None):
         raise AssertionError(f"loss: {ours.loss} on {names[0]}, {theirs.loss} on {names[1]}")
+    if ours.grads.keys() != theirs.grads.keys():
+        raise AssertionError(f"gradients kept: {sorted(ours.grads)} on {names[0]}, {sorted(theirs.grads)} on {names[1]}")
     for name, g0 in ours.grads.items():
         g1 = theirs.grads[name]
         if (g0 is None) != (g1 is None):
@@ -535,7 +552,7 @@ class Gen:
     def __init__(self, draw, dtype):
         self.draw = draw
         self.program = Program(dtype)
-        self.ns = {"torch": fastgrad}
+        self.ns = {"torch": fastgrad, "np": np}
 
     # -- hypothesis draws (each shrinks towards its first / most common option)
     def choice(self, options):
@@ -578,7 +595,8 @@ class Gen:
     def new_value(self, line_template):
         name = f"v{len(self.program.values) - len(self.program.leaves)}"
         ok = self.run(line_template.format(out=name))
-        if ok:
+        # (a 0-d tensor compared with an ndarray is a Python bool, in PyTorch too: not a value)
+        if ok and isinstance(self.ns[name], fastgrad.Tensor):
             self.program.values.append(name)
         return ok
 
@@ -944,6 +962,57 @@ def setitem_value(of, key):
     return drawer
 
 
+NUMPY_SCALARS = ["np.float64(0.5)", "np.float32(2)", "np.int64(3)", "np.int32(-1)", "np.bool_(True)", "np.float64(-1.5)",
+                 "np.float32(0)"]
+
+
+def numpy_operand(of):
+    """A numpy scalar, or a numpy array (float64, float32 or int64) broadcastable with `of`: numpy
+    on either side of an operator decides by itself what to do with a tensor (__array__,
+    __array_priority__), and the gradient must not be lost on the way."""
+    def drawer(g, got):
+        if g.draw(st.booleans()):
+            return g.choice(NUMPY_SCALARS)
+        shape = _partner_shape(g, g.meta(got[of])[0], False)
+        dtype = g.choice(["float64", "float32", "int64"])
+        values = np.array(g.draw(st.lists(st.integers(-6, 6), min_size=int(np.prod(shape)),
+                                          max_size=int(np.prod(shape)))), dtype=np.float64).reshape(shape) / 2
+        if not values.size:
+            return f"np.zeros({shape}, dtype=np.{dtype})"
+        return f"np.array({_literal(values.astype(dtype))}, dtype=np.{dtype})"
+    return drawer
+
+
+def last_dims(of):
+    """The sizes of `of`'s last dim (or last two), as layer_norm's normalized_shape."""
+    def drawer(g, got):
+        shape = g.meta(got[of])[0]
+        return str(list(shape[-g.choice([1, 2]):]) if shape else [1])
+    return drawer
+
+
+def class_targets(of, ignore=False):
+    """Class indices for an (N, C) or (C,) input `of`: an int64 tensor of N (or 0-d) values in [0, C)."""
+    def drawer(g, got):
+        shape = g.meta(got[of])[0]
+        classes = shape[1] if len(shape) > 1 else shape[0] if shape else 1
+        count = shape[0] if len(shape) > 1 else None
+        values = [g.integer(0, max(classes - 1, 0)) for _ in range(count or 1)]
+        if ignore and values and g.rarely(30):
+            values[0] = -100
+        return f"torch.tensor({values if count is not None else values[0]})"
+    return drawer
+
+
+def indices_into(of):
+    """An int64 tensor of row indices of `of` (embedding)."""
+    def drawer(g, got):
+        rows = g.meta(got[of])[0][0] if g.meta(got[of])[0] else 1
+        values = [g.integer(0, max(rows - 1, 0)) for _ in range(g.choice([2, 1, 3, 4]))]
+        return f"torch.tensor({values})"
+    return drawer
+
+
 # ---------------------------------------------------------------------------------------------
 # The op table: one entry per op form. A template is a Python expression (its value becomes a new
 # variable) or, with statement=True, a statement (in-place writes); {name} placeholders are filled
@@ -1071,18 +1140,82 @@ op("{a}.fill_({s})", statement=True, a=tensor(ANY, target=True), s=scalar())
 op("{a}.zero_()", statement=True, a=tensor(ANY, target=True))
 op("{a}.clamp_({lo}, {hi})", statement=True, a=tensor(target=True), lo=options("-1", "0", "None"),
    hi=options("1", "0.5", "None"))
+# the augmented operators that are not shorthand for one of the in-place methods above
+op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
+op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
+op("{a} @= {b}", statement=True, a=tensor(target=True), b=matmul_partner("a"))
+# (// % & | ^ and their augmented forms join when the tensor operators exist)
+
+# numpy scalars and arrays on either side of an operator. numpy on the left may hand back an ndarray
+# (PyTorch's result too, for a tensor that does not require grad): as_tensor makes it a value.
+for _t in ["+", "-", "*", "/", "**", "<", "<=", "==", "!=", ">", "@"]:
+    op(f"{{a}} {_t} {{n}}", a=tensor(ANY), n=numpy_operand("a"))
+    op(f"torch.as_tensor({{n}} {_t} {{a}})", a=tensor(ANY), n=numpy_operand("a"))
+
+# the history around in-place writes: retained gradients, views made without grad, .data, requires_grad_
+op("{a}.retain_grad()", statement=True, weight=3, a=tensor())
+op("{a}.data", a=tensor(ANY), smooth=False)
+op("{a}.data.{write}", statement=True, a=tensor(), write=options("mul_(2)", "clamp_(-1.5, 1.5)", "zero_()", "add_(0.5)"),
+   smooth=False)
+op("{a}.requires_grad_({flag})", statement=True, a=tensor(ANY), flag=options("", "True", "False"), smooth=False)
+op("torch.as_tensor({a}{dtype})", a=tensor(ANY), dtype=options("", ", dtype=torch.float64", ", dtype=torch.float32",
+                                                                ", dtype=torch.int64"))
+
+# nn.functional (with create_graph, test_second_derivatives_agree takes their second derivatives)
+for _t in ["torch.nn.functional.relu({a})", "torch.nn.functional.sigmoid({a})", "torch.nn.functional.tanh({a})",
+           "torch.nn.functional.dropout({a}, p=0.0)", "torch.nn.functional.dropout({a}, 0.5, training=False)"]:
+    op(_t, a=tensor(NUM))
+op("torch.nn.functional.leaky_relu({a}{slope})", weight=2, a=tensor(NUM), slope=options("", ", 0.2", ", -0.5", ", 1.5"))
+for _t in ["torch.nn.functional.mse_loss({a}, {b}{reduction})", "torch.nn.functional.l1_loss({a}, {b}{reduction})",
+           "torch.nn.functional.smooth_l1_loss({a}, {b}{reduction}, beta=0.5)",
+           "torch.nn.functional.huber_loss({a}, {b}{reduction}, delta=0.75)",
+           "torch.nn.functional.binary_cross_entropy_with_logits({a}, {b}{reduction})"]:
+    op(_t, a=tensor(), b=partner("a"), reduction=options("", ", reduction='sum'", ", reduction='none'"))
+op("torch.nn.functional.linear({a}, {b}.t())", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
+op("torch.nn.functional.linear({a}, {b}.t(), {b}[0])", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
+op("torch.nn.functional.layer_norm({a}, {shape})", a=tensor(min_rank=1), shape=last_dims("a"))
+op("torch.nn.functional.cross_entropy({a}, {t})", weight=2, a=tensor(rank=(2, 1)), t=class_targets("a", ignore=True))
+op("torch.nn.functional.cross_entropy({a}, {t}, label_smoothing=0.1)", a=tensor(rank=2), t=class_targets("a"))
+op("torch.nn.functional.nll_loss({a}.log_softmax(-1), {t})", a=tensor(rank=(2, 1)), t=class_targets("a", ignore=True))
+op("torch.nn.functional.embedding({i}, {a})", a=tensor(rank=2), i=indices_into("a"))
+op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
+
+
+# What the census counts (FASTGRAD_FUZZ_CENSUS in test_fuzz_programs.py): the constructs that fuzzers
+# without them let bugs through, each recognised by the templates that make it.
+CONSTRUCTS = {
+    "numpy operand on the left": lambda t: t.startswith("torch.as_tensor({n} "),
+    "numpy operand on the right": lambda t: re.fullmatch(r"\{a\} \S+ \{n\}", t) is not None,
+    "augmented assignment": lambda t: re.search(r" \S*= ", t) is not None,
+    "retain_grad": lambda t: t.endswith(".retain_grad()"),
+    "view made under no_grad": lambda t: t.startswith("with torch.no_grad():"),
+    ".data read or written": lambda t: ".data" in t,
+    "requires_grad_": lambda t: ".requires_grad_(" in t,
+    "as_tensor of a tensor": lambda t: t.startswith("torch.as_tensor({a}"),
+    "nn.functional": lambda t: t.startswith("torch.nn.functional.") or "torch.nn.functional." in t,
+}
+
+
+def constructs(program):
+    """The CONSTRUCTS a program uses, and "retain_grad, then an in-place write" when one follows."""
+    found = {name for op_ in program.ops for name, makes in CONSTRUCTS.items() if makes(op_.template)}
+    retained = [k for k, op_ in enumerate(program.ops) if op_.template.endswith(".retain_grad()")]
+    if retained and any(op_.statement and "retain_grad" not in op_.template for op_ in program.ops[retained[0]:]):
+        found.add("retain_grad, then an in-place write")
+    return found
 
 
 def draw_step(g, op_):
     got = {}
     for placeholder, drawer in op_.drawers:
         got[placeholder] = drawer(g, got)
-    text = op_.template.format(**got)
     g.program.ops.append(op_)
     g.program.args.append(got)
     if op_.statement:
-        return g.run(text)
-    return g.new_value("{out} = " + text)
+        return g.run(op_.template.format(**got))
+    if "{out}" in op_.template:  # a statement that makes the value itself (with ...: {out} = ...)
+        return g.new_value(op_.template.format(**got, out="{out}"))
+    return g.new_value("{out} = " + op_.template.format(**got))
 
 
 @st.composite

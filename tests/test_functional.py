@@ -7,6 +7,7 @@ inputs require grad and the output is backpropagated with the same upstream grad
 """
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -410,3 +411,33 @@ def test_kaiming_of_an_empty_tensor_warns(fg):
     x = fg.empty(0, 3)
     with pytest.warns(UserWarning, match="Initializing zero-element tensors is a no-op"):
         assert fg.nn.init.kaiming_uniform_(x) is x
+
+
+def test_losses_of_mixed_dtypes_follow_pytorch(fg, torch):
+    """Which dtype a loss of two dtypes has, or which error: PyTorch's kernels differ per loss (huber
+    writes into a tensor like the input, bce_with_logits accumulates into 1 - target), and so
+    must the composed ones; and they broadcast first, so a 0-d target promotes like any tensor.
+    Found by the fuzzer."""
+    def outcome(lib, name, input_dtype, target_dtype, target_values=(1, 0)):
+        input = lib.tensor([0.5, -1.25], dtype=getattr(lib, input_dtype), requires_grad=True) \
+            if input_dtype != "int64" else lib.tensor([1, 0])
+        target = lib.tensor(target_values, dtype=getattr(lib, target_dtype))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a 0-d target: "Using a target size ..."
+                loss = getattr(lib.nn.functional, name)(input, target)
+        except Exception as e:  # noqa: BLE001 -- the error is the outcome
+            return (type(e).__name__, str(e).replace("fastgrad.", "torch.").split(".")[0]), None
+        try:  # (PyTorch's huber_loss backward refuses two dtypes: "Found dtype Double but expected Float")
+            grad = [round(g, 5) for g in lib.autograd.grad(loss, input)[0].tolist()] if input.requires_grad else None
+        except RuntimeError:
+            grad = "no gradient"
+        return (str(loss.dtype).split(".")[-1], round(loss.item(), 5)), grad
+
+    pairs = [("float32", "float64"), ("float64", "float32"), ("float32", "int64"), ("float64", "int64"),
+             ("float32", "bool"), ("int64", "float32"), ("float32", "float64", 1), ("float64", "float32", 1)]
+    for name in ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"]:
+        for pair in pairs:
+            (ours, our_grad), (theirs, their_grad) = outcome(fg, name, *pair), outcome(torch, name, *pair)
+            assert ours == theirs, (name, pair)
+            assert our_grad == their_grad or their_grad == "no gradient", (name, pair)

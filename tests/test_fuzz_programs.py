@@ -5,9 +5,12 @@ their second derivatives (gradients of the gradients, create_graph=True) across 
 
 Derandomized, so every CI run checks the same programs. FASTGRAD_FUZZ_EXAMPLES=<n> runs n programs
 (and FASTGRAD_FUZZ_SEED=<s> another set of them); FASTGRAD_FUZZ_BACKENDS=fastgrad,torch picks the
-backends. A failure prints the shrunk program as Python source.
+backends. A failure prints the shrunk program as Python source. FASTGRAD_FUZZ_CENSUS=<file> writes
+there, per test, how many programs used each construct of fuzz_programs.CONSTRUCTS.
 """
+import collections
 import functools
+import json
 import os
 import re
 
@@ -32,7 +35,20 @@ def fuzz_settings(test, examples=EXAMPLES):
     return seed(int(SEED))(test) if SEED is not None else test
 
 
-def check(program, order=1):
+CENSUS = collections.defaultdict(collections.Counter)  # test name -> construct -> programs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_census():
+    yield
+    if os.environ.get("FASTGRAD_FUZZ_CENSUS"):
+        with open(os.environ["FASTGRAD_FUZZ_CENSUS"], "w") as f:
+            json.dump(CENSUS, f, indent=1)
+
+
+def check(program, order=1, census=None):
+    if census:
+        CENSUS[census].update(fuzz_programs.constructs(program) | {"programs"})
     fastgrad = BACKENDS[0]
     ours = run(program, fastgrad, order=order)
     for module in BACKENDS[1:]:
@@ -63,7 +79,7 @@ def _failure(program):
 @given(programs())
 def test_backends_agree(program):
     try:
-        check(program)
+        check(program, census="test_backends_agree")
     except AssertionError:
         if current_build_context().is_final:  # the shrunk example, replayed once: cut it further
             failure = _failure(program)
@@ -77,7 +93,7 @@ def test_backends_agree(program):
 @functools.partial(fuzz_settings, examples=SECOND_ORDER_EXAMPLES)
 @given(programs())
 def test_second_derivatives_agree(program):
-    check(program, order=2)
+    check(program, order=2, census="test_second_derivatives_agree")
 
 
 UNIQUE_OPS = list({op.template: op for op in OPS}.values())  # OPS repeats an op to weight it
@@ -87,11 +103,10 @@ UNIQUE_OPS = list({op.template: op for op in OPS}.values())  # OPS repeats an op
 def test_each_op_first(op):
     """Every op of the table is fuzzed in every run, whatever the random programs drew: a few
     programs start with it."""
-    @settings(max_examples=PER_OP_EXAMPLES, derandomize=SEED is None, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @functools.partial(fuzz_settings, examples=PER_OP_EXAMPLES)
     @given(programs(first=op))
     def run_programs(program):
-        check(program)
+        check(program, census="test_each_op_first")
 
     run_programs()
 
@@ -102,7 +117,7 @@ def test_program_source_runs_as_python(fg):
               suppress_health_check=list(HealthCheck))
     @given(programs())
     def check(program):
-        namespace = {"torch": fg, "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype)}
+        namespace = {"torch": fg, "np": fuzz_programs.np, "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype)}
         try:
             exec(program.source(), namespace)
         except Exception as e:  # noqa: BLE001

@@ -70,6 +70,24 @@ def test_requires_grad_change_on_non_leaf_raises(fg, torch, change):
     same_error(fg, torch, lambda lib: change(lib.tensor([1.0, 2.0], requires_grad=True) * 2))
 
 
+def test_leaf_that_stops_requiring_grad_after_the_forward_gets_no_gradient(fg, torch):
+    """Its AccumulateGrad is in the graph, but PyTorch's accumulates nothing into a leaf that no
+    longer requires grad; the other leaves still get theirs. Found by the fuzzer."""
+    def program(lib):
+        x, y = lib.tensor([1.0, -2.0], requires_grad=True), lib.tensor(3.0, requires_grad=True)
+        (x * y).sum().backward()
+        x.requires_grad_(False)
+        (x * y).sum().backward()  # x's first gradient stays as it was
+        z = x * 1
+        x.requires_grad_(True)
+        loss = (x * y * 2).sum()
+        x.requires_grad = False
+        loss.backward()
+        return x.grad, y.grad, z.requires_grad
+
+    same_on_both(fg, torch, program)
+
+
 # ---- retain_grad(): the gradient of the tensor's value after in-place writes, not of its old value
 
 def _retained(write, weight=(1.0, -2.0, 0.5)):

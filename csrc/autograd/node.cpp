@@ -122,7 +122,8 @@ AccumulateGrad::~AccumulateGrad() {
 
 GradList AccumulateGrad::apply(GradList&& grads) {
   Tensor& incoming = grads[0];
-  if (!incoming) return {};
+  // A leaf that stopped requiring grad (requires_grad_(False) after the forward) keeps no gradient.
+  if (!incoming || !variable->requires_grad()) return {};
   if (grad_enabled()) {
     // create_graph: .grad keeps the gradient's history, so it is a recorded copy (CopyBackwards, as
     // PyTorch's), and later gradients are added out of place, never into a tensor with history.

@@ -6,9 +6,11 @@ and gradients by the chain rule), argument checks and messages.
 """
 import warnings
 
+import numpy as np
+
 from .. import _prims
 from .._factories import arange, rand
-from fastgrad._types import SCALAR_TYPE_NAME, int64
+from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, int64
 
 Tensor = _prims.Tensor
 
@@ -114,6 +116,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if input.dtype is not int64:
         raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    if input.numel() and not weight.shape[0]:  # PyTorch checks this before the range
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.numel() and (input.min().item() < 0 or input.max().item() >= weight.shape[0]):
         raise IndexError("index out of range in self")
     if padding_idx is not None:
@@ -171,24 +175,39 @@ def _weighted_reduce(loss, weight, input, reduction, mean_over_weights):
     return loss.sum() / weight.sum() if reduction == "mean" and mean_over_weights else _reduce(loss, reduction)
 
 
-def _warn_broadcast(input, target):
-    if target.size() != input.size():
-        warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
-                      "This will likely lead to incorrect results due to broadcasting. "
-                      "Please ensure they have the same size.", stacklevel=3)
+def _broadcast_pair(input, target):
+    """The pointwise losses broadcast input and target together before computing, as PyTorch's do
+    (so a 0-d target takes part in the dtype promotion as a tensor with dims), with a warning when
+    the sizes differ."""
+    if target.size() == input.size():
+        return input, target
+    warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+                  "This will likely lead to incorrect results due to broadcasting. "
+                  "Please ensure they have the same size.", stacklevel=3)
+    try:
+        shape = np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    except ValueError:
+        return input, target  # the subtraction raises PyTorch's error
+    return input.expand(shape), target.expand(shape)
+
+
+def _bool_target_as_numbers(input, target):
+    """mse, smooth_l1 and huber take a bool target as 0/1 in the input's type (PyTorch's kernels
+    convert their operands before subtracting; l1_loss subtracts and refuses a bool)."""
+    return target.to(input.dtype) if target.dtype is bool_ and input.dtype is not bool_ else target
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    _warn_broadcast(input, target)
+    both = _broadcast_pair(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = (input - target) ** 2
+    loss = (both[0] - _bool_target_as_numbers(*both)) ** 2
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    _warn_broadcast(input, target)
+    both = _broadcast_pair(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = (input - target).abs()
+    loss = (both[0] - both[1]).abs()
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
 
 
@@ -200,24 +219,29 @@ def _quadratic_part(z, knee):
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
-    _warn_broadcast(input, target)
+    both = _broadcast_pair(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    z = (both[0] - _bool_target_as_numbers(*both)).abs()
     if beta == 0.0:
-        return _reduce((input - target).abs(), reduction)
-    z = (input - target).abs()
+        return _reduce(z, reduction)
     q = _quadratic_part(z, beta)
     return _reduce(_prims.where(z < beta, 0.5 * q * q / beta, z - 0.5 * beta), reduction)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    _warn_broadcast(input, target)
+    both = _broadcast_pair(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    z = (input - target).abs()
+    z = (both[0] - _bool_target_as_numbers(*both)).abs()
     q = _quadratic_part(z, delta)
     loss = _prims.where(z < delta, 0.5 * q * q, delta * (z - 0.5 * delta))
+    if loss.dtype is not input.dtype:  # PyTorch writes huber's loss into a tensor like the input
+        if not input.dtype.is_floating_point:
+            raise RuntimeError(f"result type {SCALAR_TYPE_NAME[loss.dtype]} can't be cast to the desired output type "
+                               f"{SCALAR_TYPE_NAME[input.dtype]}")
+        loss = loss.to(input.dtype)
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, False)
 
 
@@ -321,15 +345,21 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      pos_weight=None):
     """(1 - t) x + w_t log(1 + e^-x), w_t = 1 + (pos_weight - 1) t, with log(1 + e^-x) written as
     m + log(e^-m + e^(-x-m)), m = max(-x, 0): no exp overflows, and the result (so the gradient)
-    does not depend on m."""
+    does not depend on m. Accumulated in place into 1 - t, as PyTorch does: the loss has the
+    target's dtype, and an integer target is refused."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if target.size() != input.size():
         raise ValueError(f"Target size ({target.size()}) must be the same as input size ({input.size()})")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if target.dtype is bool_:  # PyTorch's 1 - t wraps the 1 as a bool tensor
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
     m = (-input).clamp(min=0)
     softplus_neg = m + ((-m).exp() + (-input - m).exp()).log()
     if pos_weight is not None:
         softplus_neg = softplus_neg * ((pos_weight - 1) * target + 1)
-    loss = (1 - target) * input + softplus_neg
+    loss = (1 - target).mul_(input).add_(softplus_neg)
     if weight is not None:
-        loss = loss * weight
+        loss = loss.mul_(weight)
     return _reduce(loss, reduction)

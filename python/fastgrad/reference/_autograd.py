@@ -266,6 +266,8 @@ class AccumulateGrad(Function):
 
     def backward(self, grad):
         variable = self.variable
+        if not variable.requires_grad:  # it stopped requiring grad after the forward: keeps no gradient
+            return ()
         if variable._grad is not None:
             # In grad mode (create_graph) out of place, as in PyTorch: a .grad with history is never
             # written in place.
