@@ -91,8 +91,12 @@ _BACKWARD_TWICE = (
 
 
 def _producer_name(node_name):
-    """A node as PyTorch names it in the message below: "Exp" for ExpBackward0, "MyFn" for MyFnBackward."""
-    return node_name.partition("Backward")[0]
+    """A node as PyTorch's messages name it (its Node::forward_op_name): "Exp" for ExpBackward0,
+    "Squeeze1" for SqueezeBackward1, "MyFn" for MyFnBackward."""
+    op, found, number = node_name.rpartition("Backward")
+    if not found or not (number == "" or number.isdigit()):
+        return node_name
+    return op + ("" if number == "0" else number)
 
 
 class SavedTensor:
@@ -281,13 +285,29 @@ def refresh_view_history(t):
     """If t is a view whose history is stale (Tensor._history_stale), gives it a fresh grad_fn: its
     region of the base's current value (AsStridedBackward0, as PyTorch). Runs before a node that
     takes t as input is recorded, so that the fresh node comes earlier on the tape."""
-    if t._view_tracks_history and t._history_stale():
+    if t._history_stale():
+        if not t._view_tracks_history:
+            raise RuntimeError(no_grad_view_error(t, "its base or another view of its base has been"))
         from ._shape import as_strided  # the view ops are built on this module
         base = t._view_base
         with enable_grad():
             fresh = as_strided(base, t._shape, t._strides, t._offset - base._offset)
         set_history(t, fresh._grad_fn, 0)
         t._view_version = t._storage.version
+
+
+def no_grad_view_error(view, what):
+    """PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
+    the view's grad_fn) that `what` ("is being" / "its base or another view of its base has been")
+    modified in place."""
+    subject = "A view was created in"
+    if view._grad_fn is not None:
+        subject = (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view of a view which "
+                   "was created in")
+    return (f"{subject} no_grad mode and {what} modified inplace with grad mode enabled. Given that this use case is "
+            "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+            "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+            "outside (if you want the inplace to be tracked).")
 
 
 def set_history(t, fn, output_nr):
@@ -308,6 +328,8 @@ def gradient_edge(t):
         return NO_EDGE
     if t._grad_fn is not None:
         return t._grad_fn, t._output_nr
+    if not t._requires_grad_leaf:  # a view made under no_grad: it requires grad only through its base
+        return NO_EDGE
     sink = t._accumulator and t._accumulator()
     if sink is None:
         sink = AccumulateGrad(t)
@@ -623,7 +645,7 @@ def run_backward(tensors, grad_tensors, retain_graph, inputs=None, create_graph=
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has "
                                f"a shape of {root.shape}.")
     for i, root in enumerate(tensors):
-        if not root.requires_grad:
+        if gradient_edge(root)[0] is None:  # a view made under no_grad requires grad but has no gradient edge
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     grad_tensors = [full(root._shape, 1, root._dtype) if grad is None else grad.to(root._dtype)
                     for root, grad in zip(tensors, grad_tensors)]
@@ -633,9 +655,9 @@ def run_backward(tensors, grad_tensors, retain_graph, inputs=None, create_graph=
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
-            edges.append(gradient_edge(t))
-            if edges[-1][0] is None:
+            if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
+            edges.append(gradient_edge(t))  # none for a view made under no_grad: no gradient arrives, as in PyTorch
     if create_graph and inputs is None:
         _warn_gradient_cycle()
     # One pass at a time, as the core's: a custom Function's backward lets other threads run, and two

@@ -176,10 +176,13 @@ def make_differentiable_view(base, shape, strides, offset, tracks_history):
     """make_view for the view ops: remembers the tensor that owns the memory, so that an in-place
     write through the view can rewrite that tensor's history too. A view made in grad mode also
     remembers the storage version its grad_fn describes: once the storage is written in place
-    (through the base or any view of it), its history is remade from the base's, as in PyTorch."""
+    (through the base or any view of it), its history is remade from the base's, as in PyTorch. A
+    view made under no_grad, or from such a view (PyTorch's CreationMeta NO_GRAD_MODE), has no
+    history to remake: writing it, or using it after such a write, is an error where gradients are
+    involved."""
     view = make_view(base, shape, strides, offset)
     view._view_base = base if base._view_base is None else base._view_base
-    view._view_tracks_history = tracks_history
+    view._view_tracks_history = tracks_history and (base._view_base is None or base._view_tracks_history)
     view._view_version = base._storage.version
     return view
 
@@ -261,13 +264,17 @@ class Tensor:
     # ---- autograd attributes
     def _history_stale(self):
         """A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn
-        must be remade (autograd's refresh_view_history) before it is used."""
-        return (self._view_tracks_history and self._view_version != self._storage.version
+        must be remade (autograd's refresh_view_history) before it is used (or, for a view without
+        history, the use refused)."""
+        return (self._view_base is not None and self._view_version != self._storage.version
                 and (self._grad_fn is not None or self._view_base.requires_grad))
 
     @property
     def requires_grad(self):
-        return self._grad_fn is not None or self._requires_grad_leaf or self._history_stale()
+        # As PyTorch, a view requires grad when its base does, even one made under no_grad (which has
+        # no grad_fn and is a leaf without a gradient of its own: no gradient reaches it or its base).
+        return (self._grad_fn is not None or self._requires_grad_leaf
+                or (self._view_base is not None and self._view_base.requires_grad))
 
     @requires_grad.setter
     def requires_grad(self, flag):
@@ -286,6 +293,7 @@ class Tensor:
 
     @property
     def is_leaf(self):
+        _refresh_view_history(self)
         return self._grad_fn is None and not self._history_stale()
 
     @property
