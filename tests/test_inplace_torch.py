@@ -261,3 +261,15 @@ def test_view_of_view_made_under_no_grad_used_after_its_memory_was_written(fg, t
         return w * 2
 
     same_error(fg, torch, program)
+
+
+def test_view_made_under_no_grad_after_its_memory_was_written_prints_and_keeps_leaf_calls(fg, torch):
+    """Only what asks for its history raises (is_leaf, grad_fn, ops with grad): printing says
+    grad_fn=<Invalid>, and retain_grad, .grad and requires_grad_(False) treat it as the leaf it was."""
+    def program(lib):
+        x, base, v = _no_grad_view_of_product(lib)
+        base.mul_(2)
+        v.retain_grad()
+        return repr(v), v.grad, v.requires_grad_(False).requires_grad
+
+    assert same_on_both(fg, torch, program)[0].endswith("grad_fn=<Invalid>)")

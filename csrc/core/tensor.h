@@ -53,7 +53,8 @@ struct TensorImpl {
   // As PyTorch, a view requires grad when its base does, even one made under no_grad (which has no
   // grad_fn and is a leaf without a gradient of its own: no gradient reaches it or its base).
   bool requires_grad() const { return grad_fn || requires_grad_leaf || (view_base && view_base->requires_grad()); }
-  bool is_leaf() const { return !grad_fn && !history_stale(); }
+  // (A view without history whose memory was written stays a leaf here; its Python is_leaf raises.)
+  bool is_leaf() const { return !grad_fn && !(view_tracks_history && history_stale()); }
   // A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn must be
   // remade before it is used (or, for a view without history, the use refused).
   bool history_stale() const {

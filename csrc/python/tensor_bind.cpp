@@ -240,9 +240,9 @@ void set_data(const Tensor& self, const Tensor& other) {
 }
 
 void retain_grad(const Tensor& self) {
-  refresh_view_history(self);
   if (!self->requires_grad()) throw RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
   if (self->is_leaf() || self->retains_grad) return;
+  refresh_view_history(self);
   retain_output(self);
   self->retains_grad = true;
 }

@@ -280,7 +280,7 @@ class Tensor:
     def requires_grad(self, flag):
         if not isinstance(flag, bool):  # PyTorch takes no 1, None or other truthy objects
             raise RuntimeError("requires_grad must be a bool")
-        if not self.is_leaf:
+        if not self._is_leaf():
             # PyTorch's wording: the hint to detach() only where the flag would be switched off.
             if flag:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables.")
@@ -294,7 +294,12 @@ class Tensor:
     @property
     def is_leaf(self):
         _refresh_view_history(self)
-        return self._grad_fn is None and not self._history_stale()
+        return self._is_leaf()
+
+    def _is_leaf(self):
+        """is_leaf without remaking a stale view's history (a view without history whose memory was
+        written stays a leaf here, as in PyTorch's C++; its is_leaf property raises)."""
+        return self._grad_fn is None and not (self._view_tracks_history and self._history_stale())
 
     @property
     def grad_fn(self):
@@ -311,7 +316,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if not self.is_leaf and not self._retains_grad:
+        if not self._is_leaf() and not self._retains_grad:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
@@ -350,11 +355,11 @@ class Tensor:
         return self
 
     def retain_grad(self):
-        _refresh_view_history(self)
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.is_leaf or self._retains_grad:
+        if self._is_leaf() or self._retains_grad:
             return
+        _refresh_view_history(self)
         self._grad_fn.retain_output(self)
         self._retains_grad = True
 
