@@ -273,3 +273,30 @@ def test_view_made_under_no_grad_after_its_memory_was_written_prints_and_keeps_l
         return repr(v), v.grad, v.requires_grad_(False).requires_grad
 
     assert same_on_both(fg, torch, program)[0].endswith("grad_fn=<Invalid>)")
+
+
+# ---- a view returned by a custom Function's forward (PyTorch's CreationMeta IN_CUSTOM_FUNCTION)
+
+def _custom_function_view(lib):
+    class TailView(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a[1:]
+
+        @staticmethod
+        def backward(ctx, grad):
+            return lib.cat([lib.zeros(1, dtype=grad.dtype), grad])
+
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = x * 2
+    return x, base, TailView.apply(base)
+
+
+@pytest.mark.parametrize("program", [
+    lambda lib, base, y: y.mul_(2),
+    lambda lib, base, y: y[0:1].mul_(2),
+    lambda lib, base, y: (base.mul_(2), y * 1),
+], ids=["written", "view_written", "used_after_base_written"])
+def test_view_returned_by_custom_function_written_in_place_raises(fg, torch, program):
+    same_error(fg, torch, lambda lib: program(lib, *_custom_function_view(lib)[1:]))
+

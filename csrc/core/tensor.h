@@ -42,6 +42,9 @@ struct TensorImpl {
   // such a view (PyTorch's CreationMeta NO_GRAD_MODE), has no history to remake: writing it, or
   // using it after such a write, is an error where gradients are involved.
   bool view_tracks_history = false;
+  // A view without history returned by a custom Function's forward, or a view of one made in grad
+  // mode (PyTorch's CreationMeta IN_CUSTOM_FUNCTION): its errors say so.
+  bool view_in_custom_function = false;
   uint32_t view_version = 0;
   std::unique_ptr<LeafHooks> hooks;  // a leaf's gradient hooks (autograd/hooks.h); null while it has none
 

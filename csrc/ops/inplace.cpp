@@ -26,9 +26,15 @@ void set_history(const Tensor& t, NodeRef fn, uint32_t output_nr) {
 
 namespace {
 // PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
-// the view's grad_fn) that `what` ("is being" / "its base or another view of its base has been")
-// modified in place.
-std::string no_grad_view_error(const Tensor& view, const char* what) {
+// the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
+// another view of its base has been") modified in place.
+std::string view_without_history_error(const Tensor& view, const char* what) {
+  if (view->view_in_custom_function && view->grad_fn)
+    return cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ", what,
+               " modified inplace. This view was created inside a custom Function (or because an input was returned "
+               "as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
+               "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+               "this by cloning the output of the custom Function.");
   std::string subject = "A view was created in";
   if (view->grad_fn)
     subject = cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()),
@@ -43,7 +49,7 @@ std::string no_grad_view_error(const Tensor& view, const char* what) {
 
 void refresh_view_history(const Tensor& self) {
   if (!self->history_stale()) return;
-  if (!self->view_tracks_history) throw RuntimeError(no_grad_view_error(self, "its base or another view of its base has been"));
+  if (!self->view_tracks_history) throw RuntimeError(view_without_history_error(self, "its base or another view of its base has been"));
   Tensor fresh;
   {
     GradModeGuard enable(true);
@@ -58,7 +64,7 @@ void check_inplace(const Tensor& self, const Tensor* source) {
   // A view made under no_grad kept no history to write through: as PyTorch, no guessing whether the
   // write should reach its base's gradient.
   if (self->view_base && !self->view_tracks_history && (self->requires_grad() || (source && (*source)->requires_grad())))
-    throw RuntimeError(no_grad_view_error(self, "is being"));
+    throw RuntimeError(view_without_history_error(self, "is being"));
   refresh_view_history(self);
   if (self->is_leaf() && self->requires_grad_leaf)
     throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");

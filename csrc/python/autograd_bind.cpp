@@ -132,6 +132,12 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
     Tensor out = outputs[i].cast<Tensor>();
     out->grad_fn = owner;
     out->output_nr = static_cast<uint32_t>(i);
+    // A view made in forward: its history is the Function's node, which writes through it would
+    // bypass, as PyTorch refuses.
+    if (out->view_base) {
+      out->view_tracks_history = false;
+      out->view_in_custom_function = true;
+    }
     outs.push_back(out);
   }
   for (py::handle value : to_save) {

@@ -287,7 +287,7 @@ def refresh_view_history(t):
     takes t as input is recorded, so that the fresh node comes earlier on the tape."""
     if t._history_stale():
         if not t._view_tracks_history:
-            raise RuntimeError(no_grad_view_error(t, "its base or another view of its base has been"))
+            raise RuntimeError(view_without_history_error(t, "its base or another view of its base has been"))
         from ._shape import as_strided  # the view ops are built on this module
         base = t._view_base
         with enable_grad():
@@ -296,10 +296,16 @@ def refresh_view_history(t):
         t._view_version = t._storage.version
 
 
-def no_grad_view_error(view, what):
+def view_without_history_error(view, what):
     """PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
-    the view's grad_fn) that `what` ("is being" / "its base or another view of its base has been")
-    modified in place."""
+    the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
+    another view of its base has been") modified in place."""
+    if view._view_in_custom_function and view._grad_fn is not None:
+        return (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
+                "inplace. This view was created inside a custom Function (or because an input was returned as-is) "
+                "and the autograd logic to handle view+inplace would override the custom backward associated with "
+                "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+                "cloning the output of the custom Function.")
     subject = "A view was created in"
     if view._grad_fn is not None:
         subject = (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view of a view which "
@@ -433,6 +439,10 @@ def record_function(backward, name, inputs, outputs, to_save):
     for i, out in enumerate(outputs):
         if out is not None:
             out._grad_fn, out._output_nr = node, i
+            if out._view_base is not None:
+                # A view made in forward: its history is this node, which writes through it would
+                # bypass, as PyTorch refuses.
+                out._view_tracks_history, out._view_in_custom_function = False, True
     saved.items = [None if value is None else SavedTensor(value, any(value is out for out in outputs))
                    for value in to_save]
     return saved

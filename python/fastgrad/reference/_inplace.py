@@ -4,8 +4,8 @@ write the result back, so self's new grad_fn is that node; ops that replace the 
 the storage's version, which is how a stale saved tensor is detected in backward.
 """
 from .._types import bool as bool_, int64
-from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, no_grad_view_error, refresh_view_history,
-                        set_history, should_record)
+from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, set_history,
+                        should_record, view_without_history_error)
 from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, PowBackward0, PowBackward1,
                            SubBackward0, clone, contiguous, where, zeros_like)
 from ._shape import as_strided, expand
@@ -76,7 +76,7 @@ def check_inplace(self, sources=()):
     # the write should reach its base's gradient.
     if self._view_base is not None and not self._view_tracks_history and (
             self.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
-        raise RuntimeError(no_grad_view_error(self, "is being"))
+        raise RuntimeError(view_without_history_error(self, "is being"))
     refresh_view_history(self)
     if self._grad_fn is None and self._requires_grad_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")

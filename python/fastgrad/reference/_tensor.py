@@ -183,6 +183,7 @@ def make_differentiable_view(base, shape, strides, offset, tracks_history):
     view = make_view(base, shape, strides, offset)
     view._view_base = base if base._view_base is None else base._view_base
     view._view_tracks_history = tracks_history and (base._view_base is None or base._view_tracks_history)
+    view._view_in_custom_function = tracks_history and base._view_in_custom_function
     view._view_version = base._storage.version
     return view
 
@@ -215,6 +216,7 @@ class Tensor:
         t._accumulator = None  # weak reference to this leaf's AccumulateGrad node while one lives
         t._view_base = None
         t._view_tracks_history = False
+        t._view_in_custom_function = False  # returned by a custom Function's forward, or a view of such a view
         t._view_version = 0
         return t
 
