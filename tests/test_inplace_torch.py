@@ -191,3 +191,130 @@ def test_in_place_write_through_detach_invalidates_saved_tensors(fg, torch):
         loss.backward()
 
     same_error(fg, torch, program)
+
+
+# ---- a view OF a view made under no_grad (PyTorch's CreationMeta passes to it) and the flags of both
+
+VIEWS_OF_VIEWS = {
+    "slice": lambda v: v[0:1], "select": lambda v: v[0], "view": lambda v: v.view(-1), "reshape": lambda v: v.reshape(3),
+    "transpose": lambda v: v.view(3, 1).transpose(0, 1), "unsqueeze": lambda v: v.unsqueeze(0),
+    "expand": lambda v: v.expand(2, 3), "squeeze": lambda v: v.view(1, 3).squeeze(0), "t": lambda v: v.t(),
+    "permute": lambda v: v.permute(0),
+}
+
+
+def _no_grad_view_of_product(lib):
+    x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    base = x * 2
+    with lib.no_grad():
+        return x, base, base[1:]
+
+
+@pytest.mark.parametrize("view", VIEWS_OF_VIEWS.values(), ids=VIEWS_OF_VIEWS.keys())
+def test_in_place_on_view_of_view_made_under_no_grad_raises(fg, torch, view):
+    def program(lib):
+        x, base, v = _no_grad_view_of_product(lib)
+        try:
+            view(v).mul_(3)
+        finally:
+            assert base.tolist() == [2.0, 4.0, 6.0, 8.0]  # refused before writing, as PyTorch
+
+    same_error(fg, torch, program)
+
+
+def _flags(t):
+    return t.requires_grad, t.is_leaf, None if t.grad_fn is None else t.grad_fn.name()
+
+
+@pytest.mark.parametrize("leaf_base", [True, False], ids=["leaf_base", "non_leaf_base"])
+def test_view_made_under_no_grad_requires_grad_through_its_base(fg, torch, leaf_base):
+    """Such a view (and its views, and ops on it) report requires_grad as PyTorch's do, but no
+    gradient reaches it or its base."""
+    def program(lib):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        base = x if leaf_base else x * 2
+        with lib.no_grad():
+            v = base[1:]
+            untouched = base[1:][0]
+        flags = [_flags(t) for t in (v, untouched, v[0:1], v.view(-1), v * 2, v.detach())]
+        (v[0:1] * 2 + v.sum()).backward()
+        return flags, x.grad, v.grad
+
+    same_on_both(fg, torch, program)
+
+
+def test_view_made_under_no_grad_as_backward_root_or_input(fg, torch):
+    same_error(fg, torch, lambda lib: _no_grad_view_of_product(lib)[2].backward(lib.ones(3)))
+    same_error(fg, torch, lambda lib: (lambda v: lib.autograd.grad((v * 2).sum(), v))(_no_grad_view_of_product(lib)[2]))
+    same_on_both(fg, torch, lambda lib: (lambda v: lib.autograd.grad((v * 2).sum(), v, allow_unused=True))(
+        _no_grad_view_of_product(lib)[2]))
+
+
+@pytest.mark.parametrize("write", [
+    lambda lib, base, v: base.mul_(2),
+    lambda lib, base, v: lib.no_grad()(base.mul_)(2),
+    lambda lib, base, v: v.detach().add_(1),
+], ids=["base_with_grad", "base_under_no_grad", "detached_alias"])
+@pytest.mark.parametrize("use", [
+    lambda lib, v: v * 2,
+    lambda lib, v: v.is_leaf,
+    lambda lib, v: v[0:1] * 2,
+], ids=["op", "is_leaf", "view_op"])
+def test_view_made_under_no_grad_used_after_its_memory_was_written_raises(fg, torch, write, use):
+    def program(lib):
+        x, base, v = _no_grad_view_of_product(lib)
+        write(lib, base, v)
+        return use(lib, v)
+
+    same_error(fg, torch, program)
+
+
+def test_view_of_view_made_under_no_grad_used_after_its_memory_was_written(fg, torch):
+    def program(lib):
+        x, base, v = _no_grad_view_of_product(lib)
+        w = v[0:1]
+        base.mul_(2)
+        with lib.no_grad():
+            assert (w * 2).tolist() == [16.0]  # without grad mode, nothing is asked of its history
+        return w * 2
+
+    same_error(fg, torch, program)
+
+
+def test_view_made_under_no_grad_after_its_memory_was_written_prints_and_keeps_leaf_calls(fg, torch):
+    """Only what asks for its history raises (is_leaf, grad_fn, ops with grad): printing says
+    grad_fn=<Invalid>, and retain_grad, .grad and requires_grad_(False) treat it as the leaf it was."""
+    def program(lib):
+        x, base, v = _no_grad_view_of_product(lib)
+        base.mul_(2)
+        v.retain_grad()
+        return repr(v), v.grad, v.requires_grad_(False).requires_grad
+
+    assert same_on_both(fg, torch, program)[0].endswith("grad_fn=<Invalid>)")
+
+
+# ---- a view returned by a custom Function's forward (PyTorch's CreationMeta IN_CUSTOM_FUNCTION)
+
+def _custom_function_view(lib):
+    class TailView(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a[1:]
+
+        @staticmethod
+        def backward(ctx, grad):
+            return lib.cat([lib.zeros(1, dtype=grad.dtype), grad])
+
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = x * 2
+    return x, base, TailView.apply(base)
+
+
+@pytest.mark.parametrize("program", [
+    lambda lib, base, y: y.mul_(2),
+    lambda lib, base, y: y[0:1].mul_(2),
+    lambda lib, base, y: (base.mul_(2), y * 1),
+], ids=["written", "view_written", "used_after_base_written"])
+def test_view_returned_by_custom_function_written_in_place_raises(fg, torch, program):
+    same_error(fg, torch, lambda lib: program(lib, *_custom_function_view(lib)[1:]))
+

@@ -75,13 +75,15 @@ void SavedTensor::save(const Tensor& t, bool is_output) {
   is_output_ = is_output;
 }
 
-namespace {
-// A node as PyTorch names it in this message: "Exp" for ExpBackward0, "MyFn" for MyFnBackward.
 std::string producer_name(const char* node_name) {
   std::string name = node_name;
-  return name.substr(0, name.find("Backward"));
+  size_t at = name.rfind("Backward");
+  if (at == std::string::npos) return name;
+  std::string number = name.substr(at + 8);
+  for (char c : number)
+    if (c < '0' || c > '9') return name;
+  return name.substr(0, at) + (number == "0" ? "" : number);
 }
-}  // namespace
 
 Tensor SavedTensor::unpack(const Node* owner) const {
   Tensor t = unpack(owner->name());
@@ -145,6 +147,7 @@ Edge gradient_edge(const Tensor& t) {
   refresh_view_history(t);
   if (!t->requires_grad()) return {};
   if (t->grad_fn) return {t->grad_fn, t->output_nr};
+  if (!t->requires_grad_leaf) return {};  // a view made under no_grad: it requires grad only through its base
   // The leaf's accumulator if it is alive, with a count added for the caller (under the lock).
   auto living = [&t]() -> NodeRef {
     AccumulateGrad* existing = t->grad_accumulator;

@@ -48,6 +48,10 @@ class SavedTensor {
   bool is_output_ = false;
 };
 
+// A node as PyTorch's messages name it (its Node::forward_op_name): "Exp" for ExpBackward0, "Squeeze1"
+// for SqueezeBackward1, "MyFn" for MyFnBackward.
+std::string producer_name(const char* node_name);
+
 // PyTorch's error for using saved tensors that a backward without retain_graph has freed.
 extern const char* const kBackwardTwiceMessage;
 

@@ -36,10 +36,15 @@ struct TensorImpl {
   // For differentiable views: the tensor that owns the memory (never itself a view). In-place
   // writes through the view must update that tensor's history too.
   Tensor view_base;
-  // For views made in grad mode: the storage version their grad_fn describes. Once the storage is
-  // written in place (through the base or any view of it), the view's history is remade from the
-  // base's, as PyTorch does (refresh_view_history in autograd/node.h).
+  // The storage version a view's grad_fn describes. Once the storage is written in place (through
+  // the base or any view of it), the history of a view made in grad mode is remade from the base's,
+  // as PyTorch does (refresh_view_history in autograd/node.h). A view made under no_grad, or from
+  // such a view (PyTorch's CreationMeta NO_GRAD_MODE), has no history to remake: writing it, or
+  // using it after such a write, is an error where gradients are involved.
   bool view_tracks_history = false;
+  // A view without history returned by a custom Function's forward, or a view of one made in grad
+  // mode (PyTorch's CreationMeta IN_CUSTOM_FUNCTION): its errors say so.
+  bool view_in_custom_function = false;
   uint32_t view_version = 0;
   std::unique_ptr<LeafHooks> hooks;  // a leaf's gradient hooks (autograd/hooks.h); null while it has none
 
@@ -48,12 +53,15 @@ struct TensorImpl {
   TensorImpl& operator=(const TensorImpl&) = delete;
   ~TensorImpl();
 
-  bool requires_grad() const { return grad_fn || requires_grad_leaf || history_stale(); }
-  bool is_leaf() const { return !grad_fn && !history_stale(); }
+  // As PyTorch, a view requires grad when its base does, even one made under no_grad (which has no
+  // grad_fn and is a leaf without a gradient of its own: no gradient reaches it or its base).
+  bool requires_grad() const { return grad_fn || requires_grad_leaf || (view_base && view_base->requires_grad()); }
+  // (A view without history whose memory was written stays a leaf here; its Python is_leaf raises.)
+  bool is_leaf() const { return !grad_fn && !(view_tracks_history && history_stale()); }
   // A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn must be
-  // remade before it is used.
+  // remade before it is used (or, for a view without history, the use refused).
   bool history_stale() const {
-    return view_tracks_history && view_version != version() && (grad_fn || view_base->requires_grad());
+    return view_base && view_version != version() && (grad_fn || view_base->requires_grad());
   }
   int64_t dim() const { return static_cast<int64_t>(shape.size()); }
   int64_t numel() const;

@@ -643,11 +643,13 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 // ReLU's gradient, as PyTorch's threshold_backward(g, result, 0): g cut where the result is <= 0
-// (so it passes where the result is NaN). Linear in g: its own gradient is the same cut.
+// (so it passes where the result is NaN). Linear in g: its own gradient is the same cut; constant
+// in the result, which gets zeros (as PyTorch's, so autograd.grad finds the result used).
 Tensor threshold_backward(const Tensor& g, const Tensor& result);
 FG_NODE(ThresholdBackwardBackward0) };
 GradList ThresholdBackwardBackward0::apply(GradList&& grads) {
-  return {threshold_backward(grads[0], unpack(0)), Tensor()};
+  Tensor result = unpack(0);
+  return {threshold_backward(grads[0], result), needs_input_grad(1) ? zeros(result->shape, result->dtype) : Tensor()};
 }
 Tensor threshold_backward(const Tensor& g, const Tensor& result) {
   DType dt = result_type(g, result);

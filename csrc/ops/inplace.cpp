@@ -24,8 +24,32 @@ void set_history(const Tensor& t, NodeRef fn, uint32_t output_nr) {
   if (t->retains_grad) retain_output(t);
 }
 
+namespace {
+// PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
+// the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
+// another view of its base has been") modified in place.
+std::string view_without_history_error(const Tensor& view, const char* what) {
+  if (view->view_in_custom_function && view->grad_fn)
+    return cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ", what,
+               " modified inplace. This view was created inside a custom Function (or because an input was returned "
+               "as-is) and the autograd logic to handle view+inplace would override the custom backward associated "
+               "with the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix "
+               "this by cloning the output of the custom Function.");
+  std::string subject = "A view was created in";
+  if (view->grad_fn)
+    subject = cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()),
+                  " is a view of a view which was created in");
+  return cat(subject, " no_grad mode and ", what,
+             " modified inplace with grad mode enabled. Given that this use case is ambiguous and error-prone, it is "
+             "forbidden. You can clarify your code by moving both the view and the inplace either both inside the "
+             "no_grad block (if you don't want the inplace to be tracked) or both outside (if you want the inplace to "
+             "be tracked).");
+}
+}  // namespace
+
 void refresh_view_history(const Tensor& self) {
   if (!self->history_stale()) return;
+  if (!self->view_tracks_history) throw RuntimeError(view_without_history_error(self, "its base or another view of its base has been"));
   Tensor fresh;
   {
     GradModeGuard enable(true);
@@ -36,17 +60,12 @@ void refresh_view_history(const Tensor& self) {
 }
 
 void check_inplace(const Tensor& self, const Tensor* source) {
-  refresh_view_history(self);
   if (!grad_enabled()) return;
   // A view made under no_grad kept no history to write through: as PyTorch, no guessing whether the
   // write should reach its base's gradient.
-  const bool view_without_history = self->view_base && !self->view_tracks_history;
-  if (view_without_history && (self->view_base->requires_grad() || (source && (*source)->requires_grad())))
-    throw RuntimeError(
-        "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this "
-        "use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view "
-        "and the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
-        "outside (if you want the inplace to be tracked).");
+  if (self->view_base && !self->view_tracks_history && (self->requires_grad() || (source && (*source)->requires_grad())))
+    throw RuntimeError(view_without_history_error(self, "is being"));
+  refresh_view_history(self);
   if (self->is_leaf() && self->requires_grad_leaf)
     throw RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.");
   const Tensor& base = self->view_base;

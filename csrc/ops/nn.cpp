@@ -4,8 +4,8 @@
 // row's maximum, so logits of any size neither overflow nor give NaN). Values are computed in
 // double and rounded once when stored; python/fastgrad/reference/_nn.py does the same arithmetic
 // in the same order, so both backends give the same bits. In a backward with create_graph, the
-// gradients must be recorded: softmax's is then composed of ops, nll_loss's is a product with the
-// incoming gradient, and gelu's is an op with its own node (GeluBackwardBackward0).
+// gradients must be recorded: softmax's is then composed of ops, nll_loss's and gelu's are ops with
+// their own nodes (NllLossBackwardBackward0, GeluBackwardBackward0).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -238,6 +238,19 @@ struct NllLossNode : Node {  // saved[0]: input, saved[1]: target
   }
 };
 
+// nll_loss's gradient in a backward with create_graph, as PyTorch's nll_loss_backward: linear in
+// the incoming gradient (edge 0), constant in the input (edge 1, which gets zeros). Its edge to the
+// input gives the gradient a graph wherever the input has one, as PyTorch's. saved[1]: target.
+FG_NODE_FROM(NllLossBackwardBackward0, NllLossNode) };
+GradList NllLossBackwardBackward0::apply(GradList&& grads) {
+  const Tensor& gg = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0))
+    out[0] = nll_loss(gg, unpack(1), weight.defined() ? weight.unpack(this) : Tensor(), reduction, ignore_index);
+  if (needs_input_grad(1)) out[1] = zeros(gg->shape, gg->dtype);
+  return out;
+}
+
 FG_NODE_FROM(NllLossBackward0, NllLossNode) };
 GradList NllLossBackward0::apply(GradList&& grads) {
   Tensor input = unpack(0), target = unpack(1), w = weight.defined() ? weight.unpack(this) : Tensor();
@@ -246,24 +259,25 @@ GradList NllLossBackward0::apply(GradList&& grads) {
   if (input->dim() == 1 && target->dim() == 1 && input->shape[0] != target->shape[0])
     throw RuntimeError(cat("size mismatch (got input: ", shape_str(input->shape), ", target: ",
                            shape_str(target->shape), ")"));
-  Tensor g = dense(grads[0]);
-  // create_graph with a gradient that has a history: the loop computes the coefficients (the
-  // gradient for g = 1), and their product with g is recorded. The input's values are not read:
-  // the gradient's own gradient reaches g only.
-  bool recorded = should_record({&g});
+  const Tensor& grad = grads[0];
+  Tensor g = dense(grad);
   Tensor gx = zeros(input->shape, input->dtype);  // contiguous
   bool each = per_sample(input, reduction);
   int64_t classes = input->shape.back();
   dispatch_floating(input->dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* gd = g->data_as<T>();
-    auto g_at = [&](int64_t b) { return recorded ? 1.0 : double(gd[b]); };
-    double scale = each ? 0.0 : reduction == Reduction::Mean ? g_at(0) / total_weight : g_at(0);  // one loss: one gradient
+    double scale = each ? 0.0 : reduction == Reduction::Mean ? gd[0] / total_weight : gd[0];  // one loss: one gradient
     for_each_target<T>(input, target, w, ignore_index, [&](int64_t b, int64_t c, double wc) {
-      gx->data_as<T>()[b * classes + c] = static_cast<T>(-wc * (each ? g_at(b) : scale));
+      gx->data_as<T>()[b * classes + c] = static_cast<T>(-wc * (each ? double(gd[b]) : scale));
     });
   });
-  if (recorded) return {mul(gx, each ? unsqueeze(g, 1) : g)};
+  if (auto* node = record<NllLossBackwardBackward0>(gx, {&grad, &input})) {
+    node->saved[1].save(target);
+    if (w) node->weight.save(w);
+    node->reduction = reduction;
+    node->ignore_index = ignore_index;
+  }
   return {gx};
 }
 

@@ -132,6 +132,12 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
     Tensor out = outputs[i].cast<Tensor>();
     out->grad_fn = owner;
     out->output_nr = static_cast<uint32_t>(i);
+    // A view made in forward: its history is the Function's node, which writes through it would
+    // bypass, as PyTorch refuses.
+    if (out->view_base) {
+      out->view_tracks_history = false;
+      out->view_in_custom_function = true;
+    }
     outs.push_back(out);
   }
   for (py::handle value : to_save) {
@@ -212,7 +218,7 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     roots.push_back(root);
   }
   for (size_t i = 0; i < roots.size(); ++i) {
-    if (!roots[i]->requires_grad())
+    if (!gradient_edge(roots[i]).fn)  // a view made under no_grad requires grad but has no gradient edge
       throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
     if (!grads[i]) grads[i] = ones_like(roots[i]);
   }
@@ -227,8 +233,8 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     if (!py::isinstance<TensorImpl>(h))
       throw RuntimeError(cat("all inputs have to be Tensors or GradientEdges, but got ", type_name(h)));
     Tensor t = h.cast<Tensor>();
-    edges.push_back(gradient_edge(t));
-    if (!edges.back().fn) throw RuntimeError("One of the differentiated Tensors does not require grad");
+    if (!t->requires_grad()) throw RuntimeError("One of the differentiated Tensors does not require grad");
+    edges.push_back(gradient_edge(t));  // none for a view made under no_grad: no gradient arrives, as in PyTorch
   }
   auto lock = lock_engine();
   std::vector<Tensor> captured = run_backward(roots, grads, retain_graph, &edges, create_graph);

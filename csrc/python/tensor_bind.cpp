@@ -240,9 +240,9 @@ void set_data(const Tensor& self, const Tensor& other) {
 }
 
 void retain_grad(const Tensor& self) {
-  refresh_view_history(self);
   if (!self->requires_grad()) throw RuntimeError("can't retain_grad on Tensor that has requires_grad=False");
   if (self->is_leaf() || self->retains_grad) return;
+  refresh_view_history(self);
   retain_output(self);
   self->retains_grad = true;
 }
@@ -288,7 +288,10 @@ void bind_tensor(py::module_& m) {
                       if (!PyBool_Check(flag.ptr())) throw RuntimeError("requires_grad must be a bool");  // as PyTorch
                       set_requires_grad(t, flag.ptr() == Py_True);
                     })
-      .def_property_readonly("is_leaf", [](const Tensor& t) { return t->is_leaf(); })
+      .def_property_readonly("is_leaf", [](const Tensor& t) {
+        refresh_view_history(t);
+        return t->is_leaf();
+      })
       .def_property("grad", &get_grad, &set_grad)
       .def_property_readonly("grad_fn", [](const Tensor& t) {
         refresh_view_history(t);

@@ -94,13 +94,17 @@ def _with_out(result, out):
 # ---- printing and conversion to Python
 
 def __repr__(self):
-    grad_fn = self.grad_fn
+    try:
+        grad_fn = self.grad_fn
+        # PyTorch shows C++-only nodes without their namespace ("torch::autograd::CopySlices")
+        grad_fn_name = grad_fn.name().rsplit("::", 1)[-1] if grad_fn is not None else None
+    except RuntimeError:  # a view made under no_grad whose memory was since written: as PyTorch prints it
+        grad_fn_name = "Invalid"
     return _formatting.tensor_repr(
         _prims.to_numpy(self),
         dtype_name=repr(self.dtype),
         show_dtype=self.dtype is float64,
-        # PyTorch shows C++-only nodes without their namespace ("torch::autograd::CopySlices")
-        grad_fn=grad_fn.name().rsplit("::", 1)[-1] if grad_fn is not None else None,
+        grad_fn=grad_fn_name,
         requires_grad=self.requires_grad,
     )
 

@@ -91,8 +91,12 @@ _BACKWARD_TWICE = (
 
 
 def _producer_name(node_name):
-    """A node as PyTorch names it in the message below: "Exp" for ExpBackward0, "MyFn" for MyFnBackward."""
-    return node_name.partition("Backward")[0]
+    """A node as PyTorch's messages name it (its Node::forward_op_name): "Exp" for ExpBackward0,
+    "Squeeze1" for SqueezeBackward1, "MyFn" for MyFnBackward."""
+    op, found, number = node_name.rpartition("Backward")
+    if not found or not (number == "" or number.isdigit()):
+        return node_name
+    return op + ("" if number == "0" else number)
 
 
 class SavedTensor:
@@ -283,13 +287,35 @@ def refresh_view_history(t):
     """If t is a view whose history is stale (Tensor._history_stale), gives it a fresh grad_fn: its
     region of the base's current value (AsStridedBackward0, as PyTorch). Runs before a node that
     takes t as input is recorded, so that the fresh node comes earlier on the tape."""
-    if t._view_tracks_history and t._history_stale():
+    if t._history_stale():
+        if not t._view_tracks_history:
+            raise RuntimeError(view_without_history_error(t, "its base or another view of its base has been"))
         from ._shape import as_strided  # the view ops are built on this module
         base = t._view_base
         with enable_grad():
             fresh = as_strided(base, t._shape, t._strides, t._offset - base._offset)
         set_history(t, fresh._grad_fn, 0)
         t._view_version = t._storage.version
+
+
+def view_without_history_error(view, what):
+    """PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
+    the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
+    another view of its base has been") modified in place."""
+    if view._view_in_custom_function and view._grad_fn is not None:
+        return (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
+                "inplace. This view was created inside a custom Function (or because an input was returned as-is) "
+                "and the autograd logic to handle view+inplace would override the custom backward associated with "
+                "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+                "cloning the output of the custom Function.")
+    subject = "A view was created in"
+    if view._grad_fn is not None:
+        subject = (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view of a view which "
+                   "was created in")
+    return (f"{subject} no_grad mode and {what} modified inplace with grad mode enabled. Given that this use case is "
+            "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+            "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+            "outside (if you want the inplace to be tracked).")
 
 
 def set_history(t, fn, output_nr):
@@ -310,6 +336,8 @@ def gradient_edge(t):
         return NO_EDGE
     if t._grad_fn is not None:
         return t._grad_fn, t._output_nr
+    if not t._requires_grad_leaf:  # a view made under no_grad: it requires grad only through its base
+        return NO_EDGE
     sink = t._accumulator and t._accumulator()
     if sink is None:
         sink = AccumulateGrad(t)
@@ -413,6 +441,10 @@ def record_function(backward, name, inputs, outputs, to_save):
     for i, out in enumerate(outputs):
         if out is not None:
             out._grad_fn, out._output_nr = node, i
+            if out._view_base is not None:
+                # A view made in forward: its history is this node, which writes through it would
+                # bypass, as PyTorch refuses.
+                out._view_tracks_history, out._view_in_custom_function = False, True
     saved.items = [None if value is None else SavedTensor(value, any(value is out for out in outputs))
                    for value in to_save]
     return saved
@@ -625,7 +657,7 @@ def run_backward(tensors, grad_tensors, retain_graph, inputs=None, create_graph=
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has "
                                f"a shape of {root.shape}.")
     for i, root in enumerate(tensors):
-        if not root.requires_grad:
+        if gradient_edge(root)[0] is None:  # a view made under no_grad requires grad but has no gradient edge
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
     grad_tensors = [full(root._shape, 1, root._dtype) if grad is None else grad.to(root._dtype)
                     for root, grad in zip(tensors, grad_tensors)]
@@ -635,9 +667,9 @@ def run_backward(tensors, grad_tensors, retain_graph, inputs=None, create_graph=
         for t in inputs:
             if not isinstance(t, Tensor):
                 raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
-            edges.append(gradient_edge(t))
-            if edges[-1][0] is None:
+            if not t.requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
+            edges.append(gradient_edge(t))  # none for a view made under no_grad: no gradient arrives, as in PyTorch
     if create_graph and inputs is None:
         _warn_gradient_cycle()
     # One pass at a time, as the core's: a custom Function's backward lets other threads run, and two

@@ -540,14 +540,16 @@ class ReluBackward0(Function):
 class ThresholdBackwardBackward0(Function):
     """ReLU's gradient, as PyTorch's threshold_backward(g, result, 0): g cut where the result is <= 0
     (so it passes where the result is NaN). Recorded with the result as an input, so a gradient taken
-    with create_graph keeps its graph (zero second derivative), as PyTorch's does."""
+    with create_graph keeps its graph, as PyTorch's does; the result's gradient is zeros, as PyTorch's
+    (so autograd.grad finds the result used)."""
 
     def forward(self, g, result):
         self.save(result)
         return where(result <= 0, zeros_like(g), g)
 
     def backward(self, gg):
-        return threshold_backward(gg, self.unpack(0)), None
+        result = self.unpack(0)
+        return threshold_backward(gg, result), zeros_like(result) if self.needs_input_grad(1) else None
 
 
 def threshold_backward(g, result):

@@ -5,7 +5,7 @@ the storage's version, which is how a stale saved tensor is detected in backward
 """
 from .._types import bool as bool_, int64
 from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, set_history,
-                        should_record)
+                        should_record, view_without_history_error)
 from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, PowBackward0, PowBackward1,
                            SubBackward0, clone, contiguous, where, zeros_like)
 from ._shape import as_strided, expand
@@ -67,24 +67,17 @@ def assert_no_overlap(out, source):
         raise RuntimeError(_SHARED_MEMORY)
 
 
-_NO_GRAD_VIEW_MODIFIED = (
-    "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given that this use "
-    "case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-    "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both outside (if "
-    "you want the inplace to be tracked).")
-
-
 def check_inplace(self, sources=()):
     """The checks PyTorch makes before any in-place write (leaves, views made under no_grad);
     `sources` are the operands written from."""
-    refresh_view_history(self)
     if not is_grad_enabled():
         return
     # A view made under no_grad kept no history to write through: as PyTorch, no guessing whether
     # the write should reach its base's gradient.
     if self._view_base is not None and not self._view_tracks_history and (
-            self._view_base.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
-        raise RuntimeError(_NO_GRAD_VIEW_MODIFIED)
+            self.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
+        raise RuntimeError(view_without_history_error(self, "is being"))
+    refresh_view_history(self)
     if self._grad_fn is None and self._requires_grad_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = self._view_base

@@ -9,7 +9,7 @@ import math
 
 from .._types import int64
 from ._autograd import Function, is_grad_enabled
-from ._elementwise import ieee_div, unary
+from ._elementwise import ieee_div, unary, zeros_like
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import new_tensor, read, shape_str, wrap_dim
 
@@ -167,22 +167,34 @@ class NllLossBackward0(Function):
         input, target, weight = self.unpack(0), self.unpack(1), self.unpack(2)
         # PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
         # 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
-        classes = input._shape[-1]
         if input.dim() == 1 and target.dim() == 1 and input._shape[0] != target._shape[0]:
             raise RuntimeError(f"size mismatch (got input: {shape_str(input._shape)}, target: "
                                f"{shape_str(target._shape)})")
-        if is_grad_enabled():  # the gradient is linear in grad: a constant times it
-            per_target = [0.0] * input.numel()
-            for b, c, w in _targets(input, target, weight, self.ignore_index):
-                per_target[b * classes + c] = ieee_div(-w, self.total_weight) if self.reduction == "mean" else -w
-            factor = new_tensor(per_target, input._shape, input._dtype)
-            return factor * (grad.unsqueeze(1) if self.per_sample else grad)
-        gs = read(grad)
-        scale = None if self.per_sample else ieee_div(gs[0], self.total_weight) if self.reduction == "mean" else gs[0]
+        return NllLossBackwardBackward0.run(grad, input, target=target, weight=weight, reduction=self.reduction,
+                                            ignore_index=self.ignore_index, total_weight=self.total_weight)
+
+
+class NllLossBackwardBackward0(Function):
+    """nll_loss's gradient, as PyTorch's nll_loss_backward: linear in the incoming gradient, constant
+    in the input (whose gradient is zeros). Recorded with the input as an input, so a gradient taken
+    with create_graph has a graph wherever the input has one, as PyTorch's."""
+
+    def forward(self, grad, input, target, weight, reduction, ignore_index, total_weight):
+        self.reduction, self.ignore_index = reduction, ignore_index
+        self.save(target)
+        self.save(weight)
+        per_sample = reduction == "none" and input.dim() == 2
+        gs, classes = read(grad), input._shape[-1]
+        scale = None if per_sample else ieee_div(gs[0], total_weight) if reduction == "mean" else gs[0]
         gx = [0.0] * input.numel()
-        for b, c, w in _targets(input, target, weight, self.ignore_index):
-            gx[b * classes + c] = -w * (gs[b] if self.per_sample else scale)
+        for b, c, w in _targets(input, target, weight, ignore_index):
+            gx[b * classes + c] = -w * (gs[b] if per_sample else scale)
         return new_tensor(gx, input._shape, input._dtype)
+
+    def backward(self, gg):
+        grad = NllLossBackward0.run(gg, target=self.unpack(0), weight=self.unpack(1), reduction=self.reduction,
+                                    ignore_index=self.ignore_index) if self.needs_input_grad(0) else None
+        return grad, zeros_like(gg) if self.needs_input_grad(1) else None
 
 
 def nll_loss(input, target, weight, reduction, ignore_index):

@@ -176,10 +176,14 @@ def make_differentiable_view(base, shape, strides, offset, tracks_history):
     """make_view for the view ops: remembers the tensor that owns the memory, so that an in-place
     write through the view can rewrite that tensor's history too. A view made in grad mode also
     remembers the storage version its grad_fn describes: once the storage is written in place
-    (through the base or any view of it), its history is remade from the base's, as in PyTorch."""
+    (through the base or any view of it), its history is remade from the base's, as in PyTorch. A
+    view made under no_grad, or from such a view (PyTorch's CreationMeta NO_GRAD_MODE), has no
+    history to remake: writing it, or using it after such a write, is an error where gradients are
+    involved."""
     view = make_view(base, shape, strides, offset)
     view._view_base = base if base._view_base is None else base._view_base
-    view._view_tracks_history = tracks_history
+    view._view_tracks_history = tracks_history and (base._view_base is None or base._view_tracks_history)
+    view._view_in_custom_function = tracks_history and base._view_in_custom_function
     view._view_version = base._storage.version
     return view
 
@@ -212,6 +216,7 @@ class Tensor:
         t._accumulator = None  # weak reference to this leaf's AccumulateGrad node while one lives
         t._view_base = None
         t._view_tracks_history = False
+        t._view_in_custom_function = False  # returned by a custom Function's forward, or a view of such a view
         t._view_version = 0
         return t
 
@@ -261,19 +266,23 @@ class Tensor:
     # ---- autograd attributes
     def _history_stale(self):
         """A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn
-        must be remade (autograd's refresh_view_history) before it is used."""
-        return (self._view_tracks_history and self._view_version != self._storage.version
+        must be remade (autograd's refresh_view_history) before it is used (or, for a view without
+        history, the use refused)."""
+        return (self._view_base is not None and self._view_version != self._storage.version
                 and (self._grad_fn is not None or self._view_base.requires_grad))
 
     @property
     def requires_grad(self):
-        return self._grad_fn is not None or self._requires_grad_leaf or self._history_stale()
+        # As PyTorch, a view requires grad when its base does, even one made under no_grad (which has
+        # no grad_fn and is a leaf without a gradient of its own: no gradient reaches it or its base).
+        return (self._grad_fn is not None or self._requires_grad_leaf
+                or (self._view_base is not None and self._view_base.requires_grad))
 
     @requires_grad.setter
     def requires_grad(self, flag):
         if not isinstance(flag, bool):  # PyTorch takes no 1, None or other truthy objects
             raise RuntimeError("requires_grad must be a bool")
-        if not self.is_leaf:
+        if not self._is_leaf():
             # PyTorch's wording: the hint to detach() only where the flag would be switched off.
             if flag:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables.")
@@ -286,7 +295,13 @@ class Tensor:
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None and not self._history_stale()
+        _refresh_view_history(self)
+        return self._is_leaf()
+
+    def _is_leaf(self):
+        """is_leaf without remaking a stale view's history (a view without history whose memory was
+        written stays a leaf here, as in PyTorch's C++; its is_leaf property raises)."""
+        return self._grad_fn is None and not (self._view_tracks_history and self._history_stale())
 
     @property
     def grad_fn(self):
@@ -303,7 +318,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if not self.is_leaf and not self._retains_grad:
+        if not self._is_leaf() and not self._retains_grad:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return self._grad
 
@@ -342,11 +357,11 @@ class Tensor:
         return self
 
     def retain_grad(self):
-        _refresh_view_history(self)
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
-        if self.is_leaf or self._retains_grad:
+        if self._is_leaf() or self._retains_grad:
             return
+        _refresh_view_history(self)
         self._grad_fn.retain_output(self)
         self._retains_grad = True
 
