@@ -278,6 +278,10 @@ TORCH_BUGS = [
     ("an INTERNAL ASSERT fails (\"please report a bug to PyTorch\"): e.g. backward after writing a tensor that "
      "requires grad into an integer tensor, x_int[...] = x_float",
      lambda program, ours, theirs: _raised_at(theirs, "INTERNAL ASSERT FAILED")),
+    ("huber_loss of an input and a target of different dtypes: backward fails (RuntimeError: Found dtype Double but "
+     "expected Float)", lambda program, ours, theirs: _raised_at(theirs, "Found dtype")
+     and theirs.error[0] == "backward" and not _raised_by_line(ours, "backward")
+     and any(op.template.startswith("torch.nn.functional.huber_loss(") for op in program.ops)),
     ("bmm (and matmul, which uses it) of operands of different dtypes does not raise when the result is empty or "
      "the inner dim is 0 (and then returns the second operand's dtype)",
      lambda program, ours, theirs: _raised_at(ours, "to have the same dtype")
@@ -1154,6 +1158,8 @@ for _t in ["+", "-", "*", "/", "**", "<", "<=", "==", "!=", ">", "@"]:
 
 # the history around in-place writes: retained gradients, views made without grad, .data, requires_grad_
 op("{a}.retain_grad()", statement=True, weight=3, a=tensor())
+op("with torch.no_grad(): {out} = {a}{view}", weight=2, smooth=False, a=tensor(ANY),
+   view=options("[...]", "[1:]", ".view(-1)", ".unsqueeze(0)", ".transpose(0, -1)", "[0]", ".t()"))
 op("{a}.data", a=tensor(ANY), smooth=False)
 op("{a}.data.{write}", statement=True, a=tensor(), write=options("mul_(2)", "clamp_(-1.5, 1.5)", "zero_()", "add_(0.5)"),
    smooth=False)

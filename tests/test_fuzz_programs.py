@@ -13,6 +13,7 @@ import functools
 import json
 import os
 import re
+import warnings
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, note, seed, settings
@@ -117,9 +118,12 @@ def test_program_source_runs_as_python(fg):
               suppress_health_check=list(HealthCheck))
     @given(programs())
     def check(program):
-        namespace = {"torch": fg, "np": fuzz_programs.np, "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype)}
+        namespace = {"torch": fg, "np": fuzz_programs.np,
+                     "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype)}
         try:
-            exec(program.source(), namespace)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # what programs warn about (run() ignores it too)
+                exec(program.source(), namespace)
         except Exception as e:  # noqa: BLE001
             outcome = run(program, fg)
             assert outcome.error is not None and type(e) is outcome.error[1]

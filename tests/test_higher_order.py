@@ -255,6 +255,19 @@ def test_second_derivative_of_a_gradient_constant_in_the_input(fg, torch, op):
     same_on_both(fg, torch, program)
 
 
+@pytest.mark.parametrize("loss", ["smooth_l1_loss", "huber_loss"])
+def test_second_derivative_where_input_equals_target(fg, torch, loss):
+    """The quadratic branch squares the difference, not its absolute value (whose derivative at 0 is
+    0 and zeroed the second derivative there). Found by the fuzzer's second-derivative programs."""
+    def program(lib):
+        x = lib.tensor([0.0, 0.25, 3.0, -1.0], dtype=lib.float64, requires_grad=True)
+        y = lib.tensor([0.0, 0.0, 0.0, 0.0], dtype=lib.float64, requires_grad=True)
+        first = lib.autograd.grad(getattr(F(lib), loss)(x, y, reduction="sum"), (x, y), create_graph=True)
+        return lib.autograd.grad(first[0].sum() + 2 * first[1].sum(), (x, y))
+
+    same_on_both(fg, torch, program)
+
+
 # ---- semantics
 
 def leaves(lib):

@@ -284,11 +284,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
 
 
-def _quadratic_part(z, knee):
-    """z where the losses below take their quadratic branch (z < knee), 0 elsewhere: where() sends a
-    zero gradient into the branch it did not take, and through z * z at z = inf that is 0 * inf = NaN
-    (PyTorch's gradient there is +-1). A NaN z stays, as it must."""
-    return z.masked_fill(z >= knee, 0.0)
+def _quadratic_part(difference, knee):
+    """(|difference|, the difference where the losses below take their quadratic branch (|d| < knee)
+    and 0 elsewhere). The square is of d, not |d|: |d|'s derivative at 0 is 0, which would zero the
+    second derivative there. The masking: where() sends a zero gradient into the branch it did not
+    take, and through d * d at d = inf that is 0 * inf = NaN (PyTorch's gradient there is +-1). A NaN
+    d stays, as it must."""
+    z = difference.abs()
+    return z, difference.masked_fill(z >= knee, 0.0)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -296,10 +299,9 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    z = (both[0] - _bool_target_as_numbers(*both)).abs()
+    z, q = _quadratic_part(both[0] - _bool_target_as_numbers(*both), beta)
     if beta == 0.0:
         return _reduce(z, reduction)
-    q = _quadratic_part(z, beta)
     return _reduce(_prims.where(z < beta, 0.5 * q * q / beta, z - 0.5 * beta), reduction)
 
 
@@ -307,8 +309,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     both = _broadcast_pair(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    z = (both[0] - _bool_target_as_numbers(*both)).abs()
-    q = _quadratic_part(z, delta)
+    z, q = _quadratic_part(both[0] - _bool_target_as_numbers(*both), delta)
     loss = _prims.where(z < delta, 0.5 * q * q, delta * (z - 0.5 * delta))
     if loss.dtype is not input.dtype:  # PyTorch writes huber's loss into a tensor like the input
         if not input.dtype.is_floating_point:
