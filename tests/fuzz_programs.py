@@ -977,7 +977,8 @@ for _t in ["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} ** {b}", "to
     op(_t, a=tensor(NUM), b=partner("a"))
 for _t in ["{a} + {s}", "{s} + {a}", "{a} - {s}", "{s} - {a}", "{a} * {s}", "{s} * {a}", "{a} / {s}",
            "{s} / {a}", "{a} ** {s}", "{s} ** {a}", "torch.pow({a}, {s})", "torch.add({a}, {s})", "{a} // {s}",
-           "{s} // {a}", "{a} % {s}", "{s} % {a}", "{a}.fmod({s})", "{a} ^ {s}", "{s} | {a}"]:
+           "{s} // {a}", "{a} % {s}", "{s} % {a}", "{a}.fmod({s})", "{a} ^ {s}", "{s} | {a}",
+           "{a}.div({s}, rounding_mode='trunc')", "torch.div({a}, {s}, rounding_mode='floor')"]:
     op(_t, a=tensor(NUM), s=scalar())
 op("{a} ** {s}", a=tensor(), s=options("2", "3", "0.5", "-1", "-2", "0", "1.5", "-0.5"))
 # unary

@@ -25,6 +25,8 @@ BINARY = {  # name: (op(m, a, b), whether a number may come first)
     "floor_divide": (lambda m, a, b: m.floor_divide(a, b), True),
     "remainder": (lambda m, a, b: m.remainder(a, b), True),
     "bitwise_xor": (lambda m, a, b: m.bitwise_xor(a, b), True),
+    "div floor": (lambda m, a, b: m.div(a, b, rounding_mode="floor"), False),
+    "div trunc": (lambda m, a, b: a.div(b, rounding_mode="trunc"), False),
     "logical_and": (lambda m, a, b: m.logical_and(a, b), False),
     "logical_xor": (lambda m, a, b: m.logical_xor(a, b), False),
 }
@@ -75,7 +77,7 @@ def test_division_edge_values_match_pytorch(fg, torch):
     divisors = [2.0, -2.0, 3.0, inf, -inf, 0.0, -0.0, 3.0, 1e-30, -1e-30]
     programs = {}
     for dtype in ["float32", "float64"]:
-        for name in ["//", "%", "fmod"]:
+        for name in ["//", "%", "fmod", "div trunc"]:
             op = BINARY[name][0]
             programs[f"{dtype} {name}"] = lambda m, op=op, d=dtype: op(
                 m, m.tensor(floats, dtype=getattr(m, d)), m.tensor(divisors, dtype=getattr(m, d)))
@@ -85,6 +87,8 @@ def test_division_edge_values_match_pytorch(fg, torch):
         "int64 min // -1": lambda m: m.tensor([big, 2 ** 63 - 1]) // -1,
         "int64 min % -1": lambda m: m.tensor([big]) % m.tensor([-1]),
         "int64 min fmod -1": lambda m: m.fmod(m.tensor([big]), -1),
+        "int64 trunc division": lambda m: m.div(m.tensor([7, -7, 7, -7, big]), m.tensor([2, 2, -2, -2, 3]),
+                                                rounding_mode="trunc"),
         "int // 0": lambda m: m.tensor([1, 2]) // 0,
         "int % zero tensor": lambda m: m.tensor([1, 2]) % m.tensor([1, 0]),
         "0 // int tensor": lambda m: 0 // m.tensor([3, 0]),
@@ -122,7 +126,7 @@ def test_layouts_and_broadcasting_give_pytorchs_result(fg, torch):
 
     programs = {}
     for dtype in ["int64", "float64", "bool"]:
-        for name in ["//", "%", "fmod", "&", "|", "^"]:
+        for name in ["//", "%", "fmod", "div trunc", "&", "|", "^"]:
             op = BINARY[name][0]
             programs[f"{dtype} {name} strided/expanded"] = lambda m, op=op, d=dtype: op(m, *operands(m, d))
             programs[f"{dtype} {name} broadcast"] = lambda m, op=op, d=dtype: op(
@@ -151,6 +155,22 @@ def test_floor_divide_and_number_remainder_have_no_derivative(fg, torch):
     assert_same_outcomes(fg, torch, {label: lambda m, f=f: graph(m, f) for label, f in forms.items()})
     for form in forms.values():
         same_error(fg, torch, lambda m, f=form: graph(m, f)[0].sum().backward())
+
+
+def test_div_with_a_rounding_mode_records_a_zero_gradient(fg, torch):
+    def graph(m, form):
+        x = m.tensor([7.5, -7.5, 1.0], requires_grad=True)
+        y = m.tensor([2.0, 3.0, -2.0], requires_grad=True)
+        out = form(m, x, y)
+        out.backward(m.ones_like(out))
+        return out, out.grad_fn.name(), len(out.grad_fn.next_functions), x.grad, y.grad
+
+    assert_same_outcomes(fg, torch, {label: lambda m, f=f: graph(m, f) for label, f in {
+        "div(x, y, floor)": lambda m, x, y: m.div(x, y, rounding_mode="floor"),
+        "x.div(2, trunc)": lambda m, x, y: x.div(2, rounding_mode="trunc"),
+        "div(x, no-grad y[0], trunc)": lambda m, x, y: m.div(x, y.detach()[0], rounding_mode="trunc"),
+    }.items()})
+    same_error(fg, torch, lambda m: m.div(m.ones(2), 2, rounding_mode="round"))
 
 
 def test_remainder_and_fmod_gradients_match_pytorch_and_finite_differences(fg, torch):

@@ -563,6 +563,18 @@ T floor_divide_value(T a, T b) {
   }
 }
 
+template <class T>
+T trunc_divide_value(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    if (b == 0) throw RuntimeError("ZeroDivisionError");
+    return b == -1 ? wrap_neg(a) : a / b;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return std::trunc(a / b);
+  } else {
+    return a;
+  }
+}
+
 // a op b (b a tensor or a number) in the promoted dtype, which PyTorch's kernels (named `kernel`)
 // refuse for bool; f(x, y) computes one value, `reversed` applies it as f(b, a) for a number b.
 template <class B, class F>
@@ -575,19 +587,34 @@ Tensor division_map(const char* kernel, const Tensor& a, const B& b, F f, bool r
 }
 
 auto floor_divide_values = [](auto x, auto y) { return floor_divide_value(x, y); };
+auto trunc_divide_values = [](auto x, auto y) { return trunc_divide_value(x, y); };
 auto remainder_values = [](auto x, auto y) { return remainder_value(x, y); };
 auto fmod_values = [](auto x, auto y) { return fmod_value(x, y); };
 
-// The quotients of remainder and fmod, read by their gradients (so only of floats: an integer
-// result has no gradient).
-Tensor floor_quotient(const Tensor& a, const Tensor& b) { return division_map("div_floor", a, b, floor_divide_values); }
-Tensor trunc_quotient(const Tensor& a, const Tensor& b) {
-  return division_map("div_trunc", a, b, [](auto x, auto y) {
-    if constexpr (std::is_floating_point_v<decltype(x)>) return std::trunc(x / y);
-    else return x;
-  });
+template <class B>
+Tensor rounded_quotient(const Tensor& a, const B& b, Rounding rounding) {
+  return rounding == Rounding::Floor ? division_map("div_floor", a, b, floor_divide_values)
+                                     : division_map("div_trunc", a, b, trunc_divide_values);
 }
 }  // namespace
+
+FG_NODE_FROM(DivBackward2, BinaryNode) };
+GradList DivBackward2::apply(GradList&&) {
+  GradList out(2);
+  for (size_t i = 0; i < 2; ++i)
+    if (needs_input_grad(i)) out[i] = zeros(meta[i].sizes(), meta[i].dtype);
+  return out;
+}
+Tensor div(const Tensor& a, const Tensor& b, Rounding rounding) {
+  Tensor out = rounded_quotient(a, b, rounding);
+  record_binary<DivBackward2>(out, a, &b, nullptr, false, false);
+  return out;
+}
+Tensor div(const Tensor& a, const Scalar& s, Rounding rounding) {
+  Tensor out = rounded_quotient(a, s, rounding);
+  record_binary<DivBackward2>(out, a, nullptr, &s, false, false);
+  return out;
+}
 
 // The node of an op PyTorch has no derivative for (floor_divide, number % tensor): the result
 // requires grad, and backward through it raises. As PyTorch's, it has edges only to the inputs
@@ -608,36 +635,30 @@ Tensor without_derivative(const Tensor& out, const char* op, std::initializer_li
 }  // namespace
 
 Tensor floor_divide(const Tensor& a, const Tensor& b, const char* aten_op) {
-  return without_derivative(floor_quotient(a, b), aten_op, {&a, &b});
+  return without_derivative(rounded_quotient(a, b, Rounding::Floor), aten_op, {&a, &b});
 }
 Tensor floor_divide(const Tensor& a, const Scalar& s, const char* aten_op) {
-  return without_derivative(division_map("div_floor", a, s, floor_divide_values), aten_op, {&a});
+  return without_derivative(rounded_quotient(a, s, Rounding::Floor), aten_op, {&a});
 }
 Tensor rfloor_divide(const Tensor& a, const Scalar& s) {
   return without_derivative(division_map("div_floor", a, s, floor_divide_values, true), "aten::floor_divide", {&a});
 }
 
 // a - b * q for q = a / b rounded (down for remainder, toward zero for fmod): the gradient is g for
-// a and -g * q for b, q computed without a graph (it is piecewise constant).
-template <Tensor (*quotient)(const Tensor&, const Tensor&)>
-GradList remainder_grads(const BinaryNode& node, const Tensor& g) {
+// a and -g * q for b.
+namespace {
+GradList remainder_grads(const BinaryNode& node, const Tensor& g, Rounding rounding) {
   GradList out(2);
   if (node.needs_input_grad(0)) out[0] = node.reduce(0, g);
-  if (node.needs_input_grad(1)) {
-    Tensor q;
-    {
-      GradModeGuard no_grad(false);
-      q = quotient(node.unpack(0), node.unpack(1));
-    }
-    out[1] = node.reduce(1, neg(mul(g, q)));
-  }
+  if (node.needs_input_grad(1)) out[1] = node.reduce(1, neg(mul(g, div(node.unpack(0), node.unpack(1), rounding))));
   return out;
 }
+}  // namespace
 
 FG_NODE_FROM(RemainderBackward0, BinaryNode) };  // x % number
 GradList RemainderBackward0::apply(GradList&& grads) { return {grads[0]}; }
 FG_NODE_FROM(RemainderBackward1, BinaryNode) };
-GradList RemainderBackward1::apply(GradList&& grads) { return remainder_grads<floor_quotient>(*this, grads[0]); }
+GradList RemainderBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Floor); }
 Tensor remainder(const Tensor& a, const Tensor& b) {
   Tensor out = division_map("remainder", a, b, remainder_values);
   record_binary<RemainderBackward1>(out, a, &b, nullptr, true, true);
@@ -655,7 +676,7 @@ Tensor rremainder(const Tensor& a, const Scalar& s) {
 FG_NODE_FROM(FmodBackward0, BinaryNode) };  // fmod(x, number)
 GradList FmodBackward0::apply(GradList&& grads) { return {grads[0]}; }
 FG_NODE_FROM(FmodBackward1, BinaryNode) };
-GradList FmodBackward1::apply(GradList&& grads) { return remainder_grads<trunc_quotient>(*this, grads[0]); }
+GradList FmodBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Trunc); }
 Tensor fmod(const Tensor& a, const Tensor& b) {
   Tensor out = division_map("fmod", a, b, fmod_values);
   record_binary<FmodBackward1>(out, a, &b, nullptr, true, true);

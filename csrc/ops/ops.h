@@ -62,6 +62,11 @@ Tensor remainder(const Tensor& a, const Scalar& b);
 Tensor rremainder(const Tensor& a, const Scalar& b);  // b % a
 Tensor fmod(const Tensor& a, const Tensor& b);
 Tensor fmod(const Tensor& a, const Scalar& b);
+// a / b rounded down or toward zero (div's rounding_mode "floor", "trunc"): piecewise constant, its
+// gradient is zero (but, as in PyTorch, it is recorded: DivBackward2).
+enum class Rounding { Floor, Trunc };
+Tensor div(const Tensor& a, const Tensor& b, Rounding rounding);
+Tensor div(const Tensor& a, const Scalar& b, Rounding rounding);
 
 // & | ^ and ~ of bool and integer tensors.
 enum class BitwiseOp { And, Or, Xor };

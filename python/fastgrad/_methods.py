@@ -328,9 +328,12 @@ def mul(input, other, *, out=None):
 
 @method
 def div(input, other, *, rounding_mode=None, out=None):
-    if rounding_mode is not None:
-        raise NotImplementedError("div(rounding_mode=...) is not supported")
-    return _with_out(_prims.div(input, other), out)
+    if rounding_mode is None:
+        return _with_out(_prims.div(input, other), out)
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    return _with_out(getattr(_prims, f"div_{rounding_mode}")(input, other), out)
 
 
 @method

@@ -9,7 +9,7 @@ import math
 import operator
 
 from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64
-from ._autograd import Function, gradient_edge, no_grad
+from ._autograd import Function, gradient_edge
 from ._storage import cast, cast_scalar
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
 
@@ -473,7 +473,13 @@ def _floor_divide_in(dtype):
 
 
 def _trunc_divide_in(dtype):
-    """fmod's quotient, read by its gradient (so only of floats: an integer result has no gradient)."""
+    if dtype is int64:
+        def trunc_divide(x, y):
+            _check_divisor(y)
+            quotient = builtins.abs(x) // builtins.abs(y)
+            return quotient if (x >= 0) == (y > 0) else -quotient  # INT64_MIN / -1 wraps in the storage
+
+        return trunc_divide
     r = _rounding(dtype)
     return lambda x, y: _whole(math.trunc, r(ieee_div(x, y)))
 
@@ -486,6 +492,20 @@ def _division(values_in, kernel, a, b, reversed=False):
         raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
     fn = values_in(dtype)
     return elementwise((lambda x, y: fn(y, x)) if reversed else fn, a, b, dtype)
+
+
+class DivBackward2(Function):
+    """a / b rounded down or toward zero (div's rounding_mode "floor", "trunc"): piecewise constant,
+    its gradient is zero (but, as in PyTorch, it is recorded)."""
+
+    def forward(self, a, b, rounding_mode):
+        if rounding_mode == "floor":
+            return _division(_floor_divide_in, "div_floor", a, b)
+        return _division(_trunc_divide_in, "div_trunc", a, b)
+
+    def backward(self, g):
+        return tuple(full(self.inputs[i][0], 0, self.inputs[i][1]) if self.needs_input_grad(i) else None
+                     for i in range(len(self.next_edges)))
 
 
 class NoDerivative(Function):
@@ -548,9 +568,8 @@ class FmodBackward0(RemainderBackward0):
 
 
 class RemainderBackward1(Function):
-    """a - b * q for q = a / b rounded down: the gradient is g for a and -g * q for b, q computed
-    without a graph (it is piecewise constant)."""
-    values_in, quotient_in, kernel = staticmethod(_remainder_in), staticmethod(_floor_divide_in), "remainder"
+    """a - b * q for q = a / b rounded down: the gradient is g for a and -g * q for b."""
+    values_in, kernel, rounding_mode = staticmethod(_remainder_in), "remainder", "floor"
 
     def forward(self, a, b):
         self.save(a)
@@ -558,17 +577,14 @@ class RemainderBackward1(Function):
         return _division(self.values_in, self.kernel, a, b)
 
     def backward(self, g):
-        gb = None
-        if self.needs_input_grad(1):
-            with no_grad():
-                q = _division(self.quotient_in, "div_floor", self.unpack(0), self.unpack(1))
-            gb = self.reduce(1, -(g * q))
-        return self.reduce(0, g) if self.needs_input_grad(0) else None, gb
+        quotient = DivBackward2.run(self.unpack(0), self.unpack(1), rounding_mode=self.rounding_mode)
+        return (self.reduce(0, g) if self.needs_input_grad(0) else None,
+                self.reduce(1, -(g * quotient)) if self.needs_input_grad(1) else None)
 
 
 class FmodBackward1(RemainderBackward1):
     """a - b * q for q = a / b rounded toward zero."""
-    values_in, quotient_in, kernel = staticmethod(_fmod_in), staticmethod(_trunc_divide_in), "fmod"
+    values_in, kernel, rounding_mode = staticmethod(_fmod_in), "fmod", "trunc"
 
 
 def remainder(a, b):

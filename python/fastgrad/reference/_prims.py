@@ -127,6 +127,8 @@ floor_divide, remainder, fmod, floor_divide_, remainder_, fmod_ = (_named(name, 
     ("floor_divide", ew.FloorDivide.run), ("remainder", ew.remainder), ("fmod", ew.fmod),
     ("floor_divide_", _inplace.floor_divide_), ("remainder_", _inplace.remainder_), ("fmod_", _inplace.fmod_)])
 rfloor_divide, rremainder = _operator(ew.RFloorDivide.run, True), _operator(ew.RRemainder.run, True)
+div_floor, div_trunc = (_named("div", functools.partial(ew.DivBackward2.run, rounding_mode=mode))
+                        for mode in ("floor", "trunc"))
 pow_ = _named("pow_", _inplace.pow_, "exponent")
 _COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
 lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISONS)
