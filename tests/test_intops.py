@@ -196,6 +196,27 @@ def test_remainder_and_fmod_gradients_match_pytorch_and_finite_differences(fg, t
         assert fg.autograd.gradcheck(lambda a, b, f=form: f(fg, a, b), (a, b))
 
 
+def test_remainder_reads_its_operands_only_for_the_divisors_gradient(fg, torch):
+    """As PyTorch: operands written in place after the op fail backward only if the divisor needs a
+    gradient (the only formula that reads them)."""
+    def backward_after_in_place_writes(m, op, divisor_requires_grad):
+        x = m.tensor([5.0, -3.5], requires_grad=True)
+        dividend = x * 1
+        divisor = x * 0 + 2 if divisor_requires_grad else m.tensor([2.0, 1.5])
+        out = op(m, dividend, divisor)
+        dividend.add_(1)
+        divisor.add_(1)
+        try:
+            out.sum().backward()
+        except RuntimeError as e:  # the messages differ in the library's name
+            return "modified by an inplace operation" in str(e)
+        return x.grad
+
+    assert_same_outcomes(fg, torch, {f"{name}, divisor requires grad: {flag}": lambda m, n=name, f=flag:
+                                     backward_after_in_place_writes(m, BINARY[n][0], f)
+                                     for name in ["%", "fmod"] for flag in [False, True]})
+
+
 AUGMENTED = {  # statement, the dtype it runs on, its operand
     "t //= 2": (operator.ifloordiv, "float32", 2), "t %= 3": (operator.imod, "int64", 3),
     "t //= other": (operator.ifloordiv, "int64", "int64"), "t %= other": (operator.imod, "float64", "float64"),

@@ -577,9 +577,11 @@ class RemainderBackward1(Function):
         return _division(self.values_in, self.kernel, a, b)
 
     def backward(self, g):
-        quotient = DivBackward2.run(self.unpack(0), self.unpack(1), rounding_mode=self.rounding_mode)
-        return (self.reduce(0, g) if self.needs_input_grad(0) else None,
-                self.reduce(1, -(g * quotient)) if self.needs_input_grad(1) else None)
+        gb = None
+        if self.needs_input_grad(1):  # only then are the operands read (and checked for in-place changes)
+            quotient = DivBackward2.run(self.unpack(0), self.unpack(1), rounding_mode=self.rounding_mode)
+            gb = self.reduce(1, -(g * quotient))
+        return self.reduce(0, g) if self.needs_input_grad(0) else None, gb
 
 
 class FmodBackward1(RemainderBackward1):
