@@ -66,6 +66,7 @@ def test_every_dtype_pair_and_number_gives_pytorchs_result_or_error(fg, torch, n
             if number_first:
                 programs[f"{s!r} {name} {a}"] = lambda m, a=a, s=s: op(m, s, data(m, a, 1))
         # 0-d tensors promote as numbers do: they raise the category, never the width
+        programs[f"{a} {name} shapes that do not broadcast"] = lambda m, a=a: op(m, data(m, a), data(m, a)[:3])
         programs[f"{a} {name} 0-d int64"] = lambda m, a=a: op(m, data(m, a), m.tensor(3))
         programs[f"{a} {name} 0-d float64"] = lambda m, a=a: op(m, data(m, a), m.tensor(-1.5, dtype=m.float64))
     assert_same_outcomes(fg, torch, programs)

@@ -579,6 +579,7 @@ T trunc_divide_value(T a, T b) {
 // refuse for bool; f(x, y) computes one value, `reversed` applies it as f(b, a) for a number b.
 template <class B, class F>
 Tensor division_map(const char* kernel, const Tensor& a, const B& b, F f, bool reversed = false) {
+  if constexpr (std::is_same_v<B, Tensor>) broadcast_shapes(a->shape, b->shape);  // checked first, as PyTorch
   DType dt = result_type(a, b);
   if (dt == DType::Bool) throw NotImplementedError(cat("\"", kernel, "_cpu\" not implemented for 'Bool'"));
   if constexpr (std::is_same_v<B, Tensor>) return binary_map(a, b, dt, dt, f);
@@ -708,6 +709,7 @@ T bitwise_value(T x, T y, BitwiseOp op) {
 }  // namespace
 
 Tensor bitwise(const Tensor& a, const Tensor& b, BitwiseOp op) {
+  broadcast_shapes(a->shape, b->shape);  // checked first, as PyTorch
   DType dt = result_type(a, b);
   check_bitwise_dtype(bitwise_name(op), dt);
   return binary_map(a, b, dt, dt, [op](auto x, auto y) { return bitwise_value(x, y, op); });

@@ -487,6 +487,8 @@ def _trunc_divide_in(dtype):
 def _division(values_in, kernel, a, b, reversed=False):
     """a op b (b a tensor or a number) in the promoted dtype, which PyTorch's kernels (named `kernel`)
     refuse for bool; `reversed` computes b op a for a number b."""
+    if isinstance(b, Tensor):
+        broadcast_shapes(a._shape, b._shape)  # checked first, as PyTorch
     dtype = result_type(a, b)
     if dtype is bool_:
         raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
@@ -609,6 +611,8 @@ class Bitwise(Function):
     OPS = {"bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
 
     def forward(self, a, b, name):
+        if isinstance(b, Tensor):
+            broadcast_shapes(a._shape, b._shape)  # checked first, as PyTorch
         dtype = result_type(a, b)
         _check_bitwise_dtype(name, dtype)
         return elementwise(self.OPS[name], a, b, dtype)
