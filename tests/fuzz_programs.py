@@ -1045,16 +1045,19 @@ def op(template, statement=False, weight=1, smooth=True, **drawers):
 # elementwise, two tensors (broadcasting) or a tensor and a Python number on either side
 for _t in ["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} ** {b}", "torch.maximum({a}, {b})",
            "torch.minimum({a}, {b})", "torch.add({a}, {b}, alpha=2)", "{a}.sub({b})", "torch.mul({a}, {b})",
-           "torch.div({a}, {b})", "{a}.pow({b})", "torch.max({a}, {b})", "{a}.min({b})"]:
+           "torch.div({a}, {b})", "{a}.pow({b})", "torch.max({a}, {b})", "{a}.min({b})", "{a} // {b}", "{a} % {b}",
+           "torch.fmod({a}, {b})", "{a}.remainder({b})", "{a} & {b}", "{a} | {b}", "torch.bitwise_xor({a}, {b})"]:
     op(_t, a=tensor(NUM), b=partner("a"))
 for _t in ["{a} + {s}", "{s} + {a}", "{a} - {s}", "{s} - {a}", "{a} * {s}", "{s} * {a}", "{a} / {s}",
-           "{s} / {a}", "{a} ** {s}", "{s} ** {a}", "torch.pow({a}, {s})", "torch.add({a}, {s})"]:
+           "{s} / {a}", "{a} ** {s}", "{s} ** {a}", "torch.pow({a}, {s})", "torch.add({a}, {s})", "{a} // {s}",
+           "{s} // {a}", "{a} % {s}", "{s} % {a}", "{a}.fmod({s})", "{a} ^ {s}", "{s} | {a}",
+           "{a}.div({s}, rounding_mode='trunc')", "torch.div({a}, {s}, rounding_mode='floor')"]:
     op(_t, a=tensor(NUM), s=scalar())
 op("{a} ** {s}", a=tensor(), s=options("2", "3", "0.5", "-1", "-2", "0", "1.5", "-0.5"))
 # unary
 for _t in ["-{a}", "torch.neg({a})", "abs({a})", "{a}.abs()", "{a}.exp()", "torch.exp({a})", "{a}.log()",
            "torch.log({a})", "{a}.sqrt()", "torch.sqrt({a})", "{a}.sin()", "torch.cos({a})", "{a}.tanh()",
-           "torch.sigmoid({a})", "{a}.relu()", "torch.relu({a})", "{a}.sign()"]:
+           "torch.sigmoid({a})", "{a}.relu()", "torch.relu({a})", "{a}.sign()", "~{a}", "torch.logical_not({a})"]:
     op(_t, a=tensor(NUM))
 # clamp, where, comparisons
 op("{a}.clamp({lo}, {hi})", a=tensor(NUM), lo=options("-1", "-0.5", "0", "None"), hi=options("1", "0.5", "2", "None"))
@@ -1135,10 +1138,11 @@ op("{a}[{key}] = {value}", statement=True, weight=3, a=tensor(ANY, target=True),
    value=setitem_value("a", "key"))
 # in place, on non-leaves (the drawer also picks the odd leaf that requires grad: an error)
 for _t in ["{a}.add_({b})", "{a} += {b}", "{a}.sub_({b})", "{a}.mul_({b})", "{a} *= {b}", "{a}.div_({b})",
-           "{a} /= {b}"]:
+           "{a} /= {b}", "{a} //= {b}", "{a} %= {b}", "{a}.fmod_({b})", "{a} &= {b}"]:
     op(_t, statement=True, a=tensor(NUM, target=True), b=partner("a", into=True))
 op("{a}.copy_({b})", statement=True, a=tensor(ANY, target=True), b=partner("a", into=True, not_itself=True))
-for _t in ["{a}.add_({s})", "{a} -= {s}", "{a}.mul_({s})", "{a}.div_({s})"]:
+for _t in ["{a}.add_({s})", "{a} -= {s}", "{a}.mul_({s})", "{a}.div_({s})", "{a}.floor_divide_({s})", "{a} %= {s}",
+           "{a} |= {s}"]:
     op(_t, statement=True, a=tensor(NUM, target=True), s=scalar())
 op("{a}.fill_({s})", statement=True, a=tensor(ANY, target=True), s=scalar())
 op("{a}.zero_()", statement=True, a=tensor(ANY, target=True))

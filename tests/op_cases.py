@@ -46,6 +46,8 @@ BINARY = [  # name, fn, grad_fn, domain of (a, b)
     ("pow", lambda m, a, b: a ** b, "PowBackward1", ("pos", "real")),
     ("maximum", lambda m, a, b: m.maximum(a, b), "MaximumBackward0", "real"),
     ("minimum", lambda m, a, b: m.minimum(a, b), "MinimumBackward0", "real"),
+    ("remainder", lambda m, a, b: a % b, "RemainderBackward1", ("real", "nonzero")),
+    ("fmod", lambda m, a, b: m.fmod(a, b), "FmodBackward1", ("real", "nonzero")),
 ]
 for _name, _fn, _grad_fn, _domain in BINARY:
     for _sa, _sb in BROADCASTS:
@@ -67,6 +69,8 @@ for _name, _fn, _grad_fn, _domain in [
     ("Tensor.pow", lambda m, a, b: a.pow(b), "PowBackward1", ("pos", "real")),
     ("Tensor.maximum", lambda m, a, b: a.maximum(b), "MaximumBackward0", "real"),
     ("Tensor.minimum", lambda m, a, b: a.minimum(b), "MinimumBackward0", "real"),
+    ("torch.remainder", lambda m, a, b: m.remainder(a, b), "RemainderBackward1", ("real", "nonzero")),
+    ("Tensor.fmod", lambda m, a, b: a.fmod(b), "FmodBackward1", ("real", "nonzero")),
 ]:
     case(_name, _fn, [(3, 4), (4,)], _grad_fn, _domain)
 
@@ -92,6 +96,9 @@ for _name, _fn, _grad_fn, _domain in [
     ("Tensor.pow(3)", lambda m, x: x.pow(3), "PowBackward0", "real"),
     ("torch.add(x,2.5)", lambda m, x: m.add(x, 2.5), "AddBackward0", "real"),
     ("torch.mul(x,2)", lambda m, x: m.mul(x, 2), "MulBackward0", "real"),
+    ("x%0.75", lambda m, x: x % 0.75, "RemainderBackward0", "real"),
+    ("Tensor.remainder(-2)", lambda m, x: x.remainder(-2), "RemainderBackward0", "real"),
+    ("torch.fmod(x,0.75)", lambda m, x: m.fmod(x, 0.75), "FmodBackward0", "real"),
 ]:
     case(_name, _fn, [(3, 4)], _grad_fn, _domain)
 case("0d*2.5", lambda m, x: x * 2.5, [()], "MulBackward0")

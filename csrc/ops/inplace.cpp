@@ -133,6 +133,13 @@ Tensor snapshot(const Tensor& self) {
   return copy;
 }
 
+// An in-place result must fit self's dtype: an integer may land in a float tensor, not the reverse.
+void check_castable(DType result, const Tensor& self) {
+  if (category(result) > category(self->dtype))
+    throw RuntimeError(cat("result type ", scalar_type_name(result), " can't be cast to the desired output type ",
+                           scalar_type_name(self->dtype)));
+}
+
 // self = op(self) for an out-of-place op; `reads_self` says whether op's backward needs self's
 // old values (then op runs on a snapshot so that overwriting self does not invalidate them).
 template <class F>
@@ -142,9 +149,7 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
   if (other) assert_no_partial_overlap(self, *other);
   bool recording = other ? should_record({&self, other}) : should_record({&self});
   Tensor result = op(recording && reads_self ? snapshot(self) : self);
-  if (category(result->dtype) > category(self->dtype))
-    throw RuntimeError(cat("result type ", scalar_type_name(result->dtype), " can't be cast to the desired output type ",
-                           scalar_type_name(self->dtype)));
+  check_castable(result->dtype, self);
   if (result->shape != self->shape)
     throw RuntimeError(cat("output with shape ", shape_str(self->shape), " doesn't match the broadcast shape ",
                            shape_str(result->shape)));
@@ -185,6 +190,38 @@ Tensor pow_(const Tensor& self, const Tensor& exponent) {
 }
 Tensor pow_(const Tensor& self, const Scalar& exponent) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return pow(s, exponent); });
+}
+Tensor floor_divide_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, false,
+                       [&](const Tensor& s) { return floor_divide(s, other, "aten::floor_divide_"); });
+}
+Tensor floor_divide_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false,
+                       [&](const Tensor& s) { return floor_divide(s, other, "aten::floor_divide_"); });
+}
+Tensor remainder_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, true, [&](const Tensor& s) { return remainder(s, other); });
+}
+Tensor remainder_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return remainder(s, other); });
+}
+Tensor fmod_(const Tensor& self, const Tensor& other) {
+  return apply_inplace(self, &other, true, [&](const Tensor& s) { return fmod(s, other); });
+}
+Tensor fmod_(const Tensor& self, const Scalar& other) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return fmod(s, other); });
+}
+// As PyTorch, whether the result fits self is checked before the kernel refuses a float type.
+Tensor bitwise_(const Tensor& self, const Tensor& other, BitwiseOp op) {
+  check_castable(result_type(self, other), self);
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return bitwise(s, other, op); });
+}
+Tensor bitwise_(const Tensor& self, const Scalar& other, BitwiseOp op) {
+  check_castable(result_type(self, other), self);
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return bitwise(s, other, op); });
+}
+Tensor bitwise_not_(const Tensor& self) {
+  return apply_inplace(self, nullptr, false, [](const Tensor& s) { return bitwise_not(s); });
 }
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });

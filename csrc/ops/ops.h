@@ -50,6 +50,29 @@ Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor rpow(const Tensor& a, const Scalar& b);  // b ** a
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// Division rounded down (floor_divide, //), the remainder with the divisor's sign (remainder, %),
+// and with the dividend's sign (fmod). Integer division by zero raises, as PyTorch.
+// floor_divide has no derivative: backward through it raises, naming `aten_op` (PyTorch's in-place
+// form names itself, "aten::floor_divide_").
+Tensor floor_divide(const Tensor& a, const Tensor& b, const char* aten_op = "aten::floor_divide");
+Tensor floor_divide(const Tensor& a, const Scalar& b, const char* aten_op = "aten::floor_divide");
+Tensor rfloor_divide(const Tensor& a, const Scalar& b);  // b // a
+Tensor remainder(const Tensor& a, const Tensor& b);
+Tensor remainder(const Tensor& a, const Scalar& b);
+Tensor rremainder(const Tensor& a, const Scalar& b);  // b % a
+Tensor fmod(const Tensor& a, const Tensor& b);
+Tensor fmod(const Tensor& a, const Scalar& b);
+// a / b rounded down or toward zero (div's rounding_mode "floor", "trunc"): piecewise constant, its
+// gradient is zero (but, as in PyTorch, it is recorded: DivBackward2).
+enum class Rounding { Floor, Trunc };
+Tensor div(const Tensor& a, const Tensor& b, Rounding rounding);
+Tensor div(const Tensor& a, const Scalar& b, Rounding rounding);
+
+// & | ^ and ~ of bool and integer tensors.
+enum class BitwiseOp { And, Or, Xor };
+Tensor bitwise(const Tensor& a, const Tensor& b, BitwiseOp op);
+Tensor bitwise(const Tensor& a, const Scalar& b, BitwiseOp op);
+Tensor bitwise_not(const Tensor& x);
 
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 Tensor compare(const Tensor& a, const Tensor& b, CompareOp op);
@@ -82,6 +105,15 @@ Tensor mul_(const Tensor& self, const Scalar& other);
 Tensor div_(const Tensor& self, const Scalar& other);
 Tensor pow_(const Tensor& self, const Tensor& exponent);
 Tensor pow_(const Tensor& self, const Scalar& exponent);
+Tensor floor_divide_(const Tensor& self, const Tensor& other);
+Tensor floor_divide_(const Tensor& self, const Scalar& other);
+Tensor remainder_(const Tensor& self, const Tensor& other);
+Tensor remainder_(const Tensor& self, const Scalar& other);
+Tensor fmod_(const Tensor& self, const Tensor& other);
+Tensor fmod_(const Tensor& self, const Scalar& other);
+Tensor bitwise_(const Tensor& self, const Tensor& other, BitwiseOp op);
+Tensor bitwise_(const Tensor& self, const Scalar& other, BitwiseOp op);
+Tensor bitwise_not_(const Tensor& self);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor fill_(const Tensor& self, const Scalar& value);
 Tensor fill_(const Tensor& self, const Tensor& value);

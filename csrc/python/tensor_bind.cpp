@@ -348,6 +348,17 @@ void bind_tensor(py::module_& m) {
       .def("__imul__", &slot_method<nb_inplace_multiply>)
       .def("__itruediv__", &slot_method<nb_inplace_true_divide>)
       .def("__ipow__", binary([](const Tensor& a, const auto& b) { return pow_(a, b); }))
+      .def("__floordiv__", binary([](const Tensor& a, const auto& b) { return floor_divide(a, b); }))
+      .def("__rfloordiv__", reflected([](const Tensor& a, const Scalar& s) { return rfloor_divide(a, s); }))
+      .def("__ifloordiv__", binary([](const Tensor& a, const auto& b) { return floor_divide_(a, b); }))
+      .def("__mod__", binary([](const Tensor& a, const auto& b) { return remainder(a, b); }))
+      .def("__rmod__", reflected([](const Tensor& a, const Scalar& s) { return rremainder(a, s); }))
+      .def("__imod__", binary([](const Tensor& a, const auto& b) { return remainder_(a, b); }))
+      .def("__invert__", [](const Tensor& a) {
+        if (is_floating(a->dtype))
+          throw TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+        return bitwise_not(a);
+      })
       .def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
         const Tensor* t = tensor_of(b.ptr());
         return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();
@@ -360,6 +371,15 @@ void bind_tensor(py::module_& m) {
       .def("__ge__", comparison(CompareOp::Ge))
       .def("__eq__", comparison(CompareOp::Eq))
       .def("__ne__", comparison(CompareOp::Ne));
+  // & | ^ are commutative: the reflected form is the same op.
+  for (auto [name, op] :
+       {std::pair{"and", BitwiseOp::And}, std::pair{"or", BitwiseOp::Or}, std::pair{"xor", BitwiseOp::Xor}}) {
+    auto out_of_place = binary([op = op](const Tensor& a, const auto& b) { return bitwise(a, b, op); });
+    auto in_place = binary([op = op](const Tensor& a, const auto& b) { return bitwise_(a, b, op); });
+    cls.def(cat("__", name, "__").c_str(), out_of_place);
+    cls.def(cat("__r", name, "__").c_str(), out_of_place);
+    cls.def(cat("__i", name, "__").c_str(), in_place);
+  }
   // After the operator methods: defining them set the slots to CPython's generic method callers.
   PyNumberMethods* number = tensor_type->tp_as_number;
   number->nb_add = nb_add;
@@ -382,6 +402,27 @@ void bind_tensor(py::module_& m) {
   m.def("sub_", named_binary("sub_", [](const Tensor& a, const auto& b) { return sub_(a, b); }));
   m.def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }));
   m.def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }));
+  m.def("div_floor", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Floor); }));
+  m.def("div_trunc", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Trunc); }));
+  m.def("floor_divide",
+        named_binary("floor_divide", [](const Tensor& a, const auto& b) { return floor_divide(a, b); }));
+  m.def("remainder", named_binary("remainder", [](const Tensor& a, const auto& b) { return remainder(a, b); }));
+  m.def("fmod", named_binary("fmod", [](const Tensor& a, const auto& b) { return fmod(a, b); }));
+  // number // x and number % x, for fastgrad.floor_divide(5, x) and fastgrad.remainder(5, x).
+  m.def("rfloor_divide", reflected([](const Tensor& a, const Scalar& s) { return rfloor_divide(a, s); }));
+  m.def("rremainder", reflected([](const Tensor& a, const Scalar& s) { return rremainder(a, s); }));
+  m.def("floor_divide_",
+        named_binary("floor_divide_", [](const Tensor& a, const auto& b) { return floor_divide_(a, b); }));
+  m.def("remainder_", named_binary("remainder_", [](const Tensor& a, const auto& b) { return remainder_(a, b); }));
+  m.def("fmod_", named_binary("fmod_", [](const Tensor& a, const auto& b) { return fmod_(a, b); }));
+  for (auto [op, name, inplace] : {std::tuple{BitwiseOp::And, "bitwise_and", "bitwise_and_"},
+                                   std::tuple{BitwiseOp::Or, "bitwise_or", "bitwise_or_"},
+                                   std::tuple{BitwiseOp::Xor, "bitwise_xor", "bitwise_xor_"}}) {
+    m.def(name, named_binary(name, [op = op](const Tensor& a, const auto& b) { return bitwise(a, b, op); }));
+    m.def(inplace, named_binary(inplace, [op = op](const Tensor& a, const auto& b) { return bitwise_(a, b, op); }));
+  }
+  m.def("bitwise_not", [](const Tensor& x) { return bitwise_not(x); });
+  m.def("bitwise_not_", [](const Tensor& x) { return bitwise_not_(x); });
   // Named comparisons (fastgrad.lt(x, y), x.lt(y)); the operators return NotImplemented instead.
   for (auto [name, op] : {std::pair{"lt", CompareOp::Lt}, std::pair{"le", CompareOp::Le}, std::pair{"gt", CompareOp::Gt},
                           std::pair{"ge", CompareOp::Ge}, std::pair{"eq", CompareOp::Eq}, std::pair{"ne", CompareOp::Ne}})

@@ -12,6 +12,8 @@ MODULE = """
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
     add sub mul div pow neg negative abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip
     maximum minimum where lt le gt ge eq ne equal allclose isclose
+    floor_divide remainder fmod bitwise_and bitwise_or bitwise_xor bitwise_not
+    logical_and logical_or logical_xor logical_not
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax
     matmul mm bmm mv dot
     reshape flatten squeeze unsqueeze transpose swapaxes permute t cat concat concatenate stack clone
@@ -26,15 +28,19 @@ TENSOR = """
     register_hook register_post_accumulate_grad_hook
     add sub mul div pow neg abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip maximum minimum where
     lt le gt ge eq ne equal allclose isclose
+    floor_divide remainder fmod bitwise_and bitwise_or bitwise_xor bitwise_not
+    logical_and logical_or logical_xor logical_not
     sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax matmul mm bmm mv dot
     reshape view view_as reshape_as flatten squeeze unsqueeze transpose swapaxes permute t expand expand_as
     add_ sub_ mul_ div_ pow_ zero_ fill_ copy_ clamp_ clip_
+    floor_divide_ remainder_ fmod_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_
     split chunk masked_fill masked_fill_ all any gather is_floating_point
     new_zeros new_ones new_full new_empty new_tensor uniform_ normal_
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
     __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ __matmul__
     __neg__ __abs__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__
-    __ipow__
+    __ipow__ __floordiv__ __rfloordiv__ __ifloordiv__ __mod__ __rmod__ __imod__ __and__ __rand__ __iand__
+    __or__ __ror__ __ior__ __xor__ __rxor__ __ixor__ __invert__
 """.split()
 
 # Intentional differences: names only one implementation has, and why.

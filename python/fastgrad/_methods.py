@@ -332,9 +332,12 @@ def mul(input, other, *, out=None):
 
 @method
 def div(input, other, *, rounding_mode=None, out=None):
-    if rounding_mode is not None:
-        raise NotImplementedError("div(rounding_mode=...) is not supported")
-    return _with_out(_prims.div(input, other), out)
+    if rounding_mode is None:
+        return _with_out(_prims.div(input, other), out)
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                           f"'{rounding_mode}'")
+    return _with_out(getattr(_prims, f"div_{rounding_mode}")(input, other), out)
 
 
 @method
@@ -342,6 +345,67 @@ def pow(input, exponent, *, out=None):
     if not isinstance(input, Tensor):  # fastgrad.pow(2, x)
         return _with_out(_prims.rpow(exponent, input), out)
     return _with_out(_prims.pow(input, exponent), out)
+
+
+def _number_first(reflected, name, number, tensor):
+    """fastgrad.<name>(number, tensor): `reflected` computes number op tensor."""
+    result = reflected(tensor, number) if isinstance(tensor, Tensor) else NotImplemented
+    if result is NotImplemented:
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(number).__name__}")
+    return result
+
+
+@method
+def floor_divide(input, other, *, out=None):
+    if not isinstance(input, Tensor):
+        return _with_out(_number_first(_prims.rfloor_divide, "floor_divide", input, other), out)
+    return _with_out(_prims.floor_divide(input, other), out)
+
+
+@method
+def remainder(input, other, *, out=None):
+    if not isinstance(input, Tensor):
+        return _with_out(_number_first(_prims.rremainder, "remainder", input, other), out)
+    return _with_out(_prims.remainder(input, other), out)
+
+
+def _bitwise_form(name):
+    """fastgrad.<name>(input, other) for & | ^; commutative, so a number may come first."""
+    primitive = getattr(_prims, name)
+
+    def op(input, other, *, out=None):
+        if not isinstance(input, Tensor) and isinstance(other, Tensor):
+            input, other = other, input
+        return _with_out(primitive(input, other), out)
+
+    op.__name__ = name
+    return method(op)
+
+
+for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
+    _bitwise_form(_name)
+
+
+def _logical_form(name, bitwise):
+    """fastgrad.logical_<op>(input, other): the bitwise op of the operands' truth values (tensors only)."""
+    def op(input, other, *, out=None):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, "
+                            f"not {builtins.type(other).__name__}")
+        return _with_out(bitwise(_prims.to_dtype(input, bool_), _prims.to_dtype(other, bool_)), out)
+
+    op.__name__ = name
+    return method(op)
+
+
+for _name, _bitwise in [("logical_and", _prims.bitwise_and), ("logical_or", _prims.bitwise_or),
+                        ("logical_xor", _prims.bitwise_xor)]:
+    _logical_form(_name, _bitwise)
+
+
+@method
+def logical_not(input, *, out=None):
+    return _with_out(_prims.bitwise_not(_prims.to_dtype(input, bool_)), out)
 
 
 def _with_out_form(name):
@@ -355,8 +419,9 @@ def _with_out_form(name):
     return method(op)
 
 
-for _name in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "sign"]:
+for _name in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "sign", "bitwise_not"]:
     _with_out_form(_name)
+_with_out_form("fmod")  # unlike remainder, no number first
 negative = FUNCTIONS["negative"] = FUNCTIONS["neg"]
 
 
@@ -431,6 +496,21 @@ def _inplace_with_alpha(primitive):
 
 METHODS["add_"] = _inplace_with_alpha(_prims.add_)
 METHODS["sub_"] = _inplace_with_alpha(_prims.sub_)
+
+
+def _inplace_form(name):
+    """Tensor.<name>(...) for the in-place primitive _prims.<name>."""
+    primitive = getattr(_prims, name)
+
+    def op(self, *args):
+        return primitive(self, *args)
+
+    op.__name__ = name
+    return method(op, function=False)
+
+
+for _name in ["floor_divide_", "remainder_", "fmod_", "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_not_"]:
+    _inplace_form(_name)
 
 
 def clamp_(self, min=None, max=None):

@@ -9,7 +9,7 @@ import math
 import operator
 
 from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64
-from ._autograd import Function
+from ._autograd import Function, gradient_edge
 from ._storage import cast, cast_scalar
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
 
@@ -400,6 +400,228 @@ class WhereBackward0(Function):
 
 def where(condition, a, b):
     return WhereBackward0.run(a, b, condition=condition)
+
+
+# ---- division rounded down (floor_divide), and what it leaves: remainder (the divisor's sign) and
+# fmod (the dividend's sign, C's %), computed as the core computes them in each dtype. Integer
+# division by zero raises (PyTorch's message is the bare name).
+
+def _rounding(dtype):
+    """Rounds a step's result to `dtype`, as the core's arithmetic in that dtype does."""
+    return (lambda v: cast([v], float64, float32)[0]) if dtype is float32 else (lambda v: v)
+
+
+def _check_divisor(y):
+    if y == 0:
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _ieee_fmod(x, y):
+    return math.nan if y == 0 or math.isinf(x) else math.fmod(x, y)
+
+
+def _whole(fn, v):
+    """math.floor / math.trunc as C's, which keep infinities, NaN and the sign of zero."""
+    return math.copysign(float(fn(v)), v) if math.isfinite(v) else v
+
+
+def _fmod_in(dtype):
+    if dtype is not int64:
+        return _ieee_fmod
+
+    def fmod(x, y):
+        _check_divisor(y)
+        return builtins.abs(x) % builtins.abs(y) * (1 if x >= 0 else -1)
+
+    return fmod
+
+
+def _remainder_in(dtype):
+    fmod = _fmod_in(dtype)
+
+    def remainder(x, y):
+        r = fmod(x, y)
+        return r + y if r != 0 and (r < 0) != (y < 0) else r
+
+    return remainder
+
+
+def _floor_divide_in(dtype):
+    if dtype is int64:
+        def floor_divide(x, y):
+            _check_divisor(y)
+            return x // y  # INT64_MIN // -1 wraps in the storage
+
+        return floor_divide
+    r = _rounding(dtype)
+
+    def floor_divide(x, y):
+        if y == 0:
+            return ieee_div(x, y)
+        # (x - fmod(x, y)) / y is a whole number up to rounding: floored, or rounded up where rounding left
+        # it just below one.
+        mod = _ieee_fmod(x, y)
+        div = r(ieee_div(r(x - mod), y))
+        if mod != 0 and (y < 0) != (mod < 0):
+            div = r(div - 1)
+        if div == 0:
+            return math.copysign(0.0, ieee_div(x, y))
+        floored = _whole(math.floor, div)
+        return floored + 1 if div - floored > 0.5 else floored
+
+    return floor_divide
+
+
+def _trunc_divide_in(dtype):
+    if dtype is int64:
+        def trunc_divide(x, y):
+            _check_divisor(y)
+            quotient = builtins.abs(x) // builtins.abs(y)
+            return quotient if (x >= 0) == (y > 0) else -quotient  # INT64_MIN / -1 wraps in the storage
+
+        return trunc_divide
+    r = _rounding(dtype)
+    return lambda x, y: _whole(math.trunc, r(ieee_div(x, y)))
+
+
+def _division(values_in, kernel, a, b, reversed=False):
+    """a op b (b a tensor or a number) in the promoted dtype, which PyTorch's kernels (named `kernel`)
+    refuse for bool; `reversed` computes b op a for a number b."""
+    if isinstance(b, Tensor):
+        broadcast_shapes(a._shape, b._shape)  # checked first, as PyTorch
+    dtype = result_type(a, b)
+    if dtype is bool_:
+        raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for 'Bool'")
+    fn = values_in(dtype)
+    return elementwise((lambda x, y: fn(y, x)) if reversed else fn, a, b, dtype)
+
+
+class DivBackward2(Function):
+    """a / b rounded down or toward zero (div's rounding_mode "floor", "trunc"): piecewise constant,
+    its gradient is zero (but, as in PyTorch, it is recorded)."""
+
+    def forward(self, a, b, rounding_mode):
+        if rounding_mode == "floor":
+            return _division(_floor_divide_in, "div_floor", a, b)
+        return _division(_trunc_divide_in, "div_trunc", a, b)
+
+    def backward(self, g):
+        return tuple(full(self.inputs[i][0], 0, self.inputs[i][1]) if self.needs_input_grad(i) else None
+                     for i in range(len(self.next_edges)))
+
+
+class NoDerivative(Function):
+    """An op PyTorch has no derivative for (floor_divide, number % tensor): the result requires grad,
+    and backward through it raises. As PyTorch's, the node has edges only to the inputs that require grad."""
+    op = ""
+
+    def connect(self, inputs, edges=None):
+        return super().connect(inputs, [gradient_edge(x) for x in inputs if isinstance(x, Tensor) and x.requires_grad])
+
+    def name(self):
+        return "torch::autograd::NotImplemented"
+
+    def backward(self, g):
+        raise RuntimeError(f"derivative for {self.op} is not implemented")
+
+
+class FloorDivide(NoDerivative):
+    op = "aten::floor_divide"
+
+    def forward(self, a, b):
+        return _division(_floor_divide_in, "div_floor", a, b)
+
+
+class FloorDivideInPlace(FloorDivide):
+    """a //= b: PyTorch's error names the in-place op."""
+    op = "aten::floor_divide_"
+
+
+class RFloorDivide(FloorDivide):
+    """number // x"""
+
+    def forward(self, x, number):
+        return _division(_floor_divide_in, "div_floor", x, number, reversed=True)
+
+
+class RRemainder(NoDerivative):
+    """number % x"""
+    op = "aten::remainder"
+
+    def forward(self, x, number):
+        return _division(_remainder_in, "remainder", x, number, reversed=True)
+
+
+class RemainderBackward0(Function):
+    """x % number: the gradient passes unchanged."""
+    values_in, kernel = staticmethod(_remainder_in), "remainder"
+    scalar_edge = False
+
+    def forward(self, x, number):
+        return _division(self.values_in, self.kernel, x, number)
+
+    def backward(self, g):
+        return g
+
+
+class FmodBackward0(RemainderBackward0):
+    """fmod(x, number)"""
+    values_in, kernel = staticmethod(_fmod_in), "fmod"
+
+
+class RemainderBackward1(Function):
+    """a - b * q for q = a / b rounded down: the gradient is g for a and -g * q for b."""
+    values_in, kernel, rounding_mode = staticmethod(_remainder_in), "remainder", "floor"
+
+    def forward(self, a, b):
+        self.save(a)
+        self.save(b)
+        return _division(self.values_in, self.kernel, a, b)
+
+    def backward(self, g):
+        gb = None
+        if self.needs_input_grad(1):  # only then are the operands read (and checked for in-place changes)
+            quotient = DivBackward2.run(self.unpack(0), self.unpack(1), rounding_mode=self.rounding_mode)
+            gb = self.reduce(1, -(g * quotient))
+        return self.reduce(0, g) if self.needs_input_grad(0) else None, gb
+
+
+class FmodBackward1(RemainderBackward1):
+    """a - b * q for q = a / b rounded toward zero."""
+    values_in, kernel, rounding_mode = staticmethod(_fmod_in), "fmod", "trunc"
+
+
+def remainder(a, b):
+    return (RemainderBackward1 if isinstance(b, Tensor) else RemainderBackward0).run(a, b)
+
+
+def fmod(a, b):
+    return (FmodBackward1 if isinstance(b, Tensor) else FmodBackward0).run(a, b)
+
+
+# ---- bitwise ops: bool and integer tensors only (so never recorded: they cannot require grad)
+
+def _check_bitwise_dtype(name, dtype):
+    if dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
+
+
+class Bitwise(Function):
+    """a & b, a | b, a ^ b: `name` is bitwise_and, bitwise_or or bitwise_xor."""
+    OPS = {"bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
+
+    def forward(self, a, b, name):
+        if isinstance(b, Tensor):
+            broadcast_shapes(a._shape, b._shape)  # checked first, as PyTorch
+        dtype = result_type(a, b)
+        _check_bitwise_dtype(name, dtype)
+        return elementwise(self.OPS[name], a, b, dtype)
+
+
+class BitwiseNot(Function):
+    def forward(self, x):
+        _check_bitwise_dtype("bitwise_not", x._dtype)
+        return unary(operator.not_ if x._dtype is bool_ else operator.invert, x, x._dtype)
 
 
 # ---- predicates (no gradient)

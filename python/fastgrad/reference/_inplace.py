@@ -6,8 +6,9 @@ the storage's version, which is how a stale saved tensor is detected in backward
 from .._types import bool as bool_, int64
 from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, set_history,
                         should_record, view_without_history_error)
-from ._elementwise import (AddBackward0, ClampBackward1, DivBackward0, MulBackward0, PowBackward0, PowBackward1,
-                           SubBackward0, clone, contiguous, where, zeros_like)
+from ._elementwise import (AddBackward0, Bitwise, BitwiseNot, ClampBackward1, DivBackward0, FloorDivideInPlace,
+                           FmodBackward0, FmodBackward1, MulBackward0, PowBackward0, PowBackward1, RemainderBackward0,
+                           RemainderBackward1, SubBackward0, clone, contiguous, result_type, where, zeros_like)
 from ._shape import as_strided, expand
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
@@ -142,6 +143,13 @@ def _snapshot(self):
     return copy
 
 
+def _check_castable(dtype, self):
+    """An in-place result must fit self's dtype: an integer may land in a float tensor, not the reverse."""
+    if _CATEGORY.get(dtype, 2) > _CATEGORY.get(self._dtype, 2):
+        raise RuntimeError(f"result type {SCALAR_TYPE_NAME[dtype]} can't be cast to the desired output "
+                           f"type {SCALAR_TYPE_NAME[self._dtype]}")
+
+
 def _apply_inplace(node_class, self, operands, reads_self, **params):
     """self = op(self, *operands), op being the out-of-place op recorded by `node_class`. When its
     backward reads self's old values, it runs on a snapshot, so that overwriting self does not
@@ -152,9 +160,7 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
         assert_no_partial_overlap(self, operand)
     recording = should_record((self, *operands))
     result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
-    if _CATEGORY.get(result._dtype, 2) > _CATEGORY.get(self._dtype, 2):
-        raise RuntimeError(f"result type {SCALAR_TYPE_NAME[result._dtype]} can't be cast to the desired output "
-                           f"type {SCALAR_TYPE_NAME[self._dtype]}")
+    _check_castable(result._dtype, self)
     if result._shape != self._shape:
         raise RuntimeError(f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape "
                            f"{shape_str(result._shape)}")
@@ -184,6 +190,30 @@ def div_(self, other):
 def pow_(self, exponent):
     node_class = PowBackward1 if isinstance(exponent, Tensor) else PowBackward0
     return _apply_inplace(node_class, self, (exponent,), True)
+
+
+def floor_divide_(self, other):
+    return _apply_inplace(FloorDivideInPlace, self, (other,), False)
+
+
+def remainder_(self, other):
+    is_tensor = isinstance(other, Tensor)
+    return _apply_inplace(RemainderBackward1 if is_tensor else RemainderBackward0, self, (other,), is_tensor)
+
+
+def fmod_(self, other):
+    is_tensor = isinstance(other, Tensor)
+    return _apply_inplace(FmodBackward1 if is_tensor else FmodBackward0, self, (other,), is_tensor)
+
+
+def bitwise_(self, other, name):
+    """As PyTorch, whether the result fits self is checked before the kernel refuses a float type."""
+    _check_castable(result_type(self, other), self)
+    return _apply_inplace(Bitwise, self, (other,), False, name=name)
+
+
+def bitwise_not_(self):
+    return _apply_inplace(BitwiseNot, self, (), False)
 
 
 def clamp_(self, min, max):

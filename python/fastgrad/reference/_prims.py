@@ -7,6 +7,7 @@ type (mul_, div_, contiguous, backward, x[key]), and checks arguments where pybi
 would refuse them.
 """
 import builtins
+import functools
 import math
 import operator
 
@@ -122,6 +123,12 @@ add, sub, mul, div, add_, sub_, mul_, div_ = (_named(name, op) for name, op in [
     ("div", ew.DivBackward0.run), ("add_", _inplace.add_), ("sub_", _inplace.sub_), ("mul_", _inplace.mul_),
     ("div_", _inplace.div_)])
 pow = _named("pow", ew.pow, "exponent")
+floor_divide, remainder, fmod, floor_divide_, remainder_, fmod_ = (_named(name, op) for name, op in [
+    ("floor_divide", ew.FloorDivide.run), ("remainder", ew.remainder), ("fmod", ew.fmod),
+    ("floor_divide_", _inplace.floor_divide_), ("remainder_", _inplace.remainder_), ("fmod_", _inplace.fmod_)])
+rfloor_divide, rremainder = _operator(ew.RFloorDivide.run, True), _operator(ew.RRemainder.run, True)
+div_floor, div_trunc = (_named("div", functools.partial(ew.DivBackward2.run, rounding_mode=mode))
+                        for mode in ("floor", "trunc"))
 pow_ = _named("pow_", _inplace.pow_, "exponent")
 _COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
 lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISONS)
@@ -136,6 +143,12 @@ def _rtruediv(a, b):
     if is_ndarray(b):
         return ew.rdiv(a, 1.0) * b
     return _rdiv_numbers(a, b)
+
+
+def _invert(x):
+    if x._dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return ew.BitwiseNot.run(x)
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False):
@@ -154,12 +167,23 @@ for _name, _value in {
     "__itruediv__": _operator(_inplace.div_), "__ipow__": _operator(_inplace.pow_), "mul_": mul_, "div_": div_,
     "pow_": pow_,
     **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS}, "__eq__": _equal_operator,
+    "__floordiv__": _operator(ew.FloorDivide.run), "__rfloordiv__": rfloor_divide,
+    "__ifloordiv__": _operator(_inplace.floor_divide_), "__mod__": _operator(ew.remainder), "__rmod__": rremainder,
+    "__imod__": _operator(_inplace.remainder_), "__invert__": _invert,
     "__neg__": lambda x: ew.NegBackward0.run(x), "__abs__": lambda x: ew.AbsBackward0.run(x),
     "__matmul__": lambda a, b: _matmul.matmul(a, b) if isinstance(b, Tensor) else NotImplemented,
     "__getitem__": _index.getitem, "__setitem__": _index.setitem,
     "contiguous": ew.contiguous, "backward": backward,
 }.items():
     setattr(Tensor, _name, _value)
+
+for _op, _name in {"and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor"}.items():
+    _out_of_place = functools.partial(ew.Bitwise.run, name=_name)
+    _in_place = functools.partial(_inplace.bitwise_, name=_name)
+    globals()[_name], globals()[f"{_name}_"] = _named(_name, _out_of_place), _named(f"{_name}_", _in_place)
+    # & | ^ are commutative: the reflected operator is the same op
+    for _dunder, _fn in [(f"__{_op}__", _out_of_place), (f"__r{_op}__", _out_of_place), (f"__i{_op}__", _in_place)]:
+        setattr(Tensor, _dunder, _operator(_fn))
 
 
 # ---- module functions
@@ -180,13 +204,14 @@ for _name, _op in {
     "neg": ew.NegBackward0.run, "abs": ew.AbsBackward0.run, "exp": ew.ExpBackward0.run, "log": ew.LogBackward0.run,
     "sqrt": ew.SqrtBackward0.run, "sin": ew.SinBackward0.run, "cos": ew.CosBackward0.run,
     "tanh": ew.TanhBackward0.run, "sigmoid": ew.SigmoidBackward0.run, "relu": ew.ReluBackward0.run,
-    "sign": ew.sign, "maximum": ew.MaximumBackward0.run, "minimum": ew.MinimumBackward0.run,
+    "sign": ew.sign, "bitwise_not": ew.BitwiseNot.run, "maximum": ew.MaximumBackward0.run,
+    "minimum": ew.MinimumBackward0.run,
     "matmul": _matmul.matmul, "mm": _matmul.mm, "bmm": _matmul.bmm, "mv": _matmul.mv, "dot": _matmul.dot,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
-clamp_, zero_, copy_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_
+clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_
 mean, var, std, norm = _reduce.mean, _reduce.var, _reduce.std, _reduce.norm
 amax, amin, max_all, min_all, max_dim, min_dim = (_reduce.amax, _reduce.amin, _reduce.max_all, _reduce.min_all,
                                                   _reduce.max_dim, _reduce.min_dim)
