@@ -81,7 +81,9 @@ class Program:
     def source(self):
         body = [leaf.source() for leaf in self.leaves] + list(self.lines)
         body += [f"loss = sum((v * w(i, v)).sum() for i, v in enumerate([{', '.join(self.floats)}]))"
-                 "  # w: loss_weight", "loss.backward()"]
+                 "  # w: loss_weight",
+                 "if getattr(loss, 'requires_grad', False):  # (run() does not call backward otherwise)",
+                 "    loss.backward()"]
         return "\n".join(body)
 
     def __repr__(self):
@@ -334,6 +336,10 @@ DIFFERENCES = [
      "PyTorch's fused backward refuses", lambda program, ours, theirs: ours.error is None
      and _raised_at(theirs, "modified by an inplace operation") and theirs.error[0] == "backward"
      and any(op.template.startswith(COMPOSED_LOSSES) for op in program.ops)),
+    ("an op on a view made under no_grad whose memory was written since, when the op also has another error (a "
+     "dtype it refuses): PyTorch reports the view first (its autograd layer runs before the kernel), fastgrad the "
+     "other error", lambda program, ours, theirs: _raised_at(theirs, "its base or another view of its base has been")
+     and ours.error is not None and ours.error[0] == theirs.error[0]),
     ("results of elementwise ops and reductions are contiguous in fastgrad; PyTorch gives them the layout of a "
      "non-contiguous input (x.t() + 2 is stored transposed), so whether a later .view() of them is possible "
      "can differ", _layout_dependent_view),
@@ -576,6 +582,12 @@ class Gen:
         t = self.ns[name]
         return tuple(t.shape), dtype_name(t.dtype)
 
+    def _is_leaf_requiring_grad(self, name):
+        try:
+            return self.tensor(name).is_leaf and self.tensor(name).requires_grad
+        except RuntimeError:  # a view made under no_grad whose memory was written since: is_leaf raises
+            return False
+
     def run(self, line):
         """Adds a line to the program, running it on fastgrad; returns False if it raised."""
         self.program.lines.append(line)
@@ -649,7 +661,7 @@ class Gen:
                 continue
             shape, dtype = self.meta(name)
             if dtype in dtypes and (accept is None or accept(shape)):
-                if not target or not self.tensor(name).is_leaf or not self.tensor(name).requires_grad:
+                if not target or not self._is_leaf_requiring_grad(name):
                     candidates.append(name)
         if candidates and not self.rarely(12):
             return candidates[-1] if self.draw(st.booleans()) else self.choice(candidates)
@@ -1138,11 +1150,11 @@ op("{a}[{key}] = {value}", statement=True, weight=3, a=tensor(ANY, target=True),
    value=setitem_value("a", "key"))
 # in place, on non-leaves (the drawer also picks the odd leaf that requires grad: an error)
 for _t in ["{a}.add_({b})", "{a} += {b}", "{a}.sub_({b})", "{a}.mul_({b})", "{a} *= {b}", "{a}.div_({b})",
-           "{a} /= {b}", "{a} //= {b}", "{a} %= {b}", "{a}.fmod_({b})", "{a} &= {b}"]:
+           "{a} /= {b}", "{a} //= {b}", "{a} %= {b}", "{a}.fmod_({b})", "{a} &= {b}", "{a} |= {b}", "{a} ^= {b}"]:
     op(_t, statement=True, a=tensor(NUM, target=True), b=partner("a", into=True))
 op("{a}.copy_({b})", statement=True, a=tensor(ANY, target=True), b=partner("a", into=True, not_itself=True))
 for _t in ["{a}.add_({s})", "{a} -= {s}", "{a}.mul_({s})", "{a}.div_({s})", "{a}.floor_divide_({s})", "{a} %= {s}",
-           "{a} |= {s}"]:
+           "{a} |= {s}", "{a} &= {s}", "{a} ^= {s}"]:
     op(_t, statement=True, a=tensor(NUM, target=True), s=scalar())
 op("{a}.fill_({s})", statement=True, a=tensor(ANY, target=True), s=scalar())
 op("{a}.zero_()", statement=True, a=tensor(ANY, target=True))
@@ -1152,11 +1164,10 @@ op("{a}.clamp_({lo}, {hi})", statement=True, a=tensor(target=True), lo=options("
 op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
 op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
 op("{a} @= {b}", statement=True, a=tensor(target=True), b=matmul_partner("a"))
-# (// % & | ^ and their augmented forms join when the tensor operators exist)
 
 # numpy scalars and arrays on either side of an operator. numpy on the left may hand back an ndarray
 # (PyTorch's result too, for a tensor that does not require grad): as_tensor makes it a value.
-for _t in ["+", "-", "*", "/", "**", "<", "<=", "==", "!=", ">", "@"]:
+for _t in ["+", "-", "*", "/", "**", "//", "%", "&", "|", "^", "<", "<=", "==", "!=", ">", "@"]:
     op(f"{{a}} {_t} {{n}}", a=tensor(ANY), n=numpy_operand("a"))
     op(f"torch.as_tensor({{n}} {_t} {{a}})", a=tensor(ANY), n=numpy_operand("a"))
 
