@@ -315,8 +315,8 @@ def _layout_dependent_view(program, ours, theirs):
     return program.ops[line].template.startswith("{a}.view(") and (other.error is None or other.error[0] != line)
 
 
-COMPOSED_LOSSES = tuple(f"torch.nn.functional.{name}(" for name in
-                        ("mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"))
+COMPOSED_FUNCTIONS = tuple(f"torch.nn.functional.{name}(" for name in
+                           ("leaky_relu", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"))
 
 
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
@@ -330,12 +330,12 @@ DIFFERENCES = [
      "fastgrad only", lambda program, ours, theirs: theirs.error is None and ours.error is not None
      and ours.error[0] == "backward" and "modified by an inplace operation" in ours.error[2]
      and _uses(program, "{a} @ {b}", "torch.matmul({a}, {b})")),
-    ("mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits are composed of tensor ops, which "
-     "save what they need (input - target, ...), not the loss's input and target themselves: writing into those in "
-     "place after the loss leaves fastgrad's backward valid (it gives the gradient at the values the loss saw), where "
-     "PyTorch's fused backward refuses", lambda program, ours, theirs: ours.error is None
+    ("leaky_relu, mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits are composed of tensor "
+     "ops, which save what they need (input - target, ...), not the function's inputs themselves: writing into those "
+     "in place afterwards leaves fastgrad's backward valid (it gives the gradient at the values the function saw), "
+     "where PyTorch's fused backward refuses", lambda program, ours, theirs: ours.error is None
      and _raised_at(theirs, "modified by an inplace operation") and theirs.error[0] == "backward"
-     and any(op.template.startswith(COMPOSED_LOSSES) for op in program.ops)),
+     and any(op.template.startswith(COMPOSED_FUNCTIONS) for op in program.ops)),
     ("an op on a view made under no_grad whose memory was written since, when the op also has another error (a "
      "dtype it refuses): PyTorch reports the view first (its autograd layer runs before the kernel), fastgrad the "
      "other error", lambda program, ours, theirs: _raised_at(theirs, "its base or another view of its base has been")
