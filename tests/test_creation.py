@@ -207,7 +207,8 @@ def test_bools_whose_bytes_are_not_0_or_1_read_as_true(fg, torch, make):
              "tensor": lambda: lib.tensor(raw.view(bool)),
              "frombuffer_tensor": lambda: lib.tensor(np.frombuffer(raw.tobytes(), dtype=bool).reshape(2, 4)),
              "strided_from_numpy": lambda: lib.from_numpy(raw.view(bool)[:, ::2])}[make]()
-        return (t.long().tolist(), (t == True).tolist(), t.tolist(), t.sum().item(),  # noqa: E712
+        equals_true = (t == True).tolist()  # noqa: E712 -- the == operator with a Python bool
+        return (t.long().tolist(), equals_true, t.tolist(), t.sum().item(),
                 t.float().tolist(), (t == lib.ones_like(t)).all().item(), t.any(dim=0).tolist())
     assert program(fg) == program(torch)
 

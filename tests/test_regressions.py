@@ -251,7 +251,7 @@ def test_unsupported_bool_ops(fg, expr, error):
     ("fg.dot(b1, b1)", "dot"),
 ])
 def test_bool_matrix_products(fg, expr, kernel):
-    b1, b2, b3 = fg.ones(2, dtype=fg.bool), fg.ones(2, 2, dtype=fg.bool), fg.ones(2, 2, 2, dtype=fg.bool)
+    b1, b2, b3 = fg.ones(2, dtype=fg.bool), fg.ones(2, 2, dtype=fg.bool), fg.ones(2, 2, 2, dtype=fg.bool)  # noqa: F841 -- used by eval(expr)
     with pytest.raises(NotImplementedError, match=kernel):
         eval(expr)
 
@@ -428,7 +428,7 @@ def test_backward_checks_what_pytorch_saves(fg, program):
 ])
 def test_in_place_write_into_expanded_tensor(fg, statement):
     # writing twice into one memory location was allowed
-    e, y = fg.zeros(1, 2).expand(3, 2), fg.ones(3, 2)
+    e, y = fg.zeros(1, 2).expand(3, 2), fg.ones(3, 2)  # noqa: F841 -- used by the statement
     with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
         exec(statement)
 
@@ -448,7 +448,7 @@ def test_in_place_fill_of_expanded_tensor_is_allowed(fg, statement):
 def test_reading_memory_being_written(fg, statement, ok):
     # fastgrad copied the source first; PyTorch refuses a partial overlap (and index_put_ any),
     # unless a layout is too irregular to judge
-    x = fg.arange(4.0)
+    x = fg.arange(4.0)  # noqa: F841 -- used by the statement
     if ok:
         exec(statement)
     else:

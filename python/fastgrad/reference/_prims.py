@@ -13,14 +13,15 @@ import operator
 
 from .._types import bool as bool_, float32, float64
 from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
-from ._autograd import (_set_grad_enabled, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled,  # noqa: F401
-                        record_function, run_backward, set_anomaly_enabled)
-from ._autograd import (Function as Node, add_node_hook, add_node_prehook, add_post_accumulate_grad_hook,  # noqa: F401
-                        add_tensor_hook)
+from ._autograd import (  # noqa: F401
+    _set_grad_enabled, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled, record_function, run_backward,
+    set_anomaly_enabled)
+from ._autograd import (  # noqa: F401
+    Function as Node, add_node_hook, add_node_prehook, add_post_accumulate_grad_hook, add_tensor_hook)
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
-from ._tensor import (Tensor, broadcast_shapes, full, is_ndarray, new_tensor, number_or_none, read,  # noqa: F401
-                      shape_str, to_numpy, write)
+from ._tensor import (  # noqa: F401
+    Tensor, broadcast_shapes, full, is_ndarray, new_tensor, number_or_none, read, shape_str, to_numpy, write)
 
 # ---- argument conversion
 
