@@ -5,6 +5,7 @@ long enough to time; the ratio columns are peer time / fastgrad time (> 1: fastg
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/elementwise.py [--repeats 7]
 """
+
 import argparse
 
 import numpy as np
@@ -20,6 +21,7 @@ def libraries():
     libs = {"numpy": (np, lambda x: x), "fastgrad": (fastgrad, fastgrad.from_numpy)}
     try:
         import torch
+
         torch.set_num_threads(1)
         libs["torch"] = (torch, torch.from_numpy)
     except ImportError:
@@ -36,8 +38,13 @@ def main():
     peers = [name for name in libs if name != "fastgrad"]
     print(machine_line(libs["torch"][0] if "torch" in libs else None))
     print()
-    print("| op | elements | " + " | ".join(f"{name} (us)" for name in libs) + " | "
-          + " | ".join(f"{peer} / fastgrad" for peer in peers) + " |")
+    print(
+        "| op | elements | "
+        + " | ".join(f"{name} (us)" for name in libs)
+        + " | "
+        + " | ".join(f"{peer} / fastgrad" for peer in peers)
+        + " |"
+    )
     print("|---" * (2 + len(libs) + len(peers)) + "|")
     rng = np.random.default_rng(0)
     for n in SIZES:

@@ -6,6 +6,7 @@ Goals: at least 90% of numpy for n >= 256, faster than numpy for n <= 64.
 
 OPENBLAS_NUM_THREADS must be set before numpy is imported, hence on the command line.
 """
+
 import argparse
 import os
 import sys
@@ -41,6 +42,7 @@ def main():
         print("warning: OPENBLAS_NUM_THREADS is not 1: numpy may use several threads", file=sys.stderr)
     try:
         import torch
+
         torch.set_num_threads(1)
     except ImportError:
         torch = None
@@ -51,7 +53,7 @@ def main():
     print("| n | fastgrad GFLOP/s | numpy GFLOP/s | torch GFLOP/s | vs numpy | vs torch | goal vs numpy |")
     print("|---|---|---|---|---|---|---|")
     for n in SIZES:
-        flops = 2 * n ** 3
+        flops = 2 * n**3
         rate = {}
         for name, lib in libs.items():
             a, b = operands(lib, n)
@@ -59,8 +61,10 @@ def main():
         vs_numpy = rate["fastgrad"] / rate["numpy"]
         vs_torch = f"{rate['fastgrad'] / rate['torch']:.2f}x" if torch else "-"
         torch_rate = f"{rate['torch']:.1f}" if torch else "-"
-        print(f"| {n} | {rate['fastgrad']:.1f} | {rate['numpy']:.1f} | {torch_rate} | {vs_numpy:.2f}x | {vs_torch} "
-              f"| {goal(n, vs_numpy)} |")
+        print(
+            f"| {n} | {rate['fastgrad']:.1f} | {rate['numpy']:.1f} | {torch_rate} | {vs_numpy:.2f}x | {vs_torch} "
+            f"| {goal(n, vs_numpy)} |"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ and nn.Linear + optim.SGD), on fastgrad, PyTorch, numpy and fastgrad.reference i
 
     python benchmarks/mlp_step.py [--quick]    # = python -m fastgrad.bench --only mlp
 """
+
 import sys
 
 from fastgrad.bench import main

@@ -9,6 +9,7 @@ the cycle collector), and after warm-up the arena and RSS must stay flat: RSS ma
 fails. With --json, the last line of the output is the whole report as one JSON object (the CI
 variant in tests/test_soak.py reads it).
 """
+
 import argparse
 import gc
 import json
@@ -38,8 +39,9 @@ def rss_bytes():
 def snapshot(step, loss):
     gc.collect()  # so that a figure never counts garbage the collector has yet to visit
     stats = graph_stats()
-    return dict(step=step, loss=loss, live_nodes=stats["live_nodes"], arena_bytes=stats["arena_bytes"],
-                rss_bytes=rss_bytes())
+    return dict(
+        step=step, loss=loss, live_nodes=stats["live_nodes"], arena_bytes=stats["arena_bytes"], rss_bytes=rss_bytes()
+    )
 
 
 def soak(steps, every, warmup, seed=0, report=print):
@@ -51,8 +53,10 @@ def soak(steps, every, warmup, seed=0, report=print):
     optimizer = fastgrad.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     rng = np.random.default_rng(seed)
-    batches = [(fastgrad.tensor(rng.standard_normal((64, 32)).astype(np.float32)),
-                fastgrad.tensor(rng.integers(0, 10, 64))) for _ in range(64)]
+    batches = [
+        (fastgrad.tensor(rng.standard_normal((64, 32)).astype(np.float32)), fastgrad.tensor(rng.integers(0, 10, 64)))
+        for _ in range(64)
+    ]
 
     rows = [snapshot(0, None)]
     report(format_row(rows[0]))
@@ -75,16 +79,23 @@ def soak(steps, every, warmup, seed=0, report=print):
             rows.append(snapshot(step, value))
             report(format_row(rows[-1]))
     end = rows[-1]
-    return dict(steps=steps, warmup=warmup, seconds=time.perf_counter() - start, rows=rows, warm=warm,
-                left_after_warmup=left_after_warmup,
-                arena_growth_bytes=end["arena_bytes"] - warm["arena_bytes"],
-                rss_growth_bytes=end["rss_bytes"] - warm["rss_bytes"])
+    return dict(
+        steps=steps,
+        warmup=warmup,
+        seconds=time.perf_counter() - start,
+        rows=rows,
+        warm=warm,
+        left_after_warmup=left_after_warmup,
+        arena_growth_bytes=end["arena_bytes"] - warm["arena_bytes"],
+        rss_growth_bytes=end["rss_bytes"] - warm["rss_bytes"],
+    )
 
 
 def format_row(row):
     loss = "" if row["loss"] is None else f"{row['loss']:.4g}"
-    return (f"{row['step']:>7} {loss:>8} {row['live_nodes']:>10} {row['arena_bytes']:>12} "
-            f"{row['rss_bytes'] / 2**20:>10.2f}")
+    return (
+        f"{row['step']:>7} {loss:>8} {row['live_nodes']:>10} {row['arena_bytes']:>12} {row['rss_bytes'] / 2**20:>10.2f}"
+    )
 
 
 def main(argv=None):
@@ -101,14 +112,24 @@ def main(argv=None):
     print(f"{'step':>7} {'loss':>8} {'live_nodes':>10} {'arena_bytes':>12} {'rss_MiB':>10}")
     out = soak(args.steps, args.every, args.warmup)
     warm, end = out["warm"], out["rows"][-1]
-    print(f"after warm-up (step {warm['step']}): live_nodes {warm['live_nodes']}, arena_bytes {warm['arena_bytes']}, "
-          f"RSS {warm['rss_bytes'] / 2**20:.2f} MiB")
-    print(f"end (step {end['step']}): live_nodes {end['live_nodes']}, arena_bytes {end['arena_bytes']}, "
-          f"RSS {end['rss_bytes'] / 2**20:.2f} MiB")
-    print(f"growth: arena {out['arena_growth_bytes']} B, RSS {out['rss_growth_bytes'] / 2**10:.0f} KiB; "
-          f"most nodes left after a step past warm-up: {out['left_after_warmup']}; {out['seconds']:.1f} s")
-    ok = (out["left_after_warmup"] == 0 and end["live_nodes"] == 0 and out["arena_growth_bytes"] <= 0
-          and out["rss_growth_bytes"] < args.max_rss_growth_mb * 2**20)
+    print(
+        f"after warm-up (step {warm['step']}): live_nodes {warm['live_nodes']}, arena_bytes {warm['arena_bytes']}, "
+        f"RSS {warm['rss_bytes'] / 2**20:.2f} MiB"
+    )
+    print(
+        f"end (step {end['step']}): live_nodes {end['live_nodes']}, arena_bytes {end['arena_bytes']}, "
+        f"RSS {end['rss_bytes'] / 2**20:.2f} MiB"
+    )
+    print(
+        f"growth: arena {out['arena_growth_bytes']} B, RSS {out['rss_growth_bytes'] / 2**10:.0f} KiB; "
+        f"most nodes left after a step past warm-up: {out['left_after_warmup']}; {out['seconds']:.1f} s"
+    )
+    ok = (
+        out["left_after_warmup"] == 0
+        and end["live_nodes"] == 0
+        and out["arena_growth_bytes"] <= 0
+        and out["rss_growth_bytes"] < args.max_rss_growth_mb * 2**20
+    )
     if args.json:
         print(json.dumps(out))
     return 0 if ok else 1

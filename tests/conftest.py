@@ -8,6 +8,7 @@ expectations in the tests are checked.
 
 `torch` is the oracle: real PyTorch, or a clean skip when it is not installed.
 """
+
 import importlib
 import os
 
@@ -38,6 +39,7 @@ def torch():
 # meanwhile. A second lock, taken briefly before the first, keeps a waiting serial test from being
 # starved by the other workers' stream of shared holders. The files live in the run's base
 # temporary directory (each worker's is a folder in it), which pytest deletes a few runs later.
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item):

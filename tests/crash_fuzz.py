@@ -9,6 +9,7 @@ in child processes (`python crash_fuzz.py LOG SEED EXAMPLES`) so that a crash ca
 The child caps its address space (MEMORY_CAP) so that huge shapes end in MemoryError instead of the
 machine swapping; generated tensors themselves stay small.
 """
+
 import inspect
 import os
 import resource
@@ -21,33 +22,154 @@ from fastgrad import _api
 MEMORY_CAP = 3 << 30
 
 # ---- values, each as Python source ---------------------------------------------------------------
-INTS = ["0", "1", "-1", "2", "3", "-2", "5", "2**31 - 1", "2**31", "-2**31 - 1", "2**63 - 1", "-2**63",
-        "2**63", "2**64", "10**30", "-10**30"]
+INTS = [
+    "0",
+    "1",
+    "-1",
+    "2",
+    "3",
+    "-2",
+    "5",
+    "2**31 - 1",
+    "2**31",
+    "-2**31 - 1",
+    "2**63 - 1",
+    "-2**63",
+    "2**63",
+    "2**64",
+    "10**30",
+    "-10**30",
+]
 SMALL_INTS = ["0", "1", "-1", "2", "-2", "3"]
-FLOATS = ["0.0", "-0.0", "0.5", "-1.5", "1e308", "-1e308", "5e-324", "float('nan')", "float('inf')",
-          "float('-inf')", "1e-8"]
+FLOATS = [
+    "0.0",
+    "-0.0",
+    "0.5",
+    "-1.5",
+    "1e308",
+    "-1e308",
+    "5e-324",
+    "float('nan')",
+    "float('inf')",
+    "float('-inf')",
+    "1e-8",
+]
 DTYPES = ["fg.float32", "fg.float64", "fg.int64", "fg.bool", "float", "int", "bool", "'float32'"]
 STRINGS = ["''", "'mean'", "'sum'", "'none'", "'tanh'", "'cpu'", "'cuda'", "'abc'", "'fro'", "'\\x00'"]
 CALLABLES = ["lambda *a, **k: None", "lambda *a, **k: a[0]", "lambda *a, **k: 1 / 0", "lambda *a, **k: 1.5"]
-ODDITIES = ["None", "True", "False", "object()", "fg", "Ellipsis", "slice(None)", "slice(None, None, -1)",
-            "slice(0, 2**63)", "slice(None, None, 0)", "fg.Size([2, 3])", "fg.device('cpu')", "1j", "b'ab'", "{}",
-            "{'lr': 1}", "iter([1, 2])", "range(3)", "np.float32(2)", "np.int64(-1)"] + CALLABLES
-ARRAYS = ["np.ones((2, 3))", "np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::2]", "np.zeros((0, 3))",
-          "np.array(['a'])", "np.array([1 + 2j])", "np.array([None, 1], dtype=object)",
-          "np.ones(3, dtype=np.float16)", "np.ones(3, dtype=np.uint8)", "np.broadcast_to(np.ones(3), (4, 3))",
-          "np.ones((2, 3), order='F')", "np.array(5.0)", "np.ones(4)[::-1]", "np.ones((2, 3), dtype='>f4')"]
-SEQUENCES = ["[]", "()", "[0]", "[1, 0]", "[0, 0]", "(0, -1)", "[2, 3]", "(3, 2)", "[-1]", "[2**63]", "[[]]",
-             "[[1, 2], [3]]", "[1, 'a']", "[1.5, float('nan')]", "[[True, False]]", "[2, -3]", "(0, 1, 2, 3)",
-             "[[1, 2], [3, 4]]", "[[[1.0]]]", "[None]", "(slice(None), None)", "(0, ..., 1)", "[0, 1, 1, 0]"]
+ODDITIES = [
+    "None",
+    "True",
+    "False",
+    "object()",
+    "fg",
+    "Ellipsis",
+    "slice(None)",
+    "slice(None, None, -1)",
+    "slice(0, 2**63)",
+    "slice(None, None, 0)",
+    "fg.Size([2, 3])",
+    "fg.device('cpu')",
+    "1j",
+    "b'ab'",
+    "{}",
+    "{'lr': 1}",
+    "iter([1, 2])",
+    "range(3)",
+    "np.float32(2)",
+    "np.int64(-1)",
+] + CALLABLES
+ARRAYS = [
+    "np.ones((2, 3))",
+    "np.arange(6, dtype=np.int64).reshape(2, 3)[:, ::2]",
+    "np.zeros((0, 3))",
+    "np.array(['a'])",
+    "np.array([1 + 2j])",
+    "np.array([None, 1], dtype=object)",
+    "np.ones(3, dtype=np.float16)",
+    "np.ones(3, dtype=np.uint8)",
+    "np.broadcast_to(np.ones(3), (4, 3))",
+    "np.ones((2, 3), order='F')",
+    "np.array(5.0)",
+    "np.ones(4)[::-1]",
+    "np.ones((2, 3), dtype='>f4')",
+]
+SEQUENCES = [
+    "[]",
+    "()",
+    "[0]",
+    "[1, 0]",
+    "[0, 0]",
+    "(0, -1)",
+    "[2, 3]",
+    "(3, 2)",
+    "[-1]",
+    "[2**63]",
+    "[[]]",
+    "[[1, 2], [3]]",
+    "[1, 'a']",
+    "[1.5, float('nan')]",
+    "[[True, False]]",
+    "[2, -3]",
+    "(0, 1, 2, 3)",
+    "[[1, 2], [3, 4]]",
+    "[[[1.0]]]",
+    "[None]",
+    "(slice(None), None)",
+    "(0, ..., 1)",
+    "[0, 1, 1, 0]",
+]
 
-SHAPES = ["()", "(0,)", "(1,)", "(3,)", "(2, 3)", "(3, 3)", "(0, 3)", "(2, 0, 3)", "(1, 3, 1)", "(2, 3, 4)",
-          "(2, 1, 2, 2)"]
+SHAPES = [
+    "()",
+    "(0,)",
+    "(1,)",
+    "(3,)",
+    "(2, 3)",
+    "(3, 3)",
+    "(0, 3)",
+    "(2, 0, 3)",
+    "(1, 3, 1)",
+    "(2, 3, 4)",
+    "(2, 1, 2, 2)",
+]
 TENSOR_DTYPES = ["fg.float32", "fg.float64", "fg.float32", "fg.int64", "fg.bool"]
-VIEWS = [".t()", ".transpose(0, -1)", "[::2]", "[..., 1:]", ".expand(2, *{s})", ".unsqueeze(0)", "[None]",
-         ".flatten()", ".clone()", " * 2", ".detach()", ".sum(0, keepdim=True)", ".softmax(-1)"]
+VIEWS = [
+    ".t()",
+    ".transpose(0, -1)",
+    "[::2]",
+    "[..., 1:]",
+    ".expand(2, *{s})",
+    ".unsqueeze(0)",
+    "[None]",
+    ".flatten()",
+    ".clone()",
+    " * 2",
+    ".detach()",
+    ".sum(0, keepdim=True)",
+    ".softmax(-1)",
+]
 
-KWARG_POOL = ["dim", "keepdim", "dtype", "requires_grad", "alpha", "min", "max", "reduction", "p", "weight",
-              "gradient", "retain_graph", "create_graph", "inputs", "out", "correction", "size", "ignore_index"]
+KWARG_POOL = [
+    "dim",
+    "keepdim",
+    "dtype",
+    "requires_grad",
+    "alpha",
+    "min",
+    "max",
+    "reduction",
+    "p",
+    "weight",
+    "gradient",
+    "retain_graph",
+    "create_graph",
+    "inputs",
+    "out",
+    "correction",
+    "size",
+    "ignore_index",
+]
 
 
 class Call:
@@ -102,17 +224,71 @@ def _tensors(call):
 BY_NAME = [
     (("index", "target", "indices"), lambda c: tensor_source(c, "fg.int64")),
     (("mask", "condition"), lambda c: tensor_source(c, "fg.bool")),
-    (("input", "other", "self", "tensor", "weight", "bias", "grad", "gradient", "mat1", "mat2", "vec", "x", "y",
-      "v", "src", "pos_weight", "outputs", "grad_outputs"),
-     lambda c: tensor_source(c)),
+    (
+        (
+            "input",
+            "other",
+            "self",
+            "tensor",
+            "weight",
+            "bias",
+            "grad",
+            "gradient",
+            "mat1",
+            "mat2",
+            "vec",
+            "x",
+            "y",
+            "v",
+            "src",
+            "pos_weight",
+            "outputs",
+            "grad_outputs",
+        ),
+        lambda c: tensor_source(c),
+    ),
     (("tensors", "inputs", "params", "tensor_list"), _tensors),
-    (("dim", "dim0", "dim1", "axis", "start_dim", "end_dim", "split_size_or_sections", "chunks", "diagonal",
-      "num_classes", "padding_idx", "ignore_index", "step_size", "T_max"),
-     lambda c: c.rng.choice(SMALL_INTS + ["(0, -1)", "[1]"])),
+    (
+        (
+            "dim",
+            "dim0",
+            "dim1",
+            "axis",
+            "start_dim",
+            "end_dim",
+            "split_size_or_sections",
+            "chunks",
+            "diagonal",
+            "num_classes",
+            "padding_idx",
+            "ignore_index",
+            "step_size",
+            "T_max",
+        ),
+        lambda c: c.rng.choice(SMALL_INTS + ["(0, -1)", "[1]"]),
+    ),
     (("dims", "size", "shape", "normalized_shape"), lambda c: c.rng.choice(SHAPES + ["-1", "(-1, 2)"])),
-    (("keepdim", "requires_grad", "retain_graph", "create_graph", "training", "inplace", "unbiased",
-      "allow_unused", "amsgrad", "nesterov", "maximize", "foreach", "equal_nan", "elementwise_affine",
-      "strict", "vectorize"), lambda c: c.rng.choice(["True", "False"])),
+    (
+        (
+            "keepdim",
+            "requires_grad",
+            "retain_graph",
+            "create_graph",
+            "training",
+            "inplace",
+            "unbiased",
+            "allow_unused",
+            "amsgrad",
+            "nesterov",
+            "maximize",
+            "foreach",
+            "equal_nan",
+            "elementwise_affine",
+            "strict",
+            "vectorize",
+        ),
+        lambda c: c.rng.choice(["True", "False"]),
+    ),
     (("dtype",), lambda c: c.rng.choice(DTYPES)),
     (("reduction",), lambda c: c.rng.choice(["'mean'", "'sum'", "'none'"])),
     (("approximate",), lambda c: c.rng.choice(["'none'", "'tanh'"])),
@@ -162,9 +338,16 @@ def arguments_source(call, obj, first_is_tensor=False):
 
 # ---- targets: (source prefix, the object whose signature guides the arguments, source suffix) -----
 def _public_callables(module, names=None):
-    names = names if names is not None else getattr(module, "__all__", None) or [
-        n for n, v in vars(module).items()
-        if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__]
+    names = (
+        names
+        if names is not None
+        else getattr(module, "__all__", None)
+        or [
+            n
+            for n, v in vars(module).items()
+            if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__
+        ]
+    )
     return [(name, getattr(module, name)) for name in names if callable(getattr(module, name, None))]
 
 
@@ -173,8 +356,12 @@ def targets():
     for name, obj in _public_callables(fg, _api.MODULE):
         if not isinstance(obj, fg.dtype):
             found.append((f"fg.{name}", obj, ""))
-    for module, path in [(fg.nn.functional, "fg.nn.functional"), (fg.nn.init, "fg.nn.init"),
-                         (fg.autograd.functional, "fg.autograd.functional"), (fg.viz, "fg.viz")]:
+    for module, path in [
+        (fg.nn.functional, "fg.nn.functional"),
+        (fg.nn.init, "fg.nn.init"),
+        (fg.autograd.functional, "fg.autograd.functional"),
+        (fg.viz, "fg.viz"),
+    ]:
         found += [(f"{path}.{name}", obj, "") for name, obj in _public_callables(module)]
     for name in ["backward", "grad", "gradcheck", "gradgradcheck"]:
         found.append((f"fg.autograd.{name}", getattr(fg.autograd, name), ""))
@@ -201,8 +388,12 @@ def targets():
 
 # Backward through a call's result. Not after expand: a view of 2**62 elements is legal, and so is
 # summing it, which would take years (in PyTorch too).
-BACKWARDS = [".sum().backward()", ".backward({tensor})", ".sum().backward(create_graph=True)",
-             ".mean().backward(retain_graph=True)"]
+BACKWARDS = [
+    ".sum().backward()",
+    ".backward({tensor})",
+    ".sum().backward(create_graph=True)",
+    ".mean().backward(retain_graph=True)",
+]
 
 
 def call_source(rng, target):
@@ -227,8 +418,12 @@ def calls(rng, count):
 
 
 # ---- running, in the child process ---------------------------------------------------------------
-BROKEN_BINDING = ("Caught an unknown exception", "std::", "returned NULL without setting an exception",
-                  "returned a result with an exception set")
+BROKEN_BINDING = (
+    "Caught an unknown exception",
+    "std::",
+    "returned NULL without setting an exception",
+    "returned a result with an exception set",
+)
 
 
 def execute(source, namespace):

@@ -18,13 +18,14 @@ While it draws, the generator runs each line on fastgrad, so drawers see real sh
 data-dependent ones such as mask indexing); when fastgrad raises, the program ends there and the
 other backends must raise the same exception at the same line.
 """
+
 import functools
 import importlib
 import math
 import os
 import re
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
@@ -43,6 +44,7 @@ def dtype_name(dtype):
 
 # ---------------------------------------------------------------------------------------------
 # Programs
+
 
 @dataclass
 class Leaf:
@@ -70,20 +72,21 @@ def _literal(array):
 
 class Program:
     def __init__(self, dtype):
-        self.dtype = dtype   # the float dtype of most leaves
-        self.leaves = []     # [Leaf]
-        self.lines = []      # Python statements
-        self.ops = []        # the Op of each line
-        self.args = []       # and the text of its placeholders
-        self.values = []     # names of leaves and results, in creation order
-        self.floats = []     # names that enter the loss (float values at the end)
+        self.dtype = dtype  # the float dtype of most leaves
+        self.leaves = []  # [Leaf]
+        self.lines = []  # Python statements
+        self.ops = []  # the Op of each line
+        self.args = []  # and the text of its placeholders
+        self.values = []  # names of leaves and results, in creation order
+        self.floats = []  # names that enter the loss (float values at the end)
 
     def source(self):
         body = [leaf.source() for leaf in self.leaves] + list(self.lines)
-        body += [f"loss = sum((v * w(i, v)).sum() for i, v in enumerate([{', '.join(self.floats)}]))"
-                 "  # w: loss_weight",
-                 "if getattr(loss, 'requires_grad', False):  # (run() does not call backward otherwise)",
-                 "    loss.backward()"]
+        body += [
+            f"loss = sum((v * w(i, v)).sum() for i, v in enumerate([{', '.join(self.floats)}]))  # w: loss_weight",
+            "if getattr(loss, 'requires_grad', False):  # (run() does not call backward otherwise)",
+            "    loss.backward()",
+        ]
         return "\n".join(body)
 
     def __repr__(self):
@@ -149,21 +152,27 @@ def _leaf_tensor(m, leaf, array=None, requires_grad=True, upcast=False):
 # ---------------------------------------------------------------------------------------------
 # Running a program on one backend
 
+
 @dataclass
 class Outcome:
     backend: str
-    error: tuple = None    # (line number or "backward", exception type, message)
-    values: dict = None    # name -> (dtype, shape, requires_grad, is_leaf, numpy values)
-    loss: object = None    # float, or None when nothing required grad
-    grads: dict = None     # leaf name -> numpy gradient or None
+    error: tuple = None  # (line number or "backward", exception type, message)
+    values: dict = None  # name -> (dtype, shape, requires_grad, is_leaf, numpy values)
+    loss: object = None  # float, or None when nothing required grad
+    grads: dict = None  # leaf name -> numpy gradient or None
 
     def __repr__(self):
         return f"<{self.backend}: {_describe_error(self.error)}, loss {self.loss}>"
 
 
 def _snapshot(t):
-    return (dtype_name(t.dtype), tuple(t.shape), bool(t.requires_grad), bool(t.is_leaf),
-            np.array(t.detach().numpy(), copy=True))
+    return (
+        dtype_name(t.dtype),
+        tuple(t.shape),
+        bool(t.requires_grad),
+        bool(t.is_leaf),
+        np.array(t.detach().numpy(), copy=True),
+    )
 
 
 def _loss(m, ns, names):
@@ -270,25 +279,46 @@ def _raised_by_line(outcome, line):
 # PyTorch 2.13 bugs: (what, test on the program and the two outcomes). Where one applies, the
 # program is not compared with torch (it still is with the reference and finite differences).
 TORCH_BUGS = [
-    ("clamp(x, min, max) with tensor bounds: backward fails when a bound that requires grad is smaller than the "
-     "broadcast result (RuntimeError: output with shape [..] doesn't match the broadcast shape [..])",
-     lambda program, ours, theirs: ours.error is None and _raised_at(theirs, "doesn't match the broadcast shape")
-     and theirs.error[0] == "backward" and _uses(program, "torch.clamp({a}, {lo}, {hi})", "{a}.clamp(min={lo})")),
-    ("an integer or bool tensor that a tensor requiring grad was written into (x_bool[mask] = y) requires grad",
-     lambda program, ours, theirs: theirs.values is not None
-     and any(v[0] not in FLOAT and v[2] for v in theirs.values.values())),
-    ("an INTERNAL ASSERT fails (\"please report a bug to PyTorch\"): e.g. backward after writing a tensor that "
-     "requires grad into an integer tensor, x_int[...] = x_float",
-     lambda program, ours, theirs: _raised_at(theirs, "INTERNAL ASSERT FAILED")),
-    ("huber_loss of an input and a target of different dtypes: backward fails (RuntimeError: Found dtype Double but "
-     "expected Float)", lambda program, ours, theirs: _raised_at(theirs, "Found dtype")
-     and theirs.error[0] == "backward" and not _raised_by_line(ours, "backward")
-     and any(op.template.startswith("torch.nn.functional.huber_loss(") for op in program.ops)),
-    ("bmm (and matmul, which uses it) of operands of different dtypes does not raise when the result is empty or "
-     "the inner dim is 0 (and then returns the second operand's dtype)",
-     lambda program, ours, theirs: _raised_at(ours, "to have the same dtype")
-     and not _raised_by_line(theirs, ours.error[0])
-     and _uses(program, "{a}.bmm({b})", "{a} @ {b}", "torch.matmul({a}, {b})")),
+    (
+        "clamp(x, min, max) with tensor bounds: backward fails when a bound that requires grad is smaller than the "
+        "broadcast result (RuntimeError: output with shape [..] doesn't match the broadcast shape [..])",
+        lambda program, ours, theirs: (
+            ours.error is None
+            and _raised_at(theirs, "doesn't match the broadcast shape")
+            and theirs.error[0] == "backward"
+            and _uses(program, "torch.clamp({a}, {lo}, {hi})", "{a}.clamp(min={lo})")
+        ),
+    ),
+    (
+        "an integer or bool tensor that a tensor requiring grad was written into (x_bool[mask] = y) requires grad",
+        lambda program, ours, theirs: (
+            theirs.values is not None and any(v[0] not in FLOAT and v[2] for v in theirs.values.values())
+        ),
+    ),
+    (
+        'an INTERNAL ASSERT fails ("please report a bug to PyTorch"): e.g. backward after writing a tensor that '
+        "requires grad into an integer tensor, x_int[...] = x_float",
+        lambda program, ours, theirs: _raised_at(theirs, "INTERNAL ASSERT FAILED"),
+    ),
+    (
+        "huber_loss of an input and a target of different dtypes: backward fails (RuntimeError: Found dtype Double but "
+        "expected Float)",
+        lambda program, ours, theirs: (
+            _raised_at(theirs, "Found dtype")
+            and theirs.error[0] == "backward"
+            and not _raised_by_line(ours, "backward")
+            and any(op.template.startswith("torch.nn.functional.huber_loss(") for op in program.ops)
+        ),
+    ),
+    (
+        "bmm (and matmul, which uses it) of operands of different dtypes does not raise when the result is empty or "
+        "the inner dim is 0 (and then returns the second operand's dtype)",
+        lambda program, ours, theirs: (
+            _raised_at(ours, "to have the same dtype")
+            and not _raised_by_line(theirs, ours.error[0])
+            and _uses(program, "{a}.bmm({b})", "{a} @ {b}", "torch.matmul({a}, {b})")
+        ),
+    ),
 ]
 
 
@@ -301,9 +331,13 @@ def _stale_view_leaf_error(program, ours, theirs):
 
 
 TORCH_BUGS.append(
-    ("an in-place op on a view made before its base started to require grad (through another in-place op) "
-     "raises 'a leaf Variable that requires grad is being used in an in-place operation.' unless the view's "
-     "grad_fn was read first (is_leaf reads the stale grad_fn, requires_grad does not)", _stale_view_leaf_error))
+    (
+        "an in-place op on a view made before its base started to require grad (through another in-place op) "
+        "raises 'a leaf Variable that requires grad is being used in an in-place operation.' unless the view's "
+        "grad_fn was read first (is_leaf reads the stale grad_fn, requires_grad does not)",
+        _stale_view_leaf_error,
+    )
+)
 
 
 def _layout_dependent_view(program, ours, theirs):
@@ -315,34 +349,62 @@ def _layout_dependent_view(program, ours, theirs):
     return program.ops[line].template.startswith("{a}.view(") and (other.error is None or other.error[0] != line)
 
 
-COMPOSED_FUNCTIONS = tuple(f"torch.nn.functional.{name}(" for name in
-                           ("leaky_relu", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits"))
+COMPOSED_FUNCTIONS = tuple(
+    f"torch.nn.functional.{name}("
+    for name in ("leaky_relu", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits")
+)
 
 
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
-    ("split/chunk outputs are ordinary views (slices) in fastgrad, and may be modified in place; PyTorch marks them "
-     "as outputs of a multi-view function and refuses that (and later use of them once their base changed)",
-     lambda program, ours, theirs: _raised_at(theirs, "output of a function that returns multiple views")
-     and _uses(program, "{a}.split({n}, {d})[-1]", "torch.chunk({a}, {n}, {d})[0]")),
-    ("matmul with a batch (>= 3-D) operand: PyTorch sometimes copies an operand (to fold it into a matrix), "
-     "fastgrad always works on views of it, so changing that operand in place before backward fails in "
-     "fastgrad only", lambda program, ours, theirs: theirs.error is None and ours.error is not None
-     and ours.error[0] == "backward" and "modified by an inplace operation" in ours.error[2]
-     and _uses(program, "{a} @ {b}", "torch.matmul({a}, {b})")),
-    ("leaky_relu, mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits are composed of tensor "
-     "ops, which save what they need (input - target, ...), not the function's inputs themselves: writing into those "
-     "in place afterwards leaves fastgrad's backward valid (it gives the gradient at the values the function saw), "
-     "where PyTorch's fused backward refuses", lambda program, ours, theirs: ours.error is None
-     and _raised_at(theirs, "modified by an inplace operation") and theirs.error[0] == "backward"
-     and any(op.template.startswith(COMPOSED_FUNCTIONS) for op in program.ops)),
-    ("an op on a view made under no_grad whose memory was written since, when the op also has another error (a "
-     "dtype it refuses): PyTorch reports the view first (its autograd layer runs before the kernel), fastgrad the "
-     "other error", lambda program, ours, theirs: _raised_at(theirs, "its base or another view of its base has been")
-     and ours.error is not None and ours.error[0] == theirs.error[0]),
-    ("results of elementwise ops and reductions are contiguous in fastgrad; PyTorch gives them the layout of a "
-     "non-contiguous input (x.t() + 2 is stored transposed), so whether a later .view() of them is possible "
-     "can differ", _layout_dependent_view),
+    (
+        "split/chunk outputs are ordinary views (slices) in fastgrad, and may be modified in place; PyTorch marks them "
+        "as outputs of a multi-view function and refuses that (and later use of them once their base changed)",
+        lambda program, ours, theirs: (
+            _raised_at(theirs, "output of a function that returns multiple views")
+            and _uses(program, "{a}.split({n}, {d})[-1]", "torch.chunk({a}, {n}, {d})[0]")
+        ),
+    ),
+    (
+        "matmul with a batch (>= 3-D) operand: PyTorch sometimes copies an operand (to fold it into a matrix), "
+        "fastgrad always works on views of it, so changing that operand in place before backward fails in "
+        "fastgrad only",
+        lambda program, ours, theirs: (
+            theirs.error is None
+            and ours.error is not None
+            and ours.error[0] == "backward"
+            and "modified by an inplace operation" in ours.error[2]
+            and _uses(program, "{a} @ {b}", "torch.matmul({a}, {b})")
+        ),
+    ),
+    (
+        "leaky_relu, mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits are composed of "
+        "tensor ops, which save what they need (input - target, ...), not the function's inputs themselves: writing "
+        "into those in place afterwards leaves fastgrad's backward valid (it gives the gradient at the values the "
+        "function saw), where PyTorch's fused backward refuses",
+        lambda program, ours, theirs: (
+            ours.error is None
+            and _raised_at(theirs, "modified by an inplace operation")
+            and theirs.error[0] == "backward"
+            and any(op.template.startswith(COMPOSED_FUNCTIONS) for op in program.ops)
+        ),
+    ),
+    (
+        "an op on a view made under no_grad whose memory was written since, when the op also has another error (a "
+        "dtype it refuses): PyTorch reports the view first (its autograd layer runs before the kernel), fastgrad the "
+        "other error",
+        lambda program, ours, theirs: (
+            _raised_at(theirs, "its base or another view of its base has been")
+            and ours.error is not None
+            and ours.error[0] == theirs.error[0]
+        ),
+    ),
+    (
+        "results of elementwise ops and reductions are contiguous in fastgrad; PyTorch gives them the layout of a "
+        "non-contiguous input (x.t() + 2 is stored transposed), so whether a later .view() of them is possible "
+        "can differ",
+        _layout_dependent_view,
+    ),
 ]
 
 
@@ -354,8 +416,7 @@ def torch_bug(program, ours, theirs):
 def _same_exception(ours, theirs, strict):
     if ours is theirs:
         return True
-    return not strict and any(issubclass(ours, a) and issubclass(theirs, b)
-                              for a, b, _ in TORCH_EXCEPTION_DIFFERENCES)
+    return not strict and any(issubclass(ours, a) and issubclass(theirs, b) for a, b, _ in TORCH_EXCEPTION_DIFFERENCES)
 
 
 def _describe_error(error):
@@ -415,8 +476,14 @@ def _assert_arrays(what, a, b, dtype, names, exact=None, any_nonfinite=False):
 # for some sizes and 0. for others; fastgrad always 0. A later 1 / x or x ** -2 then turns it
 # into inf or -inf (and further on NaN). Against PyTorch, non-finite values of programs with a
 # product therefore match whatever their sign or NaN-ness.
-PRODUCTS = ("{a} @ {b}", "torch.matmul({a}, {b})", "torch.mm({a}, {b})", "{a}.bmm({b})", "torch.mv({a}, {b})",
-            "torch.dot({a}, {b})")
+PRODUCTS = (
+    "{a} @ {b}",
+    "torch.matmul({a}, {b})",
+    "torch.mm({a}, {b})",
+    "{a}.bmm({b})",
+    "torch.mv({a}, {b})",
+    "torch.dot({a}, {b})",
+)
 
 
 def assert_same_outcome(program, ours, theirs, strict=True, exact=None, second_order=False):
@@ -427,11 +494,16 @@ def assert_same_outcome(program, ours, theirs, strict=True, exact=None, second_o
     NaN (x / 0), so against PyTorch any non-finite gradient matches any other."""
     names = (ours.backend, theirs.backend)
     if ours.error or theirs.error:
-        same = (ours.error and theirs.error and ours.error[0] == theirs.error[0]
-                and _same_exception(ours.error[1], theirs.error[1], strict))
+        same = (
+            ours.error
+            and theirs.error
+            and ours.error[0] == theirs.error[0]
+            and _same_exception(ours.error[1], theirs.error[1], strict)
+        )
         if not same:
-            raise AssertionError(f"{names[0]}: {_describe_error(ours.error)}\n"
-                                 f"{names[1]}: {_describe_error(theirs.error)}")
+            raise AssertionError(
+                f"{names[0]}: {_describe_error(ours.error)}\n{names[1]}: {_describe_error(theirs.error)}"
+            )
         return
     # float32 rounding carries over into the float64 values computed from float32 ones
     single = any(v[0] == "float32" for v in ours.values.values())
@@ -465,7 +537,9 @@ def assert_same_outcome(program, ours, theirs, strict=True, exact=None, second_o
     if (ours.loss is None) != (theirs.loss is None):
         raise AssertionError(f"loss: {ours.loss} on {names[0]}, {theirs.loss} on {names[1]}")
     if ours.grads.keys() != theirs.grads.keys():
-        raise AssertionError(f"gradients kept: {sorted(ours.grads)} on {names[0]}, {sorted(theirs.grads)} on {names[1]}")
+        raise AssertionError(
+            f"gradients kept: {sorted(ours.grads)} on {names[0]}, {sorted(theirs.grads)} on {names[1]}"
+        )
     for name, g0 in ours.grads.items():
         g1 = theirs.grads[name]
         if (g0 is None) != (g1 is None):
@@ -493,7 +567,9 @@ def assert_gradients_match_finite_differences(program, outcome, m=fastgrad):
         return
     if any(meta[0] == "float32" for meta in outcome.values.values()):
         return  # a float32 value rounds too coarsely for differences with eps = 1e-6
-    if not all(op_.smooth(args) if callable(op_.smooth) else op_.smooth for op_, args in zip(program.ops, program.args)):
+    if not all(
+        op_.smooth(args) if callable(op_.smooth) else op_.smooth for op_, args in zip(program.ops, program.args)
+    ):
         return
     arrays = [leaf.array.astype(np.float64) if leaf.dtype == "float64" else leaf.array for leaf in program.leaves]
 
@@ -529,12 +605,15 @@ def assert_gradients_match_finite_differences(program, outcome, m=fastgrad):
             # step shrinks; a true derivative does not.
             half = (loss_at(i, flat, FD_EPS / 2) - loss_at(i, flat, -FD_EPS / 2)) / FD_EPS
             if _close(central, half, abs(central), 2 * noise):
-                raise AssertionError(f"{leaf.name}.grad[{np.unravel_index(flat, leaf.array.shape)}]: "
-                                     f"backward gives {analytic!r}, finite differences {central!r}")
+                raise AssertionError(
+                    f"{leaf.name}.grad[{np.unravel_index(flat, leaf.array.shape)}]: "
+                    f"backward gives {analytic!r}, finite differences {central!r}"
+                )
 
 
 # ---------------------------------------------------------------------------------------------
 # Backends
+
 
 def backends():
     """fastgrad first (the generator's oracle for shapes), then the reference and torch when
@@ -638,7 +717,7 @@ class Gen:
         elif self.choice(["grid", "normal"]) == "grid":
             array = np.array(self.draw(st.lists(st.integers(-8, 8), min_size=n, max_size=n)), dtype=np.float64) / 4
         else:
-            array = np.random.default_rng(self.integer(0, 2 ** 16)).standard_normal(n).round(3)
+            array = np.random.default_rng(self.integer(0, 2**16)).standard_normal(n).round(3)
         array = array.reshape(shape).astype(dtype if dtype != "bool" else bool)
         if requires_grad is None:
             requires_grad = dtype in FLOAT and not self.rarely(15)
@@ -668,8 +747,11 @@ class Gen:
         dtype = self.program.dtype if self.program.dtype in dtypes else dtypes[0]
         if self.rarely(10):
             dtype = self.choice(dtypes)
-        return self.leaf(fresh_shape() if fresh_shape else None, dtype,
-                         requires_grad=False if target and not self.rarely(10) else None)
+        return self.leaf(
+            fresh_shape() if fresh_shape else None,
+            dtype,
+            requires_grad=False if target and not self.rarely(10) else None,
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -680,6 +762,7 @@ def _compiled_eval(expression):
 # ---------------------------------------------------------------------------------------------
 # Drawers: each fills one placeholder of an op template, given the placeholders drawn before it
 # (`got`: placeholder -> text). Tensors are named by their variable.
+
 
 def tensor(dtypes=FLOAT, rank=None, min_rank=0, target=False):
     """A value of one of `dtypes` (of a rank in `rank` / at least `min_rank`), or a new leaf."""
@@ -693,6 +776,7 @@ def tensor(dtypes=FLOAT, rank=None, min_rank=0, target=False):
         if ranks or min_rank:
             fresh = lambda: g.shape(g.choice(ranks) if ranks else max(min_rank, g.choice(RANKS)))  # noqa: E731
         return g.pick(dtypes, accept, fresh, target)
+
     return drawer
 
 
@@ -712,7 +796,7 @@ def _partner_shape(g, shape, into):
         option = g.choice(["same", "one", "other"])
         out.append(n if option == "same" else 1 if option == "one" else (g.choice(SIZES) if n == 1 and not into else n))
     if g.draw(st.booleans()):
-        out = out[g.integer(0, len(out)):]  # drop leading dims
+        out = out[g.integer(0, len(out)) :]  # drop leading dims
     elif not into and g.rarely(25):
         out = [g.choice(SIZES)] + out
     if g.rarely(4) and out:  # not broadcastable, most of the time
@@ -724,6 +808,7 @@ def _partner_shape(g, shape, into):
 def partner(of, dtypes=None, into=False, not_itself=False):
     """A tensor broadcastable with placeholder `of` (`into`: broadcasting to its shape, as the
     other operand of an in-place op). Mostly of the same dtype; sometimes a 0-d or another dtype."""
+
     def drawer(g, got):
         shape, dtype = g.meta(got[of])
         allowed = dtypes or ((dtype,) + tuple(d for d in NUM if d != dtype) if dtype in NUM else (dtype,))
@@ -732,16 +817,23 @@ def partner(of, dtypes=None, into=False, not_itself=False):
             allowed = tuple(d for d in allowed[1:] if d != dtype) or allowed
             if g.draw(st.booleans()):
                 return g.leaf((), g.choice(allowed))
-        return g.pick(allowed[:1] if not g.rarely(10) else allowed, fits, lambda: _partner_shape(g, shape, into),
-                      exclude=got[of] if not_itself else None)
+        return g.pick(
+            allowed[:1] if not g.rarely(10) else allowed,
+            fits,
+            lambda: _partner_shape(g, shape, into),
+            exclude=got[of] if not_itself else None,
+        )
+
     return drawer
 
 
 def bool_partner(of):
     """A bool tensor broadcastable with `of` (a condition for where)."""
+
     def drawer(g, got):
         shape, _ = g.meta(got[of])
         return g.pick(("bool",), lambda s: _broadcastable(shape, s), lambda: _partner_shape(g, shape, False))
+
     return drawer
 
 
@@ -770,6 +862,7 @@ def _dim_list(g, rank):
 
 def reduce_args(of, multi=True, optional=True, keepdim=True, extra=(), dim_keyword=False):
     """Arguments of a reduction: dim (int, tuple or none), keepdim, and one of `extra`."""
+
     def drawer(g, got):
         rank = len(g.meta(got[of])[0])
         args = []
@@ -784,6 +877,7 @@ def reduce_args(of, multi=True, optional=True, keepdim=True, extra=(), dim_keywo
         if extra and g.draw(st.booleans()):
             args.append(g.choice(extra))
         return ", ".join(args)
+
     return drawer
 
 
@@ -801,6 +895,7 @@ def permutation(of):
         if g.rarely(3):
             dims = dims[1:] if dims else [0]
         return ", ".join(map(str, dims)) if g.draw(st.booleans()) or not dims else str(tuple(dims))
+
     return drawer
 
 
@@ -818,6 +913,7 @@ def _factor(g, n, rank):
 
 def new_shape(of, as_tuple=False):
     """A shape with as many elements as `of` (reshape/view), sometimes with -1 or wrong."""
+
     def drawer(g, got):
         shape = g.meta(got[of])[0]
         sizes = _factor(g, int(np.prod(shape)), g.choice([1, 2, 3, 0, 4]))
@@ -826,6 +922,7 @@ def new_shape(of, as_tuple=False):
         if g.rarely(4):
             sizes.append(2)
         return ", ".join(map(str, sizes)) if sizes and not as_tuple and g.draw(st.booleans()) else str(tuple(sizes))
+
     return drawer
 
 
@@ -837,6 +934,7 @@ def expand_sizes(of):
         if g.rarely(4) and sizes:
             sizes[-1] = 5
         return ", ".join(map(str, sizes)) if sizes and g.draw(st.booleans()) else str(tuple(sizes))
+
     return drawer
 
 
@@ -845,6 +943,7 @@ def squeeze_args(of):
         rank = len(g.meta(got[of])[0])
         form = g.choice(["none", "int", "tuple"])
         return "" if form == "none" else str(_dim(g, rank)) if form == "int" else str(tuple(_dim_list(g, rank)))
+
     return drawer
 
 
@@ -856,12 +955,14 @@ def flatten_args(of):
             start, end = end, start
         form = g.choice(["both", "none", "start"])
         return "" if form == "none" else str(start) if form == "start" else f"{start}, {end}"
+
     return drawer
 
 
 def matmul_partner(of, kind="matmul"):
     """The right operand of a product: the inner size matches (mostly); the rank depends on
     `kind` (matmul: any; mm/bmm/mv/dot: theirs), batch dims broadcast."""
+
     def drawer(g, got):
         shape = g.meta(got[of])[0]
         k = shape[-1] if shape else 2
@@ -878,14 +979,16 @@ def matmul_partner(of, kind="matmul"):
             rank = g.choice([2, 1, 3, 4])
             batch = _partner_shape(g, shape[:-2], False) if len(shape) > 2 else ()
             extra = tuple(g.choice(SIZES) for _ in range(max(rank - 2 - len(batch), 0)))
-            wanted = (k,) if rank == 1 else (extra + batch)[-max(rank - 2, 0):] + (k, m) if rank > 2 else (k, m)
+            wanted = (k,) if rank == 1 else (extra + batch)[-max(rank - 2, 0) :] + (k, m) if rank > 2 else (k, m)
         dtype = g.meta(got[of])[1]
         return g.pick((dtype,), lambda s: s == wanted, lambda: wanted)
+
     return drawer
 
 
 def cat_args(of, stack=False):
     """[a, b, ...], dim: tensors whose shapes agree except along dim (all equal for stack)."""
+
     def drawer(g, got):
         shape, dtype = g.meta(got[of])
         d = _dim(g, len(shape) + (1 if stack else 0))
@@ -898,6 +1001,7 @@ def cat_args(of, stack=False):
                 other[0] += 1
             names.append(g.pick((dtype,), lambda s, o=tuple(other): s == o, lambda o=tuple(other): o))
         return f"[{', '.join(names)}], {'dim=' if g.draw(st.booleans()) else ''}{d}"
+
     return drawer
 
 
@@ -932,6 +1036,7 @@ def _index_item(g, n, for_set):
 def index_key(of, for_set=False):
     """A key for x[key]: ints, slices (with steps), None, ..., index lists/tensors, masks. Items
     before a "..." index x's first dims, items after it its last ones."""
+
     def drawer(g, got):
         shape = g.meta(got[of])[0]
         if g.rarely(10):  # a bool mask of some other value with the same shape
@@ -962,53 +1067,77 @@ def index_key(of, for_set=False):
         if len(items) == 1 and not items[0].startswith("[") and g.draw(st.booleans()):
             return items[0]
         return ", ".join(items) + ("," if len(items) == 1 else "") if items else "..."
+
     return drawer
 
 
 def setitem_value(of, key):
     """A scalar, or a tensor broadcasting to the shape of x[key] (not x itself: see OVERLAP in
     the README of this file)."""
+
     def drawer(g, got):
         target = g.evaluate(f"{got[of]}[{got[key]}]")
         if target is None or g.draw(st.booleans()):
             return g.choice(SCALARS)
         shape = tuple(target.shape)
-        return g.pick((g.meta(got[of])[1],), lambda s: _broadcast_into(shape, s), lambda: _partner_shape(g, shape, True),
-                      exclude=got[of])
+        return g.pick(
+            (g.meta(got[of])[1],),
+            lambda s: _broadcast_into(shape, s),
+            lambda: _partner_shape(g, shape, True),
+            exclude=got[of],
+        )
+
     return drawer
 
 
-NUMPY_SCALARS = ["np.float64(0.5)", "np.float32(2)", "np.int64(3)", "np.int32(-1)", "np.bool_(True)", "np.float64(-1.5)",
-                 "np.float32(0)"]
+NUMPY_SCALARS = [
+    "np.float64(0.5)",
+    "np.float32(2)",
+    "np.int64(3)",
+    "np.int32(-1)",
+    "np.bool_(True)",
+    "np.float64(-1.5)",
+    "np.float32(0)",
+]
 
 
 def numpy_operand(of):
     """A numpy scalar, or a numpy array (float64, float32 or int64) broadcastable with `of`: numpy
     on either side of an operator decides by itself what to do with a tensor (__array__,
     __array_priority__), and the gradient must not be lost on the way."""
+
     def drawer(g, got):
         if g.draw(st.booleans()):
             return g.choice(NUMPY_SCALARS)
         shape = _partner_shape(g, g.meta(got[of])[0], False)
         dtype = g.choice(["float64", "float32", "int64"])
-        values = np.array(g.draw(st.lists(st.integers(-6, 6), min_size=int(np.prod(shape)),
-                                          max_size=int(np.prod(shape)))), dtype=np.float64).reshape(shape) / 2
+        values = (
+            np.array(
+                g.draw(st.lists(st.integers(-6, 6), min_size=int(np.prod(shape)), max_size=int(np.prod(shape)))),
+                dtype=np.float64,
+            ).reshape(shape)
+            / 2
+        )
         if not values.size:
             return f"np.zeros({shape}, dtype=np.{dtype})"
         return f"np.array({_literal(values.astype(dtype))}, dtype=np.{dtype})"
+
     return drawer
 
 
 def last_dims(of):
     """The sizes of `of`'s last dim (or last two), as layer_norm's normalized_shape."""
+
     def drawer(g, got):
         shape = g.meta(got[of])[0]
-        return str(list(shape[-g.choice([1, 2]):]) if shape else [1])
+        return str(list(shape[-g.choice([1, 2]) :]) if shape else [1])
+
     return drawer
 
 
 def class_targets(of, ignore=False):
     """Class indices for an (N, C) or (C,) input `of`: an int64 tensor of N (or 0-d) values in [0, C)."""
+
     def drawer(g, got):
         shape = g.meta(got[of])[0]
         classes = shape[1] if len(shape) > 1 else shape[0] if shape else 1
@@ -1017,15 +1146,18 @@ def class_targets(of, ignore=False):
         if ignore and values and g.rarely(30):
             values[0] = -100
         return f"torch.tensor({values if count is not None else values[0]})"
+
     return drawer
 
 
 def indices_into(of):
     """An int64 tensor of row indices of `of` (embedding)."""
+
     def drawer(g, got):
         rows = g.meta(got[of])[0][0] if g.meta(got[of])[0] else 1
         values = [g.integer(0, max(rows - 1, 0)) for _ in range(g.choice([2, 1, 3, 4]))]
         return f"torch.tensor({values})"
+
     return drawer
 
 
@@ -1034,14 +1166,15 @@ def indices_into(of):
 # variable) or, with statement=True, a statement (in-place writes); {name} placeholders are filled
 # by the drawers given as keywords, in order.
 
+
 @dataclass(frozen=True)
 class Op:
     template: str
-    drawers: tuple          # ((placeholder, drawer), ...)
+    drawers: tuple  # ((placeholder, drawer), ...)
     statement: bool = False
-    smooth: object = True   # False, or False for some arguments (a function of them): finite
-                            # differences see what backward does not (detach), or PyTorch's
-                            # gradient takes a convention there
+    smooth: object = True  # False, or False for some arguments (a function of them): finite
+    # differences see what backward does not (detach), or PyTorch's
+    # gradient takes a convention there
 
     def __repr__(self):
         return self.template
@@ -1055,21 +1188,77 @@ def op(template, statement=False, weight=1, smooth=True, **drawers):
 
 
 # elementwise, two tensors (broadcasting) or a tensor and a Python number on either side
-for _t in ["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / {b}", "{a} ** {b}", "torch.maximum({a}, {b})",
-           "torch.minimum({a}, {b})", "torch.add({a}, {b}, alpha=2)", "{a}.sub({b})", "torch.mul({a}, {b})",
-           "torch.div({a}, {b})", "{a}.pow({b})", "torch.max({a}, {b})", "{a}.min({b})", "{a} // {b}", "{a} % {b}",
-           "torch.fmod({a}, {b})", "{a}.remainder({b})", "{a} & {b}", "{a} | {b}", "torch.bitwise_xor({a}, {b})"]:
+for _t in [
+    "{a} + {b}",
+    "{a} - {b}",
+    "{a} * {b}",
+    "{a} / {b}",
+    "{a} ** {b}",
+    "torch.maximum({a}, {b})",
+    "torch.minimum({a}, {b})",
+    "torch.add({a}, {b}, alpha=2)",
+    "{a}.sub({b})",
+    "torch.mul({a}, {b})",
+    "torch.div({a}, {b})",
+    "{a}.pow({b})",
+    "torch.max({a}, {b})",
+    "{a}.min({b})",
+    "{a} // {b}",
+    "{a} % {b}",
+    "torch.fmod({a}, {b})",
+    "{a}.remainder({b})",
+    "{a} & {b}",
+    "{a} | {b}",
+    "torch.bitwise_xor({a}, {b})",
+]:
     op(_t, a=tensor(NUM), b=partner("a"))
-for _t in ["{a} + {s}", "{s} + {a}", "{a} - {s}", "{s} - {a}", "{a} * {s}", "{s} * {a}", "{a} / {s}",
-           "{s} / {a}", "{a} ** {s}", "{s} ** {a}", "torch.pow({a}, {s})", "torch.add({a}, {s})", "{a} // {s}",
-           "{s} // {a}", "{a} % {s}", "{s} % {a}", "{a}.fmod({s})", "{a} ^ {s}", "{s} | {a}",
-           "{a}.div({s}, rounding_mode='trunc')", "torch.div({a}, {s}, rounding_mode='floor')"]:
+for _t in [
+    "{a} + {s}",
+    "{s} + {a}",
+    "{a} - {s}",
+    "{s} - {a}",
+    "{a} * {s}",
+    "{s} * {a}",
+    "{a} / {s}",
+    "{s} / {a}",
+    "{a} ** {s}",
+    "{s} ** {a}",
+    "torch.pow({a}, {s})",
+    "torch.add({a}, {s})",
+    "{a} // {s}",
+    "{s} // {a}",
+    "{a} % {s}",
+    "{s} % {a}",
+    "{a}.fmod({s})",
+    "{a} ^ {s}",
+    "{s} | {a}",
+    "{a}.div({s}, rounding_mode='trunc')",
+    "torch.div({a}, {s}, rounding_mode='floor')",
+]:
     op(_t, a=tensor(NUM), s=scalar())
 op("{a} ** {s}", a=tensor(), s=options("2", "3", "0.5", "-1", "-2", "0", "1.5", "-0.5"))
 # unary
-for _t in ["-{a}", "torch.neg({a})", "abs({a})", "{a}.abs()", "{a}.exp()", "torch.exp({a})", "{a}.log()",
-           "torch.log({a})", "{a}.sqrt()", "torch.sqrt({a})", "{a}.sin()", "torch.cos({a})", "{a}.tanh()",
-           "torch.sigmoid({a})", "{a}.relu()", "torch.relu({a})", "{a}.sign()", "~{a}", "torch.logical_not({a})"]:
+for _t in [
+    "-{a}",
+    "torch.neg({a})",
+    "abs({a})",
+    "{a}.abs()",
+    "{a}.exp()",
+    "torch.exp({a})",
+    "{a}.log()",
+    "torch.log({a})",
+    "{a}.sqrt()",
+    "torch.sqrt({a})",
+    "{a}.sin()",
+    "torch.cos({a})",
+    "{a}.tanh()",
+    "torch.sigmoid({a})",
+    "{a}.relu()",
+    "torch.relu({a})",
+    "{a}.sign()",
+    "~{a}",
+    "torch.logical_not({a})",
+]:
     op(_t, a=tensor(NUM))
 # clamp, where, comparisons
 op("{a}.clamp({lo}, {hi})", a=tensor(NUM), lo=options("-1", "-0.5", "0", "None"), hi=options("1", "0.5", "2", "None"))
@@ -1084,24 +1273,52 @@ op("torch.where({c}, {a}, {b})", weight=2, a=tensor(NUM), b=partner("a"), c=bool
 op("torch.where({a} > {s}, {a}, {b})", a=tensor(NUM), s=scalar(), b=partner("a"))
 op("torch.where({c}, {a}, {s})", a=tensor(NUM), c=bool_partner("a"), s=scalar())
 op("{a}.where({c}, {b})", a=tensor(NUM), c=bool_partner("a"), b=partner("a"))
-for _t in ["{a} > {b}", "{a} < {b}", "{a} <= {b}", "{a} >= {b}", "{a} == {b}", "{a} != {b}", "torch.gt({a}, {b})",
-           "{a}.le({b})"]:
+for _t in [
+    "{a} > {b}",
+    "{a} < {b}",
+    "{a} <= {b}",
+    "{a} >= {b}",
+    "{a} == {b}",
+    "{a} != {b}",
+    "torch.gt({a}, {b})",
+    "{a}.le({b})",
+]:
     op(_t, a=tensor(NUM), b=partner("a"))
 for _t in ["{a} > {s}", "{a} <= {s}", "{s} < {a}", "{a} == {s}", "{a}.ne({s})"]:
     op(_t, a=tensor(NUM), s=scalar())
 # reductions
-for _t in ["{a}.sum({args})", "torch.sum({a}, {args})", "{a}.mean({args})", "torch.mean({a}, {args})",
-           "{a}.amax({args})", "torch.amin({a}, {args})"]:
+for _t in [
+    "{a}.sum({args})",
+    "torch.sum({a}, {args})",
+    "{a}.mean({args})",
+    "torch.mean({a}, {args})",
+    "{a}.amax({args})",
+    "torch.amin({a}, {args})",
+]:
     op(_t, a=tensor(ANY if "sum" in _t else NUM), args=reduce_args("a", optional="torch." not in _t))
 op("{a}.var({args})", a=tensor(), args=reduce_args("a", extra=("unbiased=False", "correction=0", "correction=2")))
 op("torch.std({a}, {args})", a=tensor(), args=reduce_args("a", optional=False, extra=("unbiased=False",)))
-op("{a}.norm({args})", a=tensor(), args=reduce_args("a", dim_keyword=True, extra=(
-    "p=1", "p=3", "p='fro'", "p=0", "p=-1", "p=0.5", "p=float('inf')", "p=-float('inf')")))
+op(
+    "{a}.norm({args})",
+    a=tensor(),
+    args=reduce_args(
+        "a",
+        dim_keyword=True,
+        extra=("p=1", "p=3", "p='fro'", "p=0", "p=-1", "p=0.5", "p=float('inf')", "p=-float('inf')"),
+    ),
+)
 op("torch.norm({a}, {p})", a=tensor(), p=options("2", "1", "3", "0.5", "0", "-0.5", "float('inf')"))
 op("{a}.prod({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
 op("torch.prod({a}, {d})", a=tensor(NUM), d=dim("a"))
-for _t in ["{a}.max()", "torch.min({a})", "{a}.max({d}).values", "torch.max({a}, {d}, keepdim=True)[0]",
-           "{a}.min(dim={d}).values", "{a}.max({d})[1]", "torch.min({a}, {d}).indices"]:
+for _t in [
+    "{a}.max()",
+    "torch.min({a})",
+    "{a}.max({d}).values",
+    "torch.max({a}, {d}, keepdim=True)[0]",
+    "{a}.min(dim={d}).values",
+    "{a}.max({d})[1]",
+    "torch.min({a}, {d}).indices",
+]:
     op(_t, a=tensor(NUM), **({"d": dim("a")} if "{d}" in _t else {}))
 op("{a}.argmax({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
 # composed in the shared layer
@@ -1146,20 +1363,53 @@ op("{a}.to(torch.float32)", a=tensor(NUM))
 op("{a}.long()", a=tensor(FLOAT))
 # indexing
 op("{a}[{key}]", weight=6, a=tensor(ANY), key=index_key("a"))
-op("{a}[{key}] = {value}", statement=True, weight=3, a=tensor(ANY, target=True), key=index_key("a", for_set=True),
-   value=setitem_value("a", "key"))
+op(
+    "{a}[{key}] = {value}",
+    statement=True,
+    weight=3,
+    a=tensor(ANY, target=True),
+    key=index_key("a", for_set=True),
+    value=setitem_value("a", "key"),
+)
 # in place, on non-leaves (the drawer also picks the odd leaf that requires grad: an error)
-for _t in ["{a}.add_({b})", "{a} += {b}", "{a}.sub_({b})", "{a}.mul_({b})", "{a} *= {b}", "{a}.div_({b})",
-           "{a} /= {b}", "{a} //= {b}", "{a} %= {b}", "{a}.fmod_({b})", "{a} &= {b}", "{a} |= {b}", "{a} ^= {b}"]:
+for _t in [
+    "{a}.add_({b})",
+    "{a} += {b}",
+    "{a}.sub_({b})",
+    "{a}.mul_({b})",
+    "{a} *= {b}",
+    "{a}.div_({b})",
+    "{a} /= {b}",
+    "{a} //= {b}",
+    "{a} %= {b}",
+    "{a}.fmod_({b})",
+    "{a} &= {b}",
+    "{a} |= {b}",
+    "{a} ^= {b}",
+]:
     op(_t, statement=True, a=tensor(NUM, target=True), b=partner("a", into=True))
 op("{a}.copy_({b})", statement=True, a=tensor(ANY, target=True), b=partner("a", into=True, not_itself=True))
-for _t in ["{a}.add_({s})", "{a} -= {s}", "{a}.mul_({s})", "{a}.div_({s})", "{a}.floor_divide_({s})", "{a} %= {s}",
-           "{a} |= {s}", "{a} &= {s}", "{a} ^= {s}"]:
+for _t in [
+    "{a}.add_({s})",
+    "{a} -= {s}",
+    "{a}.mul_({s})",
+    "{a}.div_({s})",
+    "{a}.floor_divide_({s})",
+    "{a} %= {s}",
+    "{a} |= {s}",
+    "{a} &= {s}",
+    "{a} ^= {s}",
+]:
     op(_t, statement=True, a=tensor(NUM, target=True), s=scalar())
 op("{a}.fill_({s})", statement=True, a=tensor(ANY, target=True), s=scalar())
 op("{a}.zero_()", statement=True, a=tensor(ANY, target=True))
-op("{a}.clamp_({lo}, {hi})", statement=True, a=tensor(target=True), lo=options("-1", "0", "None"),
-   hi=options("1", "0.5", "None"))
+op(
+    "{a}.clamp_({lo}, {hi})",
+    statement=True,
+    a=tensor(target=True),
+    lo=options("-1", "0", "None"),
+    hi=options("1", "0.5", "None"),
+)
 # the augmented operators that are not shorthand for one of the in-place methods above
 op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
 op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
@@ -1173,24 +1423,45 @@ for _t in ["+", "-", "*", "/", "**", "//", "%", "&", "|", "^", "<", "<=", "==", 
 
 # the history around in-place writes: retained gradients, views made without grad, .data, requires_grad_
 op("{a}.retain_grad()", statement=True, weight=3, a=tensor())
-op("with torch.no_grad(): {out} = {a}{view}", weight=2, smooth=False, a=tensor(ANY),
-   view=options("[...]", "[1:]", ".view(-1)", ".unsqueeze(0)", ".transpose(0, -1)", "[0]", ".t()"))
+op(
+    "with torch.no_grad(): {out} = {a}{view}",
+    weight=2,
+    smooth=False,
+    a=tensor(ANY),
+    view=options("[...]", "[1:]", ".view(-1)", ".unsqueeze(0)", ".transpose(0, -1)", "[0]", ".t()"),
+)
 op("{a}.data", a=tensor(ANY), smooth=False)
-op("{a}.data.{write}", statement=True, a=tensor(), write=options("mul_(2)", "clamp_(-1.5, 1.5)", "zero_()", "add_(0.5)"),
-   smooth=False)
+op(
+    "{a}.data.{write}",
+    statement=True,
+    a=tensor(),
+    write=options("mul_(2)", "clamp_(-1.5, 1.5)", "zero_()", "add_(0.5)"),
+    smooth=False,
+)
 op("{a}.requires_grad_({flag})", statement=True, a=tensor(ANY), flag=options("", "True", "False"), smooth=False)
-op("torch.as_tensor({a}{dtype})", a=tensor(ANY), dtype=options("", ", dtype=torch.float64", ", dtype=torch.float32",
-                                                                ", dtype=torch.int64"))
+op(
+    "torch.as_tensor({a}{dtype})",
+    a=tensor(ANY),
+    dtype=options("", ", dtype=torch.float64", ", dtype=torch.float32", ", dtype=torch.int64"),
+)
 
 # nn.functional (with create_graph, test_second_derivatives_agree takes their second derivatives)
-for _t in ["torch.nn.functional.relu({a})", "torch.nn.functional.sigmoid({a})", "torch.nn.functional.tanh({a})",
-           "torch.nn.functional.dropout({a}, p=0.0)", "torch.nn.functional.dropout({a}, 0.5, training=False)"]:
+for _t in [
+    "torch.nn.functional.relu({a})",
+    "torch.nn.functional.sigmoid({a})",
+    "torch.nn.functional.tanh({a})",
+    "torch.nn.functional.dropout({a}, p=0.0)",
+    "torch.nn.functional.dropout({a}, 0.5, training=False)",
+]:
     op(_t, a=tensor(NUM))
 op("torch.nn.functional.leaky_relu({a}{slope})", weight=2, a=tensor(NUM), slope=options("", ", 0.2", ", -0.5", ", 1.5"))
-for _t in ["torch.nn.functional.mse_loss({a}, {b}{reduction})", "torch.nn.functional.l1_loss({a}, {b}{reduction})",
-           "torch.nn.functional.smooth_l1_loss({a}, {b}{reduction}, beta=0.5)",
-           "torch.nn.functional.huber_loss({a}, {b}{reduction}, delta=0.75)",
-           "torch.nn.functional.binary_cross_entropy_with_logits({a}, {b}{reduction})"]:
+for _t in [
+    "torch.nn.functional.mse_loss({a}, {b}{reduction})",
+    "torch.nn.functional.l1_loss({a}, {b}{reduction})",
+    "torch.nn.functional.smooth_l1_loss({a}, {b}{reduction}, beta=0.5)",
+    "torch.nn.functional.huber_loss({a}, {b}{reduction}, delta=0.75)",
+    "torch.nn.functional.binary_cross_entropy_with_logits({a}, {b}{reduction})",
+]:
     op(_t, a=tensor(), b=partner("a"), reduction=options("", ", reduction='sum'", ", reduction='none'"))
 op("torch.nn.functional.linear({a}, {b}.t())", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
 op("torch.nn.functional.linear({a}, {b}.t(), {b}[0])", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
@@ -1221,7 +1492,7 @@ def constructs(program):
     """The CONSTRUCTS a program uses, and "retain_grad, then an in-place write" when one follows."""
     found = {name for op_ in program.ops for name, makes in CONSTRUCTS.items() if makes(op_.template)}
     retained = [k for k, op_ in enumerate(program.ops) if op_.template.endswith(".retain_grad()")]
-    if retained and any(op_.statement and "retain_grad" not in op_.template for op_ in program.ops[retained[0]:]):
+    if retained and any(op_.statement and "retain_grad" not in op_.template for op_ in program.ops[retained[0] :]):
         found.add("retain_grad, then an in-place write")
     return found
 

@@ -7,6 +7,7 @@ ends in SqueezeBackward4, batched matmul in UnsafeViewBackward0); the spec asks 
 so they are recorded as PyTorch prints them. Where fastgrad composes matmul differently, the entry is
 a tuple: PyTorch's name, then the name of fastgrad's last step.
 """
+
 from dataclasses import dataclass
 
 from op_helpers import LAYOUTS
@@ -15,10 +16,10 @@ from op_helpers import LAYOUTS
 @dataclass(frozen=True)
 class Case:
     name: str
-    fn: object                # fn(m, *tensors) -> tensor
-    shapes: tuple             # one shape per input tensor
-    grad_fn: object           # PyTorch's result.grad_fn.name(); None when the result is an input
-    domain: object = "real"   # a DOMAINS name, or one per input
+    fn: object  # fn(m, *tensors) -> tensor
+    shapes: tuple  # one shape per input tensor
+    grad_fn: object  # PyTorch's result.grad_fn.name(); None when the result is an input
+    domain: object = "real"  # a DOMAINS name, or one per input
     layouts: tuple = LAYOUTS  # memory layouts the inputs are tried in
 
     def __repr__(self):
@@ -43,7 +44,7 @@ BINARY = [  # name, fn, grad_fn, domain of (a, b)
     ("sub", lambda m, a, b: a - b, "SubBackward0", "real"),
     ("mul", lambda m, a, b: a * b, "MulBackward0", "real"),
     ("div", lambda m, a, b: a / b, "DivBackward0", ("real", "nonzero")),
-    ("pow", lambda m, a, b: a ** b, "PowBackward1", ("pos", "real")),
+    ("pow", lambda m, a, b: a**b, "PowBackward1", ("pos", "real")),
     ("maximum", lambda m, a, b: m.maximum(a, b), "MaximumBackward0", "real"),
     ("minimum", lambda m, a, b: m.minimum(a, b), "MinimumBackward0", "real"),
     ("remainder", lambda m, a, b: a % b, "RemainderBackward1", ("real", "nonzero")),
@@ -85,12 +86,12 @@ for _name, _fn, _grad_fn, _domain in [
     ("0.5*x", lambda m, x: 0.5 * x, "MulBackward0", "real"),
     ("x/4", lambda m, x: x / 4, "DivBackward0", "real"),
     ("2/x", lambda m, x: 2 / x, "MulBackward0", "nonzero"),
-    ("x**2", lambda m, x: x ** 2, "PowBackward0", "real"),
-    ("x**3", lambda m, x: x ** 3, "PowBackward0", "real"),
-    ("x**0.5", lambda m, x: x ** 0.5, "PowBackward0", "pos"),
-    ("x**-1.5", lambda m, x: x ** -1.5, "PowBackward0", "pos"),
-    ("2**x", lambda m, x: 2 ** x, "PowBackward2", "real"),
-    ("1.5**x", lambda m, x: 1.5 ** x, "PowBackward2", "real"),
+    ("x**2", lambda m, x: x**2, "PowBackward0", "real"),
+    ("x**3", lambda m, x: x**3, "PowBackward0", "real"),
+    ("x**0.5", lambda m, x: x**0.5, "PowBackward0", "pos"),
+    ("x**-1.5", lambda m, x: x**-1.5, "PowBackward0", "pos"),
+    ("2**x", lambda m, x: 2**x, "PowBackward2", "real"),
+    ("1.5**x", lambda m, x: 1.5**x, "PowBackward2", "real"),
     ("torch.pow(x,2)", lambda m, x: m.pow(x, 2), "PowBackward0", "real"),
     ("torch.pow(2.0,x)", lambda m, x: m.pow(2.0, x), "PowBackward2", "real"),
     ("Tensor.pow(3)", lambda m, x: x.pow(3), "PowBackward0", "real"),
@@ -132,12 +133,15 @@ for _name, _fn in [
 ]:
     case(_name, _fn, [(3, 4)], "ClampBackward1", "clamp")
 
-case("where(a>0,a,b)", lambda m, a, b: m.where(a > 0, a, b), [(3, 4), (3, 4)], "WhereBackward0",
-     ("nonzero", "real"))
-case("where broadcast", lambda m, a, b, c: m.where(c > 0, a, b), [(3, 1), (4,), (3, 4)],
-     "WhereBackward0", ("real", "real", "nonzero"))
-case("where(a>0,a,0.0)", lambda m, a: m.where(a > 0, a, 0.0), [(3, 4)], "WhereBackward0",
-     "nonzero")
+case("where(a>0,a,b)", lambda m, a, b: m.where(a > 0, a, b), [(3, 4), (3, 4)], "WhereBackward0", ("nonzero", "real"))
+case(
+    "where broadcast",
+    lambda m, a, b, c: m.where(c > 0, a, b),
+    [(3, 1), (4,), (3, 4)],
+    "WhereBackward0",
+    ("real", "real", "nonzero"),
+)
+case("where(a>0,a,0.0)", lambda m, a: m.where(a > 0, a, 0.0), [(3, 4)], "WhereBackward0", "nonzero")
 
 # --- dot and norm ---------------------------------------------------------------------------------
 case("torch.dot", lambda m, a, b: m.dot(a, b), [(5,), (5,)], "DotBackward0")
@@ -145,8 +149,7 @@ case("Tensor.dot", lambda m, a, b: a.dot(b), [(5,), (5,)], "DotBackward0")
 case("norm()", lambda m, x: x.norm(), [(3, 4)], "LinalgVectorNormBackward0")
 case("torch.norm", lambda m, x: m.norm(x), [(2, 3, 2)], "LinalgVectorNormBackward0")
 case("norm(dim=1)", lambda m, x: x.norm(dim=1), [(3, 4)], "LinalgVectorNormBackward0")
-case("norm(dim=-1,keepdim)", lambda m, x: x.norm(dim=-1, keepdim=True), [(3, 4)],
-     "LinalgVectorNormBackward0")
+case("norm(dim=-1,keepdim)", lambda m, x: x.norm(dim=-1, keepdim=True), [(3, 4)], "LinalgVectorNormBackward0")
 case("norm(p=1)", lambda m, x: x.norm(p=1), [(3, 4)], "LinalgVectorNormBackward0", "nonzero")
 
 # --- reductions -----------------------------------------------------------------------------------
@@ -158,8 +161,7 @@ for _name, _fn, _grad_fn, _domain in [
     ("sum(-1)", lambda m, x: x.sum(-1), "SumBackward1", "real"),
     ("sum((0,2))", lambda m, x: x.sum((0, 2)), "SumBackward1", "real"),
     ("sum(1,keepdim)", lambda m, x: x.sum(dim=1, keepdim=True), "SumBackward1", "real"),
-    ("torch.sum(dim,keepdim)", lambda m, x: m.sum(x, dim=(0, 1), keepdim=True), "SumBackward1",
-     "real"),
+    ("torch.sum(dim,keepdim)", lambda m, x: m.sum(x, dim=(0, 1), keepdim=True), "SumBackward1", "real"),
     ("mean()", lambda m, x: x.mean(), "MeanBackward0", "real"),
     ("torch.mean", lambda m, x: m.mean(x), "MeanBackward0", "real"),
     ("mean(0)", lambda m, x: x.mean(0), "MeanBackward1", "real"),
@@ -172,12 +174,10 @@ for _name, _fn, _grad_fn, _domain in [
     ("min()", lambda m, x: x.min(), "MinBackward1", "real"),
     ("torch.min", lambda m, x: m.min(x), "MinBackward1", "real"),
     ("min(dim).values", lambda m, x: x.min(dim=2).values, "MinBackward0", "real"),
-    ("torch.min(x,1,keepdim)[0]", lambda m, x: m.min(x, 1, keepdim=True)[0], "MinBackward0",
-     "real"),
+    ("torch.min(x,1,keepdim)[0]", lambda m, x: m.min(x, 1, keepdim=True)[0], "MinBackward0", "real"),
     ("amax()", lambda m, x: x.amax(), "AmaxBackward0", "real"),
     ("amax(1)", lambda m, x: x.amax(1), "AmaxBackward0", "real"),
-    ("torch.amax((0,2),keepdim)", lambda m, x: m.amax(x, dim=(0, 2), keepdim=True),
-     "AmaxBackward0", "real"),
+    ("torch.amax((0,2),keepdim)", lambda m, x: m.amax(x, dim=(0, 2), keepdim=True), "AmaxBackward0", "real"),
     ("amin()", lambda m, x: x.amin(), "AminBackward0", "real"),
     ("amin(-1)", lambda m, x: x.amin(-1), "AminBackward0", "real"),
     ("torch.amin((0,1))", lambda m, x: m.amin(x, (0, 1)), "AminBackward0", "real"),
@@ -186,8 +186,7 @@ for _name, _fn, _grad_fn, _domain in [
     ("torch.prod", lambda m, x: m.prod(x), "ProdBackward0", "nonzero"),
     ("prod(1)", lambda m, x: x.prod(1), "ProdBackward1", "nonzero"),
     ("prod(1) with a zero", lambda m, x: x.prod(1), "ProdBackward1", "one_zero"),
-    ("torch.prod(x,-1,keepdim)", lambda m, x: m.prod(x, -1, keepdim=True), "ProdBackward1",
-     "nonzero"),
+    ("torch.prod(x,-1,keepdim)", lambda m, x: m.prod(x, -1, keepdim=True), "ProdBackward1", "nonzero"),
     ("var()", lambda m, x: x.var(), "VarBackward0", "real"),
     ("torch.var", lambda m, x: m.var(x), "VarBackward0", "real"),
     ("var(1)", lambda m, x: x.var(1), "VarBackward0", "real"),
@@ -197,8 +196,7 @@ for _name, _fn, _grad_fn, _domain in [
     ("std()", lambda m, x: x.std(), "StdBackward0", "real"),
     ("torch.std", lambda m, x: m.std(x), "StdBackward0", "real"),
     ("std(1)", lambda m, x: x.std(1), "StdBackward0", "real"),
-    ("std((0,1),keepdim)", lambda m, x: m.std(x, dim=(0, 1), keepdim=True), "StdBackward0",
-     "real"),
+    ("std((0,1),keepdim)", lambda m, x: m.std(x, dim=(0, 1), keepdim=True), "StdBackward0", "real"),
     ("std(unbiased=False)", lambda m, x: x.std(unbiased=False), "StdBackward0", "real"),
 ]:
     case(_name, _fn, X3, _grad_fn, _domain)
@@ -237,8 +235,7 @@ for _name, _fn, _shapes, _grad_fn in [
     ("squeeze()", lambda m, x: x.squeeze(), [(3, 1, 4, 1)], "SqueezeBackward0"),
     ("squeeze(1)", lambda m, x: x.squeeze(1), [(3, 1, 4, 1)], "SqueezeBackward1"),
     ("squeeze(-1)", lambda m, x: x.squeeze(-1), [(3, 1, 4, 1)], "SqueezeBackward1"),
-    ("squeeze(0) of size 3 (no-op)", lambda m, x: x.squeeze(0), [(3, 1, 4, 1)],
-     "SqueezeBackward1"),
+    ("squeeze(0) of size 3 (no-op)", lambda m, x: x.squeeze(0), [(3, 1, 4, 1)], "SqueezeBackward1"),
     ("squeeze((1,3))", lambda m, x: x.squeeze((1, 3)), [(3, 1, 4, 1)], "SqueezeBackward2"),
     ("torch.squeeze(x,1)", lambda m, x: m.squeeze(x, 1), [(3, 1, 4)], "SqueezeBackward1"),
     ("unsqueeze(0)", lambda m, x: x.unsqueeze(0), [(3, 4)], "UnsqueezeBackward0"),
@@ -276,21 +273,26 @@ for _name, _fn in [
 case("expand_as", lambda m, x, y: x.expand_as(y), [(1, 4), (3, 4)], "ExpandBackward0")
 case("torch.cat dim 0", lambda m, a, b: m.cat([a, b]), [(2, 3), (1, 3)], "CatBackward0")
 case("torch.cat dim 1", lambda m, a, b: m.cat((a, b), dim=1), [(2, 3), (2, 2)], "CatBackward0")
-case("torch.cat three, dim -1", lambda m, a, b, c: m.cat([a, b, c], -1),
-     [(2, 1, 2), (2, 1, 3), (2, 1, 1)], "CatBackward0")
+case(
+    "torch.cat three, dim -1",
+    lambda m, a, b, c: m.cat([a, b, c], -1),
+    [(2, 1, 2), (2, 1, 3), (2, 1, 1)],
+    "CatBackward0",
+)
 case("torch.cat one", lambda m, a: m.cat([a], 0), [(2, 3)], "CatBackward0")
 case("torch.stack", lambda m, a, b: m.stack([a, b]), [(2, 3), (2, 3)], "StackBackward0")
-case("torch.stack dim 1", lambda m, a, b: m.stack((a, b), dim=1), [(2, 3), (2, 3)],
-     "StackBackward0")
-case("torch.stack three, dim -1", lambda m, a, b, c: m.stack([a, b, c], dim=-1),
-     [(4,), (4,), (4,)], "StackBackward0")
+case("torch.stack dim 1", lambda m, a, b: m.stack((a, b), dim=1), [(2, 3), (2, 3)], "StackBackward0")
+case("torch.stack three, dim -1", lambda m, a, b, c: m.stack([a, b, c], dim=-1), [(4,), (4,), (4,)], "StackBackward0")
 
 # --- compositions: fan-out, chains across op families ---------------------------------------------
-case("mlp layer", lambda m, x, w, b: ((x @ w + b).relu() * 2).sum(), [(4, 3), (3, 5), (5,)],
-     "SumBackward0")
+case("mlp layer", lambda m, x, w, b: ((x @ w + b).relu() * 2).sum(), [(4, 3), (3, 5), (5,)], "SumBackward0")
 case("fan-out x*x + exp(x)", lambda m, x: x * x + x.exp(), [(3, 4)], "AddBackward0")
-case("softmax by hand", lambda m, x: (x - x.amax(1, keepdim=True)).exp()
-     / (x - x.amax(1, keepdim=True)).exp().sum(1, keepdim=True), [(3, 4)], "DivBackward0")
+case(
+    "softmax by hand",
+    lambda m, x: (x - x.amax(1, keepdim=True)).exp() / (x - x.amax(1, keepdim=True)).exp().sum(1, keepdim=True),
+    [(3, 4)],
+    "DivBackward0",
+)
 case("mse", lambda m, p, y: ((p - y) ** 2).mean(), [(6,), (6,)], "MeanBackward0")
 
 # --- softmax and log_softmax: fused kernels, along the last dim (contiguous rows) and across others
@@ -305,8 +307,12 @@ for _name, _fn, _shapes, _grad_fn in [
     ("log_softmax(-3) of 3-D", lambda m, x: x.log_softmax(-3), [(2, 3, 4)], "LogSoftmaxBackward0"),
     ("log_softmax(dim=-1) of 3-D", lambda m, x: x.log_softmax(dim=-1), [(2, 3, 4)], "LogSoftmaxBackward0"),
     ("log_softmax(0) of 0-d", lambda m, x: x.log_softmax(0), [()], "LogSoftmaxBackward0"),
-    ("torch.log_softmax(dtype=float64)", lambda m, x: m.log_softmax(x, 0, dtype=m.float64), [(3, 4)],
-     "LogSoftmaxBackward0"),
+    (
+        "torch.log_softmax(dtype=float64)",
+        lambda m, x: m.log_softmax(x, 0, dtype=m.float64),
+        [(3, 4)],
+        "LogSoftmaxBackward0",
+    ),
     ("softmax then log", lambda m, x: x.softmax(1).log(), [(3, 4)], "LogBackward0"),
 ]:
     case(_name, _fn, _shapes, _grad_fn)
@@ -350,21 +356,32 @@ nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
 nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")
 
 for _name, _fn in [
-    ("a<b", lambda m, a, b: a < b), ("a<=b", lambda m, a, b: a <= b),
-    ("a>b", lambda m, a, b: a > b), ("a>=b", lambda m, a, b: a >= b),
-    ("a==b", lambda m, a, b: a == b), ("a!=b", lambda m, a, b: a != b),
-    ("torch.lt", lambda m, a, b: m.lt(a, b)), ("torch.le", lambda m, a, b: m.le(a, b)),
-    ("torch.gt", lambda m, a, b: m.gt(a, b)), ("torch.ge", lambda m, a, b: m.ge(a, b)),
-    ("torch.eq", lambda m, a, b: m.eq(a, b)), ("torch.ne", lambda m, a, b: m.ne(a, b)),
-    ("Tensor.lt", lambda m, a, b: a.lt(b)), ("Tensor.eq", lambda m, a, b: a.eq(b)),
-    ("Tensor.ge", lambda m, a, b: a.ge(b)), ("Tensor.ne", lambda m, a, b: a.ne(b)),
+    ("a<b", lambda m, a, b: a < b),
+    ("a<=b", lambda m, a, b: a <= b),
+    ("a>b", lambda m, a, b: a > b),
+    ("a>=b", lambda m, a, b: a >= b),
+    ("a==b", lambda m, a, b: a == b),
+    ("a!=b", lambda m, a, b: a != b),
+    ("torch.lt", lambda m, a, b: m.lt(a, b)),
+    ("torch.le", lambda m, a, b: m.le(a, b)),
+    ("torch.gt", lambda m, a, b: m.gt(a, b)),
+    ("torch.ge", lambda m, a, b: m.ge(a, b)),
+    ("torch.eq", lambda m, a, b: m.eq(a, b)),
+    ("torch.ne", lambda m, a, b: m.ne(a, b)),
+    ("Tensor.lt", lambda m, a, b: a.lt(b)),
+    ("Tensor.eq", lambda m, a, b: a.eq(b)),
+    ("Tensor.ge", lambda m, a, b: a.ge(b)),
+    ("Tensor.ne", lambda m, a, b: a.ne(b)),
 ]:
     nondiff(_name, _fn, [(3, 4), (4,)])
 
 for _name, _fn in [
-    ("a<0.5", lambda m, a: a < 0.5), ("0.5<a", lambda m, a: 0.5 < a),
-    ("a>=1", lambda m, a: a >= 1), ("1>=a", lambda m, a: 1 >= a),
-    ("a==1", lambda m, a: a == 1), ("1!=a", lambda m, a: 1 != a),
+    ("a<0.5", lambda m, a: a < 0.5),
+    ("0.5<a", lambda m, a: 0.5 < a),
+    ("a>=1", lambda m, a: a >= 1),
+    ("1>=a", lambda m, a: 1 >= a),
+    ("a==1", lambda m, a: a == 1),
+    ("1!=a", lambda m, a: 1 != a),
     ("a>0 of 0-d", lambda m, a: a.sum() > 0),
 ]:
     nondiff(_name, _fn, [(3, 4)])

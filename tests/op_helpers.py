@@ -3,6 +3,7 @@
 Everything here works on any tensor module with PyTorch's API (`fg` or real `torch`): data is made
 with numpy and handed to `module.tensor(array)`, so both libraries see identical numbers.
 """
+
 import importlib.util
 import pathlib
 import zlib
@@ -43,6 +44,7 @@ def rng_for(*keys):
 # Input domains: values that keep every op away from its kinks, poles and ties, so central
 # differences with eps=1e-6 are accurate.
 
+
 def _from_intervals(rng, shape, intervals):
     """Uniform samples from a union of intervals (one picked at random per element)."""
     lo, hi = np.array(intervals, dtype=np.float64).T
@@ -64,8 +66,7 @@ DOMAINS = {
     # |x| >= 0.2: abs, relu, division, prod, where(x > 0)
     "nonzero": lambda rng, shape: _from_intervals(rng, shape, NONZERO),
     # away from 0 and from the clamp bounds used in the tables (-0.5, 0.5)
-    "clamp": lambda rng, shape: _from_intervals(
-        rng, shape, [(-2.0, -0.6), (-0.4, -0.1), (0.1, 0.4), (0.6, 2.0)]),
+    "clamp": lambda rng, shape: _from_intervals(rng, shape, [(-2.0, -0.6), (-0.4, -0.1), (0.1, 0.4), (0.6, 2.0)]),
     # small integers stored as floats: ties for comparisons, argmax, equal
     "int": lambda rng, shape: rng.integers(-2, 3, size=shape).astype(np.float64),
     # nonzero with one exact zero: prod's gradient must not divide by the input
@@ -99,7 +100,7 @@ def source_shape(shape, layout):
     if layout == "expanded":
         for d, n in enumerate(shape):
             if n > 1:
-                return shape[:d] + (1,) + shape[d + 1:]
+                return shape[:d] + (1,) + shape[d + 1 :]
     return shape
 
 

@@ -1,4 +1,5 @@
 """Running one program on the library under test and on PyTorch, and comparing the outcomes."""
+
 import pytest
 
 
@@ -48,6 +49,7 @@ def same_error(fg, torch, program):
 def doubling_function(lib, result):
     """A custom Function over `lib` whose forward returns its first argument times 2 and whose
     backward returns `result(lib, grad)` (right or wrong: the tests check what the engine makes of it)."""
+
     class Custom(lib.autograd.Function):
         @staticmethod
         def forward(ctx, *args):
@@ -63,6 +65,7 @@ def doubling_function(lib, result):
 def mul_sin_function(lib, wrong=False, decorate=lambda backward: backward):
     """A custom Function over `lib`: x * sin(y) for two tensors, saving both. `wrong` gives a backward
     with a wrong formula; `decorate` wraps the backward (as once_differentiable does)."""
+
     class MulSin(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x, y):

@@ -3,6 +3,7 @@
 Everything here goes through the public PyTorch-style API of the backend under test (`fg`), so the
 same helpers work for fastgrad, for the pure-Python reference and for PyTorch itself.
 """
+
 import os
 import re
 import subprocess
@@ -65,8 +66,13 @@ def run_python(code, timeout=300):
     # An empty working directory: a stray module file in a shared /tmp must not shadow anything.
     with tempfile.TemporaryDirectory() as cwd:
         return subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, encoding="utf-8",
-            env=env, timeout=timeout, cwd=cwd,
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env=env,
+            timeout=timeout,
+            cwd=cwd,
         )
 
 

@@ -1,6 +1,7 @@
 """Anomaly mode (torch.autograd.detect_anomaly / set_detect_anomaly): the switches, the NaN check
 that stops backward at the node whose gradient became NaN, and the forward traceback kept for the
 error. Written against the PyTorch API: FASTGRAD_TEST_BACKENDS=torch runs it on PyTorch itself."""
+
 import inspect
 import math
 import re
@@ -54,11 +55,14 @@ def test_mode_is_process_wide(fg):
     assert seen == [(True, False)]
 
 
-@pytest.mark.parametrize("args, message", [
-    ((1,), "argument 'enabled' (position 1) must be bool, not int"),
-    ((None,), "argument 'enabled' (position 1) must be bool, not NoneType"),
-    ((True, 0.0), "argument 'check_nan' (position 2) must be bool, not float"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((1,), "argument 'enabled' (position 1) must be bool, not int"),
+        ((None,), "argument 'enabled' (position 1) must be bool, not NoneType"),
+        ((True, 0.0), "argument 'check_nan' (position 2) must be bool, not float"),
+    ],
+)
 def test_switch_takes_bools_only(fg, args, message):
     with pytest.raises(TypeError, match="^" + re.escape(f"set_anomaly_enabled(): {message}") + "$"):
         fg.set_anomaly_enabled(*args)
@@ -66,8 +70,11 @@ def test_switch_takes_bools_only(fg, args, message):
 
 
 def test_detect_anomaly_warns_and_restores_the_previous_mode(fg):
-    with pytest.warns(UserWarning, match="^Anomaly Detection has been enabled. This mode will increase the runtime "
-                                         "and should only be enabled for debugging.$"):
+    with pytest.warns(
+        UserWarning,
+        match="^Anomaly Detection has been enabled. This mode will increase the runtime "
+        "and should only be enabled for debugging.$",
+    ):
         context = fg.autograd.detect_anomaly(check_nan=False)
     assert not fg.is_anomaly_enabled()  # only __enter__ turns it on
     with pytest.raises(ValueError):
@@ -126,8 +133,10 @@ def test_error_without_forward_traceback(fg):
     with fg.autograd.set_detect_anomaly(True):
         error, messages = _backward_error(fg, loss)
     assert str(error) == "Function 'LogBackward0' returned nan values in its 0th output."
-    assert messages[0].startswith("Error detected in LogBackward0. No forward pass information available. Enable "
-                                  "detect anomaly during forward pass for more information.")
+    assert messages[0].startswith(
+        "Error detected in LogBackward0. No forward pass information available. Enable "
+        "detect anomaly during forward pass for more information."
+    )
 
 
 def test_forward_traceback_is_kept_in_metadata(fg):
@@ -229,7 +238,8 @@ def test_a_graph_freed_during_a_leafs_first_use_in_anomaly_mode(fg):
     instead of hanging the run."""
     from semantics_helpers import run_python
 
-    result = run_python(f"""
+    result = run_python(
+        f"""
 import traceback
 import {fg.__name__} as fg
 
@@ -246,5 +256,7 @@ b = fg.tensor([2.0], requires_grad=True)
 (b * 3).sum().backward()  # MulBackward0 frees one graph; b's accumulator, made next, another
 assert b.grad.item() == 3.0
 print("ok")
-""", timeout=60)
+""",
+        timeout=60,
+    )
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

@@ -1,4 +1,5 @@
 """Name parity: fastgrad and fastgrad.reference both provide the whole public API of fastgrad._api."""
+
 import importlib
 
 import pytest

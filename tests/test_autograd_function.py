@@ -3,6 +3,7 @@
 Each Function is built by a factory over the library under test (`fg`, or `torch` as the oracle),
 so the same program runs on both and its values, gradients, node names and errors are compared.
 """
+
 import gc
 import json
 import re
@@ -17,8 +18,10 @@ from semantics_helpers import graph_names, run_python
 
 # ---- Functions used below, over a library `lib`
 
+
 def exp_function(lib, log=None):
     """y = exp(x) * k for a tensor x and a number k; saves its output."""
+
     class MyExp(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x, k):
@@ -33,13 +36,14 @@ def exp_function(lib, log=None):
         def backward(ctx, grad):
             if log is not None:
                 log.append(("backward", lib.is_grad_enabled(), ctx.k))
-            y, = ctx.saved_tensors
+            (y,) = ctx.saved_tensors
             return grad * y, None
 
     return MyExp
 
 
 # ---- values, gradients, names
+
 
 def test_forward_backward_values_name_and_modes_match_torch(fg, torch):
     def program(lib):
@@ -59,10 +63,10 @@ def test_function_between_builtin_ops_runs_in_tape_order(fg, torch):
         MulSin, MyExp = mul_sin_function(lib), exp_function(lib)
         x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
         w = lib.tensor([1.5, 0.5, -0.25], requires_grad=True)
-        h = x * w                       # builtin before
-        a = MulSin.apply(h, x)          # custom on a non-leaf and a leaf
-        b = MyExp.apply(a, 2) + h       # custom on a custom output, then builtin again
-        out = (b * a).sum()             # a fans out to two consumers
+        h = x * w  # builtin before
+        a = MulSin.apply(h, x)  # custom on a non-leaf and a leaf
+        b = MyExp.apply(a, 2) + h  # custom on a custom output, then builtin again
+        out = (b * a).sum()  # a fans out to two consumers
         out.backward()
         names = [graph_names(a.grad_fn), graph_names(b.grad_fn.next_functions[0][0])]
         return out, x.grad, w.grad, names
@@ -84,7 +88,7 @@ def test_grad_fn_identity_and_next_functions(fg):
     x = fg.tensor([1.0, 2.0], requires_grad=True)
     y = exp_function(fg).apply(x * 2, 1)
     assert y.grad_fn is y.grad_fn
-    (mul_node, nr), = y.grad_fn.next_functions
+    ((mul_node, nr),) = y.grad_fn.next_functions
     assert nr == 0 and mul_node.name() == "MulBackward0"
     assert mul_node.next_functions[0][0].variable is x
 
@@ -187,8 +191,12 @@ def test_needs_input_grad_and_ctx_attributes(fg, torch):
         return x.grad, seen
 
     result = same_on_both(fg, torch, program)
-    assert result[1] == [(True, False, False), (5, {"calls": 1}, (True, False, False)), (True, False, False),
-                         (False, False, False)]
+    assert result[1] == [
+        (True, False, False),
+        (5, {"calls": 1}, (True, False, False)),
+        (True, False, False),
+        (False, False, False),
+    ]
 
 
 @pytest.mark.parametrize("case", ["no_grad", "no_input_requires_grad"])
@@ -239,7 +247,7 @@ def test_setup_context_style(fg, torch):
         class Power(lib.autograd.Function):
             @staticmethod
             def forward(x, exponent=3):
-                return x ** exponent
+                return x**exponent
 
             @staticmethod
             def setup_context(ctx, inputs, output):
@@ -249,7 +257,7 @@ def test_setup_context_style(fg, torch):
 
             @staticmethod
             def backward(ctx, grad):
-                x, = ctx.saved_tensors
+                (x,) = ctx.saved_tensors
                 return grad * ctx.exponent * x ** (ctx.exponent - 1), None
 
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -285,6 +293,7 @@ def test_save_for_backward_none_and_non_tensor(fg, torch):
 
 # ---- saved tensors: version checks and release
 
+
 def test_modified_saved_input_is_an_error(fg, torch):
     def program(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -294,8 +303,9 @@ def test_modified_saved_input_is_an_error(fg, torch):
         y.sum().backward()
 
     error = same_error(fg, torch, program)
-    assert re.search(r"\[\w+\.FloatTensor \[2\]\], which is output 0 of Mul, is at version 1; expected version 0",
-                     str(error))
+    assert re.search(
+        r"\[\w+\.FloatTensor \[2\]\], which is output 0 of Mul, is at version 1; expected version 0", str(error)
+    )
 
 
 def test_modified_saved_output_is_an_error(fg, torch):
@@ -309,7 +319,7 @@ def test_modified_saved_output_is_an_error(fg, torch):
 
             @staticmethod
             def backward(ctx, ga, gb):
-                b, = ctx.saved_tensors
+                (b,) = ctx.saved_tensors
                 return ga * 2 + gb * 3
 
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -365,19 +375,24 @@ def test_ctx_is_freed_with_its_graph(fg):
 
 # ---- what backward returns
 
-@pytest.mark.parametrize("result", [
-    lambda lib, g: g,                     # one gradient for two arguments
-    lambda lib, g: (g, g, g),             # three, the extra one not None
-    lambda lib, g: [g, g],                # a list is one value, not a tuple of gradients
-])
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        lambda lib, g: g,  # one gradient for two arguments
+        lambda lib, g: (g, g, g),  # three, the extra one not None
+        lambda lib, g: [g, g],  # a list is one value, not a tuple of gradients
+    ],
+)
 def test_wrong_number_of_gradients(fg, torch, result):
     def program(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         doubling_function(lib, result).apply(x, x).sum().backward()
 
     error = same_error(fg, torch, program)
-    assert re.fullmatch(r"function CustomBackward returned an incorrect number of gradients \(expected 2, got \d\)",
-                        str(error))
+    assert re.fullmatch(
+        r"function CustomBackward returned an incorrect number of gradients \(expected 2, got \d\)", str(error)
+    )
 
 
 def test_extra_none_gradients_are_allowed(fg, torch):
@@ -389,15 +404,27 @@ def test_extra_none_gradients_are_allowed(fg, torch):
     same_on_both(fg, torch, program)
 
 
-@pytest.mark.parametrize("result,message", [
-    (lambda lib, g: (g, g), "function CustomBackward returned a gradient different than None at position 2, but the "
-                            "corresponding forward input was not a Variable"),
-    (lambda lib, g: (3, None), "expected Variable or None (got int)"),
-    (lambda lib, g: (lib.ones(3), None), "Function CustomBackward returned an invalid gradient at index 0 - got [3] "
-                                         "but expected shape compatible with [2]"),
-    (lambda lib, g: (lib.ones(1), None), "Function CustomBackward returned an invalid gradient at index 0 - got [1] "
-                                         "but expected shape compatible with [2]"),
-])
+@pytest.mark.parametrize(
+    "result,message",
+    [
+        (
+            lambda lib, g: (g, g),
+            "function CustomBackward returned a gradient different than None at position 2, but the "
+            "corresponding forward input was not a Variable",
+        ),
+        (lambda lib, g: (3, None), "expected Variable or None (got int)"),
+        (
+            lambda lib, g: (lib.ones(3), None),
+            "Function CustomBackward returned an invalid gradient at index 0 - got [3] "
+            "but expected shape compatible with [2]",
+        ),
+        (
+            lambda lib, g: (lib.ones(1), None),
+            "Function CustomBackward returned an invalid gradient at index 0 - got [1] "
+            "but expected shape compatible with [2]",
+        ),
+    ],
+)
 def test_invalid_gradients(fg, torch, result, message):
     def program(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -483,12 +510,14 @@ def test_missing_forward_or_backward(fg, torch):
 
 # ---- a backward that runs a backward of its own
 
+
 def test_reentrant_backward_over_shared_leaf(fg, torch):
     def program(lib):
         w = lib.tensor([0.5, -1.5], requires_grad=True)
 
         class Recompute(lib.autograd.Function):
             """As activation checkpointing: forward without a graph, backward recomputes with one."""
+
             @staticmethod
             def forward(ctx, x):
                 ctx.save_for_backward(x)
@@ -496,11 +525,11 @@ def test_reentrant_backward_over_shared_leaf(fg, torch):
 
             @staticmethod
             def backward(ctx, grad):
-                x, = ctx.saved_tensors
+                (x,) = ctx.saved_tensors
                 with lib.enable_grad():
                     x = x.detach().requires_grad_()
                     y = (x * w).sin()
-                gx, = lib.autograd.grad(y, x, grad, retain_graph=True)
+                (gx,) = lib.autograd.grad(y, x, grad, retain_graph=True)
                 y.backward(grad)  # accumulates into w.grad, whose AccumulateGrad the outer pass also uses
                 return gx
 
@@ -515,7 +544,8 @@ def test_reentrant_backward_over_shared_leaf(fg, torch):
 def test_passes_in_threads_sharing_a_leaf(fg):
     """A custom backward gives up the GIL, so passes in other threads start while one is running;
     all of them add into the same leaf's .grad. In a fresh interpreter: a crash fails this test only."""
-    result = run_python(textwrap.dedent(f"""
+    result = run_python(
+        textwrap.dedent(f"""
         import json, sys, threading, time
         import {fg.__name__} as lib
 
@@ -548,17 +578,20 @@ def test_passes_in_threads_sharing_a_leaf(fg):
         for thread in threads:
             thread.join()
         print(json.dumps(dict(errors=errors, grad=w.grad.tolist())))
-    """))
+    """)
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.strip().splitlines()[-1]) == {"errors": [], "grad": [800.0, 1600.0, 2400.0]}
 
 
 # ---- fastgrad's own: graph nodes are given back
 
+
 def test_many_function_calls_leave_no_live_nodes(fg):
     if fg.__name__ != "fastgrad":
         pytest.skip("graph_stats() is fastgrad's own introspection")
-    result = run_python(textwrap.dedent("""
+    result = run_python(
+        textwrap.dedent("""
         import gc, json
         import fastgrad
         from fastgrad._C import graph_stats
@@ -588,7 +621,8 @@ def test_many_function_calls_leave_no_live_nodes(fg):
         del x, w
         gc.collect()
         print(json.dumps(dict(after_loop=after_loop, final=graph_stats()["live_nodes"])))
-    """))
+    """)
+    )
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out == {"after_loop": 0, "final": 0}

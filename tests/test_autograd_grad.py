@@ -14,6 +14,7 @@ def leaves(lib):
 
 # ---- autograd.grad
 
+
 def test_grad_of_leaves_leaves_dot_grad_alone(fg, torch):
     def program(lib):
         x, w = leaves(lib)
@@ -63,7 +64,7 @@ def test_grad_runs_only_what_leads_to_the_inputs(fg, torch):
         x, w = leaves(lib)
         h = Traced.apply(x, "to x")
         out = (h * Traced.apply(w, "to w")).sum()
-        gx, = lib.autograd.grad(out, x)
+        (gx,) = lib.autograd.grad(out, x)
         return gx, sorted(calls)
 
     assert same_on_both(fg, torch, program)[1] == ["to x"]
@@ -75,7 +76,7 @@ def test_grad_fills_retained_grads_on_the_way(fg, torch):
         h = x * w
         h.retain_grad()
         out = (h * h).sum()
-        gx, = lib.autograd.grad(out, x)
+        (gx,) = lib.autograd.grad(out, x)
         return gx, h.grad, x.grad, w.grad
 
     same_on_both(fg, torch, program)
@@ -125,8 +126,10 @@ def test_unused_inputs(fg, torch):
         return lib.autograd.grad((x * 2).sum(), [x, unused, w], **options)
 
     error = same_error(fg, torch, program)
-    assert str(error) == ("The differentiated Tensor at index 1 appears to not have been used in the graph. "
-                          "Set allow_unused=True if this is the desired behavior.")
+    assert str(error) == (
+        "The differentiated Tensor at index 1 appears to not have been used in the graph. "
+        "Set allow_unused=True if this is the desired behavior."
+    )
     same_on_both(fg, torch, lambda lib: program(lib, allow_unused=True))
     same_on_both(fg, torch, lambda lib: program(lib, materialize_grads=True))
     same_on_both(fg, torch, lambda lib: program(lib, allow_unused=True, materialize_grads=True))
@@ -156,18 +159,24 @@ def test_second_grad_needs_retain_graph(fg, torch):
     assert str(error).startswith("Trying to backward through the graph a second time")
 
 
-@pytest.mark.parametrize("case,message", [
-    ("input_without_grad", "One of the differentiated Tensors does not require grad"),
-    ("input_not_tensor", "all inputs have to be Tensors or GradientEdges, but got int"),
-    ("no_inputs", "`inputs` argument to `grad()` cannot be empty."),
-    ("non_scalar_output", "grad can be implicitly created only for scalar outputs"),
-    ("output_without_grad", "element 1 of tensors does not require grad and does not have a grad_fn"),
-    ("grad_output_shape", "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] has a "
-                          "shape of torch.Size([2])."),
-    ("grad_output_count", "got 2 tensors and 1 gradients"),
-    ("grad_output_type", "gradients can be either Tensors or None, but got str"),
-    ("outputs_not_iterable", "'int' object is not iterable"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("input_without_grad", "One of the differentiated Tensors does not require grad"),
+        ("input_not_tensor", "all inputs have to be Tensors or GradientEdges, but got int"),
+        ("no_inputs", "`inputs` argument to `grad()` cannot be empty."),
+        ("non_scalar_output", "grad can be implicitly created only for scalar outputs"),
+        ("output_without_grad", "element 1 of tensors does not require grad and does not have a grad_fn"),
+        (
+            "grad_output_shape",
+            "Mismatch in shape: grad_output[0] has a shape of torch.Size([3]) and output[0] has a "
+            "shape of torch.Size([2]).",
+        ),
+        ("grad_output_count", "got 2 tensors and 1 gradients"),
+        ("grad_output_type", "gradients can be either Tensors or None, but got str"),
+        ("outputs_not_iterable", "'int' object is not iterable"),
+    ],
+)
 def test_grad_errors(fg, torch, case, message):
     def program(lib):
         x, w = leaves(lib)
@@ -200,10 +209,11 @@ def test_grad_errors(fg, torch, case, message):
 def test_create_graph_in_every_form(fg, torch):
     """grad, backward and Tensor.backward with create_graph=True record the backward pass: the
     gradients differentiate again, and the graph is kept (retain_graph defaults to create_graph)."""
+
     def program(lib):
         x, w = leaves(lib)
         y = (x * x * w).sum()
-        gx, = lib.autograd.grad(y, x, create_graph=True)
+        (gx,) = lib.autograd.grad(y, x, create_graph=True)
         second = lib.autograd.grad(gx.sum(), [x, w])
         lib.autograd.backward(y, create_graph=True)
         y.backward(create_graph=True)
@@ -223,6 +233,7 @@ def test_retain_graph_false_frees_a_create_graph_pass(fg, torch):
 
 
 # ---- autograd.backward
+
 
 def test_backward_of_several_tensors(fg, torch):
     def program(lib):
@@ -248,11 +259,14 @@ def test_backward_retain_graph(fg, torch):
     assert str(same_error(fg, torch, program)).startswith("Trying to backward through the graph a second time")
 
 
-@pytest.mark.parametrize("case,message", [
-    ("non_scalar", "grad can be implicitly created only for scalar outputs"),
-    ("without_grad", "element 1 of tensors does not require grad and does not have a grad_fn"),
-    ("grad_count", "got 2 tensors and 1 gradients"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("non_scalar", "grad can be implicitly created only for scalar outputs"),
+        ("without_grad", "element 1 of tensors does not require grad and does not have a grad_fn"),
+        ("grad_count", "got 2 tensors and 1 gradients"),
+    ],
+)
 def test_backward_errors(fg, torch, case, message):
     def program(lib):
         x, w = leaves(lib)

@@ -1,4 +1,5 @@
 """The autograd rules of the core issue, one test each, plus the leaf/requires_grad details around them."""
+
 import itertools
 import math
 import re
@@ -8,14 +9,13 @@ import pytest
 
 from semantics_helpers import assert_values, grad_of, graph_names
 
-NON_LEAF_GRAD_WARNING = re.escape(
-    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed."
-)
+NON_LEAF_GRAD_WARNING = re.escape("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed.")
 LEAF_FLAG_ONLY = "^" + re.escape("you can only change requires_grad flags of leaf variables.")
 SECOND_BACKWARD = "^" + re.escape("Trying to backward through the graph a second time")
 
 
 # --- requires_grad propagation and is_leaf -------------------------------------------------------
+
 
 @pytest.mark.parametrize("a_grad,b_grad,grad_mode", list(itertools.product([False, True], repeat=3)))
 def test_result_requires_grad_iff_grad_mode_and_some_input_requires(fg, a_grad, b_grad, grad_mode):
@@ -33,7 +33,7 @@ def test_result_requires_grad_iff_grad_mode_and_some_input_requires(fg, a_grad, 
 
 def test_scalar_operand_does_not_make_result_require_grad(fg):
     a = fg.tensor([1.0, 2.0])
-    for c in (a * 2.0, 2.0 + a, a / 3, 1 - a, a ** 2):
+    for c in (a * 2.0, 2.0 + a, a / 3, 1 - a, a**2):
         assert c.requires_grad is False
         assert c.is_leaf is True
 
@@ -63,23 +63,26 @@ def test_setting_requires_grad_on_non_leaf_raises(fg, flag):
 
 
 def test_integer_tensors_cannot_require_grad(fg):
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Only Tensors of floating point and complex dtype can require gradients")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Only Tensors of floating point and complex dtype can require gradients")
+    ):
         fg.tensor([1, 2], requires_grad=True)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Only Tensors of floating point and complex dtype can require gradients")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("Only Tensors of floating point and complex dtype can require gradients")
+    ):
         fg.zeros(2, dtype=fg.int64, requires_grad=True)
     i = fg.tensor([1, 2])
-    with pytest.raises(RuntimeError, match=re.escape(
-            "only Tensors of floating point and complex dtype can require gradients")):
+    with pytest.raises(
+        RuntimeError, match=re.escape("only Tensors of floating point and complex dtype can require gradients")
+    ):
         i.requires_grad = True
-    with pytest.raises(RuntimeError, match=re.escape(
-            "only Tensors of floating point dtype can require gradients")):
+    with pytest.raises(RuntimeError, match=re.escape("only Tensors of floating point dtype can require gradients")):
         i.requires_grad_()
     assert i.requires_grad is False
 
 
 # --- .grad of leaves and non-leaves --------------------------------------------------------------
+
 
 def test_non_leaf_grad_is_none_with_warning(fg):
     x = fg.tensor([1.0, 2.0], requires_grad=True)
@@ -123,6 +126,7 @@ def test_grad_is_settable(fg):
 
 # --- backward() arguments ------------------------------------------------------------------------
 
+
 def test_backward_needs_gradient_for_non_scalar(fg):
     y = fg.tensor([1.0, 2.0], requires_grad=True) * 2
     with pytest.raises(RuntimeError, match="^" + re.escape("grad can be implicitly created only for scalar outputs")):
@@ -163,6 +167,7 @@ def test_backward_on_tensor_that_does_not_require_grad(fg):
 
 
 # --- accumulation, diamonds, retain_graph ---------------------------------------------------------
+
 
 def test_gradients_accumulate_across_backward_calls(fg):
     x = fg.tensor([1.0, -2.0], requires_grad=True)
@@ -215,6 +220,7 @@ def test_retain_graph_allows_second_backward(fg):
 
 # --- detach / data --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("how", ["detach", "data"])
 def test_detach_and_data_share_storage_and_do_not_require_grad(fg, how):
     x = fg.tensor([1.0, 2.0], requires_grad=True)
@@ -244,6 +250,7 @@ def test_detach_in_place(fg):
 
 
 # --- grad_fn of the seed graphs -------------------------------------------------------------------
+
 
 def test_grad_fn_of_seed000_linear(fg):
     x = fg.tensor([1.0, 2.0], requires_grad=True)
@@ -300,6 +307,7 @@ def test_grad_fn_for_input_that_does_not_require_grad(fg):
 
 # --- dynamic graphs and long chains ---------------------------------------------------------------
 
+
 def test_graph_is_rebuilt_every_iteration(fg):
     """Control flow decides the graph; each iteration gets its own graph and gradient."""
     w = fg.tensor(1.0, requires_grad=True)
@@ -337,8 +345,8 @@ def test_long_chain(fg):
     for _ in range(100_000):
         y = y * 1.0001
     y.backward()
-    assert math.isclose(y.item(), 1.0001 ** 100_000, rel_tol=1e-9)
-    assert math.isclose(x.grad.item(), 1.0001 ** 100_000, rel_tol=1e-9)
+    assert math.isclose(y.item(), 1.0001**100_000, rel_tol=1e-9)
+    assert math.isclose(x.grad.item(), 1.0001**100_000, rel_tol=1e-9)
 
 
 def test_grad_fn_metadata_lives_with_the_node(fg):

@@ -1,5 +1,6 @@
 """`python -m fastgrad.bench --quick` runs in a child interpreter and prints well-formed markdown tables
 (the structure only: timings are never asserted)."""
+
 import re
 
 import pytest
@@ -42,9 +43,17 @@ def test_quick_run_prints_every_group():
             assert len(target.split(", ")) == len(met.split(", "))
             assert set(met.split(", ")) <= {"met", "not met", "n/a", "-"}
     names = [row[0] for rows in found.values() for row in rows]
-    for expected in ("op forward z=x*y+x", "op forward+backward", "MLP 64-128-10 b32 step, raw tensors",
-                     "MLP 64-128-10 b32 step, nn.Linear+optim.SGD", "MLP 784-256-10", "matmul 64 x 64",
-                     "add ", "exp ", "micrograd step"):
+    for expected in (
+        "op forward z=x*y+x",
+        "op forward+backward",
+        "MLP 64-128-10 b32 step, raw tensors",
+        "MLP 64-128-10 b32 step, nn.Linear+optim.SGD",
+        "MLP 784-256-10",
+        "matmul 64 x 64",
+        "add ",
+        "exp ",
+        "micrograd step",
+    ):
         assert any(n.startswith(expected) for n in names), expected
     # the reference runs next to fastgrad, and its ratio is reported
     mlp = next(r for r in found["mlp"] if r[0].endswith("raw tensors"))
@@ -61,8 +70,10 @@ def test_unknown_group_is_an_error():
 
 
 def test_openblas_variables_are_reported_not_changed():
-    code = ("import os; os.environ['OPENBLAS_CORETYPE'] = 'Haswell'; from fastgrad.bench import main; "
-            "main(['--quick', '--only', 'op']); assert os.environ['OPENBLAS_CORETYPE'] == 'Haswell'")
+    code = (
+        "import os; os.environ['OPENBLAS_CORETYPE'] = 'Haswell'; from fastgrad.bench import main; "
+        "main(['--quick', '--only', 'op']); assert os.environ['OPENBLAS_CORETYPE'] == 'Haswell'"
+    )
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert "warning: OPENBLAS_CORETYPE=Haswell is set and slows numpy" in result.stderr

@@ -1,5 +1,6 @@
 """Tensor conveniences composed from the core ops in the shared layer (split, chunk, masked_fill,
 all, any, gather, is_floating_point, new_*, uniform_, normal_): values, gradients and errors as PyTorch."""
+
 import numpy as np
 import pytest
 
@@ -49,7 +50,9 @@ def test_values_and_gradients_match_torch(fg, torch, name, f):
     np.testing.assert_array_equal(grad, expected_grad)
 
 
-@pytest.mark.parametrize("name, f", [c for c in CASES if "empty" not in c[0]], ids=[c[0] for c in CASES if "empty" not in c[0]])
+@pytest.mark.parametrize(
+    "name, f", [c for c in CASES if "empty" not in c[0]], ids=[c[0] for c in CASES if "empty" not in c[0]]
+)
 def test_gradcheck(fg, name, f):
     x = fg.tensor(DATA + 0.25, requires_grad=True)  # away from the mask thresholds
     assert fg.autograd.gradcheck(lambda x: f(fg, x), (x,))
@@ -64,8 +67,14 @@ def test_split_is_a_view(fg):
 
 def test_all_any(fg, torch):
     for data in [[[1, 0], [2, 3]], [[True, True], [False, True]], [[0.5, 0.0], [-1.0, 2.0]], [[]]]:
-        for call in [lambda m, t: t.all(), lambda m, t: m.any(t), lambda m, t: t.all(1), lambda m, t: t.any(0),
-                     lambda m, t: t.all(dim=-1, keepdim=True), lambda m, t: t.any(1, True)]:
+        for call in [
+            lambda m, t: t.all(),
+            lambda m, t: m.any(t),
+            lambda m, t: t.all(1),
+            lambda m, t: t.any(0),
+            lambda m, t: t.all(dim=-1, keepdim=True),
+            lambda m, t: t.any(1, True),
+        ]:
             ours, theirs = call(fg, fg.tensor(data)), call(torch, torch.tensor(data))
             assert ours.dtype == fg.bool and ours.tolist() == theirs.tolist()
     assert fg.zeros(0).all().item() is True and fg.zeros(0).any().item() is False
@@ -79,9 +88,16 @@ def test_is_floating_point(fg):
 def test_new_tensors_take_self_dtype(fg, torch):
     for m in (fg, torch):
         x = m.zeros(2, dtype=m.float64, requires_grad=True)
-        made = [x.new_zeros(3), x.new_ones((2, 2)), x.new_full((2,), 7), x.new_empty(1, 2), x.new_tensor([1, 2]),
-                m.tensor([1, 2]).new_tensor([1.5]), x.new_zeros(2, dtype=m.int64, requires_grad=False),
-                x.new_ones(2, requires_grad=True)]
+        made = [
+            x.new_zeros(3),
+            x.new_ones((2, 2)),
+            x.new_full((2,), 7),
+            x.new_empty(1, 2),
+            x.new_tensor([1, 2]),
+            m.tensor([1, 2]).new_tensor([1.5]),
+            x.new_zeros(2, dtype=m.int64, requires_grad=False),
+            x.new_ones(2, requires_grad=True),
+        ]
         results = [(list(t.shape), str(t.dtype).split(".")[-1], t.requires_grad) for t in made]
         values = [t.tolist() for i, t in enumerate(made) if i != 3]  # new_empty: uninitialized
         if m is fg:

@@ -7,6 +7,7 @@ fails this test instead of killing pytest; the failure shows the crashing call a
 Every CI run makes the same calls (fixed seeds). FASTGRAD_CRASH_EXAMPLES=<n> makes n calls,
 FASTGRAD_CRASH_SEED=<s> another set of them.
 """
+
 import os
 import signal
 import subprocess
@@ -28,13 +29,25 @@ HANG_SECONDS = 60  # no single call may take this long (the slowest legitimate o
 def run_batch(tmp_path, seed, count):
     """Runs one batch in a child process; returns None, or the failure (kind, call source, detail)."""
     log_path = tmp_path / f"calls-{seed}.log"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [os.path.dirname(os.path.dirname(fastgrad.__file__)), os.path.dirname(crash_fuzz.__file__),
-         os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            [
+                os.path.dirname(os.path.dirname(fastgrad.__file__)),
+                os.path.dirname(crash_fuzz.__file__),
+                os.environ.get("PYTHONPATH", ""),
+            ]
+        ),
+    )
     if crash_fuzz.under_address_sanitizer():
         env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), crash_fuzz.ASAN_MEMORY_CAP]))
-    child = subprocess.Popen([sys.executable, crash_fuzz.__file__, str(log_path), str(seed), str(count)],
-                             cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, crash_fuzz.__file__, str(log_path), str(seed), str(count)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     last_size, last_change = -1, time.monotonic()
     while child.poll() is None:  # a hang: the log has not grown for HANG_SECONDS
         time.sleep(0.2)
@@ -63,7 +76,7 @@ def run_batch(tmp_path, seed, count):
 
 def _last_call(log_path, skip=0):
     lines = log_path.read_text().splitlines() if log_path.exists() else []
-    lines = lines[:len(lines) - skip]
+    lines = lines[: len(lines) - skip]
     return lines[-1].split("\t", 1)[1] if lines and "\t" in lines[-1] else "(before the first call)"
 
 
@@ -86,28 +99,34 @@ def test_every_public_name_is_a_target():
     assert {f"fg.{name}" for name in module_functions} <= called
 
 
-@pytest.mark.parametrize("then, expected", [
-    ("os.abort()", "crash (SIGABRT)"),
-    ("time.sleep(30)", "hang"),
-    ("log.write('BROKEN\\tSystemError: x\\n'); sys.exit(3)", "broken binding"),
-])
+@pytest.mark.parametrize(
+    "then, expected",
+    [
+        ("os.abort()", "crash (SIGABRT)"),
+        ("time.sleep(30)", "hang"),
+        ("log.write('BROKEN\\tSystemError: x\\n'); sys.exit(3)", "broken binding"),
+    ],
+)
 def test_the_harness_names_the_failing_call(tmp_path, monkeypatch, then, expected):
     monkeypatch.setattr(crash_fuzz, "__file__", str(tmp_path / "failing_child.py"))
     monkeypatch.setattr(sys.modules[__name__], "HANG_SECONDS", 1)
     (tmp_path / "failing_child.py").write_text(
-        "import os, sys, time\n"
-        "log = open(sys.argv[1], 'w', buffering=1)\n"
-        "log.write('0\\tfg.boom()\\n')\n" + then + "\n")
+        "import os, sys, time\nlog = open(sys.argv[1], 'w', buffering=1)\nlog.write('0\\tfg.boom()\\n')\n" + then + "\n"
+    )
     kind, source, _ = run_batch(tmp_path, 0, 1)
     assert (kind, source) == (expected, "fg.boom()")
 
 
 # ---- what the fuzzer found, kept as plain tests ---------------------------------------------------
-OVERFLOWING_VIEWS = pytest.mark.parametrize("make", [
-    lambda fg: fg.ones(3).expand(2**62, 3),
-    lambda fg: fg.ones(2, 1).expand(2, 2**62),
-    lambda fg: fg.zeros(0).reshape(2**62, 2**62, 0),
-], ids=["expand leading", "expand size-1 dim", "reshape of size 0"])
+OVERFLOWING_VIEWS = pytest.mark.parametrize(
+    "make",
+    [
+        lambda fg: fg.ones(3).expand(2**62, 3),
+        lambda fg: fg.ones(2, 1).expand(2, 2**62),
+        lambda fg: fg.zeros(0).reshape(2**62, 2**62, 0),
+    ],
+    ids=["expand leading", "expand size-1 dim", "reshape of size 0"],
+)
 
 
 @OVERFLOWING_VIEWS

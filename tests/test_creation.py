@@ -1,4 +1,5 @@
 """Tensor creation, dtypes and devices, conversions, attributes, Python protocols, repr of the seed tensors."""
+
 import re
 
 import numpy as np
@@ -14,31 +15,38 @@ def info(t):
 
 # --- tensor() -----------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("data,expected", [
-    (2.5, ("float32", (), 2.5)),
-    (3, ("int64", (), 3)),
-    (True, ("bool", (), True)),
-    ([1.0, 2.0], ("float32", (2,), [1.0, 2.0])),
-    ([1, 2], ("int64", (2,), [1, 2])),
-    ([1, 2.5], ("float32", (2,), [1.0, 2.5])),
-    ([True, False], ("bool", (2,), [True, False])),
-    ([True, 2], ("int64", (2,), [1, 2])),
-    ([[1, 2, 3], [4, 5, 6]], ("int64", (2, 3), [[1, 2, 3], [4, 5, 6]])),
-    ([[[1.0]], [[2.0]]], ("float32", (2, 1, 1), [[[1.0]], [[2.0]]])),
-    ([], ("float32", (0,), [])),
-])
+
+@pytest.mark.parametrize(
+    "data,expected",
+    [
+        (2.5, ("float32", (), 2.5)),
+        (3, ("int64", (), 3)),
+        (True, ("bool", (), True)),
+        ([1.0, 2.0], ("float32", (2,), [1.0, 2.0])),
+        ([1, 2], ("int64", (2,), [1, 2])),
+        ([1, 2.5], ("float32", (2,), [1.0, 2.5])),
+        ([True, False], ("bool", (2,), [True, False])),
+        ([True, 2], ("int64", (2,), [1, 2])),
+        ([[1, 2, 3], [4, 5, 6]], ("int64", (2, 3), [[1, 2, 3], [4, 5, 6]])),
+        ([[[1.0]], [[2.0]]], ("float32", (2, 1, 1), [[[1.0]], [[2.0]]])),
+        ([], ("float32", (0,), [])),
+    ],
+)
 def test_tensor_from_python_data(fg, data, expected):
     assert info(fg.tensor(data)) == expected
 
 
-@pytest.mark.parametrize("array,expected", [
-    (np.array([1.5, 2.0]), ("float64", (2,), [1.5, 2.0])),
-    (np.array([1.5, 2.0], dtype=np.float32), ("float32", (2,), [1.5, 2.0])),
-    (np.array([[1, 2]], dtype=np.int64), ("int64", (1, 2), [[1, 2]])),
-    (np.array([True, False]), ("bool", (2,), [True, False])),
-    (np.array(2.0), ("float64", (), 2.0)),
-    (np.arange(6.0).reshape(2, 3).T, ("float64", (3, 2), [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]])),
-])
+@pytest.mark.parametrize(
+    "array,expected",
+    [
+        (np.array([1.5, 2.0]), ("float64", (2,), [1.5, 2.0])),
+        (np.array([1.5, 2.0], dtype=np.float32), ("float32", (2,), [1.5, 2.0])),
+        (np.array([[1, 2]], dtype=np.int64), ("int64", (1, 2), [[1, 2]])),
+        (np.array([True, False]), ("bool", (2,), [True, False])),
+        (np.array(2.0), ("float64", (), 2.0)),
+        (np.arange(6.0).reshape(2, 3).T, ("float64", (3, 2), [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]])),
+    ],
+)
 def test_tensor_from_numpy_array(fg, array, expected):
     array = array.copy()  # the parameter is shared by every backend's run of this test
     t = fg.tensor(array)
@@ -72,6 +80,7 @@ def test_tensor_errors(fg):
 
 
 # --- factories ----------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("factory,fill", [("zeros", 0.0), ("ones", 1.0)])
 def test_zeros_ones(fg, factory, fill):
@@ -149,10 +158,15 @@ def test_normal(fg):
     assert_values(u, [0.0, 100.0], atol=0.1)
 
 
-@pytest.mark.parametrize("draw", [
-    lambda fg: fg.rand(5), lambda fg: fg.randn(2, 3), lambda fg: fg.randint(0, 1000, (5,)),
-    lambda fg: fg.normal(0.0, 1.0, size=(4,)),
-])
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda fg: fg.rand(5),
+        lambda fg: fg.randn(2, 3),
+        lambda fg: fg.randint(0, 1000, (5,)),
+        lambda fg: fg.normal(0.0, 1.0, size=(4,)),
+    ],
+)
 def test_manual_seed_reproducible(fg, draw):
     fg.manual_seed(1234)
     first = draw(fg).tolist()
@@ -186,6 +200,7 @@ def test_eye(fg):
 
 # --- numpy interop ----------------------------------------------------------------------------------
 
+
 def test_from_numpy_shares_memory_both_ways(fg):
     array = np.zeros(3)
     t = fg.from_numpy(array)
@@ -201,15 +216,26 @@ def test_from_numpy_shares_memory_both_ways(fg):
 @pytest.mark.parametrize("make", ["from_numpy", "tensor", "frombuffer_tensor", "strided_from_numpy"])
 def test_bools_whose_bytes_are_not_0_or_1_read_as_true(fg, torch, make):
     """numpy bools made by .view(bool) or np.frombuffer can hold any byte: PyTorch reads them as True."""
+
     def program(lib):
         raw = np.array([[0, 1, 2, 255], [3, 0, 128, 1]], dtype=np.uint8)
-        t = {"from_numpy": lambda: lib.from_numpy(raw.view(bool)),
-             "tensor": lambda: lib.tensor(raw.view(bool)),
-             "frombuffer_tensor": lambda: lib.tensor(np.frombuffer(raw.tobytes(), dtype=bool).reshape(2, 4)),
-             "strided_from_numpy": lambda: lib.from_numpy(raw.view(bool)[:, ::2])}[make]()
+        t = {
+            "from_numpy": lambda: lib.from_numpy(raw.view(bool)),
+            "tensor": lambda: lib.tensor(raw.view(bool)),
+            "frombuffer_tensor": lambda: lib.tensor(np.frombuffer(raw.tobytes(), dtype=bool).reshape(2, 4)),
+            "strided_from_numpy": lambda: lib.from_numpy(raw.view(bool)[:, ::2]),
+        }[make]()
         equals_true = (t == True).tolist()  # noqa: E712 -- the == operator with a Python bool
-        return (t.long().tolist(), equals_true, t.tolist(), t.sum().item(),
-                t.float().tolist(), (t == lib.ones_like(t)).all().item(), t.any(dim=0).tolist())
+        return (
+            t.long().tolist(),
+            equals_true,
+            t.tolist(),
+            t.sum().item(),
+            t.float().tolist(),
+            (t == lib.ones_like(t)).all().item(),
+            t.any(dim=0).tolist(),
+        )
+
     assert program(fg) == program(torch)
 
 
@@ -233,13 +259,16 @@ def test_numpy_shares_memory(fg):
 
 def test_numpy_of_tensor_that_requires_grad_raises(fg):
     x = fg.tensor([1.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")):
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead."),
+    ):
         x.numpy()
     assert x.detach().numpy().tolist() == [1.0]
 
 
 # --- devices and dtypes -------------------------------------------------------------------------------
+
 
 def test_cpu_device(fg):
     t = fg.tensor([1.0], device="cpu")
@@ -252,11 +281,18 @@ def test_cpu_device(fg):
 
 
 # A size no machine can allocate: the device is refused first, without taking (or trying to take) memory.
-@pytest.mark.parametrize("make", [
-    lambda fg, **kw: fg.empty(2 ** 62, **kw), lambda fg, **kw: fg.full((2 ** 62,), 1.0, **kw),
-    lambda fg, **kw: fg.randn(2 ** 62, **kw), lambda fg, **kw: fg.randint(3, (2 ** 62,), **kw),
-    lambda fg, **kw: fg.arange(2 ** 62, **kw), lambda fg, **kw: fg.eye(2 ** 31, **kw),
-    lambda fg, **kw: fg.nn.Linear(1, 2 ** 62, **kw)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda fg, **kw: fg.empty(2**62, **kw),
+        lambda fg, **kw: fg.full((2**62,), 1.0, **kw),
+        lambda fg, **kw: fg.randn(2**62, **kw),
+        lambda fg, **kw: fg.randint(3, (2**62,), **kw),
+        lambda fg, **kw: fg.arange(2**62, **kw),
+        lambda fg, **kw: fg.eye(2**31, **kw),
+        lambda fg, **kw: fg.nn.Linear(1, 2**62, **kw),
+    ],
+)
 def test_an_unavailable_device_is_refused_before_allocating(fg, make):
     with pytest.raises(RuntimeError, match="fastgrad runs on the CPU only; device 'cuda' is not available"):
         make(fg, device="cuda")
@@ -267,7 +303,11 @@ def test_dtype_aliases(fg):
     assert fg.double is fg.float64
     assert fg.long is fg.int64
     assert [dtype_name(d) for d in (fg.float32, fg.float64, fg.int64, fg.bool)] == [
-        "float32", "float64", "int64", "bool"]
+        "float32",
+        "float64",
+        "int64",
+        "bool",
+    ]
     assert strip_module(repr(fg.float64)) == "float64"
 
 
@@ -303,6 +343,7 @@ def test_clone_copies(fg):
 
 
 # --- attributes -------------------------------------------------------------------------------------
+
 
 def test_shape_and_size(fg):
     t = fg.zeros(2, 3, 4)
@@ -347,8 +388,7 @@ def test_python_number_conversions(fg):
     assert bool(fg.tensor([0.0])) is False and bool(fg.tensor(3)) is True
     assert float(fg.tensor([2.5])) == 2.5 and float(fg.tensor(3)) == 3.0
     assert int(fg.tensor(2.7)) == 2 and int(fg.tensor([-2.7])) == -2
-    with pytest.raises(RuntimeError, match=re.escape(
-            "Boolean value of Tensor with more than one value is ambiguous")):
+    with pytest.raises(RuntimeError, match=re.escape("Boolean value of Tensor with more than one value is ambiguous")):
         bool(fg.tensor([1.0, 2.0]))
 
 
@@ -383,6 +423,7 @@ def test_repr_with_dtype(fg):
 
 
 # --- out= ---------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name,expected", [("add", [4.0, 6.0]), ("mul", [3.0, 8.0]), ("matmul", 11.0)])
 def test_out_argument(fg, name, expected):

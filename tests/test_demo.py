@@ -1,4 +1,5 @@
 """python -m fastgrad.demo: the README's main command trains, reports and compares backends."""
+
 import numpy as np
 import pytest
 
@@ -31,8 +32,10 @@ def test_spiral_is_deterministic():
 
 
 def test_command_line_prints_plain_lines_when_not_a_terminal(tmp_path):
-    run = run_python("from fastgrad import demo; demo.main(['--epochs', '2', '--hidden', '16', '--compare-steps', "
-                     f"'0', '--plot', {str(tmp_path / 'demo.png')!r}])")
+    run = run_python(
+        "from fastgrad import demo; demo.main(['--epochs', '2', '--hidden', '16', '--compare-steps', "
+        f"'0', '--plot', {str(tmp_path / 'demo.png')!r}])"
+    )
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
     assert "\r" not in run.stdout and any(line.startswith("epoch   2/2") for line in lines)

@@ -1,6 +1,7 @@
 """docs/autograd.md stays true: its ```python blocks run in order in one namespace, and each block's
 printed output is exactly the ```text (or ```mermaid) block that follows it in the doc. A block
 that prints must be followed by its output, so no output goes unchecked."""
+
 import contextlib
 import io
 import re
@@ -21,8 +22,9 @@ def python_blocks_with_output(text):
         if fence.group(1) != "python":
             continue
         after = fences[i + 1] if i + 1 < len(fences) else None
-        shown = (after is not None and after.group(1) in OUTPUT_LANGUAGES
-                 and text[fence.end():after.start()].strip() == "")
+        shown = (
+            after is not None and after.group(1) in OUTPUT_LANGUAGES and text[fence.end() : after.start()].strip() == ""
+        )
         blocks.append((text.count("\n", 0, fence.start()) + 1, fence.group(2), after.group(2) if shown else None))
     return blocks
 

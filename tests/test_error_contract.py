@@ -1,5 +1,6 @@
 """docs/errors.md, the error contract, stays true: every row of its table is run here, on both
 backends and on PyTorch, and must raise the exception it names with a message containing its text."""
+
 import builtins
 import re
 from pathlib import Path
@@ -36,11 +37,15 @@ ROWS = contract_rows(DOC.read_text(encoding="utf-8"))
 
 
 def test_table_is_parsed():
-    table = ("| Input | Example | Exception | Message |\n|---|---|---|---|\n"
-             "| a | `f(1)` | `TypeError` | ``x `y` z`` |\n"
-             "| b | `g()` | `MemoryError` (PyTorch: `RuntimeError`) | `m` |\n")
-    assert contract_rows(table) == [("a", "f(1)", "TypeError", "TypeError", "x `y` z"),
-                                    ("b", "g()", "MemoryError", "RuntimeError", "m")]
+    table = (
+        "| Input | Example | Exception | Message |\n|---|---|---|---|\n"
+        "| a | `f(1)` | `TypeError` | ``x `y` z`` |\n"
+        "| b | `g()` | `MemoryError` (PyTorch: `RuntimeError`) | `m` |\n"
+    )
+    assert contract_rows(table) == [
+        ("a", "f(1)", "TypeError", "TypeError", "x `y` z"),
+        ("b", "g()", "MemoryError", "RuntimeError", "m"),
+    ]
     assert len(ROWS) >= 50 and len({row[0] for row in ROWS}) == len(ROWS)
 
 

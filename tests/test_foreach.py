@@ -1,6 +1,7 @@
 """The optimizers' list primitives (_prims.foreach_add_, foreach_zero_) on both backends: PyTorch's
 add_(alpha=) values bit for bit, version bumps, any strides, and errors that leave every tensor
 unchanged."""
+
 import numpy as np
 import pytest
 
@@ -17,8 +18,10 @@ def prims(fg):
 
 def _pairs(lib, dtype=np.float32):
     shapes = [(5, 3), (7,), ()]
-    return ([lib.tensor(np.asarray(_RNG.standard_normal(s), dtype)) for s in shapes],
-            [lib.tensor(np.asarray(_RNG.standard_normal(s) * 1e-3, dtype)) for s in shapes])
+    return (
+        [lib.tensor(np.asarray(_RNG.standard_normal(s), dtype)) for s in shapes],
+        [lib.tensor(np.asarray(_RNG.standard_normal(s) * 1e-3, dtype)) for s in shapes],
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -53,20 +56,33 @@ def test_foreach_zero_(fg, prims):
     assert [t._version for t in tensors] == [1, 1]
 
 
-@pytest.mark.parametrize("case, message", [
-    ("length", "foreach_add_(): expected lists of the same length, got 2 and 1"),
-    ("shape", "foreach_add_(): expected floating tensors of one dtype and shape, got Float[3] and Float[2]"),
-    ("dtype", "foreach_add_(): expected floating tensors of one dtype and shape, got Float[3] and Double[3]"),
-    ("int", "foreach_add_(): expected floating tensors of one dtype and shape, got Long[3] and Long[3]"),
-    ("grad", "foreach_add_() does not record gradients: call it under no_grad()"),
-    ("leaf", "a leaf Variable that requires grad is being used in an in-place operation."),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("length", "foreach_add_(): expected lists of the same length, got 2 and 1"),
+        ("shape", "foreach_add_(): expected floating tensors of one dtype and shape, got Float[3] and Float[2]"),
+        ("dtype", "foreach_add_(): expected floating tensors of one dtype and shape, got Float[3] and Double[3]"),
+        ("int", "foreach_add_(): expected floating tensors of one dtype and shape, got Long[3] and Long[3]"),
+        ("grad", "foreach_add_() does not record gradients: call it under no_grad()"),
+        ("leaf", "a leaf Variable that requires grad is being used in an in-place operation."),
+    ],
+)
 def test_foreach_add_errors_leave_tensors_unchanged(fg, prims, case, message):
     first = fg.zeros(3)
-    second = {"length": fg.zeros(3), "shape": fg.zeros(3), "dtype": fg.zeros(3), "int": fg.zeros(3, dtype=fg.int64),
-              "grad": fg.zeros(3), "leaf": fg.zeros(3, requires_grad=True)}[case]
-    other = {"shape": fg.ones(2), "dtype": fg.ones(3, dtype=fg.float64), "int": fg.ones(3, dtype=fg.int64),
-             "grad": fg.ones(3, requires_grad=True)}.get(case, fg.ones(3))
+    second = {
+        "length": fg.zeros(3),
+        "shape": fg.zeros(3),
+        "dtype": fg.zeros(3),
+        "int": fg.zeros(3, dtype=fg.int64),
+        "grad": fg.zeros(3),
+        "leaf": fg.zeros(3, requires_grad=True),
+    }[case]
+    other = {
+        "shape": fg.ones(2),
+        "dtype": fg.ones(3, dtype=fg.float64),
+        "int": fg.ones(3, dtype=fg.int64),
+        "grad": fg.ones(3, requires_grad=True),
+    }.get(case, fg.ones(3))
     others = [fg.ones(3)] if case == "length" else [fg.ones(3), other]
     with pytest.raises(RuntimeError) as info:
         prims.foreach_add_([first, second], others, 1.0)

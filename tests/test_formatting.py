@@ -1,4 +1,5 @@
 """fastgrad._formatting must print exactly what PyTorch prints for the same data."""
+
 import importlib.util
 import pathlib
 import tracemalloc
@@ -21,34 +22,70 @@ def _handpicked():
     f32, f64 = np.float32, np.float64
     return [
         # 0-d
-        np.array(30.0, f32), np.array(0.5, f32), np.array(-0.0, f32), np.array(NAN, f32),
-        np.array(-INF, f64), np.array(1e10, f32), np.array(1e-6, f64), np.array(0.0, f32),
-        np.array(7, np.int64), np.array(True), np.array(0.1, f32),
+        np.array(30.0, f32),
+        np.array(0.5, f32),
+        np.array(-0.0, f32),
+        np.array(NAN, f32),
+        np.array(-INF, f64),
+        np.array(1e10, f32),
+        np.array(1e-6, f64),
+        np.array(0.0, f32),
+        np.array(7, np.int64),
+        np.array(True),
+        np.array(0.1, f32),
         # int mode, fixed, scientific, and the edges of each rule
-        np.array([2.0], f32), np.array([1, 2, 3], f32), np.array([-1.5, 0.25, 3], f32),
-        np.array([1.0, 1000.0], f32), np.array([1.0, 1001.0], f32), np.array([1e8], f32),
-        np.array([1.5e8], f64), np.array([1e-4], f64), np.array([9e-5], f64),
-        np.array([1e10, 1.0], f32), np.array([123456789.0], f64), np.array([0.1, 0.2, 0.3], f64),
+        np.array([2.0], f32),
+        np.array([1, 2, 3], f32),
+        np.array([-1.5, 0.25, 3], f32),
+        np.array([1.0, 1000.0], f32),
+        np.array([1.0, 1001.0], f32),
+        np.array([1e8], f32),
+        np.array([1.5e8], f64),
+        np.array([1e-4], f64),
+        np.array([9e-5], f64),
+        np.array([1e10, 1.0], f32),
+        np.array([123456789.0], f64),
+        np.array([0.1, 0.2, 0.3], f64),
         # zeros, negative zero, nan and inf never pick the style or the width
-        np.array([0.0, 0.0], f32), np.array([-0.0, 1.5], f32), np.array([-0.0, 2.0], f32),
-        np.array([NAN, INF, -INF], f32), np.array([NAN, 1.0, -INF], f32),
-        np.array([NAN, 0.5, INF], f64), np.array([1e-5, NAN, 1e5, -INF], f32),
+        np.array([0.0, 0.0], f32),
+        np.array([-0.0, 1.5], f32),
+        np.array([-0.0, 2.0], f32),
+        np.array([NAN, INF, -INF], f32),
+        np.array([NAN, 1.0, -INF], f32),
+        np.array([NAN, 0.5, INF], f64),
+        np.array([1e-5, NAN, 1e5, -INF], f32),
         # line wrapping of vectors and of rows inside matrices
-        np.arange(30, dtype=f32), np.arange(30, dtype=f32) / 7, np.arange(60, dtype=f64) * 1e6,
-        np.arange(30, dtype=f32).reshape(2, 15) / 3, np.arange(100, dtype=np.int64) ** 3,
+        np.arange(30, dtype=f32),
+        np.arange(30, dtype=f32) / 7,
+        np.arange(60, dtype=f64) * 1e6,
+        np.arange(30, dtype=f32).reshape(2, 15) / 3,
+        np.arange(100, dtype=np.int64) ** 3,
         # nesting
-        np.arange(6, dtype=f32).reshape(2, 3), np.arange(24, dtype=f32).reshape(2, 3, 4) - 10,
-        np.arange(48, dtype=f64).reshape(2, 2, 3, 4) / 9, np.ones((1, 1, 1, 1), f32),
+        np.arange(6, dtype=f32).reshape(2, 3),
+        np.arange(24, dtype=f32).reshape(2, 3, 4) - 10,
+        np.arange(48, dtype=f64).reshape(2, 2, 3, 4) / 9,
+        np.ones((1, 1, 1, 1), f32),
         # ints and bools
-        np.array([1, -2, 300], np.int64), np.array([2**62, -(2**63)], np.int64),
-        np.array([True, False]), np.array([[True], [True]]), np.array([False] * 30),
+        np.array([1, -2, 300], np.int64),
+        np.array([2**62, -(2**63)], np.int64),
+        np.array([True, False]),
+        np.array([[True], [True]]),
+        np.array([False] * 30),
         # empty
-        np.zeros(0, f32), np.zeros((0, 3), f32), np.zeros((2, 0, 4), f64),
-        np.zeros(0, np.int64), np.zeros((3, 0), bool), np.zeros(0, f64),
+        np.zeros(0, f32),
+        np.zeros((0, 3), f32),
+        np.zeros((2, 0, 4), f64),
+        np.zeros(0, np.int64),
+        np.zeros((3, 0), bool),
+        np.zeros(0, f64),
         # summarized (more than 1000 elements)
-        np.arange(1001, dtype=f32), np.arange(2000, dtype=np.int64), np.linspace(-1, 1, 1200),
-        np.arange(1200, dtype=f32).reshape(40, 30) / 3, np.arange(1001, dtype=f32).reshape(1, 1001),
-        np.arange(1100, dtype=f32).reshape(10, 10, 11) * 1e6, np.arange(2401).reshape(7, 7, 7, 7) % 2 == 0,
+        np.arange(1001, dtype=f32),
+        np.arange(2000, dtype=np.int64),
+        np.linspace(-1, 1, 1200),
+        np.arange(1200, dtype=f32).reshape(40, 30) / 3,
+        np.arange(1001, dtype=f32).reshape(1, 1001),
+        np.arange(1100, dtype=f32).reshape(10, 10, 11) * 1e6,
+        np.arange(2401).reshape(7, 7, 7, 7) % 2 == 0,
         # the hidden middle must not affect the style: a tiny value only in the hidden part
         np.concatenate([np.ones(600, f32), [1e-9], np.ones(600, f32)]).astype(f32),
     ]
@@ -141,8 +178,14 @@ def test_prefix_of_tensor_subclass():
     assert actual == expected
 
 
-SCALARS = [np.array(30.0, np.float32), np.array(0.1, np.float32), np.array(-2.5, np.float64),
-           np.array(NAN, np.float32), np.array(-7, np.int64), np.array(True)]
+SCALARS = [
+    np.array(30.0, np.float32),
+    np.array(0.1, np.float32),
+    np.array(-2.5, np.float64),
+    np.array(NAN, np.float32),
+    np.array(-7, np.int64),
+    np.array(True),
+]
 
 
 @pytest.mark.parametrize("spec", ["", ".2f", ".3e", ">12", "+", "g"])
@@ -154,10 +197,14 @@ def test_format_scalar_matches_torch(value, spec):
     assert formatting.format_scalar(value.item(), spec) == expected  # Python scalar
 
 
-@pytest.mark.parametrize("program", [
-    lambda lib: lib.ones(1).expand(10**6, 10**6),
-    lambda lib: (lib.arange(7.0) / 3).reshape(7, 1, 1).expand(7, 10**6, 10**6),
-], ids=["ones_1e12", "arange_7e12"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda lib: lib.ones(1).expand(10**6, 10**6),
+        lambda lib: (lib.arange(7.0) / 3).reshape(7, 1, 1).expand(7, 10**6, 10**6),
+    ],
+    ids=["ones_1e12", "arange_7e12"],
+)
 def test_expanded_tensor_prints_without_materialising(fg, torch, program):
     """Printing reads only the elements it shows: an expand standing for 1e12 elements prints as
     torch prints it, and the print allocates a few KiB (tracemalloc sees numpy's buffers too)."""

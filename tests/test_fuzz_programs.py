@@ -8,6 +8,7 @@ Derandomized, so every CI run checks the same programs. FASTGRAD_FUZZ_EXAMPLES=<
 backends. A failure prints the shrunk program as Python source. FASTGRAD_FUZZ_CENSUS=<file> writes
 there, per test, how many programs used each construct of fuzz_programs.CONSTRUCTS.
 """
+
 import collections
 import functools
 import json
@@ -31,8 +32,15 @@ BACKENDS = fuzz_programs.backends()
 
 def fuzz_settings(test, examples=EXAMPLES):
     phases = [p for p in Phase if p is not Phase.shrink or os.environ.get("FASTGRAD_FUZZ_SHRINK", "1") != "0"]
-    test = settings(max_examples=examples, derandomize=SEED is None, deadline=None, database=None, phases=phases,
-                    suppress_health_check=list(HealthCheck), print_blob=False)(test)
+    test = settings(
+        max_examples=examples,
+        derandomize=SEED is None,
+        deadline=None,
+        database=None,
+        phases=phases,
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )(test)
     return seed(int(SEED))(test) if SEED is not None else test
 
 
@@ -57,8 +65,10 @@ def check(program, order=1, census=None):
         if module.__name__ == "torch" and fuzz_programs.torch_bug(program, ours, theirs):
             continue
         strict = module.__name__.startswith("fastgrad")  # the reference must match exactly
-        exact = (lambda: run(program, fastgrad, upcast=True, order=order),
-                 lambda module=module: run(program, module, upcast=True, order=order))
+        exact = (
+            lambda: run(program, fastgrad, upcast=True, order=order),
+            lambda module=module: run(program, module, upcast=True, order=order),
+        )
         assert_same_outcome(program, ours, theirs, strict=strict, exact=exact, second_order=order == 2)
     if program.dtype == "float64" and order == 1:
         assert_gradients_match_finite_differences(program, ours)
@@ -104,6 +114,7 @@ UNIQUE_OPS = list({op.template: op for op in OPS}.values())  # OPS repeats an op
 def test_each_op_first(op):
     """Every op of the table is fuzzed in every run, whatever the random programs drew: a few
     programs start with it."""
+
     @functools.partial(fuzz_settings, examples=PER_OP_EXAMPLES)
     @given(programs(first=op))
     def run_programs(program):
@@ -114,12 +125,15 @@ def test_each_op_first(op):
 
 def test_program_source_runs_as_python(fg):
     """A failing program is reported as its source: that text runs as is."""
-    @settings(max_examples=20, derandomize=True, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+
+    @settings(max_examples=20, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(programs())
     def check(program):
-        namespace = {"torch": fg, "np": fuzz_programs.np,
-                     "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype)}
+        namespace = {
+            "torch": fg,
+            "np": fuzz_programs.np,
+            "w": lambda i, v: fg.tensor(fuzz_programs.loss_weight(i, tuple(v.shape)), dtype=v.dtype),
+        }
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # what programs warn about (run() ignores it too)

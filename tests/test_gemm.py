@@ -9,6 +9,7 @@ gamma_k * sum_p |a_ip| |b_pj| of the exact value, gamma_k = k u / (1 - k u) (Hig
 Stability of Numerical Algorithms, 3.1); numpy's float64 reference is within the same bound in
 float64, which is added for the float64 comparisons.
 """
+
 import fractions
 
 import numpy as np
@@ -16,15 +17,39 @@ import pytest
 
 import fastgrad
 
-U = {np.float32: 2.0 ** -24, np.float64: 2.0 ** -53}
+U = {np.float32: 2.0**-24, np.float64: 2.0**-53}
 ISA = fastgrad.config()["isa"]
 
 # Around the micro-tiles (6 rows; 8, 16, 32 or 64 columns per ISA and dtype), the small path's limit
 # (256 columns) and KC (512 floats / 256 doubles): m, n, k.
-SHAPES = [(1, 1, 1), (1, 7, 3), (7, 1, 3), (2, 3, 1), (5, 6, 7), (6, 16, 16), (7, 17, 9), (13, 31, 33),
-          (12, 32, 64), (18, 33, 65), (31, 63, 127), (64, 64, 64), (65, 65, 129), (100, 129, 255),
-          (127, 255, 256), (129, 257, 257), (7, 65, 512), (8, 66, 513), (300, 300, 300), (37, 300, 1), (300, 5, 300), (3, 300, 600),
-          (0, 5, 3), (5, 0, 3), (4, 5, 0), (0, 0, 0)]
+SHAPES = [
+    (1, 1, 1),
+    (1, 7, 3),
+    (7, 1, 3),
+    (2, 3, 1),
+    (5, 6, 7),
+    (6, 16, 16),
+    (7, 17, 9),
+    (13, 31, 33),
+    (12, 32, 64),
+    (18, 33, 65),
+    (31, 63, 127),
+    (64, 64, 64),
+    (65, 65, 129),
+    (100, 129, 255),
+    (127, 255, 256),
+    (129, 257, 257),
+    (7, 65, 512),
+    (8, 66, 513),
+    (300, 300, 300),
+    (37, 300, 1),
+    (300, 5, 300),
+    (3, 300, 600),
+    (0, 5, 3),
+    (5, 0, 3),
+    (4, 5, 0),
+    (0, 0, 0),
+]
 
 
 def tolerance(a, b, dtype):
@@ -142,8 +167,13 @@ def rounded(q, cast):
     """The rational q rounded to nearest (ties to even) in the type `cast`."""
     x = cast(float(q))  # within one ulp of the answer (float(q) is itself rounded once)
     candidates = [x, np.nextafter(x, cast(-np.inf)), np.nextafter(x, cast(np.inf))]
-    return min(candidates, key=lambda y: (abs(fractions.Fraction(float(y)) - q), int(y.view(np.uint64 if cast is
-                                                                                             np.float64 else np.uint32)) & 1))
+    return min(
+        candidates,
+        key=lambda y: (
+            abs(fractions.Fraction(float(y)) - q),
+            int(y.view(np.uint64 if cast is np.float64 else np.uint32)) & 1,
+        ),
+    )
 
 
 def chain(a_row, b_col, fused):
@@ -153,7 +183,9 @@ def chain(a_row, b_col, fused):
     c = cast(0)
     for x, y in zip(a_row, b_col):
         if fused:
-            c = rounded(fractions.Fraction(float(x)) * fractions.Fraction(float(y)) + fractions.Fraction(float(c)), cast)
+            c = rounded(
+                fractions.Fraction(float(x)) * fractions.Fraction(float(y)) + fractions.Fraction(float(c)), cast
+            )
         else:
             c = x * y + c
     return c

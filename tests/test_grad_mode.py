@@ -1,4 +1,5 @@
 """Grad mode: no_grad, enable_grad, set_grad_enabled, is_grad_enabled; thread-local."""
+
 import threading
 
 import pytest

@@ -8,14 +8,14 @@ their node, custom Functions, grad_fn names; a Hessian-vector product of an MLP 
 differences of its gradient; a gradient penalty against PyTorch;
 (d) autograd.functional against torch.autograd.functional, and gradgradcheck on torch tensors.
 """
+
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from op_cases import CASES
-from op_helpers import (apply_layout, assert_close, gradcheck_for, layout_changes, make_arrays, rng_for,
-                        source_shape)
+from op_helpers import apply_layout, assert_close, gradcheck_for, layout_changes, make_arrays, rng_for, source_shape
 from oracle_helpers import mul_sin_function, same_error, same_on_both
 
 # PyTorch warns that backward(create_graph=True) makes a cycle between a leaf and its .grad
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create
 @dataclass(frozen=True)
 class Program:
     name: str
-    fn: object             # fn(m, *tensors) -> a tensor or a tuple of them
+    fn: object  # fn(m, *tensors) -> a tensor or a tuple of them
     shapes: tuple
     domain: object = "real"
 
@@ -76,32 +76,56 @@ NN = [
     Program("F.gelu", lambda m, x: F(m).gelu(x), [(5,)]),
     Program("F.gelu(tanh)", lambda m, x: F(m).gelu(x, approximate="tanh"), [(5,)]),
     Program("F.cross_entropy", lambda m, x: F(m).cross_entropy(x, _constant(m, [0, 2, 1])), [(3, 4)]),
-    Program("F.cross_entropy(weight,ignore_index)", lambda m, x: F(m).cross_entropy(
-        x, _constant(m, [0, 1, 3]), weight=_constant(m, [0.5, 1.0, 2.0, 1.5], x.dtype), ignore_index=1), [(3, 4)]),
-    Program("F.cross_entropy(label_smoothing)", lambda m, x: F(m).cross_entropy(
-        x, _constant(m, [3, 0, 1]), label_smoothing=0.2), [(3, 4)]),
-    Program("F.cross_entropy(probabilities)", lambda m, x: F(m).cross_entropy(
-        x, _constant(m, [[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]], x.dtype)), [(2, 4)]),
+    Program(
+        "F.cross_entropy(weight,ignore_index)",
+        lambda m, x: F(m).cross_entropy(
+            x, _constant(m, [0, 1, 3]), weight=_constant(m, [0.5, 1.0, 2.0, 1.5], x.dtype), ignore_index=1
+        ),
+        [(3, 4)],
+    ),
+    Program(
+        "F.cross_entropy(label_smoothing)",
+        lambda m, x: F(m).cross_entropy(x, _constant(m, [3, 0, 1]), label_smoothing=0.2),
+        [(3, 4)],
+    ),
+    Program(
+        "F.cross_entropy(probabilities)",
+        lambda m, x: F(m).cross_entropy(x, _constant(m, [[0.1, 0.2, 0.3, 0.4], [0.7, 0.1, 0.1, 0.1]], x.dtype)),
+        [(2, 4)],
+    ),
     Program("F.nll_loss(sum)", lambda m, x: F(m).nll_loss(x, _constant(m, [1, 0, 3]), reduction="sum"), [(3, 4)]),
-    Program("F.nll_loss(none) of log_softmax", lambda m, x: F(m).nll_loss(
-        x.log_softmax(1), _constant(m, [1, 0, 3]), reduction="none"), [(3, 4)]),
+    Program(
+        "F.nll_loss(none) of log_softmax",
+        lambda m, x: F(m).nll_loss(x.log_softmax(1), _constant(m, [1, 0, 3]), reduction="none"),
+        [(3, 4)],
+    ),
     Program("F.nll_loss 1-D", lambda m, x: F(m).nll_loss(x.exp(), _constant(m, 2)), [(4,)]),
     Program("F.mse_loss", lambda m, a, b: F(m).mse_loss(a, b), [(3, 4), (3, 4)]),
     Program("F.l1_loss", lambda m, a, b: F(m).l1_loss(a * a, b + 3.0), [(3, 4), (3, 4)], "unit"),
     Program("F.smooth_l1_loss", lambda m, a, b: F(m).smooth_l1_loss(a.exp(), b, beta=0.5), [(3, 4), (3, 4)]),
     Program("F.huber_loss", lambda m, a, b: F(m).huber_loss(a.sin(), b, delta=0.7), [(3, 4), (3, 4)]),
-    Program("F.binary_cross_entropy_with_logits", lambda m, x: F(m).binary_cross_entropy_with_logits(
-        x, _constant(m, [[0.0, 1.0, 0.3], [0.9, 0.5, 0.0]], x.dtype),
-        pos_weight=_constant(m, [1.0, 2.0, 0.5], x.dtype)), [(2, 3)]),
+    Program(
+        "F.binary_cross_entropy_with_logits",
+        lambda m, x: F(m).binary_cross_entropy_with_logits(
+            x,
+            _constant(m, [[0.0, 1.0, 0.3], [0.9, 0.5, 0.0]], x.dtype),
+            pos_weight=_constant(m, [1.0, 2.0, 0.5], x.dtype),
+        ),
+        [(2, 3)],
+    ),
     Program("F.layer_norm", lambda m, x, w, b: F(m).layer_norm(x, (5,), w, b), [(2, 5), (5,), (5,)]),
     Program("F.leaky_relu", lambda m, x: F(m).leaky_relu(x, 0.1) * x, [(3, 4)], "nonzero"),
     Program("F.leaky_relu alone", lambda m, x: F(m).leaky_relu(x), [(3, 4)], "nonzero"),
     Program("F.relu alone", lambda m, x: F(m).relu(x), [(3, 4)], "nonzero"),
     Program("F.linear", lambda m, x, w, b: F(m).linear(x, w, b).tanh(), [(2, 3), (4, 3), (4,)]),
-    Program("F.embedding(padding_idx)", lambda m, w: F(m).embedding(
-        _constant(m, [[0, 2], [4, 2]]), w, padding_idx=2).exp(), [(5, 3)]),
-    Program("masked_fill", lambda m, x: x.masked_fill(_constant(m, [[True, False, False, True]] * 3), 0.5) * x,
-            [(3, 4)]),
+    Program(
+        "F.embedding(padding_idx)",
+        lambda m, w: F(m).embedding(_constant(m, [[0, 2], [4, 2]]), w, padding_idx=2).exp(),
+        [(5, 3)],
+    ),
+    Program(
+        "masked_fill", lambda m, x: x.masked_fill(_constant(m, [[True, False, False, True]] * 3), 0.5) * x, [(3, 4)]
+    ),
     Program("gather", lambda m, x: x.gather(1, _constant(m, [[0, 0], [3, 1], [2, 2]])) ** 2, [(3, 4)]),
     Program("split", lambda m, x: tuple(p * p for p in x.split([1, 3], dim=1)), [(3, 4)]),
     Program("chunk", lambda m, x: tuple(p.exp() for p in x.chunk(2)), [(4, 3)]),
@@ -133,8 +157,12 @@ def test_gradgradcheck(fg, program):
     assert gradgradcheck(lambda *xs: program.fn(fg, *xs), tuple(leaves))
 
 
-LAYOUT_PARAMS = [pytest.param(c, layout, id=f"{c.name}-{layout}")
-                 for c in CASES for layout in c.layouts if layout != "contiguous" and layout_changes(c.shapes, layout)]
+LAYOUT_PARAMS = [
+    pytest.param(c, layout, id=f"{c.name}-{layout}")
+    for c in CASES
+    for layout in c.layouts
+    if layout != "contiguous" and layout_changes(c.shapes, layout)
+]
 
 
 @pytest.mark.parametrize("case,layout", LAYOUT_PARAMS)
@@ -183,11 +211,13 @@ def test_second_derivatives_match_torch(fg, torch, program):
 def test_first_gradient_graph_matches_torch(fg, torch, program):
     """Gradients taken with create_graph=True for constant output vectors (a loss's ones): the same
     values, requires_grad and grad_fn presence as PyTorch's, so a gradient penalty works where it does."""
+
     def program_grads(lib):
         leaves = make_leaves(lib, program)
         outputs = [out for out in _tuple(program.fn(lib, *leaves)) if out.requires_grad]
-        grads = lib.autograd.grad(outputs, leaves, [lib.ones_like(out) for out in outputs], create_graph=True,
-                                  allow_unused=True)
+        grads = lib.autograd.grad(
+            outputs, leaves, [lib.ones_like(out) for out in outputs], create_graph=True, allow_unused=True
+        )
         return [None if g is None else (g.detach().numpy(), g.requires_grad, g.grad_fn is None) for g in grads]
 
     for i, (got, want) in enumerate(zip(program_grads(fg), program_grads(torch))):
@@ -197,9 +227,20 @@ def test_first_gradient_graph_matches_torch(fg, torch, program):
             assert got[1:] == want[1:], f"(requires_grad, grad_fn is None) of the gradient of input {i}"
 
 
-THIRD_ORDER = ["x.softmax(0)", "x.log_softmax(0)", "F.gelu(x)", "F.gelu(x, approximate='tanh')", "(x * x[1]).prod()",
-               "x.norm()", "x[1:].exp() * x[0]", "x.std()", "x.tanh()", "x.sigmoid()", "x.abs() ** 2.5",
-               "F.cross_entropy(x.unsqueeze(0), lib.tensor([1]))"]
+THIRD_ORDER = [
+    "x.softmax(0)",
+    "x.log_softmax(0)",
+    "F.gelu(x)",
+    "F.gelu(x, approximate='tanh')",
+    "(x * x[1]).prod()",
+    "x.norm()",
+    "x[1:].exp() * x[0]",
+    "x.std()",
+    "x.tanh()",
+    "x.sigmoid()",
+    "x.abs() ** 2.5",
+    "F.cross_entropy(x.unsqueeze(0), lib.tensor([1]))",
+]
 
 
 @pytest.mark.parametrize("expr", THIRD_ORDER)
@@ -207,9 +248,10 @@ def test_third_derivatives_match_torch(fg, torch, expr):
     def program(lib):
         x = lib.tensor([0.5, -1.0, 2.0, 0.0 if "prod" in expr else 0.3], dtype=lib.float64, requires_grad=True)
         out = eval(expr, {"x": x, "lib": lib, "F": F(lib)}).sum()
-        first, = lib.autograd.grad(out, x, create_graph=True)
-        second, = lib.autograd.grad((first * lib.tensor([1.0, 2.0, 3.0, 4.0], dtype=lib.float64)).sum(), x,
-                                    create_graph=True)
+        (first,) = lib.autograd.grad(out, x, create_graph=True)
+        (second,) = lib.autograd.grad(
+            (first * lib.tensor([1.0, 2.0, 3.0, 4.0], dtype=lib.float64)).sum(), x, create_graph=True
+        )
         return first, second, lib.autograd.grad(second.sum(), x)
 
     same_on_both(fg, torch, program)
@@ -219,12 +261,20 @@ def test_layer_norm_third_derivatives_against_finite_differences(fg):
     """layer_norm's gradient node has a backward of its own, composed of ops, so its third
     derivatives are right too (PyTorch 2.13's layer_norm double backward is not differentiable in all
     its inputs, so they are checked against finite differences, not against PyTorch)."""
+
     def gradients(x, w, b, grad):
         out = F(fg).layer_norm(x, (3,), w, b)
         return fg.autograd.grad(out, (x, w, b), grad, create_graph=True)
 
-    leaves = [fg.tensor(v, dtype=fg.float64, requires_grad=True) for v in (
-        [[0.5, -1.0, 2.0], [0.3, 0.7, -0.2]], [1.5, -0.5, 0.8], [0.1, 0.2, -0.3], [[1.0, -2.0, 0.5], [0.4, 0.9, -1.1]])]
+    leaves = [
+        fg.tensor(v, dtype=fg.float64, requires_grad=True)
+        for v in (
+            [[0.5, -1.0, 2.0], [0.3, 0.7, -0.2]],
+            [1.5, -0.5, 0.8],
+            [0.1, 0.2, -0.3],
+            [[1.0, -2.0, 0.5], [0.4, 0.9, -1.1]],
+        )
+    ]
     assert fg.autograd.gradgradcheck(gradients, leaves)
 
 
@@ -236,8 +286,9 @@ ZERO_SECOND_DERIVATIVE = {
     "leaky_relu": lambda F, lib, x: F.leaky_relu(x, 0.2),
     "nll_loss": lambda F, lib, x: F.nll_loss(x, lib.tensor([1, 0])),
     "nll_loss(sum, ignore_index)": lambda F, lib, x: F.nll_loss(x, lib.tensor([1, 2]), reduction="sum", ignore_index=2),
-    "nll_loss(none, weight)": lambda F, lib, x: F.nll_loss(x, lib.tensor([1, 0]), lib.tensor(
-        [0.5, 2.0, 1.0], dtype=lib.float64), reduction="none"),
+    "nll_loss(none, weight)": lambda F, lib, x: F.nll_loss(
+        x, lib.tensor([1, 0]), lib.tensor([0.5, 2.0, 1.0], dtype=lib.float64), reduction="none"
+    ),
     "nll_loss 1-D": lambda F, lib, x: F.nll_loss(x[0], lib.tensor(2)),
 }
 
@@ -248,7 +299,7 @@ def test_second_derivative_of_a_gradient_constant_in_the_input(fg, torch, op):
         x = lib.tensor([[0.5, -1.0, 2.0], [-0.3, 0.0, 1.5]], dtype=lib.float64, requires_grad=True)
         out = op(F(lib), lib, x)
         seed = lib.full(out.shape, 1.5, dtype=lib.float64, requires_grad=True)
-        first, = lib.autograd.grad(out, x, seed, create_graph=True)
+        (first,) = lib.autograd.grad(out, x, seed, create_graph=True)
         weights = lib.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=lib.float64)
         return first, lib.autograd.grad((first * weights).sum(), (x, seed))
 
@@ -259,6 +310,7 @@ def test_second_derivative_of_a_gradient_constant_in_the_input(fg, torch, op):
 def test_second_derivative_where_input_equals_target(fg, torch, loss):
     """The quadratic branch squares the difference, not its absolute value (whose derivative at 0 is
     0 and zeroed the second derivative there). Found by the fuzzer's second-derivative programs."""
+
     def program(lib):
         x = lib.tensor([0.0, 0.25, 3.0, -1.0], dtype=lib.float64, requires_grad=True)
         y = lib.tensor([0.0, 0.0, 0.0, 0.0], dtype=lib.float64, requires_grad=True)
@@ -269,6 +321,7 @@ def test_second_derivative_where_input_equals_target(fg, torch, loss):
 
 
 # ---- semantics
+
 
 def leaves(lib):
     x = lib.tensor([0.5, -1.0, 2.0], dtype=lib.float64, requires_grad=True)
@@ -289,7 +342,7 @@ def test_x_grad_depends_on_x(fg, torch):
 def test_backward_twice_with_create_graph_accumulates_out_of_place(fg, torch):
     def program(lib):
         x, _ = leaves(lib)
-        (x ** 3).sum().backward(create_graph=True)
+        (x**3).sum().backward(create_graph=True)
         first = x.grad
         (x.exp() * x).sum().backward(create_graph=True)
         # the first .grad is left as it was: the sum is a new tensor, recorded
@@ -301,7 +354,7 @@ def test_backward_twice_with_create_graph_accumulates_out_of_place(fg, torch):
 def test_backward_without_create_graph_adds_into_a_grad_with_history(fg, torch):
     def program(lib):
         x, _ = leaves(lib)
-        (x ** 3).sum().backward(create_graph=True)
+        (x**3).sum().backward(create_graph=True)
         (x * 2).sum().backward()
         return x.grad, x.grad.requires_grad
 
@@ -312,6 +365,7 @@ def test_retained_grad_of_a_create_graph_pass(fg, torch):
     """y.grad of a retained non-leaf is recorded too. As PyTorch's retains_grad hook, every later
     gradient is added out of place (grad mode or not), so the y.grad returned here keeps its values
     when the last autograd.grad runs through y's node again."""
+
     def program(lib):
         x, _ = leaves(lib)
         y = x * x
@@ -323,13 +377,27 @@ def test_retained_grad_of_a_create_graph_pass(fg, torch):
     same_on_both(fg, torch, program)
 
 
-@pytest.mark.parametrize("expr", ["x * y", "x.exp()", "x.sin()", "x.cos()", "x ** 3", "x / y", "x.sqrt()",
-                                  "x.log()", "x @ y", "x.abs()", "x.prod()"])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "x * y",
+        "x.exp()",
+        "x.sin()",
+        "x.cos()",
+        "x ** 3",
+        "x / y",
+        "x.sqrt()",
+        "x.log()",
+        "x @ y",
+        "x.abs()",
+        "x.prod()",
+    ],
+)
 def test_gradient_grad_fn_names(fg, torch, expr):
     def program(lib):
         x, y = leaves(lib)
         x = x.abs() if expr in ("x.sqrt()", "x.log()") else x
-        g, = lib.autograd.grad(eval(expr, {"x": x, "y": y}).sum(), x, create_graph=True)
+        (g,) = lib.autograd.grad(eval(expr, {"x": x, "y": y}).sum(), x, create_graph=True)
         return g, g.grad_fn.name()
 
     same_on_both(fg, torch, program)
@@ -339,9 +407,10 @@ def test_gradient_grad_fn_names(fg, torch, expr):
 def test_a_saved_output_comes_back_with_its_node(fg, torch, op):
     """exp's gradient reads exp's own output (saved without history): under create_graph it is
     given back as the output of ExpBackward0, so the second derivative flows through it."""
+
     def program(lib):
         x, _ = leaves(lib)
-        g, = lib.autograd.grad(getattr(x, op)().sum(), x, create_graph=True)
+        (g,) = lib.autograd.grad(getattr(x, op)().sum(), x, create_graph=True)
         return [None if fn is None else fn.name() for fn, _ in g.grad_fn.next_functions], lib.autograd.grad(g.sum(), x)
 
     same_on_both(fg, torch, program)
@@ -350,9 +419,9 @@ def test_a_saved_output_comes_back_with_its_node(fg, torch, op):
 def test_create_graph_records_even_under_no_grad(fg, torch):
     def program(lib):
         x, _ = leaves(lib)
-        y = (x ** 3).sum()
+        y = (x**3).sum()
         with lib.no_grad():
-            g, = lib.autograd.grad(y, x, create_graph=True)
+            (g,) = lib.autograd.grad(y, x, create_graph=True)
         return g, g.requires_grad, lib.autograd.grad(g.sum(), x)
 
     same_on_both(fg, torch, program)
@@ -361,6 +430,7 @@ def test_create_graph_records_even_under_no_grad(fg, torch):
 def test_custom_function_backward_is_recorded(fg, torch):
     """A custom Function's backward runs in grad mode under create_graph, and its saved output
     comes back with history."""
+
     def program(lib):
         class MyExp(lib.autograd.Function):
             @staticmethod
@@ -371,12 +441,12 @@ def test_custom_function_backward_is_recorded(fg, torch):
 
             @staticmethod
             def backward(ctx, grad):
-                y, = ctx.saved_tensors
+                (y,) = ctx.saved_tensors
                 return grad * y
 
         MulSin = mul_sin_function(lib)
         x, y = leaves(lib)
-        g, = lib.autograd.grad((MyExp.apply(x) * x).sum(), x, create_graph=True)
+        (g,) = lib.autograd.grad((MyExp.apply(x) * x).sum(), x, create_graph=True)
         gx, gy = lib.autograd.grad(MulSin.apply(x, y).sum(), (x, y), create_graph=True)
         return g, lib.autograd.grad(g.sum(), x), lib.autograd.grad((gx * gy).sum(), (x, y))
 
@@ -433,12 +503,13 @@ def test_hessian_vector_product_of_an_mlp_matches_finite_differences(fg):
 def test_gradient_penalty_matches_torch(fg, torch):
     """A WGAN-GP style penalty: the norm of a critic's gradient with respect to its input, then
     backward into the critic's parameters through that gradient."""
+
     def program(lib):
         rng = rng_for("penalty")
         w1, b1, w2 = (lib.tensor(rng.standard_normal(s), requires_grad=True) for s in [(4, 6), (6,), (6, 1)])
         x = lib.tensor(rng.standard_normal((5, 4)), requires_grad=True)
         critic = ((x @ w1 + b1).tanh() * (x @ w1).sigmoid()) @ w2
-        g, = lib.autograd.grad(critic.sum(), x, create_graph=True)
+        (g,) = lib.autograd.grad(critic.sum(), x, create_graph=True)
         penalty = ((g.norm(dim=1) - 1) ** 2).mean()
         penalty.backward()
         return penalty, w1.grad, b1.grad, w2.grad, x.grad
@@ -448,8 +519,10 @@ def test_gradient_penalty_matches_torch(fg, torch):
 
 # ---- gradgradcheck itself
 
+
 def _square_with_a_constant_derivative(lib):
     """x * x whose backward detaches x: right first derivatives, second derivatives all zero."""
+
     class Square(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -458,7 +531,7 @@ def _square_with_a_constant_derivative(lib):
 
         @staticmethod
         def backward(ctx, grad):
-            x, = ctx.saved_tensors
+            (x,) = ctx.saved_tensors
             return grad * 2 * x.detach()
 
     return Square
@@ -494,20 +567,22 @@ def test_gradgradcheck_with_given_grad_outputs(fg, torch):
 
 # ---- autograd.functional, against torch.autograd.functional
 
+
 def _cubic(a):
-    return (a ** 3).sum() + (a[0] * a[1]).exp()
+    return (a**3).sum() + (a[0] * a[1]).exp()
 
 
 FUNCTIONAL = {
     "jacobian": lambda lib, F, x, y, v: F.jacobian(lambda a: a.exp() * a.sum(), x),
-    "jacobian, tuples": lambda lib, F, x, y, v: F.jacobian(lambda a, b: (a * b.sum(), (a ** 2).sum()), (x, y)),
+    "jacobian, tuples": lambda lib, F, x, y, v: F.jacobian(lambda a, b: (a * b.sum(), (a**2).sum()), (x, y)),
     "jacobian, unused input": lambda lib, F, x, y, v: F.jacobian(lambda a, b: a.sin(), (x, y)),
     "hessian": lambda lib, F, x, y, v: F.hessian(_cubic, x),
     "hessian, tuples": lambda lib, F, x, y, v: F.hessian(lambda a, b: (a.sin() * b * b).sum(), (x, y)),
     "vjp": lambda lib, F, x, y, v: F.vjp(lambda a: a.exp() * a, x, v),
-    "vjp, tuples": lambda lib, F, x, y, v: F.vjp(lambda a, b: (a * b, a.sum()), (x, y),
-                                                 (v, lib.tensor(2.0, dtype=lib.float64))),
-    "vjp of a scalar, v=None": lambda lib, F, x, y, v: F.vjp(lambda a: (a ** 2).sum(), x),
+    "vjp, tuples": lambda lib, F, x, y, v: F.vjp(
+        lambda a, b: (a * b, a.sum()), (x, y), (v, lib.tensor(2.0, dtype=lib.float64))
+    ),
+    "vjp of a scalar, v=None": lambda lib, F, x, y, v: F.vjp(lambda a: (a**2).sum(), x),
     "jvp": lambda lib, F, x, y, v: F.jvp(lambda a: a.exp() * a.sum(), x, v),
     "jvp, tuples": lambda lib, F, x, y, v: F.jvp(lambda a, b: ((a * b).sum(), a.tanh()), (x, y), (v, v)),
     "hvp": lambda lib, F, x, y, v: F.hvp(_cubic, x, v),
@@ -551,11 +626,20 @@ def test_functional_create_graph_matches_torch(fg, torch, name):
     same_on_both(fg, torch, program)
 
 
-@pytest.mark.parametrize("case", [
-    "strict, unused input", "strict, linear function", "hessian of a vector", "hessian of a tuple",
-    "vjp of a vector without v", "jvp with a v of the wrong size", "vjp with a v of the wrong length",
-    "inputs as a list", "hvp strict, linear function",
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "strict, unused input",
+        "strict, linear function",
+        "hessian of a vector",
+        "hessian of a tuple",
+        "vjp of a vector without v",
+        "jvp with a v of the wrong size",
+        "vjp with a v of the wrong length",
+        "inputs as a list",
+        "hvp strict, linear function",
+    ],
+)
 def test_functional_errors_match_torch(fg, torch, case):
     def program(lib):
         F = _functional(lib)

@@ -1,6 +1,7 @@
 """Gradient hooks: Tensor.register_hook, register_post_accumulate_grad_hook, grad_fn.register_prehook
 and grad_fn.register_hook, checked against PyTorch (what they see, what they replace, their order,
 their errors) and for what PyTorch promises besides (removal, exceptions, garbage collection)."""
+
 import gc
 import threading
 import weakref
@@ -17,14 +18,16 @@ def values(grads):
 
 def recorder(log, tag, result=None):
     """A hook of any kind that logs its tag (and what it was given) and returns `result`."""
+
     def hook(*args):
-        log.append((tag, *(values(a) if isinstance(a, tuple) else a.tolist() if a is not None else None
-                           for a in args)))
+        log.append((tag, *(values(a) if isinstance(a, tuple) else a.tolist() if a is not None else None for a in args)))
         return result
+
     return hook
 
 
 # ---- what a hook sees and replaces
+
 
 def test_a_hook_that_doubles_the_gradient_doubles_the_leaf_grad(fg, torch):
     def program(lib):
@@ -163,6 +166,7 @@ def test_node_hooks_may_replace_the_gradients(fg, torch):
 
 def two_outputs(lib):
     """A custom Function with two outputs (x * 2 and x * 3), so that one may get no gradient."""
+
     class TwoOutputs(lib.autograd.Function):
         @staticmethod
         def forward(ctx, x):
@@ -209,9 +213,11 @@ def test_hooks_of_a_node_that_no_gradient_reached_see_none(fg, torch):
 
 # ---- order
 
+
 def test_hooks_run_in_pytorchs_order_around_each_node(fg, torch):
     """Per node: its output tensors' hooks (for AccumulateGrad: its leaf's), then its pre-hooks, the
     node (an AccumulateGrad's post-accumulate hooks), then its post-hooks; nodes latest first."""
+
     def program(lib):
         log = []
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -234,12 +240,23 @@ def test_hooks_run_in_pytorchs_order_around_each_node(fg, torch):
         return log
 
     tags = [entry[0] for entry in same_on_both(fg, torch, program)]
-    assert tags == ["z", "w", "y 1", "y 2", "y pre", "y post", "x", "accumulate pre", "x accumulated",
-                    "accumulate post"]
+    assert tags == [
+        "z",
+        "w",
+        "y 1",
+        "y 2",
+        "y pre",
+        "y post",
+        "x",
+        "accumulate pre",
+        "x accumulated",
+        "accumulate post",
+    ]
 
 
 def test_hooks_of_a_nodes_outputs_run_output_by_output(fg, torch):
     """In the order of each output's first registration, as PyTorch keeps them."""
+
     def program(lib):
         log = []
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -256,6 +273,7 @@ def test_hooks_of_a_nodes_outputs_run_output_by_output(fg, torch):
 def test_hooks_run_in_tape_order_with_fan_out(fg, torch):
     """A leaf's hooks run as soon as its last gradient has arrived (PyTorch runs AccumulateGrad first
     among the nodes ready), not after every other node."""
+
     def program(lib):
         log = []
 
@@ -274,6 +292,7 @@ def test_hooks_run_in_tape_order_with_fan_out(fg, torch):
 
 
 # ---- autograd.grad
+
 
 def test_tensor_hooks_fire_in_autograd_grad_and_post_accumulate_hooks_do_not(fg, torch):
     def program(lib):
@@ -297,11 +316,15 @@ def test_tensor_hooks_fire_in_autograd_grad_and_post_accumulate_hooks_do_not(fg,
 
 # ---- errors
 
+
 def test_registering_on_a_tensor_that_cannot_have_hooks(fg, torch):
     same_error(fg, torch, lambda lib: lib.tensor([1.0]).register_hook(lambda grad: grad))
     same_error(fg, torch, lambda lib: lib.tensor([1.0]).register_post_accumulate_grad_hook(lambda t: None))
-    same_error(fg, torch, lambda lib: (lib.tensor([1.0], requires_grad=True) * 2)
-               .register_post_accumulate_grad_hook(lambda t: None))
+    same_error(
+        fg,
+        torch,
+        lambda lib: (lib.tensor([1.0], requires_grad=True) * 2).register_post_accumulate_grad_hook(lambda t: None),
+    )
 
 
 class CallableObject:  # a hook without __name__: PyTorch names it '<unknown>'
@@ -309,23 +332,39 @@ class CallableObject:  # a hook without __name__: PyTorch names it '<unknown>'
         return grad[:1]
 
 
-@pytest.mark.parametrize("register", [
-    lambda lib, x, y: x.register_hook(lambda grad: lib.ones(3)),
-    lambda lib, x, y: y.register_hook(lambda grad: lib.ones(3)),
-    lambda lib, x, y: x.register_hook(CallableObject()),
-    lambda lib, x, y: x.register_hook(lambda grad: lib.ones(2, dtype=lib.float64)),
-    lambda lib, x, y: y.register_hook(lambda grad: 3),
-    lambda lib, x, y: x.register_post_accumulate_grad_hook(lambda t: 1),
-    lambda lib, x, y: x.register_post_accumulate_grad_hook(lambda t: lib.zeros(2)),
-    lambda lib, x, y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (lib.ones(3),)),
-    lambda lib, x, y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (lib.ones(2), lib.ones(2))),
-    lambda lib, x, y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: 5),
-    lambda lib, x, y: y.grad_fn.register_prehook(lambda grad_outputs: lib.ones(2)),
-    lambda lib, x, y: y.grad_fn.register_prehook(lambda grad_outputs: (lib.ones(3),)),
-    lambda lib, x, y: y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0].long(),)),
-], ids=["leaf size", "non-leaf size", "unnamed", "dtype", "not a tensor", "post-accumulate int",
-        "post-accumulate tensor", "post size", "post count", "post not a tuple", "pre not a tuple", "pre size",
-        "pre dtype"])
+@pytest.mark.parametrize(
+    "register",
+    [
+        lambda lib, x, y: x.register_hook(lambda grad: lib.ones(3)),
+        lambda lib, x, y: y.register_hook(lambda grad: lib.ones(3)),
+        lambda lib, x, y: x.register_hook(CallableObject()),
+        lambda lib, x, y: x.register_hook(lambda grad: lib.ones(2, dtype=lib.float64)),
+        lambda lib, x, y: y.register_hook(lambda grad: 3),
+        lambda lib, x, y: x.register_post_accumulate_grad_hook(lambda t: 1),
+        lambda lib, x, y: x.register_post_accumulate_grad_hook(lambda t: lib.zeros(2)),
+        lambda lib, x, y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (lib.ones(3),)),
+        lambda lib, x, y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (lib.ones(2), lib.ones(2))),
+        lambda lib, x, y: y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: 5),
+        lambda lib, x, y: y.grad_fn.register_prehook(lambda grad_outputs: lib.ones(2)),
+        lambda lib, x, y: y.grad_fn.register_prehook(lambda grad_outputs: (lib.ones(3),)),
+        lambda lib, x, y: y.grad_fn.register_prehook(lambda grad_outputs: (grad_outputs[0].long(),)),
+    ],
+    ids=[
+        "leaf size",
+        "non-leaf size",
+        "unnamed",
+        "dtype",
+        "not a tensor",
+        "post-accumulate int",
+        "post-accumulate tensor",
+        "post size",
+        "post count",
+        "post not a tuple",
+        "pre not a tuple",
+        "pre size",
+        "pre dtype",
+    ],
+)
 def test_a_hook_returning_the_wrong_thing(fg, torch, register):
     def program(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
@@ -354,9 +393,13 @@ def test_an_exception_in_a_hook_propagates_and_the_engine_stays_usable(fg):
         raise Boom("from a hook")
 
     x = fg.tensor([1.0, 2.0], requires_grad=True)
-    for register in (lambda y: x.register_hook(explode), lambda y: y.register_hook(explode),
-                     lambda y: y.grad_fn.register_prehook(explode), lambda y: y.grad_fn.register_hook(explode),
-                     lambda y: x.register_post_accumulate_grad_hook(explode)):
+    for register in (
+        lambda y: x.register_hook(explode),
+        lambda y: y.register_hook(explode),
+        lambda y: y.grad_fn.register_prehook(explode),
+        lambda y: y.grad_fn.register_hook(explode),
+        lambda y: x.register_post_accumulate_grad_hook(explode),
+    ):
         y = x * 2
         handle = register(y)
         out = (y * y).sum()
@@ -373,6 +416,7 @@ def test_an_exception_in_a_hook_propagates_and_the_engine_stays_usable(fg):
 
 
 # ---- removal during backward, threads, lifetime (no PyTorch comparison)
+
 
 def beyond_pytorch(fg, why):
     """Skips a check of a promise that PyTorch itself (FASTGRAD_TEST_BACKENDS=torch) does not keep."""
@@ -425,6 +469,7 @@ def test_backward_with_hooks_in_several_threads(fg):
 
 def hook_cycles(lib):
     """Functions that each make a tensor whose hook refers back to it, returning a weak reference."""
+
     def leaf_hook():
         x = lib.tensor([1.0], requires_grad=True)
         x.register_hook(lambda grad: x)
@@ -464,6 +509,7 @@ def test_a_hook_cycle_is_collected(fg, case):
 
 def test_a_non_leaf_hook_outlives_the_tensors_python_object(fg):
     beyond_pytorch(fg, "PyTorch keeps the tensor alive after backward")
+
     def build(log):
         y = fg.tensor([1.0, 2.0], requires_grad=True) * 2
         y.register_hook(lambda grad: log.append(y.shape))

@@ -4,6 +4,7 @@ and PyTorch's own rules where the two differ.
 An index is written once, module-neutrally: `T([...])` is an int64 index tensor, `M([...])` a bool
 mask tensor, lists stay lists. `realize` turns it into the index for numpy or for a tensor module.
 """
+
 import re
 from dataclasses import dataclass
 
@@ -25,11 +26,13 @@ class M(list):
 
 def realize(index, m=None):
     """The index for module `m` (a tensor module), or for numpy when m is None."""
+
     def one(item):
         if isinstance(item, (T, M)):
             array = np.array(item, dtype=np.int64 if isinstance(item, T) else bool)
             return array if m is None else m.tensor(array)
         return item
+
     return tuple(one(i) for i in index) if isinstance(index, tuple) else one(index)
 
 
@@ -51,8 +54,9 @@ class IndexCase:
 
     def np_add_at(self, grad, g):
         """grad[index] += g with repeated indices accumulating."""
-        target, index = (grad, realize(self.index)) if self.numpy_view is None else \
-            (grad[self.numpy_view[0]], self.numpy_view[1])
+        target, index = (
+            (grad, realize(self.index)) if self.numpy_view is None else (grad[self.numpy_view[0]], self.numpy_view[1])
+        )
         np.add.at(target, index, g)
 
     def np_set(self, a, value):
@@ -181,10 +185,12 @@ def test_getitem_gradcheck(fg, case):
 def test_setitem_values(fg, case, value_kind, base):
     a = _data(repr(case))
     target_shape = case.np_get(a).shape
-    value = {"scalar": 2.5,
-             "full": _data("full", shape=target_shape),
-             "broadcast": _data("row", shape=target_shape[-1:]),
-             "0-d": np.asarray(-3.0, dtype=np.float32)}[value_kind]
+    value = {
+        "scalar": 2.5,
+        "full": _data("full", shape=target_shape),
+        "broadcast": _data("row", shape=target_shape[-1:]),
+        "0-d": np.asarray(-3.0, dtype=np.float32),
+    }[value_kind]
     leaf, x = indexed_tensor(fg, a, base)
     x[realize(case.index, fg)] = value if value_kind == "scalar" else fg.tensor(value)
     expected = a.copy()
@@ -257,6 +263,7 @@ PYTHON_BOOL_KEYS = [True, False, (None, True), (True, 0), (Ellipsis, True), (Tru
 def test_python_bool_index_adds_a_dim_as_torch(fg, torch, key, shape):
     """x[True] is x[None] through an advanced index, x[False] the same with none of it: torch's values,
     shapes, grad_fn and gradients, on a 0-d and an n-d tensor."""
+
     def program(lib):
         x = lib.arange(float(np.prod(shape))).reshape(shape).requires_grad_()
         try:
@@ -267,4 +274,5 @@ def test_python_bool_index_adds_a_dim_as_torch(fg, torch, key, shape):
         z = lib.zeros(shape)
         z[key] = 5.0
         return tuple(y.shape), y.tolist(), y.grad_fn.name(), x.grad.tolist(), z.tolist()
+
     assert program(fg) == program(torch)

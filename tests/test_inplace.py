@@ -1,4 +1,5 @@
 """In-place ops: values, the leaf rule, gradients through in-place ops, version counters, __setitem__."""
+
 import operator
 import re
 
@@ -10,9 +11,11 @@ from semantics_helpers import assert_values, dtype_name, grad_of, node_name
 A = [[1.0, 2.0], [3.0, 4.0]]
 LEAF_IN_PLACE = "^" + re.escape("a leaf Variable that requires grad is being used in an in-place operation.")
 VIEW_OF_LEAF_IN_PLACE = "^" + re.escape(
-    "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+    "a view of a leaf Variable that requires grad is being used in an in-place operation."
+)
 MODIFIED = "^" + re.escape(
-    "one of the variables needed for gradient computation has been modified by an inplace operation")
+    "one of the variables needed for gradient computation has been modified by an inplace operation"
+)
 
 ARITHMETIC = {  # name: (in-place call, numpy equivalent)
     "add_": (lambda t, o: t.add_(o), np.add),
@@ -51,6 +54,7 @@ LEAF_OPS = {
 
 # --- values ---------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("operand", OPERANDS)
 @pytest.mark.parametrize("op", ARITHMETIC)
 def test_arithmetic_in_place_values(fg, op, operand):
@@ -75,14 +79,18 @@ def test_int_tensor_in_place_with_int_operands_stays_int64(fg):
 @pytest.mark.parametrize("call", [lambda i: i.add_(0.5), lambda i: i.div_(2), lambda i: i.mul_(i.float())])
 def test_int_tensor_in_place_with_float_result_raises(fg, call):
     i = fg.tensor([1, 2])
-    with pytest.raises(RuntimeError, match="^" + re.escape("result type Float can't be cast to the desired output type Long")):
+    with pytest.raises(
+        RuntimeError, match="^" + re.escape("result type Float can't be cast to the desired output type Long")
+    ):
         call(i)
     assert i.tolist() == [1, 2]
 
 
 def test_in_place_operand_must_broadcast_to_self(fg):
     t = fg.zeros(2)
-    with pytest.raises(RuntimeError, match="^" + re.escape("output with shape [2] doesn't match the broadcast shape [2, 2]")):
+    with pytest.raises(
+        RuntimeError, match="^" + re.escape("output with shape [2] doesn't match the broadcast shape [2, 2]")
+    ):
         t.add_(fg.ones(2, 2))
 
 
@@ -114,6 +122,7 @@ def test_in_place_on_views_writes_through_to_base(fg):
 
 
 # --- the leaf rule --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("op", LEAF_OPS)
 def test_in_place_on_leaf_that_requires_grad_raises(fg, op):
@@ -147,6 +156,7 @@ def test_in_place_on_leaf_allowed_under_no_grad(fg, op):
 
 
 # --- gradients through in-place ops on non-leaves ---------------------------------------------------
+
 
 def test_in_place_chain_on_non_leaf(fg):
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -201,6 +211,7 @@ def test_in_place_with_operand_that_requires_grad(fg):
 
 # --- version counters -----------------------------------------------------------------------------
 
+
 def modify_exp_result(fg, x, b):
     y = x.exp()
     y.add_(1)  # exp saves its result
@@ -241,10 +252,17 @@ def modify_through_detach(fg, x, b):
     return y
 
 
-@pytest.mark.parametrize("build", [
-    modify_exp_result, modify_saved_input, modify_saved_input_through_view,
-    modify_saved_input_with_setitem, modify_saved_leaf_under_no_grad, modify_through_detach,
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        modify_exp_result,
+        modify_saved_input,
+        modify_saved_input_through_view,
+        modify_saved_input_with_setitem,
+        modify_saved_leaf_under_no_grad,
+        modify_through_detach,
+    ],
+)
 def test_modifying_tensor_saved_for_backward_raises(fg, build):
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     b = fg.tensor([4.0, 5.0, 6.0], requires_grad=True)
@@ -254,6 +272,7 @@ def test_modifying_tensor_saved_for_backward_raises(fg, build):
 
 
 # --- __setitem__ -----------------------------------------------------------------------------------
+
 
 def test_setitem_scalar_on_non_leaf(fg):
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -265,12 +284,15 @@ def test_setitem_scalar_on_non_leaf(fg):
     assert grad_of(x) == [0.0, 1.0, 1.0]
 
 
-@pytest.mark.parametrize("index,value,values,grad", [
-    ([0, 2], 0.0, [0.0, 2.0, 0.0], [0.0, 1.0, 0.0]),
-    (slice(None, None, 2), [7.0, 8.0], [7.0, 2.0, 8.0], [0.0, 1.0, 0.0]),
-    (slice(1, None), -1.0, [1.0, -1.0, -1.0], [1.0, 0.0, 0.0]),
-    (Ellipsis, 4.0, [4.0, 4.0, 4.0], [0.0, 0.0, 0.0]),
-])
+@pytest.mark.parametrize(
+    "index,value,values,grad",
+    [
+        ([0, 2], 0.0, [0.0, 2.0, 0.0], [0.0, 1.0, 0.0]),
+        (slice(None, None, 2), [7.0, 8.0], [7.0, 2.0, 8.0], [0.0, 1.0, 0.0]),
+        (slice(1, None), -1.0, [1.0, -1.0, -1.0], [1.0, 0.0, 0.0]),
+        (Ellipsis, 4.0, [4.0, 4.0, 4.0], [0.0, 0.0, 0.0]),
+    ],
+)
 def test_setitem_indices_on_non_leaf(fg, index, value, values, grad):
     x = fg.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 1

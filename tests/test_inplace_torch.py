@@ -1,5 +1,6 @@
 """In-place semantics checked against PyTorch (issue 12): augmented assignment, retain_grad through
 in-place ops, views made under no_grad, `.data`'s version counter, requires_grad_ on non-leaves."""
+
 import operator
 
 import pytest
@@ -8,6 +9,7 @@ from oracle_helpers import same_error, same_on_both
 
 
 # ---- augmented assignment: in place (same object, views see the write), the leaf rule, dtypes
+
 
 def _pow_in_place_program(call, exponent):
     def program(lib):
@@ -40,8 +42,9 @@ def test_pow_in_place_checks(fg, torch, call):
         same_error(fg, torch, program)
 
 
-@pytest.mark.parametrize("exponent", [lambda lib: 3.0, lambda lib: lib.tensor([2.0, 1.0, 3.0], requires_grad=True)],
-                         ids=["number", "tensor"])
+@pytest.mark.parametrize(
+    "exponent", [lambda lib: 3.0, lambda lib: lib.tensor([2.0, 1.0, 3.0], requires_grad=True)], ids=["number", "tensor"]
+)
 def test_pow_in_place_gradient(fg, torch, exponent):
     def program(lib):
         x, e = lib.tensor([1.0, 2.0, 3.0], requires_grad=True), exponent(lib)
@@ -56,6 +59,7 @@ def test_pow_in_place_gradient(fg, torch, exponent):
 
 # ---- requires_grad_ on a non-leaf
 
+
 def test_requires_grad_true_on_non_leaf_is_a_no_op(fg, torch):
     def program(lib):
         h = lib.tensor([1.0, 2.0], requires_grad=True) * 2
@@ -64,8 +68,15 @@ def test_requires_grad_true_on_non_leaf_is_a_no_op(fg, torch):
     same_on_both(fg, torch, program)
 
 
-@pytest.mark.parametrize("change", [lambda h: h.requires_grad_(False), lambda h: setattr(h, "requires_grad", False),
-                                    lambda h: setattr(h, "requires_grad", True)], ids=["method", "False", "True"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda h: h.requires_grad_(False),
+        lambda h: setattr(h, "requires_grad", False),
+        lambda h: setattr(h, "requires_grad", True),
+    ],
+    ids=["method", "False", "True"],
+)
 def test_requires_grad_change_on_non_leaf_raises(fg, torch, change):
     same_error(fg, torch, lambda lib: change(lib.tensor([1.0, 2.0], requires_grad=True) * 2))
 
@@ -73,6 +84,7 @@ def test_requires_grad_change_on_non_leaf_raises(fg, torch, change):
 def test_leaf_that_stops_requiring_grad_after_the_forward_gets_no_gradient(fg, torch):
     """Its AccumulateGrad is in the graph, but PyTorch's accumulates nothing into a leaf that no
     longer requires grad; the other leaves still get theirs. Found by the fuzzer."""
+
     def program(lib):
         x, y = lib.tensor([1.0, -2.0], requires_grad=True), lib.tensor(3.0, requires_grad=True)
         (x * y).sum().backward()
@@ -90,14 +102,16 @@ def test_leaf_that_stops_requiring_grad_after_the_forward_gets_no_gradient(fg, t
 
 # ---- retain_grad(): the gradient of the tensor's value after in-place writes, not of its old value
 
+
 def _retained(write, weight=(1.0, -2.0, 0.5)):
     """h retains its grad, is written in place by write(lib, h), and is used with its new value."""
+
     def program(lib):
         x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
         h = x * 2
         h.retain_grad()
         used = write(lib, h)
-        (used * used * lib.tensor(weight[:used.shape[0]])).sum().backward()
+        (used * used * lib.tensor(weight[: used.shape[0]])).sum().backward()
         return h.grad, x.grad, h.retains_grad
 
     return program
@@ -108,12 +122,16 @@ def _write_through_view(lib, h):
     return h
 
 
-@pytest.mark.parametrize("write", [
-    lambda lib, h: h.mul_(3),
-    lambda lib, h: h.masked_fill_(lib.tensor([True, False, False]), 5.0),
-    lambda lib, h: h.clamp_(3.0, 5.0).add_(1),
-    _write_through_view,
-], ids=["mul_", "masked_fill_", "chain", "through_view"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda lib, h: h.mul_(3),
+        lambda lib, h: h.masked_fill_(lib.tensor([True, False, False]), 5.0),
+        lambda lib, h: h.clamp_(3.0, 5.0).add_(1),
+        _write_through_view,
+    ],
+    ids=["mul_", "masked_fill_", "chain", "through_view"],
+)
 def test_retain_grad_follows_in_place_writes(fg, torch, write):
     same_on_both(fg, torch, _retained(write))
 
@@ -133,21 +151,30 @@ def test_retain_grad_of_view_follows_writes_to_its_base(fg, torch):
 
 # ---- a view made under no_grad, written in place with grad enabled: PyTorch refuses it
 
+
 def _no_grad_view_of(lib, base):
     with lib.no_grad():
         return base[:2]
 
 
-@pytest.mark.parametrize("write", [
-    lambda lib, v: v.mul_(3),
-    lambda lib, v: v.pow_(2),
-    lambda lib, v: v.zero_(),
-    lambda lib, v: v.copy_(lib.ones(2)),
-], ids=["mul_", "pow_", "zero_", "copy_"])
-@pytest.mark.parametrize("base", [
-    lambda lib: lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2,
-    lambda lib: lib.tensor([1.0, 2.0, 3.0], requires_grad=True),
-], ids=["non_leaf", "leaf"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda lib, v: v.mul_(3),
+        lambda lib, v: v.pow_(2),
+        lambda lib, v: v.zero_(),
+        lambda lib, v: v.copy_(lib.ones(2)),
+    ],
+    ids=["mul_", "pow_", "zero_", "copy_"],
+)
+@pytest.mark.parametrize(
+    "base",
+    [
+        lambda lib: lib.tensor([1.0, 2.0, 3.0], requires_grad=True) * 2,
+        lambda lib: lib.tensor([1.0, 2.0, 3.0], requires_grad=True),
+    ],
+    ids=["non_leaf", "leaf"],
+)
 def test_in_place_on_view_made_under_no_grad_raises(fg, torch, write, base):
     same_error(fg, torch, lambda lib: write(lib, _no_grad_view_of(lib, base(lib))))
 
@@ -170,6 +197,7 @@ def test_in_place_on_view_made_under_no_grad_allowed_without_gradients(fg, torch
 
 
 # ---- .data: the same memory, its own version counter (detach() keeps sharing it)
+
 
 def test_in_place_write_through_data_leaves_saved_tensors_valid(fg, torch):
     def program(lib):
@@ -196,9 +224,15 @@ def test_in_place_write_through_detach_invalidates_saved_tensors(fg, torch):
 # ---- a view OF a view made under no_grad (PyTorch's CreationMeta passes to it) and the flags of both
 
 VIEWS_OF_VIEWS = {
-    "slice": lambda v: v[0:1], "select": lambda v: v[0], "view": lambda v: v.view(-1), "reshape": lambda v: v.reshape(3),
-    "transpose": lambda v: v.view(3, 1).transpose(0, 1), "unsqueeze": lambda v: v.unsqueeze(0),
-    "expand": lambda v: v.expand(2, 3), "squeeze": lambda v: v.view(1, 3).squeeze(0), "t": lambda v: v.t(),
+    "slice": lambda v: v[0:1],
+    "select": lambda v: v[0],
+    "view": lambda v: v.view(-1),
+    "reshape": lambda v: v.reshape(3),
+    "transpose": lambda v: v.view(3, 1).transpose(0, 1),
+    "unsqueeze": lambda v: v.unsqueeze(0),
+    "expand": lambda v: v.expand(2, 3),
+    "squeeze": lambda v: v.view(1, 3).squeeze(0),
+    "t": lambda v: v.t(),
     "permute": lambda v: v.permute(0),
 }
 
@@ -230,6 +264,7 @@ def _flags(t):
 def test_view_made_under_no_grad_requires_grad_through_its_base(fg, torch, leaf_base):
     """Such a view (and its views, and ops on it) report requires_grad as PyTorch's do, but no
     gradient reaches it or its base."""
+
     def program(lib):
         x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
         base = x if leaf_base else x * 2
@@ -246,20 +281,33 @@ def test_view_made_under_no_grad_requires_grad_through_its_base(fg, torch, leaf_
 def test_view_made_under_no_grad_as_backward_root_or_input(fg, torch):
     same_error(fg, torch, lambda lib: _no_grad_view_of_product(lib)[2].backward(lib.ones(3)))
     same_error(fg, torch, lambda lib: (lambda v: lib.autograd.grad((v * 2).sum(), v))(_no_grad_view_of_product(lib)[2]))
-    same_on_both(fg, torch, lambda lib: (lambda v: lib.autograd.grad((v * 2).sum(), v, allow_unused=True))(
-        _no_grad_view_of_product(lib)[2]))
+    same_on_both(
+        fg,
+        torch,
+        lambda lib: (lambda v: lib.autograd.grad((v * 2).sum(), v, allow_unused=True))(
+            _no_grad_view_of_product(lib)[2]
+        ),
+    )
 
 
-@pytest.mark.parametrize("write", [
-    lambda lib, base, v: base.mul_(2),
-    lambda lib, base, v: lib.no_grad()(base.mul_)(2),
-    lambda lib, base, v: v.detach().add_(1),
-], ids=["base_with_grad", "base_under_no_grad", "detached_alias"])
-@pytest.mark.parametrize("use", [
-    lambda lib, v: v * 2,
-    lambda lib, v: v.is_leaf,
-    lambda lib, v: v[0:1] * 2,
-], ids=["op", "is_leaf", "view_op"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda lib, base, v: base.mul_(2),
+        lambda lib, base, v: lib.no_grad()(base.mul_)(2),
+        lambda lib, base, v: v.detach().add_(1),
+    ],
+    ids=["base_with_grad", "base_under_no_grad", "detached_alias"],
+)
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda lib, v: v * 2,
+        lambda lib, v: v.is_leaf,
+        lambda lib, v: v[0:1] * 2,
+    ],
+    ids=["op", "is_leaf", "view_op"],
+)
 def test_view_made_under_no_grad_used_after_its_memory_was_written_raises(fg, torch, write, use):
     def program(lib):
         x, base, v = _no_grad_view_of_product(lib)
@@ -284,6 +332,7 @@ def test_view_of_view_made_under_no_grad_used_after_its_memory_was_written(fg, t
 def test_view_made_under_no_grad_after_its_memory_was_written_prints_and_keeps_leaf_calls(fg, torch):
     """Only what asks for its history raises (is_leaf, grad_fn, ops with grad): printing says
     grad_fn=<Invalid>, and retain_grad, .grad and requires_grad_(False) treat it as the leaf it was."""
+
     def program(lib):
         x, base, v = _no_grad_view_of_product(lib)
         base.mul_(2)
@@ -294,6 +343,7 @@ def test_view_made_under_no_grad_after_its_memory_was_written_prints_and_keeps_l
 
 
 # ---- a view returned by a custom Function's forward (PyTorch's CreationMeta IN_CUSTOM_FUNCTION)
+
 
 def _custom_function_view(lib):
     class TailView(lib.autograd.Function):
@@ -310,11 +360,14 @@ def _custom_function_view(lib):
     return x, base, TailView.apply(base)
 
 
-@pytest.mark.parametrize("program", [
-    lambda lib, base, y: y.mul_(2),
-    lambda lib, base, y: y[0:1].mul_(2),
-    lambda lib, base, y: (base.mul_(2), y * 1),
-], ids=["written", "view_written", "used_after_base_written"])
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda lib, base, y: y.mul_(2),
+        lambda lib, base, y: y[0:1].mul_(2),
+        lambda lib, base, y: (base.mul_(2), y * 1),
+    ],
+    ids=["written", "view_written", "used_after_base_written"],
+)
 def test_view_returned_by_custom_function_written_in_place_raises(fg, torch, program):
     same_error(fg, torch, lambda lib: program(lib, *_custom_function_view(lib)[1:]))
-

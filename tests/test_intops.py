@@ -1,6 +1,7 @@
 """The operators // % & | ^ ~ (floor_divide, remainder, bitwise_and/or/xor/not), fmod and logical_*,
 in their operator, named, reflected and in-place forms: values, dtypes, errors and gradients, on
 both backends against PyTorch."""
+
 import operator
 
 import pytest
@@ -81,25 +82,29 @@ def test_division_edge_values_match_pytorch(fg, torch):
         for name in ["//", "%", "fmod", "div trunc"]:
             op = BINARY[name][0]
             programs[f"{dtype} {name}"] = lambda m, op=op, d=dtype: op(
-                m, m.tensor(floats, dtype=getattr(m, d)), m.tensor(divisors, dtype=getattr(m, d)))
+                m, m.tensor(floats, dtype=getattr(m, d)), m.tensor(divisors, dtype=getattr(m, d))
+            )
             programs[f"{dtype} {name} 0"] = lambda m, op=op, d=dtype: op(m, m.tensor(floats, dtype=getattr(m, d)), 0)
-    big = -2 ** 63
-    programs.update({
-        "int64 min // -1": lambda m: m.tensor([big, 2 ** 63 - 1]) // -1,
-        "int64 min % -1": lambda m: m.tensor([big]) % m.tensor([-1]),
-        "int64 min fmod -1": lambda m: m.fmod(m.tensor([big]), -1),
-        "int64 trunc division": lambda m: m.div(m.tensor([7, -7, 7, -7, big]), m.tensor([2, 2, -2, -2, 3]),
-                                                rounding_mode="trunc"),
-        "int // 0": lambda m: m.tensor([1, 2]) // 0,
-        "int % zero tensor": lambda m: m.tensor([1, 2]) % m.tensor([1, 0]),
-        "0 // int tensor": lambda m: 0 // m.tensor([3, 0]),
-        "fmod int by zero": lambda m: m.fmod(m.tensor([4]), m.tensor(0)),
-        "empty int // 0": lambda m: m.zeros(0, dtype=m.int64) // 0,
-        "empty int % zero tensor": lambda m: m.zeros(2, 0, dtype=m.int64) % m.zeros(1, dtype=m.int64),
-        "bool // True": lambda m: m.tensor([True]) // True,
-        "fmod of bools": lambda m: m.fmod(m.tensor([True]), True),
-        "number % bool": lambda m: 2 % m.tensor([True]),
-    })
+    big = -(2**63)
+    programs.update(
+        {
+            "int64 min // -1": lambda m: m.tensor([big, 2**63 - 1]) // -1,
+            "int64 min % -1": lambda m: m.tensor([big]) % m.tensor([-1]),
+            "int64 min fmod -1": lambda m: m.fmod(m.tensor([big]), -1),
+            "int64 trunc division": lambda m: m.div(
+                m.tensor([7, -7, 7, -7, big]), m.tensor([2, 2, -2, -2, 3]), rounding_mode="trunc"
+            ),
+            "int // 0": lambda m: m.tensor([1, 2]) // 0,
+            "int % zero tensor": lambda m: m.tensor([1, 2]) % m.tensor([1, 0]),
+            "0 // int tensor": lambda m: 0 // m.tensor([3, 0]),
+            "fmod int by zero": lambda m: m.fmod(m.tensor([4]), m.tensor(0)),
+            "empty int // 0": lambda m: m.zeros(0, dtype=m.int64) // 0,
+            "empty int % zero tensor": lambda m: m.zeros(2, 0, dtype=m.int64) % m.zeros(1, dtype=m.int64),
+            "bool // True": lambda m: m.tensor([True]) // True,
+            "fmod of bools": lambda m: m.fmod(m.tensor([True]), True),
+            "number % bool": lambda m: 2 % m.tensor([True]),
+        }
+    )
     assert_same_outcomes(fg, torch, programs)
 
 
@@ -119,9 +124,10 @@ def test_unary_bitwise_and_logical_not_match_pytorch(fg, torch):
 
 def test_layouts_and_broadcasting_give_pytorchs_result(fg, torch):
     """Strided, transposed and expanded operands, broadcasting and size-0 shapes."""
+
     def operands(m, dtype):
         base = m.arange(-12, 12).reshape(4, 6).to(getattr(m, dtype))
-        strided = base.t()[::2]                                  # (3, 4), not contiguous
+        strided = base.t()[::2]  # (3, 4), not contiguous
         expanded = m.tensor([[3], [-5], [7]]).to(getattr(m, dtype)).expand(3, 4)  # stride 0
         return strided, expanded
 
@@ -131,15 +137,18 @@ def test_layouts_and_broadcasting_give_pytorchs_result(fg, torch):
             op = BINARY[name][0]
             programs[f"{dtype} {name} strided/expanded"] = lambda m, op=op, d=dtype: op(m, *operands(m, d))
             programs[f"{dtype} {name} broadcast"] = lambda m, op=op, d=dtype: op(
-                m, operands(m, d)[0][:, None, :], operands(m, d)[1][:1, :])
+                m, operands(m, d)[0][:, None, :], operands(m, d)[1][:1, :]
+            )
             programs[f"{dtype} {name} size 0"] = lambda m, op=op, d=dtype: op(
-                m, m.ones(0, 4, dtype=getattr(m, d)), operands(m, d)[1][0])
+                m, m.ones(0, 4, dtype=getattr(m, d)), operands(m, d)[1][0]
+            )
     assert_same_outcomes(fg, torch, programs)
 
 
 def test_floor_divide_and_number_remainder_have_no_derivative(fg, torch):
     """As PyTorch: the result requires grad with a NotImplemented node (one edge per tensor), and
     backward through it raises."""
+
     def graph(m, form):
         x = m.tensor([7.5, -7.5, 1.0], dtype=m.float64, requires_grad=True)
         y = m.tensor([2.0, 3.0, -2.0], dtype=m.float64, requires_grad=True)
@@ -147,10 +156,15 @@ def test_floor_divide_and_number_remainder_have_no_derivative(fg, torch):
         return out, out.requires_grad, out.grad_fn.name(), len(out.grad_fn.next_functions)
 
     forms = {
-        "x // y": lambda m, x, y: x // y, "x // 2": lambda m, x, y: x // 2, "2 // x": lambda m, x, y: 2 // x,
-        "floor_divide(x, y)": lambda m, x, y: m.floor_divide(x, y), "2 % x": lambda m, x, y: 2 % x,
-        "remainder(2, x)": lambda m, x, y: m.remainder(2, x), "x // int": lambda m, x, y: x // m.tensor([2, 3, 4]),
-        "x * 1 //= y": lambda m, x, y: (x * 1).floor_divide_(y), "x // no-grad y": lambda m, x, y: x // y.detach(),
+        "x // y": lambda m, x, y: x // y,
+        "x // 2": lambda m, x, y: x // 2,
+        "2 // x": lambda m, x, y: 2 // x,
+        "floor_divide(x, y)": lambda m, x, y: m.floor_divide(x, y),
+        "2 % x": lambda m, x, y: 2 % x,
+        "remainder(2, x)": lambda m, x, y: m.remainder(2, x),
+        "x // int": lambda m, x, y: x // m.tensor([2, 3, 4]),
+        "x * 1 //= y": lambda m, x, y: (x * 1).floor_divide_(y),
+        "x // no-grad y": lambda m, x, y: x // y.detach(),
         "int // x": lambda m, x, y: m.tensor([2, 3, 4]) // x,
     }
     assert_same_outcomes(fg, torch, {label: lambda m, f=f: graph(m, f) for label, f in forms.items()})
@@ -166,11 +180,18 @@ def test_div_with_a_rounding_mode_records_a_zero_gradient(fg, torch):
         out.backward(m.ones_like(out))
         return out, out.grad_fn.name(), len(out.grad_fn.next_functions), x.grad, y.grad
 
-    assert_same_outcomes(fg, torch, {label: lambda m, f=f: graph(m, f) for label, f in {
-        "div(x, y, floor)": lambda m, x, y: m.div(x, y, rounding_mode="floor"),
-        "x.div(2, trunc)": lambda m, x, y: x.div(2, rounding_mode="trunc"),
-        "div(x, no-grad y[0], trunc)": lambda m, x, y: m.div(x, y.detach()[0], rounding_mode="trunc"),
-    }.items()})
+    assert_same_outcomes(
+        fg,
+        torch,
+        {
+            label: lambda m, f=f: graph(m, f)
+            for label, f in {
+                "div(x, y, floor)": lambda m, x, y: m.div(x, y, rounding_mode="floor"),
+                "x.div(2, trunc)": lambda m, x, y: x.div(2, rounding_mode="trunc"),
+                "div(x, no-grad y[0], trunc)": lambda m, x, y: m.div(x, y.detach()[0], rounding_mode="trunc"),
+            }.items()
+        },
+    )
     same_error(fg, torch, lambda m: m.div(m.ones(2), 2, rounding_mode="round"))
 
 
@@ -178,9 +199,12 @@ def test_remainder_and_fmod_gradients_match_pytorch_and_finite_differences(fg, t
     """d/da = 1, d/db = -(a / b rounded down for remainder, toward zero for fmod); for numbers and 0-d
     tensors too; then gradcheck in float64. (op_cases.py runs them over every layout.)"""
     forms = {
-        "a % b": lambda m, a, b: a % b, "fmod(a, b)": lambda m, a, b: m.fmod(a, b),
-        "a % b[0]": lambda m, a, b: a % b[0], "a.fmod(-0.75)": lambda m, a, b: a.fmod(-0.75),
-        "a.remainder(2)": lambda m, a, b: a.remainder(2), "b % a[:, :1]": lambda m, a, b: b % a[:, :1],
+        "a % b": lambda m, a, b: a % b,
+        "fmod(a, b)": lambda m, a, b: m.fmod(a, b),
+        "a % b[0]": lambda m, a, b: a % b[0],
+        "a.fmod(-0.75)": lambda m, a, b: a.fmod(-0.75),
+        "a.remainder(2)": lambda m, a, b: a.remainder(2),
+        "b % a[:, :1]": lambda m, a, b: b % a[:, :1],
     }
 
     def grads(m, form):
@@ -200,6 +224,7 @@ def test_remainder_and_fmod_gradients_match_pytorch_and_finite_differences(fg, t
 def test_remainder_reads_its_operands_only_for_the_divisors_gradient(fg, torch):
     """As PyTorch: operands written in place after the op fail backward only if the divisor needs a
     gradient (the only formula that reads them)."""
+
     def backward_after_in_place_writes(m, op, divisor_requires_grad):
         x = m.tensor([5.0, -3.5], requires_grad=True)
         dividend = x * 1
@@ -213,16 +238,28 @@ def test_remainder_reads_its_operands_only_for_the_divisors_gradient(fg, torch):
             return "modified by an inplace operation" in str(e)
         return x.grad
 
-    assert_same_outcomes(fg, torch, {f"{name}, divisor requires grad: {flag}": lambda m, n=name, f=flag:
-                                     backward_after_in_place_writes(m, BINARY[n][0], f)
-                                     for name in ["%", "fmod"] for flag in [False, True]})
+    assert_same_outcomes(
+        fg,
+        torch,
+        {
+            f"{name}, divisor requires grad: {flag}": lambda m, n=name, f=flag: backward_after_in_place_writes(
+                m, BINARY[n][0], f
+            )
+            for name in ["%", "fmod"]
+            for flag in [False, True]
+        },
+    )
 
 
 AUGMENTED = {  # statement, the dtype it runs on, its operand
-    "t //= 2": (operator.ifloordiv, "float32", 2), "t %= 3": (operator.imod, "int64", 3),
-    "t //= other": (operator.ifloordiv, "int64", "int64"), "t %= other": (operator.imod, "float64", "float64"),
-    "m &= other": (operator.iand, "bool", "bool"), "t |= 8": (operator.ior, "int64", 8),
-    "t ^= mask": (operator.ixor, "int64", "bool"), "m ^= True": (operator.ixor, "bool", True),
+    "t //= 2": (operator.ifloordiv, "float32", 2),
+    "t %= 3": (operator.imod, "int64", 3),
+    "t //= other": (operator.ifloordiv, "int64", "int64"),
+    "t %= other": (operator.imod, "float64", "float64"),
+    "m &= other": (operator.iand, "bool", "bool"),
+    "t |= 8": (operator.ior, "int64", 8),
+    "t ^= mask": (operator.ixor, "int64", "bool"),
+    "m ^= True": (operator.ixor, "bool", True),
     "t.floor_divide_(-2.5)": (lambda t, o: t.floor_divide_(o), "float64", -2.5),
     "t.remainder_(other)": (lambda t, o: t.remainder_(o), "int64", "int64"),
     "t.fmod_(other)": (lambda t, o: t.fmod_(o), "float32", "float32"),
@@ -282,21 +319,30 @@ def test_in_place_remainder_through_a_view_sends_pytorchs_gradients(fg, torch):
 
 def test_named_forms_take_pytorchs_arguments(fg, torch):
     t = lambda m: m.tensor([5, -6, 7])  # noqa: E731
-    assert_same_outcomes(fg, torch, {
-        "remainder(number, tensor)": lambda m: m.remainder(5, m.tensor([2, -3])),
-        "floor_divide(number, tensor)": lambda m: m.floor_divide(-7.5, m.tensor([2, -3])),
-        "bitwise_or(number, tensor)": lambda m: m.bitwise_or(8, t(m)),
-        "bitwise_and(tensor, number)": lambda m: m.bitwise_and(t(m), True),
-        "Tensor.remainder": lambda m: t(m).remainder(m.tensor(4)),
-        "Tensor.floor_divide": lambda m: t(m).floor_divide(-4),
-        "Tensor.bitwise_xor": lambda m: t(m).bitwise_xor(t(m)),
-        "out=": lambda m: m.remainder(t(m), 4, out=m.empty(3, dtype=m.int64)),
-        "logical_or(out=)": lambda m: m.logical_or(t(m), t(m), out=m.empty(3, dtype=m.bool)),
-    })
+    assert_same_outcomes(
+        fg,
+        torch,
+        {
+            "remainder(number, tensor)": lambda m: m.remainder(5, m.tensor([2, -3])),
+            "floor_divide(number, tensor)": lambda m: m.floor_divide(-7.5, m.tensor([2, -3])),
+            "bitwise_or(number, tensor)": lambda m: m.bitwise_or(8, t(m)),
+            "bitwise_and(tensor, number)": lambda m: m.bitwise_and(t(m), True),
+            "Tensor.remainder": lambda m: t(m).remainder(m.tensor(4)),
+            "Tensor.floor_divide": lambda m: t(m).floor_divide(-4),
+            "Tensor.bitwise_xor": lambda m: t(m).bitwise_xor(t(m)),
+            "out=": lambda m: m.remainder(t(m), 4, out=m.empty(3, dtype=m.int64)),
+            "logical_or(out=)": lambda m: m.logical_or(t(m), t(m), out=m.empty(3, dtype=m.bool)),
+        },
+    )
     # A TypeError for operands of the wrong type (PyTorch's message lists its overloads).
-    for program in [lambda m: m.floor_divide(t(m), "a"), lambda m: m.fmod(5, t(m)), lambda m: t(m) // "a",
-                    lambda m: t(m) & [1], lambda m: m.remainder("a", t(m)),
-                    lambda m: t(m).bitwise_and_(None)]:
+    for program in [
+        lambda m: m.floor_divide(t(m), "a"),
+        lambda m: m.fmod(5, t(m)),
+        lambda m: t(m) // "a",
+        lambda m: t(m) & [1],
+        lambda m: m.remainder("a", t(m)),
+        lambda m: t(m).bitwise_and_(None),
+    ]:
         for m in (fg, torch):
             with pytest.raises(TypeError):
                 program(m)

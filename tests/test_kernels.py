@@ -5,6 +5,7 @@ strided fallback, at sizes around the vector widths; the ulp bounds of exp, log,
 stated in csrc/kernels/elementwise_impl.h; sums. `test_suite_under_isa` reruns this file and the
 op tests in child interpreters with FASTGRAD_ISA forcing each other available ISA.
 """
+
 import os
 import subprocess
 import sys
@@ -55,6 +56,7 @@ def _quiet_numpy():
 
 
 # ---- binary ops: exact, so equal to numpy's bit for bit on every path
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("op", BINARY)
@@ -138,8 +140,10 @@ EXTENDED = np.finfo(L).eps < np.finfo(np.float64).eps  # long double is wider th
 
 EXACT = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
 # The bounds stated in csrc/kernels/elementwise_impl.h, in ulps of the result's type.
-BOUNDS = {np.float32: {"exp": 0.501, "log": 0.501, "tanh": 0.501, "sigmoid": 3.0},
-          np.float64: {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0}}
+BOUNDS = {
+    np.float32: {"exp": 0.501, "log": 0.501, "tanh": 0.501, "sigmoid": 3.0},
+    np.float64: {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0},
+}
 
 
 def sweep(name, dtype):
@@ -185,7 +189,9 @@ def test_transcendental_special_values(dtype):
     got = {name: getattr(fastgrad, name)(tensor(x)).numpy() for name in EXACT}
     np.testing.assert_array_equal(got["exp"][:5], [1, 1, inf, 0, nan])
     np.testing.assert_array_equal(got["exp"][7:], [inf, 0])
-    np.testing.assert_array_equal(got["log"][:7], [-inf, -inf, inf, nan, nan, np.log(L(fi.smallest_subnormal)).astype(dtype), nan])
+    np.testing.assert_array_equal(
+        got["log"][:7], [-inf, -inf, inf, nan, nan, np.log(L(fi.smallest_subnormal)).astype(dtype), nan]
+    )
     np.testing.assert_array_equal(got["tanh"][:5], [0, -0.0, 1, -1, nan])
     assert np.signbit(got["tanh"][1]) and not np.signbit(got["tanh"][0])
     np.testing.assert_array_equal(got["sigmoid"][:5], [0.5, 0.5, 1, 0, nan])
@@ -211,6 +217,7 @@ def test_transcendental_layouts_agree(name, n):
 
 def test_float32_transcendentals_match_the_reference_bit_for_bit():
     import fastgrad.reference as ref
+
     x = values("ref", 200, np.float32) * 4
     for name in EXACT:
         ours = getattr(fastgrad, name)(tensor(x)).numpy()
@@ -219,6 +226,7 @@ def test_float32_transcendentals_match_the_reference_bit_for_bit():
 
 
 # ---- sums: double accumulation, fixed order
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", SIZES)
@@ -235,8 +243,12 @@ def test_sums(n, dtype):
     t = tensor(x).reshape(3, n).t()  # not contiguous: the plain loop
     np.testing.assert_allclose(t.sum(0).numpy(), exact.reshape(3, n).sum(axis=1).astype(np.float64), **tol)
     cube = tensor(values("cube", 2 * 3 * n, dtype, specials=False)).reshape(2, 3, n)
-    np.testing.assert_allclose(cube.sum((1, 2)).numpy(), cube.numpy().astype(L).sum(axis=(1, 2)).astype(np.float64), **tol)
-    np.testing.assert_allclose(cube.sum((0, 1)).numpy(), cube.numpy().astype(L).sum(axis=(0, 1)).astype(np.float64), **tol)
+    np.testing.assert_allclose(
+        cube.sum((1, 2)).numpy(), cube.numpy().astype(L).sum(axis=(1, 2)).astype(np.float64), **tol
+    )
+    np.testing.assert_allclose(
+        cube.sum((0, 1)).numpy(), cube.numpy().astype(L).sum(axis=(0, 1)).astype(np.float64), **tol
+    )
 
 
 def test_sum_of_float32_accumulates_in_double():
@@ -246,6 +258,7 @@ def test_sum_of_float32_accumulates_in_double():
 
 
 # ---- every ISA
+
 
 def _child_env(**extra):
     env = dict(os.environ)
@@ -262,12 +275,18 @@ def test_config_reports_the_isa():
     if forced:
         assert config["isa"] == forced
     import fastgrad.reference as ref
+
     assert set(ref.config()) == set(config)
 
 
 def test_unknown_isa_fails_the_import_with_the_reason():
-    child = subprocess.run([sys.executable, "-c", "import fastgrad"], capture_output=True, text=True,
-                           env=_child_env(FASTGRAD_ISA="avx9000"), timeout=120)
+    child = subprocess.run(
+        [sys.executable, "-c", "import fastgrad"],
+        capture_output=True,
+        text=True,
+        env=_child_env(FASTGRAD_ISA="avx9000"),
+        timeout=120,
+    )
     assert child.returncode != 0
     assert "FASTGRAD_ISA=avx9000 is not available on this machine (available: scalar" in child.stderr
 
@@ -288,9 +307,17 @@ print(h.hexdigest())
 
 def test_exact_kernels_and_sums_are_identical_on_every_isa():
     available = fastgrad.config()["isas_available"]
-    digests = {isa: subprocess.run([sys.executable, "-c", DETERMINISM_PROBE], capture_output=True, text=True,
-                                   env=_child_env(FASTGRAD_ISA=isa), timeout=300, check=True).stdout
-               for isa in available}
+    digests = {
+        isa: subprocess.run(
+            [sys.executable, "-c", DETERMINISM_PROBE],
+            capture_output=True,
+            text=True,
+            env=_child_env(FASTGRAD_ISA=isa),
+            timeout=300,
+            check=True,
+        ).stdout
+        for isa in available
+    }
     assert len(set(digests.values())) == 1, digests
 
 
@@ -315,7 +342,12 @@ def test_suite_under_isa(isa):
         pytest.skip(f"{isa} is this process's ISA: the main run covers it")
     here = os.path.dirname(os.path.abspath(__file__))
     files = [os.path.join(here, name) for name in ISA_RERUN_FILES]
-    child = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files],
-                           capture_output=True, text=True, timeout=900, cwd=here,
-                           env=_child_env(FASTGRAD_ISA=isa, FASTGRAD_TEST_BACKENDS="fastgrad"))
+    child = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=here,
+        env=_child_env(FASTGRAD_ISA=isa, FASTGRAD_TEST_BACKENDS="fastgrad"),
+    )
     assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]

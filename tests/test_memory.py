@@ -4,6 +4,7 @@ Node counts are compared with a baseline taken at the start of each in-process t
 tracebacks may keep graphs alive); the long-running checks run in a fresh interpreter, where the
 counts start at zero and a crash (e.g. a stack overflow) fails the test instead of the suite.
 """
+
 import gc
 import json
 import os
@@ -107,8 +108,7 @@ def test_many_iterations_leave_no_nodes_and_bounded_arena():
         print(json.dumps(dict(start=start, warm=warm, end=end, final=graph_stats(), grads=grads)))
     """)
     assert out["start"]["live_nodes"] == 0
-    assert out["grads"] == [[200_000.0, 300_000.0, 400_000.0, 500_000.0],
-                            [100_000.0, 200_000.0, 300_000.0, 400_000.0]]
+    assert out["grads"] == [[200_000.0, 300_000.0, 400_000.0, 500_000.0], [100_000.0, 200_000.0, 300_000.0, 400_000.0]]
     assert out["end"]["live_nodes"] == out["warm"]["live_nodes"]
     assert out["end"]["arena_bytes"] <= out["warm"]["arena_bytes"]
     assert out["final"]["live_nodes"] == 0
@@ -201,12 +201,12 @@ def test_create_graph_graphs_are_freed():
     their node): dropping the gradients frees both; a .grad with history holds its graph until reset."""
     base = live_nodes()
     a, b = leaves()
-    g, = fastgrad.autograd.grad((a.exp() * b).sum(), a, create_graph=True)
-    h, = fastgrad.autograd.grad(g.sum(), a)
+    (g,) = fastgrad.autograd.grad((a.exp() * b).sum(), a, create_graph=True)
+    (h,) = fastgrad.autograd.grad(g.sum(), a)
     assert live_nodes() > base
     del g, h
     assert live_nodes() == base
-    (a ** 3 * b).sum().backward(create_graph=True)
+    (a**3 * b).sum().backward(create_graph=True)
     assert a.grad.grad_fn is not None and live_nodes() > base
     a.grad = b.grad = None  # breaks the leaf -> .grad -> graph -> leaf cycle, as PyTorch advises
     assert live_nodes() == base

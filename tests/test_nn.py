@@ -3,6 +3,7 @@
 Every model is built by a function of the library module (`fg` or real `torch`), so the same
 structure is made in both and names, keys, messages and reprs are compared with PyTorch's.
 """
+
 import copy
 import collections
 import math
@@ -52,11 +53,23 @@ def build_net(t):
     return Net()
 
 
-PARAM_NAMES = ["embed.weight", "block.scale", "block.proj.weight", "block.proj.bias", "layers.0.weight",
-               "layers.0.bias", "layers.1.weight", "layers.1.bias", "head.0.weight", "head.0.bias", "head.2.weight"]
+PARAM_NAMES = [
+    "embed.weight",
+    "block.scale",
+    "block.proj.weight",
+    "block.proj.bias",
+    "layers.0.weight",
+    "layers.0.bias",
+    "layers.1.weight",
+    "layers.1.bias",
+    "head.0.weight",
+    "head.0.bias",
+    "head.2.weight",
+]
 
 
 # ---- Parameter
+
 
 def test_parameter_is_a_leaf_tensor_sharing_the_data(fg):
     data = fg.tensor([1.0, 2.0])
@@ -74,7 +87,8 @@ def test_parameter_repr(fg, torch):
     assert repr(fg.nn.Parameter(fg.tensor([1.5, -2.0]))) == expected
     assert str(fg.nn.Parameter(fg.tensor([1.5, -2.0]))) == expected
     assert repr(fg.nn.Parameter(fg.ones(2), requires_grad=False)) == repr(
-        torch.nn.Parameter(torch.ones(2), requires_grad=False))
+        torch.nn.Parameter(torch.ones(2), requires_grad=False)
+    )
 
 
 def test_operations_on_parameters_give_plain_tensors(fg):
@@ -116,8 +130,15 @@ def copies_of(lib, copier):
         cx[0] = 50.0
         cplain[1] = 60.0
         cweight[0] = 70.0
-    return [(type(c).__name__, c.tolist(), c.requires_grad, c.is_leaf, None if c.grad is None else c.grad.tolist())
-            for c in (cx, cplain, cweight)], x.tolist(), plain.tolist(), weight.tolist()
+    return (
+        [
+            (type(c).__name__, c.tolist(), c.requires_grad, c.is_leaf, None if c.grad is None else c.grad.tolist())
+            for c in (cx, cplain, cweight)
+        ],
+        x.tolist(),
+        plain.tolist(),
+        weight.tolist(),
+    )
 
 
 @pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
@@ -132,6 +153,7 @@ def test_deepcopy_shares_a_grad_met_twice_and_refuses_non_leaves(fg, torch):
         (x * 2).sum().backward()
         a, g = copy.deepcopy([x, x.grad])
         return a.grad is g, a.grad.tolist()
+
     assert program(fg) == program(torch)
     same_error(fg, torch, lambda lib: copy.deepcopy(lib.ones(2, requires_grad=True) * 2))
 
@@ -142,24 +164,32 @@ def test_deepcopy_keeps_views_sharing_their_copied_storage(fg, torch):
         view = base[2:].view(2, 2).t()
         new_base, new_view, lone = copy.deepcopy([base, view]) + [copy.deepcopy(view)]
         new_view[0, 1] = 100.0
-        return ([t.tolist() for t in (base, new_base, new_view, lone)],
-                [(t.storage_offset(), t.stride(), t.is_leaf) for t in (new_view, lone)])
+        return (
+            [t.tolist() for t in (base, new_base, new_view, lone)],
+            [(t.storage_offset(), t.stride(), t.is_leaf) for t in (new_view, lone)],
+        )
+
     assert program(fg) == program(torch)
 
 
 def test_module_deepcopy_as_torch(fg, torch):
     """Parameters stay Parameters, with the values but (as in PyTorch) not the grads."""
+
     def program(lib):
         lib.manual_seed(0)
         model = lib.nn.Linear(2, 1)
         model(lib.ones(1, 2)).sum().backward()
         clone = copy.deepcopy(model)
-        return [(type(q).__name__, q.requires_grad, q.is_leaf, q.grad, q is not p, lib.equal(p, q))
-                for p, q in zip(model.parameters(), clone.parameters())]
+        return [
+            (type(q).__name__, q.requires_grad, q.is_leaf, q.grad, q is not p, lib.equal(p, q))
+            for p, q in zip(model.parameters(), clone.parameters())
+        ]
+
     assert program(fg) == program(torch)
 
 
 # ---- registration and traversal
+
 
 def test_named_parameters_order_and_names(fg, torch):
     names = [name for name, _ in build_net(fg).named_parameters()]
@@ -168,8 +198,9 @@ def test_named_parameters_order_and_names(fg, torch):
 
 def test_traversal_matches_torch(fg, torch):
     ours, theirs = build_net(fg), build_net(torch)
-    assert [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()] == [
-        "block.steps", "block.cache"]
+    assert (
+        [n for n, _ in ours.named_buffers()] == [n for n, _ in theirs.named_buffers()] == ["block.steps", "block.cache"]
+    )
     assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()]
     assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
     assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in theirs.modules()]
@@ -200,10 +231,18 @@ def test_attribute_registration(fg):
     assert m.none is None and "none" not in m.state_dict()
 
 
-@pytest.mark.parametrize("case", [
-    "missing attribute", "tensor as parameter", "int as module", "parameter name with dot", "existing attribute",
-    "non-module", "non-tensor buffer",
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "missing attribute",
+        "tensor as parameter",
+        "int as module",
+        "parameter name with dot",
+        "existing attribute",
+        "non-module",
+        "non-tensor buffer",
+    ],
+)
 def test_registration_errors(fg, torch, case):
     def act(t):
         m = t.nn.Linear(2, 2)
@@ -258,6 +297,7 @@ def test_double_converts_parameters_in_place(fg):
 
 
 # ---- state_dict
+
 
 def test_state_dict_keys_and_values(fg, torch):
     net = build_net(fg)
@@ -340,6 +380,7 @@ def test_load_with_assign_takes_the_given_tensors(fg):
 
 # ---- modes and gradients
 
+
 def test_train_eval_propagate(fg):
     net = build_net(fg)
     assert net.training and all(m.training for m in net.modules())
@@ -378,19 +419,44 @@ def test_zero_grad(fg):
 
 # ---- repr
 
+
 def test_repr_matches_torch(fg, torch):
     assert repr(build_net(fg)) == repr(build_net(torch))
 
 
 def _layers(t):
     nn = t.nn
-    return [nn.Linear(3, 2, bias=False), nn.Embedding(5, 2), nn.Embedding(5, 2, padding_idx=-1), nn.LayerNorm(4),
-            nn.LayerNorm([2, 3], eps=1e-3, elementwise_affine=False), nn.LayerNorm(2, bias=False), nn.ReLU(),
-            nn.ReLU(inplace=True), nn.LeakyReLU(), nn.LeakyReLU(0.1, inplace=True), nn.Tanh(), nn.Sigmoid(),
-            nn.GELU(), nn.GELU("tanh"), nn.Softmax(dim=1), nn.LogSoftmax(), nn.Dropout(), nn.Flatten(0, 2),
-            nn.Identity(7), nn.MSELoss(), nn.L1Loss(reduction="sum"), nn.SmoothL1Loss(beta=0.5), nn.HuberLoss(),
-            nn.CrossEntropyLoss(), nn.NLLLoss(), nn.BCEWithLogitsLoss(), nn.ModuleList(),
-            nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Tanh(), nn.ReLU()]), nn.Sequential()]
+    return [
+        nn.Linear(3, 2, bias=False),
+        nn.Embedding(5, 2),
+        nn.Embedding(5, 2, padding_idx=-1),
+        nn.LayerNorm(4),
+        nn.LayerNorm([2, 3], eps=1e-3, elementwise_affine=False),
+        nn.LayerNorm(2, bias=False),
+        nn.ReLU(),
+        nn.ReLU(inplace=True),
+        nn.LeakyReLU(),
+        nn.LeakyReLU(0.1, inplace=True),
+        nn.Tanh(),
+        nn.Sigmoid(),
+        nn.GELU(),
+        nn.GELU("tanh"),
+        nn.Softmax(dim=1),
+        nn.LogSoftmax(),
+        nn.Dropout(),
+        nn.Flatten(0, 2),
+        nn.Identity(7),
+        nn.MSELoss(),
+        nn.L1Loss(reduction="sum"),
+        nn.SmoothL1Loss(beta=0.5),
+        nn.HuberLoss(),
+        nn.CrossEntropyLoss(),
+        nn.NLLLoss(),
+        nn.BCEWithLogitsLoss(),
+        nn.ModuleList(),
+        nn.ModuleList([nn.ReLU(), nn.ReLU(), nn.Tanh(), nn.ReLU()]),
+        nn.Sequential(),
+    ]
 
 
 def test_layer_reprs_match_torch(fg, torch):
@@ -405,6 +471,7 @@ def test_layer_parameters_match_torch(fg, torch):
 
 
 # ---- containers
+
 
 def test_sequential(fg):
     nn = fg.nn
@@ -444,10 +511,12 @@ def test_module_list_insert(fg, torch, index):
         layers = lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.Tanh()])
         assert layers.insert(index, lib.nn.Sigmoid()) is None
         return [(name, type(m).__name__) for name, m in layers.named_children()], [type(m).__name__ for m in layers]
+
     assert program(fg) == program(torch)
 
 
 # ---- layers
+
 
 def test_linear_default_init_bounds(fg):
     fg.manual_seed(0)
@@ -495,7 +564,7 @@ def test_layer_norm_module(fg, torch):
             ln.weight.mul_(t.tensor(np.linspace(0.5, 2, 12).reshape(3, 4)))
             ln.bias.add_(0.25)
         out = ln(t.tensor(x))
-        (out ** 3).sum().backward()
+        (out**3).sum().backward()
         results.append([to_numpy(out), to_numpy(ln.weight.grad), to_numpy(ln.bias.grad)])
     for got, expected in zip(*results):
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)

@@ -7,6 +7,7 @@ compared with torch.nn.functional's. Table-driven softmax cases (layouts, gradch
 op_cases.py; here: more shapes and dims, size-0 and 0-d tensors, stability, -inf, the loss and
 GELU, errors, and the two backends agreeing bit for bit.
 """
+
 import types
 
 import numpy as np
@@ -22,9 +23,11 @@ def ops_for(m):
     if m.__name__ == "torch":
         F = m.nn.functional
         return types.SimpleNamespace(
-            nll_loss=lambda x, t, w, reduction, ignore_index: F.nll_loss(x, t, weight=w, reduction=reduction,
-                                                                          ignore_index=ignore_index),
-            gelu=lambda x, approximate: F.gelu(x, approximate=approximate))
+            nll_loss=lambda x, t, w, reduction, ignore_index: F.nll_loss(
+                x, t, weight=w, reduction=reduction, ignore_index=ignore_index
+            ),
+            gelu=lambda x, approximate: F.gelu(x, approximate=approximate),
+        )
     return m._prims
 
 
@@ -61,9 +64,24 @@ TOLERANCES = {"float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14)}
 
 # ---- softmax and log_softmax
 
-SOFTMAX_SHAPES = [((5,), 0), ((5,), -1), ((3, 4), 0), ((3, 4), 1), ((3, 4), -2), ((2, 3, 4), 0), ((2, 3, 4), 1),
-                  ((2, 3, 4), 2), ((2, 1, 3), 1), ((), 0), ((), -1), ((0, 3), 0), ((0, 3), 1), ((2, 0, 3), 1),
-                  ((2, 0, 3), -1), ((3, 0), 0)]
+SOFTMAX_SHAPES = [
+    ((5,), 0),
+    ((5,), -1),
+    ((3, 4), 0),
+    ((3, 4), 1),
+    ((3, 4), -2),
+    ((2, 3, 4), 0),
+    ((2, 3, 4), 1),
+    ((2, 3, 4), 2),
+    ((2, 1, 3), 1),
+    ((), 0),
+    ((), -1),
+    ((0, 3), 0),
+    ((0, 3), 1),
+    ((2, 0, 3), 1),
+    ((2, 0, 3), -1),
+    ((3, 0), 0),
+]
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
@@ -103,10 +121,18 @@ def test_softmax_dtype_argument(fg, name):
 def test_softmax_rows_sum_to_one(fg):
     x = fg.tensor(rng_for("rows").standard_normal((3, 5, 4)) * 10)
     for dim in range(3):
-        assert_close(to_numpy(x.softmax(dim).sum(dim)), np.ones([n for d, n in enumerate(x.shape) if d != dim]),
-                     rtol=0, atol=1e-6)
-        assert_close(to_numpy(x.log_softmax(dim).exp().sum(dim)), np.ones([n for d, n in enumerate(x.shape) if d != dim]),
-                     rtol=0, atol=1e-6)
+        assert_close(
+            to_numpy(x.softmax(dim).sum(dim)),
+            np.ones([n for d, n in enumerate(x.shape) if d != dim]),
+            rtol=0,
+            atol=1e-6,
+        )
+        assert_close(
+            to_numpy(x.log_softmax(dim).exp().sum(dim)),
+            np.ones([n for d, n in enumerate(x.shape) if d != dim]),
+            rtol=0,
+            atol=1e-6,
+        )
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
@@ -264,69 +290,173 @@ def _x(m, *shape, dtype=None):
 
 
 NLL_ERRORS = [
-    ("0-d input", lambda m, o: o.nll_loss(_x(m), m.tensor(0), None, "mean", -100), ValueError,
-     "Expected 1 or more dimensions (got 0)"),
-    ("batch mismatch", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1]), None, "mean", -100), ValueError,
-     "Expected input batch_size (3) to match target batch_size (2)."),
-    ("0-d target of a batch", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor(1), None, "mean", -100), ValueError,
-     "Expected input batch_size (3) to match target batch_size (0)."),
-    ("0-d target of an empty batch", lambda m, o: o.nll_loss(_x(m, 0, 4), m.tensor(1), None, "mean", -100),
-     IndexError, "Dimension specified as 0 but tensor has no dimensions"),
-    ("2-D target", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([[0], [1], [1]]), None, "mean", -100), RuntimeError,
-     "0D or 1D target tensor expected, multi-target not supported"),
-    ("float target", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0.0, 1.0, 1.0]), None, "mean", -100),
-     RuntimeError, "expected target dtype to be Long or Byte, but got Float"),
-    ("bool target", lambda m, o: o.nll_loss(_x(m, 2, 4), m.tensor([True, False]), None, "sum", -100),
-     RuntimeError, "expected target dtype to be Long or Byte, but got Bool"),
-    ("1-D input, 1-D target of 2", lambda m, o: o.nll_loss(_x(m, 4), m.tensor([0, 1]), None, "mean", -100),
-     ValueError, "For 1D input, 1D target must have size 1, but got target size: 2"),
-    ("target out of bounds", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 5, 1]), None, "mean", -100),
-     IndexError, "Target 5 is out of bounds."),
-    ("negative target", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, -1, 1]), None, "none", -100),
-     IndexError, "Target -1 is out of bounds."),
-    ("1-D target out of bounds", lambda m, o: o.nll_loss(_x(m, 4), m.tensor(4), None, "sum", -100),
-     IndexError, "Target 4 is out of bounds."),
-    ("weight of the wrong size", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(3), "mean", -100),
-     RuntimeError, "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of "
-                   "shape: [3]"),
-    ("2-D weight", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(1, 4), "mean", -100),
-     RuntimeError, "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of "
-                   "shape: [1, 4]"),
-    ("weight dtype", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(4, dtype=m.float64), "mean",
-                                             -100),
-     RuntimeError, "expected scalar type Float but found Double"),
-    ("int input", lambda m, o: o.nll_loss(_x(m, 3, 4, dtype=m.int64), m.tensor([0, 1, 1]), None, "mean", -100),
-     NotImplementedError, "\"nll_loss_out_frame\" not implemented for 'Long'"),
-    ("weight requires grad", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]),
-                                                     m.ones(4, requires_grad=True), "mean", -100),
-     RuntimeError, "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This "
-                   "input cannot have requires_grad True."),
-    ("bad reduction", lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), None, "avg", -100), ValueError,
-     "avg is not a valid value for reduction"),
+    (
+        "0-d input",
+        lambda m, o: o.nll_loss(_x(m), m.tensor(0), None, "mean", -100),
+        ValueError,
+        "Expected 1 or more dimensions (got 0)",
+    ),
+    (
+        "batch mismatch",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1]), None, "mean", -100),
+        ValueError,
+        "Expected input batch_size (3) to match target batch_size (2).",
+    ),
+    (
+        "0-d target of a batch",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor(1), None, "mean", -100),
+        ValueError,
+        "Expected input batch_size (3) to match target batch_size (0).",
+    ),
+    (
+        "0-d target of an empty batch",
+        lambda m, o: o.nll_loss(_x(m, 0, 4), m.tensor(1), None, "mean", -100),
+        IndexError,
+        "Dimension specified as 0 but tensor has no dimensions",
+    ),
+    (
+        "2-D target",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([[0], [1], [1]]), None, "mean", -100),
+        RuntimeError,
+        "0D or 1D target tensor expected, multi-target not supported",
+    ),
+    (
+        "float target",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0.0, 1.0, 1.0]), None, "mean", -100),
+        RuntimeError,
+        "expected target dtype to be Long or Byte, but got Float",
+    ),
+    (
+        "bool target",
+        lambda m, o: o.nll_loss(_x(m, 2, 4), m.tensor([True, False]), None, "sum", -100),
+        RuntimeError,
+        "expected target dtype to be Long or Byte, but got Bool",
+    ),
+    (
+        "1-D input, 1-D target of 2",
+        lambda m, o: o.nll_loss(_x(m, 4), m.tensor([0, 1]), None, "mean", -100),
+        ValueError,
+        "For 1D input, 1D target must have size 1, but got target size: 2",
+    ),
+    (
+        "target out of bounds",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 5, 1]), None, "mean", -100),
+        IndexError,
+        "Target 5 is out of bounds.",
+    ),
+    (
+        "negative target",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, -1, 1]), None, "none", -100),
+        IndexError,
+        "Target -1 is out of bounds.",
+    ),
+    (
+        "1-D target out of bounds",
+        lambda m, o: o.nll_loss(_x(m, 4), m.tensor(4), None, "sum", -100),
+        IndexError,
+        "Target 4 is out of bounds.",
+    ),
+    (
+        "weight of the wrong size",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(3), "mean", -100),
+        RuntimeError,
+        "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of shape: [3]",
+    ),
+    (
+        "2-D weight",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(1, 4), "mean", -100),
+        RuntimeError,
+        "weight tensor should be defined either for all 4 classes or no classes but got weight tensor of shape: [1, 4]",
+    ),
+    (
+        "weight dtype",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(4, dtype=m.float64), "mean", -100),
+        RuntimeError,
+        "expected scalar type Float but found Double",
+    ),
+    (
+        "int input",
+        lambda m, o: o.nll_loss(_x(m, 3, 4, dtype=m.int64), m.tensor([0, 1, 1]), None, "mean", -100),
+        NotImplementedError,
+        "\"nll_loss_out_frame\" not implemented for 'Long'",
+    ),
+    (
+        "weight requires grad",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), m.ones(4, requires_grad=True), "mean", -100),
+        RuntimeError,
+        "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. This "
+        "input cannot have requires_grad True.",
+    ),
+    (
+        "bad reduction",
+        lambda m, o: o.nll_loss(_x(m, 3, 4), m.tensor([0, 1, 1]), None, "avg", -100),
+        ValueError,
+        "avg is not a valid value for reduction",
+    ),
 ]
 GELU_ERRORS = [
-    ("gelu approximate", lambda m, o: o.gelu(_x(m, 3), "Tanh"), RuntimeError,
-     "approximate argument must be either none or tanh."),
-    ("gelu of int", lambda m, o: o.gelu(_x(m, 3, dtype=m.int64), "none"), NotImplementedError,
-     "\"GeluKernelImpl\" not implemented for 'Long'"),
-    ("gelu of bool", lambda m, o: o.gelu(_x(m, 3, dtype=m.bool), "tanh"), NotImplementedError,
-     "\"GeluKernelImpl\" not implemented for 'Bool'"),
+    (
+        "gelu approximate",
+        lambda m, o: o.gelu(_x(m, 3), "Tanh"),
+        RuntimeError,
+        "approximate argument must be either none or tanh.",
+    ),
+    (
+        "gelu of int",
+        lambda m, o: o.gelu(_x(m, 3, dtype=m.int64), "none"),
+        NotImplementedError,
+        "\"GeluKernelImpl\" not implemented for 'Long'",
+    ),
+    (
+        "gelu of bool",
+        lambda m, o: o.gelu(_x(m, 3, dtype=m.bool), "tanh"),
+        NotImplementedError,
+        "\"GeluKernelImpl\" not implemented for 'Bool'",
+    ),
 ]
 SOFTMAX_ERRORS = [
-    ("softmax of int, last dim", lambda m, o: m.softmax(_x(m, 2, 3, dtype=m.int64), 1), NotImplementedError,
-     "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
-    ("softmax of int, dim 0", lambda m, o: m.softmax(_x(m, 2, 3, dtype=m.int64), 0), NotImplementedError,
-     "\"softmax_kernel_impl\" not implemented for 'Long'"),
-    ("log_softmax of int, dim 0", lambda m, o: _x(m, 2, 3, dtype=m.int64).log_softmax(0), NotImplementedError,
-     "\"log_softmax_kernel_impl\" not implemented for 'Long'"),
-    ("log_softmax of 0-d int", lambda m, o: m.log_softmax(m.tensor(3), 0), NotImplementedError,
-     "\"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
-    ("softmax of bool", lambda m, o: m.softmax(m.tensor([True]), 0), NotImplementedError,
-     "\"softmax_lastdim_kernel_impl\" not implemented for 'Bool'"),
-    ("softmax dim out of range", lambda m, o: m.softmax(_x(m, 2, 3), 2), IndexError,
-     "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
-    ("log_softmax of 0-d, dim 1", lambda m, o: m.log_softmax(_x(m), 1), IndexError,
-     "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    (
+        "softmax of int, last dim",
+        lambda m, o: m.softmax(_x(m, 2, 3, dtype=m.int64), 1),
+        NotImplementedError,
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'",
+    ),
+    (
+        "softmax of int, dim 0",
+        lambda m, o: m.softmax(_x(m, 2, 3, dtype=m.int64), 0),
+        NotImplementedError,
+        "\"softmax_kernel_impl\" not implemented for 'Long'",
+    ),
+    (
+        "log_softmax of int, dim 0",
+        lambda m, o: _x(m, 2, 3, dtype=m.int64).log_softmax(0),
+        NotImplementedError,
+        "\"log_softmax_kernel_impl\" not implemented for 'Long'",
+    ),
+    (
+        "log_softmax of 0-d int",
+        lambda m, o: m.log_softmax(m.tensor(3), 0),
+        NotImplementedError,
+        "\"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'",
+    ),
+    (
+        "softmax of bool",
+        lambda m, o: m.softmax(m.tensor([True]), 0),
+        NotImplementedError,
+        "\"softmax_lastdim_kernel_impl\" not implemented for 'Bool'",
+    ),
+    (
+        "softmax dim out of range",
+        lambda m, o: m.softmax(_x(m, 2, 3), 2),
+        IndexError,
+        "Dimension out of range (expected to be in range of [-2, 1], but got 2)",
+    ),
+    (
+        "log_softmax of 0-d, dim 1",
+        lambda m, o: m.log_softmax(_x(m), 1),
+        IndexError,
+        "Dimension out of range (expected to be in range of [-1, 0], but got 1)",
+    ),
 ]
 ERRORS = NLL_ERRORS + GELU_ERRORS + SOFTMAX_ERRORS
 
@@ -351,14 +481,19 @@ def test_primitive_argument_types(fg):
     if fg.__name__ == "torch":
         pytest.skip("fastgrad's own primitives")
     prims, x = fg._prims, fg.zeros(2, 3)
-    for call in [lambda: prims.softmax(x, None), lambda: prims.softmax(x, 1.0), lambda: prims.gelu(x, None),
-                 lambda: prims.nll_loss(x, fg.tensor([0, 1]), 3, "mean", -100),
-                 lambda: prims.nll_loss(x, fg.tensor([0, 1]), None, "mean", 0.5)]:
+    for call in [
+        lambda: prims.softmax(x, None),
+        lambda: prims.softmax(x, 1.0),
+        lambda: prims.gelu(x, None),
+        lambda: prims.nll_loss(x, fg.tensor([0, 1]), 3, "mean", -100),
+        lambda: prims.nll_loss(x, fg.tensor([0, 1]), None, "mean", 0.5),
+    ]:
         with pytest.raises(TypeError, match="received an invalid combination of arguments"):
             call()
 
 
 # ---- gelu
+
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("shape", [(3, 4), (7,), (), (0, 2)], ids=str)
@@ -387,6 +522,7 @@ def test_gelu_gradcheck(fg, approximate):
 
 # ---- the two backends do the same arithmetic: identical float32 results
 
+
 def test_backends_agree_bit_for_bit():
     import fastgrad
     import fastgrad.reference
@@ -396,8 +532,9 @@ def test_backends_agree_bit_for_bit():
         "softmax": lambda m, x: m.softmax(x, 1),
         "softmax dim 0": lambda m, x: x.softmax(0),
         "log_softmax": lambda m, x: m.log_softmax(x.t(), 1),
-        "nll_loss": lambda m, x: m._prims.nll_loss(x.log_softmax(1), m.tensor([0, 4, 2, -100, 1, 1]),
-                                                   m.tensor([0.3, 1.0, 2.0, 0.7, 1.5]), "mean", -100),
+        "nll_loss": lambda m, x: m._prims.nll_loss(
+            x.log_softmax(1), m.tensor([0, 4, 2, -100, 1, 1]), m.tensor([0.3, 1.0, 2.0, 0.7, 1.5]), "mean", -100
+        ),
         "gelu": lambda m, x: m._prims.gelu(x, "none"),
         "gelu tanh": lambda m, x: m._prims.gelu(x, "tanh"),
     }

@@ -1,6 +1,7 @@
 """IEEE special values through every op and its gradient, against PyTorch: NaN and inf propagate
 (nothing masks a NaN), log(0) is -inf, and softmax / log_softmax / cross_entropy stay finite for
 logits of magnitude 1e4, forward and backward."""
+
 import itertools
 import math
 
@@ -30,11 +31,11 @@ UNARY = {
     "sign": lambda m, x: x.sign(),
     "clamp": lambda m, x: x.clamp(-2.0, 2.0),
     "clamp(min)": lambda m, x: x.clamp(min=0.5),
-    "x**2": lambda m, x: x ** 2,
-    "x**0.5": lambda m, x: x ** 0.5,
-    "x**-1": lambda m, x: x ** -1.0,
-    "x**0": lambda m, x: x ** 0.0,
-    "2**x": lambda m, x: 2.0 ** x,
+    "x**2": lambda m, x: x**2,
+    "x**0.5": lambda m, x: x**0.5,
+    "x**-1": lambda m, x: x**-1.0,
+    "x**0": lambda m, x: x**0.0,
+    "2**x": lambda m, x: 2.0**x,
     "1/x": lambda m, x: 1 / x,
     "x*0": lambda m, x: x * 0,
     "x-inf": lambda m, x: x - inf,
@@ -52,14 +53,24 @@ BINARY = {
     "sub": lambda m, a, b: a - b,
     "mul": lambda m, a, b: a * b,
     "div": lambda m, a, b: a / b,
-    "pow": lambda m, a, b: a ** b,
+    "pow": lambda m, a, b: a**b,
     "maximum": lambda m, a, b: m.maximum(a, b),
     "minimum": lambda m, a, b: m.minimum(a, b),
 }
 
 # One row per case; each reduces or normalizes along dim 1.
-ROWS = [[1.0, nan, 2.0], [1.0, inf, 2.0], [1.0, -inf, 2.0], [inf, -inf, 0.0], [-inf, -inf, -inf], [inf, inf, 1.0],
-        [1e4, -1e4, 0.0], [-1e4, -1e4, -1e4], [0.0, 0.0, 0.0], [0.0, -0.0, 1.0]]
+ROWS = [
+    [1.0, nan, 2.0],
+    [1.0, inf, 2.0],
+    [1.0, -inf, 2.0],
+    [inf, -inf, 0.0],
+    [-inf, -inf, -inf],
+    [inf, inf, 1.0],
+    [1e4, -1e4, 0.0],
+    [-1e4, -1e4, -1e4],
+    [0.0, 0.0, 0.0],
+    [0.0, -0.0, 1.0],
+]
 ROW_OPS = {
     "sum": lambda m, x: x.sum(1),
     "mean": lambda m, x: x.mean(1),
@@ -80,8 +91,9 @@ ROW_OPS = {
     "softmax": lambda m, x: x.softmax(1),
     "log_softmax": lambda m, x: x.log_softmax(1),
     "cross_entropy": lambda m, x: _functional(m).cross_entropy(x, m.tensor([1]), reduction="none"),
-    "cross_entropy(label_smoothing)": lambda m, x: _functional(m).cross_entropy(x, m.tensor([0]), reduction="none",
-                                                                                 label_smoothing=0.1),
+    "cross_entropy(label_smoothing)": lambda m, x: _functional(m).cross_entropy(
+        x, m.tensor([0]), reduction="none", label_smoothing=0.1
+    ),
     "layer_norm": lambda m, x: _functional(m).layer_norm(x, (3,)),
     "matmul": lambda m, x: x @ m.ones(3, 2, dtype=x.dtype),
     "dot": lambda m, x: x[0] @ m.tensor([1.0, 2.0, 3.0], dtype=x.dtype),
@@ -175,8 +187,9 @@ def test_softmax_family_stays_finite_at_large_logits(fg, torch, dtype, magnitude
         "log_softmax": lambda m, x: x.log_softmax(1),
         "cross_entropy": lambda m, x: _functional(m).cross_entropy(x, m.tensor(target)),
         "cross_entropy(none)": lambda m, x: _functional(m).cross_entropy(x, m.tensor(target), reduction="none"),
-        "cross_entropy(label_smoothing)": lambda m, x: _functional(m).cross_entropy(x, m.tensor(target),
-                                                                                     label_smoothing=0.2),
+        "cross_entropy(label_smoothing)": lambda m, x: _functional(m).cross_entropy(
+            x, m.tensor(target), label_smoothing=0.2
+        ),
         "nll_loss(log_softmax)": lambda m, x: _functional(m).nll_loss(x.log_softmax(1), m.tensor(target)),
     }
     for name, fn in cases.items():

@@ -1,5 +1,6 @@
 """numpy values next to tensors: numpy scalars and arrays as operands, np.array / np.asarray of a
 tensor, as_tensor and from_numpy sharing memory, and numpy values inside tensor() data."""
+
 import operator
 import warnings
 
@@ -8,12 +9,33 @@ import pytest
 
 from oracle_helpers import assert_same, plain
 
-OPERATORS = [operator.add, operator.sub, operator.mul, operator.truediv, operator.pow, operator.matmul,
-             operator.lt, operator.le, operator.eq, operator.ne, operator.gt, operator.ge,
-             operator.floordiv, operator.mod, operator.and_, operator.or_, operator.xor]
+OPERATORS = [
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.pow,
+    operator.matmul,
+    operator.lt,
+    operator.le,
+    operator.eq,
+    operator.ne,
+    operator.gt,
+    operator.ge,
+    operator.floordiv,
+    operator.mod,
+    operator.and_,
+    operator.or_,
+    operator.xor,
+]
 NUMPY_OPERANDS = {
-    "float64": np.float64(0.5), "float32": np.float32(0.5), "int64": np.int64(2), "int32": np.int32(2),
-    "bool_": np.bool_(True), "array_float64": np.array([0.5, 2.0]), "array_int64": np.array([1, 2]),
+    "float64": np.float64(0.5),
+    "float32": np.float32(0.5),
+    "int64": np.int64(2),
+    "int32": np.int32(2),
+    "bool_": np.bool_(True),
+    "array_float64": np.array([0.5, 2.0]),
+    "array_int64": np.array([1, 2]),
     "array_0d": np.array(2.0),
 }
 
@@ -43,16 +65,20 @@ def _outcome(lib, op, operand, numpy_on_left, tensor):
 @pytest.mark.parametrize("operand", NUMPY_OPERANDS.values(), ids=NUMPY_OPERANDS.keys())
 @pytest.mark.parametrize("op", OPERATORS, ids=[op.__name__ for op in OPERATORS])
 def test_numpy_operand_gives_pytorchs_result(fg, torch, op, operand, numpy_on_left):
-    for make in (lambda lib: lib.tensor([1.5, 3.0], requires_grad=True), lambda lib: lib.tensor([1.5, 3.0]),
-                 lambda lib: lib.tensor([3, 4])):
-        assert_same(_outcome(fg, op, operand, numpy_on_left, make(fg)),
-                    _outcome(torch, op, operand, numpy_on_left, make(torch)))
+    for make in (
+        lambda lib: lib.tensor([1.5, 3.0], requires_grad=True),
+        lambda lib: lib.tensor([1.5, 3.0]),
+        lambda lib: lib.tensor([3, 4]),
+    ):
+        assert_same(
+            _outcome(fg, op, operand, numpy_on_left, make(fg)), _outcome(torch, op, operand, numpy_on_left, make(torch))
+        )
 
 
 def test_numpy_scalar_on_the_left_keeps_the_gradient(fg, torch):
     def grad(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
-        ((x ** 2).sum() + np.float64(0.5) * x.sum()).backward()
+        ((x**2).sum() + np.float64(0.5) * x.sum()).backward()
         return x.grad.tolist()
 
     assert grad(fg) == grad(torch)
@@ -104,9 +130,11 @@ def test_as_tensor_of_an_ndarray_shares_its_memory_when_the_dtype_allows(fg, tor
 
 def _read_only_arrays(tmp_path):
     np.save(tmp_path / "values.npy", np.arange(4.0))
-    return {"frombuffer": np.frombuffer(np.arange(4.0).tobytes(), dtype=np.float64),
-            "memory_map": np.load(tmp_path / "values.npy", mmap_mode="r"),
-            "broadcast_to": np.broadcast_to(np.array([1.0, 2.0]), (3, 2))}
+    return {
+        "frombuffer": np.frombuffer(np.arange(4.0).tobytes(), dtype=np.float64),
+        "memory_map": np.load(tmp_path / "values.npy", mmap_mode="r"),
+        "broadcast_to": np.broadcast_to(np.array([1.0, 2.0]), (3, 2)),
+    }
 
 
 def test_from_numpy_takes_a_read_only_array_with_pytorchs_warning(fg, torch, tmp_path):

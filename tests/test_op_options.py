@@ -1,5 +1,6 @@
 """Keyword options of ops, checked against PyTorch on the same data: alpha=, correction=/unbiased=,
 norm's p and dims, clamp with tensor bounds, out=, and max/min(dim) results."""
+
 import math
 
 import numpy as np

@@ -5,15 +5,29 @@
 (c) the result's grad_fn name is PyTorch's.
 Non-differentiable ops (argmax, comparisons, equal, allclose) are compared against PyTorch too.
 """
+
 import numpy as np
 import pytest
 
 from op_cases import CASES, NONDIFF_CASES
-from op_helpers import (apply_layout, assert_close, dtype_name, gradcheck_for, layout_changes,
-                        make_arrays, rng_for, source_shape, to_numpy)
+from op_helpers import (
+    apply_layout,
+    assert_close,
+    dtype_name,
+    gradcheck_for,
+    layout_changes,
+    make_arrays,
+    rng_for,
+    source_shape,
+    to_numpy,
+)
 
-LAYOUT_PARAMS = [pytest.param(c, layout, id=f"{c.name}-{layout}")
-                 for c in CASES for layout in c.layouts if layout_changes(c.shapes, layout)]
+LAYOUT_PARAMS = [
+    pytest.param(c, layout, id=f"{c.name}-{layout}")
+    for c in CASES
+    for layout in c.layouts
+    if layout_changes(c.shapes, layout)
+]
 
 
 def make_leaves(m, case, layout, dtype):

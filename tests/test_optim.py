@@ -1,6 +1,7 @@
 """fastgrad.optim against torch.optim: the same model, data and options give the same losses and
 parameters; zero_grad, closures, parameter groups, state_dict and the schedulers behave as PyTorch's;
 bad arguments raise PyTorch's errors."""
+
 import copy
 from fractions import Fraction
 
@@ -9,8 +10,12 @@ import pytest
 
 _RNG = np.random.default_rng(7)
 # A 2-layer MLP written with matmul + relu: weights and data, float32, from numpy.
-_WEIGHTS = [(_RNG.standard_normal((4, 8)) * 0.5).astype(np.float32), (_RNG.standard_normal(8) * 0.1).astype(np.float32),
-            (_RNG.standard_normal((8, 3)) * 0.5).astype(np.float32), (_RNG.standard_normal(3) * 0.1).astype(np.float32)]
+_WEIGHTS = [
+    (_RNG.standard_normal((4, 8)) * 0.5).astype(np.float32),
+    (_RNG.standard_normal(8) * 0.1).astype(np.float32),
+    (_RNG.standard_normal((8, 3)) * 0.5).astype(np.float32),
+    (_RNG.standard_normal(3) * 0.1).astype(np.float32),
+]
 _X = _RNG.standard_normal((16, 4)).astype(np.float32)
 _Y = _RNG.standard_normal((16, 3)).astype(np.float32)
 
@@ -188,8 +193,9 @@ def test_param_groups_with_their_own_options(fg, torch):
     runs = []
     for lib in (fg, torch):
         params = _params(lib)
-        opt = lib.optim.SGD([{"params": params[:2], "lr": 0.2, "nesterov": True}, {"params": params[2:]}],
-                            lr=0.05, momentum=0.9)
+        opt = lib.optim.SGD(
+            [{"params": params[:2], "lr": 0.2, "nesterov": True}, {"params": params[2:]}], lr=0.05, momentum=0.9
+        )
         losses = _train(lib, params, opt, 20)
         runs.append((losses, [p.detach().numpy() for p in params], repr(opt), opt.param_groups[0]["lr"]))
     _assert_same_run(runs[0], runs[1])
@@ -214,16 +220,21 @@ def test_add_param_group(fg, torch):
 
 def _state_summary(state_dict):
     """state_dict with tensors as (dtype name, values) for comparing two libraries."""
+
     def plain(value):
         if hasattr(value, "numpy"):
             return str(value.dtype).split(".")[-1], value.numpy().tolist()
         return value
-    return {"state": {k: {name: plain(v) for name, v in s.items()} for k, s in state_dict["state"].items()},
-            "param_groups": state_dict["param_groups"]}
+
+    return {
+        "state": {k: {name: plain(v) for name, v in s.items()} for k, s in state_dict["state"].items()},
+        "param_groups": state_dict["param_groups"],
+    }
 
 
-@pytest.mark.parametrize("name,options", [("SGD", {"lr": 0.05, "momentum": 0.9}),
-                                          ("Adam", {"lr": 0.01, "amsgrad": True})])
+@pytest.mark.parametrize(
+    "name,options", [("SGD", {"lr": 0.05, "momentum": 0.9}), ("Adam", {"lr": 0.01, "amsgrad": True})]
+)
 def test_state_dict_round_trip(fg, torch, name, options):
     params = _params(fg)
     opt = getattr(fg.optim, name)(params, **options)
@@ -260,8 +271,10 @@ def test_load_state_dict_checks_the_groups(fg, torch):
         two_groups = lib.optim.SGD([{"params": params[:2]}, {"params": params[2:]}]).state_dict()
         with pytest.raises(ValueError, match="^loaded state dict has a different number of parameter groups$"):
             lib.optim.SGD(params).load_state_dict(two_groups)
-        with pytest.raises(ValueError, match="^loaded state dict contains a parameter group that doesn't match "
-                                             "the size of optimizer's group$"):
+        with pytest.raises(
+            ValueError,
+            match="^loaded state dict contains a parameter group that doesn't match the size of optimizer's group$",
+        ):
             lib.optim.SGD(params[:3]).load_state_dict(one_group)
 
 
@@ -287,11 +300,19 @@ def _error(call):
 
 
 BAD_ARGUMENTS = [
-    ("SGD", {"lr": -1}), ("SGD", {"momentum": -0.1}), ("SGD", {"weight_decay": -1e-3}),
-    ("SGD", {"nesterov": True}), ("SGD", {"nesterov": True, "momentum": 0.9, "dampening": 0.1}),
-    ("Adam", {"lr": -1}), ("Adam", {"eps": -1e-8}), ("Adam", {"betas": (1.0, 0.999)}),
-    ("Adam", {"betas": (0.9, -0.5)}), ("Adam", {"weight_decay": -1}), ("Adam", {"betas": (0, 0.999)}),
-    ("AdamW", {"lr": -0.5}), ("AdamW", {"betas": (0.9, 1.5)}),
+    ("SGD", {"lr": -1}),
+    ("SGD", {"momentum": -0.1}),
+    ("SGD", {"weight_decay": -1e-3}),
+    ("SGD", {"nesterov": True}),
+    ("SGD", {"nesterov": True, "momentum": 0.9, "dampening": 0.1}),
+    ("Adam", {"lr": -1}),
+    ("Adam", {"eps": -1e-8}),
+    ("Adam", {"betas": (1.0, 0.999)}),
+    ("Adam", {"betas": (0.9, -0.5)}),
+    ("Adam", {"weight_decay": -1}),
+    ("Adam", {"betas": (0, 0.999)}),
+    ("AdamW", {"lr": -0.5}),
+    ("AdamW", {"betas": (0.9, 1.5)}),
 ]
 
 

@@ -4,6 +4,7 @@ The expected dtypes come from a small model of PyTorch's documented rules (below
 every pairing of float32/float64/int64/bool tensors (with dimensions and 0-d) and Python
 float/int/bool scalars; a short table of headline cases spells the rules out literally.
 """
+
 import operator
 import re
 
@@ -17,16 +18,34 @@ DEFAULT_FOR_CATEGORY = {0: "bool", 1: "int64", 2: "float32"}  # Python scalars, 
 
 # operand kind -> (dtype, priority: 2 tensor with dimensions, 1 0-d tensor, 0 Python scalar)
 OPERANDS = {
-    "f32": ("float32", 2), "f64": ("float64", 2), "i64": ("int64", 2), "b": ("bool", 2),
-    "f32_0d": ("float32", 1), "f64_0d": ("float64", 1), "i64_0d": ("int64", 1), "b_0d": ("bool", 1),
-    "float": ("float32", 0), "int": ("int64", 0), "bool": ("bool", 0),
+    "f32": ("float32", 2),
+    "f64": ("float64", 2),
+    "i64": ("int64", 2),
+    "b": ("bool", 2),
+    "f32_0d": ("float32", 1),
+    "f64_0d": ("float64", 1),
+    "i64_0d": ("int64", 1),
+    "b_0d": ("bool", 1),
+    "float": ("float32", 0),
+    "int": ("int64", 0),
+    "bool": ("bool", 0),
 }
 PY_VALUE = {"float": 2.5, "int": 2, "bool": True}
 TENSOR_VALUE = {"float32": 2.0, "float64": 2.0, "int64": 2, "bool": True}
 
-OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-       "**": operator.pow, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-       ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+OPS = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "**": operator.pow,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+}
 COMPARISONS = {"<", "<=", ">", ">=", "==", "!="}
 
 
@@ -57,8 +76,7 @@ def expected(op, kind_a, kind_b):
     dtypes = [OPERANDS[k][0] for k in (kind_a, kind_b)]
     if op == "-" and "bool" in dtypes:
         which = "two bool tensors" if dtypes == ["bool", "bool"] else "a bool tensor"
-        return None, (RuntimeError, re.escape(f"Subtraction, the `-` operator, with {which} is "
-                                              "not supported."))
+        return None, (RuntimeError, re.escape(f"Subtraction, the `-` operator, with {which} is not supported."))
     dtype = result_type(kind_a, kind_b)
     if op == "**" and dtype == "bool" and OPERANDS[kind_b][1] > 0:  # bool tensor exponent
         return None, (RuntimeError, re.escape("\"pow\" not implemented for 'Bool'"))
@@ -85,8 +103,9 @@ def value_of(kind):
 
 
 CASTS = {"bool": bool, "int64": int, "float32": float, "float64": float}
-PAIRS = [(op, a, b) for op in OPS for a in OPERANDS for b in OPERANDS
-         if not (OPERANDS[a][1] == 0 and OPERANDS[b][1] == 0)]
+PAIRS = [
+    (op, a, b) for op in OPS for a in OPERANDS for b in OPERANDS if not (OPERANDS[a][1] == 0 and OPERANDS[b][1] == 0)
+]
 
 
 @pytest.mark.parametrize("op,a,b", PAIRS, ids=[f"{a}{op}{b}" for op, a, b in PAIRS])
@@ -111,10 +130,8 @@ HEADLINE = [  # (description, fn, dtype)
     ("int64 tensor * 2", lambda fg: fg.tensor([1, 2]) * 2, "int64"),
     ("int64 / int64", lambda fg: fg.tensor([1, 2]) / fg.tensor([2, 2]), "float32"),
     ("float32 + 0-d float64", lambda fg: fg.ones(2) + fg.tensor(1.0, dtype=fg.float64), "float32"),
-    ("int64 + 0-d float64", lambda fg: fg.tensor([1, 2]) + fg.tensor(1.0, dtype=fg.float64),
-     "float64"),
-    ("0-d float32 + 0-d float64",
-     lambda fg: fg.tensor(1.0) + fg.tensor(1.0, dtype=fg.float64), "float64"),
+    ("int64 + 0-d float64", lambda fg: fg.tensor([1, 2]) + fg.tensor(1.0, dtype=fg.float64), "float64"),
+    ("0-d float32 + 0-d float64", lambda fg: fg.tensor(1.0) + fg.tensor(1.0, dtype=fg.float64), "float64"),
     ("bool + bool", lambda fg: fg.tensor([True]) + fg.tensor([True]), "bool"),
     ("bool + 1", lambda fg: fg.tensor([True]) + 1, "int64"),
     ("float64 + float32 tensors", lambda fg: fg.ones(2, dtype=fg.float64) + fg.ones(2), "float64"),
@@ -122,8 +139,7 @@ HEADLINE = [  # (description, fn, dtype)
     ("sum of int64", lambda fg: fg.tensor([1, 2]).sum(), "int64"),
     ("sum of bool", lambda fg: fg.tensor([True, True]).sum(), "int64"),
     ("argmax", lambda fg: fg.ones(3).argmax(), "int64"),
-    ("float32 += float64 keeps float32", lambda fg: _iadd(fg.ones(2), fg.ones(2, dtype=fg.float64)),
-     "float32"),
+    ("float32 += float64 keeps float32", lambda fg: _iadd(fg.ones(2), fg.ones(2, dtype=fg.float64)), "float32"),
 ]
 
 
@@ -145,16 +161,20 @@ def test_promoted_values(fg):
     assert (fg.tensor([True, True]).sum()).item() == 2
 
 
-@pytest.mark.parametrize("fn,message", [
-    (lambda fg: _iadd(fg.tensor([1, 2]), 2.5),
-     "result type Float can't be cast to the desired output type Long"),
-    (lambda fg: fg.tensor([1, 2]).mean(),
-     "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-     "complex dtype. Got: Long"),
-    (lambda fg: fg.tensor([2]) ** -1, "Integers to negative integer powers are not allowed."),
-    (lambda fg: -fg.tensor([True]),
-     "Negation, the `-` operator, on a bool tensor is not supported."),
-], ids=["int64 += 2.5", "mean of int64", "int ** negative int", "-bool"])
+@pytest.mark.parametrize(
+    "fn,message",
+    [
+        (lambda fg: _iadd(fg.tensor([1, 2]), 2.5), "result type Float can't be cast to the desired output type Long"),
+        (
+            lambda fg: fg.tensor([1, 2]).mean(),
+            "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+            "complex dtype. Got: Long",
+        ),
+        (lambda fg: fg.tensor([2]) ** -1, "Integers to negative integer powers are not allowed."),
+        (lambda fg: -fg.tensor([True]), "Negation, the `-` operator, on a bool tensor is not supported."),
+    ],
+    ids=["int64 += 2.5", "mean of int64", "int ** negative int", "-bool"],
+)
 def test_promotion_errors(fg, fn, message):
     with pytest.raises(RuntimeError, match=re.escape(message)):
         fn(fg)

@@ -5,6 +5,7 @@ a time; here: it computes in pure Python, it agrees with fastgrad bit for bit wh
 same float32 arithmetic, the same seed draws the same numbers, and the Python layers above the
 tensor are fastgrad's own code bound to the reference.
 """
+
 import importlib
 import pathlib
 import re
@@ -90,8 +91,12 @@ def test_float32_results_and_gradients_match_fastgrad_exactly(name):
 
 @pytest.mark.parametrize("draw", ["rand", "randn", "randint", "normal"])
 def test_same_seed_same_numbers_as_fastgrad(draw):
-    calls = {"rand": lambda m: m.rand(3, 4), "randn": lambda m: m.randn(5, dtype=m.float64),
-             "randint": lambda m: m.randint(0, 10, (6,)), "normal": lambda m: m.normal(2.0, 0.5, size=(4,))}
+    calls = {
+        "rand": lambda m: m.rand(3, 4),
+        "randn": lambda m: m.randn(5, dtype=m.float64),
+        "randint": lambda m: m.randint(0, 10, (6,)),
+        "normal": lambda m: m.normal(2.0, 0.5, size=(4,)),
+    }
     values = []
     for m in (fastgrad, ref):
         m.manual_seed(7)
@@ -125,7 +130,7 @@ def test_long_chain_backward_needs_no_recursion():
     for _ in range(20_000):
         y = y * 1.0001
     y.backward()
-    assert x.grad.item() == pytest.approx(1.0001 ** 20_000)
+    assert x.grad.item() == pytest.approx(1.0001**20_000)
 
 
 def test_reload_keeps_one_tensor_type():

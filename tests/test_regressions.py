@@ -4,6 +4,7 @@ program (or a smaller one) with the values PyTorch gives, written out as facts.
 They run on every backend of the suite (the `fg` fixture); FASTGRAD_TEST_BACKENDS=torch runs them
 against PyTorch itself, which is how the expected values were checked.
 """
+
 import math
 
 import numpy as np
@@ -17,8 +18,13 @@ def values(t):
 
 
 def assert_values(t, expected):
-    np.testing.assert_allclose(np.asarray(t.detach().numpy(), dtype=np.float64), np.asarray(expected, dtype=np.float64),
-                               rtol=1e-6, atol=1e-7, equal_nan=True)
+    np.testing.assert_allclose(
+        np.asarray(t.detach().numpy(), dtype=np.float64),
+        np.asarray(expected, dtype=np.float64),
+        rtol=1e-6,
+        atol=1e-7,
+        equal_nan=True,
+    )
 
 
 def grad_of(fg, x, fn):
@@ -29,6 +35,7 @@ def grad_of(fg, x, fn):
 
 
 # ---- reductions ------------------------------------------------------------------------------
+
 
 def test_min_dim_of_0d_tensor_backward(fg):
     # crashed (segfault): the backward looked for the reduced dim of a 0-d input
@@ -46,10 +53,17 @@ def test_var_and_std_divide_by_at_least_zero(fg):
     assert math.isnan(fg.zeros((1, 3, 0), dtype=fg.float64).std(dim=(-2, 2)).item())
 
 
-@pytest.mark.parametrize("op,correction,dim,expected", [
-    ("var", 2, None, [inf, inf]), ("std", 2, None, [nan, nan]), ("var", 2, 0, [-inf, inf]),
-    ("var", 3, None, [inf, inf]), ("var", 3, 0, [1.0, -1.0]), ("std", 3, 0, [0.0, -0.0]),
-])
+@pytest.mark.parametrize(
+    "op,correction,dim,expected",
+    [
+        ("var", 2, None, [inf, inf]),
+        ("std", 2, None, [nan, nan]),
+        ("var", 2, 0, [-inf, inf]),
+        ("var", 3, None, [inf, inf]),
+        ("var", 3, 0, [1.0, -1.0]),
+        ("std", 3, 0, [0.0, -0.0]),
+    ],
+)
 def test_var_std_gradient_without_degrees_of_freedom(fg, op, correction, dim, expected):
     # PyTorch's conventions when N - correction <= 0: over all elements the gradient is NaN/inf,
     # over a dim the plain formula 2 / (N - correction) is used
@@ -65,11 +79,17 @@ def test_std_gradient_is_zero_where_std_is_zero(fg):
     assert values(grad_of(fg, [1.25], lambda x: x.std(-1, unbiased=False))) == [0.0]
 
 
-@pytest.mark.parametrize("expr,error", [
-    ("fg.zeros(0).max()", RuntimeError), ("fg.zeros(2, 0).amax()", RuntimeError),
-    ("fg.zeros(2, 0).amin(())", RuntimeError), ("fg.zeros(0).argmax()", IndexError),
-    ("fg.zeros(2, 0).amax(1)", IndexError), ("fg.zeros(2, 0).max(1)", IndexError),
-])
+@pytest.mark.parametrize(
+    "expr,error",
+    [
+        ("fg.zeros(0).max()", RuntimeError),
+        ("fg.zeros(2, 0).amax()", RuntimeError),
+        ("fg.zeros(2, 0).amin(())", RuntimeError),
+        ("fg.zeros(0).argmax()", IndexError),
+        ("fg.zeros(2, 0).amax(1)", IndexError),
+        ("fg.zeros(2, 0).max(1)", IndexError),
+    ],
+)
 def test_reduction_of_empty_tensor_without_dim(fg, expr, error):
     # all-element reductions of an empty tensor raised IndexError naming a dim; PyTorch raises
     # RuntimeError "Expected reduction dim to be specified" (argmax: IndexError)
@@ -106,12 +126,15 @@ def test_prod_gradient_with_two_zeros_is_zero(fg):
     assert values(x.grad) == [[0.0, 0.0], [0.0, 0.0]]
 
 
-@pytest.mark.parametrize("p,x,norm,grad", [
-    (0, [1.0, -2.0, 0.0], 2.0, None),
-    (0.5, [1.0, -2.0, 0.0], 5.828427124746, [2.414213562373, -1.707106781187, 0.0]),
-    (-1, [1.0, -2.0, 0.0], 0.0, [0.0, -0.0, 0.0]),
-    (inf, [1.0, nan, 3.0, nan], nan, [0.0, 0.0, 0.0, 0.0]),
-])
+@pytest.mark.parametrize(
+    "p,x,norm,grad",
+    [
+        (0, [1.0, -2.0, 0.0], 2.0, None),
+        (0.5, [1.0, -2.0, 0.0], 5.828427124746, [2.414213562373, -1.707106781187, 0.0]),
+        (-1, [1.0, -2.0, 0.0], 0.0, [0.0, -0.0, 0.0]),
+        (inf, [1.0, nan, 3.0, nan], nan, [0.0, 0.0, 0.0, 0.0]),
+    ],
+)
 def test_norm_orders(fg, p, x, norm, grad):
     # p=0 gave inf (not the count of nonzeros), p<1 NaN gradients at zeros, inf-norm NaN
     # gradients for NaN inputs
@@ -138,6 +161,7 @@ def test_norm_fro_over_three_dims(fg):
 
 
 # ---- elementwise ---------------------------------------------------------------------------
+
 
 def test_sign_is_differentiable_with_zero_gradient(fg):
     # sign's result did not require grad
@@ -177,28 +201,34 @@ def test_pow_gradients_at_zero(fg):
     # d(x**y)/dx = y * x**(y-1) is 0 where y == 0 (was 0 * inf = NaN); d(0**x)/dx is 0 for x >= 0
     x = fg.tensor([0.0, 0.0, 2.0], requires_grad=True)
     y = fg.tensor([0.0, 1.0, 0.0], requires_grad=True)
-    (x ** y).sum().backward()
+    (x**y).sum().backward()
     assert_values(x.grad, [0.0, 1.0, 0.0])
     assert_values(y.grad, [0.0, 0.0, math.log(2.0)])
-    assert values(grad_of(fg, [0.0, 1.0, -1.0], lambda t: 0 ** t)) == [0.0, 0.0, -inf]
+    assert values(grad_of(fg, [0.0, 1.0, -1.0], lambda t: 0**t)) == [0.0, 0.0, -inf]
 
 
 def test_pow_gradient_of_mixed_precision(fg):
     # d(x**y)/dy took log(x) in float32 for a float32 base and a float64 exponent
     x = fg.tensor([0.346, 0.822], requires_grad=True)
     y = fg.tensor([0.126, -0.132], dtype=fg.float64, requires_grad=True)
-    (x ** y).sum().backward()
+    (x**y).sum().backward()
     base = np.float32([0.346, 0.822]).astype(np.float64)
     np.testing.assert_allclose(values(y.grad), base ** np.array([0.126, -0.132]) * np.log(base), rtol=1e-12)
 
 
-@pytest.mark.parametrize("exponent,expected", [
-    (0.5, [nan, -0.0, 2.0]), (-0.5, [nan, -inf, 0.5]), (3, [-inf, -0.0, 64.0]), (-2, [0.0, inf, 0.0625]),
-])
+@pytest.mark.parametrize(
+    "exponent,expected",
+    [
+        (0.5, [nan, -0.0, 2.0]),
+        (-0.5, [nan, -inf, 0.5]),
+        (3, [-inf, -0.0, 64.0]),
+        (-2, [0.0, inf, 0.0625]),
+    ],
+)
 def test_pow_with_special_scalar_exponents(fg, exponent, expected):
     # PyTorch computes x**0.5 as sqrt(x) (sqrt(-inf) is NaN, pow(-inf, 0.5) is inf), etc.
     x = fg.tensor([-inf, -0.0, 4.0])
-    assert_values(x ** exponent, expected)
+    assert_values(x**exponent, expected)
 
 
 def test_integer_pow(fg):
@@ -237,19 +267,28 @@ def test_where_with_a_python_number(fg):
     assert values(fg.where(c, fg.tensor([0]), 0.5)) == [0.5]
 
 
-@pytest.mark.parametrize("expr,error", [
-    ("abs(fg.tensor([True]))", NotImplementedError), ("fg.tensor([True]).relu()", RuntimeError),
-    ("fg.tensor([True]).argmax()", RuntimeError),
-])
+@pytest.mark.parametrize(
+    "expr,error",
+    [
+        ("abs(fg.tensor([True]))", NotImplementedError),
+        ("fg.tensor([True]).relu()", RuntimeError),
+        ("fg.tensor([True]).argmax()", RuntimeError),
+    ],
+)
 def test_unsupported_bool_ops(fg, expr, error):
     with pytest.raises(error):
         eval(expr)
 
 
-@pytest.mark.parametrize("expr,kernel", [
-    ("fg.mm(b2, b2)", "addmm_impl_cpu_"), ("b3.bmm(b3)", "bmm"), ("fg.mv(b2, b1)", "addmv_impl_cpu"),
-    ("fg.dot(b1, b1)", "dot"),
-])
+@pytest.mark.parametrize(
+    "expr,kernel",
+    [
+        ("fg.mm(b2, b2)", "addmm_impl_cpu_"),
+        ("b3.bmm(b3)", "bmm"),
+        ("fg.mv(b2, b1)", "addmv_impl_cpu"),
+        ("fg.dot(b1, b1)", "dot"),
+    ],
+)
 def test_bool_matrix_products(fg, expr, kernel):
     b1, b2, b3 = fg.ones(2, dtype=fg.bool), fg.ones(2, 2, dtype=fg.bool), fg.ones(2, 2, 2, dtype=fg.bool)  # noqa: F841 -- used by eval(expr)
     with pytest.raises(NotImplementedError, match=kernel):
@@ -257,6 +296,7 @@ def test_bool_matrix_products(fg, expr, kernel):
 
 
 # ---- shapes, views and indexing --------------------------------------------------------------
+
 
 def test_getitem_ellipsis_is_a_differentiable_view(fg):
     # x[...] returned a detached alias
@@ -329,6 +369,7 @@ def test_out_of_range_index_when_nothing_is_read(fg):
 
 
 # ---- in place, views and version counters -------------------------------------------------------
+
 
 def test_views_follow_in_place_changes_of_their_base(fg):
     # a view kept its old grad_fn after its base (or another view) was changed in place: wrong
@@ -403,17 +444,20 @@ def test_integer_tensor_written_from_float_that_requires_grad(fg):
     assert not x.requires_grad and x.is_leaf
 
 
-@pytest.mark.parametrize("program", [
-    "v = x.prod(0); v.add_(v)",                 # PyTorch saves prod's result
-    "v = x ** x; v.add_(x)",                    # and pow's (tensor ** tensor), even when unused
-    "v = x ** fg.tensor([1.0, 1.0]); v.add_(1)",
-    "a = x + 2; v = 2 ** a; a.add_(1)",         # and the exponent of number ** tensor
-    "a = x + 0; v = a ** 0; a.add_(1)",         # x ** 0 still checks x
-    "c = x > 0; v = fg.where(c, x, 0.0); c.fill_(True)",        # where's condition
-    "i = fg.tensor([0, 1]); v = x[i]; i.add_(0)",               # index tensors
-    "m = x.max(0); v = m.values; m.indices.add_(0)",            # max(dim)'s indices
-    "i = fg.tensor([0]); v = x * 1; v[i] = 1.0; i.add_(0)",     # index_put_'s indices
-])
+@pytest.mark.parametrize(
+    "program",
+    [
+        "v = x.prod(0); v.add_(v)",  # PyTorch saves prod's result
+        "v = x ** x; v.add_(x)",  # and pow's (tensor ** tensor), even when unused
+        "v = x ** fg.tensor([1.0, 1.0]); v.add_(1)",
+        "a = x + 2; v = 2 ** a; a.add_(1)",  # and the exponent of number ** tensor
+        "a = x + 0; v = a ** 0; a.add_(1)",  # x ** 0 still checks x
+        "c = x > 0; v = fg.where(c, x, 0.0); c.fill_(True)",  # where's condition
+        "i = fg.tensor([0, 1]); v = x[i]; i.add_(0)",  # index tensors
+        "m = x.max(0); v = m.values; m.indices.add_(0)",  # max(dim)'s indices
+        "i = fg.tensor([0]); v = x * 1; v[i] = 1.0; i.add_(0)",  # index_put_'s indices
+    ],
+)
 def test_backward_checks_what_pytorch_saves(fg, program):
     # fastgrad did not save (or did not check) these, so its backward ran where PyTorch's fails
     x = fg.tensor([1.5, 2.0], requires_grad=True)
@@ -423,9 +467,17 @@ def test_backward_checks_what_pytorch_saves(fg, program):
         namespace["v"].sum().backward()
 
 
-@pytest.mark.parametrize("statement", [
-    "e.add_(1)", "e.mul_(y)", "e.copy_(y)", "e.clamp_(0, 1)", "e[:, 0] = y[:, 0]", "e[...] = 3",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "e.add_(1)",
+        "e.mul_(y)",
+        "e.copy_(y)",
+        "e.clamp_(0, 1)",
+        "e[:, 0] = y[:, 0]",
+        "e[...] = 3",
+    ],
+)
 def test_in_place_write_into_expanded_tensor(fg, statement):
     # writing twice into one memory location was allowed
     e, y = fg.zeros(1, 2).expand(3, 2), fg.ones(3, 2)  # noqa: F841 -- used by the statement
@@ -440,11 +492,21 @@ def test_in_place_fill_of_expanded_tensor_is_allowed(fg, statement):
     exec(statement)
 
 
-@pytest.mark.parametrize("statement,ok", [
-    ("x[1:] = x[:-1]", False), ("x[1:].add_(x[:-1])", False), ("x[:2].copy_(x[1:3])", False),
-    ("x[[0, 1]] = x[2:]", False), ("x[[1, 2]] = x[::2]", True), ("x.add_(x)", True), ("x[...] = x", True),
-    ("x[None] = x", True), ("x[None].copy_(x)", False), ("x[:2] = x[2:]", True),
-])
+@pytest.mark.parametrize(
+    "statement,ok",
+    [
+        ("x[1:] = x[:-1]", False),
+        ("x[1:].add_(x[:-1])", False),
+        ("x[:2].copy_(x[1:3])", False),
+        ("x[[0, 1]] = x[2:]", False),
+        ("x[[1, 2]] = x[::2]", True),
+        ("x.add_(x)", True),
+        ("x[...] = x", True),
+        ("x[None] = x", True),
+        ("x[None].copy_(x)", False),
+        ("x[:2] = x[2:]", True),
+    ],
+)
 def test_reading_memory_being_written(fg, statement, ok):
     # fastgrad copied the source first; PyTorch refuses a partial overlap (and index_put_ any),
     # unless a layout is too irregular to judge
@@ -517,7 +579,7 @@ def test_pow_gradient_where_exponent_is_zero_with_nan_gradient(fg):
     # d(x**y)/dx multiplied the mask for y == 0 with a NaN incoming gradient; PyTorch's gives 0
     x = fg.tensor([0.126, -0.132], requires_grad=True)
     y = fg.tensor([0.0, 0.25])
-    fg.amin(x ** y, 0).backward()  # amin of [1, nan]: NaN, and a NaN gradient for both
+    fg.amin(x**y, 0).backward()  # amin of [1, nan]: NaN, and a NaN gradient for both
     assert_values(x.grad, [0.0, nan])
 
 
@@ -585,6 +647,7 @@ def test_setitem_writes_into_the_region_of_the_key(fg):
 
 # ---- the Python/C++ boundary ----------------------------------------------------------------------
 
+
 def test_from_numpy_refuses_a_non_native_byte_order(fg):
     # the core read byte-swapped elements as native ones (garbage values); PyTorch refuses them
     for dtype in ("f8", "f4", "i8"):
@@ -597,9 +660,17 @@ def test_from_numpy_refuses_a_non_native_byte_order(fg):
 def test_named_arithmetic_with_a_non_number_raises_type_error(fg):
     # fastgrad.add(x, 'a'), x.mul_('a'), ... returned NotImplemented instead of raising
     x = fg.tensor([1.0, 2.0])
-    for call in (lambda: fg.add(x, "a"), lambda: x.add("a"), lambda: x.sub(None), lambda: fg.mul(x, None),
-                 lambda: x.div("a"), lambda: x.add_("a"), lambda: x.sub_(None), lambda: x.mul_("a"),
-                 lambda: x.div_([1.0, 2.0])):
+    for call in (
+        lambda: fg.add(x, "a"),
+        lambda: x.add("a"),
+        lambda: x.sub(None),
+        lambda: fg.mul(x, None),
+        lambda: x.div("a"),
+        lambda: x.add_("a"),
+        lambda: x.sub_(None),
+        lambda: x.mul_("a"),
+        lambda: x.div_([1.0, 2.0]),
+    ):
         with pytest.raises(TypeError, match="must be Tensor, not (str|NoneType|list)"):
             call()
     with pytest.raises(TypeError):
@@ -629,8 +700,12 @@ def test_arguments_of_the_wrong_type_raise_type_error(fg):
         y.backward("a")
     with pytest.raises(TypeError, match="^prod\\(\\) received an invalid combination of arguments"):
         x.prod(dim=(0,))
-    for name, call in [("maximum", lambda: fg.maximum(x, 1)), ("mm", lambda: fg.mm(x.view(1, 2), 3)),
-                       ("neg", lambda: fg.neg("a")), ("sum", lambda: fg.sum("a"))]:
+    for name, call in [
+        ("maximum", lambda: fg.maximum(x, 1)),
+        ("mm", lambda: fg.mm(x.view(1, 2), 3)),
+        ("neg", lambda: fg.neg("a")),
+        ("sum", lambda: fg.sum("a")),
+    ]:
         with pytest.raises(TypeError, match=f"^{name}\\(\\)") as info:
             call()
         assert "Unable to cast" not in str(info.value) and "incompatible function arguments" not in str(info.value)
@@ -641,15 +716,15 @@ def test_arguments_of_the_wrong_type_raise_type_error(fg):
 def test_indices_that_int64_cannot_hold(fg):
     x = fg.zeros(3)
     with pytest.raises(ValueError, match="Overflow when unpacking long long"):
-        x[2 ** 70]
-    assert x[2 ** 70:].shape == (0,)  # slice bounds are clamped, as Python's
+        x[2**70]
+    assert x[2**70 :].shape == (0,)  # slice bounds are clamped, as Python's
     with pytest.raises(TypeError, match="slice indices must be integers or None or have an __index__ method"):
         x["a":]
     with pytest.raises(OverflowError, match="int too big to convert"):
-        x + 2 ** 70
+        x + 2**70
 
 
-INT64_MAX, INT64_MIN = 2 ** 63 - 1, -2 ** 63
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 
 
 def test_float_to_int64_conversion_of_nan_inf_and_out_of_range(fg):
@@ -672,9 +747,9 @@ def test_int64_arithmetic_wraps_on_overflow(fg):
     assert values(5 - low) == [INT64_MIN + 5]
     assert values(-low) == [INT64_MIN]
     assert values(abs(low)) == [INT64_MIN]
-    assert fg.tensor([2 ** 62] * 3).sum().item() == -2 ** 62
-    assert fg.tensor([2 ** 32, 2 ** 32]).prod().item() == 0
-    assert values(fg.tensor([[2 ** 62]]) @ fg.tensor([[4]])) == [[0]]
+    assert fg.tensor([2**62] * 3).sum().item() == -(2**62)
+    assert fg.tensor([2**32, 2**32]).prod().item() == 0
+    assert values(fg.tensor([[2**62]]) @ fg.tensor([[4]])) == [[0]]
     assert values(fg.tensor([1, -1, 2]) ** fg.tensor([INT64_MIN] * 3)) == [1, 1, 0]
 
 
@@ -684,7 +759,7 @@ def test_integer_numbers_are_exact(fg):
     assert values(fg.tensor([INT64_MAX]) + INT64_MAX) == [-2]
     assert values(fg.tensor([3]) < INT64_MAX) == [True]
     assert values(fg.tensor([3]).clamp(min=INT64_MAX)) == [INT64_MAX]
-    assert values(fg.tensor([3]).clamp(min=2 ** 62 + 1, max=2 ** 62)) == [2 ** 62]  # max wins, as PyTorch
+    assert values(fg.tensor([3]).clamp(min=2**62 + 1, max=2**62)) == [2**62]  # max wins, as PyTorch
     assert values(fg.full((2,), INT64_MAX)) == [INT64_MAX, INT64_MAX]
     z = fg.zeros(2, dtype=fg.int64)
     z[0] = INT64_MAX
@@ -716,10 +791,13 @@ def test_clamp_with_number_bounds_follows_pytorch(fg):
     # bool bounds on a bool tensor were clamped; a NaN bound was ignored; with min > max the
     # reference gave min where PyTorch gives max
     b = fg.tensor([True, False])
-    for call, kernel in [(lambda: b.clamp(min=True), "clamp_min_scalar_cpu"),
-                         (lambda: b.clamp(max=True), "clamp_max_scalar_cpu"),
-                         (lambda: b.clamp(True, False), "clamp_scalar_cpu"), (lambda: b.clamp_(min=True), "clamp_min")]:
-        with pytest.raises(NotImplementedError, match=f"^\"{kernel}"):
+    for call, kernel in [
+        (lambda: b.clamp(min=True), "clamp_min_scalar_cpu"),
+        (lambda: b.clamp(max=True), "clamp_max_scalar_cpu"),
+        (lambda: b.clamp(True, False), "clamp_scalar_cpu"),
+        (lambda: b.clamp_(min=True), "clamp_min"),
+    ]:
+        with pytest.raises(NotImplementedError, match=f'^"{kernel}'):
             call()
     assert values(b.clamp(0, 1)) == [1, 0] and b.clamp(0, 1).dtype == fg.int64  # int bounds promote
     x = fg.tensor([1.0, nan, 3.0], requires_grad=True)
@@ -738,13 +816,21 @@ def test_wrong_operands_of_named_functions_raise_type_error(fg):
             call()
     assert values(fg.lt(x, other=fg.tensor([2.0, 2.0]))) == [True, False]
     # alpha took the operand to result_type() first, which named itself in the error
-    for name, call in [("add", lambda: fg.add(x, "a", alpha=2)), ("sub", lambda: x.sub(None, alpha=2)),
-                       ("add_", lambda: x.add_("a", alpha=2))]:
+    for name, call in [
+        ("add", lambda: fg.add(x, "a", alpha=2)),
+        ("sub", lambda: x.sub(None, alpha=2)),
+        ("add_", lambda: x.add_("a", alpha=2)),
+    ]:
         with pytest.raises(TypeError, match=f"^{name}\\(\\): argument 'other' .*must be Tensor, not"):
             call()
     # dims and sizes that are not ints: AttributeError '... has no attribute __index__'
-    for call in (lambda: x.size("a"), lambda: x.unsqueeze(1.5), lambda: x.transpose("a", 0), lambda: x.sum(dim="a"),
-                 lambda: x.view("a")):
+    for call in (
+        lambda: x.size("a"),
+        lambda: x.unsqueeze(1.5),
+        lambda: x.transpose("a", 0),
+        lambda: x.sum(dim="a"),
+        lambda: x.view("a"),
+    ):
         with pytest.raises(TypeError):
             call()
     with pytest.raises(TypeError, match="^requires_grad_\\(\\): argument 'requires_grad' .*must be bool, not int"):
@@ -754,20 +840,24 @@ def test_wrong_operands_of_named_functions_raise_type_error(fg):
 def test_tensor_refuses_a_non_native_byte_order(fg):
     # numpy swapped the bytes where PyTorch refuses the array (as from_numpy does)
     swapped = np.arange(3, dtype=np.dtype("f8").newbyteorder("S"))
-    for call in (lambda: fg.tensor(swapped), lambda: fg.as_tensor(swapped), lambda: fg.tensor(swapped, dtype=fg.float32),
-                 lambda: fg.zeros(3)[swapped.astype(np.dtype("i8").newbyteorder("S"))]):
+    for call in (
+        lambda: fg.tensor(swapped),
+        lambda: fg.as_tensor(swapped),
+        lambda: fg.tensor(swapped, dtype=fg.float32),
+        lambda: fg.zeros(3)[swapped.astype(np.dtype("i8").newbyteorder("S"))],
+    ):
         with pytest.raises(ValueError, match="byte order different from the native byte order"):
             call()
 
 
 def test_int64_to_float32_rounds_once(fg):
     # the reference rounded int64 to float32 through a double: twice, 2**60 + 2**36 + 1 became 2**60
-    v = 2 ** 60 + 2 ** 36 + 1
+    v = 2**60 + 2**36 + 1
     for t in (fg.tensor([v]).float(), fg.full((1,), v, dtype=fg.float32), fg.zeros(1) + v):
-        assert t.item() == 2 ** 60 + 2 ** 37
-    assert fg.tensor([v], dtype=fg.float32).item() == 2 ** 60  # a Python list goes through double, as PyTorch
+        assert t.item() == 2**60 + 2**37
+    assert fg.tensor([v], dtype=fg.float32).item() == 2**60  # a Python list goes through double, as PyTorch
     with pytest.raises(OverflowError, match="int too big to convert"):
-        fg.full((2,), 2 ** 70)
+        fg.full((2,), 2**70)
 
 
 def test_tensor_of_a_numpy_scalar_keeps_its_dtype(fg):

@@ -1,6 +1,7 @@
 """The seed articles' code blocks run with `import <backend> as torch` and print exactly what
 PyTorch prints (tests/seeds/expected/*.txt). The code lives once, in examples/, as users run it
 (`import fastgrad as torch`); with `import torch` instead it is the articles' code verbatim."""
+
 from pathlib import Path
 
 import pytest
@@ -59,4 +60,3 @@ def test_expected_output_has_acceptance_numbers(name):
     lines = expected(name).splitlines()
     for line in ACCEPTANCE_LINES[name]:
         assert line in lines
-

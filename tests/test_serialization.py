@@ -1,4 +1,5 @@
 """fastgrad.save / fastgrad.load: bit-exact round trips, and refusal of damaged or hostile files."""
+
 import io
 import json
 import struct
@@ -33,10 +34,12 @@ def bits(t):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
 def test_tensors_round_trip_bit_exact(fg, dtype):
-    special = {"float32": np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38, -1.5], np.float32),
-               "float64": np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1.7e308, 0.1]),
-               "int64": np.array([0, -1, 2 ** 63 - 1, -2 ** 63, 1, 2, 3, 4]),
-               "bool": np.array([True, False] * 4)}[dtype]
+    special = {
+        "float32": np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 3.4e38, -1.5], np.float32),
+        "float64": np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 5e-324, 1.7e308, 0.1]),
+        "int64": np.array([0, -1, 2**63 - 1, -(2**63), 1, 2, 3, 4]),
+        "bool": np.array([True, False] * 4),
+    }[dtype]
     payload_nan = np.array([0x7FC00001, 0xFFF00002], dtype=np.uint32).view(np.float32)  # NaNs with payloads
     for array in [special, special.reshape(2, 4), np.zeros((0, 3), dtype), np.array(7, dtype)]:
         t = fg.tensor(array)
@@ -57,14 +60,16 @@ def test_views_are_saved_as_their_values(fg):
 
 def test_nested_containers_keep_their_types(fg):
     w = fg.randn(2, 3)
-    obj = {"state": {0: {"momentum_buffer": w, "step": 3}, 1: {}},
-           "param_groups": [{"lr": 0.1, "params": [0, 1], "nesterov": False, "betas": (0.9, 0.999), "name": None}],
-           "floats": [float("inf"), -0.0, 1e-300, 2 ** 70]}
+    obj = {
+        "state": {0: {"momentum_buffer": w, "step": 3}, 1: {}},
+        "param_groups": [{"lr": 0.1, "params": [0, 1], "nesterov": False, "betas": (0.9, 0.999), "name": None}],
+        "floats": [float("inf"), -0.0, 1e-300, 2**70],
+    }
     back = roundtrip(fg, obj)
     assert back["param_groups"] == obj["param_groups"]
     assert set(back["state"]) == {0, 1} and back["state"][0]["step"] == 3
     assert fg.equal(back["state"][0]["momentum_buffer"], w)
-    assert back["floats"][0] == float("inf") and str(back["floats"][1]) == "-0.0" and back["floats"][3] == 2 ** 70
+    assert back["floats"][0] == float("inf") and str(back["floats"][1]) == "-0.0" and back["floats"][3] == 2**70
     assert isinstance(back["param_groups"][0]["betas"], tuple)
 
 
@@ -89,9 +94,13 @@ def test_paths_and_file_objects(fg, tmp_path):
 
 def test_both_backends_read_each_others_files():
     obj = {"w": fastgrad.tensor([[0.1, -2.0]], dtype=fastgrad.float64), "n": fastgrad.tensor([3, 4])}
-    assert saved_bytes(fastgrad, obj) == saved_bytes(fastgrad.reference, {
-        "w": fastgrad.reference.tensor([[0.1, -2.0]], dtype=fastgrad.reference.float64),
-        "n": fastgrad.reference.tensor([3, 4])})
+    assert saved_bytes(fastgrad, obj) == saved_bytes(
+        fastgrad.reference,
+        {
+            "w": fastgrad.reference.tensor([[0.1, -2.0]], dtype=fastgrad.reference.float64),
+            "n": fastgrad.reference.tensor([3, 4]),
+        },
+    )
     back = fastgrad.reference.load(io.BytesIO(saved_bytes(fastgrad, obj)))
     assert isinstance(back["w"], fastgrad.reference.Tensor) and back["w"].tolist() == [[0.1, -2.0]]
 
@@ -105,8 +114,11 @@ def test_unsupported_objects_are_refused(fg):
         fg.load(io.BytesIO(saved_bytes(fg, 1)), map_location="cuda")
 
 
-SAMPLE = {"w": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "i": np.array([5, -6]),
-          "meta": [1, "two", (3.0, None)]}
+SAMPLE = {
+    "w": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
+    "i": np.array([5, -6]),
+    "meta": [1, "two", (3.0, None)],
+}
 
 
 def sample_file(fg):
@@ -143,27 +155,30 @@ def tensor_entry(**fields):
     return {"tensor": entry}
 
 
-@pytest.mark.parametrize("header, data, message", [
-    (tensor_entry(shape=[2 ** 40, 2 ** 40]), b"\0" * 8, "past the end of the data"),  # no huge allocation
-    (tensor_entry(shape=[-1]), b"", "malformed tensor shape"),
-    (tensor_entry(shape=[2.0]), b"\0" * 8, "malformed tensor shape"),
-    (tensor_entry(offset=-8), b"\0" * 8, "malformed tensor shape or offset"),
-    (tensor_entry(dtype="object"), b"\0" * 8, "malformed tensor entry"),
-    (tensor_entry(dtype="int64", shape=[1], requires_grad=True), b"\0" * 8, "cannot require grad"),
-    ({"list": [tensor_entry(), tensor_entry()]}, b"\0" * 8, "overlaps or leaves gaps"),
-    (tensor_entry(), b"\0" * 16, "data section longer"),
-    ({"pickle": "cos\nsystem\n(S'echo hi'\ntR."}, b"", "unknown entry 'pickle'"),
-    ({"dict": [[{"list": []}, 1]]}, b"", "malformed dict key"),
-    ({"dict": [[1]]}, b"", "malformed dict entry"),
-    (b"[" * 100000 + b"]" * 100000, b"", "not a valid fastgrad file"),  # deep nesting
-    (b"\xff\xfe", b"", "unreadable header"),
-    (tensor_entry(shape=[0, 2 ** 62]), b"", "too large to index"),  # no elements, but more than numpy can index
-    (tensor_entry(shape=[2 ** 70, 0]), b"", "too large to index"),
-    (tensor_entry(shape=[1] * 65), b"\0" * 4, "65 dimensions, more than 64"),
-    ({"numpy": {"dtype": "object", "value": 1}}, b"", "malformed numpy scalar"),
-    ({"numpy": {"dtype": "float32", "value": "1"}}, b"", "malformed numpy scalar"),
-    ({"numpy": {"dtype": "int8", "value": 300}}, b"", "out of range for int8"),
-])
+@pytest.mark.parametrize(
+    "header, data, message",
+    [
+        (tensor_entry(shape=[2**40, 2**40]), b"\0" * 8, "past the end of the data"),  # no huge allocation
+        (tensor_entry(shape=[-1]), b"", "malformed tensor shape"),
+        (tensor_entry(shape=[2.0]), b"\0" * 8, "malformed tensor shape"),
+        (tensor_entry(offset=-8), b"\0" * 8, "malformed tensor shape or offset"),
+        (tensor_entry(dtype="object"), b"\0" * 8, "malformed tensor entry"),
+        (tensor_entry(dtype="int64", shape=[1], requires_grad=True), b"\0" * 8, "cannot require grad"),
+        ({"list": [tensor_entry(), tensor_entry()]}, b"\0" * 8, "overlaps or leaves gaps"),
+        (tensor_entry(), b"\0" * 16, "data section longer"),
+        ({"pickle": "cos\nsystem\n(S'echo hi'\ntR."}, b"", "unknown entry 'pickle'"),
+        ({"dict": [[{"list": []}, 1]]}, b"", "malformed dict key"),
+        ({"dict": [[1]]}, b"", "malformed dict entry"),
+        (b"[" * 100000 + b"]" * 100000, b"", "not a valid fastgrad file"),  # deep nesting
+        (b"\xff\xfe", b"", "unreadable header"),
+        (tensor_entry(shape=[0, 2**62]), b"", "too large to index"),  # no elements, but more than numpy can index
+        (tensor_entry(shape=[2**70, 0]), b"", "too large to index"),
+        (tensor_entry(shape=[1] * 65), b"\0" * 4, "65 dimensions, more than 64"),
+        ({"numpy": {"dtype": "object", "value": 1}}, b"", "malformed numpy scalar"),
+        ({"numpy": {"dtype": "float32", "value": "1"}}, b"", "malformed numpy scalar"),
+        ({"numpy": {"dtype": "int8", "value": 300}}, b"", "out of range for int8"),
+    ],
+)
 def test_hostile_headers_are_refused(fg, header, data, message):
     with pytest.raises(RuntimeError, match=message):
         fg.load(io.BytesIO(forge(header, data)))
@@ -182,7 +197,7 @@ def test_random_garbage_is_refused(fg):
     for _ in range(200):
         damaged = bytearray(blob)
         start = int(rng.integers(0, len(blob)))
-        damaged[start:start + 8] = rng.bytes(8)
+        damaged[start : start + 8] = rng.bytes(8)
         if bytes(damaged) != blob:
             with pytest.raises(RuntimeError):
                 fg.load(io.BytesIO(bytes(damaged)))
@@ -190,6 +205,7 @@ def test_random_garbage_is_refused(fg):
 
 def test_module_and_optimizer_state_round_trip(fg, tmp_path):
     """A checkpoint (model + optimizer state_dicts) saved mid-training resumes exactly."""
+
     def model_and_optimizer():
         fg.manual_seed(0)
         model = fg.nn.Sequential(fg.nn.Linear(3, 4), fg.nn.ReLU(), fg.nn.Linear(4, 2))
@@ -233,28 +249,41 @@ def location(lib, where):
     return where
 
 
-@pytest.mark.parametrize("map_location", [
-    "cpu", ("device", "cpu"), {"cuda:0": "cpu"}, {"cpu": "cpu"}, {},
-    lambda storage, location: storage, lambda storage, location: None])
+@pytest.mark.parametrize(
+    "map_location",
+    [
+        "cpu",
+        ("device", "cpu"),
+        {"cuda:0": "cpu"},
+        {"cpu": "cpu"},
+        {},
+        lambda storage, location: storage,
+        lambda storage, location: None,
+    ],
+)
 def test_map_location_forms_that_lead_to_the_cpu(fg, torch, map_location):
     def program(lib):
         t = torch_roundtrip(lib, {"t": lib.tensor([1.0, 2.0])}, map_location=location(lib, map_location))["t"]
         return t.tolist(), str(t.device)
+
     assert program(fg) == program(torch)
 
 
-@pytest.mark.parametrize("map_location", ["cuda", "cpu:0", ("device", "cpu:0"), {"cpu": "cuda:0"},
-                                          {"cpu": ("device", "cpu")}, 3])
+@pytest.mark.parametrize(
+    "map_location", ["cuda", "cpu:0", ("device", "cpu:0"), {"cpu": "cuda:0"}, {"cpu": ("device", "cpu")}, 3]
+)
 def test_map_location_forms_that_leave_the_cpu_are_refused(fg, torch, map_location):
     def program(lib):
         return torch_roundtrip(lib, lib.tensor([1.0]), map_location=location(lib, map_location))
+
     ours, theirs = pytest.raises(Exception, program, fg).value, pytest.raises(Exception, program, torch).value
     assert type(ours) is type(theirs)
 
 
 def test_numpy_scalars_and_ordered_dicts_round_trip(fg, torch):
-    obj = collections.OrderedDict([("b", np.float32(1.5)), ("a", [np.int64(-3), np.bool_(True), np.float64(0.1),
-                                                                  np.uint8(255), np.float16(2.5)])])
+    obj = collections.OrderedDict(
+        [("b", np.float32(1.5)), ("a", [np.int64(-3), np.bool_(True), np.float64(0.1), np.uint8(255), np.float16(2.5)])]
+    )
     ours, theirs = torch_roundtrip(fg, obj), torch_roundtrip(torch, obj, weights_only=False)
     assert type(ours) is type(theirs) is collections.OrderedDict and list(ours) == list(theirs) == ["b", "a"]
     assert [type(v) for v in ours["a"]] == [type(v) for v in theirs["a"]] and ours["a"] == theirs["a"]

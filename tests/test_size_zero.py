@@ -4,6 +4,7 @@ Each case runs again with its inputs' first (then last) dim set to 0. Where PyTo
 shapes, fastgrad must give the same result shape, dtype, values and gradients (all empty, or
 reductions of nothing); where PyTorch refuses them, fastgrad must raise the same exception type.
 """
+
 import numpy as np
 import pytest
 

@@ -5,6 +5,7 @@ objects (hooks, modules, a custom Function's ctx).
 Graph nodes are counted with fastgrad._C.graph_stats(); tensors' memory with the process's RSS in a
 fresh interpreter; on both backends, the Python objects of a cycle must die (weak references).
 """
+
 import gc
 import json
 import os
@@ -63,7 +64,8 @@ def test_short_soak_leaves_no_nodes_and_memory_flat():
 @needs_fastgrad
 def test_soak_script_fails_when_a_step_leaves_nodes():
     """The script's own check can fail: a graph kept from every step is reported with exit status 1."""
-    result = run_python(textwrap.dedent(f"""
+    result = run_python(
+        textwrap.dedent(f"""
         import sys, runpy
         import fastgrad
         kept = []
@@ -75,7 +77,8 @@ def test_soak_script_fails_when_a_step_leaves_nodes():
         fastgrad.nn.Sequential.forward = keep
         sys.argv = ["soak.py", "--steps", "20", "--every", "10", "--warmup", "5"]
         runpy.run_path({str(SOAK)!r}, run_name="__main__")
-    """))
+    """)
+    )
     assert result.returncode == 1, result.stderr
     assert "most nodes left after a step past warm-up: 0;" not in result.stdout
 
@@ -146,8 +149,15 @@ SCENARIOS = textwrap.dedent("""
     print(json.dumps(dict(rss_growth=rss() - start, live_nodes=graph_stats()["live_nodes"])))
 """)
 
-SCENARIO_NAMES = ["dropped", "retained", "retained_then_dropped", "grad_only", "hook_cycle", "module_cycle",
-                  "ctx_cycle"]
+SCENARIO_NAMES = [
+    "dropped",
+    "retained",
+    "retained_then_dropped",
+    "grad_only",
+    "hook_cycle",
+    "module_cycle",
+    "ctx_cycle",
+]
 
 
 @needs_fastgrad

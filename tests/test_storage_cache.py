@@ -1,5 +1,6 @@
 """fastgrad-specific: tensor buffers come from a size-class cache (csrc/core/storage.cpp), so the
 buffer a dropped tensor gave back is the next one handed out for a size of the same class."""
+
 import os
 
 import pytest

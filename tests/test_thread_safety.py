@@ -2,6 +2,7 @@
 from several threads add up exactly, independent models trained side by side end bit for bit as
 when trained one after another, and long kernels let other Python threads run (the GIL released).
 """
+
 import sys
 import threading
 import time
@@ -125,7 +126,7 @@ def test_concurrent_autograd_grad_leaves_grad_alone(fg):
     results = {}
 
     def worker(i):
-        results[i] = [fg.autograd.grad((w ** 2 * (i + 1)).sum(), w)[0].tolist() for _ in range(20)]
+        results[i] = [fg.autograd.grad((w**2 * (i + 1)).sum(), w)[0].tolist() for _ in range(20)]
 
     run_threads(worker, 4)
     assert w.grad is None

@@ -4,6 +4,7 @@ The kernels split only independent outputs across threads (blocks of C, chunks o
 loop, whole results of a sum), so 1 and 2 threads must agree bit for bit. Two threads split the
 work even on a one-core machine, so these tests exercise the split everywhere.
 """
+
 import threading
 
 import numpy as np
@@ -56,15 +57,15 @@ def test_set_num_threads_errors_as_torch(fg, torch, value):
 
 
 MATMUL_SHAPES = [
-    ((1000,), (1000,)),               # dot
-    ((700, 900), (900,)),             # mv
-    ((3, 5), (5, 7)),                 # tiny: never split
-    ((300, 500), (500, 700)),         # split by rows
-    ((20, 600), (600, 2000)),         # wide: split by column tiles
-    ((2000, 64), (64, 3)),            # tall and narrow
-    ((8, 100, 120), (8, 120, 90)),    # bmm: whole products per thread
-    ((1, 257, 300), (300, 301)),      # one product of a batch, odd sizes
-    ((530, 520), (520, 515)),         # several KC slices
+    ((1000,), (1000,)),  # dot
+    ((700, 900), (900,)),  # mv
+    ((3, 5), (5, 7)),  # tiny: never split
+    ((300, 500), (500, 700)),  # split by rows
+    ((20, 600), (600, 2000)),  # wide: split by column tiles
+    ((2000, 64), (64, 3)),  # tall and narrow
+    ((8, 100, 120), (8, 120, 90)),  # bmm: whole products per thread
+    ((1, 257, 300), (300, 301)),  # one product of a batch, odd sizes
+    ((530, 520), (520, 515)),  # several KC slices
 ]
 
 
@@ -76,8 +77,12 @@ def test_matmul_bitwise_independent_of_threads(threads, sa, sb, dtype):
     b = fastgrad.tensor(rng.standard_normal(sb).astype(dtype))
     one, two = threads(lambda: fastgrad.matmul(a, b))
     assert same_bits(one, two)
-    np.testing.assert_allclose(two.numpy(), np.matmul(a.numpy().astype(np.float64), b.numpy().astype(np.float64)),
-                               rtol=1e-3 if dtype == "float32" else 1e-10, atol=1e-3 if dtype == "float32" else 1e-10)
+    np.testing.assert_allclose(
+        two.numpy(),
+        np.matmul(a.numpy().astype(np.float64), b.numpy().astype(np.float64)),
+        rtol=1e-3 if dtype == "float32" else 1e-10,
+        atol=1e-3 if dtype == "float32" else 1e-10,
+    )
 
 
 def test_matmul_transposed_views_and_backward(threads):
@@ -127,8 +132,17 @@ def test_elementwise_values_after_split(threads):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("shape,dim", [((300, 1000), -1), ((1000, 300), 0), ((1 << 20,), None),
-                                      ((40, 50, 600), (1, 2)), ((600, 50, 40), (0, 1)), ((20000, 20), 1)])
+@pytest.mark.parametrize(
+    "shape,dim",
+    [
+        ((300, 1000), -1),
+        ((1000, 300), 0),
+        ((1 << 20,), None),
+        ((40, 50, 600), (1, 2)),
+        ((600, 50, 40), (0, 1)),
+        ((20000, 20), 1),
+    ],
+)
 def test_sum_bitwise_independent_of_threads(threads, shape, dim, dtype):
     x = fastgrad.tensor(np.random.default_rng(3).standard_normal(shape).astype(dtype))
     one, two = threads(lambda: x.sum() if dim is None else x.sum(dim))
@@ -140,8 +154,13 @@ def test_sum_bitwise_independent_of_threads(threads, shape, dim, dtype):
 def test_python_threads_run_products_concurrently(threads):
     """Several Python threads (the GIL released in the long kernels) share the pool correctly."""
     rng = np.random.default_rng(4)
-    pairs = [(fastgrad.tensor(rng.standard_normal((200 + 10 * i, 300)).astype("float32")),
-              fastgrad.tensor(rng.standard_normal((300, 250)).astype("float32"))) for i in range(6)]
+    pairs = [
+        (
+            fastgrad.tensor(rng.standard_normal((200 + 10 * i, 300)).astype("float32")),
+            fastgrad.tensor(rng.standard_normal((300, 250)).astype("float32")),
+        )
+        for i in range(6)
+    ]
     big = fastgrad.tensor(rng.standard_normal(400000).astype("float32"))
     expected = threads(lambda: [a @ b for a, b in pairs] + [fastgrad.exp(big)])[0]
     results, errors = {}, []

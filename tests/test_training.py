@@ -1,6 +1,7 @@
 """Training code written for PyTorch runs on fastgrad with only the import changed, and learns the
 same way: an nn.Linear MLP with weights copied from a torch model, the same data, 50 optimizer
 steps with each loss (and each optimizer), gives PyTorch's losses and parameters (float32)."""
+
 import numpy as np
 import pytest
 
@@ -16,13 +17,19 @@ LOSSES = {
     "MSELoss": (lambda nn: nn.MSELoss(), 2, lambda rng: rng.standard_normal((16, 2)).astype(np.float32)),
     # targets far from the outputs: a residual's sign flipping near 0 would amplify rounding
     "L1Loss": (lambda nn: nn.L1Loss(), 2, lambda rng: (rng.standard_normal((16, 2)) + 4).astype(np.float32)),
-    "SmoothL1Loss": (lambda nn: nn.SmoothL1Loss(beta=0.5), 2,
-                     lambda rng: rng.standard_normal((16, 2)).astype(np.float32)),
+    "SmoothL1Loss": (
+        lambda nn: nn.SmoothL1Loss(beta=0.5),
+        2,
+        lambda rng: rng.standard_normal((16, 2)).astype(np.float32),
+    ),
     "HuberLoss": (lambda nn: nn.HuberLoss(delta=0.7), 2, lambda rng: rng.standard_normal((16, 2)).astype(np.float32)),
     "CrossEntropyLoss": (lambda nn: nn.CrossEntropyLoss(label_smoothing=0.1), 3, lambda rng: rng.integers(0, 3, 16)),
     "NLLLoss": (lambda nn: nn.Sequential(nn.LogSoftmax(dim=1)), 3, lambda rng: rng.integers(0, 3, 16)),
-    "BCEWithLogitsLoss": (lambda nn: nn.BCEWithLogitsLoss(), 2,
-                          lambda rng: rng.integers(0, 2, (16, 2)).astype(np.float32)),
+    "BCEWithLogitsLoss": (
+        lambda nn: nn.BCEWithLogitsLoss(),
+        2,
+        lambda rng: rng.integers(0, 2, (16, 2)).astype(np.float32),
+    ),
 }
 
 
@@ -59,8 +66,9 @@ def test_training_matches_pytorch(fg, torch, loss_name, optimizer_name):
     outputs = LOSSES[loss_name][1]
     rng = np.random.default_rng(sum(map(ord, loss_name + optimizer_name)))
     torch.manual_seed(0)
-    reference_model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 8),
-                                          torch.nn.ReLU(), torch.nn.Linear(8, outputs))
+    reference_model = torch.nn.Sequential(
+        torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, outputs)
+    )
     state = {k: v.detach().numpy().copy() for k, v in reference_model.state_dict().items()}
     x = rng.standard_normal((16, 4)).astype(np.float32)
     target = LOSSES[loss_name][2](rng)

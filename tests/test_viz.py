@@ -3,6 +3,7 @@
 viz is imported from fastgrad and applied to `fg` tensors: it reads any backend's graph through the
 public API (it also runs with FASTGRAD_TEST_BACKENDS=torch).
 """
+
 import shutil
 import sys
 import types
@@ -61,8 +62,11 @@ def test_seed_mermaid(fg):
 def test_named_non_leaves_label_their_op(fg):
     t = seed_graph(fg)
     text = viz.to_mermaid(t["e"], names=t)
-    assert text.splitlines()[1:4] == ['    n0["e = MulBackward0"]', '    n1["c = AddBackward0"]',
-                                      '    n2["d = MulBackward0"]']
+    assert text.splitlines()[1:4] == [
+        '    n0["e = MulBackward0"]',
+        '    n1["c = AddBackward0"]',
+        '    n2["d = MulBackward0"]',
+    ]
     assert viz.to_dot(t["e"], names=t) == SEED_DOT_ALL_NAMED
 
 
@@ -76,7 +80,9 @@ def test_seed_leaf_table(fg):
         ("d", False, True, False, "MulBackward0"),
         ("e", False, True, False, "MulBackward0"),
     ]
-    assert str(table) == """\
+    assert (
+        str(table)
+        == """\
 | tensor | is_leaf | requires_grad | gets .grad | grad_fn      |
 |--------|---------|---------------|------------|--------------|
 | a      | True    | True          | True       | None         |
@@ -84,6 +90,7 @@ def test_seed_leaf_table(fg):
 | c      | False   | True          | False      | AddBackward0 |
 | d      | False   | True          | False      | MulBackward0 |
 | e      | False   | True          | False      | MulBackward0 |"""
+    )
     assert repr(table) == str(table) == table._repr_markdown_()
 
 
@@ -121,7 +128,12 @@ def test_inputs_without_grad_are_not_drawn(fg):
     a = fg.tensor([1.0, 2.0], requires_grad=True)
     y = (a * fg.tensor([3.0, 4.0])).exp()
     assert viz.to_mermaid(y, names={"a": a}).splitlines()[1:6] == [
-        '    n0["ExpBackward0"]', '    n1["MulBackward0"]', '    n2(["a"]):::leaf', "    n1 --> n0", "    n2 --> n1"]
+        '    n0["ExpBackward0"]',
+        '    n1["MulBackward0"]',
+        '    n2(["a"]):::leaf',
+        "    n1 --> n0",
+        "    n2 --> n1",
+    ]
 
 
 def test_an_input_used_twice_is_one_edge_with_its_count(fg):
@@ -137,7 +149,9 @@ def test_multiple_outputs_share_their_subgraph(fg):
     h = a * b
     y1 = h * 2
     y2 = h + a
-    assert viz.to_mermaid(y1, y2, names={"a": a, "b": b, "h": h}) == """\
+    assert (
+        viz.to_mermaid(y1, y2, names={"a": a, "b": b, "h": h})
+        == """\
 graph TD
     n0["MulBackward0"]
     n1["AddBackward0"]
@@ -150,6 +164,7 @@ graph TD
     n3 --> n2
     n4 --> n2
     classDef leaf fill:#dbeafe,stroke:#1d4ed8"""
+    )
 
 
 def test_output_without_grad_fn_is_a_lone_leaf(fg):
@@ -157,15 +172,21 @@ def test_output_without_grad_fn_is_a_lone_leaf(fg):
     with fg.no_grad():
         y = a * 3
     assert y.grad_fn is None
-    assert viz.to_mermaid(y, names={"y": y}) == """\
+    assert (
+        viz.to_mermaid(y, names={"y": y})
+        == """\
 graph TD
     n0(["y"]):::leaf
     classDef leaf fill:#dbeafe,stroke:#1d4ed8"""
-    assert viz.to_dot(a) == """\
+    )
+    assert (
+        viz.to_dot(a)
+        == """\
 digraph autograd {
     node [shape=box, fontname="Helvetica"];
     n0 [label="() float32", style="rounded,filled", fillcolor="#dbeafe"];
 }"""
+    )
     assert [tuple(row) for row in viz.leaf_table(y).rows] == [("output", True, False, False, None)]
 
 

@@ -18,7 +18,9 @@ constexpr size_t kSlabBytes = 64 * 1024;
 // one huge graph does not pin its memory for the rest of the process.
 constexpr int64_t kKeptEmptySlabs = 64;
 
-struct FreeBlock { FreeBlock* next; };
+struct FreeBlock {
+  FreeBlock* next;
+};
 
 // Each slab starts with this header (in its first block) and is aligned to its own size, so a
 // block finds its slab by masking its address. Slabs with a free block are linked per class.
@@ -30,9 +32,7 @@ struct alignas(kClassBytes) Slab {
 };
 static_assert(sizeof(Slab) == kClassBytes, "the slab header takes exactly one block");
 
-Slab* slab_of(void* block) {
-  return reinterpret_cast<Slab*>(reinterpret_cast<uintptr_t>(block) & ~(kSlabBytes - 1));
-}
+Slab* slab_of(void* block) { return reinterpret_cast<Slab*>(reinterpret_cast<uintptr_t>(block) & ~(kSlabBytes - 1)); }
 
 struct Arena {
   SpinLock mutex;

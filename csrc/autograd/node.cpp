@@ -107,8 +107,9 @@ Tensor SavedTensor::unpack(const char* owner_name) const {
     else if (data_->grad_fn)
       producer = cat(", which is output ", data_->output_nr, " of ", producer_name(data_->grad_fn->name()), ",");
     throw RuntimeError(cat("one of the variables needed for gradient computation has been modified by an inplace "
-                           "operation: [fastgrad.", legacy_type_name(data_->dtype), " [", shape, "]]", producer,
-                           " is at version ", data_->version(), "; expected version ", version_, " instead."));
+                           "operation: [fastgrad.",
+                           legacy_type_name(data_->dtype), " [", shape, "]]", producer, " is at version ",
+                           data_->version(), "; expected version ", version_, " instead."));
   }
   return data_;
 }
@@ -129,8 +130,8 @@ GradList AccumulateGrad::apply(GradList&& grads) {
   if (grad_enabled()) {
     // create_graph: .grad keeps the gradient's history, so it is a recorded copy (CopyBackwards, as
     // PyTorch's), and later gradients are added out of place, never into a tensor with history.
-    variable->grad = variable->grad ? add(variable->grad, incoming)
-                                    : copy_(empty(incoming->shape, incoming->dtype), incoming);
+    variable->grad =
+        variable->grad ? add(variable->grad, incoming) : copy_(empty(incoming->shape, incoming->dtype), incoming);
   } else if (!variable->grad) {
     // Keep the incoming buffer only when nothing else can see it; otherwise copy, so that .grad
     // never aliases another tensor (an expanded view, a user-supplied gradient).

@@ -115,9 +115,9 @@ struct InputMeta {
 };
 
 // Names a node type after the PyTorch backward it mirrors.
-#define FG_NODE_NAMED(Type, Base, Name)                \
-  struct Type final : Base {                           \
-    const char* name() const override { return Name; } \
+#define FG_NODE_NAMED(Type, Base, Name) \
+  struct Type final : Base {                                \
+    const char* name() const override { return Name; }      \
     GradList apply(GradList&& grads) override;
 #define FG_NODE_FROM(Type, Base) FG_NODE_NAMED(Type, Base, #Type)
 #define FG_NODE(Type) FG_NODE_FROM(Type, Node)

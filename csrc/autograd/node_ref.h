@@ -12,7 +12,9 @@ void release_node(Node* node);
 class NodeRef {
  public:
   NodeRef() = default;
-  explicit NodeRef(Node* node) : node_(node) { if (node_) retain_node(node_); }
+  explicit NodeRef(Node* node) : node_(node) {
+    if (node_) retain_node(node_);
+  }
   NodeRef(const NodeRef& other) : NodeRef(other.node_) {}
   NodeRef(NodeRef&& other) noexcept : node_(std::exchange(other.node_, nullptr)) {}
   // Takes over a count its caller has already added to `node`.
@@ -21,8 +23,13 @@ class NodeRef {
     ref.node_ = node;
     return ref;
   }
-  NodeRef& operator=(NodeRef other) noexcept { std::swap(node_, other.node_); return *this; }
-  ~NodeRef() { if (node_) release_node(node_); }
+  NodeRef& operator=(NodeRef other) noexcept {
+    std::swap(node_, other.node_);
+    return *this;
+  }
+  ~NodeRef() {
+    if (node_) release_node(node_);
+  }
 
   Node* get() const { return node_; }
   Node* operator->() const { return node_; }

@@ -23,7 +23,9 @@ class Dims {
   explicit Dims(size_t n, int64_t value = 0) { assign(n, value); }
   Dims(std::initializer_list<int64_t> items) { assign(items.begin(), items.end()); }
   template <class It, class = decltype(*std::declval<It>())>
-  Dims(It first, It last) { assign(first, last); }
+  Dims(It first, It last) {
+    assign(first, last);
+  }
   Dims(const std::vector<int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT: implicit, like the alias it replaced
   Dims(const Dims& other) { assign(other.begin(), other.end()); }
   Dims(Dims&& other) noexcept { steal(other); }
@@ -39,7 +41,6 @@ class Dims {
     return *this;
   }
   ~Dims() { release(); }
-
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }

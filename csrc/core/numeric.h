@@ -34,17 +34,20 @@ inline D value_cast(S v) {
 // Other types are untouched (bool operands promote to int, as the plain operators do).
 template <class T>
 inline auto wrap_add(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
   else return x + y;
 }
 template <class T>
 inline auto wrap_sub(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) - static_cast<uint64_t>(y));
   else return x - y;
 }
 template <class T>
 inline auto wrap_mul(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>) return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
   else return x * y;
 }
 template <class T>

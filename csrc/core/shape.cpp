@@ -28,15 +28,15 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
   Shape strides(shape.size(), 0);
   size_t lead = shape.size() - t->shape.size();
-  for (size_t d = 0; d < t->shape.size(); ++d)
-    strides[lead + d] = t->shape[d] == 1 ? 0 : t->strides[d];
+  for (size_t d = 0; d < t->shape.size(); ++d) strides[lead + d] = t->shape[d] == 1 ? 0 : t->strides[d];
   return strides;
 }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim) {
   int64_t n = ndim > 0 ? ndim : 1;
   if (dim < -n || dim >= n)
-    throw IndexError(cat("Dimension out of range (expected to be in range of [", -n, ", ", n - 1, "], but got ", dim, ")"));
+    throw IndexError(
+        cat("Dimension out of range (expected to be in range of [", -n, ", ", n - 1, "], but got ", dim, ")"));
   return dim < 0 ? dim + n : dim;
 }
 

@@ -13,9 +13,13 @@ template <class T, size_t N>
 class SmallVec {
  public:
   SmallVec() = default;
-  SmallVec(std::initializer_list<T> items) { for (const T& item : items) push_back(item); }
+  SmallVec(std::initializer_list<T> items) {
+    for (const T& item : items) push_back(item);
+  }
   explicit SmallVec(size_t n) { resize(n); }
-  SmallVec(const SmallVec& other) { for (const T& item : other) push_back(item); }
+  SmallVec(const SmallVec& other) {
+    for (const T& item : other) push_back(item);
+  }
   SmallVec(SmallVec&& other) noexcept { *this = std::move(other); }
   SmallVec& operator=(SmallVec&& other) noexcept {
     clear();
@@ -54,7 +58,10 @@ class SmallVec {
    public:
     iterator(SmallVec* v, size_t i) : v_(v), i_(i) {}
     T& operator*() const { return (*v_)[i_]; }
-    iterator& operator++() { ++i_; return *this; }
+    iterator& operator++() {
+      ++i_;
+      return *this;
+    }
     bool operator!=(const iterator& o) const { return i_ != o.i_; }
    private:
     SmallVec* v_;

@@ -86,8 +86,9 @@ Tensor untracked_alias(const Tensor& t) {
   Tensor out = alias(t);
   // A Storage over the same memory, keeping the original alive; its own version counter.
   auto* owner = new std::shared_ptr<Storage>(t->storage);
-  out->storage = Storage::wrap(t->storage->data(), t->storage->nbytes(),
-                               [](void* ctx) { delete static_cast<std::shared_ptr<Storage>*>(ctx); }, owner);
+  out->storage = Storage::wrap(
+      t->storage->data(), t->storage->nbytes(), [](void* ctx) { delete static_cast<std::shared_ptr<Storage>*>(ctx); },
+      owner);
   return out;
 }
 

@@ -27,7 +27,9 @@
 namespace fg::simd::FG_ISA_NAMESPACE {
 
 template <class T>
-Vec<T> splat(T x) { return Vec<T>::broadcast(x); }
+Vec<T> splat(T x) {
+  return Vec<T>::broadcast(x);
+}
 
 // p(r), coefficients from the highest power down, by Estrin's scheme: pairs a + b r, then pairs of
 // those with r^2, r^4, ...: a dependency chain of log2(K) multiply-adds instead of Horner's K - 1.
@@ -78,8 +80,8 @@ inline Vec<double> log(Vec<double> x) {
   Vec<double> z = s * s;
   Vec<double> R = z * polynomial(z, lg);
   Vec<double> hfsq = splat(0.5) * f * f;
-  Vec<double> y = k * splat(6.93147180369123816490e-01) -
-                  ((hfsq - fma(s, hfsq + R, k * splat(1.90821492927058770002e-10))) - f);
+  Vec<double> y =
+      k * splat(6.93147180369123816490e-01) - ((hfsq - fma(s, hfsq + R, k * splat(1.90821492927058770002e-10))) - f);
   constexpr double inf = std::numeric_limits<double>::infinity();
   y = select(eq(x, splat(0.0)), splat(-inf), y);
   y = select(lt(x, splat(0.0)), splat(std::numeric_limits<double>::quiet_NaN()), y);
@@ -103,28 +105,66 @@ inline Vec<double> tanh(Vec<double> x) {
 
 // The operations as function objects over any vector type. Exact ones run in the tensor's type;
 // those flagged kInDouble in double (float32 widened on load, rounded on store).
-struct Add { template <class V> V operator()(V a, V b) const { return a + b; } };
-struct Sub { template <class V> V operator()(V a, V b) const { return a - b; } };
-struct Mul { template <class V> V operator()(V a, V b) const { return a * b; } };
-struct Div { template <class V> V operator()(V a, V b) const { return a / b; } };
-// The larger (smaller) of a and b, or a when a is NaN, else b: PyTorch's NaN-propagating maximum.
-struct Maximum { template <class V> V operator()(V a, V b) const { return select(mask_or(gt(a, b), ne(a, a)), a, b); } };
-struct Minimum { template <class V> V operator()(V a, V b) const { return select(mask_or(lt(a, b), ne(a, a)), a, b); } };
-struct Neg { template <class V> V operator()(V x) const { return neg(x); } };
-struct Abs { template <class V> V operator()(V x) const { return abs(x); } };
-struct Sqrt { template <class V> V operator()(V x) const { return sqrt(x); } };
-struct Relu {  // NaN stays NaN
-  template <class V> V operator()(V x) const { return select(mask_or(gt(x, V::broadcast(0)), ne(x, x)), x, V::broadcast(0)); }
+struct Add {
+  template <class V> V operator()(V a, V b) const { return a + b; }
 };
-struct Exp { static constexpr bool kInDouble = true; Vec<double> operator()(Vec<double> x) const { return exp(x); } };
-struct Log { static constexpr bool kInDouble = true; Vec<double> operator()(Vec<double> x) const { return log(x); } };
-struct Tanh { static constexpr bool kInDouble = true; Vec<double> operator()(Vec<double> x) const { return tanh(x); } };
-struct ExpNeg { static constexpr bool kInDouble = true; Vec<double> operator()(Vec<double> x) const { return exp(neg(x)); } };
-struct OneOverOnePlus { template <class V> V operator()(V e) const { return V::broadcast(1) / (V::broadcast(1) + e); } };
+struct Sub {
+  template <class V> V operator()(V a, V b) const { return a - b; }
+};
+struct Mul {
+  template <class V> V operator()(V a, V b) const { return a * b; }
+};
+struct Div {
+  template <class V> V operator()(V a, V b) const { return a / b; }
+};
+// The larger (smaller) of a and b, or a when a is NaN, else b: PyTorch's NaN-propagating maximum.
+struct Maximum {
+  template <class V> V operator()(V a, V b) const { return select(mask_or(gt(a, b), ne(a, a)), a, b); }
+};
+struct Minimum {
+  template <class V> V operator()(V a, V b) const { return select(mask_or(lt(a, b), ne(a, a)), a, b); }
+};
+struct Neg {
+  template <class V> V operator()(V x) const { return neg(x); }
+};
+struct Abs {
+  template <class V> V operator()(V x) const { return abs(x); }
+};
+struct Sqrt {
+  template <class V> V operator()(V x) const { return sqrt(x); }
+};
+struct Relu {  // NaN stays NaN
+  template <class V> V operator()(V x) const {
+    return select(mask_or(gt(x, V::broadcast(0)), ne(x, x)), x, V::broadcast(0));
+  }
+};
+struct Exp {
+  static constexpr bool kInDouble = true;
+  Vec<double> operator()(Vec<double> x) const { return exp(x); }
+};
+struct Log {
+  static constexpr bool kInDouble = true;
+  Vec<double> operator()(Vec<double> x) const { return log(x); }
+};
+struct Tanh {
+  static constexpr bool kInDouble = true;
+  Vec<double> operator()(Vec<double> x) const { return tanh(x); }
+};
+struct ExpNeg {
+  static constexpr bool kInDouble = true;
+  Vec<double> operator()(Vec<double> x) const { return exp(neg(x)); }
+};
+struct OneOverOnePlus {
+  template <class V> V operator()(V e) const { return V::broadcast(1) / (V::broadcast(1) + e); }
+};
 
 // The vector type Op computes in, for tensors of type T.
-template <class Op, class T, class = void> struct ComputeVec { using type = Vec<T>; };
-template <class Op, class T> struct ComputeVec<Op, T, std::void_t<decltype(Op::kInDouble)>> { using type = Vec<double>; };
+template <class Op, class T, class = void> struct ComputeVec {
+  using type = Vec<T>;
+};
+template <class Op, class T> struct ComputeVec<Op, T, std::void_t<decltype(Op::kInDouble)>> {
+  using type = Vec<double>;
+};
 
 // An input of a loop: n values of type S read as vectors V, or one value repeated. The last
 // partial vector is read through a zero-padded buffer (its padding lanes compute values nobody stores).
@@ -188,9 +228,9 @@ void fill_elementwise(TypedKernels<T>& k) {
   // In the order of VecBinary and VecUnary (kernel_table.h).
   const BinaryKernel<T> binary[] = {binary_kernel<T, Add>, binary_kernel<T, Sub>,     binary_kernel<T, Mul>,
                                     binary_kernel<T, Div>, binary_kernel<T, Maximum>, binary_kernel<T, Minimum>};
-  const UnaryKernel<T> unary[] = {unary_kernel<T, Neg>,  unary_kernel<T, Abs>,  unary_kernel<T, Relu>,
-                                  unary_kernel<T, Exp>,  unary_kernel<T, Log>,  unary_kernel<T, Tanh>,
-                                  sigmoid_kernel<T>,     unary_kernel<T, Sqrt>};
+  const UnaryKernel<T> unary[] = {unary_kernel<T, Neg>, unary_kernel<T, Abs>, unary_kernel<T, Relu>,
+                                  unary_kernel<T, Exp>, unary_kernel<T, Log>, unary_kernel<T, Tanh>,
+                                  sigmoid_kernel<T>,    unary_kernel<T, Sqrt>};
   static_assert(std::size(binary) == static_cast<size_t>(VecBinary::Count));
   static_assert(std::size(unary) == static_cast<size_t>(VecUnary::Count));
   std::copy(std::begin(binary), std::end(binary), k.binary);

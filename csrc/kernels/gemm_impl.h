@@ -94,8 +94,7 @@ T* scratch(int64_t count) {
 // panel rows; B is packed as B^T (its columns as panel rows), which is the same routine with the
 // strides swapped. Reads run along whichever stride is 1, so any view packs at about copying speed.
 template <class T>
-void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t depth_stride, int64_t width,
-          T* dst) {
+void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t depth_stride, int64_t width, T* dst) {
   for (int64_t r0 = 0; r0 < rows; r0 += width, dst += width * depth) {
     int64_t n = std::min(width, rows - r0);
     const T* s = src + r0 * row_stride;
@@ -121,8 +120,7 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
 // a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step kRows; the small path reads A in place);
 // b is a packed panel, depth-major, Vecs * width wide.
 template <class T, int Rows, int Vecs>
-void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, T* c, int64_t ldc,
-                  bool start) {
+void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, T* c, int64_t ldc, bool start) {
   using V = Vec<T>;
   constexpr int W = V::kWidth;
   V acc[Rows][Vecs];
@@ -153,8 +151,8 @@ constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_
 // packed panels nr = Vecs * width wide. A tile cut by C's right edge runs through a full-width
 // copy (the padding columns multiply the packed zeros and are dropped).
 template <class T, int Vecs>
-void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t a_row, int64_t a_panel,
-                  int64_t a_step, const T* bpack, T* c, int64_t ldc, bool start) {
+void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t a_row, int64_t a_panel, int64_t a_step,
+                  const T* bpack, T* c, int64_t ldc, bool start) {
   static constexpr auto kernels = kernels_by_rows<T, Vecs>(std::make_integer_sequence<int, kRows>());
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   alignas(64) T tile[kRows * nr];
@@ -181,8 +179,8 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
 // order: the chains continue from one slice to the next), pack that B panel, then for each MC block
 // of A (packed, or read in place) run the micro-tiles.
 template <class T, int Vecs>
-void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
-                  int64_t rsb, int64_t csb, T* c, int64_t ldc, bool pack_a) {
+void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb,
+                  int64_t csb, T* c, int64_t ldc, bool pack_a) {
   using B = Blocks<T>;
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
@@ -212,8 +210,8 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
 
 // C (m x n, rows ldc apart) = A (m x k) @ B (k x n); A[i][p] = a[i * rsa + p * csa], B[p][j] = b[p * rsb + j * csb].
 template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb,
-          int64_t csb, T* c, int64_t ldc) {
+void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb, int64_t csb,
+          T* c, int64_t ldc) {
   using namespace gemm_detail;
   constexpr int64_t W = Vec<T>::kWidth;
   if (m == 0 || n == 0) return;

@@ -82,7 +82,7 @@ Isa active_isa() {
 }
 
 const KernelTable& kernels() {
-  static const KernelTable& table = [] () -> const KernelTable& {
+  static const KernelTable& table = []() -> const KernelTable& {
     switch (active_isa()) {
 #if defined(__x86_64__) || defined(_M_X64)
       case Isa::Avx2: return simd::avx2::kernel_table();

@@ -60,10 +60,18 @@ const KernelTable& kernels();
 
 namespace simd {
 // Each ISA's table, defined by csrc/kernels/isa_<isa>.cpp (only the ISAs built for this CPU family).
-namespace scalar { const KernelTable& kernel_table(); }
-namespace avx2 { const KernelTable& kernel_table(); }
-namespace avx512 { const KernelTable& kernel_table(); }
-namespace neon { const KernelTable& kernel_table(); }
+namespace scalar {
+const KernelTable& kernel_table();
+}
+namespace avx2 {
+const KernelTable& kernel_table();
+}
+namespace avx512 {
+const KernelTable& kernel_table();
+}
+namespace neon {
+const KernelTable& kernel_table();
+}
 }  // namespace simd
 
 }  // namespace fg

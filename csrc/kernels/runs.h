@@ -49,7 +49,8 @@ template <size_t N, class F>
 void for_each_run(const InnerRuns<N>& runs, F&& f) {
   std::array<const int64_t*, N> strides;
   for (size_t k = 0; k < N; ++k) strides[k] = runs.outer_strides[k].data();
-  for_each_offset<N>(runs.outer, strides, [&](int64_t i, const std::array<int64_t, N>& off) { f(i * runs.inner, off); });
+  for_each_offset<N>(runs.outer, strides,
+                     [&](int64_t i, const std::array<int64_t, N>& off) { f(i * runs.inner, off); });
 }
 
 }  // namespace fg

@@ -52,10 +52,14 @@ struct Vec {
   using Mask = bool;
   T v;
   template <class S>  // T, or float widened to double
-  static Vec load(const S* p) { return {static_cast<T>(*p)}; }
+  static Vec load(const S* p) {
+    return {static_cast<T>(*p)};
+  }
   static Vec broadcast(T x) { return {x}; }
   template <class S>  // T, or double rounded to float
-  void store(S* p) const { *p = static_cast<S>(v); }
+  void store(S* p) const {
+    *p = static_cast<S>(v);
+  }
 };
 template <class T> Vec<T> operator+(Vec<T> a, Vec<T> b) { return {a.v + b.v}; }
 template <class T> Vec<T> operator-(Vec<T> a, Vec<T> b) { return {a.v - b.v}; }
@@ -110,17 +114,17 @@ template <class T> Vec<T> select(bool m, Vec<T> a, Vec<T> b) { return m ? a : b;
 #error "isa_avx512.cpp must be compiled with -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma"
 #endif
 // What AVX2 (P = _mm256) and AVX-512 (P = _mm512) share, for T with register R and suffix S.
-#define FG_X86_VEC(T, R, P, S, W, MASK, WIDEN)                                                            \
-  FG_VEC_STRUCT(T, R, W, MASK, P##_loadu_##S, P##_set1_##S, P##_storeu_##S, WIDEN)                        \
-  inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {P##_add_##S(a.v, b.v)}; }                      \
-  inline Vec<T> operator-(Vec<T> a, Vec<T> b) { return {P##_sub_##S(a.v, b.v)}; }                      \
-  inline Vec<T> operator*(Vec<T> a, Vec<T> b) { return {P##_mul_##S(a.v, b.v)}; }                      \
-  inline Vec<T> operator/(Vec<T> a, Vec<T> b) { return {P##_div_##S(a.v, b.v)}; }                      \
-  inline Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {P##_fmadd_##S(a.v, b.v, c.v)}; }           \
-  inline Vec<T> min(Vec<T> a, Vec<T> b) { return {P##_min_##S(a.v, b.v)}; }                            \
-  inline Vec<T> max(Vec<T> a, Vec<T> b) { return {P##_max_##S(a.v, b.v)}; }                            \
-  inline Vec<T> sqrt(Vec<T> a) { return {P##_sqrt_##S(a.v)}; }                                          \
-  inline Vec<T> abs(Vec<T> a) { return {P##_andnot_##S(P##_set1_##S(T(-0.0)), a.v)}; }                  \
+#define FG_X86_VEC(T, R, P, S, W, MASK, WIDEN)                                               \
+  FG_VEC_STRUCT(T, R, W, MASK, P##_loadu_##S, P##_set1_##S, P##_storeu_##S, WIDEN)           \
+  inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {P##_add_##S(a.v, b.v)}; }            \
+  inline Vec<T> operator-(Vec<T> a, Vec<T> b) { return {P##_sub_##S(a.v, b.v)}; }            \
+  inline Vec<T> operator*(Vec<T> a, Vec<T> b) { return {P##_mul_##S(a.v, b.v)}; }            \
+  inline Vec<T> operator/(Vec<T> a, Vec<T> b) { return {P##_div_##S(a.v, b.v)}; }            \
+  inline Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {P##_fmadd_##S(a.v, b.v, c.v)}; } \
+  inline Vec<T> min(Vec<T> a, Vec<T> b) { return {P##_min_##S(a.v, b.v)}; }                  \
+  inline Vec<T> max(Vec<T> a, Vec<T> b) { return {P##_max_##S(a.v, b.v)}; }                  \
+  inline Vec<T> sqrt(Vec<T> a) { return {P##_sqrt_##S(a.v)}; }                               \
+  inline Vec<T> abs(Vec<T> a) { return {P##_andnot_##S(P##_set1_##S(T(-0.0)), a.v)}; }       \
   inline Vec<T> neg(Vec<T> a) { return {P##_xor_##S(P##_set1_##S(T(-0.0)), a.v)}; }
 
 #if defined(FG_ISA_AVX2)
@@ -142,8 +146,12 @@ inline __m256 mask_or(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
 inline __m256d mask_or(__m256d a, __m256d b) { return _mm256_or_pd(a, b); }
 inline Vec<float> select(__m256 m, Vec<float> a, Vec<float> b) { return {_mm256_blendv_ps(b.v, a.v, m)}; }
 inline Vec<double> select(__m256d m, Vec<double> a, Vec<double> b) { return {_mm256_blendv_pd(b.v, a.v, m)}; }
-inline Vec<float> round_nearest(Vec<float> a) { return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
-inline Vec<double> round_nearest(Vec<double> a) { return {_mm256_round_pd(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)}; }
+inline Vec<float> round_nearest(Vec<float> a) {
+  return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
+inline Vec<double> round_nearest(Vec<double> a) {
+  return {_mm256_round_pd(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+}
 
 // 2^k for integral k within the normal exponent range, built from its bits.
 inline __m256 pow2(__m256 k) {
@@ -188,22 +196,22 @@ FG_X86_VEC(float, __m512, _mm512, ps, 16, __mmask16, )
 FG_X86_VEC(double, __m512d, _mm512, pd, 8, __mmask8,
            static Vec load(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
            void store(float* p) const { _mm256_storeu_ps(p, _mm512_cvtpd_ps(v)); })
-#define FG_AVX512_MASKS(T, S, MASK)                                                                            \
-  inline MASK lt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LT_OQ); }                   \
-  inline MASK le(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LE_OQ); }                   \
-  inline MASK gt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_GT_OQ); }                   \
-  inline MASK eq(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_EQ_OQ); }                   \
-  inline MASK ne(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_NEQ_UQ); }                  \
-  inline Vec<T> select(MASK m, Vec<T> a, Vec<T> b) { return {_mm512_mask_blend_##S(m, b.v, a.v)}; }            \
-  inline Vec<T> round_nearest(Vec<T> a) {                                                                      \
-    return {_mm512_roundscale_##S(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};                        \
-  }                                                                                                            \
-  /* scalef: a * 2^floor(n), rounded once, denormal and overflowing results included */                        \
-  inline Vec<T> ldexp(Vec<T> a, Vec<T> n) { return {_mm512_scalef_##S(a.v, n.v)}; }                           \
-  /* getexp gives floor(log2 x) (denormals too); getmant the mantissa in [0.5, 1) */                           \
-  inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                                   \
-    e.v = _mm512_add_##S(_mm512_getexp_##S(a.v), _mm512_set1_##S(1));                                          \
-    return {_mm512_getmant_##S(a.v, _MM_MANT_NORM_p5_1, _MM_MANT_SIGN_zero)};                                  \
+#define FG_AVX512_MASKS(T, S, MASK)                                                                 \
+  inline MASK lt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LT_OQ); }        \
+  inline MASK le(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LE_OQ); }        \
+  inline MASK gt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_GT_OQ); }        \
+  inline MASK eq(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_EQ_OQ); }        \
+  inline MASK ne(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_NEQ_UQ); }       \
+  inline Vec<T> select(MASK m, Vec<T> a, Vec<T> b) { return {_mm512_mask_blend_##S(m, b.v, a.v)}; } \
+  inline Vec<T> round_nearest(Vec<T> a) {                                                           \
+    return {_mm512_roundscale_##S(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};             \
+  }                                                                                                 \
+  /* scalef: a * 2^floor(n), rounded once, denormal and overflowing results included */             \
+  inline Vec<T> ldexp(Vec<T> a, Vec<T> n) { return {_mm512_scalef_##S(a.v, n.v)}; }                 \
+  /* getexp gives floor(log2 x) (denormals too); getmant the mantissa in [0.5, 1) */                \
+  inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                        \
+    e.v = _mm512_add_##S(_mm512_getexp_##S(a.v), _mm512_set1_##S(1));                               \
+    return {_mm512_getmant_##S(a.v, _MM_MANT_NORM_p5_1, _MM_MANT_SIGN_zero)};                       \
   }
 FG_AVX512_MASKS(float, ps, __mmask16)
 FG_AVX512_MASKS(double, pd, __mmask8)
@@ -218,45 +226,45 @@ inline __mmask8 mask_or(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(a
 // point). frexp and ldexp go lane by lane through libm.
 inline uint32x4_t mask_not(uint32x4_t m) { return vmvnq_u32(m); }
 inline uint64x2_t mask_not(uint64x2_t m) { return vreinterpretq_u64_u32(vmvnq_u32(vreinterpretq_u32_u64(m))); }
-#define FG_NEON_VEC(T, R, Q, U, I, W, WIDEN)                                                                 \
-  FG_VEC_STRUCT(T, R, W, U, vld1q_##Q, vdupq_n_##Q, vst1q_##Q, WIDEN)                                         \
-  inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {vaddq_##Q(a.v, b.v)}; }                           \
-  inline Vec<T> operator-(Vec<T> a, Vec<T> b) { return {vsubq_##Q(a.v, b.v)}; }                           \
-  inline Vec<T> operator*(Vec<T> a, Vec<T> b) { return {vmulq_##Q(a.v, b.v)}; }                           \
-  inline Vec<T> operator/(Vec<T> a, Vec<T> b) { return {vdivq_##Q(a.v, b.v)}; }                           \
-  inline Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {vfmaq_##Q(c.v, a.v, b.v)}; }                  \
-  inline Vec<T> abs(Vec<T> a) { return {vabsq_##Q(a.v)}; }                                                 \
-  inline Vec<T> neg(Vec<T> a) { return {vnegq_##Q(a.v)}; }                                                 \
-  inline Vec<T> sqrt(Vec<T> a) { return {vsqrtq_##Q(a.v)}; }                                               \
-  inline Vec<T> round_nearest(Vec<T> a) { return {vrndnq_##Q(a.v)}; }                                      \
-  inline U lt(Vec<T> a, Vec<T> b) { return vcltq_##Q(a.v, b.v); }                                          \
-  inline U le(Vec<T> a, Vec<T> b) { return vcleq_##Q(a.v, b.v); }                                          \
-  inline U gt(Vec<T> a, Vec<T> b) { return vcgtq_##Q(a.v, b.v); }                                          \
-  inline U eq(Vec<T> a, Vec<T> b) { return vceqq_##Q(a.v, b.v); }                                          \
-  inline U ne(Vec<T> a, Vec<T> b) { return mask_not(vceqq_##Q(a.v, b.v)); }                                    \
-  inline U mask_or(U a, U b) { return vorrq_##I(a, b); }                                                   \
-  inline Vec<T> select(U m, Vec<T> a, Vec<T> b) { return {vbslq_##Q(m, a.v, b.v)}; }                       \
-  /* x86 semantics: b when either is NaN */                                                                \
-  inline Vec<T> min(Vec<T> a, Vec<T> b) { return select(lt(a, b), a, b); }                                 \
-  inline Vec<T> max(Vec<T> a, Vec<T> b) { return select(gt(a, b), a, b); }                                 \
-  inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                               \
-    T m[Vec<T>::kWidth];                                                                                   \
-    int k;                                                                                                 \
-    T ev[Vec<T>::kWidth];                                                                                  \
-    a.store(m);                                                                                            \
-    for (int i = 0; i < Vec<T>::kWidth; ++i) {                                                             \
-      m[i] = std::frexp(m[i], &k);                                                                         \
-      ev[i] = static_cast<T>(k);                                                                           \
-    }                                                                                                      \
-    e = Vec<T>::load(ev);                                                                                  \
-    return Vec<T>::load(m);                                                                                \
-  }                                                                                                        \
-  inline Vec<T> ldexp(Vec<T> a, Vec<T> n) {                                                                \
-    T x[Vec<T>::kWidth], k[Vec<T>::kWidth];                                                                \
-    a.store(x);                                                                                            \
-    n.store(k);                                                                                            \
-    for (int i = 0; i < Vec<T>::kWidth; ++i) x[i] = std::ldexp(x[i], static_cast<int>(k[i]));              \
-    return Vec<T>::load(x);                                                                                \
+#define FG_NEON_VEC(T, R, Q, U, I, W, WIDEN)                                                  \
+  FG_VEC_STRUCT(T, R, W, U, vld1q_##Q, vdupq_n_##Q, vst1q_##Q, WIDEN)                         \
+  inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {vaddq_##Q(a.v, b.v)}; }               \
+  inline Vec<T> operator-(Vec<T> a, Vec<T> b) { return {vsubq_##Q(a.v, b.v)}; }               \
+  inline Vec<T> operator*(Vec<T> a, Vec<T> b) { return {vmulq_##Q(a.v, b.v)}; }               \
+  inline Vec<T> operator/(Vec<T> a, Vec<T> b) { return {vdivq_##Q(a.v, b.v)}; }               \
+  inline Vec<T> fma(Vec<T> a, Vec<T> b, Vec<T> c) { return {vfmaq_##Q(c.v, a.v, b.v)}; }      \
+  inline Vec<T> abs(Vec<T> a) { return {vabsq_##Q(a.v)}; }                                    \
+  inline Vec<T> neg(Vec<T> a) { return {vnegq_##Q(a.v)}; }                                    \
+  inline Vec<T> sqrt(Vec<T> a) { return {vsqrtq_##Q(a.v)}; }                                  \
+  inline Vec<T> round_nearest(Vec<T> a) { return {vrndnq_##Q(a.v)}; }                         \
+  inline U lt(Vec<T> a, Vec<T> b) { return vcltq_##Q(a.v, b.v); }                             \
+  inline U le(Vec<T> a, Vec<T> b) { return vcleq_##Q(a.v, b.v); }                             \
+  inline U gt(Vec<T> a, Vec<T> b) { return vcgtq_##Q(a.v, b.v); }                             \
+  inline U eq(Vec<T> a, Vec<T> b) { return vceqq_##Q(a.v, b.v); }                             \
+  inline U ne(Vec<T> a, Vec<T> b) { return mask_not(vceqq_##Q(a.v, b.v)); }                   \
+  inline U mask_or(U a, U b) { return vorrq_##I(a, b); }                                      \
+  inline Vec<T> select(U m, Vec<T> a, Vec<T> b) { return {vbslq_##Q(m, a.v, b.v)}; }          \
+  /* x86 semantics: b when either is NaN */                                                   \
+  inline Vec<T> min(Vec<T> a, Vec<T> b) { return select(lt(a, b), a, b); }                    \
+  inline Vec<T> max(Vec<T> a, Vec<T> b) { return select(gt(a, b), a, b); }                    \
+  inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                  \
+    T m[Vec<T>::kWidth];                                                                      \
+    int k;                                                                                    \
+    T ev[Vec<T>::kWidth];                                                                     \
+    a.store(m);                                                                               \
+    for (int i = 0; i < Vec<T>::kWidth; ++i) {                                                \
+      m[i] = std::frexp(m[i], &k);                                                            \
+      ev[i] = static_cast<T>(k);                                                              \
+    }                                                                                         \
+    e = Vec<T>::load(ev);                                                                     \
+    return Vec<T>::load(m);                                                                   \
+  }                                                                                           \
+  inline Vec<T> ldexp(Vec<T> a, Vec<T> n) {                                                   \
+    T x[Vec<T>::kWidth], k[Vec<T>::kWidth];                                                   \
+    a.store(x);                                                                               \
+    n.store(k);                                                                               \
+    for (int i = 0; i < Vec<T>::kWidth; ++i) x[i] = std::ldexp(x[i], static_cast<int>(k[i])); \
+    return Vec<T>::load(x);                                                                   \
   }
 FG_NEON_VEC(float, float32x4_t, f32, uint32x4_t, u32, 4, )
 FG_NEON_VEC(double, float64x2_t, f64, uint64x2_t, u64, 2,

@@ -39,8 +39,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
   if ((step > 0 && end < start) || (step < 0 && end > start))
     throw RuntimeError("upper bound and lower bound inconsistent with step sign");
   double size = std::ceil((end - start) / step);
-  if (!(size < 9223372036854775808.0))
-    throw RuntimeError(cat("invalid size, possible overflow?"));
+  if (!(size < 9223372036854775808.0)) throw RuntimeError(cat("invalid size, possible overflow?"));
   if (dtype == DType::Int64) {
     check_int64_range(start);
     check_int64_range(end);
@@ -70,7 +69,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
     int64_t half = steps == 1 ? 1 : steps / 2;
     for (int64_t i = 0; i < steps; ++i)
       data[i] = value_cast<T>(i < half ? start + step * static_cast<double>(i)
-                                        : end - step * static_cast<double>(steps - 1 - i));
+                                       : end - step * static_cast<double>(steps - 1 - i));
   });
   return out;
 }
@@ -100,8 +99,7 @@ void copy_values(const Tensor& dst, const Tensor& src) {
 }
 
 Scalar item(const Tensor& t) {
-  if (t->numel() != 1)
-    throw RuntimeError(cat("a Tensor with ", t->numel(), " elements cannot be converted to Scalar"));
+  if (t->numel() != 1) throw RuntimeError(cat("a Tensor with ", t->numel(), " elements cannot be converted to Scalar"));
   return dispatch(t->dtype, [&](auto tag) {
     using T = decltype(tag);
     T v = *t->data_as<T>();

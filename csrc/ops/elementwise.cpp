@@ -136,8 +136,9 @@ Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype
       const T sv = s.to<T>();
       const Shape repeated(x->dim(), 0);
       const T* xp = cx->data_as<T>();
-      return scalar_first ? vector_binary(*vec, x->shape, &sv, repeated.data(), xp, cx->strides.data(), out->data_as<T>())
-                          : vector_binary(*vec, x->shape, xp, cx->strides.data(), &sv, repeated.data(), out->data_as<T>());
+      return scalar_first
+                 ? vector_binary(*vec, x->shape, &sv, repeated.data(), xp, cx->strides.data(), out->data_as<T>())
+                 : vector_binary(*vec, x->shape, xp, cx->strides.data(), &sv, repeated.data(), out->data_as<T>());
     });
     if (done) return out;
   }
@@ -221,7 +222,9 @@ struct BinaryNode : Node {
     }
   }
   // Saved operand i, or the scalar as a 0-d tensor.
-  Tensor operand(size_t i) const { return i == 1 && other_is_scalar ? scalar_tensor(scalar, meta[0].dtype) : unpack(i); }
+  Tensor operand(size_t i) const {
+    return i == 1 && other_is_scalar ? scalar_tensor(scalar, meta[0].dtype) : unpack(i);
+  }
   // The gradient for input i: broadcasting undone, in the input's dtype.
   Tensor reduce(size_t i, const Tensor& g) const { return to_dtype(sum_to(g, meta[i].sizes()), meta[i].dtype); }
 };
@@ -408,7 +411,8 @@ GradList PowBackward1::apply(GradList&& grads) {
     out[0] = reduce(0, where(compare(y, Scalar::from_int(0), CompareOp::Eq), zeros_like(d), d));
   }
   if (needs_input_grad(1)) {
-    Tensor zero_base = logical_and(compare(x, Scalar::from_int(0), CompareOp::Eq), compare(y, Scalar::from_int(0), CompareOp::Ge));
+    Tensor zero_base =
+        logical_and(compare(x, Scalar::from_int(0), CompareOp::Eq), compare(y, Scalar::from_int(0), CompareOp::Ge));
     Tensor d = mul(z, log(to_dtype(x, z->dtype)));  // log in the result's precision, as PyTorch
     out[1] = reduce(1, mul(g, where(zero_base, zeros_like(d), d)));
   }
@@ -460,9 +464,13 @@ GradList select_grads(const N& node, const Tensor& g, CompareOp loses) {
 
 // The larger (smaller) of x and y, or NaN if either is NaN, as PyTorch's maximum, minimum and clamp.
 template <class T>
-T max_nan(T x, T y) { return x > y || x != x ? x : y; }
+T max_nan(T x, T y) {
+  return x > y || x != x ? x : y;
+}
 template <class T>
-T min_nan(T x, T y) { return x < y || x != x ? x : y; }
+T min_nan(T x, T y) {
+  return x < y || x != x ? x : y;
+}
 
 FG_NODE_FROM(MaximumBackward0, BinaryNode) };
 GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
@@ -784,8 +792,8 @@ GradList AbsBackward0::apply(GradList&& grads) { return {mul(grads[0], sign(unpa
 Tensor abs(const Tensor& x) {
   if (x->dtype == DType::Bool) throw NotImplementedError("\"abs_cpu\" not implemented for 'Bool'");
   // Floats by the kernel, which clears the sign bit: abs(-0.0) is 0.0, as PyTorch.
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(wrap_neg(v)) : v; },
-                         VecUnary::Abs);
+  Tensor out = unary_map(
+      x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(wrap_neg(v)) : v; }, VecUnary::Abs);
   if (auto* node = record<AbsBackward0>(out, {&x})) node->saved[0].save(x);
   return out;
 }
@@ -872,8 +880,9 @@ FG_NODE(ReluBackward0) };
 GradList ReluBackward0::apply(GradList&& grads) { return {threshold_backward(grads[0], unpack(0))}; }
 Tensor relu(const Tensor& x) {
   if (x->dtype == DType::Bool) throw RuntimeError("Boolean inputs not supported for relu");
-  Tensor out = unary_map(x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); },  // NaN stays NaN
-                         VecUnary::Relu);
+  Tensor out = unary_map(
+      x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); },  // NaN stays NaN
+      VecUnary::Relu);
   if (auto* node = record<ReluBackward0>(out, {&x})) node->saved[0].save(out, true);
   return out;
 }
@@ -902,8 +911,11 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
   if (max) wrapped = promote_opt(wrapped, scalar_type(*max));
   DType dt = result_type_of({&x}, wrapped);
   if (dt == DType::Bool)  // PyTorch's clamp kernels have no bool case
-    throw NotImplementedError(
-        cat("\"", min && max ? "clamp" : min ? "clamp_min" : "clamp_max", "_scalar_cpu\" not implemented for 'Bool'"));
+    throw NotImplementedError(cat("\"",
+                                  min && max ? "clamp"
+                                  : min      ? "clamp_min"
+                                             : "clamp_max",
+                                  "_scalar_cpu\" not implemented for 'Bool'"));
   // The bounds in the computation type, as PyTorch converts them (an integer bound exactly).
   Tensor out = unary_map(x, dt, [&min, &max](auto v) {
     using T = decltype(v);

@@ -23,7 +23,8 @@ std::vector<Tensor> masks_to_indices(const Tensor& x, const std::vector<Tensor>&
     for (int64_t d = 0; d < idx->dim(); ++d) {
       if (first + d >= x->dim() || idx->shape[d] != x->shape[first + d])
         throw IndexError(cat("The shape of the mask ", shape_str(idx->shape), " at index ", d,
-                             " does not match the shape of the indexed tensor ", shape_str(x->shape), " at index ", first + d));
+                             " does not match the shape of the indexed tensor ", shape_str(x->shape), " at index ",
+                             first + d));
     }
     Tensor mask = contiguous(idx);
     std::vector<std::vector<int64_t>> coords(idx->dim());

@@ -49,7 +49,8 @@ std::string view_without_history_error(const Tensor& view, const char* what) {
 
 void refresh_view_history(const Tensor& self) {
   if (!self->history_stale()) return;
-  if (!self->view_tracks_history) throw RuntimeError(view_without_history_error(self, "its base or another view of its base has been"));
+  if (!self->view_tracks_history)
+    throw RuntimeError(view_without_history_error(self, "its base or another view of its base has been"));
   Tensor fresh;
   {
     GradModeGuard enable(true);
@@ -63,7 +64,8 @@ void check_inplace(const Tensor& self, const Tensor* source) {
   if (!grad_enabled()) return;
   // A view made under no_grad kept no history to write through: as PyTorch, no guessing whether the
   // write should reach its base's gradient.
-  if (self->view_base && !self->view_tracks_history && (self->requires_grad() || (source && (*source)->requires_grad())))
+  if (self->view_base && !self->view_tracks_history &&
+      (self->requires_grad() || (source && (*source)->requires_grad())))
     throw RuntimeError(view_without_history_error(self, "is being"));
   refresh_view_history(self);
   if (self->is_leaf() && self->requires_grad_leaf)
@@ -276,7 +278,8 @@ Tensor fill_(const Tensor& self, const Scalar& value) {
 }
 Tensor fill_(const Tensor& self, const Tensor& value) {
   if (value->dim() != 0)
-    throw RuntimeError(cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
+    throw RuntimeError(
+        cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
   return replace_values<FillBackward0>(self, value, false);
 }
 Tensor zero_(const Tensor& self) { return replace_values<ZeroBackward0>(self, zeros({}, self->dtype), false); }

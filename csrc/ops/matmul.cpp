@@ -33,8 +33,8 @@ void require_not_bool(const Tensor& a, const char* kernel, int64_t work = 1) {
 
 void require_same_dtype(const Tensor& a, const Tensor& b) {
   if (a->dtype != b->dtype)
-    throw RuntimeError(cat("expected m1 and m2 to have the same dtype, but got: ", c_type_name(a->dtype), " != ",
-                           c_type_name(b->dtype)));
+    throw RuntimeError(cat("expected m1 and m2 to have the same dtype, but got: ", c_type_name(a->dtype),
+                           " != ", c_type_name(b->dtype)));
 }
 
 // Products of fewer multiply-adds than this run on one thread (waking the pool costs ~10-20 us).
@@ -133,7 +133,8 @@ Tensor mv(const Tensor& a, const Tensor& b) {
   if (a->dim() != 2 || b->dim() != 1)
     throw RuntimeError(cat("vector + matrix @ vector expected, got ", 1, ", ", a->dim(), ", ", b->dim()));
   if (a->shape[1] != b->shape[0])
-    throw RuntimeError(cat("size mismatch, got input (", a->shape[0], "), mat (", dims_str(a), "), vec (", b->shape[0], ")"));
+    throw RuntimeError(
+        cat("size mismatch, got input (", a->shape[0], "), mat (", dims_str(a), "), vec (", b->shape[0], ")"));
   require_same_dtype(a, b);
   require_not_bool(a, "addmv_impl_cpu", a->numel());
   Tensor out = product(a, {0, a->strides[0], a->strides[1]}, b, {0, b->strides[0], 0}, 1, a->shape[0], a->shape[1], 1,
@@ -193,8 +194,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
                            a->shape[2], "] but got: [", b->shape[0], ", ", b->shape[1], "]."));
   require_same_dtype(a, b);
   require_not_bool(a, "bmm", a->numel() * b->shape[2]);
-  Tensor out = product(a, {a->strides[0], a->strides[1], a->strides[2]}, b, {b->strides[0], b->strides[1], b->strides[2]},
-                       a->shape[0], a->shape[1], a->shape[2], b->shape[2], {a->shape[0], a->shape[1], b->shape[2]});
+  Tensor out =
+      product(a, {a->strides[0], a->strides[1], a->strides[2]}, b, {b->strides[0], b->strides[1], b->strides[2]},
+              a->shape[0], a->shape[1], a->shape[2], b->shape[2], {a->shape[0], a->shape[1], b->shape[2]});
   return record_product<BmmBackward0>(out, a, b);
 }
 
@@ -202,8 +204,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 // dims broadcast, and the product runs as one bmm over the flattened batch.
 Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a->dim() == 0 || b->dim() == 0)
-    throw RuntimeError(cat("both arguments to matmul need to be at least 1D, but they are ", a->dim(), "D and ",
-                           b->dim(), "D"));
+    throw RuntimeError(
+        cat("both arguments to matmul need to be at least 1D, but they are ", a->dim(), "D and ", b->dim(), "D"));
   if (a->dim() == 1 && b->dim() == 1) return dot(a, b);
   if (a->dim() == 2 && b->dim() == 1) return mv(a, b);
   if (a->dim() == 1 && b->dim() == 2) return squeeze(mm(unsqueeze(a, 0), b), std::vector<int64_t>{0});
@@ -222,9 +224,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   int64_t n = a3->shape[a3->dim() - 2], k = a3->shape[a3->dim() - 1];
   int64_t k2 = b3->shape[b3->dim() - 2], m = b3->shape[b3->dim() - 1];
   if (k != k2)
-    throw RuntimeError(cat("Expected size for first two dimensions of batch2 tensor to be: [", numel_of(Shape(a3->shape.begin(), a3->shape.end() - 2)),
-                           ", ", k, "] but got: [", numel_of(Shape(b3->shape.begin(), b3->shape.end() - 2)), ", ", k2, "]."));
-  Shape batch = broadcast_shapes(Shape(a3->shape.begin(), a3->shape.end() - 2), Shape(b3->shape.begin(), b3->shape.end() - 2));
+    throw RuntimeError(cat("Expected size for first two dimensions of batch2 tensor to be: [",
+                           numel_of(Shape(a3->shape.begin(), a3->shape.end() - 2)), ", ", k, "] but got: [",
+                           numel_of(Shape(b3->shape.begin(), b3->shape.end() - 2)), ", ", k2, "]."));
+  Shape batch =
+      broadcast_shapes(Shape(a3->shape.begin(), a3->shape.end() - 2), Shape(b3->shape.begin(), b3->shape.end() - 2));
   int64_t flat = numel_of(batch);
   auto batched = [&](const Tensor& x, int64_t rows, int64_t cols) {
     Shape full = batch;

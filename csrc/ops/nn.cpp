@@ -178,8 +178,8 @@ void check_nll_loss(const Tensor& input, const Tensor& target, const Tensor& wei
   // PyTorch reads a 0-d target's batch size as 0.
   int64_t target_batch = target->dim() == 0 ? 0 : target->shape[0];
   if (input->dim() != 1 && input->shape[0] != target_batch)
-    throw ValueError(cat("Expected input batch_size (", input->shape[0], ") to match target batch_size (",
-                         target_batch, ")."));
+    throw ValueError(
+        cat("Expected input batch_size (", input->shape[0], ") to match target batch_size (", target_batch, ")."));
   if (weight && grad_enabled() && weight->requires_grad())
     throw RuntimeError("The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. "
                        "This input cannot have requires_grad True.");
@@ -189,15 +189,16 @@ void check_nll_loss(const Tensor& input, const Tensor& target, const Tensor& wei
     throw RuntimeError(cat("expected target dtype to be Long or Byte, but got ", scalar_type_name(target->dtype)));
   if (input->dim() == 1 && target->dim() == 1 && target->shape[0] != 1)
     throw ValueError(cat("For 1D input, 1D target must have size 1, but got target size: ", target->shape[0]));
-  if (input->dim() == 2 && target->dim() == 0) throw IndexError("Dimension specified as 0 but tensor has no dimensions");
+  if (input->dim() == 2 && target->dim() == 0)
+    throw IndexError("Dimension specified as 0 but tensor has no dimensions");
   int64_t classes = input->shape.back();
   if (weight && (weight->dim() != 1 || weight->numel() != classes))
     throw RuntimeError(cat("weight tensor should be defined either for all ", classes,
                            " classes or no classes but got weight tensor of shape: ", shape_str(weight->shape)));
   if (!is_floating(input->dtype)) throw not_implemented_for("nll_loss_out_frame", input->dtype);
   if (weight && weight->dtype != input->dtype)
-    throw RuntimeError(cat("expected scalar type ", scalar_type_name(input->dtype), " but found ",
-                           scalar_type_name(weight->dtype)));
+    throw RuntimeError(
+        cat("expected scalar type ", scalar_type_name(input->dtype), " but found ", scalar_type_name(weight->dtype)));
 }
 
 // Calls f(sample, target class, class weight) for every sample whose target is not ignore_index;
@@ -257,8 +258,8 @@ GradList NllLossBackward0::apply(GradList&& grads) {
   // PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
   // 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
   if (input->dim() == 1 && target->dim() == 1 && input->shape[0] != target->shape[0])
-    throw RuntimeError(cat("size mismatch (got input: ", shape_str(input->shape), ", target: ",
-                           shape_str(target->shape), ")"));
+    throw RuntimeError(
+        cat("size mismatch (got input: ", shape_str(input->shape), ", target: ", shape_str(target->shape), ")"));
   const Tensor& grad = grads[0];
   Tensor g = dense(grad);
   Tensor gx = zeros(input->shape, input->dtype);  // contiguous
@@ -322,9 +323,10 @@ GeluApproximation gelu_approximation_from_name(const std::string& name) {
 namespace {
 
 // PyTorch's constants, spelled as its kernels spell them (the reference uses the same literals).
-constexpr double kSqrt1_2 = 0.70710678118654752440;                     // M_SQRT1_2
-constexpr double kAlpha = 1.12837916709551257390 * kSqrt1_2 * 0.5;       // M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
-constexpr double kBeta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;  // M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
+constexpr double kSqrt1_2 = 0.70710678118654752440;  // M_SQRT1_2
+constexpr double kAlpha = 1.12837916709551257390 * kSqrt1_2 * 0.5;  // M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
+constexpr double kBeta =
+    1.41421356237309504880 * 1.12837916709551257390 * 0.5;  // M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
 constexpr double kKappa = 0.044715;
 
 double gelu_value(double x, GeluApproximation a) {

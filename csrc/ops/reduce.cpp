@@ -53,7 +53,7 @@ Tensor expand_back(const Tensor& g, const Shape& in_shape, const std::vector<boo
 void require_nonempty(const Tensor& x, const std::vector<bool>& mask, const char* op, bool all) {
   if (all && x->numel() == 0)
     throw RuntimeError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-                           "reduction dim with the 'dim' argument."));
+                               "reduction dim with the 'dim' argument."));
   for (int64_t d = 0; d < x->dim(); ++d)
     if (mask[d] && x->shape[d] == 0)
       throw IndexError(cat(op, "(): Expected reduction dim ", d, " to have non-zero size."));
@@ -191,7 +191,8 @@ GradList MeanBackward1::apply(GradList&& grads) { return {div(expand_grad(grads[
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   if (!is_floating(x->dtype))
     throw RuntimeError(cat("mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                           "complex dtype. Got: ", x->dtype == DType::Bool ? "Bool" : "Long"));
+                           "complex dtype. Got: ",
+                           x->dtype == DType::Bool ? "Bool" : "Long"));
   std::vector<bool> mask = reduction_mask(dims, x->dim());
   Tensor out;
   {
@@ -225,22 +226,23 @@ Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
     T* o = out->data_as<T>();
     std::vector<T> values(block);
     std::vector<int64_t> where(block);
-    for_each_offset<2>(shape, {in_strides.data(), out_strides.data()}, [&](int64_t i, const std::array<int64_t, 2>& off) {
-      int64_t r = i % block;
-      values[r] = in[off[0]];
-      where[r] = off[1];
-      if (r != block - 1) return;
-      T prefix = 1;
-      for (int64_t k = 0; k < block; ++k) {  // o = product before k, then times product after k
-        o[where[k]] = prefix;
-        prefix *= values[k];
-      }
-      T suffix = 1;
-      for (int64_t k = block - 1; k >= 0; --k) {
-        o[where[k]] *= suffix;
-        suffix *= values[k];
-      }
-    });
+    for_each_offset<2>(shape, {in_strides.data(), out_strides.data()},
+                       [&](int64_t i, const std::array<int64_t, 2>& off) {
+                         int64_t r = i % block;
+                         values[r] = in[off[0]];
+                         where[r] = off[1];
+                         if (r != block - 1) return;
+                         T prefix = 1;
+                         for (int64_t k = 0; k < block; ++k) {  // o = product before k, then times product after k
+                           o[where[k]] = prefix;
+                           prefix *= values[k];
+                         }
+                         T suffix = 1;
+                         for (int64_t k = block - 1; k >= 0; --k) {
+                           o[where[k]] *= suffix;
+                           suffix *= values[k];
+                         }
+                       });
   });
   return out;
 }
@@ -500,8 +502,12 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim
 GradList MaxBackward0::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
 GradList MinBackward0::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
 
-std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(x, dim, keepdim, true, "max"); }
-std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) { return extreme_dim(x, dim, keepdim, false, "min"); }
+std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_dim(x, dim, keepdim, true, "max");
+}
+std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim) {
+  return extreme_dim(x, dim, keepdim, false, "min");
+}
 
 namespace {
 Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bool want_max, const char* op) {
@@ -518,8 +524,12 @@ Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bo
   return extreme(x, mask, keepdim, want_max).second;
 }
 }  // namespace
-Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, true, "argmax"); }
-Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return arg_extreme(x, dim, keepdim, false, "argmin"); }
+Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extreme(x, dim, keepdim, true, "argmax");
+}
+Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
+  return arg_extreme(x, dim, keepdim, false, "argmin");
+}
 
 // ---- vector p-norm: d||x||/dx = x * |x|^(p-2) / ||x||^(p-1), 0 where the norm is 0.
 struct NormNode : ReduceNode {
@@ -541,13 +551,16 @@ GradList LinalgVectorNormBackward0::apply(GradList&& grads) {
     return {mul(sign(x), mul(div(g, ties), hit))};
   }
   if (p == 1) return {mul(sign(x), g)};
-  if (p == 2) return {mul(g, zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), div(x, n)))};  // PyTorch's own case
+  if (p == 2)
+    return {mul(g, zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), div(x, n)))};  // PyTorch's own case
   if (p < 1) {
     Tensor part = zero_where(compare(x, Scalar::from_int(0), CompareOp::Eq), pow(abs(x), Scalar::from_float(p - 1)));
     return {mul(mul(mul(sign(x), part), g), pow(n, Scalar::from_float(1 - p)))};
   }
-  Tensor part = p < 2 ? mul(sign(x), pow(abs(x), Scalar::from_float(p - 1))) : mul(x, pow(abs(x), Scalar::from_float(p - 2)));
-  return {mul(part, zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), div(g, pow(n, Scalar::from_float(p - 1)))))};
+  Tensor part =
+      p < 2 ? mul(sign(x), pow(abs(x), Scalar::from_float(p - 1))) : mul(x, pow(abs(x), Scalar::from_float(p - 2)));
+  return {
+      mul(part, zero_where(compare(n, Scalar::from_int(0), CompareOp::Eq), div(g, pow(n, Scalar::from_float(p - 1)))))};
 }
 
 Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {
@@ -556,7 +569,8 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
   if (p < 0 || std::isinf(p)) {  // no identity: every reduced block must have an element
     std::string what = std::isinf(p) ? (p > 0 ? "inf" : "-inf") : cat(p);
     if (dims.empty() && x->numel() == 0)
-      throw RuntimeError(cat("linalg.vector_norm cannot compute the ", what, " norm on an empty tensor because the "
+      throw RuntimeError(cat("linalg.vector_norm cannot compute the ", what,
+                             " norm on an empty tensor because the "
                              "operation does not have an identity"));
     for (int64_t d = 0; d < x->dim(); ++d)
       if (mask[d] && x->shape[d] == 0)

@@ -21,7 +21,8 @@ Shape infer_shape(const Shape& requested, int64_t numel) {
       if (infer_at >= 0) throw RuntimeError("only one dimension can be inferred");
       infer_at = static_cast<int64_t>(d);
     } else if (shape[d] < 0) {
-      throw RuntimeError(cat("invalid shape dimension ", shape[d], " at index ", d, " of shape ", shape_str(requested)));
+      throw RuntimeError(
+          cat("invalid shape dimension ", shape[d], " at index ", d, " of shape ", shape_str(requested)));
     } else if (__builtin_mul_overflow(known, shape[d], &known)) {
       throw RuntimeError("numel: integer multiplication overflow");  // as PyTorch; a wrapped count could match
     }
@@ -62,7 +63,8 @@ std::optional<Shape> view_strides(const Tensor& x, const Shape& shape) {
 }
 
 // The gradient of a view that selects part of its input: zeros except where the view looked.
-Tensor scatter_into_zeros(const InputMeta& input, const Tensor& g, const std::function<Tensor(const Tensor&)>& view_of) {
+Tensor scatter_into_zeros(const InputMeta& input, const Tensor& g,
+                          const std::function<Tensor(const Tensor&)>& view_of) {
   Tensor full_grad = zeros(input.sizes(), g->dtype);
   GradModeGuard no_grad(false);
   copy_values(view_of(full_grad), g);
@@ -172,8 +174,8 @@ GradList PermuteBackward0::apply(GradList&& grads) {
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   if (static_cast<int64_t>(dims.size()) != x->dim())
     throw RuntimeError(cat("permute(sparse_coo): number of dimensions in the tensor input does not match the length of "
-                           "the desired ordering of dimensions i.e. input.dim() = ", x->dim(), " is not equal to len(dims) = ",
-                           dims.size()));
+                           "the desired ordering of dimensions i.e. input.dim() = ",
+                           x->dim(), " is not equal to len(dims) = ", dims.size()));
   Shape shape, strides;
   std::vector<bool> seen(x->dim(), false);
   Shape wrapped;
@@ -249,7 +251,7 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
       strides.push_back(x->strides[d]);
     }
   Tensor out = make_differentiable_view(x, shape, strides, x->offset);
-  SqueezeNode* node = !dims ? static_cast<SqueezeNode*>(record<SqueezeBackward0>(out, {&x}))
+  SqueezeNode* node = !dims               ? static_cast<SqueezeNode*>(record<SqueezeBackward0>(out, {&x}))
                       : dims->size() == 1 ? static_cast<SqueezeNode*>(record<SqueezeBackward1>(out, {&x}))
                                           : static_cast<SqueezeNode*>(record<SqueezeBackward2>(out, {&x}));
   if (node) node->input = InputMeta::of(x);
@@ -327,7 +329,9 @@ GradList SelectBackward0::apply(GradList&& grads) {
 }
 
 Tensor select(const Tensor& x, int64_t dim, int64_t index) {
-  if (x->dim() == 0) throw IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a number");
+  if (x->dim() == 0)
+    throw IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in C++ to "
+                     "convert a 0-dim tensor to a number");
   int64_t d = wrap_dim(dim, x->dim());
   int64_t size = x->shape[d];
   if (index < -size || index >= size)
@@ -446,7 +450,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     for (int64_t k = 0; k < t->dim(); ++k)
       if (k != d && t->shape[k] != (*ref)->shape[k])
         throw RuntimeError(cat("Sizes of tensors must match except in dimension ", d, ". Expected size ",
-                               (*ref)->shape[k], " but got size ", t->shape[k], " for tensor number ", i, " in the list."));
+                               (*ref)->shape[k], " but got size ", t->shape[k], " for tensor number ", i,
+                               " in the list."));
     shape[d] += t->shape[d];
   }
   Tensor out = empty(shape, dtype);

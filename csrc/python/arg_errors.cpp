@@ -30,7 +30,8 @@ PyObject* cast_failure = nullptr;
 std::unordered_map<const py::detail::function_record*, std::string> property_names;
 
 void replace_all(std::string& s, const std::string& from, const std::string& to) {
-  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
 }
 
 // pybind11's signature "(self: fastgrad._C.Tensor, dim: typing.SupportsInt | typing.SupportsIndex
@@ -73,7 +74,8 @@ std::string expected_parameters(const py::detail::function_record& rec, bool wit
     replace_all(type, "typing.SupportsInt | typing.SupportsIndex", "int");
     replace_all(type, "typing.SupportsFloat | typing.SupportsIndex", "float");
     replace_all(type, "fastgrad._C.", "");
-    bool placeholder = name.size() > 3 && name.compare(0, 3, "arg") == 0 && name.find_first_not_of("0123456789", 3) == std::string::npos;
+    bool placeholder = name.size() > 3 && name.compare(0, 3, "arg") == 0 &&
+                       name.find_first_not_of("0123456789", 3) == std::string::npos;
     out += (out.empty() ? "" : ", ") + type + (name.empty() || placeholder ? "" : " " + name) + default_value;
   }
   return "(" + out + ")";
@@ -83,10 +85,12 @@ std::string expected_parameters(const py::detail::function_record& rec, bool wit
 std::string given_types(const py::detail::function_record& rec, PyObject* const* args, Py_ssize_t nargs,
                         PyObject* kwnames, bool with_self) {
   std::string out;
-  for (Py_ssize_t i = rec.is_method && !with_self ? 1 : 0; i < nargs; ++i) out += (out.empty() ? "" : ", ") + type_name(args[i]);
+  for (Py_ssize_t i = rec.is_method && !with_self ? 1 : 0; i < nargs; ++i)
+    out += (out.empty() ? "" : ", ") + type_name(args[i]);
   Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
   for (Py_ssize_t i = 0; i < nkw; ++i)
-    out += (out.empty() ? "" : ", ") + std::string(py::str(PyTuple_GET_ITEM(kwnames, i))) + "=" + type_name(args[nargs + i]);
+    out += (out.empty() ? "" : ", ") + std::string(py::str(PyTuple_GET_ITEM(kwnames, i))) + "=" +
+           type_name(args[nargs + i]);
   return "(" + out + ")";
 }
 

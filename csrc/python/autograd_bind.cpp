@@ -195,8 +195,8 @@ void warn_gradient_cycle() {
 // torch.autograd.backward's checks of the outputs and of the gradient given for each (a tensor, or
 // None: ones for a single-element output), in its order, then the engine. With `inputs` (a list of
 // tensors), returns their gradients (None where none arrives) and leaves .grad alone.
-py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors, bool retain_graph,
-                                py::handle inputs, bool create_graph) {
+py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors, bool retain_graph, py::handle inputs,
+                                bool create_graph) {
   std::vector<Tensor> roots, grads;
   for (size_t i = 0; i < tensors.size(); ++i) {
     Tensor root = tensors[i].cast<Tensor>();

@@ -79,7 +79,6 @@ py::array tensor_to_numpy(const Tensor& t);
 // Parsing x[key] (index_parse.cpp)
 IndexSpec parse_index(const Tensor& x, py::handle key);
 
-
 void bind_tensor(py::module_& m);
 void bind_node(py::module_& m);
 // The engine's entry points and custom Function nodes (autograd_bind.cpp).

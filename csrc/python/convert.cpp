@@ -54,7 +54,9 @@ Tensor tensor_from_numpy(py::array array, bool share_memory) {
           "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
           "currently supported. (You can probably work around this by making a copy of your array  with "
           "array.copy().) ");
-    if (array.strides(d) % item != 0) throw ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array to reallocate the memory.");
+    if (array.strides(d) % item != 0)
+      throw ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array to "
+                       "reallocate the memory.");
     strides.push_back(array.strides(d) / item);
   }
   int64_t extent = 1;

@@ -18,8 +18,7 @@ constexpr int64_t kMaxThreads = 1024;
 }  // namespace
 
 DType dtype_from_py(py::handle obj) {
-  if (!py::hasattr(obj, "_code"))
-    throw TypeError(cat("argument 'dtype' must be fastgrad.dtype, not ", type_name(obj)));
+  if (!py::hasattr(obj, "_code")) throw TypeError(cat("argument 'dtype' must be fastgrad.dtype, not ", type_name(obj)));
   return static_cast<DType>(obj.attr("_code").cast<int>());
 }
 
@@ -59,8 +58,7 @@ bool scalar_from_py(py::handle obj, Scalar& out) {
 Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar) {
   if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>();
   Scalar s;
-  if (!scalar_from_py(obj, s))
-    throw TypeError(cat("expected Tensor or number, got ", type_name(obj)));
+  if (!scalar_from_py(obj, s)) throw TypeError(cat("expected Tensor or number, got ", type_name(obj)));
   return full({}, s, dtype_for_scalar);
 }
 
@@ -95,34 +93,43 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("is_grad_enabled", &grad_enabled);
   m.def("_set_grad_enabled", &set_grad_enabled);
-  m.def("graph_stats", [] {
-    ArenaStats s = arena_stats();
-    py::dict d;
-    d["live_nodes"] = s.live_nodes;
-    d["arena_bytes"] = s.arena_bytes;
-    return d;
-  }, "Live graph nodes and bytes held by the node arena.");
+  m.def(
+      "graph_stats",
+      [] {
+        ArenaStats s = arena_stats();
+        py::dict d;
+        d["live_nodes"] = s.live_nodes;
+        d["arena_bytes"] = s.arena_bytes;
+        return d;
+      },
+      "Live graph nodes and bytes held by the node arena.");
   kernels();  // choose the ISA now: a bad FASTGRAD_ISA fails the import with the reason
-  m.def("config", [] {
-    py::dict d;
-    d["isa"] = kernels().isa;  // the table in use names the ISA it was compiled for
-    py::list names;
-    for (Isa isa : available_isas()) names.append(isa_name(isa));
-    d["isas_available"] = names;
-    d["num_threads"] = get_num_threads();
-    return d;
-  }, "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, and threads.");
+  m.def(
+      "config",
+      [] {
+        py::dict d;
+        d["isa"] = kernels().isa;  // the table in use names the ISA it was compiled for
+        py::list names;
+        for (Isa isa : available_isas()) names.append(isa_name(isa));
+        d["isas_available"] = names;
+        d["num_threads"] = get_num_threads();
+        return d;
+      },
+      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, and threads.");
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
-  m.def("set_num_threads", [](py::handle n) {
-    if (!PyLong_Check(n.ptr()) || PyBool_Check(n.ptr()))  // as PyTorch: no bool, float or str
-      throw RuntimeError(cat("set_num_threads expects an int, but got ", Py_TYPE(n.ptr())->tp_name));
-    int overflow = 0;
-    const long long threads = PyLong_AsLongLongAndOverflow(n.ptr(), &overflow);
-    if (overflow) throw ValueError("Overflow when unpacking long long");
-    if (threads > INT32_MAX || threads < INT32_MIN) throw ValueError("Overflow when unpacking long");
-    if (threads <= 0) throw RuntimeError("set_num_threads expects a positive integer");
-    set_num_threads(static_cast<int>(std::min<long long>(threads, kMaxThreads)));
-  }, "Sets the threads the long kernels use (default: the physical cores).");
+  m.def(
+      "set_num_threads",
+      [](py::handle n) {
+        if (!PyLong_Check(n.ptr()) || PyBool_Check(n.ptr()))  // as PyTorch: no bool, float or str
+          throw RuntimeError(cat("set_num_threads expects an int, but got ", Py_TYPE(n.ptr())->tp_name));
+        int overflow = 0;
+        const long long threads = PyLong_AsLongLongAndOverflow(n.ptr(), &overflow);
+        if (overflow) throw ValueError("Overflow when unpacking long long");
+        if (threads > INT32_MAX || threads < INT32_MIN) throw ValueError("Overflow when unpacking long");
+        if (threads <= 0) throw RuntimeError("set_num_threads expects a positive integer");
+        set_num_threads(static_cast<int>(std::min<long long>(threads, kMaxThreads)));
+      },
+      "Sets the threads the long kernels use (default: the physical cores).");
 
   bind_node(m);
   bind_autograd(m);

@@ -68,29 +68,35 @@ void bind_node(py::module_& m) {
   report_failed_node = &report_failure;
   m.def("is_anomaly_enabled", &anomaly_enabled);
   m.def("is_anomaly_check_nan_enabled", [] { return anomaly_check_nan.load(std::memory_order_relaxed); });
-  m.def("set_anomaly_enabled", [](py::handle enabled, py::handle check_nan) {
-    // PyTorch's switch takes bools only (no 1, no None).
-    auto flag = [](py::handle value, const char* name, int position) {
-      if (!PyBool_Check(value.ptr()))
-        throw TypeError(cat("set_anomaly_enabled(): argument '", name, "' (position ", position, ") must be bool, not ",
-                            type_name(value)));
-      return value.ptr() == Py_True;
-    };
-    set_anomaly_enabled(flag(enabled, "enabled", 1), flag(check_nan, "check_nan", 2));
-  }, py::arg("enabled"), py::arg("check_nan") = true);
+  m.def(
+      "set_anomaly_enabled",
+      [](py::handle enabled, py::handle check_nan) {
+        // PyTorch's switch takes bools only (no 1, no None).
+        auto flag = [](py::handle value, const char* name, int position) {
+          if (!PyBool_Check(value.ptr()))
+            throw TypeError(cat("set_anomaly_enabled(): argument '", name, "' (position ", position,
+                                ") must be bool, not ", type_name(value)));
+          return value.ptr() == Py_True;
+        };
+        set_anomaly_enabled(flag(enabled, "enabled", 1), flag(check_nan, "check_nan", 2));
+      },
+      py::arg("enabled"), py::arg("check_nan") = true);
   py::class_<PyNode>(m, "Node", py::dynamic_attr())
       .def("name", [](const PyNode& self) { return self.node->name(); })
       .def_property_readonly("next_functions", &next_functions)
       .def_property_readonly("variable",
                              [](const PyNode& self) -> py::object {
                                auto* acc = dynamic_cast<AccumulateGrad*>(self.node.get());
-                               if (!acc) throw py::attribute_error(cat("'", self.node->name(), "' object has no attribute 'variable'"));
+                               if (!acc)
+                                 throw py::attribute_error(
+                                     cat("'", self.node->name(), "' object has no attribute 'variable'"));
                                return py::cast(acc->variable);
                              })
       .def_property_readonly("metadata", [](const PyNode& self) { return metadata_of(*self.node.get()); })
       .def("__repr__", [](const PyNode& self) {
         std::string name = self.node->name();  // without the namespace of PyTorch's C++-only nodes
-        return cat("<", name.substr(name.rfind(':') + 1), " object at ", static_cast<const void*>(self.node.get()), ">");
+        return cat("<", name.substr(name.rfind(':') + 1), " object at ", static_cast<const void*>(self.node.get()),
+                   ">");
       });
 }
 

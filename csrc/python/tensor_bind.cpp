@@ -24,8 +24,8 @@ const Tensor* tensor_of(PyObject* obj) {
 PyObject* tensor_to_py(const Tensor& t) {
   // What pybind11's holder caster does, with the type's record looked up once.
   return py::detail::type_caster_generic::cast(py::detail::cast_sources(t.get(), tensor_info),
-                                               py::return_value_policy::take_ownership, py::handle(), nullptr,
-                                               nullptr, &t)
+                                               py::return_value_policy::take_ownership, py::handle(), nullptr, nullptr,
+                                               &t)
       .ptr();
 }
 
@@ -126,7 +126,7 @@ PyObject* number_slot(PyObject* a, PyObject* b, Op op, Reflected reflected) noex
 }
 
 #define FG_NUMBER_SLOT(slot, op, reflected_op)                                                       \
-  PyObject* slot(PyObject* a, PyObject* b) noexcept {                                               \
+  PyObject* slot(PyObject* a, PyObject* b) noexcept {                                                \
     return number_slot(a, b, [](const Tensor& x, const auto& y) { return op(x, y); }, reflected_op); \
   }
 FG_NUMBER_SLOT(nb_add, add, [](const Tensor& x, const Scalar& s) { return add(x, s); })
@@ -283,20 +283,23 @@ void bind_tensor(py::module_& m) {
   tensor_info = py::detail::get_type_info(typeid(TensorImpl));
   cls.def_property_readonly("shape", [](const Tensor& t) { return size_to_py(t->shape); })
       .def_property_readonly("dtype", [](const Tensor& t) { return dtype_to_py(t->dtype); })
-      .def_property("requires_grad", [](const Tensor& t) { return t->requires_grad(); },
-                    [](const Tensor& t, py::handle flag) {
-                      if (!PyBool_Check(flag.ptr())) throw RuntimeError("requires_grad must be a bool");  // as PyTorch
-                      set_requires_grad(t, flag.ptr() == Py_True);
-                    })
-      .def_property_readonly("is_leaf", [](const Tensor& t) {
-        refresh_view_history(t);
-        return t->is_leaf();
-      })
+      .def_property(
+          "requires_grad", [](const Tensor& t) { return t->requires_grad(); },
+          [](const Tensor& t, py::handle flag) {
+            if (!PyBool_Check(flag.ptr())) throw RuntimeError("requires_grad must be a bool");  // as PyTorch
+            set_requires_grad(t, flag.ptr() == Py_True);
+          })
+      .def_property_readonly("is_leaf",
+                             [](const Tensor& t) {
+                               refresh_view_history(t);
+                               return t->is_leaf();
+                             })
       .def_property("grad", &get_grad, &set_grad)
-      .def_property_readonly("grad_fn", [](const Tensor& t) {
-        refresh_view_history(t);
-        return node_to_py(t->grad_fn);
-      })
+      .def_property_readonly("grad_fn",
+                             [](const Tensor& t) {
+                               refresh_view_history(t);
+                               return node_to_py(t->grad_fn);
+                             })
       .def_property("data", &untracked_alias, &set_data)
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
@@ -312,27 +315,29 @@ void bind_tensor(py::module_& m) {
       .def("item", &item_to_py)
       .def("retain_grad", &retain_grad)
       .def("detach", [](const Tensor& x) { return alias(x); })
-      .def("detach_", [](const Tensor& x) {
-        x->grad_fn = NodeRef();
-        x->requires_grad_leaf = false;
-        return x;
-      })
+      .def("detach_",
+           [](const Tensor& x) {
+             x->grad_fn = NodeRef();
+             x->requires_grad_leaf = false;
+             return x;
+           })
       .def("clone", [](const Tensor& x) { return clone(x); })
       .def("contiguous", [](const Tensor& x) { return contiguous(x); })
       .def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }))
       .def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }))
-      .def("pow_", named_binary("pow_", [](const Tensor& a, const auto& b) { return pow_(a, b); }, "exponent"))
+      .def("pow_", named_binary(
+                       "pow_", [](const Tensor& a, const auto& b) { return pow_(a, b); }, "exponent"))
       .def("backward", &tensor_backward, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
            py::arg("create_graph") = false)
-      .def("__len__", [](const Tensor& t) {
-        if (t->dim() == 0) throw TypeError("len() of a 0-d tensor");
-        return t->shape[0];
-      })
+      .def("__len__",
+           [](const Tensor& t) {
+             if (t->dim() == 0) throw TypeError("len() of a 0-d tensor");
+             return t->shape[0];
+           })
       .def("__hash__", [](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); })
       .def("__getitem__", [](const Tensor& t, py::handle key) { return getitem(t, parse_index(t, key)); })
-      .def("__setitem__", [](const Tensor& t, py::handle key, py::handle value) {
-        setitem(t, parse_index(t, key), tensor_or_scalar(value, t->dtype));
-      })
+      .def("__setitem__", [](const Tensor& t, py::handle key,
+                             py::handle value) { setitem(t, parse_index(t, key), tensor_or_scalar(value, t->dtype)); })
       .def("__add__", &slot_method<nb_add>)
       .def("__radd__", &slot_method<nb_add, true>)
       .def("__sub__", &slot_method<nb_subtract>)
@@ -354,15 +359,17 @@ void bind_tensor(py::module_& m) {
       .def("__mod__", binary([](const Tensor& a, const auto& b) { return remainder(a, b); }))
       .def("__rmod__", reflected([](const Tensor& a, const Scalar& s) { return rremainder(a, s); }))
       .def("__imod__", binary([](const Tensor& a, const auto& b) { return remainder_(a, b); }))
-      .def("__invert__", [](const Tensor& a) {
-        if (is_floating(a->dtype))
-          throw TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
-        return bitwise_not(a);
-      })
-      .def("__matmul__", [](const Tensor& a, py::handle b) -> py::object {
-        const Tensor* t = tensor_of(b.ptr());
-        return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();
-      })
+      .def("__invert__",
+           [](const Tensor& a) {
+             if (is_floating(a->dtype))
+               throw TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+             return bitwise_not(a);
+           })
+      .def("__matmul__",
+           [](const Tensor& a, py::handle b) -> py::object {
+             const Tensor* t = tensor_of(b.ptr());
+             return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();
+           })
       .def("__neg__", [](const Tensor& a) { return neg(a); })
       .def("__abs__", [](const Tensor& a) { return abs(a); })
       .def("__lt__", comparison(CompareOp::Lt))
@@ -424,8 +431,9 @@ void bind_tensor(py::module_& m) {
   m.def("bitwise_not", [](const Tensor& x) { return bitwise_not(x); });
   m.def("bitwise_not_", [](const Tensor& x) { return bitwise_not_(x); });
   // Named comparisons (fastgrad.lt(x, y), x.lt(y)); the operators return NotImplemented instead.
-  for (auto [name, op] : {std::pair{"lt", CompareOp::Lt}, std::pair{"le", CompareOp::Le}, std::pair{"gt", CompareOp::Gt},
-                          std::pair{"ge", CompareOp::Ge}, std::pair{"eq", CompareOp::Eq}, std::pair{"ne", CompareOp::Ne}})
+  for (auto [name, op] :
+       {std::pair{"lt", CompareOp::Lt}, std::pair{"le", CompareOp::Le}, std::pair{"gt", CompareOp::Gt},
+        std::pair{"ge", CompareOp::Ge}, std::pair{"eq", CompareOp::Eq}, std::pair{"ne", CompareOp::Ne}})
     m.def(name, named_binary(name, [op = op](const Tensor& a, const auto& b) { return compare(a, b, op); }));
   m.def("result_type", [](const Tensor& a, py::handle b) {
     if (py::isinstance<TensorImpl>(b)) return dtype_to_py(result_type(a, b.cast<Tensor>()));
@@ -451,8 +459,10 @@ void bind_tensor(py::module_& m) {
   m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
   m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
   m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
-  m.def("clamp", [](const Tensor& x, py::handle lo, py::handle hi) { return clamp(x, opt_scalar(lo), opt_scalar(hi)); });
-  m.def("clamp_", [](const Tensor& x, py::handle lo, py::handle hi) { return clamp_(x, opt_scalar(lo), opt_scalar(hi)); });
+  m.def("clamp",
+        [](const Tensor& x, py::handle lo, py::handle hi) { return clamp(x, opt_scalar(lo), opt_scalar(hi)); });
+  m.def("clamp_",
+        [](const Tensor& x, py::handle lo, py::handle hi) { return clamp_(x, opt_scalar(lo), opt_scalar(hi)); });
   m.def("clamp_tensor", [](const Tensor& x, py::handle lo, py::handle hi) {
     return clamp(x, lo.is_none() ? Tensor() : lo.cast<Tensor>(), hi.is_none() ? Tensor() : hi.cast<Tensor>());
   });
@@ -474,9 +484,8 @@ void bind_tensor(py::module_& m) {
     return unary(fg::sum, x, dims, keepdim,
                  dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype)));
   });
-  m.def("mean", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
-    return unary(fg::mean, x, dims, keepdim);
-  });
+  m.def("mean",
+        [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return unary(fg::mean, x, dims, keepdim); });
   m.def("prod", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return prod(x, dim, keepdim); });
   m.def("var", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
     return var(x, dims, correction, keepdim);
@@ -492,7 +501,8 @@ void bind_tensor(py::module_& m) {
   m.def("min_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return min_dim(x, dim, keepdim); });
   m.def("argmax", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmax(x, dim, keepdim); });
   m.def("argmin", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmin(x, dim, keepdim); });
-  m.def("norm", [](const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) { return norm(x, p, dims, keepdim); });
+  m.def("norm",
+        [](const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) { return norm(x, p, dims, keepdim); });
 
   m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
   m.def("reshape", [](const Tensor& x, Shape shape) { return reshape(x, shape); });

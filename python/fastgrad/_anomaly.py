@@ -1,6 +1,7 @@
 """Anomaly mode's backend-independent helpers: what a node keeps of its forward call, and the
 warning shown when its backward fails. Both engines (the core's, through csrc/python/node_bind.cpp,
 and the reference's) call these; the public switches are fastgrad.autograd.anomaly_mode."""
+
 import os
 import traceback
 import warnings
@@ -21,9 +22,12 @@ def warn_failed_node(node_name, forward_stack):
     """PyTorch's warning for a node whose backward failed in anomaly mode, with the traceback of the
     forward call that recorded it when anomaly mode was on then."""
     if forward_stack is None:
-        message = (f"Error detected in {node_name}. No forward pass information available. Enable detect anomaly "
-                   "during forward pass for more information.")
+        message = (
+            f"Error detected in {node_name}. No forward pass information available. Enable detect anomaly "
+            "during forward pass for more information."
+        )
     else:
         message = f"Error detected in {node_name}. Traceback of forward call that caused the error:\n" + "".join(
-            forward_stack)
+            forward_stack
+        )
     warnings.warn(message, UserWarning, stacklevel=2)

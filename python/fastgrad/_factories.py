@@ -5,6 +5,7 @@ Written once for both backends, over the backend's primitives (_prims.full, aran
 see _methods for how the reference runs this module too). Random values come from a numpy
 Generator (generating numbers is not tensor math): the same seed gives both backends the same values.
 """
+
 import builtins
 import numbers
 import warnings
@@ -36,6 +37,7 @@ def _finish(t, requires_grad):
 
 # ---- from data
 
+
 def _dtype_of_array(array):
     """The dtype that holds a numpy array's values: integers widen to int64, floats other than
     float64 become float32."""
@@ -46,16 +48,20 @@ def _dtype_of_array(array):
         return int64
     if kind == "f":
         return float64 if array.dtype == np.float64 else float32
-    raise TypeError(f"can't convert np.ndarray of type numpy.{array.dtype}. "
-                    "The only supported types are: float64, float32, int64, and bool.")
+    raise TypeError(
+        f"can't convert np.ndarray of type numpy.{array.dtype}. "
+        "The only supported types are: float64, float32, int64, and bool."
+    )
 
 
 def _from_array(array, dtype):
     """A copy of a numpy array's values as a new tensor of `dtype` (numpy converts them). An array
     in the other byte order is refused, as by from_numpy (numpy would swap it; PyTorch refuses it)."""
     if not array.dtype.isnative:
-        raise ValueError("given numpy array has byte order different from the native byte order. Conversion between "
-                         "byte orders is currently not supported.")
+        raise ValueError(
+            "given numpy array has byte order different from the native byte order. Conversion between "
+            "byte orders is currently not supported."
+        )
     return _prims.from_numpy(np.asarray(_normalised_bools(array), dtype=_NUMPY_TYPES[dtype]), share_memory=False)
 
 
@@ -93,9 +99,13 @@ def _scan(data, depth, shape, dtypes, values):
         elif shape[depth] != len(data):
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(data)})")
         if isinstance(data, np.ndarray):  # its dtype counts even with no elements
-            warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
-                          "converting the list to a single numpy.ndarray with numpy.array() before converting to a "
-                          "tensor.", UserWarning, stacklevel=depth + 3)  # the caller of tensor()
+            warnings.warn(
+                "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
+                "converting the list to a single numpy.ndarray with numpy.array() before converting to a "
+                "tensor.",
+                UserWarning,
+                stacklevel=depth + 3,
+            )  # the caller of tensor()
             dtypes.add(_dtype_of_array(data))
         for item in data:
             _scan(item, depth + 1, shape, dtypes, values)
@@ -120,9 +130,12 @@ def _scan(data, depth, shape, dtypes, values):
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     _cpu_only(device)
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
-                      "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
+            "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+            UserWarning,
+            stacklevel=2,
+        )
         t = _prims.clone(data.detach())
         t = t if dtype is None else _prims.to_dtype(t, dtype)
     elif isinstance(data, (np.ndarray, np.generic)):  # a numpy scalar keeps its dtype, as a 0-d array does
@@ -132,8 +145,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         _scan(data, 0, shape, dtypes, values)
         # PyTorch promotes the dtypes of all the numbers; over bool < int64 < float32 < float64 that is the widest
         inferred = builtins.max(dtypes, key=ALL_DTYPES.index) if dtypes else float32
-        if inferred is int64 and dtype in (None, int64) and not builtins.all(
-                -2 ** 63 <= v < 2 ** 63 for v in values):  # the reference's int64 array would wrap it
+        if (
+            inferred is int64 and dtype in (None, int64) and not builtins.all(-(2**63) <= v < 2**63 for v in values)
+        ):  # the reference's int64 array would wrap it
             raise ValueError("Overflow when unpacking long long")
         t = _prims.from_values(values, shape, dtype or inferred, inferred)
     return _finish(t, requires_grad)
@@ -158,10 +172,14 @@ def from_numpy(array):
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     if not array.flags.writeable:
-        warnings.warn("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
-                      "means writing to this tensor will result in undefined behavior. You may want to copy the array "
-                      "to protect its data or make it writable before converting it to a tensor. This type of warning "
-                      "will be suppressed for the rest of this program.", UserWarning, stacklevel=2)
+        warnings.warn(
+            "The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This "
+            "means writing to this tensor will result in undefined behavior. You may want to copy the array "
+            "to protect its data or make it writable before converting it to a tensor. This type of warning "
+            "will be suppressed for the rest of this program.",
+            UserWarning,
+            stacklevel=2,
+        )
         array = _writable_copy(array)
     _normalised_bools(array, in_place=True)
     return _prims.from_numpy(array, share_memory=True)
@@ -199,11 +217,18 @@ Tensor.__init__ = lambda self, *args, **kwargs: None
 
 # ---- filled
 
+
 def _filled(size, value, dtype, requires_grad, device, out=None):
     _cpu_only(device)
-    dtype = dtype or (float32 if isinstance(value, builtins.float) or value is None else int64 if isinstance(
-        value, numbers.Integral) and not isinstance(value, builtins.bool) else bool_ if isinstance(
-        value, builtins.bool) else float32)
+    dtype = dtype or (
+        float32
+        if isinstance(value, builtins.float) or value is None
+        else int64
+        if isinstance(value, numbers.Integral) and not isinstance(value, builtins.bool)
+        else bool_
+        if isinstance(value, builtins.bool)
+        else float32
+    )
     t = _prims.empty(_sizes(size), dtype) if value is None else _prims.full(_sizes(size), value, dtype)
     t = _finish(t, requires_grad)
     if out is not None:
@@ -248,6 +273,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 # ---- ranges
 
+
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     _cpu_only(device)
     if end is None:
@@ -275,6 +301,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 # ---- random numbers (numpy's generator; manual_seed makes runs reproducible)
 
+
 def manual_seed(seed):
     global _rng
     _rng = np.random.default_rng(int(seed))
@@ -282,7 +309,7 @@ def manual_seed(seed):
 
 
 def seed():
-    manual_seed(np.random.SeedSequence().entropy % (2 ** 63))
+    manual_seed(np.random.SeedSequence().entropy % (2**63))
 
 
 def _random_shape(size, device):
@@ -318,7 +345,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
 def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
-    if not -2 ** 63 <= low < 2 ** 63 or not -2 ** 63 <= high < 2 ** 63:
+    if not -(2**63) <= low < 2**63 or not -(2**63) <= high < 2**63:
         raise ValueError("Overflow when unpacking long long")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
@@ -341,6 +368,7 @@ def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_gr
 
 
 # ---- Tensor methods that make values: new_* (self's dtype by default) and in-place random fills
+
 
 def _new(fill):
     def new(self, *size, dtype=None, device=None, requires_grad=False):

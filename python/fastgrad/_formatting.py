@@ -2,6 +2,7 @@
 
 Pure Python + numpy so the C++ core only has to hand over its data as an ndarray.
 """
+
 import math
 
 import numpy as np
@@ -65,8 +66,10 @@ def _summarized(values):
     gather over all dimensions at once reads only these elements (a stride-0 view from expand may
     stand for far more elements than fit in memory).
     """
-    keep = [list(range(EDGEITEMS)) + list(range(size - EDGEITEMS, size)) if size > 2 * EDGEITEMS
-            else list(range(size)) for size in values.shape]
+    keep = [
+        list(range(EDGEITEMS)) + list(range(size - EDGEITEMS, size)) if size > 2 * EDGEITEMS else list(range(size))
+        for size in values.shape
+    ]
     return values[np.ix_(*keep)]
 
 
@@ -76,9 +79,11 @@ def _body(values, indent, summarize, formatter):
         return formatter.format(values.item())
 
     if values.ndim == 1:
+
         def pieces(part):
             return [formatter.format(v) for v in part.tolist()]
     else:
+
         def pieces(part):
             return [_body(row, indent + 1, summarize, formatter) for row in part]
 
@@ -92,7 +97,7 @@ def _body(values, indent, summarize, formatter):
     if values.ndim == 1:
         # Each element takes its width plus ', '; torch wraps by count, not by measured length.
         per_line = max(1, (LINEWIDTH - indent) // (formatter.width + 2))
-        items = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+        items = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         separator = ",\n" + " " * (indent + 1)
     else:
         # Sub-blocks of a d-dim tensor are set apart by d-1 newlines (blank lines between matrices).

@@ -4,6 +4,7 @@ Written once for both backends, over the backend's flag (_prims.is_grad_enabled 
 _prims._set_grad_enabled: thread-local, in the C++ core or in reference._autograd); see _methods for
 how the reference runs this module too.
 """
+
 import functools
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own

@@ -6,6 +6,7 @@ Written once for both backends (see _shared). The backend keeps the hooks and it
 registers a function and returns one that removes it); here are PyTorch's checks of the arguments
 and of what a hook returns, and the handle that removes a hook.
 """
+
 import builtins
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
@@ -43,8 +44,9 @@ def _check_replacement(hook, original, result):
     if not isinstance(result, Tensor):
         raise TypeError(f"expected Variable, but hook returned '{builtins.type(result).__name__}'")
     if result.dtype != original.dtype:
-        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {original.type()} got "
-                           f"{result.type()})")
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has changed the type of value (was {original.type()} got {result.type()})"
+        )
     if result.shape != original.shape:
         raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
 
@@ -56,8 +58,10 @@ def _check_replacements(hook, originals, result):
     if not isinstance(result, tuple):
         raise TypeError(f"expected tuple, but hook returned '{builtins.type(result).__name__}'")
     if len(result) != len(originals):
-        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got {len(result)}, "
-                           f"but expected {len(originals)})")
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got {len(result)}, "
+            f"but expected {len(originals)})"
+        )
     for original, replacement in zip(originals, result):
         _check_replacement(hook, original, replacement)
 
@@ -94,6 +98,7 @@ def register_post_accumulate_grad_hook(self, hook):
 
 def register_prehook(self, hook):
     """hook(grad_outputs) runs before this node; a tuple it returns replaces the gradients it gets."""
+
     def checked(grad_outputs):
         result = hook(grad_outputs)
         _check_replacements(hook, grad_outputs, result)
@@ -105,6 +110,7 @@ def register_prehook(self, hook):
 def register_node_hook(self, hook):
     """hook(grad_inputs, grad_outputs) runs after this node; a tuple it returns replaces the
     gradients it computed for its inputs (grad_inputs: one per next_functions entry, None where none)."""
+
     def checked(grad_inputs, grad_outputs):
         result = hook(grad_inputs, grad_outputs)
         _check_replacements(hook, grad_inputs, result)

@@ -7,6 +7,7 @@ backend's own (bound in C++, or by reference._prims); what is here parses flexib
 as varargs or a tuple, `dim=None | int | tuple`, keyword options, `out=`) and calls the
 fixed-signature primitives. Each method in FUNCTIONS is also a module function (fastgrad.sum(x, 0) == x.sum(0)).
 """
+
 import builtins
 import collections
 import copy as _copy
@@ -21,7 +22,7 @@ from fastgrad._types import device, dtype as _dtype, float32, float64, int64, bo
 Tensor = _prims.Tensor
 
 
-METHODS = {}    # attached to Tensor
+METHODS = {}  # attached to Tensor
 FUNCTIONS = {}  # exported by the package
 
 
@@ -37,6 +38,7 @@ def method(func=None, *, function=True):
 
 # ---- argument helpers
 
+
 def _sizes(args, what="size"):
     """(2, 3), ((2, 3),) and ([2, 3],) all mean the sizes [2, 3]; each an int64, as PyTorch unpacks them."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
@@ -47,13 +49,16 @@ def _sizes(args, what="size"):
             size = _index(a)
         except TypeError:
             if len(args) == 1:
-                raise TypeError(f"argument '{what}' (position 1) must be tuple of ints, not "
-                                f"{builtins.type(a).__name__}") from None
-            error = f"\"type must be tuple of ints,but got {builtins.type(a).__name__}\""
+                raise TypeError(
+                    f"argument '{what}' (position 1) must be tuple of ints, not {builtins.type(a).__name__}"
+                ) from None
+            error = f'"type must be tuple of ints,but got {builtins.type(a).__name__}"'
             raise TypeError(f"argument '{what}' failed to unpack the object at pos {pos} with error {error}") from None
-        if not -2 ** 63 <= size < 2 ** 63:
-            raise TypeError(f"argument '{what}' failed to unpack the object at pos {pos} with error \"Overflow when "
-                            f"unpacking long long\"")
+        if not -(2**63) <= size < 2**63:
+            raise TypeError(
+                f"argument '{what}' failed to unpack the object at pos {pos} with error \"Overflow when "
+                f'unpacking long long"'
+            )
         sizes.append(size)
     return sizes
 
@@ -92,6 +97,7 @@ def _with_out(result, out):
 
 
 # ---- printing and conversion to Python
+
 
 def __repr__(self):
     try:
@@ -187,9 +193,11 @@ def __copy__(self):
 
 def __deepcopy__(self, memo):
     if not self.is_leaf:
-        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
-                           "the moment.  If you were attempting to deepcopy a module, this may be because of a "
-                           "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        raise RuntimeError(
+            "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol at "
+            "the moment.  If you were attempting to deepcopy a module, this may be because of a "
+            "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001"
+        )
     # The whole storage is copied once per deepcopy (memo), so views copied together share it, as in PyTorch.
     storage, numel = _prims.storage_span(self)
     whole = memo.get(("storage", storage))
@@ -230,6 +238,7 @@ def _T(self):
 
 
 # ---- device and dtype conversion
+
 
 def _device(self):
     return device("cpu")
@@ -282,10 +291,13 @@ def _bool(self):
 
 # ---- autograd helpers
 
+
 def requires_grad_(self, requires_grad=True):
     if not isinstance(requires_grad, builtins.bool):  # as PyTorch, not taken for its truth value
-        raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
-                        f"{builtins.type(requires_grad).__name__}")
+        raise TypeError(
+            "requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+            f"{builtins.type(requires_grad).__name__}"
+        )
     if requires_grad and not self.dtype.is_floating_point:
         raise RuntimeError("only Tensors of floating point dtype can require gradients")
     if requires_grad and not self.is_leaf:  # as PyTorch: it already requires grad, so nothing changes
@@ -299,6 +311,7 @@ def clone(input):
 
 
 # ---- elementwise
+
 
 def _times_alpha(input, other, alpha):
     """other * alpha for add/sub, in the dtype of input + other: alpha takes no part in type
@@ -335,8 +348,9 @@ def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         return _with_out(_prims.div(input, other), out)
     if rounding_mode not in ("floor", "trunc"):
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                           f"'{rounding_mode}'")
+        raise RuntimeError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
     return _with_out(getattr(_prims, f"div_{rounding_mode}")(input, other), out)
 
 
@@ -388,18 +402,23 @@ for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
 
 def _logical_form(name, bitwise):
     """fastgrad.logical_<op>(input, other): the bitwise op of the operands' truth values (tensors only)."""
+
     def op(input, other, *, out=None):
         if not isinstance(other, Tensor):
-            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, "
-                            f"not {builtins.type(other).__name__}")
+            raise TypeError(
+                f"{name}(): argument 'other' (position 2) must be Tensor, not {builtins.type(other).__name__}"
+            )
         return _with_out(bitwise(_prims.to_dtype(input, bool_), _prims.to_dtype(other, bool_)), out)
 
     op.__name__ = name
     return method(op)
 
 
-for _name, _bitwise in [("logical_and", _prims.bitwise_and), ("logical_or", _prims.bitwise_or),
-                        ("logical_xor", _prims.bitwise_xor)]:
+for _name, _bitwise in [
+    ("logical_and", _prims.bitwise_and),
+    ("logical_or", _prims.bitwise_or),
+    ("logical_xor", _prims.bitwise_xor),
+]:
     _logical_form(_name, _bitwise)
 
 
@@ -430,8 +449,10 @@ def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         for bound in (min, max):
             if bound is not None and not isinstance(bound, Tensor):
-                raise TypeError("clamp(): min and max must both be tensors or both be numbers, "
-                                f"got {builtins.type(min).__name__} and {builtins.type(max).__name__}")
+                raise TypeError(
+                    "clamp(): min and max must both be tensors or both be numbers, "
+                    f"got {builtins.type(min).__name__} and {builtins.type(max).__name__}"
+                )
         return _with_out(_prims.clamp_tensor(input, min, max), out)
     return _with_out(_prims.clamp(input, min, max), out)
 
@@ -487,6 +508,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 # ---- in place
 
+
 def _inplace_with_alpha(primitive):
     def op(self, other, *, alpha=1):
         return primitive(self, _times_alpha(self, other, alpha))
@@ -532,6 +554,7 @@ def copy_(self, src, non_blocking=False):
 
 
 # ---- reductions
+
 
 @method
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -628,6 +651,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 # ---- softmax: fused, numerically stable kernels. `dtype` converts the input first (ToCopyBackward0 shows).
 
+
 @method
 def softmax(input, dim, dtype=None):
     if dtype is not None:
@@ -649,6 +673,7 @@ for _name in ["matmul", "mm", "bmm", "mv", "dot", "maximum", "minimum"]:
 
 
 # ---- shapes
+
 
 def reshape(self, *shape):
     return _prims.reshape(self, _sizes(shape, "shape"))
@@ -724,8 +749,8 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-
 # ---- composed from the ops above (their graphs record the parts, e.g. SliceBackward0 for split)
+
 
 @method
 def is_floating_point(input):
@@ -741,8 +766,10 @@ def split(tensor, split_size_or_sections, dim=0):
     if isinstance(split_size_or_sections, (list, tuple)):
         sections = [_index(s) for s in split_size_or_sections]
         if builtins.sum(sections) != length or builtins.any(s < 0 for s in sections):
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
-                               f"at dimension {dim}), but got split_sizes={sections}")
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
+                f"at dimension {dim}), but got split_sizes={sections}"
+            )
     else:
         size = _index(split_size_or_sections)
         if size < 0:
@@ -823,35 +850,81 @@ def gather(input, dim, index):
     dim = _wrap_dim(_index(dim), input.dim())
     for d in builtins.range(input.dim()):
         if d != dim and index.shape[d] > input.shape[d]:
-            raise RuntimeError(f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
-                               f"no larger than self {list(input.shape)} apart from dimension {dim}")
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
+                f"no larger than self {list(input.shape)} apart from dimension {dim}"
+            )
     _check_gather_index(index, dim, input.shape[dim])
-    key = [_prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(index.dim())])
-           for d, n in enumerate(index.shape)]
+    key = [
+        _prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(index.dim())])
+        for d, n in enumerate(index.shape)
+    ]
     key[dim] = index
     return input[tuple(key)]
 
+
 # ---- attach
 for _name, _value in {
-    "__repr__": __repr__, "__str__": __repr__, "__format__": __format__, "__bool__": __bool__,
-    "__float__": __float__, "__int__": __int__, "__index__": __index__, "__iter__": __iter__,
-    "__array__": __array__, "__array_priority__": __array_priority__, "__array_wrap__": __array_wrap__,
-    "__rmatmul__": __rmatmul__, "__reduce_ex__": __reduce_ex__, "__deepcopy__": __deepcopy__, "__copy__": __copy__,
-    "tolist": tolist, "numpy": numpy, "size": size, "stride": stride, "T": property(_T),
-    "device": property(_device), "is_cuda": False, "cpu": cpu, "cuda": cuda, "to": to, "type": type,
-    "float": float, "double": double, "long": long, "bool": _bool,
+    "__repr__": __repr__,
+    "__str__": __repr__,
+    "__format__": __format__,
+    "__bool__": __bool__,
+    "__float__": __float__,
+    "__int__": __int__,
+    "__index__": __index__,
+    "__iter__": __iter__,
+    "__array__": __array__,
+    "__array_priority__": __array_priority__,
+    "__array_wrap__": __array_wrap__,
+    "__rmatmul__": __rmatmul__,
+    "__reduce_ex__": __reduce_ex__,
+    "__deepcopy__": __deepcopy__,
+    "__copy__": __copy__,
+    "tolist": tolist,
+    "numpy": numpy,
+    "size": size,
+    "stride": stride,
+    "T": property(_T),
+    "device": property(_device),
+    "is_cuda": False,
+    "cpu": cpu,
+    "cuda": cuda,
+    "to": to,
+    "type": type,
+    "float": float,
+    "double": double,
+    "long": long,
+    "bool": _bool,
     "requires_grad_": requires_grad_,
-    "clamp_": clamp_, "clip_": clamp_, "fill_": fill_, "zero_": zero_, "copy_": copy_,
-    "reshape": reshape, "view": view, "view_as": view_as, "reshape_as": reshape_as, "expand": expand,
-    "expand_as": expand_as, "permute": permute, "where": _where_method,
+    "clamp_": clamp_,
+    "clip_": clamp_,
+    "fill_": fill_,
+    "zero_": zero_,
+    "copy_": copy_,
+    "reshape": reshape,
+    "view": view,
+    "view_as": view_as,
+    "reshape_as": reshape_as,
+    "expand": expand,
+    "expand_as": expand_as,
+    "permute": permute,
+    "where": _where_method,
 }.items():
     setattr(Tensor, _name, _value)
 for _name, _value in METHODS.items():
     if not _name.startswith("_"):
         setattr(Tensor, _name, _value)
 # fastgrad.reshape(x, (2, 3)) / fastgrad.permute(x, (1, 0)) take the sizes as one argument.
-FUNCTIONS.update(cat=cat, stack=stack, concat=cat, concatenate=cat, numel=numel, is_tensor=is_tensor,
-                 reshape=lambda input, shape: reshape(input, shape), permute=lambda input, dims: permute(input, dims))
+FUNCTIONS.update(
+    cat=cat,
+    stack=stack,
+    concat=cat,
+    concatenate=cat,
+    numel=numel,
+    is_tensor=is_tensor,
+    reshape=lambda input, shape: reshape(input, shape),
+    permute=lambda input, dims: permute(input, dims),
+)
 FUNCTIONS["config"] = _prims.config  # the backend's build and runtime configuration (SIMD ISA, threads)
 FUNCTIONS["set_num_threads"] = _prims.set_num_threads
 FUNCTIONS["get_num_threads"] = _prims.get_num_threads

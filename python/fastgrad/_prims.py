@@ -3,6 +3,7 @@ for the C++ backend: the core's functions (fastgrad._C, bound in csrc/python/ten
 the few the core leaves to Python, done here over numpy. fastgrad.reference._prims provides the
 same names with the same semantics in pure Python.
 """
+
 import numpy as np
 
 from ._C import *  # noqa: F401,F403  add, sum, reshape, full, from_numpy, ...: the core's fixed-signature ops

@@ -7,6 +7,7 @@ fastgrad imports them as usual, over fastgrad._prims (the C++ core). `fastgrad.r
 the same source executed a second time as a submodule of fastgrad.reference, so that its relative
 imports bind to the reference: fastgrad.reference._prims, the same primitives in pure Python.
 """
+
 import importlib.util
 import pathlib
 import sys
@@ -22,8 +23,9 @@ def load_shared_into(package_name):
         path = _HERE / sub
         name = f"{package_name}.{sub}"
         if path.is_dir():  # a subpackage
-            spec = importlib.util.spec_from_file_location(name, path / "__init__.py",
-                                                          submodule_search_locations=[str(path)])
+            spec = importlib.util.spec_from_file_location(
+                name, path / "__init__.py", submodule_search_locations=[str(path)]
+            )
         else:
             spec = importlib.util.spec_from_file_location(name, path.with_suffix(".py"))
         module = importlib.util.module_from_spec(spec)

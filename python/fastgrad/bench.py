@@ -9,6 +9,7 @@ samples, each long enough to time). Prints markdown tables with a machine line a
 A ratio is how many times faster fastgrad is than the peer (peer time / fastgrad time), so > 1 means
 fastgrad wins. Each row names its target (the goals of issue 5, in TARGETS) and whether it is met.
 """
+
 import argparse
 import importlib
 import os
@@ -87,11 +88,12 @@ class Row:
 
     def targets(self):
         """The targets of the longest TARGETS prefix that names this row."""
-        prefixes = [p for p in TARGETS if self.name.startswith(p) and not self.name[len(p):][:1].isalnum()]
+        prefixes = [p for p in TARGETS if self.name.startswith(p) and not self.name[len(p) :][:1].isalnum()]
         return TARGETS[max(prefixes, key=len)] if prefixes else []
 
 
 # --- the problems, each written once per library --------------------------------------------------
+
 
 def tiny_pair(lib, rng, n=8):
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
@@ -115,10 +117,12 @@ def op_forward_backward(lib, rng):
             z.sum()
             gx.__iadd__(y + 1)
             gy.__iadd__(x)
+
         return step
 
     def step():
         (x * y + x).sum().backward()
+
     return step
 
 
@@ -156,6 +160,7 @@ def mlp_raw(lib, rng, sizes=(64, 128, 10), batch=32):
                 p -= LR * p.grad
                 p.grad = None
         return loss.item()
+
     return step
 
 
@@ -176,10 +181,15 @@ def mlp_numpy(x, labels, weights):
         grad_logits[rows, labels] -= 1
         grad_logits /= len(x)
         grad_hidden = (grad_logits @ w2.T) * (pre > 0)
-        for p, g in ((w2, hidden.T @ grad_logits), (b2, grad_logits.sum(0)),
-                     (w1, x.T @ grad_hidden), (b1, grad_hidden.sum(0))):
+        for p, g in (
+            (w2, hidden.T @ grad_logits),
+            (b2, grad_logits.sum(0)),
+            (w1, x.T @ grad_hidden),
+            (b1, grad_hidden.sum(0)),
+        ):
             p -= LR * g
         return float(loss)
+
     return step
 
 
@@ -199,6 +209,7 @@ def mlp_nn(lib, rng, sizes=(64, 128, 10), batch=32):
         loss.backward()
         optimizer.step()
         return loss.item()
+
     return step
 
 
@@ -209,6 +220,7 @@ def matmul(n):
         if lib is not np:
             a, b = lib.tensor(a), lib.tensor(b)
         return lambda: a @ b
+
     return make
 
 
@@ -221,16 +233,21 @@ def elementwise(op, n):
         if op == "add":
             return lambda: a + b
         return (lambda: np.exp(a)) if lib is np else a.exp
+
     return make
 
 
 def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
     """karpathy's micrograd demo on 0-d tensors: an MLP of scalar neurons (ReLU hidden layers, linear
     output), max-margin loss over a few points, backward, SGD on every scalar parameter."""
+
     def scalar(v, grad=False):
         return lib.tensor(float(v), requires_grad=grad)
-    layers = [[([scalar(rng.uniform(-1, 1), True) for _ in range(fan_in)], scalar(0.0, True))
-               for _ in range(fan_out)] for fan_in, fan_out in zip(sizes, sizes[1:])]
+
+    layers = [
+        [([scalar(rng.uniform(-1, 1), True) for _ in range(fan_in)], scalar(0.0, True)) for _ in range(fan_out)]
+        for fan_in, fan_out in zip(sizes, sizes[1:])
+    ]
     params = [p for layer in layers for w, b in layer for p in (*w, b)]
     points = [[scalar(v) for v in rng.standard_normal(sizes[0])] for _ in range(batch)]
     targets = [float(rng.choice((-1.0, 1.0))) for _ in range(batch)]
@@ -254,6 +271,7 @@ def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
                 p -= 0.05 * p.grad
                 p.grad = None
         return loss.item()
+
     return step
 
 
@@ -266,22 +284,42 @@ def groups(quick):
     big = 1 << 20 if quick else 16_000_000
     small = 1 << 16 if quick else 1_000_000
     return {
-        "op": [("op forward z=x*y+x (8 elems, grad recorded)", op_forward, None, None, NUMPY_TOO),
-               ("op forward+backward z.sum().backward()", op_forward_backward, None, None, NUMPY_TOO)],
-        "mlp": [("MLP 64-128-10 b32 step, raw tensors", mlp_raw, None, None, NUMPY_TOO),
-                ("MLP 64-128-10 b32 step, nn.Linear+optim.SGD", mlp_nn, None, None, NO_NUMPY),
-                ("MLP 784-256-10 b64 step, nn.Linear+optim.SGD",
-                 lambda lib, rng: mlp_nn(lib, rng, (784, 256, 10), 64), None, None, NUMPY_TOO[:3])],
-        "matmul": [(f"matmul {n} x {n} float32", matmul(n), 2 * n ** 3, "GFLOP/s",
-                    NUMPY_TOO if n <= 64 else NUMPY_TOO[:3]) for n in ((64, 256) if quick else (64, 256, 1024))],
-        "elementwise": [(f"{op} {n:.1e} float32", elementwise(op, n), n, "Gelem/s",
-                         NUMPY_TOO if n <= small and op == "add" else NUMPY_TOO[:3])
-                        for op in ("add", "exp") for n in (small, big)],
+        "op": [
+            ("op forward z=x*y+x (8 elems, grad recorded)", op_forward, None, None, NUMPY_TOO),
+            ("op forward+backward z.sum().backward()", op_forward_backward, None, None, NUMPY_TOO),
+        ],
+        "mlp": [
+            ("MLP 64-128-10 b32 step, raw tensors", mlp_raw, None, None, NUMPY_TOO),
+            ("MLP 64-128-10 b32 step, nn.Linear+optim.SGD", mlp_nn, None, None, NO_NUMPY),
+            (
+                "MLP 784-256-10 b64 step, nn.Linear+optim.SGD",
+                lambda lib, rng: mlp_nn(lib, rng, (784, 256, 10), 64),
+                None,
+                None,
+                NUMPY_TOO[:3],
+            ),
+        ],
+        "matmul": [
+            (f"matmul {n} x {n} float32", matmul(n), 2 * n**3, "GFLOP/s", NUMPY_TOO if n <= 64 else NUMPY_TOO[:3])
+            for n in ((64, 256) if quick else (64, 256, 1024))
+        ],
+        "elementwise": [
+            (
+                f"{op} {n:.1e} float32",
+                elementwise(op, n),
+                n,
+                "Gelem/s",
+                NUMPY_TOO if n <= small and op == "add" else NUMPY_TOO[:3],
+            )
+            for op in ("add", "exp")
+            for n in (small, big)
+        ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
     }
 
 
 # --- running and reporting ------------------------------------------------------------------------
+
 
 def set_threads(n, torch):
     """Threads for fastgrad (when it has a pool) and torch; False if fastgrad cannot change them."""
@@ -318,12 +356,17 @@ def machine_line(torch):
     except (OSError, StopIteration):
         pass
     config = fastgrad.config() if hasattr(fastgrad, "config") else {}
-    parts = [f"CPU: {cpu} ({os.cpu_count()} logical)", f"ISA: {config.get('isa', 'n/a')}",
-             f"fastgrad threads: {config.get('num_threads', 1)}",
-             f"torch threads: {torch.get_num_threads() if torch else '-'}",
-             f"numpy BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}",
-             f"python {platform.python_version()}", f"numpy {np.__version__}", f"fastgrad {fastgrad.__version__}",
-             f"torch {torch.__version__ if torch else 'not installed'}"]
+    parts = [
+        f"CPU: {cpu} ({os.cpu_count()} logical)",
+        f"ISA: {config.get('isa', 'n/a')}",
+        f"fastgrad threads: {config.get('num_threads', 1)}",
+        f"torch threads: {torch.get_num_threads() if torch else '-'}",
+        f"numpy BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}",
+        f"python {platform.python_version()}",
+        f"numpy {np.__version__}",
+        f"fastgrad {fastgrad.__version__}",
+        f"torch {torch.__version__ if torch else 'not installed'}",
+    ]
     return "Machine: " + "; ".join(parts)
 
 
@@ -332,25 +375,35 @@ def fmt_ratio(r):
 
 
 def table(title, rows):
-    lines = [f"### {title}", "",
-             "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"### {title}",
+        "",
+        "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         cells = [row.name] + [row.show(b) for b in ("fastgrad",) + PEERS] + [fmt_ratio(row.ratio(p)) for p in PEERS]
         goals = [(peer, goal, row.ratio(peer)) for peer, goal in row.targets()]
         cells.append(", ".join(f">= {goal:g}x vs {peer}" for peer, goal, _ in goals) or "-")
-        cells.append(", ".join("n/a" if r is None else ("met" if r >= goal else "not met") for _, goal, r in goals)
-                     or "-")
+        cells.append(
+            ", ".join("n/a" if r is None else ("met" if r >= goal else "not met") for _, goal, r in goals) or "-"
+        )
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m fastgrad.bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m fastgrad.bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="few, short samples and smaller sizes (for CI)")
-    parser.add_argument("--only", action="append", default=[], metavar="NAME",
-                        help="run only these groups (op, mlp, matmul, elementwise, micrograd); repeatable")
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run only these groups (op, mlp, matmul, elementwise, micrograd); repeatable",
+    )
     args = parser.parse_args(argv)
     selected = groups(args.quick)
     only = [n for names in args.only for n in names.split(",")]
@@ -359,8 +412,11 @@ def main(argv=None):
         parser.error(f"unknown group(s) {', '.join(sorted(unknown))}; choose from {', '.join(selected)}")
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if var in os.environ:
-            print(f"warning: {var}={os.environ[var]} is set and slows numpy (OpenBLAS); run "
-                  "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m fastgrad.bench`", file=sys.stderr)
+            print(
+                f"warning: {var}={os.environ[var]} is set and slows numpy (OpenBLAS); run "
+                "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m fastgrad.bench`",
+                file=sys.stderr,
+            )
     try:
         torch = importlib.import_module("torch")
     except ImportError:
@@ -372,8 +428,10 @@ def main(argv=None):
     reference_timer = Timer(0.0, 1) if args.quick else Timer(0.05, 3)
     threads = (1, 2) if hasattr(fastgrad, "set_num_threads") and not args.quick else (1,)
     set_threads(1, torch)
-    print(f"## fastgrad benchmarks ({'quick' if args.quick else 'full'}; median per call; ratio = peer time / "
-          "fastgrad time, > 1 means fastgrad is faster)\n")
+    print(
+        f"## fastgrad benchmarks ({'quick' if args.quick else 'full'}; median per call; ratio = peer time / "
+        "fastgrad time, > 1 means fastgrad is faster)\n"
+    )
     print(machine_line(torch) + "\n")
     for name, rows in selected.items():
         if only and name not in only:

@@ -8,6 +8,7 @@ printed.
     python -m fastgrad.demo [--epochs N] [--hidden H] [--seed S] [--backend fastgrad|reference]
                             [--plot PATH]
 """
+
 import argparse
 import importlib
 import statistics
@@ -32,9 +33,12 @@ def spiral(points_per_class=1000, seed=0):
 
 def make_model(torch, hidden):
     return torch.nn.Sequential(
-        torch.nn.Linear(2, hidden), torch.nn.ReLU(),
-        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
-        torch.nn.Linear(hidden, CLASSES))
+        torch.nn.Linear(2, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, CLASSES),
+    )
 
 
 class Progress:
@@ -69,7 +73,7 @@ def train(torch, x, y, *, epochs, hidden, seed, batch_size=100, progress=None):
         batches = torch.from_numpy(order.permutation(len(y)))
         total, started = 0.0, time.perf_counter()
         for start in range(0, len(y), batch_size):
-            index = batches[start:start + batch_size]
+            index = batches[start : start + batch_size]
             t0 = time.perf_counter()
             loss = loss_fn(model(inputs[index]), targets[index])
             optimizer.zero_grad()
@@ -92,12 +96,13 @@ def accuracy(torch, model, x, y):
 
 def seconds_per_step(torch, x, y, hidden, seed, steps):
     """Median time of `steps` training steps (batch 100) on a backend."""
-    return train(torch, x[:steps * 100], y[:steps * 100], epochs=1, hidden=hidden, seed=seed)[2]
+    return train(torch, x[: steps * 100], y[: steps * 100], epochs=1, hidden=hidden, seed=seed)[2]
 
 
 def plot(path, torch, model, x, y, losses):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
@@ -124,30 +129,41 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="fastgrad")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of the decision regions and the loss curve")
-    parser.add_argument("--compare-steps", type=int, default=20,
-                        help="training steps timed on the other backend for the speed ratio (0: skip)")
+    parser.add_argument(
+        "--compare-steps",
+        type=int,
+        default=20,
+        help="training steps timed on the other backend for the speed ratio (0: skip)",
+    )
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.hidden < 1 or args.compare_steps < 0:
         parser.error("--epochs and --hidden must be positive, --compare-steps not negative")
 
     torch = importlib.import_module(BACKENDS[args.backend])
     x, y = spiral(seed=args.seed)
-    print(f"{BACKENDS[args.backend]}: 3-class spiral, {len(y)} points; MLP 2-{args.hidden}-{args.hidden}-3, "
-          f"Adam, batch 100, {args.epochs} epochs")
+    print(
+        f"{BACKENDS[args.backend]}: 3-class spiral, {len(y)} points; MLP 2-{args.hidden}-{args.hidden}-3, "
+        f"Adam, batch 100, {args.epochs} epochs"
+    )
     started = time.perf_counter()
-    model, losses, step_time = train(torch, x, y, epochs=args.epochs, hidden=args.hidden, seed=args.seed,
-                                     progress=Progress(args.epochs))
+    model, losses, step_time = train(
+        torch, x, y, epochs=args.epochs, hidden=args.hidden, seed=args.seed, progress=Progress(args.epochs)
+    )
     final = accuracy(torch, model, x, y)
-    print(f"trained in {time.perf_counter() - started:.1f} s: loss {losses[0]:.4f} -> {losses[-1]:.4f}, "
-          f"training accuracy {final:.1%}")
+    print(
+        f"trained in {time.perf_counter() - started:.1f} s: loss {losses[0]:.4f} -> {losses[-1]:.4f}, "
+        f"training accuracy {final:.1%}"
+    )
     if args.compare_steps:
         other_name = "reference" if args.backend == "fastgrad" else "fastgrad"
         other = importlib.import_module(BACKENDS[other_name])
         other_time = seconds_per_step(other, x, y, args.hidden, args.seed, args.compare_steps)
         fast, slow = sorted([(step_time, BACKENDS[args.backend]), (other_time, BACKENDS[other_name])])
-        print(f"median training step: {BACKENDS[args.backend]} {step_time * 1e6:,.0f} µs, "
-              f"{BACKENDS[other_name]} {other_time * 1e6:,.0f} µs ({args.compare_steps} steps): "
-              f"{fast[1]} is {slow[0] / fast[0]:,.0f}x faster")
+        print(
+            f"median training step: {BACKENDS[args.backend]} {step_time * 1e6:,.0f} µs, "
+            f"{BACKENDS[other_name]} {other_time * 1e6:,.0f} µs ({args.compare_steps} steps): "
+            f"{fast[1]} is {slow[0] / fast[0]:,.0f}x faster"
+        )
     if args.plot:
         plot(args.plot, torch, model, x, y, losses)
     return final, losses

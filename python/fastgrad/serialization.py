@@ -24,6 +24,7 @@ data is exactly covered, so a truncated or corrupted file is refused before any 
 allocated, and no allocation is larger than the file. Storage sharing between tensors (views) is
 not kept: each tensor is saved as its own values.
 """
+
 import collections
 import json
 import os
@@ -44,8 +45,23 @@ _MAX_DEPTH = 200
 _DTYPES = {"float32": (float32, "<f4"), "float64": (float64, "<f8"), "int64": (int64, "<i8"), "bool": (bool_, "|b1")}
 _MAX_DIMS = 64  # numpy's limit: tensors are built through numpy arrays
 # numpy scalar types save() keeps (torch.save pickles them), by dtype name
-_NUMPY_SCALARS = {np.dtype(t).name: t for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
-                                                np.uint32, np.uint64, np.float16, np.float32, np.float64)}
+_NUMPY_SCALARS = {
+    np.dtype(t).name: t
+    for t in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float16,
+        np.float32,
+        np.float64,
+    )
+}
 
 
 def save(obj, f):
@@ -124,7 +140,7 @@ def _decode_file(blob):
     _, version, crc, header_len = _PREAMBLE.unpack_from(blob)
     if version != VERSION:
         raise RuntimeError(f"load: file format version {version}, this fastgrad reads version {VERSION}")
-    body = memoryview(blob)[_PREAMBLE.size:]
+    body = memoryview(blob)[_PREAMBLE.size :]
     if header_len > len(body):
         raise _corrupt(f"header of {header_len} bytes in a file of {len(blob)} bytes: truncated")
     if zlib.crc32(body) != crc:
@@ -153,7 +169,7 @@ def _decode(node, data, used, depth):
         return node
     if not isinstance(node, dict) or len(node) != 1:
         raise _corrupt(f"unexpected header entry {str(node)[:60]}")
-    (kind, content), = node.items()
+    ((kind, content),) = node.items()
     if kind in ("list", "tuple") and isinstance(content, list):
         values = [_decode(v, data, used, depth + 1) for v in content]
         return values if kind == "list" else tuple(values)
@@ -192,12 +208,12 @@ def _decode_tensor(info, data, used):
         extent *= max(s, 1)
     if offset + nbytes > len(data):
         raise _corrupt(f"tensor of shape {shape} needs {nbytes} bytes past the end of the data")
-    if extent >= 2 ** 63:  # numpy refuses such a shape even when it has no elements
+    if extent >= 2**63:  # numpy refuses such a shape even when it has no elements
         raise _corrupt(f"tensor of shape {shape} too large to index")
     if requires_grad and dtype not in ("float32", "float64"):
         raise _corrupt("an integer tensor cannot require grad")
     used.append((offset, nbytes))
-    values = np.frombuffer(data[offset:offset + nbytes], dtype=stored).reshape(shape)
+    values = np.frombuffer(data[offset : offset + nbytes], dtype=stored).reshape(shape)
     t = from_numpy(values.astype(values.dtype.newbyteorder("="), copy=True))
     return t.requires_grad_(True) if requires_grad else t
 

@@ -21,6 +21,7 @@ edge in the graph, so it is not drawn; an output without grad_fn is drawn as a l
 numbered n0, n1, ... in breadth-first order from the outputs, and an input used k times by one op
 (as in a * a) is one edge labelled "xk", so equal graphs give equal text.
 """
+
 import collections
 import collections.abc
 import pathlib
@@ -166,8 +167,10 @@ def render(*outputs, names=None, path="graph.png"):
     except ImportError:
         raise ImportError("fastgrad.viz.render() needs the graphviz Python package: pip install graphviz") from None
     if shutil.which("dot") is None:
-        raise RuntimeError("fastgrad.viz.render() needs Graphviz's 'dot' program on the PATH: install Graphviz "
-                           "(apt-get install graphviz, brew install graphviz, or https://graphviz.org/download/)")
+        raise RuntimeError(
+            "fastgrad.viz.render() needs Graphviz's 'dot' program on the PATH: install Graphviz "
+            "(apt-get install graphviz, brew install graphviz, or https://graphviz.org/download/)"
+        )
     text = to_dot(*outputs, names=names)
     picture = graphviz.Source(text).pipe(format=pathlib.PurePath(path).suffix[1:].lower() or "png")
     with open(path, "wb") as f:
@@ -226,4 +229,3 @@ def leaf_table(*outputs, names=None):
             fn_name = None if fn is None else _op_name(fn)
             rows.append(LeafTableRow(str(name), t.is_leaf, t.requires_grad, gets_grad, fn_name))
     return LeafTable(rows)
-

@@ -5,6 +5,7 @@ While it is on, each recorded node keeps the traceback of its forward call (grad
 output." at the first node whose gradient has a NaN (unless check_nan=False), warning with that
 traceback. The flag is process-wide, as PyTorch's; the backend holds it (_prims.set_anomaly_enabled).
 """
+
 import warnings
 
 from .. import _prims
@@ -19,8 +20,11 @@ class detect_anomaly:
         self.prev = _prims.is_anomaly_enabled()
         self.check_nan = check_nan
         self.prev_check_nan = _prims.is_anomaly_check_nan_enabled()
-        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
-                      "enabled for debugging.", stacklevel=2)
+        warnings.warn(
+            "Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+            "enabled for debugging.",
+            stacklevel=2,
+        )
 
     def __enter__(self):
         _prims.set_anomaly_enabled(True, self.check_nan)

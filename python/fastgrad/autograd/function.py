@@ -25,6 +25,7 @@ node (MyExpBackward). The node holds the ctx; the ctx refers neither to the node
 Tensors kept as plain ctx attributes (ctx.y = y) rather than saved would close a cycle through an
 output, as PyTorch warns: save them with ctx.save_for_backward.
 """
+
 import functools
 import inspect
 
@@ -56,8 +57,9 @@ class FunctionCtx:
         self.materialize_grads = value
 
     def mark_dirty(self, *args):
-        raise NotImplementedError("ctx.mark_dirty (a custom Function that modifies its inputs in place) is not "
-                                  "supported yet")
+        raise NotImplementedError(
+            "ctx.mark_dirty (a custom Function that modifies its inputs in place) is not supported yet"
+        )
 
     @property
     def saved_tensors(self):
@@ -74,12 +76,16 @@ class BackwardFunction(FunctionCtx):
         PyTorch's checks of what the user's backward returned (the backend's node then fits each
         gradient to its input's shape and dtype)."""
         if self.materialize_grads:
-            grads = [_prims.full(meta[0], 0, meta[1]) if grad is None and meta is not None else grad
-                     for grad, meta in zip(grads, self._output_meta)]
+            grads = [
+                _prims.full(meta[0], 0, meta[1]) if grad is None and meta is not None else grad
+                for grad, meta in zip(grads, self._output_meta)
+            ]
         cls = self._forward_cls
         if cls.backward is not Function.backward and cls.vjp is not Function.vjp:
-            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
-                               "only implement one of them.")
+            raise RuntimeError(
+                "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                "only implement one of them."
+            )
         user_backward = cls.vjp if cls.vjp is not Function.vjp else cls.backward
         result = user_backward(self, *grads)
         result = result if isinstance(result, tuple) else (result,)
@@ -87,14 +93,17 @@ class BackwardFunction(FunctionCtx):
         if len(result) > expected and all(grad is None for grad in result[expected:]):
             result = result[:expected]  # extra Nones are allowed
         if len(result) != expected:
-            raise RuntimeError(f"function {name} returned an incorrect number of gradients (expected {expected}, "
-                               f"got {len(result)})")
+            raise RuntimeError(
+                f"function {name} returned an incorrect number of gradients (expected {expected}, got {len(result)})"
+            )
         per_edge = []
         for position, (grad, is_tensor) in enumerate(zip(result, self._tensor_args)):
             if not is_tensor:
                 if grad is not None:
-                    raise RuntimeError(f"function {name} returned a gradient different than None at position "
-                                       f"{position + 1}, but the corresponding forward input was not a Variable")
+                    raise RuntimeError(
+                        f"function {name} returned a gradient different than None at position "
+                        f"{position + 1}, but the corresponding forward input was not a Variable"
+                    )
                 continue
             if grad is not None and not isinstance(grad, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(grad).__name__})")
@@ -115,7 +124,8 @@ class Function:
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. Please use new-style autograd "
             "function with static forward method. (Example: https://pytorch.org/docs/stable/autograd.html#torch."
-            "autograd.Function)")
+            "autograd.Function)"
+        )
 
     @staticmethod
     def forward(*args, **kwargs):
@@ -127,8 +137,10 @@ class Function:
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
-                                  "autograd.Function to use it with backward mode AD.")
+        raise NotImplementedError(
+            "You must implement either the backward or vjp method for your custom "
+            "autograd.Function to use it with backward mode AD."
+        )
 
     vjp = backward
 
@@ -161,8 +173,9 @@ def _record(ctx, args, output):
     non_differentiable = ctx.__dict__.pop("non_differentiable", ())
     for i, value in enumerate(to_save):
         if not (value is None or isinstance(value, Tensor)):
-            raise TypeError(f"save_for_backward can only save variables, but argument {i} is of type "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"save_for_backward can only save variables, but argument {i} is of type {type(value).__name__}"
+            )
     outputs = list(output) if isinstance(output, tuple) else [output]
     differentiable = []
     for i, out in enumerate(outputs):
@@ -175,8 +188,13 @@ def _record(ctx, args, output):
         differentiable.append(out if keep else None)
     ctx._tensor_args = tuple(isinstance(arg, Tensor) for arg in args)
     ctx._output_meta = tuple((out.shape, out.dtype) if isinstance(out, Tensor) else None for out in outputs)
-    ctx._saved = _prims.record_function(ctx._run_backward, type(ctx).__name__,
-                                        [arg for arg in args if isinstance(arg, Tensor)], differentiable, list(to_save))
+    ctx._saved = _prims.record_function(
+        ctx._run_backward,
+        type(ctx).__name__,
+        [arg for arg in args if isinstance(arg, Tensor)],
+        differentiable,
+        list(to_save),
+    )
     return tuple(outputs) if isinstance(output, tuple) else outputs[0]
 
 
@@ -197,6 +215,7 @@ def once_differentiable(fn):
     """Marks a backward that is not itself differentiable: it runs with grad mode off, and in a
     create_graph backward (when an incoming gradient requires grad) its gradients come out of a
     DelayedError node, as in PyTorch, so that differentiating them again is an error."""
+
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with no_grad():

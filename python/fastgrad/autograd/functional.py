@@ -12,6 +12,7 @@ the Hessian. Arguments, return conventions (a tensor in, a tensor out; tuples in
 `create_graph` and `strict` are PyTorch's. There is no forward-mode AD and no vmap, so
 vectorize=True and the "forward-mode" strategies are NotImplementedError.
 """
+
 from .. import _prims
 from .._factories import zeros_like
 from .._grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
@@ -25,6 +26,7 @@ Tensor = _prims.Tensor
 
 # ---- argument handling, as torch.autograd.functional's helpers
 
+
 def _as_tuple(value, arg_name, fn_name):
     """(whether `value` was a tuple, its tensors as a tuple)."""
     is_tuple = isinstance(value, tuple)
@@ -32,8 +34,10 @@ def _as_tuple(value, arg_name, fn_name):
     for i, element in enumerate(values):
         if not isinstance(element, Tensor):
             what = f"the value at index {i} has" if is_tuple else f"the given {arg_name} has"
-            raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
-                            f"{what} type {type(element)}.")
+            raise TypeError(
+                f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
+                f"{what} type {type(element)}."
+            )
     return is_tuple, values
 
 
@@ -52,16 +56,18 @@ def _grad_preprocess(tensors, create_graph, need_graph):
     """The tensors the function is called on: with create_graph, a differentiable alias of those
     that require grad (so that the result can be differentiated with respect to the caller's
     tensors); otherwise detached copies that require grad if `need_graph`."""
-    return tuple(t.view_as(t) if create_graph and t.requires_grad else t.detach().requires_grad_(need_graph)
-                 for t in tensors)
+    return tuple(
+        t.view_as(t) if create_graph and t.requires_grad else t.detach().requires_grad_(need_graph) for t in tensors
+    )
 
 
 def _grad_postprocess(tensors, create_graph):
     """Without create_graph, the results are handed back detached."""
     if create_graph:
         return tensors
-    return tuple(_grad_postprocess(t, False) if isinstance(t, tuple) else None if t is None else t.detach()
-                 for t in tensors)
+    return tuple(
+        _grad_postprocess(t, False) if isinstance(t, tuple) else None if t is None else t.detach() for t in tensors
+    )
 
 
 def _validate_v(v, like, like_is_tuple):
@@ -77,16 +83,16 @@ def _validate_v(v, like, like_is_tuple):
 
 _INDEPENDENT = {
     "outputs": "Output {i} of the user-provided function does not require gradients. The outputs must be computed in "
-               "a differentiable manner from the input when running in strict mode.",
+    "a differentiable manner from the input when running in strict mode.",
     "grad_inputs": "The gradient with respect to input {i} is independent of the inputs of the user-provided "
-                   "function. This is not allowed in strict mode.",
+    "function. This is not allowed in strict mode.",
     "jacobian": "While computing the hessian, found that the jacobian of the user-provided function with respect to "
-                "input {i} is independent of the input. This is not allowed in strict mode. You should ensure that "
-                "your function is twice differentiable and that the jacobian depends on the inputs (this would be "
-                "violated by a linear function for example).",
+    "input {i} is independent of the input. This is not allowed in strict mode. You should ensure that "
+    "your function is twice differentiable and that the jacobian depends on the inputs (this would be "
+    "violated by a linear function for example).",
     "hessian": "The hessian of the user-provided function with respect to input {i} is independent of the input. This "
-               "is not allowed in strict mode. You should ensure that your function is thrice differentiable and that "
-               "the hessian depends on the inputs.",
+    "is not allowed in strict mode. You should ensure that your function is thrice differentiable and that "
+    "the hessian depends on the inputs.",
 }
 
 
@@ -96,22 +102,23 @@ def _check_requires_grad(tensors, kind, strict):
         return
     for i, t in enumerate(tensors):
         if t is None:
-            raise RuntimeError(f"The output of the user-provided function is independent of input {i}. This is not "
-                               "allowed in strict mode.")
+            raise RuntimeError(
+                f"The output of the user-provided function is independent of input {i}. This is not "
+                "allowed in strict mode."
+            )
         if not t.requires_grad:
             raise RuntimeError(_INDEPENDENT[kind].format(i=i))
 
 
 _NO_GRADIENT = {
-    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict "
-            "mode.",
+    "back": "The output of the user-provided function is independent of input {i}. This is not allowed in strict mode.",
     "back_trick": "The gradient with respect to the input is independent of entry {i} in the grad_outputs when using "
-                  "the double backward trick to compute forward mode gradients. This is not allowed in strict mode.",
+    "the double backward trick to compute forward mode gradients. This is not allowed in strict mode.",
     "double_back": "The jacobian of the user-provided function is independent of input {i}. This is not allowed in "
-                   "strict mode.",
+    "strict mode.",
     "double_back_trick": "The hessian of the user-provided function is independent of entry {i} in the grad_jacobian. "
-                         "This is not allowed in strict mode as it prevents from using the double backward trick to "
-                         "replace forward mode AD.",
+    "This is not allowed in strict mode as it prevents from using the double backward trick to "
+    "replace forward mode AD.",
 }
 
 
@@ -125,8 +132,10 @@ def _fill_in_zeros(grads, like, strict, create_graph, stage):
             g = zeros_like(like[i])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
-            raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
-                               "allowed in strict mode when create_graph=True.")
+            raise RuntimeError(
+                f"The {what} of the user-provided function is independent of input {i}. This is not "
+                "allowed in strict mode when create_graph=True."
+            )
         result.append(g)
     return tuple(result)
 
@@ -138,8 +147,14 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, create_graph=False, retai
     pairs = [(out, g) for out, g in zip(outputs, grad_outputs) if out is not None and out.requires_grad]
     if not pairs:
         return (None,) * len(inputs)
-    return grad([out for out, _ in pairs], inputs, [g for _, g in pairs], retain_graph=retain_graph,
-                create_graph=create_graph, allow_unused=True)
+    return grad(
+        [out for out, _ in pairs],
+        inputs,
+        [g for _, g in pairs],
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+        allow_unused=True,
+    )
 
 
 def _check_vectorize(vectorize):
@@ -165,11 +180,13 @@ def _prepare_v(v, like, like_is_tuple, fn_name, create_graph, single_message):
     return v
 
 
-_V_FOR_SINGLE_INPUT = ("The vector v can only be None if the input to the user-provided function is a single Tensor "
-                       "with a single element.")
+_V_FOR_SINGLE_INPUT = (
+    "The vector v can only be None if the input to the user-provided function is a single Tensor with a single element."
+)
 
 
 # ---- the functions
+
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product, by one backward pass."""
@@ -178,13 +195,21 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         inputs = _grad_preprocess(inputs, create_graph, need_graph=True)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
         _check_requires_grad(outputs, "outputs", strict)
-        v = _prepare_v(v, outputs, is_outputs_tuple, "vjp", create_graph,
-                       "The vector v can only be None if the user-provided function returns a single Tensor with a "
-                       "single element.")
+        v = _prepare_v(
+            v,
+            outputs,
+            is_outputs_tuple,
+            "vjp",
+            create_graph,
+            "The vector v can only be None if the user-provided function returns a single Tensor with a "
+            "single element.",
+        )
     with set_grad_enabled(create_graph or is_grad_enabled()):
         result = _fill_in_zeros(_autograd_grad(outputs, inputs, v, create_graph), inputs, strict, create_graph, "back")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple))
+    return (
+        _tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
+        _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple),
+    )
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -200,19 +225,24 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         grad_inputs = _autograd_grad(outputs, inputs, u, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
     with set_grad_enabled(create_graph or is_grad_enabled()):
-        result = _fill_in_zeros(_autograd_grad(grad_inputs, u, v, create_graph), outputs, strict, create_graph,
-                                "back_trick")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_outputs_tuple))
+        result = _fill_in_zeros(
+            _autograd_grad(grad_inputs, u, v, create_graph), outputs, strict, create_graph, "back_trick"
+        )
+    return (
+        _tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
+        _tuple_postprocess(_grad_postprocess(result, create_graph), is_outputs_tuple),
+    )
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
     """The Jacobian of func: for output i and input j, a tensor of shape out_i.shape + in_j.shape
     (unwrapped where func or the inputs give a single tensor)."""
     if strategy not in ("forward-mode", "reverse-mode"):
-        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
-                             'function has more outputs than inputs, "forward-mode" tends to be more performant. '
-                             'Otherwise, prefer to use "reverse-mode".')
+        raise AssertionError(
+            'Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+            'function has more outputs than inputs, "forward-mode" tends to be more performant. '
+            'Otherwise, prefer to use "reverse-mode".'
+        )
     if strategy == "forward-mode":
         raise NotImplementedError('jacobian(strategy="forward-mode"): fastgrad has no forward-mode AD')
     _check_vectorize(vectorize)
@@ -230,12 +260,16 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                 for j, (g, x) in enumerate(zip(grads, inputs)):
                     if g is None:
                         if strict:
-                            raise RuntimeError(f"Output {i} of the user-provided function is independent of input "
-                                               f"{j}. This is not allowed in strict mode.")
+                            raise RuntimeError(
+                                f"Output {i} of the user-provided function is independent of input "
+                                f"{j}. This is not allowed in strict mode."
+                            )
                         g = zeros_like(x)
                     elif strict and create_graph and not g.requires_grad:
-                        raise RuntimeError(f"The jacobian of the user-provided function is independent of input {j}. "
-                                           "This is not allowed in strict mode when create_graph=True.")
+                        raise RuntimeError(
+                            f"The jacobian of the user-provided function is independent of input {j}. "
+                            "This is not allowed in strict mode when create_graph=True."
+                        )
                     rows[j].append(g)
             result.append(tuple(stack(r).view(tuple(out.shape) + tuple(x.shape)) for r, x in zip(rows, inputs)))
         result = _grad_postprocess(tuple(result), create_graph)
@@ -261,8 +295,14 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         _check_requires_grad(jac, "jacobian", strict)
         return jac
 
-    result = jacobian(jacobian_func, inputs, create_graph=create_graph, strict=strict, vectorize=vectorize,
-                      strategy=outer_jacobian_strategy)
+    result = jacobian(
+        jacobian_func,
+        inputs,
+        create_graph=create_graph,
+        strict=strict,
+        vectorize=vectorize,
+        strategy=outer_jacobian_strategy,
+    )
     return _tuple_postprocess(result, (is_inputs_tuple, is_inputs_tuple))
 
 
@@ -283,26 +323,34 @@ def _scalar_func_and_gradient(func, inputs, v, create_graph, strict, fn_name):
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T H) for a function returning a single-element tensor."""
     with enable_grad():
-        is_inputs_tuple, inputs, v, outputs, gradient = _scalar_func_and_gradient(func, inputs, v, create_graph,
-                                                                                  strict, "vhp")
+        is_inputs_tuple, inputs, v, outputs, gradient = _scalar_func_and_gradient(
+            func, inputs, v, create_graph, strict, "vhp"
+        )
     with set_grad_enabled(create_graph or is_grad_enabled()):
-        result = _fill_in_zeros(_autograd_grad(gradient, inputs, v, create_graph), inputs, strict, create_graph,
-                                "double_back")
-    return (_grad_postprocess(outputs, create_graph)[0],
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple))
+        result = _fill_in_zeros(
+            _autograd_grad(gradient, inputs, v, create_graph), inputs, strict, create_graph, "double_back"
+        )
+    return (
+        _grad_postprocess(outputs, create_graph)[0],
+        _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple),
+    )
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), H v) for a function returning a single-element tensor, by the double-backward
     trick (equal to vhp, as the Hessian is symmetric, but computed as PyTorch does)."""
     with enable_grad():
-        is_inputs_tuple, inputs, v, outputs, gradient = _scalar_func_and_gradient(func, inputs, v, create_graph,
-                                                                                  strict, "hvp")
+        is_inputs_tuple, inputs, v, outputs, gradient = _scalar_func_and_gradient(
+            func, inputs, v, create_graph, strict, "hvp"
+        )
         u = tuple(zeros_like(x, requires_grad=True) for x in inputs)
         double_back = _autograd_grad(gradient, inputs, u, create_graph=True)
         _check_requires_grad(gradient, "hessian", strict)
     with set_grad_enabled(create_graph or is_grad_enabled()):
-        result = _fill_in_zeros(_autograd_grad(double_back, u, v, create_graph), inputs, strict, create_graph,
-                                "double_back_trick")
-    return (_grad_postprocess(outputs, create_graph)[0],
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple))
+        result = _fill_in_zeros(
+            _autograd_grad(double_back, u, v, create_graph), inputs, strict, create_graph, "double_back_trick"
+        )
+    return (
+        _grad_postprocess(outputs, create_graph)[0],
+        _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple),
+    )

@@ -15,6 +15,7 @@ not depend on the backend's own comparison ops.
 ``gradgradcheck`` runs gradcheck on the function's gradients, computed with create_graph=True by
 the ``autograd.grad`` of the library the tensors come from (torch, fastgrad or fastgrad.reference).
 """
+
 import importlib
 import random
 import warnings
@@ -123,7 +124,8 @@ def _analytical_jacobians(func, inputs, checked):
                 if tuple(grad.shape) != tuple(leaves[i].shape):
                     problems.append(
                         f"Gradient has incorrect shape for input {i}: got {tuple(grad.shape)}, "
-                        f"expected {tuple(leaves[i].shape)}")
+                        f"expected {tuple(leaves[i].shape)}"
+                    )
                     continue
                 for j, value in enumerate(_values(grad)):
                     jacobians[(pos, i)][j][k] = value
@@ -159,16 +161,19 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if not checked:
         raise ValueError(
             "gradcheck expects at least one input tensor to require gradient, "
-            "but none of the them have requires_grad=True.")
+            "but none of the them have requires_grad=True."
+        )
     for i in checked:
         if _dtype_name(inputs[i]) != "float64":
             warnings.warn(
                 f"Input #{i} requires gradient and is not a double precision floating point "
                 "or complex. This check will likely fail if all the inputs are not of double "
-                "precision floating point or complex. ", UserWarning, stacklevel=2)
+                "precision floating point or complex. ",
+                UserWarning,
+                stacklevel=2,
+            )
 
-    output_positions, differentiable, analytical, problems = _analytical_jacobians(
-        func, inputs, checked)
+    output_positions, differentiable, analytical, problems = _analytical_jacobians(func, inputs, checked)
     if problems:
         return _fail(problems[0], raise_exception)
     if not differentiable:
@@ -176,8 +181,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         for i in checked:
             columns = _numerical_jacobians(func, inputs, i, eps).values()
             if any(v != 0.0 for jacobian in columns for row in jacobian for v in row):
-                return _fail("Numerical gradient for function expected to be zero",
-                             raise_exception)
+                return _fail("Numerical gradient for function expected to be zero", raise_exception)
         return True
 
     # As in PyTorch, "input n" / "output n" count only the inputs that require grad and the
@@ -202,7 +206,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                     f"numerical {n:.6g}, analytical {a:.6g} (atol={atol}, rtol={rtol}; "
                     f"the input is argument {i} of func)\n"
                     f"numerical:{_format(num)}\nanalytical:{_format(ana)}\n",
-                    raise_exception)
+                    raise_exception,
+                )
     return True
 
 
@@ -255,16 +260,19 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         args = list(args)
         for i in differentiable_inputs:
             args[i] = args[i] if args[i].requires_grad else args[i].detach().requires_grad_()
-        vectors = args[len(args) - n_grads:]
-        outputs = [out for out in _as_tuple(func(*args[:len(args) - n_grads])) if _is_tensor(out) and out.requires_grad]
+        vectors = args[len(args) - n_grads :]
+        outputs = [
+            out for out in _as_tuple(func(*args[: len(args) - n_grads])) if _is_tensor(out) and out.requires_grad
+        ]
         if len(outputs) != n_grads:
-            raise RuntimeError(f"gradgradcheck: func has {len(outputs)} outputs that require grad, but "
-                               f"{n_grads} grad_outputs were given")
+            raise RuntimeError(
+                f"gradgradcheck: func has {len(outputs)} outputs that require grad, but "
+                f"{n_grads} grad_outputs were given"
+            )
         wrt = [args[i] for i in differentiable_inputs]
         if not outputs:
             return ()
         grads = _autograd_grad(outputs[0])(outputs, wrt, vectors, create_graph=True, allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    return gradcheck(gradients, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+    return gradcheck(gradients, inputs + grad_outputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)

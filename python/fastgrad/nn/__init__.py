@@ -3,15 +3,53 @@
 Shared by both backends (see fastgrad._shared): fastgrad.reference.nn is this package over the
 reference's tensors and primitives.
 """
+
 from . import functional, init
 from .container import ModuleList, Sequential
-from .layers import (GELU, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, LogSoftmax, ReLU,
-                     Sigmoid, Softmax, Tanh)
+from .layers import (
+    GELU,
+    Dropout,
+    Embedding,
+    Flatten,
+    Identity,
+    LayerNorm,
+    LeakyReLU,
+    Linear,
+    LogSoftmax,
+    ReLU,
+    Sigmoid,
+    Softmax,
+    Tanh,
+)
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Module", "Parameter", "Sequential", "ModuleList", "Identity", "Linear", "Embedding", "LayerNorm",
-           "Dropout", "Flatten", "ReLU", "LeakyReLU", "Tanh", "Sigmoid", "GELU", "Softmax", "LogSoftmax",
-           "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss", "CrossEntropyLoss", "BCEWithLogitsLoss",
-           "functional", "init"]
+__all__ = [
+    "Module",
+    "Parameter",
+    "Sequential",
+    "ModuleList",
+    "Identity",
+    "Linear",
+    "Embedding",
+    "LayerNorm",
+    "Dropout",
+    "Flatten",
+    "ReLU",
+    "LeakyReLU",
+    "Tanh",
+    "Sigmoid",
+    "GELU",
+    "Softmax",
+    "LogSoftmax",
+    "MSELoss",
+    "L1Loss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "NLLLoss",
+    "CrossEntropyLoss",
+    "BCEWithLogitsLoss",
+    "functional",
+    "init",
+]

@@ -1,4 +1,5 @@
 """Sequential and ModuleList: submodules registered under the names "0", "1", ..."""
+
 import collections
 import collections.abc
 import operator
@@ -106,8 +107,11 @@ class ModuleList(_IndexedModules):
         start = 0
         for end in range(1, len(reprs) + 1):
             if end == len(reprs) or reprs[end] != reprs[start]:
-                text = f"({start}): {reprs[start]}" if end - start == 1 else \
-                    f"({start}-{end - 1}): {end - start} x {reprs[start]}"
+                text = (
+                    f"({start}): {reprs[start]}"
+                    if end - start == 1
+                    else f"({start}-{end - 1}): {end - start} x {reprs[start]}"
+                )
                 lines.append(_addindent(text, 2))
                 start = end
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"

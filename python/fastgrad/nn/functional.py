@@ -4,6 +4,7 @@ softmax, log_softmax, the negative log likelihood and gelu are the backend's fus
 everything else is composed from tensor ops here, with PyTorch's formulas (so the same values,
 and gradients by the chain rule), argument checks and messages.
 """
+
 import warnings
 
 import numpy as np
@@ -17,6 +18,7 @@ Tensor = _prims.Tensor
 
 
 # ---- activations
+
 
 def linear(input, weight, bias=None):
     output = input.matmul(weight.t())
@@ -56,8 +58,10 @@ def tanh(input):
 def _softmax_dim(name, input, dim, stacklevel):
     if dim is not None:
         return dim
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. "
-                  "Change the call to include dim=X as an argument.", stacklevel=stacklevel)
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as an argument.",
+        stacklevel=stacklevel,
+    )
     return 0 if input.dim() in (0, 1, 3) else 1
 
 
@@ -82,18 +86,25 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 # ---- normalization and lookup
 
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if not isinstance(normalized_shape, (tuple, list)):
-        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
-                        f"not {type(normalized_shape).__name__}")
+        raise TypeError(
+            "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            f"not {type(normalized_shape).__name__}"
+        )
     shape = list(normalized_shape)
-    if input.dim() < len(shape) or list(input.shape)[input.dim() - len(shape):] != shape:
-        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
+    if input.dim() < len(shape) or list(input.shape)[input.dim() - len(shape) :] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={shape}, expected input with shape "
+            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+        )
     for name, tensor in (("weight", weight), ("bias", bias)):
         if tensor is not None and list(tensor.shape) != shape:
-            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                               f"{list(tensor.shape)} and normalized_shape = {shape}")
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                f"{list(tensor.shape)} and normalized_shape = {shape}"
+            )
     return NativeLayerNorm.apply(input, weight, bias, list(range(-len(shape), 0)), eps)
 
 
@@ -101,6 +112,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 # gradient taken with create_graph then has a graph wherever any of them has one, as PyTorch's
 # (the bias's gradient, a sum of the incoming gradient, too). Each backward is composed of ops, so
 # gradients of any order follow.
+
 
 def _normalized(x, dims, eps):
     """(x - mean) / std over `dims`, and 1 / std (PyTorch's rstd), both kept at x's rank."""
@@ -146,8 +158,11 @@ class NativeLayerNormBackward(Function):
         ctx.dims, ctx.eps = dims, eps
         xhat, rstd = _normalized(input, dims, eps)
         scaled = grad if weight is None else grad * weight
-        return (_normalized_input_grad(scaled, xhat, rstd, dims), _sum_over_rows(grad * xhat, dims),
-                _sum_over_rows(grad, dims))
+        return (
+            _normalized_input_grad(scaled, xhat, rstd, dims),
+            _sum_over_rows(grad * xhat, dims),
+            _sum_over_rows(grad, dims),
+        )
 
     @staticmethod
     def backward(ctx, gg_input, gg_weight, gg_bias):
@@ -182,13 +197,14 @@ def _padding_index(padding_idx, num_embeddings):
     return padding_idx % num_embeddings
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
-              sparse=False):
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
     if input.dtype is not int64:
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar types: "
-                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+        raise RuntimeError(
+            "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)"
+        )
     if input.numel() and not weight.shape[0]:  # PyTorch checks this before the range
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.numel() and (input.min().item() < 0 or input.max().item() >= weight.shape[0]):
@@ -216,6 +232,7 @@ def one_hot(tensor, num_classes=-1):
 
 
 # ---- losses
+
 
 def _legacy_reduction(size_average, reduce, reduction):
     """The reduction named by the deprecated size_average / reduce flags, when either is given."""
@@ -254,9 +271,12 @@ def _broadcast_pair(input, target):
     the sizes differ."""
     if target.size() == input.size():
         return input, target
-    warnings.warn(f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
-                  "This will likely lead to incorrect results due to broadcasting. "
-                  "Please ensure they have the same size.", stacklevel=3)
+    warnings.warn(
+        f"Using a target size ({target.size()}) that is different to the input size ({input.size()}). "
+        "This will likely lead to incorrect results due to broadcasting. "
+        "Please ensure they have the same size.",
+        stacklevel=3,
+    )
     try:
         shape = np.broadcast_shapes(tuple(input.shape), tuple(target.shape))
     except ValueError:
@@ -313,8 +333,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     loss = _prims.where(z < delta, 0.5 * q * q, delta * (z - 0.5 * delta))
     if loss.dtype is not input.dtype:  # PyTorch writes huber's loss into a tensor like the input
         if not input.dtype.is_floating_point:
-            raise RuntimeError(f"result type {SCALAR_TYPE_NAME[loss.dtype]} can't be cast to the desired output type "
-                               f"{SCALAR_TYPE_NAME[input.dtype]}")
+            raise RuntimeError(
+                f"result type {SCALAR_TYPE_NAME[loss.dtype]} can't be cast to the desired output type "
+                f"{SCALAR_TYPE_NAME[input.dtype]}"
+            )
         loss = loss.to(input.dtype)
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, False)
 
@@ -328,8 +350,9 @@ def _check_nll_target(input, target):
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({target_batch}).")
     if input.dim() == 4:  # PyTorch's nll_loss2d has its own wording
         if target.dim() != 3:
-            raise RuntimeError("only batches of spatial targets supported (3D tensors) but got targets of "
-                               f"dimension: {target.dim()}")
+            raise RuntimeError(
+                f"only batches of spatial targets supported (3D tensors) but got targets of dimension: {target.dim()}"
+            )
         if input.shape[2:] != target.shape[1:]:
             raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: {list(target.shape)}")
     if input.dim() > 2 and input.shape[2:] != target.shape[1:]:
@@ -362,8 +385,10 @@ def _cross_entropy_probabilities(log_probs, target, weight, reduction, label_smo
     """Cross entropy against class probabilities (target shaped like the input)."""
     classes = log_probs.shape[class_dim]
     if weight is not None and (weight.dim() != 1 or weight.numel() != classes):
-        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {classes} classes or no "
-                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+        raise RuntimeError(
+            f"cross_entropy: weight tensor should be defined either for all {classes} classes or no "
+            f"classes but got weight tensor of shape: {list(weight.shape)}"
+        )
     if label_smoothing > 0.0:
         _check_label_smoothing(label_smoothing)
         target = target * (1 - label_smoothing) + label_smoothing / classes
@@ -394,18 +419,22 @@ def _smoothing_term(log_probs, target, weight, reduction, ignore_index, class_di
     return loss.sum() / (weight[_prims.where(kept, target, 0)] * kept).sum()
 
 
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
-                  label_smoothing=0.0):
+def cross_entropy(
+    input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean", label_smoothing=0.0
+):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     class_dim = 0 if input.dim() == 1 else 1
     if input.shape == target.shape:  # class probabilities
         if not target.dtype.is_floating_point:
-            raise RuntimeError("Expected floating point type for target with class probabilities, "
-                               f"got {'Long' if target.dtype is int64 else 'Bool'}")
+            raise RuntimeError(
+                "Expected floating point type for target with class probabilities, "
+                f"got {'Long' if target.dtype is int64 else 'Bool'}"
+            )
         if ignore_index >= 0:
             raise RuntimeError("ignore_index is not supported for floating point target")
-        return _cross_entropy_probabilities(log_softmax(input, class_dim), target, weight, reduction,
-                                            label_smoothing, class_dim)
+        return _cross_entropy_probabilities(
+            log_softmax(input, class_dim), target, weight, reduction, label_smoothing, class_dim
+        )
     log_probs = log_softmax(input, class_dim)
     loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0.0:
@@ -415,8 +444,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     return (1 - label_smoothing) * loss + smooth * (label_smoothing / input.shape[class_dim])
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
-                                     pos_weight=None):
+def binary_cross_entropy_with_logits(
+    input, target, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None
+):
     """(1 - t) x + w_t log(1 + e^-x), w_t = 1 + (pos_weight - 1) t, with log(1 + e^-x) written as
     m + log(e^-m + e^(-x-m)), m = max(-x, 0): no exp overflows, and the result (so the gradient)
     does not depend on m. Accumulated in place into 1 - t, as PyTorch does: the loss has the
@@ -427,8 +457,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"log_sigmoid_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     if target.dtype is bool_:  # PyTorch's 1 - t wraps the 1 as a bool tensor
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                           "`logical_xor()` operator instead.")
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."
+        )
     m = (-input).clamp(min=0)
     softplus_neg = m + ((-m).exp() + (-input - m).exp()).log()
     if pos_weight is not None:

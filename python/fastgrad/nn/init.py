@@ -1,6 +1,7 @@
 """torch.nn.init: fills a tensor in place (under no_grad) with PyTorch's bounds and standard
 deviations; the numbers come from the backend's generator (fastgrad.rand / randn, so manual_seed
 makes them reproducible)."""
+
 import math
 import warnings
 
@@ -36,8 +37,16 @@ def zeros_(tensor):
 
 
 def calculate_gain(nonlinearity, param=None):
-    if nonlinearity in ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                        "conv_transpose3d", "sigmoid"):
+    if nonlinearity in (
+        "linear",
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose1d",
+        "conv_transpose2d",
+        "conv_transpose3d",
+        "sigmoid",
+    ):
         return 1
     if nonlinearity == "tanh":
         return 5.0 / 3
@@ -50,7 +59,7 @@ def calculate_gain(nonlinearity, param=None):
             negative_slope = param
         else:
             raise ValueError(f"negative_slope {param} not a valid number")
-        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+        return math.sqrt(2.0 / (1 + negative_slope**2))
     if nonlinearity == "selu":
         return 3.0 / 4
     raise ValueError(f"Unsupported nonlinearity {nonlinearity}")

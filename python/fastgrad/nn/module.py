@@ -1,5 +1,6 @@
 """nn.Module: torch.nn.Module's registration of parameters, buffers and submodules, traversal,
 train/eval, state_dict save/load and repr (forward/backward hooks are not provided)."""
+
 import collections
 import collections.abc
 
@@ -73,12 +74,15 @@ class Module:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         _check_member_name("parameter", name, self, self._parameters)
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                            "(torch.nn.Parameter or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' (torch.nn.Parameter or None required)"
+            )
         if param is not None and param.grad_fn is not None:
-            raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
-                             f"created explicitly. To express '{name}' as a function of another Tensor, compute "
-                             "the value in the forward() method.")
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                "the value in the forward() method."
+            )
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -86,8 +90,9 @@ class Module:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         _check_member_name("buffer", name, self, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                            "(torch Tensor or None required)")
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (torch Tensor or None required)"
+            )
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -128,8 +133,9 @@ class Module:
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(torch.nn.Parameter or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' (torch.nn.Parameter or None expected)"
+                )
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             if modules is None:
@@ -138,13 +144,16 @@ class Module:
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                "(torch.nn.Module or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as child module '{name}' (torch.nn.Module or None expected)"
+                )
             modules[name] = value
         elif buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                "(torch.nn.Buffer, torch.Tensor or None expected)")
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                    "(torch.nn.Buffer, torch.Tensor or None expected)"
+                )
             self.register_buffer(name, value, name not in self._non_persistent_buffers_set)
         else:
             object.__setattr__(self, name, value)
@@ -161,8 +170,9 @@ class Module:
             object.__delattr__(self, name)
 
     def __dir__(self):
-        keys = dir(type(self)) + list(self.__dict__) + list(self._parameters) + list(self._modules) + list(
-            self._buffers)
+        keys = (
+            dir(type(self)) + list(self.__dict__) + list(self._parameters) + list(self._modules) + list(self._buffers)
+        )
         return sorted(key for key in keys if not key[0].isdigit())
 
     # ---- traversal
@@ -279,8 +289,9 @@ class Module:
     def to(self, *args, **kwargs):
         dtype = _prims.empty([0], float32).to(*args, **kwargs).dtype  # the tensor rules on the arguments
         if not dtype.is_floating_point:
-            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
-                            f"dtype={dtype}")
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+            )
         return self._apply(lambda t: t.to(*args, **kwargs) if t.dtype.is_floating_point else t)
 
     def float(self):
@@ -320,14 +331,18 @@ class Module:
                 continue
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
-                                  f"object from checkpoint but received {type(input_param)}")
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or Tensor-like '
+                    f"object from checkpoint but received {type(input_param)}"
+                )
                 continue
             if param.dim() == 0 and input_param.shape == (1,):
                 input_param = input_param[0]
             if input_param.shape != param.shape:
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
-                                  f"checkpoint, the shape in current model is {param.shape}.")
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape {input_param.shape} from "
+                    f"checkpoint, the shape in current model is {param.shape}."
+                )
                 continue
             try:
                 with no_grad():
@@ -338,12 +353,14 @@ class Module:
                     else:
                         setattr(self, name, input_param)
             except Exception as ex:
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model are '
-                                  f"{param.size()} and whose dimensions in the checkpoint are {input_param.size()}, "
-                                  f"an exception occurred : {ex.args}.")
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model are '
+                    f"{param.size()} and whose dimensions in the checkpoint are {input_param.size()}, "
+                    f"an exception occurred : {ex.args}."
+                )
         for key in state_dict:
             if key.startswith(prefix):
-                input_name = key[len(prefix):].split(".", 1)
+                input_name = key[len(prefix) :].split(".", 1)
                 if input_name[0] not in (self._modules if len(input_name) > 1 else local_state):
                     unexpected_keys.append(key)
 
@@ -357,20 +374,22 @@ class Module:
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
-                    load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)},
-                         child_prefix)
+                    load(child, {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}, child_prefix)
 
         load(self, dict(state_dict))
         if strict:
             if unexpected_keys:
-                error_msgs.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected_keys)))
+                error_msgs.insert(
+                    0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected_keys))
+                )
             if missing_keys:
-                error_msgs.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing_keys)))
+                error_msgs.insert(
+                    0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing_keys))
+                )
         if error_msgs:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                type(self).__name__, "\n\t".join(error_msgs)))
+            raise RuntimeError(
+                "Error(s) in loading state_dict for {}:\n\t{}".format(type(self).__name__, "\n\t".join(error_msgs))
+            )
         return _IncompatibleKeys(missing_keys, unexpected_keys)
 
     # ---- repr

@@ -6,6 +6,7 @@ storage (detach), given the flag and then re-classed. `__slots__ = ()` keeps the
 identical to Tensor's, which is what lets `__class__` be assigned. Operations on a Parameter build
 new tensors of the plain Tensor type; in-place ones return the Parameter itself, as in PyTorch.
 """
+
 from .. import _prims
 from .._factories import _finish, empty
 

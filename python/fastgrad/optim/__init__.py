@@ -3,6 +3,7 @@
 Shared by both backends (see fastgrad._shared): fastgrad.reference.optim is this package over the
 reference's tensors.
 """
+
 from . import lr_scheduler
 from .adam import Adam, AdamW
 from .optimizer import Optimizer

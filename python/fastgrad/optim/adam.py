@@ -1,5 +1,6 @@
 """Adam (with amsgrad, L2 or decoupled weight decay, maximize) and AdamW: torch.optim.Adam's
 single-tensor update, operation by operation."""
+
 from .optimizer import Optimizer, _fma, _lerp_
 from .._factories import tensor, zeros_like
 
@@ -7,9 +8,22 @@ __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
-                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
-                 decoupled_weight_decay=False):
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0,
+        amsgrad=False,
+        *,
+        foreach=None,
+        maximize=False,
+        capturable=False,
+        differentiable=False,
+        fused=None,
+        decoupled_weight_decay=False,
+    ):
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -23,10 +37,19 @@ class Adam(Optimizer):
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             # PyTorch also takes a pair of tensors (for capturable/compiled steps); fastgrad does not.
             raise ValueError("betas must be either both floats or both Tensors")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay, "amsgrad": amsgrad,
-                    "maximize": maximize, "foreach": foreach, "capturable": capturable,
-                    "differentiable": differentiable, "fused": fused,
-                    "decoupled_weight_decay": decoupled_weight_decay}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
         super().__init__(params, defaults)
 
     def _update(self, param, group):
@@ -53,8 +76,8 @@ class Adam(Optimizer):
         exp_avg_sq.mul_(beta2).copy_(_fma(grad * (1 - beta2), grad, exp_avg_sq))
 
         step = state["step"].item()
-        step_size = lr / (1 - beta1 ** step)
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        step_size = lr / (1 - beta1**step)
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
         if group["amsgrad"]:  # normalize by the largest second moment so far
             max_exp_avg_sq = state["max_exp_avg_sq"]
             max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
@@ -68,8 +91,32 @@ class AdamW(Adam):
     """Adam with decoupled weight decay: the parameters shrink by lr * weight_decay before the update,
     instead of the decay entering the gradient (and so the moments)."""
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
-                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
-        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
-                         capturable=capturable, differentiable=differentiable, fused=fused,
-                         decoupled_weight_decay=True)
+    def __init__(
+        self,
+        params,
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=1e-2,
+        amsgrad=False,
+        *,
+        maximize=False,
+        foreach=None,
+        capturable=False,
+        differentiable=False,
+        fused=None,
+    ):
+        super().__init__(
+            params,
+            lr,
+            betas,
+            eps,
+            weight_decay,
+            amsgrad,
+            foreach=foreach,
+            maximize=maximize,
+            capturable=capturable,
+            differentiable=differentiable,
+            fused=fused,
+            decoupled_weight_decay=True,
+        )

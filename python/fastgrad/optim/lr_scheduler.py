@@ -1,5 +1,6 @@
 """Learning-rate schedulers: LRScheduler, StepLR, CosineAnnealingLR (torch.optim.lr_scheduler's
 formulas, so the same sequence of floats)."""
+
 import math
 import warnings
 
@@ -36,7 +37,8 @@ class LRScheduler:
                         f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with "
                         "last_epoch >= 0.\nThis typically happens when:\n1. You're trying to resume training from "
                         "a checkpoint but haven't properly loaded the optimizer state\n2. You're using last_epoch "
-                        ">= 0 for a fresh training run (not recommended)")
+                        ">= 0 for a fresh training run (not recommended)"
+                    )
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         self._step_count = 0
@@ -105,13 +107,20 @@ class CosineAnnealingLR(LRScheduler):
         if self._is_initial:
             return [group["lr"] for group in groups]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:  # past a minimum: the cosine turns up
-            return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
-                    for base_lr, group in zip(self.base_lrs, groups)]
-        return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
-                / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
-                * (group["lr"] - self.eta_min) + self.eta_min
-                for group in groups]
+            return [
+                group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, group in zip(self.base_lrs, groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
+            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+            * (group["lr"] - self.eta_min)
+            + self.eta_min
+            for group in groups
+        ]
 
     def _get_closed_form_lr(self):
-        return [self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
-                for base_lr in self.base_lrs]
+        return [
+            self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base_lr in self.base_lrs
+        ]

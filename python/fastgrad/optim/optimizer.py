@@ -8,6 +8,7 @@ The updates follow PyTorch's single-tensor (foreach=False) implementations opera
 that float32 results round as PyTorch's do. PyTorch's CPU kernels compute add(alpha=), lerp_ and
 addcmul_ with fused multiply-adds (one rounding); fastgrad has no such op, and _fma below reproduces it.
 """
+
 import struct
 import warnings
 from collections import defaultdict
@@ -64,8 +65,10 @@ class Optimizer:
                 raise NotImplementedError(f"{type(self).__name__}({option}=True) is not supported by fastgrad")
         self.defaults = defaults
         if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be "
-                            "an iterable of Tensors or dicts, but got " + _typename(params))
+            raise TypeError(
+                "params argument given to the optimizer should be "
+                "an iterable of Tensors or dicts, but got " + _typename(params)
+            )
         self.state = defaultdict(dict)
         self.param_groups = []
         param_groups = list(params)
@@ -96,8 +99,10 @@ class Optimizer:
             raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         params = param_group["params"]
         if isinstance(params, set):
-            raise TypeError("optimizer parameters need to be organized in ordered collections, but "
-                            "the ordering of tensors in sets will change between runs. Please use a list instead.")
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but "
+                "the ordering of tensors in sets will change between runs. Please use a list instead."
+            )
         params = [params] if isinstance(params, Tensor) else list(params)
         # named_parameters() gives (name, tensor) pairs: the names are kept in 'param_names'.
         names = [p[0] for p in params if isinstance(p, tuple)]
@@ -117,16 +122,21 @@ class Optimizer:
 
         params = param_group["params"]
         if len(params) != len(set(params)):
-            warnings.warn("optimizer contains a parameter group with duplicate parameters; "
-                          "in future, this will cause an error; "
-                          "see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+            warnings.warn(
+                "optimizer contains a parameter group with duplicate parameters; "
+                "in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
+                stacklevel=3,
+            )
         param_set = set()
         for group in self.param_groups:
             param_set.update(group["params"])
             if ("param_names" in param_group) != ("param_names" in group):
                 which = "with names" if "param_names" in param_group else "without names"
-                raise ValueError("all optimizer param groups should be with/without names. "
-                                 f"cannot add param group {which} to the optimizer")
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. "
+                    f"cannot add param group {which} to the optimizer"
+                )
         if not param_set.isdisjoint(params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
@@ -189,10 +199,14 @@ class Optimizer:
         if len(groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
-            raise ValueError("loaded state dict contains a parameter group "
-                             "that doesn't match the size of optimizer's group")
-        id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
-                          chain.from_iterable(g["params"] for g in groups)))
+            raise ValueError(
+                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group"
+            )
+        id_map = dict(
+            zip(
+                chain.from_iterable(g["params"] for g in saved_groups), chain.from_iterable(g["params"] for g in groups)
+            )
+        )
         state = defaultdict(dict)
         for k, v in state_dict["state"].items():
             if k in id_map:

@@ -37,6 +37,7 @@ enable_grad, set_grad_enabled), autograd (gradcheck, Function, grad), nn, optim 
 viz (graph drawing) reads any backend's graph through the public API: fastgrad.reference.viz is
 fastgrad.viz's functions.
 """
+
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from ._tensor import Tensor
 from .._shared import load_shared_into
@@ -46,8 +47,29 @@ from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled 
 from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
 from ._factories import (  # noqa: E402
-    tensor, as_tensor, from_numpy, zeros, ones, empty, full, zeros_like, ones_like, empty_like, full_like, arange,
-    linspace, eye, rand, randn, rand_like, randn_like, randint, normal, manual_seed, seed)
+    tensor,
+    as_tensor,
+    from_numpy,
+    zeros,
+    ones,
+    empty,
+    full,
+    zeros_like,
+    ones_like,
+    empty_like,
+    full_like,
+    arange,
+    linspace,
+    eye,
+    rand,
+    randn,
+    rand_like,
+    randn_like,
+    randint,
+    normal,
+    manual_seed,
+    seed,
+)
 from .serialization import save, load  # noqa: E402
 from . import viz  # noqa: E402
 

@@ -15,6 +15,7 @@ is recorded as a CustomFunction node whose backward calls back into Python (reco
 With `inputs`, the engine is autograd.grad: it runs only the nodes leading to them and returns
 their gradients.
 """
+
 import contextlib
 import itertools
 import math
@@ -75,8 +76,10 @@ def is_anomaly_check_nan_enabled():
 def set_anomaly_enabled(enabled, check_nan=True):
     for position, (name, value) in enumerate((("enabled", enabled), ("check_nan", check_nan)), 1):
         if not isinstance(value, bool):  # PyTorch's switch takes bools only (no 1, no None)
-            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {position}) must be bool, not "
-                            f"{type(value).__name__}")
+            raise TypeError(
+                f"set_anomaly_enabled(): argument '{name}' (position {position}) must be bool, not "
+                f"{type(value).__name__}"
+            )
     _anomaly.update(enabled=enabled, check_nan=check_nan)
 
 
@@ -87,7 +90,8 @@ _BACKWARD_TWICE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have already "
     "been freed). Saved intermediate values of the graph are freed when you call .backward() or autograd.grad(). "
     "Specify retain_graph=True if you need to backward through the graph a second time or if you need to access "
-    "saved tensors after calling backward.")
+    "saved tensors after calling backward."
+)
 
 
 def _producer_name(node_name):
@@ -130,7 +134,8 @@ class SavedTensor:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
                 f"[fastgrad.{LEGACY_NAME[value._dtype]} [{', '.join(map(str, value._shape))}]]{producer} is at "
-                f"version {value._storage.version}; expected version {self.version} instead.")
+                f"version {value._storage.version}; expected version {self.version} instead."
+            )
         if self.is_output and owner is not None and value._dtype.is_floating_point and is_grad_enabled():
             value = alias(value)
             value._grad_fn, value._output_nr = owner, self.output_nr
@@ -177,8 +182,11 @@ class Function:
         """Takes this node's place on the tape, with an edge per input (or the given edges), and
         remembers each input's shape and dtype (or the number itself) for the backward formulas."""
         if edges is None:
-            edges = [gradient_edge(x) if isinstance(x, Tensor) else NO_EDGE
-                     for x in inputs if self.scalar_edge or isinstance(x, Tensor)]
+            edges = [
+                gradient_edge(x) if isinstance(x, Tensor) else NO_EDGE
+                for x in inputs
+                if self.scalar_edge or isinstance(x, Tensor)
+            ]
         # Numbered after the edges are made: making one may record a node (a stale view's fresh
         # history), which must come earlier on the tape.
         self.sequence_nr = next(_sequence)
@@ -291,6 +299,7 @@ def refresh_view_history(t):
         if not t._view_tracks_history:
             raise RuntimeError(view_without_history_error(t, "its base or another view of its base has been"))
         from ._shape import as_strided  # the view ops are built on this module
+
         base = t._view_base
         with enable_grad():
             fresh = as_strided(base, t._shape, t._strides, t._offset - base._offset)
@@ -303,19 +312,25 @@ def view_without_history_error(view, what):
     the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
     another view of its base has been") modified in place."""
     if view._view_in_custom_function and view._grad_fn is not None:
-        return (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
-                "inplace. This view was created inside a custom Function (or because an input was returned as-is) "
-                "and the autograd logic to handle view+inplace would override the custom backward associated with "
-                "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
-                "cloning the output of the custom Function.")
+        return (
+            f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
+            "inplace. This view was created inside a custom Function (or because an input was returned as-is) "
+            "and the autograd logic to handle view+inplace would override the custom backward associated with "
+            "the custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by "
+            "cloning the output of the custom Function."
+        )
     subject = "A view was created in"
     if view._grad_fn is not None:
-        subject = (f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view of a view which "
-                   "was created in")
-    return (f"{subject} no_grad mode and {what} modified inplace with grad mode enabled. Given that this use case is "
-            "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-            "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
-            "outside (if you want the inplace to be tracked).")
+        subject = (
+            f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view of a view which "
+            "was created in"
+        )
+    return (
+        f"{subject} no_grad mode and {what} modified inplace with grad mode enabled. Given that this use case is "
+        "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
+        "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+        "outside (if you want the inplace to be tracked)."
+    )
 
 
 def set_history(t, fn, output_nr):
@@ -367,6 +382,7 @@ def sum_to(grad, shape):
 
 
 # ---- custom Functions (fastgrad.autograd.Function)
+
 
 class SavedTensors:
     """The tensors a custom Function saved with ctx.save_for_backward. Shared by its node, which
@@ -423,8 +439,10 @@ class CustomFunction(Function):
             shape, dtype = self.inputs[k]
             if grad._shape != shape:
                 if not _expandable_to(shape, grad._shape):
-                    raise RuntimeError(f"Function {self._name} returned an invalid gradient at index {k} - got "
-                                       f"{list(grad._shape)} but expected shape compatible with {list(shape)}")
+                    raise RuntimeError(
+                        f"Function {self._name} returned an invalid gradient at index {k} - got "
+                        f"{list(grad._shape)} but expected shape compatible with {list(shape)}"
+                    )
                 grad = sum_to(grad, shape)
             out.append(grad.to(dtype))
         return tuple(out)
@@ -445,12 +463,14 @@ def record_function(backward, name, inputs, outputs, to_save):
                 # A view made in forward: its history is this node, which writes through it would
                 # bypass, as PyTorch refuses.
                 out._view_tracks_history, out._view_in_custom_function = False, True
-    saved.items = [None if value is None else SavedTensor(value, any(value is out for out in outputs))
-                   for value in to_save]
+    saved.items = [
+        None if value is None else SavedTensor(value, any(value is out for out in outputs)) for value in to_save
+    ]
     return saved
 
 
 # ---- gradient hooks (Tensor.register_hook, ...: their checks and handles are fastgrad's _hooks, shared)
+
 
 class LeafHooks:
     """A leaf's hooks (Tensor._hooks): before its gradient is accumulated into .grad, and after."""
@@ -581,6 +601,7 @@ def _apply_hooked(node, grads):
 
 # ---- the engine
 
+
 def _run_node(node, grads, hooked):
     return _apply_hooked(node, grads) if hooked else node.apply(grads)
 
@@ -654,13 +675,17 @@ def run_backward(tensors, grad_tensors, retain_graph, inputs=None, create_graph=
         elif not isinstance(grad, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(grad).__name__}")
         elif grad._shape != root._shape:
-            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has "
-                               f"a shape of {root.shape}.")
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {grad.shape} and output[{i}] has "
+                f"a shape of {root.shape}."
+            )
     for i, root in enumerate(tensors):
         if gradient_edge(root)[0] is None:  # a view made under no_grad requires grad but has no gradient edge
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
-    grad_tensors = [full(root._shape, 1, root._dtype) if grad is None else grad.to(root._dtype)
-                    for root, grad in zip(tensors, grad_tensors)]
+    grad_tensors = [
+        full(root._shape, 1, root._dtype) if grad is None else grad.to(root._dtype)
+        for root, grad in zip(tensors, grad_tensors)
+    ]
     edges = None
     if inputs is not None:
         edges = []
@@ -688,11 +713,14 @@ def _warn_gradient_cycle():
     global _warned_gradient_cycle
     if not _warned_gradient_cycle:
         _warned_gradient_cycle = True
-        warnings.warn("Using backward() with create_graph=True will create a reference cycle between the parameter "
-                      "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
-                      "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
-                      "of your parameters to None after use to break the cycle and avoid the leak.", UserWarning,
-                      stacklevel=3)
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the parameter "
+            "and its gradient which can cause a memory leak. We recommend using autograd.grad when creating "
+            "the graph to avoid this. If you have to use this function, make sure to reset the .grad fields "
+            "of your parameters to None after use to break the cycle and avoid the leak.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _run(roots, grad_roots, retain_graph, inputs, create_graph):

@@ -2,6 +2,7 @@
 (over the array's memory, or a copy), from_values, full/empty, arange, linspace, eye. The public
 functions with their PyTorch signatures (tensor, zeros, rand, ...) are fastgrad's _factories, shared.
 """
+
 import builtins
 import math
 
@@ -17,6 +18,7 @@ def empty(shape, dtype):
 
 
 # ---- from data
+
 
 def from_values(values, shape, dtype, kind):
     """A new tensor of `shape` and `dtype` holding Python numbers (row-major) of `kind`, the widest
@@ -35,10 +37,13 @@ def from_values(values, shape, dtype, kind):
 def exact_dtype_of_array(array):
     """The dtype whose elements are laid out as the numpy array's, for sharing its memory."""
     dtype = {("f", 4): float32, ("f", 8): float64, ("i", 8): int64, ("b", 1): bool_}.get(
-        (array.dtype.kind, array.dtype.itemsize))
+        (array.dtype.kind, array.dtype.itemsize)
+    )
     if dtype is None:
-        raise TypeError(f"can't convert np.ndarray of type numpy.{array.dtype}. "
-                        "The only supported types are: float64, float32, int64, and bool.")
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{array.dtype}. "
+            "The only supported types are: float64, float32, int64, and bool."
+        )
     return dtype
 
 
@@ -49,15 +54,21 @@ def from_numpy(array, share_memory):
     if not share_memory:
         return new_tensor(array.ravel().tolist(), array.shape, dtype)
     if not array.dtype.isnative:  # as PyTorch (fastgrad's core reads such bytes as native ones)
-        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
-                         "between byte orders is currently not supported.")
+        raise ValueError(
+            "given numpy array has byte order different from the native byte order. Conversion "
+            "between byte orders is currently not supported."
+        )
     if any(s < 0 for s in array.strides):
-        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative strides "
-                         "are not currently supported. (You can probably work around this by making a copy of your "
-                         "array  with array.copy().) ")
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative strides "
+            "are not currently supported. (You can probably work around this by making a copy of your "
+            "array  with array.copy().) "
+        )
     if any(s % itemsize for s in array.strides):
-        raise ValueError("given numpy array strides not a multiple of the element byte size. Copy the numpy array to "
-                         "reallocate the memory.")
+        raise ValueError(
+            "given numpy array strides not a multiple of the element byte size. Copy the numpy array to "
+            "reallocate the memory."
+        )
     if not array.flags.writeable:  # checked after the strides, as by the core
         raise ValueError("array is not writeable")
     strides = tuple(s // itemsize for s in array.strides)
@@ -71,6 +82,7 @@ def from_numpy(array, share_memory):
 
 
 # ---- ranges
+
 
 def arange(start, end, step, dtype):
     if step == 0:

@@ -3,6 +3,7 @@
 Each op is one Function: `forward` computes the values, `backward` the gradients of its inputs.
 The second operand of a binary op is a tensor or a Python number (bool, int or float).
 """
+
 import builtins
 import itertools
 import math
@@ -54,6 +55,7 @@ def float_type(dtype):
 
 # ---- loops
 
+
 def elementwise(fn, a, b, dtype, out_dtype=None):
     """fn(a, b) over the broadcast shape, computed in `dtype` and stored as `out_dtype` (default dtype)."""
     if isinstance(b, Tensor):
@@ -79,6 +81,7 @@ def converted(x, dtype):
 
 
 # ---- IEEE results where Python's math raises (x / 0, exp overflow, log of 0, ...)
+
 
 def ieee_div(x, y):
     try:
@@ -148,7 +151,7 @@ def _int_pow(x, y):
     does), where a negative exponent gives 1, -1 or 0 instead of a fraction."""
     if y < 0:
         return (x if y % 2 else 1) if x in (1, -1) else 0
-    return builtins.pow(x, y, 2 ** 64)
+    return builtins.pow(x, y, 2**64)
 
 
 def _special_pow(exponent, dtype):
@@ -156,9 +159,14 @@ def _special_pow(exponent, dtype):
     (sqrt(-inf) is NaN where pow(-inf, 0.5) is inf), each step rounded to `dtype` as in the core;
     None for the others."""
     r = (lambda v: cast([v], float64, float32)[0]) if dtype is float32 else (lambda v: v)
-    return {0.5: lambda x, _: _sqrt(x), -0.5: lambda x, _: ieee_div(1.0, r(_sqrt(x))),
-            2: lambda x, _: x * x, 3: lambda x, _: r(x * x) * x,
-            -1: lambda x, _: ieee_div(1.0, x), -2: lambda x, _: ieee_div(1.0, r(x * x))}.get(exponent)
+    return {
+        0.5: lambda x, _: _sqrt(x),
+        -0.5: lambda x, _: ieee_div(1.0, r(_sqrt(x))),
+        2: lambda x, _: x * x,
+        3: lambda x, _: r(x * x) * x,
+        -1: lambda x, _: ieee_div(1.0, x),
+        -2: lambda x, _: ieee_div(1.0, r(x * x)),
+    }.get(exponent)
 
 
 def _maximum(x, y):
@@ -170,6 +178,7 @@ def _minimum(x, y):
 
 
 # ---- conversions
+
 
 class ToCopyBackward0(Function):
     def forward(self, x, dtype):
@@ -206,14 +215,19 @@ def contiguous(x):
 
 # ---- binary arithmetic
 
+
 def _check_bool_subtraction(a, b):
     dtypes = [a._dtype, b._dtype if isinstance(b, Tensor) else scalar_dtype(b)]
     if dtypes == [bool_, bool_]:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                           "`logical_xor()` operator instead.")
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."
+        )
     if bool_ in dtypes:
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
-                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead."
+        )
 
 
 class AddBackward0(Function):
@@ -235,6 +249,7 @@ class SubBackward0(Function):
 
 class RsubBackward1(Function):
     """number - x"""
+
     scalar_edge = False
 
     def forward(self, x, number):
@@ -253,8 +268,10 @@ class MulBackward0(Function):
         return elementwise(operator.mul, a, b, result_type(a, b))
 
     def backward(self, g):
-        return (self.reduce(0, g * self.operand(1)) if self.needs_input_grad(0) else None,
-                self.reduce(1, g * self.operand(0)) if self.needs_input_grad(1) else None)
+        return (
+            self.reduce(0, g * self.operand(1)) if self.needs_input_grad(0) else None,
+            self.reduce(1, g * self.operand(0)) if self.needs_input_grad(1) else None,
+        )
 
 
 class DivBackward0(Function):
@@ -266,9 +283,11 @@ class DivBackward0(Function):
 
     def backward(self, g):
         other = self.operand(1)
-        return (self.reduce(0, g / other) if self.needs_input_grad(0) else None,
-                # -g * ((a / b) / b), as PyTorch: b * b would overflow long before the quotient does.
-                self.reduce(1, -(g * (self.operand(0) / other / other))) if self.needs_input_grad(1) else None)
+        return (
+            self.reduce(0, g / other) if self.needs_input_grad(0) else None,
+            # -g * ((a / b) / b), as PyTorch: b * b would overflow long before the quotient does.
+            self.reduce(1, -(g * (self.operand(0) / other / other))) if self.needs_input_grad(1) else None,
+        )
 
 
 class ReciprocalBackward0(Function):
@@ -289,6 +308,7 @@ def rdiv(x, number):
 
 class PowBackward0(Function):
     """x ** number"""
+
     scalar_edge = False
 
     def forward(self, x, exponent):
@@ -333,6 +353,7 @@ class PowBackward1(Function):
 
 class PowBackward2(Function):
     """number ** x. For number == 0, d/dx (0 * log 0) is taken as 0 where x >= 0, as PyTorch."""
+
     scalar_edge = False
 
     def forward(self, x, base):
@@ -360,6 +381,7 @@ def pow(x, exponent):
 class MaximumBackward0(Function):
     """The gradient goes to the larger input; ties split it evenly. As in PyTorch, an input gets
     all of it unless it lost, so both get it where a NaN was compared."""
+
     pick, loses = staticmethod(_maximum), operator.lt
 
     def forward(self, a, b):
@@ -370,12 +392,15 @@ class MaximumBackward0(Function):
     def backward(self, g):
         a, b = self.unpack(0), self.unpack(1)
         shared, zero = where(a == b, g * 0.5, g), zeros_like(g)
-        return (self.reduce(0, where(self.loses(a, b), zero, shared)) if self.needs_input_grad(0) else None,
-                self.reduce(1, where(self.loses(b, a), zero, shared)) if self.needs_input_grad(1) else None)
+        return (
+            self.reduce(0, where(self.loses(a, b), zero, shared)) if self.needs_input_grad(0) else None,
+            self.reduce(1, where(self.loses(b, a), zero, shared)) if self.needs_input_grad(1) else None,
+        )
 
 
 class MinimumBackward0(MaximumBackward0):
     """The gradient goes to the smaller input; ties split it evenly."""
+
     pick, loses = staticmethod(_minimum), operator.gt
 
 
@@ -384,18 +409,24 @@ class WhereBackward0(Function):
 
     def forward(self, a, b, condition):
         if condition._dtype is not bool_:
-            raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
-                               f"{SCALAR_TYPE_NAME[condition._dtype]}")
+            raise RuntimeError(
+                "where expected condition to be a boolean tensor, but got a tensor with dtype "
+                f"{SCALAR_TYPE_NAME[condition._dtype]}"
+            )
         dtype = result_type(a, b)
         shape = broadcast_shapes(broadcast_shapes(condition._shape, a._shape), b._shape)
-        values = zip(read(condition, shape), cast(read(a, shape), a._dtype, dtype), cast(read(b, shape), b._dtype, dtype))
+        values = zip(
+            read(condition, shape), cast(read(a, shape), a._dtype, dtype), cast(read(b, shape), b._dtype, dtype)
+        )
         self.save(condition)
         return new_tensor([x if c else y for c, x, y in values], shape, dtype)
 
     def backward(self, g):
         condition, zero = self.unpack(0), zeros_like(g)
-        return (self.reduce(0, where(condition, g, zero)) if self.needs_input_grad(0) else None,
-                self.reduce(1, where(condition, zero, g)) if self.needs_input_grad(1) else None)
+        return (
+            self.reduce(0, where(condition, g, zero)) if self.needs_input_grad(0) else None,
+            self.reduce(1, where(condition, zero, g)) if self.needs_input_grad(1) else None,
+        )
 
 
 def where(condition, a, b):
@@ -405,6 +436,7 @@ def where(condition, a, b):
 # ---- division rounded down (floor_divide), and what it leaves: remainder (the divisor's sign) and
 # fmod (the dividend's sign, C's %), computed as the core computes them in each dtype. Integer
 # division by zero raises (PyTorch's message is the bare name).
+
 
 def _rounding(dtype):
     """Rounds a step's result to `dtype`, as the core's arithmetic in that dtype does."""
@@ -448,6 +480,7 @@ def _remainder_in(dtype):
 
 def _floor_divide_in(dtype):
     if dtype is int64:
+
         def floor_divide(x, y):
             _check_divisor(y)
             return x // y  # INT64_MIN // -1 wraps in the storage
@@ -474,6 +507,7 @@ def _floor_divide_in(dtype):
 
 def _trunc_divide_in(dtype):
     if dtype is int64:
+
         def trunc_divide(x, y):
             _check_divisor(y)
             quotient = builtins.abs(x) // builtins.abs(y)
@@ -506,13 +540,16 @@ class DivBackward2(Function):
         return _division(_trunc_divide_in, "div_trunc", a, b)
 
     def backward(self, g):
-        return tuple(full(self.inputs[i][0], 0, self.inputs[i][1]) if self.needs_input_grad(i) else None
-                     for i in range(len(self.next_edges)))
+        return tuple(
+            full(self.inputs[i][0], 0, self.inputs[i][1]) if self.needs_input_grad(i) else None
+            for i in range(len(self.next_edges))
+        )
 
 
 class NoDerivative(Function):
     """An op PyTorch has no derivative for (floor_divide, number % tensor): the result requires grad,
     and backward through it raises. As PyTorch's, the node has edges only to the inputs that require grad."""
+
     op = ""
 
     def connect(self, inputs, edges=None):
@@ -534,6 +571,7 @@ class FloorDivide(NoDerivative):
 
 class FloorDivideInPlace(FloorDivide):
     """a //= b: PyTorch's error names the in-place op."""
+
     op = "aten::floor_divide_"
 
 
@@ -546,6 +584,7 @@ class RFloorDivide(FloorDivide):
 
 class RRemainder(NoDerivative):
     """number % x"""
+
     op = "aten::remainder"
 
     def forward(self, x, number):
@@ -554,6 +593,7 @@ class RRemainder(NoDerivative):
 
 class RemainderBackward0(Function):
     """x % number: the gradient passes unchanged."""
+
     values_in, kernel = staticmethod(_remainder_in), "remainder"
     scalar_edge = False
 
@@ -566,11 +606,13 @@ class RemainderBackward0(Function):
 
 class FmodBackward0(RemainderBackward0):
     """fmod(x, number)"""
+
     values_in, kernel = staticmethod(_fmod_in), "fmod"
 
 
 class RemainderBackward1(Function):
     """a - b * q for q = a / b rounded down: the gradient is g for a and -g * q for b."""
+
     values_in, kernel, rounding_mode = staticmethod(_remainder_in), "remainder", "floor"
 
     def forward(self, a, b):
@@ -588,6 +630,7 @@ class RemainderBackward1(Function):
 
 class FmodBackward1(RemainderBackward1):
     """a - b * q for q = a / b rounded toward zero."""
+
     values_in, kernel, rounding_mode = staticmethod(_fmod_in), "fmod", "trunc"
 
 
@@ -601,6 +644,7 @@ def fmod(a, b):
 
 # ---- bitwise ops: bool and integer tensors only (so never recorded: they cannot require grad)
 
+
 def _check_bitwise_dtype(name, dtype):
     if dtype.is_floating_point:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
@@ -608,6 +652,7 @@ def _check_bitwise_dtype(name, dtype):
 
 class Bitwise(Function):
     """a & b, a | b, a ^ b: `name` is bitwise_and, bitwise_or or bitwise_xor."""
+
     OPS = {"bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
 
     def forward(self, a, b, name):
@@ -625,6 +670,7 @@ class BitwiseNot(Function):
 
 
 # ---- predicates (no gradient)
+
 
 def compare(a, b, op):
     """op is operator.lt, le, gt, ge, eq or ne; b a tensor or a number."""
@@ -655,11 +701,14 @@ def sign(x):
 
 # ---- unary ops
 
+
 class NegBackward0(Function):
     def forward(self, x):
         if x._dtype is bool_:
-            raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
-                               "invert a mask, use the `~` or `logical_not()` operator instead.")
+            raise RuntimeError(
+                "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                "invert a mask, use the `~` or `logical_not()` operator instead."
+            )
         return unary(operator.neg, x, x._dtype)
 
     def backward(self, g):

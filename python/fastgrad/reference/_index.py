@@ -3,6 +3,7 @@
 A key is parsed into views applied in order (ints select, slices slice, None unsqueezes) and
 optional advanced indices over the dims of the resulting view.
 """
+
 import builtins
 import operator
 
@@ -11,23 +12,43 @@ import numpy as np
 from .._types import bool as bool_, int64
 from ._autograd import Function, no_grad, should_record
 from ._elementwise import clone, to_dtype
-from ._inplace import assert_no_internal_overlap, assert_no_overlap, assert_no_partial_overlap, check_inplace, \
-    in_place_edges, rebase_history
+from ._inplace import (
+    assert_no_internal_overlap,
+    assert_no_overlap,
+    assert_no_partial_overlap,
+    check_inplace,
+    in_place_edges,
+    rebase_history,
+)
 from ._shape import AliasBackward0, expand, permute, select, slice, unsqueeze
 from ._storage import INT64_MAX, INT64_MIN, SCALAR_TYPE_NAME
-from ._tensor import (Tensor, broadcast_shapes, contiguous_strides, copy_values, element_offsets, full, make_view,
-                      new_tensor, number_or_none, numel_of, read, shape_str)
+from ._tensor import (
+    Tensor,
+    broadcast_shapes,
+    contiguous_strides,
+    copy_values,
+    element_offsets,
+    full,
+    make_view,
+    new_tensor,
+    number_or_none,
+    numel_of,
+    read,
+    shape_str,
+)
 
 _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
 
 
 # ---- parsing x[key]
 
+
 def _index_tensor(item):
     """An advanced index (tensor, list, tuple or numpy array) as an int64 or bool tensor."""
     if not isinstance(item, Tensor):
         from ._creation import exact_dtype_of_array
         from ._factories import tensor  # fastgrad's, shared: a submodule of this package once it is imported
+
         if isinstance(item, np.ndarray):
             exact_dtype_of_array(item)  # only the element types a tensor can hold as they are
         item = tensor(item, dtype=int64 if len(item) == 0 else None)  # x[[]]: numpy would make it float64
@@ -112,8 +133,10 @@ def parse_index(x, key):
             dim += covered
             x_dim += covered
         else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
-                             f"valid indices (got {type(item).__name__})")
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                f"valid indices (got {type(item).__name__})"
+            )
     return steps, advanced if any(i is not None for i in advanced) else []
 
 
@@ -138,6 +161,7 @@ def getitem(x, key):
 
 # ---- advanced indexing
 
+
 def _masks_to_indices(x, indices):
     """Bool masks become int64 coordinates of their true elements: one index tensor per mask dim."""
     out = []
@@ -150,8 +174,10 @@ def _masks_to_indices(x, indices):
         first = len(out)
         for d in range(idx.dim()):
             if first + d >= x.dim() or idx._shape[d] != x._shape[first + d]:
-                raise IndexError(f"The shape of the mask {shape_str(idx._shape)} at index {d} does not match the "
-                                 f"shape of the indexed tensor {shape_str(x._shape)} at index {first + d}")
+                raise IndexError(
+                    f"The shape of the mask {shape_str(idx._shape)} at index {d} does not match the "
+                    f"shape of the indexed tensor {shape_str(x._shape)} at index {first + d}"
+                )
         strides = contiguous_strides(idx._shape)
         hits = [i for i, flag in enumerate(read(idx)) if flag]
         for d in range(idx.dim()):
@@ -178,8 +204,9 @@ def _plan(x, raw_indices):
             index_shape = indices[d]._shape if n == 0 else broadcast_shapes(index_shape, indices[d]._shape)
         except RuntimeError:
             shapes = ", ".join(shape_str(idx._shape) for idx in indices if idx is not None)
-            raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}") \
-                from None
+            raise IndexError(
+                f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}"
+            ) from None
     starts = [x._offset] * numel_of(index_shape)
     rest = [d for d in range(x.dim()) if indices[d] is None]
     reads = numel_of([x._shape[d] for d in rest]) > 0  # as PyTorch, an empty result takes any index
@@ -187,8 +214,11 @@ def _plan(x, raw_indices):
         size = x._shape[d]
         for i, k in enumerate(read(indices[d], index_shape)):
             if not -size <= k < size and reads:
-                raise IndexError("index is out of bounds for dimension with size 0" if size == 0 else
-                                 f"index {k} is out of bounds for dimension {d} with size {size}")
+                raise IndexError(
+                    "index is out of bounds for dimension with size 0"
+                    if size == 0
+                    else f"index {k} is out of bounds for dimension {d} with size {size}"
+                )
             starts[i] += (k % size if size else 0) * x._strides[d]
     adjacent = not indexed or indexed[-1] - indexed[0] + 1 == len(indexed)
     before = sum(1 for d in rest if adjacent and indexed and d < indexed[0])
@@ -245,8 +275,10 @@ def _scatter_values(self, indices, values, accumulate):
         try:
             v = expand(to_dtype(values, self._dtype), out_shape)
         except RuntimeError:
-            raise RuntimeError(f"shape mismatch: value tensor of shape {shape_str(values._shape)} cannot be broadcast "
-                               f"to indexing result of shape {shape_str(out_shape)}") from None
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {shape_str(values._shape)} cannot be broadcast "
+                f"to indexing result of shape {shape_str(out_shape)}"
+            ) from None
         source = read(permute(v, _inverse(to_out)))
     data = self._storage.data
     if accumulate:
@@ -261,8 +293,10 @@ def _scatter_values(self, indices, values, accumulate):
 class IndexPutBackward0(IndexFunction):
     def backward(self, g):
         indices = self.saved_indices()
-        return (index_put_(clone(g), indices, full((), 0, g._dtype), False) if self.needs_input_grad(0) else None,
-                self.reduce(1, index(g, indices)) if self.needs_input_grad(1) else None)
+        return (
+            index_put_(clone(g), indices, full((), 0, g._dtype), False) if self.needs_input_grad(0) else None,
+            self.reduce(1, index(g, indices)) if self.needs_input_grad(1) else None,
+        )
 
 
 def _fills_through_mask(indices, value):
@@ -283,9 +317,11 @@ def _check_index_put_overlap(self, indices, values):
 def _check_index_put_dtype(self, indices, values):
     """index_put_ (unlike a copy, or masked_fill_ with a one-element value) does not convert dtypes."""
     if values._dtype is not self._dtype and not _fills_through_mask(indices, values):
-        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{SCALAR_TYPE_NAME[self._dtype]} for the destination and {SCALAR_TYPE_NAME[values._dtype]} "
-                           "for the source.")
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got "
+            f"{SCALAR_TYPE_NAME[self._dtype]} for the destination and {SCALAR_TYPE_NAME[values._dtype]} "
+            "for the source."
+        )
 
 
 def index_put_(self, indices, values, accumulate):
@@ -308,6 +344,7 @@ def index_put_(self, indices, values, accumulate):
 
 # ---- x[key] = value: as in PyTorch, an in-place write into the region x[key'] (key' = the key's
 # ints, slices, None and Ellipsis: a view of x), a copy or, with index tensors, an index_put_ into it
+
 
 class IndexCopySlices(IndexFunction):
     """The backward of that write: the overwritten part of the region gets no gradient, the value

@@ -3,12 +3,39 @@ write the result back, so self's new grad_fn is that node; ops that replace the 
 (fill_, zero_, copy_) record a node that cuts the gradient to the old values. Every write bumps
 the storage's version, which is how a stale saved tensor is detected in backward.
 """
+
 from .._types import bool as bool_, int64
-from ._autograd import (Function, gradient_edge, is_grad_enabled, no_grad, refresh_view_history, set_history,
-                        should_record, view_without_history_error)
-from ._elementwise import (AddBackward0, Bitwise, BitwiseNot, ClampBackward1, DivBackward0, FloorDivideInPlace,
-                           FmodBackward0, FmodBackward1, MulBackward0, PowBackward0, PowBackward1, RemainderBackward0,
-                           RemainderBackward1, SubBackward0, clone, contiguous, result_type, where, zeros_like)
+from ._autograd import (
+    Function,
+    gradient_edge,
+    is_grad_enabled,
+    no_grad,
+    refresh_view_history,
+    set_history,
+    should_record,
+    view_without_history_error,
+)
+from ._elementwise import (
+    AddBackward0,
+    Bitwise,
+    BitwiseNot,
+    ClampBackward1,
+    DivBackward0,
+    FloorDivideInPlace,
+    FmodBackward0,
+    FmodBackward1,
+    MulBackward0,
+    PowBackward0,
+    PowBackward1,
+    RemainderBackward0,
+    RemainderBackward1,
+    SubBackward0,
+    clone,
+    contiguous,
+    result_type,
+    where,
+    zeros_like,
+)
 from ._shape import as_strided, expand
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
@@ -20,8 +47,10 @@ _CATEGORY = {bool_: 0, int64: 1}
 # tensors (every element in its own slot, no gaps) are compared exactly; others are too hard to
 # judge and pass, as in PyTorch.
 
-_SHARED_MEMORY = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                  "single memory location. Please clone() the tensor before performing the operation.")
+_SHARED_MEMORY = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+    "single memory location. Please clone() the tensor before performing the operation."
+)
 
 
 def _dense(t):
@@ -52,8 +81,10 @@ def _overlap(a, b):
 def assert_no_internal_overlap(out):
     """Writing into `out` must not write some memory twice (an expanded, stride-0 dim)."""
     if out.numel() and not _dense(out) and any(n > 1 and s == 0 for n, s in zip(out._shape, out._strides)):
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
-                           "memory location. Please clone() the tensor before performing the operation.")
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a single "
+            "memory location. Please clone() the tensor before performing the operation."
+        )
 
 
 def assert_no_partial_overlap(out, source):
@@ -75,8 +106,11 @@ def check_inplace(self, sources=()):
         return
     # A view made under no_grad kept no history to write through: as PyTorch, no guessing whether
     # the write should reach its base's gradient.
-    if self._view_base is not None and not self._view_tracks_history and (
-            self.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources)):
+    if (
+        self._view_base is not None
+        and not self._view_tracks_history
+        and (self.requires_grad or any(isinstance(s, Tensor) and s.requires_grad for s in sources))
+    ):
         raise RuntimeError(view_without_history_error(self, "is being"))
     refresh_view_history(self)
     if self._grad_fn is None and self._requires_grad_leaf:
@@ -120,8 +154,10 @@ def rebase_history(self, new_value):
         set_history(self, *new_value)
         return
     if not base.is_contiguous():
-        raise RuntimeError("fastgrad: an in-place operation that needs gradients through a view of a non-contiguous "
-                           "tensor is not supported; call .contiguous() on the base tensor first")
+        raise RuntimeError(
+            "fastgrad: an in-place operation that needs gradients through a view of a non-contiguous "
+            "tensor is not supported; call .contiguous() on the base tensor first"
+        )
     node = CopySlices().connect((base,), edges=(gradient_edge(base), new_value))
     node.shape, node.strides, node.offset = self._shape, self._strides, self._offset - base._offset
     set_history(base, node, 0)
@@ -146,8 +182,10 @@ def _snapshot(self):
 def _check_castable(dtype, self):
     """An in-place result must fit self's dtype: an integer may land in a float tensor, not the reverse."""
     if _CATEGORY.get(dtype, 2) > _CATEGORY.get(self._dtype, 2):
-        raise RuntimeError(f"result type {SCALAR_TYPE_NAME[dtype]} can't be cast to the desired output "
-                           f"type {SCALAR_TYPE_NAME[self._dtype]}")
+        raise RuntimeError(
+            f"result type {SCALAR_TYPE_NAME[dtype]} can't be cast to the desired output "
+            f"type {SCALAR_TYPE_NAME[self._dtype]}"
+        )
 
 
 def _apply_inplace(node_class, self, operands, reads_self, **params):
@@ -162,8 +200,9 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
     _check_castable(result._dtype, self)
     if result._shape != self._shape:
-        raise RuntimeError(f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape "
-                           f"{shape_str(result._shape)}")
+        raise RuntimeError(
+            f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape {shape_str(result._shape)}"
+        )
     copy_values(self, result)
     self._storage.version += 1
     if recording:
@@ -223,10 +262,13 @@ def clamp_(self, min, max):
 # ---- ops that replace self's values: the old values get no gradient; a tensor source gets the
 # gradient of the positions it filled.
 
+
 class FillBackward0(Function):
     def backward(self, g):
-        return (full(g._shape, 0, g._dtype) if self.needs_input_grad(0) else None,
-                self.reduce(1, g) if self.needs_input_grad(1) else None)
+        return (
+            full(g._shape, 0, g._dtype) if self.needs_input_grad(0) else None,
+            self.reduce(1, g) if self.needs_input_grad(1) else None,
+        )
 
 
 class ZeroBackward0(FillBackward0):
@@ -258,8 +300,9 @@ def _replace_values(node_class, self, source, checked=False):
 def fill_(self, value):
     if isinstance(value, Tensor):
         if value.dim() != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} "
-                               "dimensions.")
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
+            )
         return _replace_values(FillBackward0, self, value)
     return _replace_values(FillBackward0, self, full((), value, self._dtype))
 

@@ -1,5 +1,6 @@
 """Matrix products. dot, mv, mm and bmm are the recorded primitives, each with its own backward;
 matmul applies PyTorch's rank rules on top of them."""
+
 import itertools
 import operator
 from array import array
@@ -19,8 +20,9 @@ def _c_type_name(dtype):
 
 def _require_same_dtype(a, b):
     if a._dtype is not b._dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(a._dtype)} != "
-                           f"{_c_type_name(b._dtype)}")
+        raise RuntimeError(
+            f"expected m1 and m2 to have the same dtype, but got: {_c_type_name(a._dtype)} != {_c_type_name(b._dtype)}"
+        )
 
 
 def _require_not_bool(a, kernel, work=1):
@@ -33,7 +35,7 @@ def _require_not_bool(a, kernel, work=1):
 def _rows(x, strides, batch, rows, cols):
     """x read as `batch` matrices of rows x cols with (batch, row, col) strides: a list of rows per matrix."""
     values = [x._storage.data[i] for i in element_offsets((batch, rows, cols), strides, x._offset)]
-    return [[values[r * cols:(r + 1) * cols] for r in range(p * rows, (p + 1) * rows)] for p in range(batch)]
+    return [[values[r * cols : (r + 1) * cols] for r in range(p * rows, (p + 1) * rows)] for p in range(batch)]
 
 
 def _product(a, a_strides, b, b_strides, batch, n, k, m, out_shape):
@@ -71,19 +73,25 @@ class DotBackward0(Product):
             raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
         n, m = a._shape[0], b._shape[0]
         if n != m:
-            raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
-                               f"number of elements, but got {n} and {m} elements respectively")
+            raise RuntimeError(
+                f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same "
+                f"number of elements, but got {n} and {m} elements respectively"
+            )
         if a._dtype is not b._dtype:
-            raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {_c_type_name(a._dtype)} "
-                               f"and {_c_type_name(b._dtype)}")
+            raise RuntimeError(
+                f"dot : expected both vectors to have same dtype, but found {_c_type_name(a._dtype)} "
+                f"and {_c_type_name(b._dtype)}"
+            )
         _require_not_bool(a, "dot")
 
     def compute(self, a, b):
         return _product(a, (0, 0, a._strides[0]), b, (0, b._strides[0], 0), 1, 1, a._shape[0], 1, ())
 
     def backward(self, g):
-        return (g * self.unpack(1) if self.needs_input_grad(0) else None,
-                g * self.unpack(0) if self.needs_input_grad(1) else None)
+        return (
+            g * self.unpack(1) if self.needs_input_grad(0) else None,
+            g * self.unpack(0) if self.needs_input_grad(1) else None,
+        )
 
 
 class MvBackward0(Product):
@@ -99,8 +107,10 @@ class MvBackward0(Product):
         return _product(a, (0, *a._strides), b, (0, b._strides[0], 0), 1, *a._shape, 1, a._shape[:1])
 
     def backward(self, g):
-        return (mm(unsqueeze(g, 1), unsqueeze(self.unpack(1), 0)) if self.needs_input_grad(0) else None,
-                mv(t(self.unpack(0)), g) if self.needs_input_grad(1) else None)
+        return (
+            mm(unsqueeze(g, 1), unsqueeze(self.unpack(1), 0)) if self.needs_input_grad(0) else None,
+            mv(t(self.unpack(0)), g) if self.needs_input_grad(1) else None,
+        )
 
 
 class MmBackward0(Product):
@@ -115,12 +125,13 @@ class MmBackward0(Product):
         _require_not_bool(a, "addmm_impl_cpu_", a.numel() * b._shape[1])
 
     def compute(self, a, b):
-        return _product(a, (0, *a._strides), b, (0, *b._strides), 1, *a._shape, b._shape[1],
-                        (a._shape[0], b._shape[1]))
+        return _product(a, (0, *a._strides), b, (0, *b._strides), 1, *a._shape, b._shape[1], (a._shape[0], b._shape[1]))
 
     def backward(self, g):
-        return (mm(g, t(self.unpack(1))) if self.needs_input_grad(0) else None,
-                mm(t(self.unpack(0)), g) if self.needs_input_grad(1) else None)
+        return (
+            mm(g, t(self.unpack(1))) if self.needs_input_grad(0) else None,
+            mm(t(self.unpack(0)), g) if self.needs_input_grad(1) else None,
+        )
 
 
 class BmmBackward0(Product):
@@ -130,8 +141,10 @@ class BmmBackward0(Product):
         if b.dim() != 3:
             raise RuntimeError("batch2 must be a 3D tensor")
         if a._shape[0] != b._shape[0] or a._shape[2] != b._shape[1]:
-            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{a._shape[0]}, "
-                               f"{a._shape[2]}] but got: [{b._shape[0]}, {b._shape[1]}].")
+            raise RuntimeError(
+                f"Expected size for first two dimensions of batch2 tensor to be: [{a._shape[0]}, "
+                f"{a._shape[2]}] but got: [{b._shape[0]}, {b._shape[1]}]."
+            )
         _require_same_dtype(a, b)
         _require_not_bool(a, "bmm", a.numel() * b._shape[2])
 
@@ -139,8 +152,10 @@ class BmmBackward0(Product):
         return _product(a, a._strides, b, b._strides, *a._shape, b._shape[2], (*a._shape[:2], b._shape[2]))
 
     def backward(self, g):
-        return (bmm(g, transpose(self.unpack(1), 1, 2)) if self.needs_input_grad(0) else None,
-                bmm(transpose(self.unpack(0), 1, 2), g) if self.needs_input_grad(1) else None)
+        return (
+            bmm(g, transpose(self.unpack(1), 1, 2)) if self.needs_input_grad(0) else None,
+            bmm(transpose(self.unpack(0), 1, 2), g) if self.needs_input_grad(1) else None,
+        )
 
 
 def dot(a, b):
@@ -186,8 +201,10 @@ def matmul(a, b):
     b3 = unsqueeze(b, 1) if b.dim() == 1 else b
     (n, k), (k2, m) = a3._shape[-2:], b3._shape[-2:]
     if k != k2:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{numel_of(a3._shape[:-2])}, {k}] but got: [{numel_of(b3._shape[:-2])}, {k2}].")
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{numel_of(a3._shape[:-2])}, {k}] but got: [{numel_of(b3._shape[:-2])}, {k2}]."
+        )
     batch = broadcast_shapes(a3._shape[:-2], b3._shape[:-2])
 
     def batched(x, rows, cols):

@@ -5,6 +5,7 @@ rounding once when the result is stored: both backends give the same bits. In gr
 create_graph backward), each backward is instead composed of recorded ops, so that it can be
 differentiated again.
 """
+
 import math
 
 from .._types import int64
@@ -21,10 +22,11 @@ def _not_implemented_for(kernel, dtype):
 
 # ---- softmax and log_softmax
 
+
 def _rows(shape, dim):
     """The rows along `dim` of row-major values of `shape`: each row's positions (a range). Empty
     rows are left out (their log-sum-exp would be log(0))."""
-    outer, n, inner = math.prod(shape[:dim]), (shape[dim] if shape else 1), math.prod(shape[dim + 1:])
+    outer, n, inner = math.prod(shape[:dim]), (shape[dim] if shape else 1), math.prod(shape[dim + 1 :])
     if n == 0:
         return []
     return [range(o * n * inner + i, (o * n + n) * inner + i, inner) for o in range(outer) for i in range(inner)]
@@ -33,6 +35,7 @@ def _rows(shape, dim):
 class SoftmaxBackward0(Function):
     """softmax(x) = exp(x - m) / s along a dim, with m the row's maximum and s = sum exp(x - m); its
     log_softmax twin is (x - m) - log(s). A row holding +inf or only -inf gives NaN, as PyTorch."""
+
     log = False
 
     def forward(self, x, dim):
@@ -40,8 +43,9 @@ class SoftmaxBackward0(Function):
         self.dim = d if x.dim() else 0
         if x.numel() and not x._dtype.is_floating_point:
             last = x.dim() == 0 or d == x.dim() - 1  # PyTorch's kernel for the last dim has its own name
-            raise _not_implemented_for(f"{'log_' if self.log else ''}softmax{'_lastdim' if last else ''}_kernel_impl",
-                                       x._dtype)
+            raise _not_implemented_for(
+                f"{'log_' if self.log else ''}softmax{'_lastdim' if last else ''}_kernel_impl", x._dtype
+            )
         xs = read(x)
         ys = [0.0] * len(xs)
         for row in _rows(x._shape, self.dim):
@@ -88,6 +92,7 @@ class LogSoftmaxBackward0(SoftmaxBackward0):
 # ---- nll_loss: minus the (weighted) log-probability of each sample's target class, per sample or
 # reduced. The weighted mean divides by the total weight of the targets that count.
 
+
 def reduction_from_name(name):
     if name not in ("none", "mean", "sum"):
         raise ValueError(f"{name} is not a valid value for reduction")
@@ -103,8 +108,10 @@ def _check_nll_loss(input, target, weight):
     if input.dim() != 1 and input._shape[0] != target_batch:
         raise ValueError(f"Expected input batch_size ({input._shape[0]}) to match target batch_size ({target_batch}).")
     if weight is not None and is_grad_enabled() and weight.requires_grad:
-        raise RuntimeError("The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. "
-                           "This input cannot have requires_grad True.")
+        raise RuntimeError(
+            "The function 'nll_loss_forward' is not differentiable with respect to argument 'weight'. "
+            "This input cannot have requires_grad True."
+        )
     if input.dim() > 2:
         raise RuntimeError("input tensor should be 1D or 2D")
     if target.dim() > 1:
@@ -117,13 +124,16 @@ def _check_nll_loss(input, target, weight):
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     classes = input._shape[-1]
     if weight is not None and (weight.dim() != 1 or weight.numel() != classes):
-        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes but got "
-                           f"weight tensor of shape: {shape_str(weight._shape)}")
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {classes} classes or no classes but got "
+            f"weight tensor of shape: {shape_str(weight._shape)}"
+        )
     if not input._dtype.is_floating_point:
         raise _not_implemented_for("nll_loss_out_frame", input._dtype)
     if weight is not None and weight._dtype is not input._dtype:
-        raise RuntimeError(f"expected scalar type {SCALAR_TYPE_NAME[input._dtype]} but found "
-                           f"{SCALAR_TYPE_NAME[weight._dtype]}")
+        raise RuntimeError(
+            f"expected scalar type {SCALAR_TYPE_NAME[input._dtype]} but found {SCALAR_TYPE_NAME[weight._dtype]}"
+        )
 
 
 def _targets(input, target, weight, ignore_index):
@@ -168,10 +178,18 @@ class NllLossBackward0(Function):
         # PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
         # 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
         if input.dim() == 1 and target.dim() == 1 and input._shape[0] != target._shape[0]:
-            raise RuntimeError(f"size mismatch (got input: {shape_str(input._shape)}, target: "
-                               f"{shape_str(target._shape)})")
-        return NllLossBackwardBackward0.run(grad, input, target=target, weight=weight, reduction=self.reduction,
-                                            ignore_index=self.ignore_index, total_weight=self.total_weight)
+            raise RuntimeError(
+                f"size mismatch (got input: {shape_str(input._shape)}, target: {shape_str(target._shape)})"
+            )
+        return NllLossBackwardBackward0.run(
+            grad,
+            input,
+            target=target,
+            weight=weight,
+            reduction=self.reduction,
+            ignore_index=self.ignore_index,
+            total_weight=self.total_weight,
+        )
 
 
 class NllLossBackwardBackward0(Function):
@@ -192,23 +210,33 @@ class NllLossBackwardBackward0(Function):
         return new_tensor(gx, input._shape, input._dtype)
 
     def backward(self, gg):
-        grad = NllLossBackward0.run(gg, target=self.unpack(0), weight=self.unpack(1), reduction=self.reduction,
-                                    ignore_index=self.ignore_index) if self.needs_input_grad(0) else None
+        grad = (
+            NllLossBackward0.run(
+                gg,
+                target=self.unpack(0),
+                weight=self.unpack(1),
+                reduction=self.reduction,
+                ignore_index=self.ignore_index,
+            )
+            if self.needs_input_grad(0)
+            else None
+        )
         return grad, zeros_like(gg) if self.needs_input_grad(1) else None
 
 
 def nll_loss(input, target, weight, reduction, ignore_index):
-    return NllLossBackward0.run(input, target=target, weight=weight, reduction=reduction_from_name(reduction),
-                                ignore_index=ignore_index)
+    return NllLossBackward0.run(
+        input, target=target, weight=weight, reduction=reduction_from_name(reduction), ignore_index=ignore_index
+    )
 
 
 # ---- gelu(x) = x * P(X <= x) for a standard normal X; approximate='tanh' is PyTorch's tanh formula.
 # PyTorch's constants, spelled as its kernels spell them (the core uses the same literals).
-_SQRT1_2 = 0.70710678118654752440                                 # M_SQRT1_2
-_ALPHA = 1.12837916709551257390 * _SQRT1_2 * 0.5                  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
-_BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5     # M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
+_SQRT1_2 = 0.70710678118654752440  # M_SQRT1_2
+_ALPHA = 1.12837916709551257390 * _SQRT1_2 * 0.5  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
+_BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5  # M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
 _KAPPA = 0.044715
-_2_SQRTPI = 1.12837916709551257390                                # M_2_SQRTPI
+_2_SQRTPI = 1.12837916709551257390  # M_2_SQRTPI
 
 
 def gelu_approximation_from_name(name):

@@ -6,6 +6,7 @@ As the bindings do, this module gives Tensor its operators and the methods the c
 type (mul_, div_, contiguous, backward, x[key]), and checks arguments where pybind11's conversion
 would refuse them.
 """
+
 import builtins
 import functools
 import math
@@ -14,14 +15,35 @@ import operator
 from .._types import bool as bool_, float32, float64
 from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
 from ._autograd import (  # noqa: F401
-    _set_grad_enabled, is_anomaly_check_nan_enabled, is_anomaly_enabled, is_grad_enabled, record_function, run_backward,
-    set_anomaly_enabled)
+    _set_grad_enabled,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    is_grad_enabled,
+    record_function,
+    run_backward,
+    set_anomaly_enabled,
+)
 from ._autograd import (  # noqa: F401
-    Function as Node, add_node_hook, add_node_prehook, add_post_accumulate_grad_hook, add_tensor_hook)
+    Function as Node,
+    add_node_hook,
+    add_node_prehook,
+    add_post_accumulate_grad_hook,
+    add_tensor_hook,
+)
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
 from ._tensor import (  # noqa: F401
-    Tensor, broadcast_shapes, full, is_ndarray, new_tensor, number_or_none, read, shape_str, to_numpy, write)
+    Tensor,
+    broadcast_shapes,
+    full,
+    is_ndarray,
+    new_tensor,
+    number_or_none,
+    read,
+    shape_str,
+    to_numpy,
+    write,
+)
 
 # ---- argument conversion
 
@@ -34,6 +56,7 @@ def _invalid_arguments(name, args, expected):
 
 def _tensor_args(name, op):
     """op, refusing arguments that are not tensors (as a binding taking `const Tensor&`)."""
+
     def checked(*args):
         if not builtins.all(isinstance(arg, Tensor) for arg in args):
             raise _invalid_arguments(name, args, ", ".join(["Tensor"] * len(args)))
@@ -44,6 +67,7 @@ def _tensor_args(name, op):
 
 def _dim_reduction(name, op):
     """op(x, dim, keepdim) for a dim that is None or an int, as the core's binding takes it."""
+
     def checked(x, dim, keepdim):
         if not isinstance(x, Tensor) or not (dim is None or hasattr(builtins.type(dim), "__index__")):
             raise _invalid_arguments(name, (x, dim, keepdim), "Tensor, int | None, bool")
@@ -74,6 +98,7 @@ def _tensor_list(tensors):
 def _operator(op, reflected=False):
     """op(tensor, tensor-or-number) as a Python operator: numbers are passed on as they are, other
     operands give NotImplemented so that Python can try the other side."""
+
     def apply(a, b):
         if isinstance(b, Tensor) and not reflected:
             return op(a, b)
@@ -119,17 +144,35 @@ def _equal_operator(a, b):
 # ---- the Tensor type's own bindings: operators, x[key], backward
 
 # The named forms (fastgrad.add(x, y), x.mul_(y), fastgrad.lt(x, y)); the operators return NotImplemented instead.
-add, sub, mul, div, add_, sub_, mul_, div_ = (_named(name, op) for name, op in [
-    ("add", ew.AddBackward0.run), ("sub", ew.SubBackward0.run), ("mul", ew.MulBackward0.run),
-    ("div", ew.DivBackward0.run), ("add_", _inplace.add_), ("sub_", _inplace.sub_), ("mul_", _inplace.mul_),
-    ("div_", _inplace.div_)])
+add, sub, mul, div, add_, sub_, mul_, div_ = (
+    _named(name, op)
+    for name, op in [
+        ("add", ew.AddBackward0.run),
+        ("sub", ew.SubBackward0.run),
+        ("mul", ew.MulBackward0.run),
+        ("div", ew.DivBackward0.run),
+        ("add_", _inplace.add_),
+        ("sub_", _inplace.sub_),
+        ("mul_", _inplace.mul_),
+        ("div_", _inplace.div_),
+    ]
+)
 pow = _named("pow", ew.pow, "exponent")
-floor_divide, remainder, fmod, floor_divide_, remainder_, fmod_ = (_named(name, op) for name, op in [
-    ("floor_divide", ew.FloorDivide.run), ("remainder", ew.remainder), ("fmod", ew.fmod),
-    ("floor_divide_", _inplace.floor_divide_), ("remainder_", _inplace.remainder_), ("fmod_", _inplace.fmod_)])
+floor_divide, remainder, fmod, floor_divide_, remainder_, fmod_ = (
+    _named(name, op)
+    for name, op in [
+        ("floor_divide", ew.FloorDivide.run),
+        ("remainder", ew.remainder),
+        ("fmod", ew.fmod),
+        ("floor_divide_", _inplace.floor_divide_),
+        ("remainder_", _inplace.remainder_),
+        ("fmod_", _inplace.fmod_),
+    ]
+)
 rfloor_divide, rremainder = _operator(ew.RFloorDivide.run, True), _operator(ew.RRemainder.run, True)
-div_floor, div_trunc = (_named("div", functools.partial(ew.DivBackward2.run, rounding_mode=mode))
-                        for mode in ("floor", "trunc"))
+div_floor, div_trunc = (
+    _named("div", functools.partial(ew.DivBackward2.run, rounding_mode=mode)) for mode in ("floor", "trunc")
+)
 pow_ = _named("pow_", _inplace.pow_, "exponent")
 _COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne)
 lt, le, gt, ge, eq, ne = (_named(op.__name__, _compare(op)) for op in _COMPARISONS)
@@ -154,27 +197,46 @@ def _invert(x):
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False):
     create_graph = builtins.bool(create_graph)
-    run_backward([self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph), None,
-                 create_graph)
+    run_backward(
+        [self], [gradient], create_graph if retain_graph is None else builtins.bool(retain_graph), None, create_graph
+    )
 
 
 for _name, _value in {
-    "__add__": _operator(ew.AddBackward0.run), "__radd__": _operator(ew.AddBackward0.run, True),
-    "__sub__": _operator(ew.SubBackward0.run), "__rsub__": _operator(ew.RsubBackward1.run, True),
-    "__mul__": _operator(ew.MulBackward0.run), "__rmul__": _operator(ew.MulBackward0.run, True),
-    "__truediv__": _operator(ew.DivBackward0.run), "__rtruediv__": _rtruediv,
-    "__pow__": _operator(ew.pow), "__rpow__": _operator(ew.PowBackward2.run, True),
-    "__iadd__": _operator(_inplace.add_), "__isub__": _operator(_inplace.sub_), "__imul__": _operator(_inplace.mul_),
-    "__itruediv__": _operator(_inplace.div_), "__ipow__": _operator(_inplace.pow_), "mul_": mul_, "div_": div_,
+    "__add__": _operator(ew.AddBackward0.run),
+    "__radd__": _operator(ew.AddBackward0.run, True),
+    "__sub__": _operator(ew.SubBackward0.run),
+    "__rsub__": _operator(ew.RsubBackward1.run, True),
+    "__mul__": _operator(ew.MulBackward0.run),
+    "__rmul__": _operator(ew.MulBackward0.run, True),
+    "__truediv__": _operator(ew.DivBackward0.run),
+    "__rtruediv__": _rtruediv,
+    "__pow__": _operator(ew.pow),
+    "__rpow__": _operator(ew.PowBackward2.run, True),
+    "__iadd__": _operator(_inplace.add_),
+    "__isub__": _operator(_inplace.sub_),
+    "__imul__": _operator(_inplace.mul_),
+    "__itruediv__": _operator(_inplace.div_),
+    "__ipow__": _operator(_inplace.pow_),
+    "mul_": mul_,
+    "div_": div_,
     "pow_": pow_,
-    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS}, "__eq__": _equal_operator,
-    "__floordiv__": _operator(ew.FloorDivide.run), "__rfloordiv__": rfloor_divide,
-    "__ifloordiv__": _operator(_inplace.floor_divide_), "__mod__": _operator(ew.remainder), "__rmod__": rremainder,
-    "__imod__": _operator(_inplace.remainder_), "__invert__": _invert,
-    "__neg__": lambda x: ew.NegBackward0.run(x), "__abs__": lambda x: ew.AbsBackward0.run(x),
+    **{f"__{op.__name__}__": _operator(_compare(op)) for op in _COMPARISONS},
+    "__eq__": _equal_operator,
+    "__floordiv__": _operator(ew.FloorDivide.run),
+    "__rfloordiv__": rfloor_divide,
+    "__ifloordiv__": _operator(_inplace.floor_divide_),
+    "__mod__": _operator(ew.remainder),
+    "__rmod__": rremainder,
+    "__imod__": _operator(_inplace.remainder_),
+    "__invert__": _invert,
+    "__neg__": lambda x: ew.NegBackward0.run(x),
+    "__abs__": lambda x: ew.AbsBackward0.run(x),
     "__matmul__": lambda a, b: _matmul.matmul(a, b) if isinstance(b, Tensor) else NotImplemented,
-    "__getitem__": _index.getitem, "__setitem__": _index.setitem,
-    "contiguous": ew.contiguous, "backward": backward,
+    "__getitem__": _index.getitem,
+    "__setitem__": _index.setitem,
+    "contiguous": ew.contiguous,
+    "backward": backward,
 }.items():
     setattr(Tensor, _name, _value)
 
@@ -202,22 +264,47 @@ def result_type(a, b):
 
 # neg ... dot: tensors only
 for _name, _op in {
-    "neg": ew.NegBackward0.run, "abs": ew.AbsBackward0.run, "exp": ew.ExpBackward0.run, "log": ew.LogBackward0.run,
-    "sqrt": ew.SqrtBackward0.run, "sin": ew.SinBackward0.run, "cos": ew.CosBackward0.run,
-    "tanh": ew.TanhBackward0.run, "sigmoid": ew.SigmoidBackward0.run, "relu": ew.ReluBackward0.run,
-    "sign": ew.sign, "bitwise_not": ew.BitwiseNot.run, "maximum": ew.MaximumBackward0.run,
+    "neg": ew.NegBackward0.run,
+    "abs": ew.AbsBackward0.run,
+    "exp": ew.ExpBackward0.run,
+    "log": ew.LogBackward0.run,
+    "sqrt": ew.SqrtBackward0.run,
+    "sin": ew.SinBackward0.run,
+    "cos": ew.CosBackward0.run,
+    "tanh": ew.TanhBackward0.run,
+    "sigmoid": ew.SigmoidBackward0.run,
+    "relu": ew.ReluBackward0.run,
+    "sign": ew.sign,
+    "bitwise_not": ew.BitwiseNot.run,
+    "maximum": ew.MaximumBackward0.run,
     "minimum": ew.MinimumBackward0.run,
-    "matmul": _matmul.matmul, "mm": _matmul.mm, "bmm": _matmul.bmm, "mv": _matmul.mv, "dot": _matmul.dot,
+    "matmul": _matmul.matmul,
+    "mm": _matmul.mm,
+    "bmm": _matmul.bmm,
+    "mv": _matmul.mv,
+    "dot": _matmul.dot,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
 clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_
 mean, var, std, norm = _reduce.mean, _reduce.var, _reduce.std, _reduce.norm
-amax, amin, max_all, min_all, max_dim, min_dim = (_reduce.amax, _reduce.amin, _reduce.max_all, _reduce.min_all,
-                                                  _reduce.max_dim, _reduce.min_dim)
-view, reshape, expand, permute, transpose, t = (_shape.view, _shape.reshape, _shape.expand, _shape.permute,
-                                                _shape.transpose, _shape.t)
+amax, amin, max_all, min_all, max_dim, min_dim = (
+    _reduce.amax,
+    _reduce.amin,
+    _reduce.max_all,
+    _reduce.min_all,
+    _reduce.max_dim,
+    _reduce.min_dim,
+)
+view, reshape, expand, permute, transpose, t = (
+    _shape.view,
+    _shape.reshape,
+    _shape.expand,
+    _shape.permute,
+    _shape.transpose,
+    _shape.t,
+)
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
 
 
@@ -258,9 +345,11 @@ def foreach_add_(tensors, others, alpha):
         if is_grad_enabled() and (self.requires_grad or other.requires_grad):
             raise RuntimeError("foreach_add_() does not record gradients: call it under no_grad()")
         if self._dtype != other._dtype or not self._dtype.is_floating_point or self._shape != other._shape:
-            raise RuntimeError("foreach_add_(): expected floating tensors of one dtype and shape, got "
-                               f"{SCALAR_TYPE_NAME[self._dtype]}{shape_str(self._shape)} and "
-                               f"{SCALAR_TYPE_NAME[other._dtype]}{shape_str(other._shape)}")
+            raise RuntimeError(
+                "foreach_add_(): expected floating tensors of one dtype and shape, got "
+                f"{SCALAR_TYPE_NAME[self._dtype]}{shape_str(self._shape)} and "
+                f"{SCALAR_TYPE_NAME[other._dtype]}{shape_str(other._shape)}"
+            )
         _inplace.assert_no_internal_overlap(self)
         _inplace.assert_no_partial_overlap(self, other)
     for self, other in zip(tensors, others):
@@ -312,8 +401,13 @@ softmax, log_softmax = _along_dim("softmax", _nn.softmax), _along_dim("log_softm
 
 def nll_loss(input, target, weight, reduction, ignore_index):
     args = (input, target, weight, reduction, ignore_index)
-    if not (isinstance(input, Tensor) and isinstance(target, Tensor) and (weight is None or isinstance(weight, Tensor))
-            and isinstance(reduction, str) and _int_like(ignore_index)):
+    if not (
+        isinstance(input, Tensor)
+        and isinstance(target, Tensor)
+        and (weight is None or isinstance(weight, Tensor))
+        and isinstance(reduction, str)
+        and _int_like(ignore_index)
+    ):
         raise _invalid_arguments("nll_loss", args, "Tensor, Tensor, Tensor | None, str, int")
     return _nn.nll_loss(input, target, weight, reduction, operator.index(ignore_index))
 
@@ -358,8 +452,10 @@ def isclose(input, other, rtol, atol, equal_nan):
     diffs = rounded([builtins.abs(x - y) for x, y in zip(xs, ys)], diff_type)
     rtol, atol = rounded([rtol, atol], y_type)
     tolerances = rounded([atol + t for t in rounded([rtol * builtins.abs(y) for y in ys], y_type)], y_type)
-    close = [(d <= t and math.isfinite(y)) or x == y or (equal_nan and x != x and y != y)
-             for x, y, d, t in zip(xs, ys, diffs, tolerances)]
+    close = [
+        (d <= t and math.isfinite(y)) or x == y or (equal_nan and x != x and y != y)
+        for x, y, d, t in zip(xs, ys, diffs, tolerances)
+    ]
     return new_tensor(close, shape, bool_)
 
 
@@ -381,9 +477,9 @@ def set_num_threads(n):
     global _num_threads
     if not isinstance(n, int) or isinstance(n, bool):
         raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
-    if not -2**63 <= n < 2**63:
+    if not -(2**63) <= n < 2**63:
         raise ValueError("Overflow when unpacking long long")
-    if not -2**31 <= n < 2**31:
+    if not -(2**31) <= n < 2**31:
         raise ValueError("Overflow when unpacking long")
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")

@@ -3,6 +3,7 @@ result element sees its reduced block as one run, in the same order as the C++ c
 accumulate in double and are rounded once when stored. Backward formulas broadcast the output
 gradient back over the reduced dims.
 """
+
 import functools
 import math
 import operator
@@ -49,14 +50,16 @@ def blocks(x, mask):
     data = x._storage.data
     values = [data[i] for i in element_offsets([x._shape[d] for d in order], [x._strides[d] for d in order], x._offset)]
     results = math.prod(n for n, reduced in zip(x._shape, mask) if not reduced)
-    return [values[i * block:(i + 1) * block] for i in range(results)]
+    return [values[i * block : (i + 1) * block] for i in range(results)]
 
 
 def _require_nonempty(x, mask, op, all_dims):
     """`all_dims`: reducing over every dim because none was given."""
     if all_dims and x.numel() == 0:
-        raise RuntimeError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
-                           "reduction dim with the 'dim' argument.")
+        raise RuntimeError(
+            f"{op}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+            "reduction dim with the 'dim' argument."
+        )
     for d, reduced in enumerate(mask):
         if reduced and x._shape[d] == 0:
             raise IndexError(f"{op}(): Expected reduction dim {d} to have non-zero size.")
@@ -64,8 +67,10 @@ def _require_nonempty(x, mask, op, all_dims):
 
 def _require_floating(x, op):
     if not x._dtype.is_floating_point:
-        raise RuntimeError(f"{op}(): input dtype should be either floating point or complex. Got "
-                           f"{'Long' if x._dtype is int64 else 'Bool'} instead.")
+        raise RuntimeError(
+            f"{op}(): input dtype should be either floating point or complex. Got "
+            f"{'Long' if x._dtype is int64 else 'Bool'} instead."
+        )
 
 
 class Reduction(Function):
@@ -84,6 +89,7 @@ class Reduction(Function):
 
 
 # ---- sum and mean
+
 
 class SumBackward0(Reduction):
     """sum of all elements"""
@@ -113,8 +119,10 @@ class MeanBackward0(Reduction):
 
     def forward(self, x, dims, keepdim):
         if not x._dtype.is_floating_point:
-            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                               f"complex dtype. Got: {'Long' if x._dtype is int64 else 'Bool'}")
+            raise RuntimeError(
+                "mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                f"complex dtype. Got: {'Long' if x._dtype is int64 else 'Bool'}"
+            )
         self.mask = reduction_mask(dims, x.dim())
         with no_grad():
             return sum(x, dims, keepdim) / _count(x._shape, self.mask)
@@ -134,6 +142,7 @@ def mean(x, dims, keepdim):
 # ---- prod. Its gradient is, for each element, the product of the other elements of its block
 # (computed directly, so zeros in the input are handled exactly).
 
+
 def _product_of_others(x, mask):
     order, block = _blocked_order(x, mask)
     shape = [x._shape[d] for d in order]
@@ -143,7 +152,7 @@ def _product_of_others(x, mask):
     # Products are taken in x's own type, as the core's kernel does: array cells round each step.
     out, before, after = to_array([0.0] * len(values), x._dtype), to_array([1.0], x._dtype), to_array([1.0], x._dtype)
     for start in range(0, len(values), block or 1):
-        run = values[start:start + block]
+        run = values[start : start + block]
         before[0] = 1.0
         for k, v in enumerate(run):  # the product of the values before k ...
             out[positions[start + k]] = before[0]
@@ -171,6 +180,7 @@ class ProdBackward0(Reduction):
     the other elements of the block (computed directly, or by recorded ops in grad mode); and over
     all elements with two or more zeros, zeros outright (even for an infinite or NaN incoming
     gradient), except in grad mode, whose second derivatives are not all zero."""
+
     all_elements = True
 
     def forward(self, x, dim, keepdim):
@@ -201,6 +211,7 @@ class ProdBackward0(Reduction):
 
 class ProdBackward1(ProdBackward0):
     """prod over one dim"""
+
     all_elements = False
 
 
@@ -209,6 +220,7 @@ def prod(x, dim, keepdim):
 
 
 # ---- var and std (with Bessel's correction by default, as PyTorch)
+
 
 def _deviations(x, dims):
     return x - mean(x, dims, True)
@@ -233,7 +245,9 @@ class VarBackward0(Reduction):
         d = _deviations(x, self.dims())
         if self.all and self.dof() <= 0:
             # 2 / dof is infinite: NaN where x equals the mean (infinity * 0), infinity elsewhere.
-            return self.expand_back(grad_var) * where(d == 0, full((), math.nan, x._dtype), full((), math.inf, x._dtype))
+            return self.expand_back(grad_var) * where(
+                d == 0, full((), math.nan, x._dtype), full((), math.inf, x._dtype)
+            )
         return self.expand_back(grad_var) * (d * ieee_div(2.0, self.dof()))
 
     def backward(self, g):
@@ -267,6 +281,7 @@ def std(x, dims, correction, keepdim):
 
 # ---- max / min. The value reductions spread the gradient evenly over tied extremes; the dim forms
 # return (values, indices) and send the gradient to the index they report.
+
 
 def extreme(x, mask, keepdim, want_max):
     """Values and, per result element, the first position in its block that holds the extreme
@@ -316,11 +331,13 @@ class AminBackward0(AmaxBackward0):
 
 class MaxBackward1(AmaxBackward0):
     """max() of all elements"""
+
     all_elements = True
 
 
 class MinBackward1(AmaxBackward0):
     """min() of all elements"""
+
     all_elements = True
 
 
@@ -390,6 +407,7 @@ def arg_extreme(x, dim, keepdim, want_max, op):
 
 # ---- vector p-norm: d||x||/dx = x * |x|^(p-2) / ||x||^(p-1), 0 where the norm is 0
 
+
 class LinalgVectorNormBackward0(Reduction):
     """The cases of PyTorch's norm_backward, with its limits at zeros: p = 0 has no gradient; for
     p < 1 a zero element gets none; for p > 1 a zero norm gives none; +-inf splits among the
@@ -401,12 +419,16 @@ class LinalgVectorNormBackward0(Reduction):
         if p < 0 or math.isinf(p):  # no identity: every reduced block must have an element
             what = ("inf" if p > 0 else "-inf") if math.isinf(p) else f"{p:g}"
             if not dims and not x.numel():
-                raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on an empty tensor because "
-                                   "the operation does not have an identity")
+                raise RuntimeError(
+                    f"linalg.vector_norm cannot compute the {what} norm on an empty tensor because "
+                    "the operation does not have an identity"
+                )
             for d, reduced in enumerate(self.mask):
                 if reduced and x._shape[d] == 0:
-                    raise RuntimeError(f"linalg.vector_norm cannot compute the {what} norm on the dimension {d}"
-                                       "because this dimension is empty and the operation does not have an identity")
+                    raise RuntimeError(
+                        f"linalg.vector_norm cannot compute the {what} norm on the dimension {d}"
+                        "because this dimension is empty and the operation does not have an identity"
+                    )
         with no_grad():
             if math.isinf(p):
                 out = (amax if p > 0 else amin)(x.abs(), dims, keepdim)

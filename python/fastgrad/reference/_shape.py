@@ -1,9 +1,19 @@
 """Shape ops. All but cat and stack are views: they share the input's storage and only change
 shape, strides and offset; their backward maps the gradient back to the input's geometry."""
+
 from ._autograd import Function, is_grad_enabled, no_grad, sum_to
 from ._elementwise import clone, contiguous, to_dtype
-from ._tensor import (contiguous_strides, copy_values, element_offsets, full, make_differentiable_view, numel_of, read,
-                      shape_str, wrap_dim)
+from ._tensor import (
+    contiguous_strides,
+    copy_values,
+    element_offsets,
+    full,
+    make_differentiable_view,
+    numel_of,
+    read,
+    shape_str,
+    wrap_dim,
+)
 
 
 def _view_of(x, shape, strides, offset=None):
@@ -35,6 +45,7 @@ class SelectBackwardBackward0(SliceBackwardBackward0):
 
 
 # ---- view / reshape / flatten
+
 
 def _infer_shape(requested, numel):
     """Resolves a single -1 and checks the element count."""
@@ -85,8 +96,10 @@ class ViewBackward0(Function):
         shape = _infer_shape(shape, x.numel())
         strides = _view_strides(x, shape)
         if strides is None:
-            raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
-                               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+            raise RuntimeError(
+                "view size is not compatible with input tensor's size and stride (at least one "
+                "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+            )
         return _view_of(x, shape, strides)
 
     def backward(self, g):
@@ -122,10 +135,11 @@ def flatten(x, start_dim, end_dim):
         return reshape(x, (1,))
     if start == end:
         return x
-    return reshape(x, x._shape[:start] + (numel_of(x._shape[start:end + 1]),) + x._shape[end + 1:])
+    return reshape(x, x._shape[:start] + (numel_of(x._shape[start : end + 1]),) + x._shape[end + 1 :])
 
 
 # ---- expand
+
 
 class ExpandBackward0(Function):
     def forward(self, x, shape, strides):
@@ -138,25 +152,30 @@ class ExpandBackward0(Function):
 def expand(x, requested):
     requested = tuple(requested)
     if len(requested) < x.dim():
-        raise RuntimeError(f"expand(torch.FloatTensor{{{shape_str(x._shape)}}}, size={shape_str(requested)}): the "
-                           f"number of sizes provided ({len(requested)}) must be greater or equal to the number of "
-                           f"dimensions in the tensor ({x.dim()})")
+        raise RuntimeError(
+            f"expand(torch.FloatTensor{{{shape_str(x._shape)}}}, size={shape_str(requested)}): the "
+            f"number of sizes provided ({len(requested)}) must be greater or equal to the number of "
+            f"dimensions in the tensor ({x.dim()})"
+        )
     lead = len(requested) - x.dim()
     shape, strides = list(requested), [0] * len(requested)
     for d, want in enumerate(requested):
         if d < lead:
             if want < 0:
-                raise RuntimeError(f"The expanded size of the tensor ({want}) isn't allowed in a leading, "
-                                   f"non-existing dimension {d}")
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({want}) isn't allowed in a leading, non-existing dimension {d}"
+                )
             continue
         have = x._shape[d - lead]
         want = have if want == -1 else want
         if want < 0:
             raise RuntimeError(f"The expanded size of the tensor ({want}) isn't allowed")
         if have != want and have != 1:
-            raise RuntimeError(f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
-                               f"non-singleton dimension {d}.  Target sizes: {shape_str(requested)}.  Tensor sizes: "
-                               f"{shape_str(x._shape)}")
+            raise RuntimeError(
+                f"The expanded size of the tensor ({want}) must match the existing size ({have}) at "
+                f"non-singleton dimension {d}.  Target sizes: {shape_str(requested)}.  Tensor sizes: "
+                f"{shape_str(x._shape)}"
+            )
         shape[d] = want
         strides[d] = x._strides[d - lead] if have == want else 0
     # Even to x's own shape: a new view, as PyTorch (x.expand_as(x) is not x).
@@ -165,12 +184,14 @@ def expand(x, requested):
 
 # ---- permute / transpose / t
 
+
 class PermuteBackward0(Function):
     def forward(self, x, dims):
         if len(dims) != x.dim():
             raise RuntimeError(
                 "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the "
-                f"desired ordering of dimensions i.e. input.dim() = {x.dim()} is not equal to len(dims) = {len(dims)}")
+                f"desired ordering of dimensions i.e. input.dim() = {x.dim()} is not equal to len(dims) = {len(dims)}"
+            )
         self.dims = []
         for dim in dims:
             d = wrap_dim(dim, x.dim())
@@ -226,6 +247,7 @@ def t(x):
 
 # ---- squeeze / unsqueeze
 
+
 class SqueezeBackward0(Function):
     """squeeze() of every size-1 dim"""
 
@@ -272,6 +294,7 @@ def unsqueeze(x, dim):
 
 # ---- slice / select (the views behind basic indexing), as_strided, alias
 
+
 class SliceBackward0(Function):
     def forward(self, x, dim, start, stop, step):
         if x.dim() == 0:
@@ -299,15 +322,21 @@ def slice(x, dim, start, stop, step):
 class SelectBackward0(Function):
     def forward(self, x, dim, index):
         if x.dim() == 0:
-            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
-                             "C++ to convert a 0-dim tensor to a number")
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                "C++ to convert a 0-dim tensor to a number"
+            )
         d = wrap_dim(dim, x.dim())
         size = x._shape[d]
         if not -size <= index < size:
             raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
         self.dim, self.index = d, index % size
-        return _view_of(x, x._shape[:d] + x._shape[d + 1:], x._strides[:d] + x._strides[d + 1:],
-                        x._offset + self.index * x._strides[d])
+        return _view_of(
+            x,
+            x._shape[:d] + x._shape[d + 1 :],
+            x._strides[:d] + x._strides[d + 1 :],
+            x._offset + self.index * x._strides[d],
+        )
 
     def backward(self, g):
         return SelectBackwardBackward0.run(g, shape=self.inputs[0][0], args=(self.dim, self.index))
@@ -363,6 +392,7 @@ class AliasBackward0(Function):
 
 # ---- cat / stack: new tensors; the gradient is cut back into one piece per input
 
+
 def _skipped(t):
     return t._shape == (0,)  # PyTorch still accepts (and skips) 1-D empty tensors next to any rank
 
@@ -384,10 +414,12 @@ class CatBackward0(Function):
                 raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.dim()} and {t.dim()}")
             for k in range(t.dim()):
                 if k != d and t._shape[k] != ref._shape[k]:
-                    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                       f"{ref._shape[k]} but got size {t._shape[k]} for tensor number {i} in the list.")
+                    raise RuntimeError(
+                        f"Sizes of tensors must match except in dimension {d}. Expected size "
+                        f"{ref._shape[k]} but got size {t._shape[k]} for tensor number {i} in the list."
+                    )
             total += t._shape[d]
-        shape = ref._shape[:d] + (total,) + ref._shape[d + 1:]
+        shape = ref._shape[:d] + (total,) + ref._shape[d + 1 :]
         out = full(shape, 0, dtype)
         at = 0
         with no_grad():
@@ -419,8 +451,10 @@ class StackBackward0(Function):
         self.dim = wrap_dim(dim, tensors[0].dim() + 1)  # before the sizes, as PyTorch checks
         for i, t in enumerate(tensors[1:], 1):
             if t._shape != tensors[0]._shape:
-                raise RuntimeError(f"stack expects each tensor to be equal size, but got {shape_str(tensors[0]._shape)}"
-                                   f" at entry 0 and {shape_str(t._shape)} at entry {i}")
+                raise RuntimeError(
+                    f"stack expects each tensor to be equal size, but got {shape_str(tensors[0]._shape)}"
+                    f" at entry 0 and {shape_str(t._shape)} at entry {i}"
+                )
         with no_grad():
             return cat([unsqueeze(t, self.dim) for t in tensors], self.dim)
 
@@ -430,4 +464,3 @@ class StackBackward0(Function):
 
 def stack(tensors, dim):
     return StackBackward0.run(*tensors, dim=dim)
-

@@ -5,6 +5,7 @@ in-place changes: usually an `array.array`, so that a float32 tensor rounds ever
 it to float32 exactly like the C++ core; for `from_numpy` a memoryview of the numpy buffer, so
 that both sides see each other's writes. Both index, slice and assign the same way.
 """
+
 from array import array
 from fractions import Fraction
 
@@ -13,7 +14,7 @@ from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  #
 TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
 LEGACY_NAME = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
 # The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
-INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
 _INT64_LIMIT = 9.2233720368547758e18
 
@@ -42,7 +43,7 @@ def _int_to_float32(value):
 
 def _wrap_int64(value):
     # int64 arithmetic wraps around in the core; Python ints do not.
-    return (value - INT64_MIN) % 2 ** 64 + INT64_MIN
+    return (value - INT64_MIN) % 2**64 + INT64_MIN
 
 
 def check_dtype(dtype):

@@ -5,6 +5,7 @@ reads a tensor with stride 0 along the stretched dims, exactly as in the C++ cor
 holds the element loops every op uses: `read` gathers a tensor's values in row-major order,
 `write` stores values into a tensor's elements, `new_tensor` makes a contiguous tensor of values.
 """
+
 import math
 import os
 import warnings
@@ -19,10 +20,12 @@ _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, "
     "use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
-    "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.")
+    "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations."
+)
 
 
 # ---- shapes
+
 
 def numel_of(shape):
     return math.prod(shape)
@@ -46,8 +49,9 @@ def broadcast_shapes(a, b):
     a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
     for i, (da, db) in enumerate(zip(a, b)):
         if da != db and da != 1 and db != 1:
-            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
-                               f"at non-singleton dimension {i}")
+            raise RuntimeError(
+                f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+            )
     return tuple(db if da == 1 else da for da, db in zip(a, b))
 
 
@@ -76,8 +80,12 @@ def number_or_none(obj):
         return int(obj)
     if isinstance(obj, float):
         return float(obj)
-    if not isinstance(obj, (Tensor, np.ndarray)) and hasattr(obj, "dtype") and hasattr(obj, "item") and getattr(
-            obj, "ndim", None) == 0:  # numpy scalars (a 0-d array is not a number to PyTorch)
+    if (
+        not isinstance(obj, (Tensor, np.ndarray))
+        and hasattr(obj, "dtype")
+        and hasattr(obj, "item")
+        and getattr(obj, "ndim", None) == 0
+    ):  # numpy scalars (a 0-d array is not a number to PyTorch)
         value = obj.item()
         return float(value) if isinstance(value, bool) else number_or_none(value)  # PyTorch reads np.bool_ as a float
     return None
@@ -89,6 +97,7 @@ def is_ndarray(obj):
 
 
 # ---- element loops
+
 
 def element_offsets(shape, strides, start):
     """Storage positions of the elements of a strided layout, in row-major order."""
@@ -109,7 +118,7 @@ def check_allocation(shape, dtype):
     """Refuses, as the core does, an element count whose bytes overflow int64 or exceed the memory."""
     check_dtype(dtype)
     numel = numel_of(shape)
-    if numel > (2 ** 63 - 1) // 8:  # 8: the widest dtype's bytes
+    if numel > (2**63 - 1) // 8:  # 8: the widest dtype's bytes
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
     if _MEMORY_BYTES is not None and numel * dtype.itemsize > _MEMORY_BYTES:
         raise MemoryError(f"can't allocate memory: you tried to allocate {numel * dtype.itemsize} bytes")
@@ -121,7 +130,7 @@ def read(t, shape=None):
     data = t._storage.data
     if shape is None or tuple(shape) == t._shape:
         if t.is_contiguous():
-            return data[t._offset:t._offset + t.numel()].tolist()
+            return data[t._offset : t._offset + t.numel()].tolist()
         shape, strides = t._shape, t._strides
     else:
         strides = broadcast_strides(t, shape)
@@ -133,7 +142,7 @@ def write(t, values, dtype=None):
     buffer = to_array(cast(values, dtype or t._dtype, t._dtype), t._dtype)
     data = t._storage.data
     if t.is_contiguous():
-        data[t._offset:t._offset + len(buffer)] = buffer
+        data[t._offset : t._offset + len(buffer)] = buffer
     else:
         for position, value in zip(element_offsets(t._shape, t._strides, t._offset), buffer):
             data[position] = value
@@ -196,8 +205,9 @@ def to_numpy(t):
     """A numpy array sharing t's memory (the buffer protocol of array.array / memoryview)."""
     flat = np.frombuffer(t._storage.data, dtype=_NUMPY_TYPES[t._dtype])
     itemsize = flat.itemsize
-    return np.lib.stride_tricks.as_strided(flat[t._offset:], shape=t._shape,
-                                           strides=[s * itemsize for s in t._strides])
+    return np.lib.stride_tricks.as_strided(
+        flat[t._offset :], shape=t._shape, strides=[s * itemsize for s in t._strides]
+    )
 
 
 class Tensor:
@@ -268,15 +278,21 @@ class Tensor:
         """A view whose grad_fn predates an in-place write to its storage, in a graph: the grad_fn
         must be remade (autograd's refresh_view_history) before it is used (or, for a view without
         history, the use refused)."""
-        return (self._view_base is not None and self._view_version != self._storage.version
-                and (self._grad_fn is not None or self._view_base.requires_grad))
+        return (
+            self._view_base is not None
+            and self._view_version != self._storage.version
+            and (self._grad_fn is not None or self._view_base.requires_grad)
+        )
 
     @property
     def requires_grad(self):
         # As PyTorch, a view requires grad when its base does, even one made under no_grad (which has
         # no grad_fn and is a leaf without a gradient of its own: no gradient reaches it or its base).
-        return (self._grad_fn is not None or self._requires_grad_leaf
-                or (self._view_base is not None and self._view_base.requires_grad))
+        return (
+            self._grad_fn is not None
+            or self._requires_grad_leaf
+            or (self._view_base is not None and self._view_base.requires_grad)
+        )
 
     @requires_grad.setter
     def requires_grad(self, flag):
@@ -288,7 +304,8 @@ class Tensor:
                 raise RuntimeError("you can only change requires_grad flags of leaf variables.")
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed variable "
-                "in a subgraph that doesn't require differentiation use var_no_grad = var.detach().")
+                "in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
+            )
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad_leaf = flag
@@ -326,8 +343,9 @@ class Tensor:
     def grad(self, value):
         if value is not None:
             if not isinstance(value, Tensor):
-                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
-                                   f"{type(value).__name__}")
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}"
+                )
             if value._dtype is not self._dtype:
                 raise RuntimeError("assigned grad has data of a different type")
             if value._shape != self._shape:
@@ -382,4 +400,5 @@ class Tensor:
 
 def _refresh_view_history(t):
     from ._autograd import refresh_view_history
+
     refresh_view_history(t)
