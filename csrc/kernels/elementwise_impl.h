@@ -17,7 +17,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
 #include <limits>
 #include <type_traits>
 
@@ -223,18 +222,43 @@ void sigmoid_kernel(const T* x, T* out, int64_t n) {
   }
 }
 
+// Each table slot's kernel, by name: a switch without default, so that an enumerator added to
+// VecBinary or VecUnary without a kernel fails the build (-Werror=switch), and no slot can hold
+// another op's kernel (as a positional list could).
+template <class T>
+BinaryKernel<T> binary_kernel_of(VecBinary op) {
+  switch (op) {
+    case VecBinary::Add: return binary_kernel<T, Add>;
+    case VecBinary::Sub: return binary_kernel<T, Sub>;
+    case VecBinary::Mul: return binary_kernel<T, Mul>;
+    case VecBinary::Div: return binary_kernel<T, Div>;
+    case VecBinary::Max: return binary_kernel<T, Maximum>;
+    case VecBinary::Min: return binary_kernel<T, Minimum>;
+    case VecBinary::Count: break;
+  }
+  return nullptr;
+}
+
+template <class T>
+UnaryKernel<T> unary_kernel_of(VecUnary op) {
+  switch (op) {
+    case VecUnary::Neg: return unary_kernel<T, Neg>;
+    case VecUnary::Abs: return unary_kernel<T, Abs>;
+    case VecUnary::Relu: return unary_kernel<T, Relu>;
+    case VecUnary::Exp: return unary_kernel<T, Exp>;
+    case VecUnary::Log: return unary_kernel<T, Log>;
+    case VecUnary::Tanh: return unary_kernel<T, Tanh>;
+    case VecUnary::Sigmoid: return sigmoid_kernel<T>;
+    case VecUnary::Sqrt: return unary_kernel<T, Sqrt>;
+    case VecUnary::Count: break;
+  }
+  return nullptr;
+}
+
 template <class T>
 void fill_elementwise(TypedKernels<T>& k) {
-  // In the order of VecBinary and VecUnary (kernel_table.h).
-  const BinaryKernel<T> binary[] = {binary_kernel<T, Add>, binary_kernel<T, Sub>,     binary_kernel<T, Mul>,
-                                    binary_kernel<T, Div>, binary_kernel<T, Maximum>, binary_kernel<T, Minimum>};
-  const UnaryKernel<T> unary[] = {unary_kernel<T, Neg>, unary_kernel<T, Abs>, unary_kernel<T, Relu>,
-                                  unary_kernel<T, Exp>, unary_kernel<T, Log>, unary_kernel<T, Tanh>,
-                                  sigmoid_kernel<T>,    unary_kernel<T, Sqrt>};
-  static_assert(std::size(binary) == static_cast<size_t>(VecBinary::Count));
-  static_assert(std::size(unary) == static_cast<size_t>(VecUnary::Count));
-  std::copy(std::begin(binary), std::end(binary), k.binary);
-  std::copy(std::begin(unary), std::end(unary), k.unary);
+  for (int i = 0; i < static_cast<int>(VecBinary::Count); ++i) k.binary[i] = binary_kernel_of<T>(VecBinary(i));
+  for (int i = 0; i < static_cast<int>(VecUnary::Count); ++i) k.unary[i] = unary_kernel_of<T>(VecUnary(i));
 }
 
 }  // namespace fg::simd::FG_ISA_NAMESPACE
