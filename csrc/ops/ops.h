@@ -50,6 +50,7 @@ Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor rpow(const Tensor& a, const Scalar& b);  // b ** a
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// ---- floor division, remainder, fmod, bitwise (ops/integer_division.cpp)
 // Division rounded down (floor_divide, //), the remainder with the divisor's sign (remainder, %),
 // and with the dividend's sign (fmod). Integer division by zero raises, as PyTorch.
 // floor_divide has no derivative: backward through it raises, naming `aten_op` (PyTorch's in-place
@@ -74,12 +75,14 @@ Tensor bitwise(const Tensor& a, const Tensor& b, BitwiseOp op);
 Tensor bitwise(const Tensor& a, const Scalar& b, BitwiseOp op);
 Tensor bitwise_not(const Tensor& x);
 
+// ---- predicates, and sign (ops/predicates.cpp)
 enum class CompareOp { Lt, Le, Gt, Ge, Eq, Ne };
 Tensor compare(const Tensor& a, const Tensor& b, CompareOp op);
 Tensor compare(const Tensor& a, const Scalar& b, CompareOp op);
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 
+// ---- unary (ops/unary.cpp)
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);

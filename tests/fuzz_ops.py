@@ -1,0 +1,366 @@
+"""The differential fuzzer's op table (tests/fuzz_programs.py): OPS, one entry per op form (a template
+and the drawers of fuzz_drawers.py that fill its placeholders), and CONSTRUCTS, what the census counts.
+"""
+
+import re
+from dataclasses import dataclass
+
+
+from fuzz_drawers import (
+    bool_partner,
+    cat_args,
+    class_targets,
+    dim,
+    expand_sizes,
+    flatten_args,
+    index_key,
+    indices_into,
+    last_dims,
+    matmul_partner,
+    new_shape,
+    numpy_operand,
+    options,
+    partner,
+    permutation,
+    reduce_args,
+    scalar,
+    setitem_value,
+    squeeze_args,
+    tensor,
+)
+from fuzz_run import ANY, FLOAT, NUM
+
+# ---------------------------------------------------------------------------------------------
+# The op table: one entry per op form. A template is a Python expression (its value becomes a new
+# variable) or, with statement=True, a statement (in-place writes); {name} placeholders are filled
+# by the drawers given as keywords, in order.
+
+
+@dataclass(frozen=True)
+class Op:
+    template: str
+    drawers: tuple  # ((placeholder, drawer), ...)
+    statement: bool = False
+    smooth: object = True  # False, or False for some arguments (a function of them): finite
+    # differences see what backward does not (detach), or PyTorch's
+    # gradient takes a convention there
+
+    def __repr__(self):
+        return self.template
+
+
+OPS = []
+
+
+def op(template, statement=False, weight=1, smooth=True, **drawers):
+    OPS.extend([Op(template, tuple(drawers.items()), statement, smooth)] * weight)
+
+
+# elementwise, two tensors (broadcasting) or a tensor and a Python number on either side
+for _t in [
+    "{a} + {b}",
+    "{a} - {b}",
+    "{a} * {b}",
+    "{a} / {b}",
+    "{a} ** {b}",
+    "torch.maximum({a}, {b})",
+    "torch.minimum({a}, {b})",
+    "torch.add({a}, {b}, alpha=2)",
+    "{a}.sub({b})",
+    "torch.mul({a}, {b})",
+    "torch.div({a}, {b})",
+    "{a}.pow({b})",
+    "torch.max({a}, {b})",
+    "{a}.min({b})",
+    "{a} // {b}",
+    "{a} % {b}",
+    "torch.fmod({a}, {b})",
+    "{a}.remainder({b})",
+    "{a} & {b}",
+    "{a} | {b}",
+    "torch.bitwise_xor({a}, {b})",
+]:
+    op(_t, a=tensor(NUM), b=partner("a"))
+for _t in [
+    "{a} + {s}",
+    "{s} + {a}",
+    "{a} - {s}",
+    "{s} - {a}",
+    "{a} * {s}",
+    "{s} * {a}",
+    "{a} / {s}",
+    "{s} / {a}",
+    "{a} ** {s}",
+    "{s} ** {a}",
+    "torch.pow({a}, {s})",
+    "torch.add({a}, {s})",
+    "{a} // {s}",
+    "{s} // {a}",
+    "{a} % {s}",
+    "{s} % {a}",
+    "{a}.fmod({s})",
+    "{a} ^ {s}",
+    "{s} | {a}",
+    "{a}.div({s}, rounding_mode='trunc')",
+    "torch.div({a}, {s}, rounding_mode='floor')",
+]:
+    op(_t, a=tensor(NUM), s=scalar())
+op("{a} ** {s}", a=tensor(), s=options("2", "3", "0.5", "-1", "-2", "0", "1.5", "-0.5"))
+# unary
+for _t in [
+    "-{a}",
+    "torch.neg({a})",
+    "abs({a})",
+    "{a}.abs()",
+    "{a}.exp()",
+    "torch.exp({a})",
+    "{a}.log()",
+    "torch.log({a})",
+    "{a}.sqrt()",
+    "torch.sqrt({a})",
+    "{a}.sin()",
+    "torch.cos({a})",
+    "{a}.tanh()",
+    "torch.sigmoid({a})",
+    "{a}.relu()",
+    "torch.relu({a})",
+    "{a}.sign()",
+    "~{a}",
+    "torch.logical_not({a})",
+]:
+    op(_t, a=tensor(NUM))
+# clamp, where, comparisons
+op("{a}.clamp({lo}, {hi})", a=tensor(NUM), lo=options("-1", "-0.5", "0", "None"), hi=options("1", "0.5", "2", "None"))
+op("torch.clamp({a}, min={lo})", a=tensor(NUM), lo=options("0", "-0.5", "0.25", "1"))
+op("{a}.clamp(max={hi})", a=tensor(NUM), hi=options("0", "0.5", "-1"))
+op("torch.clip({a}, {lo}, {hi})", a=tensor(), lo=options("-1", "-0.25"), hi=options("1", "0.75"))
+# Where min == max, PyTorch's gradient takes conventions that no derivative matches (x gets all of
+# it at x == min == max, neither bound gets it elsewhere): no finite differences.
+op("torch.clamp({a}, {lo}, {hi})", a=tensor(), lo=partner("a"), hi=partner("a"), smooth=False)
+op("{a}.clamp(min={lo})", a=tensor(), lo=partner("a"))
+op("torch.where({c}, {a}, {b})", weight=2, a=tensor(NUM), b=partner("a"), c=bool_partner("a"))
+op("torch.where({a} > {s}, {a}, {b})", a=tensor(NUM), s=scalar(), b=partner("a"))
+op("torch.where({c}, {a}, {s})", a=tensor(NUM), c=bool_partner("a"), s=scalar())
+op("{a}.where({c}, {b})", a=tensor(NUM), c=bool_partner("a"), b=partner("a"))
+for _t in [
+    "{a} > {b}",
+    "{a} < {b}",
+    "{a} <= {b}",
+    "{a} >= {b}",
+    "{a} == {b}",
+    "{a} != {b}",
+    "torch.gt({a}, {b})",
+    "{a}.le({b})",
+]:
+    op(_t, a=tensor(NUM), b=partner("a"))
+for _t in ["{a} > {s}", "{a} <= {s}", "{s} < {a}", "{a} == {s}", "{a}.ne({s})"]:
+    op(_t, a=tensor(NUM), s=scalar())
+# reductions
+for _t in [
+    "{a}.sum({args})",
+    "torch.sum({a}, {args})",
+    "{a}.mean({args})",
+    "torch.mean({a}, {args})",
+    "{a}.amax({args})",
+    "torch.amin({a}, {args})",
+]:
+    op(_t, a=tensor(ANY if "sum" in _t else NUM), args=reduce_args("a", optional="torch." not in _t))
+op("{a}.var({args})", a=tensor(), args=reduce_args("a", extra=("unbiased=False", "correction=0", "correction=2")))
+op("torch.std({a}, {args})", a=tensor(), args=reduce_args("a", optional=False, extra=("unbiased=False",)))
+op(
+    "{a}.norm({args})",
+    a=tensor(),
+    args=reduce_args(
+        "a",
+        dim_keyword=True,
+        extra=("p=1", "p=3", "p='fro'", "p=0", "p=-1", "p=0.5", "p=float('inf')", "p=-float('inf')"),
+    ),
+)
+op("torch.norm({a}, {p})", a=tensor(), p=options("2", "1", "3", "0.5", "0", "-0.5", "float('inf')"))
+op("{a}.prod({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
+op("torch.prod({a}, {d})", a=tensor(NUM), d=dim("a"))
+for _t in [
+    "{a}.max()",
+    "torch.min({a})",
+    "{a}.max({d}).values",
+    "torch.max({a}, {d}, keepdim=True)[0]",
+    "{a}.min(dim={d}).values",
+    "{a}.max({d})[1]",
+    "torch.min({a}, {d}).indices",
+]:
+    op(_t, a=tensor(NUM), **({"d": dim("a")} if "{d}" in _t else {}))
+op("{a}.argmax({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
+# composed in the shared layer
+op("{a}.split({n}, {d})[-1]", a=tensor(ANY), n=options("1", "2", "3", "[1, 1]"), d=dim("a"))
+op("torch.chunk({a}, {n}, {d})[0]", a=tensor(ANY), n=options("1", "2", "3"), d=dim("a"))
+op("{a}.masked_fill({c}, {s})", a=tensor(NUM), c=bool_partner("a"), s=scalar())
+op("{a}.all({d})", a=tensor(ANY), d=dim("a"))
+op("torch.any({a})", a=tensor(ANY))
+# the fused nn ops (integer inputs: the errors)
+op("{a}.softmax({d})", weight=2, a=tensor(NUM), d=dim("a"))
+op("torch.log_softmax({a}, {d})", weight=2, a=tensor(NUM), d=dim("a"))
+op("{a}.log_softmax({d}, dtype=torch.float64)", a=tensor(NUM), d=dim("a"))
+op("torch.nn.functional.gelu({a}{approximate})", a=tensor(NUM), approximate=options("", ", approximate='tanh'"))
+op("torch.argmin({a}{args})", a=tensor(NUM), args=options("", ", 0", ", dim=-1", ", 1, keepdim=True"))
+# products, every rank combination
+op("{a} @ {b}", weight=3, a=tensor(), b=matmul_partner("a"))
+op("torch.matmul({a}, {b})", weight=2, a=tensor(min_rank=1), b=matmul_partner("a"))
+op("torch.mm({a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("{a}.bmm({b})", a=tensor(rank=3), b=matmul_partner("a", "bmm"))
+op("torch.mv({a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mv"))
+op("torch.dot({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+# shapes and views
+op("{a}.reshape({s})", a=tensor(ANY), s=new_shape("a"))
+op("torch.reshape({a}, {s})", a=tensor(), s=new_shape("a", as_tuple=True))
+op("{a}.view({s})", a=tensor(ANY), s=new_shape("a"))
+op("{a}.flatten({args})", a=tensor(ANY), args=flatten_args("a"))
+op("{a}.squeeze({args})", a=tensor(ANY), args=squeeze_args("a"))
+op("torch.unsqueeze({a}, {d})", a=tensor(ANY), d=dim("a", extra=1))
+op("{a}.transpose({d0}, {d1})", weight=2, a=tensor(ANY), d0=dim("a"), d1=dim("a"))
+op("{a}.permute({p})", a=tensor(ANY), p=permutation("a"))
+op("{a}.t()", a=tensor(ANY, rank=(2, 1, 0, 2, 2, 3)))
+op("{a}.T", a=tensor(NUM))
+op("{a}.expand({s})", weight=2, a=tensor(ANY), s=expand_sizes("a"))
+op("{a}.expand_as({b})", a=tensor(), b=partner("a"))
+op("torch.cat({args})", a=tensor(ANY), args=cat_args("a"))
+op("torch.stack({args})", a=tensor(), args=cat_args("a", stack=True))
+op("{a}.clone()", a=tensor(ANY))
+op("{a}.contiguous()", a=tensor())
+op("{a}.detach()", a=tensor(), smooth=False)
+op("{a}.double()", a=tensor(NUM))
+op("{a}.to(torch.float32)", a=tensor(NUM))
+op("{a}.long()", a=tensor(FLOAT))
+# indexing
+op("{a}[{key}]", weight=6, a=tensor(ANY), key=index_key("a"))
+op(
+    "{a}[{key}] = {value}",
+    statement=True,
+    weight=3,
+    a=tensor(ANY, target=True),
+    key=index_key("a", for_set=True),
+    value=setitem_value("a", "key"),
+)
+# in place, on non-leaves (the drawer also picks the odd leaf that requires grad: an error)
+for _t in [
+    "{a}.add_({b})",
+    "{a} += {b}",
+    "{a}.sub_({b})",
+    "{a}.mul_({b})",
+    "{a} *= {b}",
+    "{a}.div_({b})",
+    "{a} /= {b}",
+    "{a} //= {b}",
+    "{a} %= {b}",
+    "{a}.fmod_({b})",
+    "{a} &= {b}",
+    "{a} |= {b}",
+    "{a} ^= {b}",
+]:
+    op(_t, statement=True, a=tensor(NUM, target=True), b=partner("a", into=True))
+op("{a}.copy_({b})", statement=True, a=tensor(ANY, target=True), b=partner("a", into=True, not_itself=True))
+for _t in [
+    "{a}.add_({s})",
+    "{a} -= {s}",
+    "{a}.mul_({s})",
+    "{a}.div_({s})",
+    "{a}.floor_divide_({s})",
+    "{a} %= {s}",
+    "{a} |= {s}",
+    "{a} &= {s}",
+    "{a} ^= {s}",
+]:
+    op(_t, statement=True, a=tensor(NUM, target=True), s=scalar())
+op("{a}.fill_({s})", statement=True, a=tensor(ANY, target=True), s=scalar())
+op("{a}.zero_()", statement=True, a=tensor(ANY, target=True))
+op(
+    "{a}.clamp_({lo}, {hi})",
+    statement=True,
+    a=tensor(target=True),
+    lo=options("-1", "0", "None"),
+    hi=options("1", "0.5", "None"),
+)
+# the augmented operators that are not shorthand for one of the in-place methods above
+op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
+op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
+op("{a} @= {b}", statement=True, a=tensor(target=True), b=matmul_partner("a"))
+
+# numpy scalars and arrays on either side of an operator. numpy on the left may hand back an ndarray
+# (PyTorch's result too, for a tensor that does not require grad): as_tensor makes it a value.
+for _t in ["+", "-", "*", "/", "**", "//", "%", "&", "|", "^", "<", "<=", "==", "!=", ">", "@"]:
+    op(f"{{a}} {_t} {{n}}", a=tensor(ANY), n=numpy_operand("a"))
+    op(f"torch.as_tensor({{n}} {_t} {{a}})", a=tensor(ANY), n=numpy_operand("a"))
+
+# the history around in-place writes: retained gradients, views made without grad, .data, requires_grad_
+op("{a}.retain_grad()", statement=True, weight=3, a=tensor())
+op(
+    "with torch.no_grad(): {out} = {a}{view}",
+    weight=2,
+    smooth=False,
+    a=tensor(ANY),
+    view=options("[...]", "[1:]", ".view(-1)", ".unsqueeze(0)", ".transpose(0, -1)", "[0]", ".t()"),
+)
+op("{a}.data", a=tensor(ANY), smooth=False)
+op(
+    "{a}.data.{write}",
+    statement=True,
+    a=tensor(),
+    write=options("mul_(2)", "clamp_(-1.5, 1.5)", "zero_()", "add_(0.5)"),
+    smooth=False,
+)
+op("{a}.requires_grad_({flag})", statement=True, a=tensor(ANY), flag=options("", "True", "False"), smooth=False)
+op(
+    "torch.as_tensor({a}{dtype})",
+    a=tensor(ANY),
+    dtype=options("", ", dtype=torch.float64", ", dtype=torch.float32", ", dtype=torch.int64"),
+)
+
+# nn.functional (with create_graph, test_second_derivatives_agree takes their second derivatives)
+for _t in [
+    "torch.nn.functional.relu({a})",
+    "torch.nn.functional.sigmoid({a})",
+    "torch.nn.functional.tanh({a})",
+    "torch.nn.functional.dropout({a}, p=0.0)",
+    "torch.nn.functional.dropout({a}, 0.5, training=False)",
+]:
+    op(_t, a=tensor(NUM))
+op("torch.nn.functional.leaky_relu({a}{slope})", weight=2, a=tensor(NUM), slope=options("", ", 0.2", ", -0.5", ", 1.5"))
+for _t in [
+    "torch.nn.functional.mse_loss({a}, {b}{reduction})",
+    "torch.nn.functional.l1_loss({a}, {b}{reduction})",
+    "torch.nn.functional.smooth_l1_loss({a}, {b}{reduction}, beta=0.5)",
+    "torch.nn.functional.huber_loss({a}, {b}{reduction}, delta=0.75)",
+    "torch.nn.functional.binary_cross_entropy_with_logits({a}, {b}{reduction})",
+]:
+    op(_t, a=tensor(), b=partner("a"), reduction=options("", ", reduction='sum'", ", reduction='none'"))
+op("torch.nn.functional.linear({a}, {b}.t())", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
+op("torch.nn.functional.linear({a}, {b}.t(), {b}[0])", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
+op("torch.nn.functional.layer_norm({a}, {shape})", a=tensor(min_rank=1), shape=last_dims("a"))
+op("torch.nn.functional.cross_entropy({a}, {t})", weight=2, a=tensor(rank=(2, 1)), t=class_targets("a", ignore=True))
+op("torch.nn.functional.cross_entropy({a}, {t}, label_smoothing=0.1)", a=tensor(rank=2), t=class_targets("a"))
+op("torch.nn.functional.nll_loss({a}.log_softmax(-1), {t})", a=tensor(rank=(2, 1)), t=class_targets("a", ignore=True))
+op("torch.nn.functional.embedding({i}, {a})", a=tensor(rank=2), i=indices_into("a"))
+op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
+
+
+# What the census counts (FASTGRAD_FUZZ_CENSUS in test_fuzz_programs.py): the constructs that fuzzers
+# without them let bugs through, each recognised by the templates that make it.
+CONSTRUCTS = {
+    "numpy operand on the left": lambda t: t.startswith("torch.as_tensor({n} "),
+    "numpy operand on the right": lambda t: re.fullmatch(r"\{a\} \S+ \{n\}", t) is not None,
+    "augmented assignment": lambda t: re.search(r" \S*= ", t) is not None,
+    "retain_grad": lambda t: t.endswith(".retain_grad()"),
+    "view made under no_grad": lambda t: t.startswith("with torch.no_grad():"),
+    ".data read or written": lambda t: ".data" in t,
+    "requires_grad_": lambda t: ".requires_grad_(" in t,
+    "as_tensor of a tensor": lambda t: t.startswith("torch.as_tensor({a}"),
+    "nn.functional": lambda t: t.startswith("torch.nn.functional.") or "torch.nn.functional." in t,
+}
+
+
+def constructs(program):
+    """The CONSTRUCTS a program uses, and "retain_grad, then an in-place write" when one follows."""
+    found = {name for op_ in program.ops for name, makes in CONSTRUCTS.items() if makes(op_.template)}
+    retained = [k for k, op_ in enumerate(program.ops) if op_.template.endswith(".retain_grad()")]
+    if retained and any(op_.statement and "retain_grad" not in op_.template for op_ in program.ops[retained[0] :]):
+        found.add("retain_grad, then an in-place write")
+    return found
