@@ -52,7 +52,7 @@ def write_census():
     yield
     if os.environ.get("FASTGRAD_FUZZ_CENSUS"):
         with open(os.environ["FASTGRAD_FUZZ_CENSUS"], "w") as f:
-            json.dump(CENSUS, f, indent=1)
+            json.dump(CENSUS, f, indent=1, sort_keys=True)
 
 
 def check(program, order=1, census=None):
