@@ -17,30 +17,7 @@ from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
 from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from ._methods import FUNCTIONS as _FUNCTIONS
 from . import _hooks  # noqa: F401  Tensor.register_hook, grad_fn.register_hook, ...
-from ._factories import (
-    tensor,
-    as_tensor,
-    from_numpy,
-    zeros,
-    ones,
-    empty,
-    full,
-    zeros_like,
-    ones_like,
-    empty_like,
-    full_like,
-    arange,
-    linspace,
-    eye,
-    rand,
-    randn,
-    rand_like,
-    randn_like,
-    randint,
-    normal,
-    manual_seed,
-    seed,
-)
+from ._factories import *  # noqa: F403  the factories both backends export: _factories.__all__
 from . import autograd, nn, optim, viz
 from .serialization import save, load
 

@@ -16,6 +16,32 @@ from . import _prims  # the backend: relative, so that the reference's copy of t
 from ._methods import Tensor, _sizes
 from fastgrad._types import ALL_DTYPES, SCALAR_TYPE_NAME, device as _device, float32, float64, int64, bool as bool_
 
+# The factories each backend exports at its top level (both __init__.py import them with *).
+__all__ = [
+    "tensor",
+    "as_tensor",
+    "from_numpy",
+    "zeros",
+    "ones",
+    "empty",
+    "full",
+    "zeros_like",
+    "ones_like",
+    "empty_like",
+    "full_like",
+    "arange",
+    "linspace",
+    "eye",
+    "rand",
+    "randn",
+    "rand_like",
+    "randn_like",
+    "randint",
+    "normal",
+    "manual_seed",
+    "seed",
+]
+
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _rng = np.random.default_rng()
 

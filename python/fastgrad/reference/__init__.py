@@ -46,30 +46,7 @@ load_shared_into(__name__)
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402
 from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
-from ._factories import (  # noqa: E402
-    tensor,
-    as_tensor,
-    from_numpy,
-    zeros,
-    ones,
-    empty,
-    full,
-    zeros_like,
-    ones_like,
-    empty_like,
-    full_like,
-    arange,
-    linspace,
-    eye,
-    rand,
-    randn,
-    rand_like,
-    randn_like,
-    randint,
-    normal,
-    manual_seed,
-    seed,
-)
+from ._factories import *  # noqa: E402, F403  the factories both backends export: _factories.__all__
 from .serialization import save, load  # noqa: E402
 from . import viz  # noqa: E402
 
