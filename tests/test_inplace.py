@@ -6,6 +6,7 @@ import re
 import numpy as np
 import pytest
 
+from oracle_helpers import same_error
 from semantics_helpers import assert_values, dtype_name, grad_of, node_name
 
 A = [[1.0, 2.0], [3.0, 4.0]]
@@ -339,3 +340,43 @@ def test_setitem_on_leaf_allowed_under_no_grad(fg):
         x[fg.tensor([0, 2])] = fg.tensor([5.0, 6.0])
     assert x.tolist() == [5.0, 0.0, 6.0]
     assert x.is_leaf and x.requires_grad and x.grad_fn is None
+
+
+# --- nodes that keep more than two saved tensors ------------------------------------------------
+
+
+def clamp_between_tensors(lib, x):
+    lo, hi = lib.tensor([0.0, 0.0, 0.0]), lib.tensor([2.5, 2.5, 2.5])
+    return x.clamp(lo, hi), hi
+
+
+def pow_of_tensors(lib, x):
+    out = x.pow(x + 0)
+    return out, out
+
+
+def nll_loss_with_weight(lib, x):
+    weight = lib.tensor([1.0, 2.0, 3.0])
+    return lib.nn.functional.nll_loss(x.reshape(1, 3), lib.tensor([2]), weight=weight), weight
+
+
+def index_by_three_tensors(lib, x):
+    i, j, k = lib.tensor([0]), lib.tensor([0]), lib.tensor([1])
+    return x.reshape(1, 1, 3)[i, j, k], k
+
+
+@pytest.mark.parametrize("build", [clamp_between_tensors, pow_of_tensors, nll_loss_with_weight, index_by_three_tensors])
+@pytest.mark.parametrize("twice", [False, True], ids=["modified", "backward_twice"])
+def test_saved_tensor_past_the_second(fg, torch, build, twice):
+    # The last tensor each node saves is checked as the first two are: for its version, and for
+    # having been freed by a backward without retain_graph.
+    def program(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        out, last = build(lib, x)
+        if twice:
+            out.sum().backward()
+        else:
+            last.mul_(1)
+        out.sum().backward()
+
+    same_error(fg, torch, program)

@@ -39,7 +39,6 @@ Node::~Node() {
 
 void Node::release_saved() {
   for (SavedTensor& s : saved) s.reset();
-  released = true;
 }
 
 void retain_node(Node* node) { node->refcount.fetch_add(1, std::memory_order_relaxed); }

@@ -68,7 +68,7 @@ struct Node {
   // Gradients w.r.t. the outputs in, gradients w.r.t. the inputs out (undefined = no gradient).
   virtual GradList apply(GradList&& grads) = 0;
   // Frees what backward needed; called after backward unless retain_graph. Extend in nodes that
-  // keep more than `saved`.
+  // keep more than `saved` (a custom Function's ctx).
   virtual void release_saved();
   virtual uint32_t num_outputs() const { return 1; }
   // A node that no gradient reached is skipped: the built-in formulas would return no gradient
@@ -76,6 +76,12 @@ struct Node {
   virtual bool runs_without_grads() const { return false; }
 
   bool needs_input_grad(size_t i) const { return i < next_edges.size() && next_edges[i].fn; }
+  // Keeps `t` for backward as saved[saved.size()]; an op's own output with is_output. An undefined
+  // `t` (an optional argument left out) keeps its place: saved[i].defined() is false.
+  void save(const Tensor& t, bool is_output = false) {
+    saved.push_back(SavedTensor());
+    if (t) saved[saved.size() - 1].save(t, is_output);
+  }
   Tensor unpack(size_t i) const { return saved[i].unpack(this); }
 
   static void* operator new(size_t nbytes) { return arena_allocate(nbytes); }
@@ -84,8 +90,7 @@ struct Node {
   std::atomic<int32_t> refcount{0};
   uint64_t sequence_nr;
   SmallVec<Edge, 2> next_edges;
-  SavedTensor saved[2];
-  bool released = false;  // saved tensors were freed by a backward without retain_graph
+  SmallVec<SavedTensor, 2> saved;  // in the order the op saved them (save()); inline up to two
   std::vector<std::weak_ptr<TensorImpl>> retained_outputs;  // outputs that called retain_grad()
   int64_t topo_slot = -1;  // engine scratch: index of this node in the running backward (restored after it)
   void* python_object = nullptr;  // the binding's cached grad_fn object, if one is alive (borrowed)

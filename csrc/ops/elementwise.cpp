@@ -113,13 +113,13 @@ GradList AddBackward0::apply(GradList&& grads) {
 Tensor add(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
-  record_binary<AddBackward0>(out, a, &b, nullptr, false, false);
+  record_binary<AddBackward0>(out, a, &b, nullptr, false);
   return out;
 }
 Tensor add(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
-  record_binary<AddBackward0>(out, a, nullptr, &s, false, false);
+  record_binary<AddBackward0>(out, a, nullptr, &s, false);
   return out;
 }
 
@@ -132,14 +132,14 @@ Tensor sub(const Tensor& a, const Tensor& b) {
   check_bool_subtraction(a->dtype, b->dtype);
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
-  record_binary<SubBackward0>(out, a, &b, nullptr, false, false);
+  record_binary<SubBackward0>(out, a, &b, nullptr, false);
   return out;
 }
 Tensor sub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
-  record_binary<SubBackward0>(out, a, nullptr, &s, false, false);
+  record_binary<SubBackward0>(out, a, nullptr, &s, false);
   return out;
 }
 
@@ -149,7 +149,7 @@ Tensor rsub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(y, x); }, VecBinary::Sub, true);
-  record_binary<RsubBackward1, false>(out, a, nullptr, &s, false, false);
+  record_binary<RsubBackward1, false>(out, a, nullptr, &s, false);
   return out;
 }
 
@@ -164,13 +164,13 @@ GradList MulBackward0::apply(GradList&& grads) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); }, VecBinary::Mul);
-  record_binary<MulBackward0>(out, a, &b, nullptr, true, true);
+  record_binary<MulBackward0>(out, a, &b, nullptr, true);
   return out;
 }
 Tensor mul(const Tensor& a, const Scalar& s) {
   DType dt = result_type(a, s);
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); }, VecBinary::Mul);
-  record_binary<MulBackward0>(out, a, nullptr, &s, false, false);
+  record_binary<MulBackward0>(out, a, nullptr, &s, false);
   return out;
 }
 
@@ -187,13 +187,13 @@ GradList DivBackward0::apply(GradList&& grads) {
 Tensor div(const Tensor& a, const Tensor& b) {
   DType dt = float_type(result_type(a, b));
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x / y; }, VecBinary::Div);
-  record_binary<DivBackward0>(out, a, &b, nullptr, true, true);
+  record_binary<DivBackward0>(out, a, &b, nullptr, true);
   return out;
 }
 Tensor div(const Tensor& a, const Scalar& s) {
   DType dt = float_type(result_type(a, s));
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return x / y; }, VecBinary::Div);
-  record_binary<DivBackward0>(out, a, nullptr, &s, false, false);
+  record_binary<DivBackward0>(out, a, nullptr, &s, false);
   return out;
 }
 
@@ -205,7 +205,7 @@ GradList ReciprocalBackward0::apply(GradList&& grads) {
 namespace {
 Tensor reciprocal(const Tensor& x) {
   Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return decltype(v)(1) / v; });
-  if (auto* node = record<ReciprocalBackward0>(out, {&x})) node->saved[0].save(out, true);
+  if (auto* node = record<ReciprocalBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
 }  // namespace
@@ -237,23 +237,17 @@ Tensor pow(const Tensor& a, const Scalar& s) {
     }
     return pow_value(x, y);
   });
-  record_binary<PowBackward0, false>(out, a, nullptr, &s, true, false);
+  record_binary<PowBackward0, false>(out, a, nullptr, &s, true);
   return out;
 }
 
 // x ** y for tensors. d/dx is y * x**(y-1), taken as 0 where y == 0 (x**0 is constant, even at
 // x == 0); d/dy is x**y * log(x), taken as 0 where x == 0 and y >= 0 (the limit). As PyTorch.
-struct PowNode : BinaryNode {
-  SavedTensor result;  // x ** y, which d/dy reads (as PyTorch's, so in-place changes to it fail alike)
-  void release_saved() override {
-    result.reset();
-    Node::release_saved();
-  }
-};
-FG_NODE_FROM(PowBackward1, PowNode) };
+// Saves x, y and the result x ** y, which d/dy reads (as PyTorch's, so in-place changes to it fail alike).
+FG_NODE_FROM(PowBackward1, BinaryNode) };
 GradList PowBackward1::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  Tensor x = unpack(0), y = unpack(1), z = result.unpack(this);  // all checked, as PyTorch
+  Tensor x = unpack(0), y = unpack(1), z = unpack(2);  // all checked, as PyTorch
   GradList out(2);
   if (needs_input_grad(0)) {
     // the mask applies to the product with g: where y == 0 even a NaN gradient gives 0 (PyTorch)
@@ -272,7 +266,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   if (dt == DType::Bool) throw NotImplementedError("\"pow\" not implemented for 'Bool'");
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return pow_value(x, y); });
-  if (auto* node = record_binary<PowBackward1>(out, a, &b, nullptr, true, true)) node->result.save(out, true);
+  if (auto* node = record_binary<PowBackward1>(out, a, &b, nullptr, true)) node->save(out, true);
   return out;
 }
 
@@ -291,8 +285,8 @@ Tensor rpow(const Tensor& a, const Scalar& s) {
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return pow_value(y, x); });
   if (auto* node = record<PowBackward2>(out, {&a})) {
     node->remember(a, nullptr, &s);
-    node->saved[0].save(a);
-    node->saved[1].save(out, true);
+    node->save(a);
+    node->save(out, true);
   }
   return out;
 }
@@ -317,7 +311,7 @@ GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, 
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return max_nan(x, y); }, VecBinary::Max);
-  record_binary<MaximumBackward0>(out, a, &b, nullptr, true, true);
+  record_binary<MaximumBackward0>(out, a, &b, nullptr, true);
   return out;
 }
 
@@ -326,7 +320,7 @@ GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, 
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return min_nan(x, y); }, VecBinary::Min);
-  record_binary<MinimumBackward0>(out, a, &b, nullptr, true, true);
+  record_binary<MinimumBackward0>(out, a, &b, nullptr, true);
   return out;
 }
 
@@ -362,7 +356,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   });
   if (auto* node = record<WhereBackward0>(out, {&a, &b})) {
     node->remember(a, &b, nullptr);
-    node->saved[0].save(cond);
+    node->save(cond);
   }
   return out;
 }

@@ -166,16 +166,19 @@ struct BinaryNode : Node {
   Tensor reduce(size_t i, const Tensor& g) const { return to_dtype(sum_to(g, meta[i].sizes()), meta[i].dtype); }
 };
 
-// Records node N for out = op(a, b-or-s), saving the operands its backward reads. PyTorch wraps
-// the number of + - * / in a tensor, so those nodes show a second, empty edge for it.
+// Records node N for out = op(a, b-or-s), saving the tensor operands (a, then b) if its backward
+// reads them. PyTorch wraps the number of + - * / in a tensor, so those nodes show a second, empty
+// edge for it.
 template <class N, bool kScalarEdge = true>
-N* record_binary(const Tensor& out, const Tensor& a, const Tensor* b, const Scalar* s, bool save_a, bool save_b) {
+N* record_binary(const Tensor& out, const Tensor& a, const Tensor* b, const Scalar* s, bool save_operands) {
   N* node = b ? record<N>(out, {&a, b}) : record<N>(out, {&a});
   if (!node) return nullptr;
   if (!b && kScalarEdge) node->next_edges.push_back(Edge{});
   node->remember(a, b, s);
-  if (save_a) node->saved[0].save(a);
-  if (save_b && b) node->saved[1].save(*b);
+  if (save_operands) {
+    node->save(a);
+    if (b) node->save(*b);
+  }
   return node;
 }
 

@@ -157,23 +157,17 @@ void scatter_values(const Tensor& self, const std::vector<Tensor>& indices, cons
   });
 }
 
-// Index tensors (and masks) kept for backward. As PyTorch, they are version-checked like any saved
-// tensor: changing one in place makes backward fail.
-struct SavedIndices {
-  std::vector<SavedTensor> saved;
-  void save(const std::vector<Tensor>& indices) {
-    for (const Tensor& idx : indices) {
-      saved.emplace_back();
-      if (idx) saved.back().save(idx);
-    }
+// A node that keeps index tensors (and masks) for backward: they are its saved tensors, one per
+// index (not defined for a None). As PyTorch, they are version-checked like any saved tensor:
+// changing one in place makes backward fail.
+struct IndexingNode : Node {
+  void save_indices(const std::vector<Tensor>& indices) {
+    for (const Tensor& idx : indices) save(idx);
   }
-  std::vector<Tensor> unpack(const Node* owner) const {
+  std::vector<Tensor> unpack_indices() const {
     std::vector<Tensor> out;
-    for (const SavedTensor& s : saved) out.push_back(s.defined() ? s.unpack(owner) : Tensor());
+    for (size_t i = 0; i < saved.size(); ++i) out.push_back(saved[i].defined() ? unpack(i) : Tensor());
     return out;
-  }
-  void reset() {
-    for (SavedTensor& s : saved) s.reset();
   }
 };
 
@@ -206,20 +200,15 @@ void check_index_put_dtype(const Tensor& self, const std::vector<Tensor>& indice
                            " for the source."));
 }
 
-struct IndexNode : Node {
+struct IndexNode : IndexingNode {
   InputMeta input;
-  SavedIndices indices;
-  void release_saved() override {
-    indices.reset();
-    Node::release_saved();
-  }
 };
 
 }  // namespace
 
 FG_NODE_FROM(IndexBackward0, IndexNode) };
 GradList IndexBackward0::apply(GradList&& grads) {
-  return {index_put_(zeros(input.sizes(), input.dtype), indices.unpack(this), grads[0], true)};
+  return {index_put_(zeros(input.sizes(), input.dtype), unpack_indices(), grads[0], true)};
 }
 
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
@@ -238,7 +227,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   }
   if (auto* node = record<IndexBackward0>(out, {&x})) {
     node->input = InputMeta::of(x);
-    node->indices.save(indices);
+    node->save_indices(indices);
   }
   return out;
 }
@@ -249,7 +238,7 @@ struct IndexPutNode : IndexNode {
 FG_NODE_FROM(IndexPutBackward0, IndexPutNode) };
 GradList IndexPutBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  std::vector<Tensor> where = indices.unpack(this);
+  std::vector<Tensor> where = unpack_indices();
   GradList out(2);
   if (needs_input_grad(0)) out[0] = index_put_(clone(g), where, zeros({}, g->dtype), false);
   if (needs_input_grad(1)) out[1] = to_dtype(sum_to(index(g, where), values.sizes()), values.dtype);
@@ -269,7 +258,7 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
     auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), std::move(values_edge));
     node->input = InputMeta::of(self);
     node->values = InputMeta::of(values);
-    node->indices.save(indices);
+    node->save_indices(indices);
     rebase_history(self, {NodeRef(node), 0});
   }
   return self;
@@ -320,18 +309,13 @@ Tensor getitem(const Tensor& x, const IndexSpec& spec) {
 // ints, slices and Nones: a view of x): a copy, or with index tensors an index_put_ into it. This
 // node is that write's backward: the overwritten part gets no gradient, the value gets its
 // gradient (summed back to its shape). Its history lands on x's base through rebase_history.
-struct CopySlicesNode : Node {
+struct CopySlicesNode : IndexingNode {  // saves the advanced indices (over the region)
   InputMeta value;
-  SavedIndices advanced;  // over the region
-  void release_saved() override {
-    advanced.reset();
-    Node::release_saved();
-  }
 };
 FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "torch::autograd::CopySlices") };
 GradList IndexCopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  IndexSpec spec{{}, advanced.unpack(this)};
+  IndexSpec spec{{}, unpack_indices()};
   GradList out(2);
   if (needs_input_grad(0)) {
     out[0] = clone(g);
@@ -367,7 +351,7 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
   if (recording) {
     auto* node = make_inplace_node<IndexCopySlices>(std::move(region_edge), std::move(value_edge));
     node->value = InputMeta::of(value);
-    node->advanced.save(spec.advanced);
+    node->save_indices(spec.advanced);
     rebase_history(region, {NodeRef(node), 0});
   }
 }

@@ -96,12 +96,12 @@ GradList DivBackward2::apply(GradList&&) {
 }
 Tensor div(const Tensor& a, const Tensor& b, Rounding rounding) {
   Tensor out = rounded_quotient(a, b, rounding);
-  record_binary<DivBackward2>(out, a, &b, nullptr, false, false);
+  record_binary<DivBackward2>(out, a, &b, nullptr, false);
   return out;
 }
 Tensor div(const Tensor& a, const Scalar& s, Rounding rounding) {
   Tensor out = rounded_quotient(a, s, rounding);
-  record_binary<DivBackward2>(out, a, nullptr, &s, false, false);
+  record_binary<DivBackward2>(out, a, nullptr, &s, false);
   return out;
 }
 
@@ -150,12 +150,12 @@ FG_NODE_FROM(RemainderBackward1, BinaryNode) };
 GradList RemainderBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Floor); }
 Tensor remainder(const Tensor& a, const Tensor& b) {
   Tensor out = division_map("remainder", a, b, remainder_values);
-  record_binary<RemainderBackward1>(out, a, &b, nullptr, true, true);
+  record_binary<RemainderBackward1>(out, a, &b, nullptr, true);
   return out;
 }
 Tensor remainder(const Tensor& a, const Scalar& s) {
   Tensor out = division_map("remainder", a, s, remainder_values);
-  record_binary<RemainderBackward0, false>(out, a, nullptr, &s, false, false);
+  record_binary<RemainderBackward0, false>(out, a, nullptr, &s, false);
   return out;
 }
 Tensor rremainder(const Tensor& a, const Scalar& s) {
@@ -168,12 +168,12 @@ FG_NODE_FROM(FmodBackward1, BinaryNode) };
 GradList FmodBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Trunc); }
 Tensor fmod(const Tensor& a, const Tensor& b) {
   Tensor out = division_map("fmod", a, b, fmod_values);
-  record_binary<FmodBackward1>(out, a, &b, nullptr, true, true);
+  record_binary<FmodBackward1>(out, a, &b, nullptr, true);
   return out;
 }
 Tensor fmod(const Tensor& a, const Scalar& s) {
   Tensor out = division_map("fmod", a, s, fmod_values);
-  record_binary<FmodBackward0, false>(out, a, nullptr, &s, false, false);
+  record_binary<FmodBackward0, false>(out, a, nullptr, &s, false);
   return out;
 }
 

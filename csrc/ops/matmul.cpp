@@ -91,8 +91,8 @@ std::string dims_str(const Tensor& t) { return cat(t->shape[0], "x", t->shape[1]
 template <class N>
 Tensor record_product(const Tensor& out, const Tensor& a, const Tensor& b) {
   if (auto* node = record<N>(out, {&a, &b})) {
-    node->saved[0].save(a);
-    node->saved[1].save(b);
+    node->save(a);
+    node->save(b);
   }
   return out;
 }

@@ -126,7 +126,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
   int64_t d = wrap_dim(dim, x->dim());
   if (x->numel() == 0) {  // PyTorch returns before looking at the dtype
     Tensor out = empty(x->shape, x->dtype);
-    if (auto* node = record<N>(out, {&x})) node->saved[0].save(out, true);
+    if (auto* node = record<N>(out, {&x})) node->save(out, true);
     return out;
   }
   if (!is_floating(x->dtype)) {
@@ -144,7 +144,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
   if (auto* node = record<N>(out, {&x})) {
     node->dim = x->dim() == 0 ? 0 : d;
     node->log = log;
-    node->saved[0].save(out, true);
+    node->save(out, true);
   }
   return out;
 }
@@ -228,33 +228,30 @@ bool per_sample(const Tensor& input, Reduction reduction) { return reduction == 
 
 }  // namespace
 
-struct NllLossNode : Node {  // saved[0]: input, saved[1]: target
-  SavedTensor weight;
+struct NllLossNode : Node {
   Reduction reduction = Reduction::Mean;
   int64_t ignore_index = -100;
   double total_weight = 0;  // what the mean divided by
-  void release_saved() override {
-    weight.reset();
-    Node::release_saved();
-  }
+  // The class weights, the last saved tensor (not defined without weights).
+  Tensor weight() const { return saved[saved.size() - 1].defined() ? unpack(saved.size() - 1) : Tensor(); }
 };
 
 // nll_loss's gradient in a backward with create_graph, as PyTorch's nll_loss_backward: linear in
 // the incoming gradient (edge 0), constant in the input (edge 1, which gets zeros). Its edge to the
-// input gives the gradient a graph wherever the input has one, as PyTorch's. saved[1]: target.
+// input gives the gradient a graph wherever the input has one, as PyTorch's. Saves target, weight.
 FG_NODE_FROM(NllLossBackwardBackward0, NllLossNode) };
 GradList NllLossBackwardBackward0::apply(GradList&& grads) {
   const Tensor& gg = grads[0];
   GradList out(2);
-  if (needs_input_grad(0))
-    out[0] = nll_loss(gg, unpack(1), weight.defined() ? weight.unpack(this) : Tensor(), reduction, ignore_index);
+  if (needs_input_grad(0)) out[0] = nll_loss(gg, unpack(0), weight(), reduction, ignore_index);
   if (needs_input_grad(1)) out[1] = zeros(gg->shape, gg->dtype);
   return out;
 }
 
+// Saves input, target, weight.
 FG_NODE_FROM(NllLossBackward0, NllLossNode) };
 GradList NllLossBackward0::apply(GradList&& grads) {
-  Tensor input = unpack(0), target = unpack(1), w = weight.defined() ? weight.unpack(this) : Tensor();
+  Tensor input = unpack(0), target = unpack(1), w = weight();
   // PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
   // 1-D input with a 1-D target (of size 1) that its forward accepts fails here unless C == 1.
   if (input->dim() == 1 && target->dim() == 1 && input->shape[0] != target->shape[0])
@@ -274,8 +271,8 @@ GradList NllLossBackward0::apply(GradList&& grads) {
     });
   });
   if (auto* node = record<NllLossBackwardBackward0>(gx, {&grad, &input})) {
-    node->saved[1].save(target);
-    if (w) node->weight.save(w);
+    node->save(target);
+    node->save(w);
     node->reduction = reduction;
     node->ignore_index = ignore_index;
   }
@@ -302,9 +299,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
     if (!each) o[0] = static_cast<T>(reduction == Reduction::Mean ? loss / total_weight : loss);
   });
   if (auto* node = record<NllLossBackward0>(out, {&input})) {
-    node->saved[0].save(input);
-    node->saved[1].save(target);
-    if (weight) node->weight.save(weight);
+    node->save(input);
+    node->save(target);
+    node->save(weight);
     node->reduction = reduction;
     node->ignore_index = ignore_index;
     node->total_weight = total_weight;
@@ -382,8 +379,8 @@ Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximation approxi
   });
   if (auto* node = record<GeluBackwardBackward0>(gx, {&g, &x})) {
     node->approximate = approximate;
-    node->saved[0].save(g);
-    node->saved[1].save(x);
+    node->save(g);
+    node->save(x);
   }
   return gx;
 }
@@ -410,7 +407,7 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   });
   if (auto* node = record<GeluBackward0>(out, {&x})) {
     node->approximate = approximate;
-    node->saved[0].save(x);
+    node->save(x);
   }
   return out;
 }

@@ -304,8 +304,8 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
                          : static_cast<ReduceNode*>(record<ProdBackward0>(out, {&x}));
   if (node) {
     node->remember(x, mask, dim && keepdim);
-    node->saved[0].save(x);
-    node->saved[1].save(out, true);
+    node->save(x);
+    node->save(out, true);
   }
   return out;
 }
@@ -356,7 +356,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
     node->remember(x, mask, keepdim);
     node->correction = correction;
     node->all = dims.empty() || x->dim() == 0;
-    node->saved[0].save(x);
+    node->save(x);
   }
   return out;
 }
@@ -381,8 +381,8 @@ Tensor std(const Tensor& x, const std::vector<int64_t>& dims, double correction,
     node->remember(x, mask, keepdim);
     node->correction = correction;
     node->all = dims.empty() || x->dim() == 0;
-    node->saved[0].save(x);
-    node->saved[1].save(out, true);
+    node->save(x);
+    node->save(out, true);
   }
   return out;
 }
@@ -447,8 +447,8 @@ Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool ke
   Tensor out = extreme(x, mask, keepdim, want_max).first;
   if (auto* node = record<N>(out, {&x})) {
     node->remember(x, mask, keepdim);
-    node->saved[0].save(x);
-    node->saved[1].save(out, true);
+    node->save(x);
+    node->save(out, true);
   }
   return out;
 }
@@ -494,7 +494,7 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim
                                      : static_cast<IndexedReduceNode*>(record<MinBackward0>(values, {&x}));
   if (node) {
     node->remember(x, mask, keepdim);
-    node->saved[0].save(indices, true);
+    node->save(indices, true);
   }
   return {values, indices};
 }
@@ -588,8 +588,8 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
   if (auto* node = record<LinalgVectorNormBackward0>(out, {&x})) {
     node->remember(x, mask, keepdim);
     node->p = p;
-    node->saved[0].save(x);
-    node->saved[1].save(out, true);
+    node->save(x);
+    node->save(out, true);
   }
   return out;
 }

@@ -32,7 +32,7 @@ Tensor abs(const Tensor& x) {
   // Floats by the kernel, which clears the sign bit: abs(-0.0) is 0.0, as PyTorch.
   Tensor out = unary_map(
       x, x->dtype, [](auto v) { return is_negative(v) ? static_cast<decltype(v)>(wrap_neg(v)) : v; }, VecUnary::Abs);
-  if (auto* node = record<AbsBackward0>(out, {&x})) node->saved[0].save(x);
+  if (auto* node = record<AbsBackward0>(out, {&x})) node->save(x);
   return out;
 }
 
@@ -40,7 +40,7 @@ FG_NODE(ExpBackward0) };
 GradList ExpBackward0::apply(GradList&& grads) { return {mul(grads[0], unpack(0))}; }
 Tensor exp(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Exp);
-  if (auto* node = record<ExpBackward0>(out, {&x})) node->saved[0].save(out, true);
+  if (auto* node = record<ExpBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
 
@@ -48,7 +48,7 @@ FG_NODE(LogBackward0) };
 GradList LogBackward0::apply(GradList&& grads) { return {div(grads[0], unpack(0))}; }
 Tensor log(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Log);
-  if (auto* node = record<LogBackward0>(out, {&x})) node->saved[0].save(x);
+  if (auto* node = record<LogBackward0>(out, {&x})) node->save(x);
   return out;
 }
 
@@ -56,7 +56,7 @@ FG_NODE(SqrtBackward0) };
 GradList SqrtBackward0::apply(GradList&& grads) { return {div(grads[0], mul(unpack(0), Scalar::from_int(2)))}; }
 Tensor sqrt(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Sqrt);
-  if (auto* node = record<SqrtBackward0>(out, {&x})) node->saved[0].save(out, true);
+  if (auto* node = record<SqrtBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
 
@@ -64,7 +64,7 @@ FG_NODE(SinBackward0) };
 GradList SinBackward0::apply(GradList&& grads) { return {mul(grads[0], cos(unpack(0)))}; }
 Tensor sin(const Tensor& x) {
   Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::sin(v); });
-  if (auto* node = record<SinBackward0>(out, {&x})) node->saved[0].save(x);
+  if (auto* node = record<SinBackward0>(out, {&x})) node->save(x);
   return out;
 }
 
@@ -72,7 +72,7 @@ FG_NODE(CosBackward0) };
 GradList CosBackward0::apply(GradList&& grads) { return {mul(grads[0], neg(sin(unpack(0))))}; }
 Tensor cos(const Tensor& x) {
   Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::cos(v); });
-  if (auto* node = record<CosBackward0>(out, {&x})) node->saved[0].save(x);
+  if (auto* node = record<CosBackward0>(out, {&x})) node->save(x);
   return out;
 }
 
@@ -83,7 +83,7 @@ GradList TanhBackward0::apply(GradList&& grads) {
 }
 Tensor tanh(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Tanh);
-  if (auto* node = record<TanhBackward0>(out, {&x})) node->saved[0].save(out, true);
+  if (auto* node = record<TanhBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
 
@@ -94,7 +94,7 @@ GradList SigmoidBackward0::apply(GradList&& grads) {
 }
 Tensor sigmoid(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Sigmoid);  // 1 / (1 + exp(-x))
-  if (auto* node = record<SigmoidBackward0>(out, {&x})) node->saved[0].save(out, true);
+  if (auto* node = record<SigmoidBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
 
@@ -110,7 +110,7 @@ GradList ThresholdBackwardBackward0::apply(GradList&& grads) {
 Tensor threshold_backward(const Tensor& g, const Tensor& result) {
   DType dt = result_type(g, result);
   Tensor out = binary_map(g, result, dt, dt, [](auto gv, auto r) { return r <= 0 ? decltype(gv)(0) : gv; });
-  if (auto* node = record<ThresholdBackwardBackward0>(out, {&g, &result})) node->saved[0].save(result);
+  if (auto* node = record<ThresholdBackwardBackward0>(out, {&g, &result})) node->save(result);
   return out;
 }
 
@@ -121,7 +121,7 @@ Tensor relu(const Tensor& x) {
   Tensor out = unary_map(
       x, x->dtype, [](auto v) { return v > 0 || v != v ? v : decltype(v)(0); },  // NaN stays NaN
       VecUnary::Relu);
-  if (auto* node = record<ReluBackward0>(out, {&x})) node->saved[0].save(out, true);
+  if (auto* node = record<ReluBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
 
@@ -162,7 +162,7 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
     return v;
   });
   if (auto* node = record<ClampBackward1>(out, {&x})) {
-    node->saved[0].save(x);
+    node->save(x);
     node->min = min;
     node->max = max;
   }
@@ -172,20 +172,15 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
 // clamp with tensor bounds (either may be missing). As PyTorch: x gets the gradient where
 // min <= x <= max, min where x < min (unless min >= max: then max wins), max where x > max or
 // max < min.
-struct ClampTensorNode : Node {
+struct ClampTensorNode : Node {  // saves x, min, max (a bound left out: not defined)
   InputMeta meta[3];
-  SavedTensor max_bound;  // saved[0] is x, saved[1] min
-  void release_saved() override {
-    max_bound.reset();
-    Node::release_saved();
-  }
   Tensor reduce(size_t i, const Tensor& g) const { return to_dtype(sum_to(g, meta[i].sizes()), meta[i].dtype); }
 };
 FG_NODE_FROM(ClampBackward0, ClampTensorNode) };
 GradList ClampBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor x = unpack(0);
-  Tensor lo = saved[1].defined() ? unpack(1) : Tensor(), hi = max_bound.defined() ? max_bound.unpack(this) : Tensor();
+  Tensor lo = saved[1].defined() ? unpack(1) : Tensor(), hi = saved[2].defined() ? unpack(2) : Tensor();
   Tensor zero = zeros_like(g);
   GradList out(3);
   if (needs_input_grad(0)) {
@@ -226,15 +221,11 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
   out->grad_fn = NodeRef(node);
   out->output_nr = 0;
   node->meta[0] = InputMeta::of(x);
-  node->saved[0].save(x);
-  if (min) {
-    node->meta[1] = InputMeta::of(min);
-    node->saved[1].save(min);
-  }
-  if (max) {
-    node->meta[2] = InputMeta::of(max);
-    node->max_bound.save(max);
-  }
+  if (min) node->meta[1] = InputMeta::of(min);
+  if (max) node->meta[2] = InputMeta::of(max);
+  node->save(x);
+  node->save(min);
+  node->save(max);
   return out;
 }
 
