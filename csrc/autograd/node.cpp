@@ -115,7 +115,10 @@ Tensor SavedTensor::unpack(const char* owner_name) const {
 
 // A sink has nothing downstream, so it may run after everything else; tape position 0 says so even
 // though it is created lazily, after some of the nodes that feed it.
-AccumulateGrad::AccumulateGrad(Tensor leaf) : variable(std::move(leaf)) { sequence_nr = 0; }
+AccumulateGrad::AccumulateGrad(Tensor leaf) : variable(std::move(leaf)) {
+  sequence_nr = 0;
+  name_ = "torch::autograd::AccumulateGrad";  // as PyTorch, whose C++-only nodes carry their namespace
+}
 
 AccumulateGrad::~AccumulateGrad() {
   std::lock_guard<SpinLock> lock(accumulator_lock);

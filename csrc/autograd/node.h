@@ -58,13 +58,19 @@ extern const char* const kBackwardTwiceMessage;
 // Set by the binding that fills Node::metadata.
 extern void (*release_node_metadata)(void* metadata);
 
+// Allocates a node of type N shown under `name`: its type's own (N::kName), or for a type that
+// PyTorch shows under several names (FG_NODE_UNNAMED), the one the recording op passes.
+template <class N>
+N* make_node(const char* name = N::kName);
+
 struct Node {
   Node();
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  virtual const char* name() const = 0;
+  // PyTorch's name for this node ("ExpBackward0"): grad_fn.name(), and the name in error messages.
+  const char* name() const { return name_; }
   // Gradients w.r.t. the outputs in, gradients w.r.t. the inputs out (undefined = no gradient).
   virtual GradList apply(GradList&& grads) = 0;
   // Frees what backward needed; called after backward unless retain_graph. Extend in nodes that
@@ -98,14 +104,19 @@ struct Node {
   // object comes and goes); opaque here, freed through release_node_metadata.
   void* metadata = nullptr;
   std::unique_ptr<NodeHooks> hooks;  // null while it has none (autograd/hooks.h)
+
+ protected:
+  const char* name_ = "";  // set once, when the node is made (make_node, or a subclass's constructor)
+
+ private:
+  template <class N>
+  friend N* make_node(const char* name);
 };
 
 // The sink of every edge that reaches a leaf: adds the incoming gradient into `variable.grad`.
 struct AccumulateGrad final : Node {
   explicit AccumulateGrad(Tensor leaf);
   ~AccumulateGrad() override;
-  // As PyTorch, whose C++-only nodes carry their namespace.
-  const char* name() const override { return "torch::autograd::AccumulateGrad"; }
   GradList apply(GradList&& grads) override;
   Tensor variable;
 };
@@ -119,13 +130,35 @@ struct InputMeta {
   const Shape& sizes() const { return shape; }
 };
 
-// Names a node type after the PyTorch backward it mirrors.
-#define FG_NODE_NAMED(Type, Base, Name) \
-  struct Type final : Base {                                \
-    const char* name() const override { return Name; }      \
-    GradList apply(GradList&& grads) override;
+// A node type per backward formula, declared next to its forward op, where its apply() is defined:
+//   FG_NODE(ExpBackward0);                         shown as "ExpBackward0"
+//   FG_NODE_FROM(AddBackward0, BinaryNode);        with a base that keeps what backward reads
+//   FG_NODE_NAMED(CopySlices, ViewRegionNode, "torch::autograd::CopySlices");   under another name
+//   FG_NODE_UNNAMED(SumBackward, ReduceNode);      one formula that PyTorch shows under several names
+//                                                  (SumBackward0, SumBackward1): no kName, so each op
+//                                                  must pass the name when it records the node
+// A node with members of its own is a struct written out, with FG_NODE_MEMBERS(Type) in it.
+#define FG_NODE_MEMBERS(Type)                 \
+  static constexpr const char* kName = #Type; \
+  GradList apply(GradList&& grads) override;
+#define FG_NODE_NAMED(Type, Base, Name)        \
+  struct Type final : Base {                   \
+    static constexpr const char* kName = Name; \
+    GradList apply(GradList&& grads) override; \
+  }
 #define FG_NODE_FROM(Type, Base) FG_NODE_NAMED(Type, Base, #Type)
 #define FG_NODE(Type) FG_NODE_FROM(Type, Node)
+#define FG_NODE_UNNAMED(Type, Base)            \
+  struct Type final : Base {                   \
+    GradList apply(GradList&& grads) override; \
+  }
+
+template <class N>
+N* make_node(const char* name) {
+  N* node = new N();
+  node->name_ = name;
+  return node;
+}
 
 // The edge along which a gradient for `t` must travel (empty if t needs none).
 Edge gradient_edge(const Tensor& t);
@@ -156,22 +189,22 @@ N* attach(N* node, const Tensor& out, std::initializer_list<const Tensor*> input
   return node;
 }
 
-// Records node type N for `out` = op(inputs) if needed; returns it so the op can save what its
-// backward needs, or nullptr when nothing is recorded.
+// Records node type N, shown as `name`, for `out` = op(inputs) if needed; returns it so the op can
+// save what its backward needs, or nullptr when nothing is recorded.
 template <class N>
-N* record(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+N* record(const Tensor& out, std::initializer_list<const Tensor*> inputs, const char* name = N::kName) {
   if (!should_record(inputs)) return nullptr;
-  return attach(new N(), out, inputs);
+  return attach(make_node<N>(name), out, inputs);
 }
 
 // record() for ops over a list of tensors (cat, stack).
 template <class N>
-N* record_many(const Tensor& out, const std::vector<Tensor>& inputs) {
+N* record_many(const Tensor& out, const std::vector<Tensor>& inputs, const char* name = N::kName) {
   if (!grad_enabled()) return nullptr;
   bool any = false;
   for (const Tensor& in : inputs) any = should_record({&in}) || any;
   if (!any) return nullptr;
-  N* node = new N();
+  N* node = make_node<N>(name);
   for (const Tensor& in : inputs) node->next_edges.push_back(gradient_edge(in));
   out->grad_fn = NodeRef(node);
   out->output_nr = 0;
@@ -183,8 +216,8 @@ N* record_many(const Tensor& out, const std::vector<Tensor>& inputs) {
 // Both edges are taken before the write: `other` may be a view of self, and taking its edge after
 // the write would give it a fresh history (refresh_view_history) that is later on the tape than N.
 template <class N>
-N* make_inplace_node(Edge self_edge, Edge other_edge) {
-  N* node = new N();
+N* make_inplace_node(Edge self_edge, Edge other_edge, const char* name = N::kName) {
+  N* node = make_node<N>(name);
   node->next_edges.push_back(std::move(self_edge));
   node->next_edges.push_back(std::move(other_edge));
   return node;

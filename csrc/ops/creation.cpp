@@ -111,7 +111,10 @@ Scalar item(const Tensor& t) {
 
 // ---- differentiable copies
 
-FG_NODE(ToCopyBackward0) DType source = DType::Float32; };
+struct ToCopyBackward0 final : Node {
+  FG_NODE_MEMBERS(ToCopyBackward0)
+  DType source = DType::Float32;
+};
 GradList ToCopyBackward0::apply(GradList&& grads) { return {to_dtype(grads[0], source)}; }
 Tensor to_dtype(const Tensor& t, DType dtype) {
   if (t->dtype == dtype) return t;
@@ -123,7 +126,7 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
   return out;
 }
 
-FG_NODE(CloneBackward0) };
+FG_NODE(CloneBackward0);
 GradList CloneBackward0::apply(GradList&& grads) { return {grads[0]}; }
 Tensor clone(const Tensor& t) {
   Tensor out = empty(t->shape, t->dtype);

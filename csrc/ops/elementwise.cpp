@@ -105,7 +105,7 @@ void check_bool_subtraction(DType a, DType b) {
 }
 }  // namespace
 
-FG_NODE_FROM(AddBackward0, BinaryNode) };
+FG_NODE_FROM(AddBackward0, BinaryNode);
 GradList AddBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, g)};
@@ -123,7 +123,7 @@ Tensor add(const Tensor& a, const Scalar& s) {
   return out;
 }
 
-FG_NODE_FROM(SubBackward0, BinaryNode) };
+FG_NODE_FROM(SubBackward0, BinaryNode);
 GradList SubBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, neg(g))};
@@ -143,7 +143,7 @@ Tensor sub(const Tensor& a, const Scalar& s) {
   return out;
 }
 
-FG_NODE_FROM(RsubBackward1, BinaryNode) };
+FG_NODE_FROM(RsubBackward1, BinaryNode);
 GradList RsubBackward1::apply(GradList&& grads) { return {reduce(0, neg(grads[0]))}; }
 Tensor rsub(const Tensor& a, const Scalar& s) {
   check_bool_subtraction(a->dtype, scalar_type(s));
@@ -153,7 +153,7 @@ Tensor rsub(const Tensor& a, const Scalar& s) {
   return out;
 }
 
-FG_NODE_FROM(MulBackward0, BinaryNode) };
+FG_NODE_FROM(MulBackward0, BinaryNode);
 GradList MulBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);
@@ -174,7 +174,7 @@ Tensor mul(const Tensor& a, const Scalar& s) {
   return out;
 }
 
-FG_NODE_FROM(DivBackward0, BinaryNode) };
+FG_NODE_FROM(DivBackward0, BinaryNode);
 GradList DivBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor other = operand(1);
@@ -197,7 +197,7 @@ Tensor div(const Tensor& a, const Scalar& s) {
   return out;
 }
 
-FG_NODE(ReciprocalBackward0) };
+FG_NODE(ReciprocalBackward0);
 GradList ReciprocalBackward0::apply(GradList&& grads) {
   Tensor y = unpack(0);
   return {neg(mul(grads[0], mul(y, y)))};
@@ -213,7 +213,7 @@ Tensor reciprocal(const Tensor& x) {
 Tensor rdiv(const Tensor& a, const Scalar& s) { return mul(reciprocal(a), s); }
 
 // x ** p for a number p.
-FG_NODE_FROM(PowBackward0, BinaryNode) };
+FG_NODE_FROM(PowBackward0, BinaryNode);
 GradList PowBackward0::apply(GradList&& grads) {
   Tensor x = unpack(0);  // checked even when unused, as PyTorch
   if (scalar == 0) return {zeros_like(grads[0])};
@@ -244,7 +244,7 @@ Tensor pow(const Tensor& a, const Scalar& s) {
 // x ** y for tensors. d/dx is y * x**(y-1), taken as 0 where y == 0 (x**0 is constant, even at
 // x == 0); d/dy is x**y * log(x), taken as 0 where x == 0 and y >= 0 (the limit). As PyTorch.
 // Saves x, y and the result x ** y, which d/dy reads (as PyTorch's, so in-place changes to it fail alike).
-FG_NODE_FROM(PowBackward1, BinaryNode) };
+FG_NODE_FROM(PowBackward1, BinaryNode);
 GradList PowBackward1::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor x = unpack(0), y = unpack(1), z = unpack(2);  // all checked, as PyTorch
@@ -272,7 +272,7 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 
 // s ** x for a number s. For s == 0, d/dx (0 * log 0) is taken as 0 where x >= 0, as PyTorch.
 // Saves x and the result, as PyTorch does.
-FG_NODE_FROM(PowBackward2, BinaryNode) };
+FG_NODE_FROM(PowBackward2, BinaryNode);
 GradList PowBackward2::apply(GradList&& grads) {
   Tensor x = unpack(0), result = unpack(1);
   Tensor d = mul(result, Scalar::from_float(std::log(scalar)));
@@ -306,7 +306,7 @@ GradList select_grads(const N& node, const Tensor& g, CompareOp loses) {
 }
 }  // namespace
 
-FG_NODE_FROM(MaximumBackward0, BinaryNode) };
+FG_NODE_FROM(MaximumBackward0, BinaryNode);
 GradList MaximumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Lt); }
 Tensor maximum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
@@ -315,7 +315,7 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
   return out;
 }
 
-FG_NODE_FROM(MinimumBackward0, BinaryNode) };
+FG_NODE_FROM(MinimumBackward0, BinaryNode);
 GradList MinimumBackward0::apply(GradList&& grads) { return select_grads(*this, grads[0], CompareOp::Gt); }
 Tensor minimum(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
@@ -326,7 +326,7 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 
 // where(cond, a, b): the condition routes each gradient element to the input it came from.
 // The condition is saved (version-checked, as PyTorch does) in saved[0].
-FG_NODE_FROM(WhereBackward0, BinaryNode) };
+FG_NODE_FROM(WhereBackward0, BinaryNode);
 GradList WhereBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor condition = unpack(0);

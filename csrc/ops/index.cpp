@@ -206,7 +206,7 @@ struct IndexNode : IndexingNode {
 
 }  // namespace
 
-FG_NODE_FROM(IndexBackward0, IndexNode) };
+FG_NODE_FROM(IndexBackward0, IndexNode);
 GradList IndexBackward0::apply(GradList&& grads) {
   return {index_put_(zeros(input.sizes(), input.dtype), unpack_indices(), grads[0], true)};
 }
@@ -235,7 +235,7 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
 struct IndexPutNode : IndexNode {
   InputMeta values;
 };
-FG_NODE_FROM(IndexPutBackward0, IndexPutNode) };
+FG_NODE_FROM(IndexPutBackward0, IndexPutNode);
 GradList IndexPutBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   std::vector<Tensor> where = unpack_indices();
@@ -312,7 +312,7 @@ Tensor getitem(const Tensor& x, const IndexSpec& spec) {
 struct CopySlicesNode : IndexingNode {  // saves the advanced indices (over the region)
   InputMeta value;
 };
-FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "torch::autograd::CopySlices") };
+FG_NODE_NAMED(IndexCopySlices, CopySlicesNode, "torch::autograd::CopySlices");
 GradList IndexCopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   IndexSpec spec{{}, unpack_indices()};

@@ -84,7 +84,7 @@ struct ViewRegionNode : Node {
   // A view, recorded in a backward with create_graph: zeroing it in place then records too.
   Tensor region(const Tensor& full) const { return as_strided(full, shape, strides, offset); }
 };
-FG_NODE_NAMED(CopySlices, ViewRegionNode, "torch::autograd::CopySlices") };
+FG_NODE_NAMED(CopySlices, ViewRegionNode, "torch::autograd::CopySlices");
 GradList CopySlices::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);
@@ -109,7 +109,7 @@ void rebase_history(const Tensor& self, Edge new_value) {
   if (!base->is_contiguous())
     throw RuntimeError("fastgrad: an in-place operation that needs gradients through a view of a non-contiguous tensor "
                        "is not supported; call .contiguous() on the base tensor first");
-  auto* node = new CopySlices();
+  auto* node = make_node<CopySlices>();
   node->next_edges.push_back(gradient_edge(base));
   node->next_edges.push_back(std::move(new_value));
   node->base = InputMeta::of(base);
@@ -240,9 +240,9 @@ struct ReplaceNode : Node {
     return out;
   }
 };
-FG_NODE_FROM(FillBackward0, ReplaceNode) };
-FG_NODE_FROM(ZeroBackward0, ReplaceNode) };
-FG_NODE_FROM(CopyBackwards, ReplaceNode) };
+FG_NODE_FROM(FillBackward0, ReplaceNode);
+FG_NODE_FROM(ZeroBackward0, ReplaceNode);
+FG_NODE_FROM(CopyBackwards, ReplaceNode);
 GradList FillBackward0::apply(GradList&& grads) { return replace_grads(grads[0]); }
 GradList ZeroBackward0::apply(GradList&& grads) { return replace_grads(grads[0]); }
 GradList CopyBackwards::apply(GradList&& grads) { return replace_grads(grads[0]); }

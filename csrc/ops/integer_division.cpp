@@ -87,7 +87,7 @@ Tensor rounded_quotient(const Tensor& a, const B& b, Rounding rounding) {
 }
 }  // namespace
 
-FG_NODE_FROM(DivBackward2, BinaryNode) };
+FG_NODE_FROM(DivBackward2, BinaryNode);
 GradList DivBackward2::apply(GradList&&) {
   GradList out(2);
   for (size_t i = 0; i < 2; ++i)
@@ -111,7 +111,7 @@ Tensor div(const Tensor& a, const Scalar& s, Rounding rounding) {
 struct NoDerivativeNode : Node {
   const char* op = "";
 };
-FG_NODE_NAMED(NotImplemented, NoDerivativeNode, "torch::autograd::NotImplemented") };
+FG_NODE_NAMED(NotImplemented, NoDerivativeNode, "torch::autograd::NotImplemented");
 GradList NotImplemented::apply(GradList&&) { throw RuntimeError(cat("derivative for ", op, " is not implemented")); }
 namespace {
 Tensor without_derivative(const Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs) {
@@ -144,9 +144,9 @@ GradList remainder_grads(const BinaryNode& node, const Tensor& g, Rounding round
 }
 }  // namespace
 
-FG_NODE_FROM(RemainderBackward0, BinaryNode) };  // x % number
+FG_NODE_FROM(RemainderBackward0, BinaryNode);  // x % number
 GradList RemainderBackward0::apply(GradList&& grads) { return {grads[0]}; }
-FG_NODE_FROM(RemainderBackward1, BinaryNode) };
+FG_NODE_FROM(RemainderBackward1, BinaryNode);
 GradList RemainderBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Floor); }
 Tensor remainder(const Tensor& a, const Tensor& b) {
   Tensor out = division_map("remainder", a, b, remainder_values);
@@ -162,9 +162,9 @@ Tensor rremainder(const Tensor& a, const Scalar& s) {
   return without_derivative(division_map("remainder", a, s, remainder_values, true), "aten::remainder", {&a});
 }
 
-FG_NODE_FROM(FmodBackward0, BinaryNode) };  // fmod(x, number)
+FG_NODE_FROM(FmodBackward0, BinaryNode);  // fmod(x, number)
 GradList FmodBackward0::apply(GradList&& grads) { return {grads[0]}; }
-FG_NODE_FROM(FmodBackward1, BinaryNode) };
+FG_NODE_FROM(FmodBackward1, BinaryNode);
 GradList FmodBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Trunc); }
 Tensor fmod(const Tensor& a, const Tensor& b) {
   Tensor out = division_map("fmod", a, b, fmod_values);

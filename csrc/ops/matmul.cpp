@@ -99,7 +99,7 @@ Tensor record_product(const Tensor& out, const Tensor& a, const Tensor& b) {
 
 }  // namespace
 
-FG_NODE(DotBackward0) };
+FG_NODE(DotBackward0);
 GradList DotBackward0::apply(GradList&& grads) {
   GradList out(2);
   if (needs_input_grad(0)) out[0] = mul(grads[0], unpack(1));
@@ -121,7 +121,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
   return record_product<DotBackward0>(out, a, b);
 }
 
-FG_NODE(MvBackward0) };
+FG_NODE(MvBackward0);
 GradList MvBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);
@@ -152,7 +152,7 @@ bool is_transposed_matrix(const Tensor& m) {
 // Each gradient comes out in its input's layout, as in PyTorch: the weight of a linear layer, used as
 // W.t(), then gets a contiguous gradient that .grad takes without a copy. Both forms of a product
 // sum the same terms in the same order, so the values are identical.
-FG_NODE(MmBackward0) };
+FG_NODE(MmBackward0);
 GradList MmBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);
@@ -178,7 +178,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   return record_product<MmBackward0>(out, a, b);
 }
 
-FG_NODE(BmmBackward0) };
+FG_NODE(BmmBackward0);
 GradList BmmBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   GradList out(2);

@@ -151,9 +151,9 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-FG_NODE_FROM(SoftmaxBackward0, SoftmaxNode) };
+FG_NODE_FROM(SoftmaxBackward0, SoftmaxNode);
 GradList SoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
-FG_NODE_FROM(LogSoftmaxBackward0, SoftmaxNode) };
+FG_NODE_FROM(LogSoftmaxBackward0, SoftmaxNode);
 GradList LogSoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op<SoftmaxBackward0>(x, dim, false); }
@@ -239,7 +239,7 @@ struct NllLossNode : Node {
 // nll_loss's gradient in a backward with create_graph, as PyTorch's nll_loss_backward: linear in
 // the incoming gradient (edge 0), constant in the input (edge 1, which gets zeros). Its edge to the
 // input gives the gradient a graph wherever the input has one, as PyTorch's. Saves target, weight.
-FG_NODE_FROM(NllLossBackwardBackward0, NllLossNode) };
+FG_NODE_FROM(NllLossBackwardBackward0, NllLossNode);
 GradList NllLossBackwardBackward0::apply(GradList&& grads) {
   const Tensor& gg = grads[0];
   GradList out(2);
@@ -249,7 +249,7 @@ GradList NllLossBackwardBackward0::apply(GradList&& grads) {
 }
 
 // Saves input, target, weight.
-FG_NODE_FROM(NllLossBackward0, NllLossNode) };
+FG_NODE_FROM(NllLossBackward0, NllLossNode);
 GradList NllLossBackward0::apply(GradList&& grads) {
   Tensor input = unpack(0), target = unpack(1), w = weight();
   // PyTorch's nll_loss_backward checks the sizes as if the target's size were the batch size, so a
@@ -368,7 +368,7 @@ struct GeluNode : Node {
 
 // gelu's gradient g * gelu'(x), an op of its own (as PyTorch's gelu_backward), recorded in a
 // backward with create_graph. saved[0]: g, saved[1]: x.
-FG_NODE_FROM(GeluBackwardBackward0, GeluNode) };
+FG_NODE_FROM(GeluBackwardBackward0, GeluNode);
 namespace {
 Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximation approximate) {
   Tensor gx = empty(x->shape, x->dtype);
@@ -394,7 +394,7 @@ GradList GeluBackwardBackward0::apply(GradList&& grads) {
   return out;
 }
 
-FG_NODE_FROM(GeluBackward0, GeluNode) };
+FG_NODE_FROM(GeluBackward0, GeluNode);
 GradList GeluBackward0::apply(GradList&& grads) { return {gelu_backward(grads[0], unpack(0), approximate)}; }
 
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {

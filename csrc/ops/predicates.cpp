@@ -33,7 +33,7 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
   return binary_map(a, b, DType::Bool, DType::Bool, [](auto x, auto y) { return x || y; });
 }
 // sign is piecewise constant: its gradient is zero (but, as in PyTorch, it is recorded).
-FG_NODE(SignBackward0) };
+FG_NODE(SignBackward0);
 GradList SignBackward0::apply(GradList&& grads) { return {zeros_like(grads[0])}; }
 Tensor sign(const Tensor& x) {
   Tensor out = unary_map(x, x->dtype, [](auto v) { return static_cast<decltype(v)>((v > 0) - is_negative(v)); });

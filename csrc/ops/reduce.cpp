@@ -158,9 +158,9 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
 }
 
 // ---- sum and mean
-FG_NODE_FROM(SumBackward0, ReduceNode) };
+FG_NODE_FROM(SumBackward0, ReduceNode);
 GradList SumBackward0::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
-FG_NODE_FROM(SumBackward1, ReduceNode) };
+FG_NODE_FROM(SumBackward1, ReduceNode);
 GradList SumBackward1::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
@@ -183,9 +183,9 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std:
   return out;
 }
 
-FG_NODE_FROM(MeanBackward0, ReduceNode) };
+FG_NODE_FROM(MeanBackward0, ReduceNode);
 GradList MeanBackward0::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
-FG_NODE_FROM(MeanBackward1, ReduceNode) };
+FG_NODE_FROM(MeanBackward1, ReduceNode);
 GradList MeanBackward1::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
@@ -282,9 +282,9 @@ GradList prod_backward(const ReduceNode& node, const Tensor& g, bool all_element
 }
 }  // namespace
 
-FG_NODE_FROM(ProdBackward0, ReduceNode) };
+FG_NODE_FROM(ProdBackward0, ReduceNode);
 GradList ProdBackward0::apply(GradList&& grads) { return prod_backward(*this, grads[0], true); }
-FG_NODE_FROM(ProdBackward1, ReduceNode) };
+FG_NODE_FROM(ProdBackward1, ReduceNode);
 GradList ProdBackward1::apply(GradList&& grads) { return prod_backward(*this, grads[0], false); }
 
 Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
@@ -339,7 +339,7 @@ struct VarNode : ReduceNode {
   }
 };
 
-FG_NODE_FROM(VarBackward0, VarNode) };
+FG_NODE_FROM(VarBackward0, VarNode);
 GradList VarBackward0::apply(GradList&& grads) { return {var_grad(grads[0])}; }
 
 Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction, bool keepdim) {
@@ -362,7 +362,7 @@ Tensor var(const Tensor& x, const std::vector<int64_t>& dims, double correction,
 }
 
 // d std = d var / (2 std), taken as 0 where std == 0 (as PyTorch).
-FG_NODE_FROM(StdBackward0, VarNode) };
+FG_NODE_FROM(StdBackward0, VarNode);
 GradList StdBackward0::apply(GradList&& grads) {
   Tensor result = unpack(1);
   Tensor grad_var = div(grads[0], mul(result, Scalar::from_int(2)));
@@ -421,10 +421,10 @@ std::vector<bool> single_dim_mask(const Tensor& x, int64_t dim) { return reducti
 }  // namespace
 
 // amax/amin and the all-element max/min share one backward: even split among ties.
-FG_NODE_FROM(AmaxBackward0, ReduceNode) };
-FG_NODE_FROM(AminBackward0, ReduceNode) };
-FG_NODE_FROM(MaxBackward1, ReduceNode) };
-FG_NODE_FROM(MinBackward1, ReduceNode) };
+FG_NODE_FROM(AmaxBackward0, ReduceNode);
+FG_NODE_FROM(AminBackward0, ReduceNode);
+FG_NODE_FROM(MaxBackward1, ReduceNode);
+FG_NODE_FROM(MinBackward1, ReduceNode);
 namespace {
 // `all_elements` (max()/min(), as PyTorch's evenly_distribute_backward): a NaN result counts the
 // NaN elements as its ties, and the other elements get exactly 0. amax/amin (PyTorch's
@@ -469,8 +469,8 @@ Tensor min_all(const Tensor& x) { return record_extreme<MinBackward1>(x, {}, fal
 
 // The indices (output 1) are saved in saved[0], version-checked as in PyTorch.
 using IndexedReduceNode = ReduceNode;
-FG_NODE_FROM(MaxBackward0, IndexedReduceNode) };
-FG_NODE_FROM(MinBackward0, IndexedReduceNode) };
+FG_NODE_FROM(MaxBackward0, IndexedReduceNode);
+FG_NODE_FROM(MinBackward0, IndexedReduceNode);
 namespace {
 // Gradient to the reported index only: a one-hot mask along the reduced dim.
 Tensor to_index(const IndexedReduceNode& node, const Tensor& g) {
@@ -535,7 +535,7 @@ Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
 struct NormNode : ReduceNode {
   double p = 2;
 };
-FG_NODE_FROM(LinalgVectorNormBackward0, NormNode) };
+FG_NODE_FROM(LinalgVectorNormBackward0, NormNode);
 // The cases of PyTorch's norm_backward, with its limits at zeros: p = 0 has no gradient; for p < 1
 // a zero element gets none; for p > 1 a zero norm gives none; ±inf splits among the elements of
 // largest (smallest) magnitude, NaNs included.

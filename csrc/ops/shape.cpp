@@ -77,10 +77,10 @@ Tensor scatter_into_zeros(const InputMeta& input, const Tensor& g,
 struct ReshapeNode : Node {
   InputMeta input;
 };
-FG_NODE_FROM(ViewBackward0, ReshapeNode) };
+FG_NODE_FROM(ViewBackward0, ReshapeNode);
 GradList ViewBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 // The same, under the name PyTorch gives the reshape at the end of matmul.
-FG_NODE_FROM(UnsafeViewBackward0, ReshapeNode) };
+FG_NODE_FROM(UnsafeViewBackward0, ReshapeNode);
 GradList UnsafeViewBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 
 Tensor view(const Tensor& x, const Shape& requested) {
@@ -129,7 +129,10 @@ Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
 }
 
 // ---- expand
-FG_NODE(ExpandBackward0) InputMeta input; };
+struct ExpandBackward0 final : Node {
+  FG_NODE_MEMBERS(ExpandBackward0)
+  InputMeta input;
+};
 GradList ExpandBackward0::apply(GradList&& grads) { return {sum_to(grads[0], input.sizes())}; }
 
 Tensor expand(const Tensor& x, const Shape& requested) {
@@ -164,7 +167,10 @@ Tensor expand(const Tensor& x, const Shape& requested) {
 }
 
 // ---- permute / transpose / t
-FG_NODE(PermuteBackward0) Shape dims; };
+struct PermuteBackward0 final : Node {
+  FG_NODE_MEMBERS(PermuteBackward0)
+  Shape dims;
+};
 GradList PermuteBackward0::apply(GradList&& grads) {
   std::vector<int64_t> inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
@@ -202,7 +208,10 @@ Tensor swap_dims(const Tensor& x, int64_t d0, int64_t d1) {
 }
 }  // namespace
 
-FG_NODE(TransposeBackward0) int64_t dim0 = 0, dim1 = 0; };
+struct TransposeBackward0 final : Node {
+  FG_NODE_MEMBERS(TransposeBackward0)
+  int64_t dim0 = 0, dim1 = 0;
+};
 GradList TransposeBackward0::apply(GradList&& grads) { return {transpose(grads[0], dim0, dim1)}; }
 
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
@@ -215,7 +224,7 @@ Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1) {
   return out;
 }
 
-FG_NODE(TBackward0) };
+FG_NODE(TBackward0);
 GradList TBackward0::apply(GradList&& grads) { return {t(grads[0])}; }
 
 Tensor t(const Tensor& x) {
@@ -229,9 +238,9 @@ Tensor t(const Tensor& x) {
 struct SqueezeNode : Node {
   InputMeta input;
 };
-FG_NODE_FROM(SqueezeBackward0, SqueezeNode) };
-FG_NODE_FROM(SqueezeBackward1, SqueezeNode) };
-FG_NODE_FROM(SqueezeBackward2, SqueezeNode) };
+FG_NODE_FROM(SqueezeBackward0, SqueezeNode);
+FG_NODE_FROM(SqueezeBackward1, SqueezeNode);
+FG_NODE_FROM(SqueezeBackward2, SqueezeNode);
 GradList SqueezeBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 GradList SqueezeBackward1::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 GradList SqueezeBackward2::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
@@ -258,7 +267,10 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
   return out;
 }
 
-FG_NODE(UnsqueezeBackward0) InputMeta input; };
+struct UnsqueezeBackward0 final : Node {
+  FG_NODE_MEMBERS(UnsqueezeBackward0)
+  InputMeta input;
+};
 GradList UnsqueezeBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
@@ -275,10 +287,17 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
 // ---- slice / select (the views behind basic indexing). Their gradients scatter into zeros: ops
 // of their own, recorded in a backward with create_graph; being linear in the gradient, their own
 // gradient is the view again.
-FG_NODE(SliceBackwardBackward0) int64_t dim = 0, start = 0, stop = 0, step = 1; };
+struct SliceBackwardBackward0 final : Node {
+  FG_NODE_MEMBERS(SliceBackwardBackward0)
+  int64_t dim = 0, start = 0, stop = 0, step = 1;
+};
 GradList SliceBackwardBackward0::apply(GradList&& grads) { return {slice(grads[0], dim, start, stop, step)}; }
 
-FG_NODE(SliceBackward0) InputMeta input; int64_t dim = 0, start = 0, stop = 0, step = 1; };
+struct SliceBackward0 final : Node {
+  FG_NODE_MEMBERS(SliceBackward0)
+  InputMeta input;
+  int64_t dim = 0, start = 0, stop = 0, step = 1;
+};
 GradList SliceBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor out = scatter_into_zeros(input, g, [&](const Tensor& full) { return slice(full, dim, start, stop, step); });
@@ -314,10 +333,17 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
   return out;
 }
 
-FG_NODE(SelectBackwardBackward0) int64_t dim = 0, index = 0; };
+struct SelectBackwardBackward0 final : Node {
+  FG_NODE_MEMBERS(SelectBackwardBackward0)
+  int64_t dim = 0, index = 0;
+};
 GradList SelectBackwardBackward0::apply(GradList&& grads) { return {select(grads[0], dim, index)}; }
 
-FG_NODE(SelectBackward0) InputMeta input; int64_t dim = 0, index = 0; };
+struct SelectBackward0 final : Node {
+  FG_NODE_MEMBERS(SelectBackward0)
+  InputMeta input;
+  int64_t dim = 0, index = 0;
+};
 GradList SelectBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor out = scatter_into_zeros(input, g, [&](const Tensor& full) { return select(full, dim, index); });
@@ -349,7 +375,7 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   return out;
 }
 
-FG_NODE(AliasBackward0) };
+FG_NODE(AliasBackward0);
 GradList AliasBackward0::apply(GradList&& grads) { return {grads[0]}; }
 
 Tensor alias_view(const Tensor& x) {
@@ -365,12 +391,15 @@ struct AsStridedNode : Node {
 };
 // The gradient of as_strided, an op of its own (recorded under create_graph); linear in the
 // gradient, so its own gradient is the view again.
-FG_NODE_FROM(AsStridedBackwardBackward0, AsStridedNode) };
+FG_NODE_FROM(AsStridedBackwardBackward0, AsStridedNode);
 GradList AsStridedBackwardBackward0::apply(GradList&& grads) {
   return {as_strided(contiguous(grads[0]), shape, strides, offset)};
 }
 
-FG_NODE_FROM(AsStridedBackward0, AsStridedNode) InputMeta input; };
+struct AsStridedBackward0 final : AsStridedNode {
+  FG_NODE_MEMBERS(AsStridedBackward0)
+  InputMeta input;
+};
 // Each gradient element is added at the memory position its view element reads: the view may be
 // an expanded one, whose elements share memory, and then their gradients sum.
 GradList AsStridedBackward0::apply(GradList&& grads) {
@@ -410,7 +439,7 @@ struct JoinNode : Node {
   std::vector<InputMeta> inputs;
 };
 
-FG_NODE_FROM(CatBackward0, JoinNode) };
+FG_NODE_FROM(CatBackward0, JoinNode);
 GradList CatBackward0::apply(GradList&& grads) {
   GradList out;
   int64_t at = 0;
@@ -469,7 +498,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
-FG_NODE_FROM(StackBackward0, JoinNode) };
+FG_NODE_FROM(StackBackward0, JoinNode);
 GradList StackBackward0::apply(GradList&& grads) {
   GradList out;
   for (size_t i = 0; i < inputs.size(); ++i)

@@ -13,7 +13,7 @@ namespace {
 Tensor float_unary(const Tensor& x, VecUnary op) { return vector_unary(x, float_type(x->dtype), op); }
 }  // namespace
 
-FG_NODE(NegBackward0) };
+FG_NODE(NegBackward0);
 GradList NegBackward0::apply(GradList&& grads) { return {neg(grads[0])}; }
 Tensor neg(const Tensor& x) {
   if (x->dtype == DType::Bool)
@@ -25,7 +25,7 @@ Tensor neg(const Tensor& x) {
   return out;
 }
 
-FG_NODE(AbsBackward0) };
+FG_NODE(AbsBackward0);
 GradList AbsBackward0::apply(GradList&& grads) { return {mul(grads[0], sign(unpack(0)))}; }
 Tensor abs(const Tensor& x) {
   if (x->dtype == DType::Bool) throw NotImplementedError("\"abs_cpu\" not implemented for 'Bool'");
@@ -36,7 +36,7 @@ Tensor abs(const Tensor& x) {
   return out;
 }
 
-FG_NODE(ExpBackward0) };
+FG_NODE(ExpBackward0);
 GradList ExpBackward0::apply(GradList&& grads) { return {mul(grads[0], unpack(0))}; }
 Tensor exp(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Exp);
@@ -44,7 +44,7 @@ Tensor exp(const Tensor& x) {
   return out;
 }
 
-FG_NODE(LogBackward0) };
+FG_NODE(LogBackward0);
 GradList LogBackward0::apply(GradList&& grads) { return {div(grads[0], unpack(0))}; }
 Tensor log(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Log);
@@ -52,7 +52,7 @@ Tensor log(const Tensor& x) {
   return out;
 }
 
-FG_NODE(SqrtBackward0) };
+FG_NODE(SqrtBackward0);
 GradList SqrtBackward0::apply(GradList&& grads) { return {div(grads[0], mul(unpack(0), Scalar::from_int(2)))}; }
 Tensor sqrt(const Tensor& x) {
   Tensor out = float_unary(x, VecUnary::Sqrt);
@@ -60,7 +60,7 @@ Tensor sqrt(const Tensor& x) {
   return out;
 }
 
-FG_NODE(SinBackward0) };
+FG_NODE(SinBackward0);
 GradList SinBackward0::apply(GradList&& grads) { return {mul(grads[0], cos(unpack(0)))}; }
 Tensor sin(const Tensor& x) {
   Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::sin(v); });
@@ -68,7 +68,7 @@ Tensor sin(const Tensor& x) {
   return out;
 }
 
-FG_NODE(CosBackward0) };
+FG_NODE(CosBackward0);
 GradList CosBackward0::apply(GradList&& grads) { return {mul(grads[0], neg(sin(unpack(0))))}; }
 Tensor cos(const Tensor& x) {
   Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::cos(v); });
@@ -76,7 +76,7 @@ Tensor cos(const Tensor& x) {
   return out;
 }
 
-FG_NODE(TanhBackward0) };
+FG_NODE(TanhBackward0);
 GradList TanhBackward0::apply(GradList&& grads) {
   Tensor y = unpack(0);
   return {mul(grads[0], rsub(mul(y, y), Scalar::from_int(1)))};
@@ -87,7 +87,7 @@ Tensor tanh(const Tensor& x) {
   return out;
 }
 
-FG_NODE(SigmoidBackward0) };
+FG_NODE(SigmoidBackward0);
 GradList SigmoidBackward0::apply(GradList&& grads) {
   Tensor y = unpack(0);
   return {mul(grads[0], mul(y, rsub(y, Scalar::from_int(1))))};
@@ -102,7 +102,7 @@ Tensor sigmoid(const Tensor& x) {
 // (so it passes where the result is NaN). Linear in g: its own gradient is the same cut; constant
 // in the result, which gets zeros (as PyTorch's, so autograd.grad finds the result used).
 Tensor threshold_backward(const Tensor& g, const Tensor& result);
-FG_NODE(ThresholdBackwardBackward0) };
+FG_NODE(ThresholdBackwardBackward0);
 GradList ThresholdBackwardBackward0::apply(GradList&& grads) {
   Tensor result = unpack(0);
   return {threshold_backward(grads[0], result), needs_input_grad(1) ? zeros(result->shape, result->dtype) : Tensor()};
@@ -114,7 +114,7 @@ Tensor threshold_backward(const Tensor& g, const Tensor& result) {
   return out;
 }
 
-FG_NODE(ReluBackward0) };
+FG_NODE(ReluBackward0);
 GradList ReluBackward0::apply(GradList&& grads) { return {threshold_backward(grads[0], unpack(0))}; }
 Tensor relu(const Tensor& x) {
   if (x->dtype == DType::Bool) throw RuntimeError("Boolean inputs not supported for relu");
@@ -129,7 +129,7 @@ Tensor relu(const Tensor& x) {
 struct ClampNode : Node {
   std::optional<Scalar> min, max;
 };
-FG_NODE_FROM(ClampBackward1, ClampNode) };
+FG_NODE_FROM(ClampBackward1, ClampNode);
 GradList ClampBackward1::apply(GradList&& grads) {
   Tensor x = unpack(0);
   Tensor g = grads[0];
@@ -176,7 +176,7 @@ struct ClampTensorNode : Node {  // saves x, min, max (a bound left out: not def
   InputMeta meta[3];
   Tensor reduce(size_t i, const Tensor& g) const { return to_dtype(sum_to(g, meta[i].sizes()), meta[i].dtype); }
 };
-FG_NODE_FROM(ClampBackward0, ClampTensorNode) };
+FG_NODE_FROM(ClampBackward0, ClampTensorNode);
 GradList ClampBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   Tensor x = unpack(0);
@@ -216,7 +216,7 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
   if (min) any = should_record({&min}) || any;
   if (max) any = should_record({&max}) || any;
   if (!any) return out;
-  auto* node = new ClampBackward0();
+  auto* node = make_node<ClampBackward0>();
   for (const Tensor* t : {&x, &min, &max}) node->next_edges.push_back(*t ? gradient_edge(*t) : Edge{});
   out->grad_fn = NodeRef(node);
   out->output_nr = 0;

@@ -53,11 +53,12 @@ bool expandable_to(const Shape& shape, const Shape& target) {
 // summed to its input's shape if it broadcasts to it and converted to its dtype.
 struct PyFunctionNode final : Node {
   PyFunctionNode(std::string name, py::object backward, uint32_t outputs, std::shared_ptr<SavedTensors> saved)
-      : name_(std::move(name)), backward_(std::move(backward)), num_outputs_(outputs), saved_(std::move(saved)) {}
+      : name_text_(std::move(name)), backward_(std::move(backward)), num_outputs_(outputs), saved_(std::move(saved)) {
+    name_ = name_text_.c_str();
+  }
 
   ~PyFunctionNode() override { release_python_object(backward_.release().ptr()); }
 
-  const char* name() const override { return name_.c_str(); }
   uint32_t num_outputs() const override { return num_outputs_; }
   bool runs_without_grads() const override { return true; }
 
@@ -88,7 +89,7 @@ struct PyFunctionNode final : Node {
       Shape shape = inputs[k].sizes();
       if (grad->shape != shape) {
         if (!expandable_to(shape, grad->shape))
-          throw RuntimeError(cat("Function ", name_, " returned an invalid gradient at index ", k, " - got ",
+          throw RuntimeError(cat("Function ", name_text_, " returned an invalid gradient at index ", k, " - got ",
                                  shape_str(grad->shape), " but expected shape compatible with ", shape_str(shape)));
         grad = sum_to(grad, shape);
       }
@@ -102,7 +103,7 @@ struct PyFunctionNode final : Node {
  private:
   friend PyObject* fg::function_backward(const Node* node);
   friend void fg::clear_function_backward(Node* node);
-  std::string name_;
+  std::string name_text_;  // what name() shows
   py::object backward_;
   uint32_t num_outputs_;
   std::shared_ptr<SavedTensors> saved_;
