@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 
+from oracle_helpers import same_on_both
 from semantics_helpers import assert_values, grad_of, graph_names
 
 NON_LEAF_GRAD_WARNING = re.escape("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed.")
@@ -378,3 +379,45 @@ def test_cpp_only_nodes_are_named_with_their_namespace(fg):
     c[0] = 5
     assert c.grad_fn.name() == "torch::autograd::CopySlices" and repr(c.grad_fn).startswith("<CopySlices object at")
     assert repr(c) == "tensor([5., 2.], grad_fn=<CopySlices>)"
+
+
+# --- one backward formula, several node names --------------------------------------------------
+
+# Programs whose result's node shares its backward with other names (as PyTorch's nodes do): each
+# must show PyTorch's name for the op and give PyTorch's gradient.
+SHARED_FORMULA_NODES = {
+    "SumBackward0": lambda lib, x: x.sum(),
+    "SumBackward1": lambda lib, x: x.sum(1),
+    "MeanBackward0": lambda lib, x: x.mean(),
+    "MeanBackward1": lambda lib, x: x.mean(0),
+    "ViewBackward0": lambda lib, x: x.view(6),
+    "UnsafeViewBackward0": lambda lib, x: lib.ones(2, 2, 3) @ x.t(),
+    "SqueezeBackward0": lambda lib, x: x.reshape(2, 1, 3).squeeze(),
+    "SqueezeBackward1": lambda lib, x: x.reshape(2, 1, 3).squeeze(1),
+    "SqueezeBackward2": lambda lib, x: x.reshape(2, 1, 3).squeeze((0, 1)),
+    "UnsqueezeBackward0": lambda lib, x: x.unsqueeze(1),
+    "CloneBackward0": lambda lib, x: x.clone(),
+    "AliasBackward0": lambda lib, x: x[...],
+    "RemainderBackward0": lambda lib, x: x % 2,
+    "FmodBackward0": lambda lib, x: lib.fmod(x, 2),
+    "ZeroBackward0": lambda lib, x: (x * 1).zero_(),
+    "AmaxBackward0": lambda lib, x: x.amax(1),
+    "AminBackward0": lambda lib, x: x.amin(1),
+    "MaxBackward1": lambda lib, x: x.max(),
+    "MinBackward1": lambda lib, x: x.min(),
+    "MaxBackward0": lambda lib, x: x.max(1).values,
+    "MinBackward0": lambda lib, x: x.min(1).values,
+    "SoftmaxBackward0": lambda lib, x: x.softmax(1),
+    "LogSoftmaxBackward0": lambda lib, x: x.log_softmax(1),
+}
+
+
+@pytest.mark.parametrize("name", SHARED_FORMULA_NODES)
+def test_node_name_of_a_shared_formula(fg, torch, name):
+    def program(lib):
+        x = lib.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+        out = SHARED_FORMULA_NODES[name](lib, x)
+        (out * lib.arange(out.numel()).reshape(out.shape)).sum().backward()
+        return out.grad_fn.name(), x.grad.tolist()
+
+    assert same_on_both(fg, torch, program)[0] == name

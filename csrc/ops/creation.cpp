@@ -126,12 +126,11 @@ Tensor to_dtype(const Tensor& t, DType dtype) {
   return out;
 }
 
-FG_NODE(CloneBackward0);
-GradList CloneBackward0::apply(GradList&& grads) { return {grads[0]}; }
+GradList IdentityBackward::apply(GradList&& grads) { return {grads[0]}; }
 Tensor clone(const Tensor& t) {
   Tensor out = empty(t->shape, t->dtype);
   copy_values(out, t);
-  record<CloneBackward0>(out, {&t});
+  record<IdentityBackward>(out, {&t}, "CloneBackward0");
   return out;
 }
 

@@ -229,28 +229,23 @@ Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scala
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
 }
 
-// ---- ops that replace self's values: the old values get no gradient; a tensor source gets the
-// gradient of the positions it filled.
+// ---- ops that replace self's values (FillBackward0, ZeroBackward0, CopyBackwards): the old values
+// get no gradient; a tensor source gets the gradient of the positions it filled.
 struct ReplaceNode : Node {
   InputMeta source;
-  GradList replace_grads(const Tensor& g) const {
-    GradList out(2);
-    if (needs_input_grad(0)) out[0] = zeros_like(g);
-    if (needs_input_grad(1)) out[1] = to_dtype(sum_to(g, source.sizes()), source.dtype);
-    return out;
-  }
 };
-FG_NODE_FROM(FillBackward0, ReplaceNode);
-FG_NODE_FROM(ZeroBackward0, ReplaceNode);
-FG_NODE_FROM(CopyBackwards, ReplaceNode);
-GradList FillBackward0::apply(GradList&& grads) { return replace_grads(grads[0]); }
-GradList ZeroBackward0::apply(GradList&& grads) { return replace_grads(grads[0]); }
-GradList CopyBackwards::apply(GradList&& grads) { return replace_grads(grads[0]); }
+FG_NODE_UNNAMED(ReplaceBackward, ReplaceNode);
+GradList ReplaceBackward::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = zeros_like(g);
+  if (needs_input_grad(1)) out[1] = to_dtype(sum_to(g, source.sizes()), source.dtype);
+  return out;
+}
 
 namespace {
 // `checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none).
-template <class N>
-Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
+Tensor replace_values(const Tensor& self, const Tensor& source, bool checked, const char* node_name) {
   check_inplace(self, &source);
   if (checked) {
     assert_no_internal_overlap(self);
@@ -265,7 +260,7 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
   }
   self->bump_version();
   if (recording) {
-    N* node = make_inplace_node<N>(std::move(self_edge), std::move(source_edge));
+    auto* node = make_inplace_node<ReplaceBackward>(std::move(self_edge), std::move(source_edge), node_name);
     node->source = InputMeta::of(source);
     rebase_history(self, {NodeRef(node), 0});
   }
@@ -274,15 +269,15 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked) {
 }  // namespace
 
 Tensor fill_(const Tensor& self, const Scalar& value) {
-  return replace_values<FillBackward0>(self, full({}, value, self->dtype), false);
+  return replace_values(self, full({}, value, self->dtype), false, "FillBackward0");
 }
 Tensor fill_(const Tensor& self, const Tensor& value) {
   if (value->dim() != 0)
     throw RuntimeError(
         cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
-  return replace_values<FillBackward0>(self, value, false);
+  return replace_values(self, value, false, "FillBackward0");
 }
-Tensor zero_(const Tensor& self) { return replace_values<ZeroBackward0>(self, zeros({}, self->dtype), false); }
-Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values<CopyBackwards>(self, src, true); }
+Tensor zero_(const Tensor& self) { return replace_values(self, zeros({}, self->dtype), false, "ZeroBackward0"); }
+Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values(self, src, true, "CopyBackwards"); }
 
 }  // namespace fg

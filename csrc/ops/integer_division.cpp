@@ -144,8 +144,6 @@ GradList remainder_grads(const BinaryNode& node, const Tensor& g, Rounding round
 }
 }  // namespace
 
-FG_NODE_FROM(RemainderBackward0, BinaryNode);  // x % number
-GradList RemainderBackward0::apply(GradList&& grads) { return {grads[0]}; }
 FG_NODE_FROM(RemainderBackward1, BinaryNode);
 GradList RemainderBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Floor); }
 Tensor remainder(const Tensor& a, const Tensor& b) {
@@ -155,15 +153,13 @@ Tensor remainder(const Tensor& a, const Tensor& b) {
 }
 Tensor remainder(const Tensor& a, const Scalar& s) {
   Tensor out = division_map("remainder", a, s, remainder_values);
-  record_binary<RemainderBackward0, false>(out, a, nullptr, &s, false);
+  record<IdentityBackward>(out, {&a}, "RemainderBackward0");
   return out;
 }
 Tensor rremainder(const Tensor& a, const Scalar& s) {
   return without_derivative(division_map("remainder", a, s, remainder_values, true), "aten::remainder", {&a});
 }
 
-FG_NODE_FROM(FmodBackward0, BinaryNode);  // fmod(x, number)
-GradList FmodBackward0::apply(GradList&& grads) { return {grads[0]}; }
 FG_NODE_FROM(FmodBackward1, BinaryNode);
 GradList FmodBackward1::apply(GradList&& grads) { return remainder_grads(*this, grads[0], Rounding::Trunc); }
 Tensor fmod(const Tensor& a, const Tensor& b) {
@@ -173,7 +169,7 @@ Tensor fmod(const Tensor& a, const Tensor& b) {
 }
 Tensor fmod(const Tensor& a, const Scalar& s) {
   Tensor out = division_map("fmod", a, s, fmod_values);
-  record_binary<FmodBackward0, false>(out, a, nullptr, &s, false);
+  record<IdentityBackward>(out, {&a}, "FmodBackward0");
   return out;
 }
 

@@ -121,12 +121,20 @@ struct SoftmaxNode : Node {
   }
 };
 
-template <class N>
+}  // namespace
+
+// SoftmaxBackward0, LogSoftmaxBackward0 (the formula for either: SoftmaxNode::log).
+FG_NODE_UNNAMED(SoftmaxBackward, SoftmaxNode);
+GradList SoftmaxBackward::apply(GradList&& grads) { return {input_grad(grads[0])}; }
+
+namespace {
+
 Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
+  const char* node_name = log ? "LogSoftmaxBackward0" : "SoftmaxBackward0";
   int64_t d = wrap_dim(dim, x->dim());
   if (x->numel() == 0) {  // PyTorch returns before looking at the dtype
     Tensor out = empty(x->shape, x->dtype);
-    if (auto* node = record<N>(out, {&x})) node->save(out, true);
+    if (auto* node = record<SoftmaxBackward>(out, {&x}, node_name)) node->save(out, true);
     return out;
   }
   if (!is_floating(x->dtype)) {
@@ -141,7 +149,7 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
     using T = decltype(tag);
     softmax_forward(src->data_as<T>(), out->data_as<T>(), Rows(x->shape, d), log);
   });
-  if (auto* node = record<N>(out, {&x})) {
+  if (auto* node = record<SoftmaxBackward>(out, {&x}, node_name)) {
     node->dim = x->dim() == 0 ? 0 : d;
     node->log = log;
     node->save(out, true);
@@ -151,13 +159,8 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-FG_NODE_FROM(SoftmaxBackward0, SoftmaxNode);
-GradList SoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
-FG_NODE_FROM(LogSoftmaxBackward0, SoftmaxNode);
-GradList LogSoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
-
-Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op<SoftmaxBackward0>(x, dim, false); }
-Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op<LogSoftmaxBackward0>(x, dim, true); }
+Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op(x, dim, false); }
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op(x, dim, true); }
 
 // ---- nll_loss: minus the (weighted) log-probability of each sample's target class, per sample
 // or reduced. The weighted mean divides by the total weight of the targets that count.

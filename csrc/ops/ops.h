@@ -28,6 +28,9 @@ Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);             // t itself when already contiguous
 void copy_values(const Tensor& dst, const Tensor& src);  // broadcast + cast, no autograd
 Scalar item(const Tensor& t);
+// The backward that passes the gradient on unchanged: CloneBackward0, AliasBackward0, and
+// RemainderBackward0 and FmodBackward0 (of x % number).
+FG_NODE_UNNAMED(IdentityBackward, Node);
 
 // ---- type promotion (ops/elementwise.cpp)
 DType result_type(const Tensor& a, const Tensor& b);

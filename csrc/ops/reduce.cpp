@@ -157,11 +157,9 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
   return reshape(r, shape);
 }
 
-// ---- sum and mean
-FG_NODE_FROM(SumBackward0, ReduceNode);
-GradList SumBackward0::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
-FG_NODE_FROM(SumBackward1, ReduceNode);
-GradList SumBackward1::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
+// ---- sum and mean (SumBackward0, MeanBackward0 over all elements; SumBackward1, MeanBackward1 over dims)
+FG_NODE_UNNAMED(SumBackward, ReduceNode);
+GradList SumBackward::apply(GradList&& grads) { return {expand_grad(grads[0])}; }
 
 Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std::optional<DType> dtype) {
   std::vector<bool> mask = reduction_mask(dims, x->dim());
@@ -176,17 +174,13 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std:
     if (!done) visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_add(acc[o], Acc<T>(v)); });
     return store(acc, shape, out_dtype);
   });
-  bool all = dims.empty();
-  ReduceNode* node = all ? static_cast<ReduceNode*>(record<SumBackward0>(out, {&src}))
-                         : static_cast<ReduceNode*>(record<SumBackward1>(out, {&src}));
-  if (node) node->remember(x, mask, keepdim);
+  if (auto* node = record<SumBackward>(out, {&src}, dims.empty() ? "SumBackward0" : "SumBackward1"))
+    node->remember(x, mask, keepdim);
   return out;
 }
 
-FG_NODE_FROM(MeanBackward0, ReduceNode);
-GradList MeanBackward0::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
-FG_NODE_FROM(MeanBackward1, ReduceNode);
-GradList MeanBackward1::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
+FG_NODE_UNNAMED(MeanBackward, ReduceNode);
+GradList MeanBackward::apply(GradList&& grads) { return {div(expand_grad(grads[0]), Scalar::from_int(count()))}; }
 
 Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   if (!is_floating(x->dtype))
@@ -199,9 +193,8 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
     GradModeGuard no_grad(false);
     out = div(sum(x, dims, keepdim), Scalar::from_int(block_size(x, mask)));
   }
-  ReduceNode* node = dims.empty() ? static_cast<ReduceNode*>(record<MeanBackward0>(out, {&x}))
-                                  : static_cast<ReduceNode*>(record<MeanBackward1>(out, {&x}));
-  if (node) node->remember(x, mask, keepdim);
+  if (auto* node = record<MeanBackward>(out, {&x}, dims.empty() ? "MeanBackward0" : "MeanBackward1"))
+    node->remember(x, mask, keepdim);
   return out;
 }
 
@@ -420,11 +413,10 @@ std::vector<bool> single_dim_mask(const Tensor& x, int64_t dim) { return reducti
 
 }  // namespace
 
-// amax/amin and the all-element max/min share one backward: even split among ties.
-FG_NODE_FROM(AmaxBackward0, ReduceNode);
-FG_NODE_FROM(AminBackward0, ReduceNode);
-FG_NODE_FROM(MaxBackward1, ReduceNode);
-FG_NODE_FROM(MinBackward1, ReduceNode);
+// amax/amin (AmaxBackward0, AminBackward0) and the all-element max/min (MaxBackward1,
+// MinBackward1) split the gradient evenly among ties, each pair in its own way (split_among_ties).
+FG_NODE_UNNAMED(AmaxAminBackward, ReduceNode);
+FG_NODE_UNNAMED(MaxMinAllBackward, ReduceNode);
 namespace {
 // `all_elements` (max()/min(), as PyTorch's evenly_distribute_backward): a NaN result counts the
 // NaN elements as its ties, and the other elements get exactly 0. amax/amin (PyTorch's
@@ -439,13 +431,14 @@ Tensor split_among_ties(const ReduceNode& node, const Tensor& g, bool all_elemen
 }
 
 template <class N>
-Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool want_max, const char* op) {
+Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, bool want_max, const char* op,
+                      const char* node_name) {
   for (int64_t dim : dims)  // each dim's size before repeated dims, as PyTorch checks
     require_nonempty(x, reduction_mask({dim}, x->dim()), op, false);
   std::vector<bool> mask = reduction_mask(dims, x->dim());
   require_nonempty(x, mask, op, dims.empty());
   Tensor out = extreme(x, mask, keepdim, want_max).first;
-  if (auto* node = record<N>(out, {&x})) {
+  if (auto* node = record<N>(out, {&x}, node_name)) {
     node->remember(x, mask, keepdim);
     node->save(x);
     node->save(out, true);
@@ -453,27 +446,26 @@ Tensor record_extreme(const Tensor& x, const std::vector<int64_t>& dims, bool ke
   return out;
 }
 }  // namespace
-GradList AmaxBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], false)}; }
-GradList AminBackward0::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], false)}; }
-GradList MaxBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], true)}; }
-GradList MinBackward1::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], true)}; }
+GradList AmaxAminBackward::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], false)}; }
+GradList MaxMinAllBackward::apply(GradList&& grads) { return {split_among_ties(*this, grads[0], true)}; }
 
 Tensor amax(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return record_extreme<AmaxBackward0>(x, dims, keepdim, true, "amax");
+  return record_extreme<AmaxAminBackward>(x, dims, keepdim, true, "amax", "AmaxBackward0");
 }
 Tensor amin(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
-  return record_extreme<AminBackward0>(x, dims, keepdim, false, "amin");
+  return record_extreme<AmaxAminBackward>(x, dims, keepdim, false, "amin", "AminBackward0");
 }
-Tensor max_all(const Tensor& x) { return record_extreme<MaxBackward1>(x, {}, false, true, "max"); }
-Tensor min_all(const Tensor& x) { return record_extreme<MinBackward1>(x, {}, false, false, "min"); }
+Tensor max_all(const Tensor& x) { return record_extreme<MaxMinAllBackward>(x, {}, false, true, "max", "MaxBackward1"); }
+Tensor min_all(const Tensor& x) {
+  return record_extreme<MaxMinAllBackward>(x, {}, false, false, "min", "MinBackward1");
+}
 
-// The indices (output 1) are saved in saved[0], version-checked as in PyTorch.
-using IndexedReduceNode = ReduceNode;
-FG_NODE_FROM(MaxBackward0, IndexedReduceNode);
-FG_NODE_FROM(MinBackward0, IndexedReduceNode);
+// max(x, dim) and min(x, dim) (MaxBackward0, MinBackward0). The indices (output 1) are saved,
+// version-checked as in PyTorch.
+FG_NODE_UNNAMED(MaxMinDimBackward, ReduceNode);
 namespace {
 // Gradient to the reported index only: a one-hot mask along the reduced dim.
-Tensor to_index(const IndexedReduceNode& node, const Tensor& g) {
+Tensor to_index(const ReduceNode& node, const Tensor& g) {
   Shape in_shape = node.input.sizes();
   if (in_shape.empty()) return g;  // a 0-d input has no dim to scatter along: it is its own extreme
   int64_t dim = 0;
@@ -490,17 +482,14 @@ std::pair<Tensor, Tensor> extreme_dim(const Tensor& x, int64_t dim, bool keepdim
   std::vector<bool> mask = single_dim_mask(x, dim);
   require_nonempty(x, mask, op, false);
   auto [values, indices] = extreme(x, mask, keepdim, want_max);
-  IndexedReduceNode* node = want_max ? static_cast<IndexedReduceNode*>(record<MaxBackward0>(values, {&x}))
-                                     : static_cast<IndexedReduceNode*>(record<MinBackward0>(values, {&x}));
-  if (node) {
+  if (auto* node = record<MaxMinDimBackward>(values, {&x}, want_max ? "MaxBackward0" : "MinBackward0")) {
     node->remember(x, mask, keepdim);
     node->save(indices, true);
   }
   return {values, indices};
 }
 }  // namespace
-GradList MaxBackward0::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
-GradList MinBackward0::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
+GradList MaxMinDimBackward::apply(GradList&& grads) { return {to_index(*this, grads[0])}; }
 
 std::pair<Tensor, Tensor> max_dim(const Tensor& x, int64_t dim, bool keepdim) {
   return extreme_dim(x, dim, keepdim, true, "max");

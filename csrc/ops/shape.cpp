@@ -73,15 +73,14 @@ Tensor scatter_into_zeros(const InputMeta& input, const Tensor& g,
 
 }  // namespace
 
-// ---- view / reshape / flatten
+// ---- view / reshape / flatten. The gradient of every view that keeps the elements in order is
+// reshaped to the input's shape: ViewBackward0, UnsafeViewBackward0 (the reshape at the end of
+// matmul), SqueezeBackward0/1/2 (no dims, one dim, dims) and UnsqueezeBackward0.
 struct ReshapeNode : Node {
   InputMeta input;
 };
-FG_NODE_FROM(ViewBackward0, ReshapeNode);
-GradList ViewBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
-// The same, under the name PyTorch gives the reshape at the end of matmul.
-FG_NODE_FROM(UnsafeViewBackward0, ReshapeNode);
-GradList UnsafeViewBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+FG_NODE_UNNAMED(ReshapeBackward, ReshapeNode);
+GradList ReshapeBackward::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 
 Tensor view(const Tensor& x, const Shape& requested) {
   Shape shape = infer_shape(requested, x->numel());
@@ -91,7 +90,7 @@ Tensor view(const Tensor& x, const Shape& requested) {
         "view size is not compatible with input tensor's size and stride (at least one dimension spans across two "
         "contiguous subspaces). Use .reshape(...) instead.");
   Tensor out = make_differentiable_view(x, shape, *strides, x->offset);
-  if (auto* node = record<ViewBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  if (auto* node = record<ReshapeBackward>(out, {&x}, "ViewBackward0")) node->input = InputMeta::of(x);
   return out;
 }
 
@@ -105,7 +104,7 @@ Tensor unsafe_view(const Tensor& x, const Shape& shape) {
   }
   out->view_base.reset();
   out->view_tracks_history = false;
-  if (auto* node = record<UnsafeViewBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  if (auto* node = record<ReshapeBackward>(out, {&x}, "UnsafeViewBackward0")) node->input = InputMeta::of(x);
   return out;
 }
 
@@ -234,16 +233,7 @@ Tensor t(const Tensor& x) {
   return out;
 }
 
-// ---- squeeze / unsqueeze
-struct SqueezeNode : Node {
-  InputMeta input;
-};
-FG_NODE_FROM(SqueezeBackward0, SqueezeNode);
-FG_NODE_FROM(SqueezeBackward1, SqueezeNode);
-FG_NODE_FROM(SqueezeBackward2, SqueezeNode);
-GradList SqueezeBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
-GradList SqueezeBackward1::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
-GradList SqueezeBackward2::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
+// ---- squeeze / unsqueeze (their backward: ReshapeBackward)
 
 Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
   std::vector<bool> drop(x->dim(), !dims);
@@ -260,18 +250,10 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
       strides.push_back(x->strides[d]);
     }
   Tensor out = make_differentiable_view(x, shape, strides, x->offset);
-  SqueezeNode* node = !dims               ? static_cast<SqueezeNode*>(record<SqueezeBackward0>(out, {&x}))
-                      : dims->size() == 1 ? static_cast<SqueezeNode*>(record<SqueezeBackward1>(out, {&x}))
-                                          : static_cast<SqueezeNode*>(record<SqueezeBackward2>(out, {&x}));
-  if (node) node->input = InputMeta::of(x);
+  const char* name = !dims ? "SqueezeBackward0" : dims->size() == 1 ? "SqueezeBackward1" : "SqueezeBackward2";
+  if (auto* node = record<ReshapeBackward>(out, {&x}, name)) node->input = InputMeta::of(x);
   return out;
 }
-
-struct UnsqueezeBackward0 final : Node {
-  FG_NODE_MEMBERS(UnsqueezeBackward0)
-  InputMeta input;
-};
-GradList UnsqueezeBackward0::apply(GradList&& grads) { return {reshape(grads[0], input.sizes())}; }
 
 Tensor unsqueeze(const Tensor& x, int64_t dim) {
   int64_t d = wrap_dim(dim, x->dim() + 1);
@@ -280,7 +262,7 @@ Tensor unsqueeze(const Tensor& x, int64_t dim) {
   shape.insert(shape.begin() + d, 1);
   strides.insert(strides.begin() + d, stride);
   Tensor out = make_differentiable_view(x, shape, strides, x->offset);
-  if (auto* node = record<UnsqueezeBackward0>(out, {&x})) node->input = InputMeta::of(x);
+  if (auto* node = record<ReshapeBackward>(out, {&x}, "UnsqueezeBackward0")) node->input = InputMeta::of(x);
   return out;
 }
 
@@ -375,12 +357,9 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   return out;
 }
 
-FG_NODE(AliasBackward0);
-GradList AliasBackward0::apply(GradList&& grads) { return {grads[0]}; }
-
 Tensor alias_view(const Tensor& x) {
   Tensor out = make_differentiable_view(x, x->shape, x->strides, x->offset);
-  record<AliasBackward0>(out, {&x});
+  record<IdentityBackward>(out, {&x}, "AliasBackward0");
   return out;
 }
 
