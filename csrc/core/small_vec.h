@@ -1,11 +1,13 @@
 // A vector that keeps its first N elements inline, so the common small case (a node's one or two
-// edges, its one or two gradients) needs no heap allocation.
+// edges, saved tensors, gradients) needs no heap allocation. Past N, the rest go to a heap block.
+// Its own bookkeeping is 16 bytes (a node holds two of these, and node size decides its arena class).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <new>
 #include <utility>
-#include <vector>
 
 namespace fg {
 
@@ -34,19 +36,25 @@ class SmallVec {
     }
     return *this;
   }
-  ~SmallVec() { clear(); }
+  ~SmallVec() {
+    clear();
+    std::allocator<T>().deallocate(heap_, heap_capacity_);
+  }
 
   void push_back(T item) {
-    if (size_ < N) new (&inline_slot(size_)) T(std::move(item));
-    else heap_.push_back(std::move(item));
+    if (size_ < N) {
+      new (&inline_slot(size_)) T(std::move(item));
+    } else {
+      if (size_ - N == heap_capacity_) grow_heap();
+      new (heap_ + (size_ - N)) T(std::move(item));
+    }
     ++size_;
   }
   void resize(size_t n) {
     while (size_ < n) push_back(T());
   }
-  void clear() {
-    for (size_t i = 0; i < size_ && i < N; ++i) inline_slot(i).~T();
-    heap_.clear();
+  void clear() {  // keeps the heap block for reuse
+    for (size_t i = 0; i < size_; ++i) (*this)[i].~T();
     size_ = 0;
   }
   size_t size() const { return size_; }
@@ -75,9 +83,22 @@ class SmallVec {
  private:
   T& inline_slot(size_t i) { return reinterpret_cast<T*>(storage_)[i]; }
   const T& inline_slot(size_t i) const { return reinterpret_cast<const T*>(storage_)[i]; }
+  void grow_heap() {
+    uint32_t capacity = heap_capacity_ ? 2 * heap_capacity_ : 4;
+    T* bigger = std::allocator<T>().allocate(capacity);
+    for (uint32_t i = 0; i < size_ - N; ++i) {
+      new (bigger + i) T(std::move(heap_[i]));
+      heap_[i].~T();
+    }
+    std::allocator<T>().deallocate(heap_, heap_capacity_);
+    heap_ = bigger;
+    heap_capacity_ = capacity;
+  }
+
   alignas(T) unsigned char storage_[N * sizeof(T)];
-  size_t size_ = 0;
-  std::vector<T> heap_;
+  T* heap_ = nullptr;  // elements N.. (room for heap_capacity_)
+  uint32_t size_ = 0;
+  uint32_t heap_capacity_ = 0;
 };
 
 }  // namespace fg
