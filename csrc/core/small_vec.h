@@ -38,7 +38,7 @@ class SmallVec {
   }
   ~SmallVec() {
     clear();
-    std::allocator<T>().deallocate(heap_, heap_capacity_);
+    if (heap_) std::allocator<T>().deallocate(heap_, heap_capacity_);
   }
 
   void push_back(T item) {
@@ -90,7 +90,7 @@ class SmallVec {
       new (bigger + i) T(std::move(heap_[i]));
       heap_[i].~T();
     }
-    std::allocator<T>().deallocate(heap_, heap_capacity_);
+    if (heap_) std::allocator<T>().deallocate(heap_, heap_capacity_);
     heap_ = bigger;
     heap_capacity_ = capacity;
   }
