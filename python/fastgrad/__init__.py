@@ -20,6 +20,7 @@ from . import _hooks  # noqa: F401  Tensor.register_hook, grad_fn.register_hook,
 from ._factories import *  # noqa: F403  the factories both backends export: _factories.__all__
 from . import autograd, nn, optim, viz
 from .serialization import save, load
+from ._alias import alias_torch
 
 globals().update(_FUNCTIONS)
 
