@@ -33,6 +33,16 @@ for step in range(3):
     print(loss.item())
 print(isinstance(x, torch.Tensor), torch.nn.Module is nn.Module, isinstance(model, torch.nn.Module))
 """
+# What programs ask before they train, through the submodule imports they use.
+SETUP = """
+import torch
+import torch.backends.cudnn as cudnn
+from torch.cuda.amp import GradScaler
+
+cudnn.benchmark = True
+device = "cuda" if torch.cuda.is_available() else "cpu"
+print(device, cudnn.benchmark, torch.backends.cudnn is cudnn, GradScaler(enabled=False).is_enabled())
+"""
 
 
 def run(tmp_path, source, *command):
@@ -78,9 +88,18 @@ def test_missing_api_is_named_as_pytorch_names_it(tmp_path, source, error):
     assert result.stderr.splitlines()[-1].startswith(error)
 
 
+@pytest.mark.parametrize("backend", [[], ["--reference"]], ids=["fastgrad", "reference"])
+def test_device_setup_through_submodules(tmp_path, backend):
+    result = run(tmp_path, SETUP, "-m", "fastgrad.run", *backend)
+    assert (result.returncode, result.stdout) == (0, "cpu True True False\n"), result.stderr
+
+
 def test_alias_torch_in_a_program(tmp_path):
-    source = "import fastgrad\nfastgrad.alias_torch()\nimport torch\nprint(torch.Tensor is fastgrad.Tensor)\n"
-    result = run(tmp_path, source)
-    assert (result.returncode, result.stdout) == (0, "True\n"), result.stderr
+    source = (
+        "import fastgrad\nfastgrad.alias_torch()\nimport torch.nn\n"
+        "print(torch.Tensor is fastgrad.Tensor, torch.nn.Linear is fastgrad.nn.Linear, fastgrad.nn.__name__)\n"
+    )
+    result = run(tmp_path, source)  # fastgrad's own modules are left as they are
+    assert (result.returncode, result.stdout) == (0, "True True fastgrad.nn\n"), result.stderr
     late = "import fastgrad, sys\nsys.modules['torch'] = sys\nfastgrad.alias_torch()\n"
     assert "alias_torch() must run before torch is imported" in run(tmp_path, late).stderr

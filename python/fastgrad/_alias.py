@@ -43,7 +43,10 @@ class AliasModule(types.ModuleType):
         return value
 
     def __setattr__(self, name, value):
-        setattr(self.__dict__["__target__"], name, value)
+        if isinstance(value, AliasModule):  # the import system binding a submodule: not fastgrad's business
+            self.__dict__[name] = value
+        else:  # torch.backends.cudnn.benchmark = True sets fastgrad's flag
+            setattr(self.__dict__["__target__"], name, value)
 
     def __dir__(self):
         return dir(self.__dict__["__target__"])
@@ -67,7 +70,12 @@ class AliasFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         except ModuleNotFoundError as error:
             if error.name is None or not name.startswith(error.name):  # fastgrad itself failed to import something
                 raise
-            raise ModuleNotFoundError(not_provided(spec.name), name=spec.name) from None
+            # fastgrad.reference.cuda is fastgrad.cuda (a backend-independent module): an attribute only
+            target = sys.modules[self.package]
+            for part in spec.name.split(".")[1:]:
+                target = getattr(target, part, None)
+            if not isinstance(target, types.ModuleType):
+                raise ModuleNotFoundError(not_provided(spec.name), name=spec.name) from None
         return AliasModule(spec.name, target)
 
     def exec_module(self, module):
