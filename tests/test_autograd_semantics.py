@@ -383,6 +383,12 @@ def test_cpp_only_nodes_are_named_with_their_namespace(fg):
 
 # --- one backward formula, several node names --------------------------------------------------
 
+
+def gradient_with_graph(lib, x, y):
+    """The gradient of sum(y ** 2) w.r.t. x, itself recorded (create_graph)."""
+    return lib.autograd.grad((y**2).sum(), x, create_graph=True)[0]
+
+
 # Programs whose result's node shares its backward with other names (as PyTorch's nodes do): each
 # must show PyTorch's name for the op and give PyTorch's gradient.
 SHARED_FORMULA_NODES = {
@@ -391,7 +397,7 @@ SHARED_FORMULA_NODES = {
     "MeanBackward0": lambda lib, x: x.mean(),
     "MeanBackward1": lambda lib, x: x.mean(0),
     "ViewBackward0": lambda lib, x: x.view(6),
-    "UnsafeViewBackward0": lambda lib, x: lib.ones(2, 2, 3) @ x.t(),
+    "UnsafeViewBackward0": lambda lib, x: lib.ones(2, 2, 3, dtype=x.dtype) @ x.t(),
     "SqueezeBackward0": lambda lib, x: x.reshape(2, 1, 3).squeeze(),
     "SqueezeBackward1": lambda lib, x: x.reshape(2, 1, 3).squeeze(1),
     "SqueezeBackward2": lambda lib, x: x.reshape(2, 1, 3).squeeze((0, 1)),
@@ -409,13 +415,15 @@ SHARED_FORMULA_NODES = {
     "MinBackward0": lambda lib, x: x.min(1).values,
     "SoftmaxBackward0": lambda lib, x: x.softmax(1),
     "LogSoftmaxBackward0": lambda lib, x: x.log_softmax(1),
+    "SoftmaxBackwardDataBackward0": lambda lib, x: gradient_with_graph(lib, x, x.softmax(1)),
+    "LogSoftmaxBackwardDataBackward0": lambda lib, x: gradient_with_graph(lib, x, x.log_softmax(1)),
 }
 
 
 @pytest.mark.parametrize("name", SHARED_FORMULA_NODES)
 def test_node_name_of_a_shared_formula(fg, torch, name):
     def program(lib):
-        x = lib.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], requires_grad=True)
+        x = lib.tensor([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], dtype=lib.float64, requires_grad=True)
         out = SHARED_FORMULA_NODES[name](lib, x)
         (out * lib.arange(out.numel()).reshape(out.shape)).sum().backward()
         return out.grad_fn.name(), x.grad.tolist()
