@@ -6,7 +6,7 @@ import inspect
 
 import pytest
 
-from fastgrad import _optable
+from fastgrad import _meta, _optable
 
 ROWS = [pytest.param(row, id=row.signature.partition("(")[0]) for row in _optable.OPS]
 
@@ -69,3 +69,11 @@ def test_generated_wrappers_behave_as_their_op(fg, torch):
     for mine, theirs in zip(program(fg), program(torch)):
         assert tuple(mine.shape) == tuple(theirs.shape)
         assert mine.numpy().tolist() == theirs.numpy().tolist()
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_each_tensor_op_names_its_shape_rule(row):
+    """A row whose op returns tensors names its rule in fastgrad._meta (None: not a tensor result)."""
+    returns = row.signature.partition(" -> ")[2] or "Tensor"
+    assert (row.meta is None) == (returns not in ("Tensor", "Tensor[]"))
+    assert row.meta is None or callable(getattr(_meta, row.meta))

@@ -282,7 +282,7 @@ op("stack(Tensor[] tensors, int dim=0)",
 op("split(Tensor tensor, SymInt split_size_or_sections, int dim=0) -> Tensor[]",
    "function method", "_methods.split", "split")
 op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
-   "function method", "_methods.chunk", "split")
+   "function method", "_methods.chunk", "chunk")
 op("gather(Tensor input, int dim, Tensor index)",
    "function method", "_methods.gather", "gather")
 
