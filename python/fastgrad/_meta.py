@@ -65,12 +65,18 @@ def result_type(*operands):
 
 
 def broadcast_shapes(*shapes):
-    ndim = builtins.max((len(s) for s in shapes), default=0)
-    result = []
-    for i in range(-ndim, 0):
-        sizes = {s[i] for s in shapes if len(s) >= -i} - {1}
-        result.append(sizes.pop() if sizes else 1)
-    return tuple(result)
+    """The shape the shapes broadcast to, or PyTorch's error for sizes that do not match."""
+    result = ()
+    for shape in shapes:
+        n = builtins.max(len(result), len(shape))
+        a, b = (1,) * (n - len(result)) + result, (1,) * (n - len(shape)) + tuple(shape)
+        for i, (da, db) in enumerate(zip(a, b)):
+            if da != db and 1 not in (da, db):
+                raise RuntimeError(
+                    f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+                )
+        result = tuple(db if da == 1 else da for da, db in zip(a, b))
+    return result
 
 
 def _shape(x):

@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from fastgrad import _formatting, _optable  # backend-independent: absolute, the same module for both
-from fastgrad._types import device, dtype as _dtype, float32, float64, int64, bool as bool_
+from fastgrad._types import SCALAR_TYPE_NAME, device, dtype as _dtype, float32, float64, int64, bool as bool_
 
 Tensor = _prims.Tensor
 
@@ -429,6 +429,8 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:  # no type promotion, as PyTorch
+        raise RuntimeError(f"{SCALAR_TYPE_NAME[input.dtype]} did not match {SCALAR_TYPE_NAME[other.dtype]}")
     return _prims.isclose(input, other, rtol, atol, equal_nan)
 
 
