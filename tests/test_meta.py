@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from fastgrad import _meta, _optable
-from op_cases import CASES, NONDIFF_CASES
+import test_composed_ops
+from op_cases import CASES, NONDIFF_CASES, NOT_IN_CASES
 from op_helpers import make_arrays
 
 # The Tensor operators and the op each one is: (row name, whether the operands come reflected).
@@ -49,19 +50,17 @@ class RuleChecker:
     """Wraps the table's ops of a backend so that each call is checked against its row's rule."""
 
     def __init__(self, fg, monkeypatch):
-        self.calls = []  # (op name, what the rule said, what the op returned)
+        self.calls = []  # (the op's row name, what the rule said, what the op returned)
         rows = {}
         for row in _optable.OPS:
-            if row.meta is None:  # not a tensor result
-                continue
-            rule = getattr(_meta, row.meta)
+            rule = getattr(_meta, row.meta) if row.meta else None  # None: not a tensor result, only counted
             if "function" in row.variants:
                 monkeypatch.setattr(fg, row.name, self.checked(row.name, rule, getattr(fg, row.name)))
             if "method" in row.variants:
                 monkeypatch.setattr(fg.Tensor, row.name, self.checked(row.name, rule, getattr(fg.Tensor, row.name)))
             if "inplace" in row.variants:
                 name = f"{row.name}_"
-                monkeypatch.setattr(fg.Tensor, name, self.checked(name, _meta.inplace, getattr(fg.Tensor, name)))
+                monkeypatch.setattr(fg.Tensor, name, self.checked(row.name, _meta.inplace, getattr(fg.Tensor, name)))
             rows.setdefault(row.name, rule)
         for dunder, (name, reflected) in OPERATORS.items():
             method = self.checked(name, rows[name], getattr(fg.Tensor, dunder), reflected)
@@ -69,6 +68,9 @@ class RuleChecker:
 
     def checked(self, name, rule, op, reflected=False):
         def call(*args, **kwargs):
+            if rule is None:
+                self.calls.append((name, None, None))
+                return op(*args, **kwargs)
             expected = rule(*(args[::-1] if reflected else args), **kwargs)  # before the op runs
             result = op(*args, **kwargs)
             if result is not NotImplemented:
@@ -78,19 +80,42 @@ class RuleChecker:
         return call
 
 
-ALL_CASES = [pytest.param(c, id=c.name) for c in CASES] + [
-    pytest.param(c, id=f"nondiff {c.name}") for c in NONDIFF_CASES
-]
-
-
-@pytest.mark.parametrize("case", ALL_CASES)
-def test_rules_give_the_ops_shapes_and_dtypes(fg, monkeypatch, case):
+def run_case(fg, case):
     arrays = make_arrays(case.shapes, case.domain, np.float32, case.name)
-    inputs = [fg.tensor(a, requires_grad=True) for a in arrays]
+    case.fn(fg, *[fg.tensor(a, requires_grad=True) for a in arrays])
+
+
+def run_composed_case(fg, fn):
+    fn(fg, fg.tensor(test_composed_ops.DATA, requires_grad=True))
+
+
+ALL_CASES = (
+    [pytest.param(run_case, c, id=c.name) for c in CASES]
+    + [pytest.param(run_case, c, id=f"nondiff {c.name}") for c in NONDIFF_CASES]
+    + [pytest.param(run_composed_case, fn, id=f"composed {name}") for name, fn in test_composed_ops.CASES]
+)
+
+
+@pytest.mark.parametrize("run,case", ALL_CASES)
+def test_rules_give_the_ops_shapes_and_dtypes(fg, monkeypatch, run, case):
     checker = RuleChecker(fg, monkeypatch)
-    case.fn(fg, *inputs)
+    run(fg, case)
     for name, expected, got in checker.calls:
         assert expected == got, name
+
+
+def test_every_op_has_op_cases(fg, monkeypatch):
+    """Every op of the table is called by some op case, or op_cases.NOT_IN_CASES says where it is tested."""
+    checker = RuleChecker(fg, monkeypatch)
+    for case in CASES + NONDIFF_CASES:
+        run_case(fg, case)
+    called = {name for name, _, _ in checker.calls}
+    assert sorted(ROW_NAMES - called - set(NOT_IN_CASES)) == []
+    assert sorted(set(NOT_IN_CASES) & called) == []  # no stale exemption
+    assert set(NOT_IN_CASES) <= ROW_NAMES
+
+
+ROW_NAMES = {row.name for row in _optable.OPS}
 
 
 @pytest.mark.parametrize(

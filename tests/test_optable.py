@@ -3,9 +3,11 @@ its name, and a row implemented by hand in the shared layer has the row's signat
 
 import ast
 import inspect
+import re
 
 import pytest
 
+import fuzz_ops
 from fastgrad import _meta, _optable
 
 ROWS = [pytest.param(row, id=row.signature.partition("(")[0]) for row in _optable.OPS]
@@ -77,3 +79,33 @@ def test_each_tensor_op_names_its_shape_rule(row):
     returns = row.signature.partition(" -> ")[2] or "Tensor"
     assert (row.meta is None) == (returns not in ("Tensor", "Tensor[]"))
     assert row.meta is None or callable(getattr(_meta, row.meta))
+
+
+# Ops the fuzzer's templates call by their operator: `{a} == {b}` is eq, `{a} %= {b}` remainder_.
+BINARY_OPERATORS = {
+    "add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "matmul": "@", "floor_divide": "//", "remainder": "%",
+    "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==",
+    "ne": "!=",
+}  # fmt: skip
+OPERATORS = {
+    **{name: f" {symbol} " for name, symbol in BINARY_OPERATORS.items()},
+    **{f"{name}_": f" {symbol}= " for name, symbol in BINARY_OPERATORS.items()},  # augmented assignments
+    "neg": "-{",
+    "abs": "abs(",
+    "bitwise_not": "~{",
+}
+
+
+def test_every_op_is_in_the_fuzzer_grammar():
+    """Each op of the table is called by some template of tests/fuzz_ops.py, by name or by its
+    operator, or fuzz_ops.NOT_IN_GRAMMAR says why not."""
+    names = {row.name for row in _optable.OPS} | {f"{r.name}_" for r in _optable.OPS if "inplace" in r.variants}
+    templates = [op.template for op in fuzz_ops.OPS]
+
+    def called(name):
+        by_name = re.compile(rf"\.{name}\(")
+        return any(by_name.search(t) or (name in OPERATORS and OPERATORS[name] in t) for t in templates)
+
+    in_grammar = {name for name in names if called(name)}
+    assert sorted(names - in_grammar - set(fuzz_ops.NOT_IN_GRAMMAR)) == []
+    assert sorted(set(fuzz_ops.NOT_IN_GRAMMAR) & in_grammar) == []  # no stale exemption

@@ -136,7 +136,7 @@ op("masked_fill(Tensor input, Tensor mask, Scalar value)",
 op("neg(Tensor input)",
    "function method out", "_prims.neg", "unary", "unary")
 op("negative(Tensor input)",
-   "function out", "_prims.neg", "unary")
+   "function method out", "_prims.neg", "unary", "unary")
 op("abs(Tensor input)",
    "function method out", "_prims.abs", "unary", "unary(nonzero)")
 op("sign(Tensor input)",
