@@ -5,11 +5,12 @@ rule (fastgrad._meta) and the name of its test-case family (tests/op_cases.py). 
 the Tensor methods and module functions of both backends (fastgrad._methods), the public name lists
 (fastgrad._api), and the checks that every op has op cases, a fuzzer grammar entry and a shape rule.
 
-Signatures are written as PyTorch documents them (`-> Tensor` left out), with ATen's types: `int` is converted with
-operator.index, `int[1]?` (dims; None or () for all) and `SymInt[]` (sizes, one int or a sequence)
-as _methods's _dims and _sizes read them, `SymInt...` is varargs sizes (x.view(2, 3) or x.view((2, 3))).
-Other types are documentation: the primitive checks them. A signature opening with `Tensor.`
-is a method's own form (the function of the same name has another row).
+Signatures are written as PyTorch documents them (`-> Tensor` left out), with ATen's types: `int` is
+converted with operator.index, `int[1]?` (dims; None or () for all) and `SymInt[]` (sizes, one int or
+a sequence) as _methods's _dims and _sizes read them, `SymInt...` is varargs sizes (x.view(2, 3) or
+x.view((2, 3))). Other types are documentation: the primitive checks them. A signature opening with
+`Tensor.` is a method's own form (the function of the same name has another row). Parameters are
+separated by ", " (so a default may not contain one).
 
 Variants: `function` (fastgrad.<name>), `method` (Tensor.<name>), `out` (an `out=` keyword),
 `inplace` (Tensor.<name>_, over the primitive _prims.<name>_: in-place ops are primitives, the core
