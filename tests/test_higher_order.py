@@ -137,6 +137,15 @@ NN = [
     Program("in-place arithmetic", _inplace_program, [(3, 4), (4,)]),
     Program("in-place through a view", _inplace_view_program, [(3, 4), (4,)]),
     Program("clamp_", lambda m, x: x.clone().clamp_(-0.5, 0.5) * x, [(3, 4)], "clamp"),
+    # prod with zeros: its gradient is the product of the other elements (an op with its own node)
+    Program("prod() with zeros", lambda m, x: (x * _constant(m, [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]])).prod(), [(2, 3)]),
+    Program(
+        "prod(1) of 3-D with zeros",
+        lambda m, x: (
+            x * _constant(m, [[[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]], [[1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]])
+        ).prod(1),
+        [(2, 3, 2)],
+    ),
 ]
 PROGRAMS = [Program(c.name, c.fn, c.shapes, c.domain) for c in CASES] + NN
 
@@ -399,6 +408,36 @@ def test_gradient_grad_fn_names(fg, torch, expr):
         x = x.abs() if expr in ("x.sqrt()", "x.log()") else x
         (g,) = lib.autograd.grad(eval(expr, {"x": x, "y": y}).sum(), x, create_graph=True)
         return g, g.grad_fn.name()
+
+    same_on_both(fg, torch, program)
+
+
+# A fused op's gradient is an op with a node of its own, as PyTorch's (SoftmaxBackwardDataBackward0,
+# ...), which defines its derivative once; prod's over all elements with zeros is viewed back.
+# (next_functions of prod's gradients differ: PyTorch composes the product of the others of cumprods.)
+@pytest.mark.parametrize(
+    "expr,compare_next",
+    [
+        ("x.softmax(1)", True),
+        ("x.log_softmax(0)", True),
+        ("F.gelu(x)", True),
+        ("F.gelu(x, approximate='tanh')", True),
+        ("F.nll_loss(x.log_softmax(1), lib.tensor([2, 0]))", True),
+        ("x.prod()", False),
+        ("(x * lib.tensor([1.0, 1.0, 0.0], dtype=lib.float64)).prod()", False),
+        ("x.prod(1)", False),
+    ],
+)
+def test_fused_gradients_are_ops_with_their_own_nodes(fg, torch, expr, compare_next):
+    def program(lib):
+        x = lib.tensor([[0.5, -1.0, 2.0], [0.0, 0.3, 1.5]], dtype=lib.float64, requires_grad=True)
+        out = eval(expr, {"x": x, "lib": lib, "F": F(lib)})
+        weights = lib.arange(1, out.numel() + 1, dtype=lib.float64).reshape(out.shape)
+        (g,) = lib.autograd.grad((out * weights).sum(), x, create_graph=True)
+        names = [g.grad_fn.name()]
+        if compare_next:
+            names += [None if fn is None else fn.name() for fn, _ in g.grad_fn.next_functions]
+        return g, names, lib.autograd.grad((g * g).sum(), x)
 
     same_on_both(fg, torch, program)
 

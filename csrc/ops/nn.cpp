@@ -3,9 +3,9 @@
 // chain of generic ops: one pass, no temporaries, and numerically stable (softmax subtracts its
 // row's maximum, so logits of any size neither overflow nor give NaN). Values are computed in
 // double and rounded once when stored; python/fastgrad/reference/_nn.py does the same arithmetic
-// in the same order, so both backends give the same bits. In a backward with create_graph, the
-// gradients must be recorded: softmax's is then composed of ops, nll_loss's and gelu's are ops with
-// their own nodes (NllLossBackwardBackward0, GeluBackwardBackward0).
+// in the same order, so both backends give the same bits. Each backward is an op with a node of its
+// own (as PyTorch's), recorded in a backward with create_graph: its derivative is defined once, there
+// (SoftmaxBackwardDataBackward0, NllLossBackwardBackward0, GeluBackwardBackward0).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -103,23 +103,54 @@ void softmax_backward(const T* y, const T* g, T* gx, const Rows& rows, bool log)
 struct SoftmaxNode : Node {
   int64_t dim = 0;  // wrapped; 0 for a 0-d input (seen as one row of one element)
   bool log = false;
-  Tensor input_grad(const Tensor& grad) const {
-    Tensor y = unpack(0);
-    if (should_record({&grad, &y})) {  // create_graph: the same formula, from recorded ops
-      std::vector<int64_t> dims;
-      if (y->dim() > 0) dims.push_back(dim);
-      if (log) return sub(grad, mul(exp(y), sum(grad, dims, true)));
-      return mul(y, sub(grad, sum(mul(grad, y), dims, true)));
-    }
-    Tensor g = dense(grad);
-    Tensor gx = empty(y->shape, y->dtype);
-    dispatch_floating(y->dtype, [&](auto tag) {
-      using T = decltype(tag);
-      softmax_backward(y->data_as<T>(), g->data_as<T>(), gx->data_as<T>(), Rows(y->shape, dim), log);
-    });
-    return gx;
-  }
 };
+
+}  // namespace
+
+// softmax's gradient as an op of its own, as PyTorch's _softmax_backward_data: the loop above, and,
+// when recorded (in a backward with create_graph), a node whose formulas are its derivative.
+// saved[0]: the incoming gradient g, saved[1]: softmax's output y.
+FG_NODE_FROM(SoftmaxBackwardDataBackward0, SoftmaxNode) };
+FG_NODE_FROM(LogSoftmaxBackwardDataBackward0, SoftmaxNode) };
+
+namespace {
+
+Tensor softmax_backward_data(const Tensor& grad, const Tensor& y, int64_t dim, bool log) {
+  Tensor g = dense(grad);
+  Tensor gx = empty(y->shape, y->dtype);
+  dispatch_floating(y->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    softmax_backward(y->data_as<T>(), g->data_as<T>(), gx->data_as<T>(), Rows(y->shape, dim), log);
+  });
+  SoftmaxNode* node = log ? static_cast<SoftmaxNode*>(record<LogSoftmaxBackwardDataBackward0>(gx, {&grad, &y}))
+                          : static_cast<SoftmaxNode*>(record<SoftmaxBackwardDataBackward0>(gx, {&grad, &y}));
+  if (node) {
+    node->dim = dim;
+    node->log = log;
+    node->saved[0].save(grad);
+    node->saved[1].save(y);
+  }
+  return gx;
+}
+
+// The gradients of softmax_backward_data(g, y) from gg, PyTorch's formulas. softmax: along g, the
+// same op (it is symmetric in g); along y, gg * g - sum(y * g) * gg - g * sum(y * gg). log_softmax:
+// along g, gg - sum(gg * exp(y)); along y, -sum(g) * exp(y) * gg.
+GradList softmax_backward_data_backward(const SoftmaxNode& node, const Tensor& gg) {
+  Tensor g = node.unpack(0), y = node.unpack(1);
+  std::vector<int64_t> dims;  // the rows' dim; none for a 0-d tensor
+  if (y->dim() > 0) dims.push_back(node.dim);
+  GradList out(2);
+  if (node.log) {
+    if (node.needs_input_grad(0)) out[0] = sub(gg, sum(mul(gg, exp(y)), dims, true));
+    if (node.needs_input_grad(1)) out[1] = mul(mul(neg(sum(g, dims, true)), exp(y)), gg);
+    return out;
+  }
+  if (node.needs_input_grad(0)) out[0] = softmax_backward_data(gg, y, node.dim, false);
+  if (node.needs_input_grad(1))
+    out[1] = sub(sub(mul(g, gg), mul(sum(mul(y, g), dims, true), gg)), mul(g, sum(mul(y, gg), dims, true)));
+  return out;
+}
 
 template <class N>
 Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
@@ -152,9 +183,15 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
 }  // namespace
 
 FG_NODE_FROM(SoftmaxBackward0, SoftmaxNode) };
-GradList SoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
+GradList SoftmaxBackward0::apply(GradList&& grads) { return {softmax_backward_data(grads[0], unpack(0), dim, log)}; }
 FG_NODE_FROM(LogSoftmaxBackward0, SoftmaxNode) };
-GradList LogSoftmaxBackward0::apply(GradList&& grads) { return {input_grad(grads[0])}; }
+GradList LogSoftmaxBackward0::apply(GradList&& grads) { return {softmax_backward_data(grads[0], unpack(0), dim, log)}; }
+GradList SoftmaxBackwardDataBackward0::apply(GradList&& grads) {
+  return softmax_backward_data_backward(*this, grads[0]);
+}
+GradList LogSoftmaxBackwardDataBackward0::apply(GradList&& grads) {
+  return softmax_backward_data_backward(*this, grads[0]);
+}
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op<SoftmaxBackward0>(x, dim, false); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op<LogSoftmaxBackward0>(x, dim, true); }

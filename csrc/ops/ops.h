@@ -1,7 +1,7 @@
 // Every tensor op of the core. Each is defined once, in the ops/*.cpp file of its family, next to
 // its backward node and its shape rule. Backward formulas are written with these same ops, so a
 // backward with create_graph (run in grad mode) records them: gradients of gradients. The few
-// backwards that are direct loops are ops with a node of their own, or composed in grad mode.
+// backwards that are direct loops are ops with a node of their own, which defines their derivative.
 #pragma once
 #include <optional>
 #include <string>
@@ -202,8 +202,8 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- fused neural-network ops (ops/nn.cpp). Their backwards are direct loops too (as PyTorch's
-// _softmax_backward_data, nll_loss_backward and gelu_backward kernels), not compositions of ops,
-// except in a backward with create_graph, where they are recorded (see nn.cpp).
+// _softmax_backward_data, nll_loss_backward and gelu_backward kernels): ops with nodes of their
+// own, recorded in a backward with create_graph (see nn.cpp).
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 enum class Reduction { None, Mean, Sum };

@@ -205,8 +205,10 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   return out;
 }
 
-// ---- prod. Its gradient is, for each element, the product of the other elements of its block
-// (computed directly, so zeros in the input are handled exactly).
+// ---- prod. Its gradient is, for each element, the product of the other elements of its block:
+// an op of its own (a direct loop, so zeros in the input are handled exactly), whose node defines
+// its derivative. saved[0]: x.
+FG_NODE_FROM(ProductOfOthersBackward0, ReduceNode) };
 namespace {
 Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
   Tensor out = empty(x->shape, x->dtype);
@@ -244,41 +246,52 @@ Tensor product_of_others(const Tensor& x, const std::vector<bool>& mask) {
                          }
                        });
   });
+  if (auto* node = record<ProductOfOthersBackward0>(out, {&x})) {
+    node->remember(x, mask, false);
+    node->saved[0].save(x);
+  }
   return out;
 }
+}  // namespace
 
-// product_of_others from recorded ops, for a backward with create_graph: x as rows of its blocks
-// [kept, block], each row repeated once per element with that element replaced by 1, multiplied out.
-Tensor product_of_others_recorded(const Tensor& x, const std::vector<bool>& mask) {
+// d others_i / d x_j (i != j, one block) is the product of the elements other than i and j, so x's
+// gradient is, at j, the sum over i != j of gg_i times that. With x's blocks as rows [kept, 1, block]:
+// row j of with_one [kept, block, block] is the block with x_j set to 1, whose product_of_others is,
+// at i != j, that product (and product_of_others differentiates itself again, to any order).
+GradList ProductOfOthersBackward0::apply(GradList&& grads) {
+  Tensor x = unpack(0);
+  std::vector<bool> mask = reduced();
   std::vector<int64_t> order;  // kept dims, then reduced dims
   for (int pass = 0; pass < 2; ++pass)
     for (int64_t d = 0; d < x->dim(); ++d)
       if (mask[d] == (pass == 1)) order.push_back(d);
   Tensor grouped = permute(x, order);
-  int64_t block = block_size(x, mask), kept = x->numel() / block;
+  int64_t block = count(), kept = numel_of(reduced_shape(x->shape, mask, false));
   Tensor diagonal = compare(eye(block, block, DType::Int64), Scalar::from_int(1), CompareOp::Eq);
-  Tensor others = where(diagonal, full({}, 1.0, x->dtype), reshape(grouped, {kept, 1, block}));
+  Tensor with_one = where(diagonal, full({}, 1.0, x->dtype), reshape(grouped, {kept, 1, block}));
+  Tensor others = product_of_others(with_one, {false, false, true});
+  Tensor gg = reshape(permute(grads[0], order), {kept, 1, block});
+  Tensor terms = where(diagonal, full({}, 0.0, x->dtype), mul(gg, others));
   std::vector<int64_t> back(order.size());
   for (size_t i = 0; i < order.size(); ++i) back[order[i]] = static_cast<int64_t>(i);
-  return permute(reshape(prod(others, 2, false), grouped->shape), back);
+  return {permute(reshape(sum(terms, {2}, false), grouped->shape), back)};
 }
-}  // namespace
 
 // PyTorch's prod_backward, case by case, so that NaN and inf spread the same way: without zeros
 // in the input, the gradient is result / x; with zeros, the product of the other elements of the
-// block (computed directly); and over all elements with two or more zeros, zeros outright (even
-// for an infinite or NaN incoming gradient) unless in grad mode (create_graph), where the product
-// of the others is needed for its own gradient, which is not zero.
+// block; and over all elements with two or more zeros, zeros outright (even for an infinite or NaN
+// incoming gradient) unless in grad mode (create_graph), where the product of the others is needed
+// for its own gradient, which is not zero. Over all elements, PyTorch takes the product of the
+// others of the flattened input and views it back (ViewBackward0 in a create_graph gradient).
 namespace {
 GradList prod_backward(const ReduceNode& node, const Tensor& g, bool all_elements) {
   Tensor x = node.unpack(0), result = node.unpack(1);
   if (x->dim() == 0) return {g};
   int64_t zeros = static_cast<int64_t>(item(sum(compare(x, Scalar::from_int(0), CompareOp::Eq), {}, false)).value);
   if (zeros == 0) return {mul(node.expand_grad(g), div(node.expand_grad(result), x))};
-  if (all_elements && zeros > 1 && !grad_enabled()) return {zeros_like(x)};
-  std::vector<bool> mask = node.reduced();
-  Tensor others = should_record({&x}) ? product_of_others_recorded(x, mask) : product_of_others(x, mask);
-  return {mul(node.expand_grad(g), others)};
+  if (!all_elements) return {mul(node.expand_grad(g), product_of_others(x, node.reduced()))};
+  if (zeros > 1 && !grad_enabled()) return {zeros_like(x)};
+  return {view(mul(g, product_of_others(reshape(x, {x->numel()}), {true})), x->shape)};
 }
 }  // namespace
 

@@ -1,16 +1,16 @@
 """Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
 loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is one loop over the
 values, not a composition of ops, and computes in double (Python floats) in the core's order,
-rounding once when the result is stored: both backends give the same bits. In grad mode (a
-create_graph backward), each backward is instead composed of recorded ops, so that it can be
-differentiated again.
+rounding once when the result is stored: both backends give the same bits. Each backward is an op
+with a node of its own (as PyTorch's), recorded in a create_graph backward: its derivative is
+defined once, there.
 """
 
 import math
 
 from .._types import int64
 from ._autograd import Function, is_grad_enabled
-from ._elementwise import ieee_div, unary, zeros_like
+from ._elementwise import ieee_div, zeros_like
 from ._storage import SCALAR_TYPE_NAME
 from ._tensor import new_tensor, read, shape_str, wrap_dim
 
@@ -68,15 +68,29 @@ class SoftmaxBackward0(Function):
         return out
 
     def backward(self, grad):
+        return (LogSoftmaxBackwardDataBackward0 if self.log else SoftmaxBackwardDataBackward0).run(
+            grad, self.unpack(0), dim=self.dim
+        )
+
+
+class LogSoftmaxBackward0(SoftmaxBackward0):
+    log = True
+
+
+class SoftmaxBackwardDataBackward0(Function):
+    """softmax's gradient as an op of its own, as PyTorch's _softmax_backward_data: a loop, and,
+    when recorded (in a create_graph backward), a node whose formulas are its derivative."""
+
+    log = False
+
+    def forward(self, grad, y, dim):
         """softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g), per row."""
-        y = self.unpack(0)
-        if is_grad_enabled():
-            if self.log:
-                return grad - y.exp() * grad.sum(self.dim, keepdim=True)
-            return y * (grad - (grad * y).sum(self.dim, keepdim=True))
+        self.dim = dim
+        self.save(grad)
+        self.save(y)
         ys, gs = read(y), read(grad)
         gx = [0.0] * len(ys)
-        for row in _rows(y._shape, self.dim):
+        for row in _rows(y._shape, dim):
             s = 0.0
             for k in row:
                 s += gs[k] if self.log else gs[k] * ys[k]
@@ -84,8 +98,25 @@ class SoftmaxBackward0(Function):
                 gx[k] = gs[k] - math.exp(ys[k]) * s if self.log else ys[k] * (gs[k] - s)
         return new_tensor(gx, y._shape, y._dtype)
 
+    def backward(self, gg):
+        """PyTorch's formulas. softmax: along g, the same op (it is symmetric in g); along y,
+        gg * g - sum(y * g) * gg - g * sum(y * gg). log_softmax: along g, gg - sum(gg * exp(y));
+        along y, -sum(g) * exp(y) * gg."""
+        g, y = self.unpack(0), self.unpack(1)
+        dims = [self.dim] if y.dim() else []  # the rows' dim; none for a 0-d tensor
+        along_g, along_y = self.needs_input_grad(0), self.needs_input_grad(1)
+        if self.log:
+            return (
+                gg - (gg * y.exp()).sum(dims, keepdim=True) if along_g else None,
+                -g.sum(dims, keepdim=True) * y.exp() * gg if along_y else None,
+            )
+        return (
+            SoftmaxBackwardDataBackward0.run(gg, y, dim=self.dim) if along_g else None,
+            g * gg - (y * g).sum(dims, keepdim=True) * gg - g * (y * gg).sum(dims, keepdim=True) if along_y else None,
+        )
 
-class LogSoftmaxBackward0(SoftmaxBackward0):
+
+class LogSoftmaxBackwardDataBackward0(SoftmaxBackwardDataBackward0):
     log = True
 
 
@@ -236,7 +267,6 @@ _SQRT1_2 = 0.70710678118654752440  # M_SQRT1_2
 _ALPHA = 1.12837916709551257390 * _SQRT1_2 * 0.5  # M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
 _BETA = 1.41421356237309504880 * 1.12837916709551257390 * 0.5  # M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
 _KAPPA = 0.044715
-_2_SQRTPI = 1.12837916709551257390  # M_2_SQRTPI
 
 
 def gelu_approximation_from_name(name):
@@ -263,26 +293,36 @@ def _gelu_derivative(x, approximate):
     return cdf + x * pdf
 
 
-def _recorded_gelu_derivative(x, approximate):
-    """_gelu_derivative by recorded ops, for a create_graph backward."""
-    if approximate == "tanh":
-        inner = (x + x * x * x * _KAPPA) * _BETA
-        t = inner.tanh()
-        return (t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * (3 * _KAPPA) + 1) * _BETA)
-    cdf = (ErfBackward0.run(x * _SQRT1_2) + 1) * 0.5
-    return cdf + x * ((x * x * -0.5).exp() * _ALPHA)
+def _gelu_second_derivative(x, approximate):
+    """d^2 gelu / dx^2 from recorded ops (for the gradient of gelu's gradient), as the core writes
+    it. With the normal density p: gelu'' = p (2 - x^2). With t = tanh(u), u = b (x + k x^3):
+    gelu'' = (1 - t^2) (u' + x (u'' - 2 t u'^2) / 2), u' = b (1 + 3 k x^2), u'' = 6 b k x."""
+    x_sq = x * x
+    if approximate == "none":
+        return (x_sq * -0.5).exp() * _ALPHA * (2 - x_sq)
+    t = ((x + x_sq * x * _KAPPA) * _BETA).tanh()
+    du = (x_sq * (3 * _KAPPA) + 1) * _BETA
+    d2u = x * (6 * _BETA * _KAPPA)
+    inner = d2u - t * (du * du) * 2
+    return (1 - t * t) * (du + x * inner * 0.5)
 
 
-class ErfBackward0(Function):
-    """erf, for gelu's recorded derivative (PyTorch has it as torch.erf; fastgrad does not yet)."""
+class GeluBackwardBackward0(Function):
+    """gelu's gradient g * gelu'(x) as an op of its own, as PyTorch's gelu_backward: a loop, and,
+    when recorded (in a create_graph backward), a node whose formulas are its derivative."""
 
-    def forward(self, x):
+    def forward(self, g, x, approximate):
+        self.approximate = approximate
+        self.save(g)
         self.save(x)
-        return unary(math.erf, x, x._dtype)
+        values = [gv * _gelu_derivative(xv, approximate) for gv, xv in zip(read(g), read(x))]
+        return new_tensor(values, x._shape, x._dtype)
 
-    def backward(self, g):
-        x = self.unpack(0)
-        return g * ((x * x * -1).exp() * _2_SQRTPI)
+    def backward(self, gg):
+        g, x = self.unpack(0), self.unpack(1)
+        grad_g = GeluBackwardBackward0.run(gg, x, approximate=self.approximate) if self.needs_input_grad(0) else None
+        grad_x = gg * g * _gelu_second_derivative(x, self.approximate) if self.needs_input_grad(1) else None
+        return grad_g, grad_x
 
 
 class GeluBackward0(Function):
@@ -294,11 +334,7 @@ class GeluBackward0(Function):
         return new_tensor([_gelu(v, approximate) for v in read(x)], x._shape, x._dtype)
 
     def backward(self, grad):
-        x = self.unpack(0)
-        if is_grad_enabled():
-            return grad * _recorded_gelu_derivative(x, self.approximate)
-        values = [g * _gelu_derivative(v, self.approximate) for g, v in zip(read(grad), read(x))]
-        return new_tensor(values, x._shape, x._dtype)
+        return GeluBackwardBackward0.run(grad, self.unpack(0), approximate=self.approximate)
 
 
 def gelu(x, approximate):

@@ -13,7 +13,7 @@ from ._autograd import Function, is_grad_enabled, no_grad
 from ._elementwise import ieee_div, logical_and, logical_or, sign, to_dtype, where, zeros_like
 from ._storage import to_array
 from ._tensor import contiguous_strides, element_offsets, full, new_tensor, wrap_dim
-from ._shape import expand, reshape, transpose, unsqueeze
+from ._shape import expand, permute, reshape, view
 
 
 def reduction_mask(dims, ndim):
@@ -139,47 +139,62 @@ def mean(x, dims, keepdim):
     return (MeanBackward1 if dims else MeanBackward0).run(x, dims=dims, keepdim=keepdim)
 
 
-# ---- prod. Its gradient is, for each element, the product of the other elements of its block
-# (computed directly, so zeros in the input are handled exactly).
+# ---- prod. Its gradient is, for each element, the product of the other elements of its block.
 
 
-def _product_of_others(x, mask):
-    order, block = _blocked_order(x, mask)
-    shape = [x._shape[d] for d in order]
-    values = [x._storage.data[i] for i in element_offsets(shape, [x._strides[d] for d in order], x._offset)]
-    out_strides = contiguous_strides(x._shape)
-    positions = element_offsets(shape, [out_strides[d] for d in order], 0)
-    # Products are taken in x's own type, as the core's kernel does: array cells round each step.
-    out, before, after = to_array([0.0] * len(values), x._dtype), to_array([1.0], x._dtype), to_array([1.0], x._dtype)
-    for start in range(0, len(values), block or 1):
-        run = values[start : start + block]
-        before[0] = 1.0
-        for k, v in enumerate(run):  # the product of the values before k ...
-            out[positions[start + k]] = before[0]
-            before[0] *= v
-        after[0] = 1.0
-        for k in range(len(run) - 1, -1, -1):  # ... times the product of those after it
-            out[positions[start + k]] *= after[0]
-            after[0] *= run[k]
-    return new_tensor(out, x._shape, x._dtype)
+class ProductOfOthersBackward0(Reduction):
+    """The product of the other elements of each element's block: prod's gradient, an op of its own
+    (a loop, so zeros in the input are handled exactly) whose node defines its derivative."""
 
+    def forward(self, x, mask):
+        self.mask = mask
+        self.save(x)
+        order, block = _blocked_order(x, self.mask)
+        shape = [x._shape[d] for d in order]
+        values = [x._storage.data[i] for i in element_offsets(shape, [x._strides[d] for d in order], x._offset)]
+        out_strides = contiguous_strides(x._shape)
+        positions = element_offsets(shape, [out_strides[d] for d in order], 0)
+        # Products are taken in x's own type, as the core's kernel does: array cells round each step.
+        out, before, after = (
+            to_array([0.0] * len(values), x._dtype),
+            to_array([1.0], x._dtype),
+            to_array([1.0], x._dtype),
+        )
+        for start in range(0, len(values), block or 1):
+            run = values[start : start + block]
+            before[0] = 1.0
+            for k, v in enumerate(run):  # the product of the values before k ...
+                out[positions[start + k]] = before[0]
+                before[0] *= v
+            after[0] = 1.0
+            for k in range(len(run) - 1, -1, -1):  # ... times the product of those after it
+                out[positions[start + k]] *= after[0]
+                after[0] *= run[k]
+        return new_tensor(out, x._shape, x._dtype)
 
-def _recorded_product_of_others(x, dim):
-    """The same along one dim, by recorded ops (for a create_graph backward): each element's row of
-    the block, with the element itself replaced by 1, multiplied out."""
-    rows = transpose(x, dim, -1)
-    n = rows._shape[-1]
-    square = expand(unsqueeze(rows, -2), rows._shape[:-1] + (n, n))
-    diagonal = new_tensor([i == j for i in range(n) for j in range(n)], (n, n), bool_)
-    return transpose(prod(where(diagonal, full((), 1, x._dtype), square), -1, False), dim, -1)
+    def backward(self, gg):
+        """d others_i / d x_j (i != j, one block) is the product of the elements other than i and j,
+        so x's gradient is, at j, the sum over i != j of gg_i times that. With x's blocks as rows
+        (kept, 1, block): row j of with_one (kept, block, block) is the block with x_j set to 1,
+        whose product of others is, at i != j, that product (differentiable again, to any order)."""
+        x = self.unpack(0)
+        order, block = _blocked_order(x, self.mask)
+        grouped = permute(x, order)
+        kept = math.prod(n for n, reduced in zip(x._shape, self.mask) if not reduced)
+        diagonal = new_tensor([i == j for i in range(block) for j in range(block)], (block, block), bool_)
+        with_one = where(diagonal, full((), 1, x._dtype), reshape(grouped, (kept, 1, block)))
+        others = ProductOfOthersBackward0.run(with_one, mask=[False, False, True])
+        terms = where(diagonal, full((), 0, x._dtype), reshape(permute(gg, order), (kept, 1, block)) * others)
+        return permute(reshape(sum(terms, [2], False), grouped._shape), [order.index(d) for d in range(x.dim())])
 
 
 class ProdBackward0(Reduction):
     """prod of all elements. PyTorch's prod_backward, case by case, so that NaN and inf spread the
     same way: without zeros in the input, the gradient is result / x; with zeros, the product of
-    the other elements of the block (computed directly, or by recorded ops in grad mode); and over
-    all elements with two or more zeros, zeros outright (even for an infinite or NaN incoming
-    gradient), except in grad mode, whose second derivatives are not all zero."""
+    the other elements of the block; and over all elements with two or more zeros, zeros outright
+    (even for an infinite or NaN incoming gradient), except in grad mode, whose second derivatives
+    are not all zero. Over all elements, PyTorch takes the product of the others of the flattened
+    input and views it back (ViewBackward0 in a create_graph gradient)."""
 
     all_elements = True
 
@@ -200,13 +215,11 @@ class ProdBackward0(Reduction):
         zeros = sum(x == 0, [], False).item()
         if not zeros:
             return self.expand_back(g) * (self.expand_back(result) / x)
-        if is_grad_enabled():
-            if self.all_elements:
-                return g * reshape(_recorded_product_of_others(reshape(x, (-1,)), 0), x._shape)
-            return self.expand_back(g) * _recorded_product_of_others(x, self.mask.index(True))
-        if self.all_elements and zeros > 1:
+        if not self.all_elements:
+            return self.expand_back(g) * ProductOfOthersBackward0.run(x, mask=self.mask)
+        if zeros > 1 and not is_grad_enabled():
             return zeros_like(x)
-        return self.expand_back(g) * _product_of_others(x, self.mask)
+        return view(g * ProductOfOthersBackward0.run(reshape(x, (-1,)), mask=[True]), x._shape)
 
 
 class ProdBackward1(ProdBackward0):
