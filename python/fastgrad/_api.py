@@ -10,6 +10,7 @@ from fastgrad import _optable
 MODULE = (
     """
     Size Tensor device dtype bool int64 float32 float64 long float double
+    finfo iinfo promote_types can_cast get_default_dtype
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
     randint_like randperm multinomial bernoulli poisson
