@@ -11,19 +11,9 @@ import builtins
 import collections
 import operator
 
-from fastgrad._types import bool as bool_, float32, int64
+from fastgrad._types import bool as bool_, float32, int64, promote_types
 
 Meta = collections.namedtuple("Meta", ["shape", "dtype"])
-
-_RANK = {bool_: 0, int64: 1, float32: 2}  # float64 ranks above all; bool < integer < floating
-
-
-def _rank(dtype):
-    return _RANK.get(dtype, 3)
-
-
-def _category(dtype):
-    return 2 if dtype.is_floating_point else 0 if dtype is bool_ else 1
 
 
 def _is_tensor(value):
@@ -31,9 +21,8 @@ def _is_tensor(value):
 
 
 def _promote(a, b):
-    if a is None or b is None:
-        return b if a is None else a
-    return a if _rank(a) >= _rank(b) else b
+    """promote_types, where None is no dtype yet."""
+    return b if a is None else a if b is None else promote_types(a, b)
 
 
 def _combine(higher, lower):
