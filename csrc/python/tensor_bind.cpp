@@ -445,8 +445,6 @@ void bind_tensor(py::module_& m) {
   m.def("rpow", [](const Tensor& a, double base) { return elementwise(fg::rpow, a, Scalar::from_float(base)); });
   m.def("add_", named_binary("add_", [](const Tensor& a, const auto& b) { return add_(a, b); }));
   m.def("sub_", named_binary("sub_", [](const Tensor& a, const auto& b) { return sub_(a, b); }));
-  m.def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }));
-  m.def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }));
   m.def("div_floor", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Floor); }));
   m.def("div_trunc", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Trunc); }));
   m.def("floor_divide",
