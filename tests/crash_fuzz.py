@@ -463,8 +463,10 @@ def run(log_path, seed, count):
     with open(log_path, "w", buffering=1) as log:
         for index, source in enumerate(calls(rng, count)):
             log.write(f"{index}\t{source}\n")
-            fg.manual_seed(index)
+            fg.manual_seed(index)  # each call starts from the default process state
             fg.set_grad_enabled(True)
+            fg.set_printoptions(profile="default")
+            fg.use_deterministic_algorithms(False)
             broken = execute(source, dict(namespace_base))
             if broken is not None:
                 log.write(f"BROKEN\t{broken}\n")

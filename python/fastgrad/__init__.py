@@ -19,7 +19,12 @@ from ._methods import FUNCTIONS as _FUNCTIONS
 from . import _hooks  # noqa: F401  Tensor.register_hook, grad_fn.register_hook, ...
 from ._factories import *  # noqa: F403  the factories both backends export: _factories.__all__
 from . import autograd, nn, optim, viz
+from . import accelerator, amp, backends, cuda  # CPU-only answers to device queries and switches
+from .amp import autocast
+from ._determinism import *  # noqa: F403  use_deterministic_algorithms, ...
+from ._formatting import set_printoptions
 from .serialization import save, load
+from ._alias import alias_torch
 
 globals().update(_FUNCTIONS)
 

@@ -19,6 +19,8 @@ MODULE = """
     reshape flatten squeeze unsqueeze transpose swapaxes permute t cat concat concatenate stack clone
     numel is_tensor save load serialization config set_num_threads get_num_threads
     split chunk masked_fill all any gather is_floating_point
+    cuda backends accelerator amp autocast set_printoptions
+    use_deterministic_algorithms are_deterministic_algorithms_enabled is_deterministic_algorithms_warn_only_enabled
 """.split()
 
 TENSOR = """

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes
-from fastgrad._types import ALL_DTYPES, SCALAR_TYPE_NAME, device as _device, float32, float64, int64, bool as bool_
+from fastgrad._types import ALL_DTYPES, SCALAR_TYPE_NAME, check_cpu, float32, float64, int64, bool as bool_
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
@@ -44,13 +44,6 @@ __all__ = [
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _rng = np.random.default_rng()
-
-
-def _cpu_only(device):
-    """Checked before any memory is taken or number drawn: a bad device fails at once, not after
-    allocating and filling a tensor that is then thrown away."""
-    if device is not None:
-        _device(device)
 
 
 def _finish(t, requires_grad):
@@ -154,7 +147,7 @@ def _scan(data, depth, shape, dtypes, values):
 
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
-    _cpu_only(device)
+    check_cpu(device)
     if isinstance(data, Tensor):
         warnings.warn(
             "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
@@ -183,7 +176,7 @@ def as_tensor(data, *, dtype=None, device=None):
     """data as a tensor, sharing memory where it can: a tensor is returned itself (or converted,
     differentiably, to `dtype`), an ndarray whose dtype a tensor holds is shared as by from_numpy;
     anything else is copied, as by tensor()."""
-    _cpu_only(device)
+    check_cpu(device)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray) and data.dtype in _NUMPY_TYPES.values():
@@ -245,7 +238,7 @@ Tensor.__init__ = lambda self, *args, **kwargs: None
 
 
 def _filled(size, value, dtype, requires_grad, device, out=None):
-    _cpu_only(device)
+    check_cpu(device)
     dtype = dtype or (
         float32
         if isinstance(value, builtins.float) or value is None
@@ -301,7 +294,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
-    _cpu_only(device)
+    check_cpu(device)
     if end is None:
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -315,13 +308,13 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    _cpu_only(device)
+    check_cpu(device)
     t = _prims.linspace(builtins.float(start), builtins.float(end), int(steps), dtype or float32)
     return _finish(t, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    _cpu_only(device)
+    check_cpu(device)
     return _finish(_prims.eye(n, n if m is None else m, dtype or float32), requires_grad)
 
 
@@ -341,7 +334,7 @@ def seed():
 def _random_shape(size, device):
     """The sizes asked for, checked by the backend's empty() (negative sizes, overflow, memory) so that
     numpy's generator never sees them and the errors are worded as for every other factory."""
-    _cpu_only(device)
+    check_cpu(device)
     return list(_prims.empty(_sizes(size), bool_).shape)
 
 
@@ -380,7 +373,7 @@ def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_gr
 
 
 def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
-    _cpu_only(device)
+    check_cpu(device)
     means = mean.detach().numpy() if isinstance(mean, Tensor) else mean
     stds = std.detach().numpy() if isinstance(std, Tensor) else std
     if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):

@@ -7,10 +7,39 @@ import math
 
 import numpy as np
 
-PRECISION = 4
-THRESHOLD = 1000  # more elements than this are summarized with '...'
-EDGEITEMS = 3  # elements kept at each end of a summarized dimension
-LINEWIDTH = 80
+
+class PrintOptions:
+    """What set_printoptions sets, shared by both backends as PyTorch's PRINT_OPTS."""
+
+    precision = 4  # digits after the point
+    threshold = 1000  # more elements than this are summarized with '...'
+    edgeitems = 3  # elements kept at each end of a summarized dimension
+    linewidth = 80
+    sci_mode = None  # None: scientific notation when the values' range asks for it
+
+
+PRINT_OPTS = PrintOptions()
+PROFILES = {  # precision, threshold, edgeitems, linewidth
+    "default": (4, 1000, 3, 80),
+    "short": (2, 1000, 2, 80),
+    "full": (4, math.inf, 3, 80),
+}
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
+    """As PyTorch's: a profile first (an unknown one is ignored, as there), then each option given;
+    sci_mode is always set, so leaving it out returns to automatic."""
+    if profile in PROFILES:
+        PRINT_OPTS.precision, PRINT_OPTS.threshold, PRINT_OPTS.edgeitems, PRINT_OPTS.linewidth = PROFILES[profile]
+    for name, value in [
+        ("precision", precision),
+        ("threshold", threshold),
+        ("edgeitems", edgeitems),
+        ("linewidth", linewidth),
+    ]:
+        if value is not None:
+            setattr(PRINT_OPTS, name, value)
+    PRINT_OPTS.sci_mode = sci_mode
 
 
 class _Formatter:
@@ -36,38 +65,42 @@ class _Formatter:
         smallest, largest = magnitudes.min(), magnitudes.max()
         self.int_mode = bool(np.all(chosen == np.ceil(chosen)))
         self.sci_mode = bool(largest / smallest > 1000.0 or largest > 1.0e8 or smallest < 1.0e-4)
+        if PRINT_OPTS.sci_mode is not None:
+            self.sci_mode = PRINT_OPTS.sci_mode
         if self.sci_mode:
-            self.width = max(len(format(v, f".{PRECISION}e")) for v in chosen.tolist())
+            self.width = max(len(format(v, f".{PRINT_OPTS.precision}e")) for v in chosen.tolist())
         elif self.int_mode:
             # +1 for the '.' that marks integral values as floating point ('2.').
             self.width = max(len(format(v, ".0f")) + 1 for v in chosen.tolist())
         else:
-            self.width = max(len(format(v, f".{PRECISION}f")) for v in chosen.tolist())
+            self.width = max(len(format(v, f".{PRINT_OPTS.precision}f")) for v in chosen.tolist())
 
     def format(self, value):
         """value: a Python scalar (from ndarray.tolist / item, so float32 prints as its exact double)."""
         if not self.floating:
             text = str(value)
         elif self.sci_mode:
-            text = format(value, f".{PRECISION}e")
+            text = format(value, f".{PRINT_OPTS.precision}e")
         elif self.int_mode:
             text = format(value, ".0f")
             if math.isfinite(value):  # nan and inf get no '.'
                 text += "."
         else:
-            text = format(value, f".{PRECISION}f")
+            text = format(value, f".{PRINT_OPTS.precision}f")
         return text.rjust(self.width)
 
 
 def _summarized(values):
-    """The elements a summarized print shows: EDGEITEMS from each end of every long dimension.
+    """The elements a summarized print shows: PRINT_OPTS.edgeitems from each end of every long dimension.
 
     The formatter is built from these alone, so hidden elements do not change the style. One
     gather over all dimensions at once reads only these elements (a stride-0 view from expand may
     stand for far more elements than fit in memory).
     """
     keep = [
-        list(range(EDGEITEMS)) + list(range(size - EDGEITEMS, size)) if size > 2 * EDGEITEMS else list(range(size))
+        list(range(PRINT_OPTS.edgeitems)) + list(range(size - PRINT_OPTS.edgeitems, size))
+        if size > 2 * PRINT_OPTS.edgeitems
+        else list(range(size))
         for size in values.shape
     ]
     return values[np.ix_(*keep)]
@@ -87,16 +120,16 @@ def _body(values, indent, summarize, formatter):
         def pieces(part):
             return [_body(row, indent + 1, summarize, formatter) for row in part]
 
-    if summarize and values.shape[0] > 2 * EDGEITEMS:
+    if summarize and values.shape[0] > 2 * PRINT_OPTS.edgeitems:
         # Vectors give ' ...' so it lines up with the space-padded numbers around it.
         gap = " ..." if values.ndim == 1 else "..."
-        items = pieces(values[:EDGEITEMS]) + [gap] + pieces(values[-EDGEITEMS:])
+        items = pieces(values[: PRINT_OPTS.edgeitems]) + [gap] + pieces(values[-PRINT_OPTS.edgeitems :])
     else:
         items = pieces(values)
 
     if values.ndim == 1:
         # Each element takes its width plus ', '; torch wraps by count, not by measured length.
-        per_line = max(1, (LINEWIDTH - indent) // (formatter.width + 2))
+        per_line = max(1, (PRINT_OPTS.linewidth - indent) // (formatter.width + 2))
         items = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
         separator = ",\n" + " " * (indent + 1)
     else:
@@ -112,7 +145,7 @@ def _add_suffixes(text, suffixes, indent):
     line_length = len(text) - text.rfind("\n") + 1
     parts = [text]
     for suffix in suffixes:
-        if line_length + len(suffix) + 2 > LINEWIDTH:
+        if line_length + len(suffix) + 2 > PRINT_OPTS.linewidth:
             parts.append(",\n" + " " * indent + suffix)
             line_length = indent + len(suffix)
         else:
@@ -143,7 +176,7 @@ def tensor_repr(values, *, dtype_name, show_dtype, grad_fn=None, requires_grad=F
         if show_dtype or values.dtype.kind != "f":
             suffixes.append(f"dtype={dtype_name}")
     else:
-        summarize = values.size > THRESHOLD
+        summarize = values.size > PRINT_OPTS.threshold
         formatter = _Formatter(_summarized(values) if summarize else values)
         body = _body(values, indent, summarize, formatter)
         if show_dtype:

@@ -17,7 +17,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from fastgrad import _formatting  # backend-independent: absolute, the same module for both
-from fastgrad._types import device, dtype as _dtype, float32, float64, int64, bool as bool_
+from fastgrad._types import check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
 
 Tensor = _prims.Tensor
 
@@ -248,8 +248,8 @@ def cpu(self):
     return self
 
 
-def cuda(self, *args, **kwargs):
-    raise RuntimeError("fastgrad runs on the CPU only (no CUDA support)")
+def cuda(self, device=None, non_blocking=False):
+    check_cpu("cuda")
 
 
 def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
@@ -259,9 +259,8 @@ def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
         elif isinstance(arg, Tensor):
             dtype = arg.dtype
         else:
-            globals()["device"](arg)  # validates: only the CPU exists
-    if device is not None:
-        globals()["device"](device)
+            check_cpu(arg)
+    check_cpu(device)
     result = self if dtype is None else _prims.to_dtype(self, dtype)
     return _prims.clone(result) if copy and result is self else result
 

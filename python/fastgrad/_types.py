@@ -1,5 +1,7 @@
 """dtypes, Size and device: the small value types of the public API."""
 
+import builtins
+
 
 class dtype:
     """An element type. The four instances below are the only ones; compare them with `is` or `==`."""
@@ -53,29 +55,72 @@ class Size(tuple):
         return Size(tuple(self) + tuple(other))
 
 
+# The device types PyTorch's device() parses, in the order its error lists them.
+DEVICE_TYPES = (
+    "cpu cuda ipu xpu mkldnn opengl opencl ideep hip ve fpga maia xla lazy vulkan mps meta hpu mtia privateuseone"
+).split()
+# Tensors on devices other than the CPU fail as in a CPU-only PyTorch build (type and words).
+NOT_COMPILED = {"cuda": "CUDA", "xpu": "XPU"}
+
+
 class device:
-    """Only the CPU exists. `device('cpu')`, `device('cpu', 0)` and 'cpu:0' are accepted so that
-    device-agnostic code runs; anything else is an error that says so."""
+    """A device as PyTorch parses and compares it: device('cuda:1') and device('cuda', 1) exist, so
+    that device-agnostic code runs; only the CPU holds tensors (check_cpu)."""
 
     def __init__(self, type="cpu", index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
-        name, _, number = str(type).partition(":")
-        if name != "cpu":
-            raise RuntimeError(f"fastgrad runs on the CPU only; device '{type}' is not available")
-        self.type = "cpu"
-        self.index = int(number) if number else index
+        elif not isinstance(type, str):
+            raise TypeError(f"device(): argument 'type' (position 1) must be str, not {builtins.type(type).__name__}")
+        name, colon, number = type.partition(":")
+        if name not in DEVICE_TYPES:
+            raise RuntimeError(
+                f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device string: {type}"
+            )
+        if colon:
+            if not number.isdigit() or (len(number) > 1 and number[0] == "0"):
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            if index is not None:
+                raise RuntimeError(
+                    f"type (string) must not include an index because index was passed explicitly: {type}"
+                )
+            index = int(number)
+        elif index is not None:
+            if not isinstance(index, int) or isinstance(index, builtins.bool):
+                raise TypeError(
+                    f"device(): argument 'index' (position 2) must be int, not {builtins.type(index).__name__}"
+                )
+            if index < 0:
+                raise RuntimeError("Device index must not be negative")
+        self.type = name
+        self.index = index
 
     def __repr__(self):
-        return "device(type='cpu')" if self.index is None else f"device(type='cpu', index={self.index})"
+        return (
+            f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+        )
 
     def __str__(self):
-        return "cpu" if self.index is None else f"cpu:{self.index}"
+        return self.type if self.index is None else f"{self.type}:{self.index}"
 
-    def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and other.type == self.type
+    def __eq__(self, other):  # as PyTorch's: never equal to a string
+        return isinstance(other, device) and (other.type, other.index) == (self.type, self.index)
 
     def __hash__(self):
-        return hash(self.type)
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return device, (self.type, self.index)
+
+
+def check_cpu(where):
+    """Tensors live on the CPU: a device argument (str or device, None for the default) naming any
+    other device fails as it does in a CPU-only PyTorch build. Factories check it before any memory
+    is taken or number drawn."""
+    if where is None:
+        return
+    kind = device(where).type
+    if kind in NOT_COMPILED:
+        raise AssertionError(f"Torch not compiled with {NOT_COMPILED[kind]} enabled")
+    if kind != "cpu":
+        raise RuntimeError(f"PyTorch is not linked with support for {kind} devices")

@@ -7,7 +7,7 @@ import collections.abc
 from .. import _prims
 from .._grad_mode import no_grad
 from .parameter import Parameter
-from fastgrad._types import float32
+from fastgrad._types import check_cpu, float32
 
 Tensor = _prims.Tensor
 
@@ -302,6 +302,9 @@ class Module:
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None):
+        check_cpu("cuda")
 
     # ---- state dict
 

@@ -48,6 +48,10 @@ from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomal
 from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
 from ._factories import *  # noqa: E402, F403  the factories both backends export: _factories.__all__
 from .serialization import save, load  # noqa: E402
+from .. import accelerator, amp, backends, cuda  # noqa: E402  backend-independent: the same modules
+from ..amp import autocast  # noqa: E402
+from .._determinism import *  # noqa: E402, F403
+from .._formatting import set_printoptions  # noqa: E402
 from . import viz  # noqa: E402
 
 globals().update(_FUNCTIONS)
