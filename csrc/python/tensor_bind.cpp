@@ -56,7 +56,8 @@ auto without_gil(Op op, Args... args) {
 // op(args...) for a kernel over `elements` elements: without the GIL when they are many.
 template <class Op, class... Args>
 auto by_elements(double elements, Op op, const Args&... args) {
-  return elements >= kLongKernelElements ? without_gil(op, args...) : op(args...);
+  if (elements >= kLongKernelElements) return without_gil(op, args...);
+  return op(args...);
 }
 
 // op(x, options...) (a unary function, a reduction, softmax, a copy), whose work is x's elements.
