@@ -1,6 +1,7 @@
 // The Python Tensor is the C++ TensorImpl itself. Hot operators and attributes are bound here;
 // methods whose Python signatures are flexible (reshape(2, 3) or reshape((2, 3)), dim=None or a
 // tuple, ...) are written in python/fastgrad/_tensor.py over the primitives in `_C`.
+#include "autograd/long_work.h"
 #include "autograd/node.h"
 #include "python/bindings.h"
 
@@ -43,7 +44,7 @@ py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotI
 // another thread meanwhile), the result becomes a Python object after the GIL is back, and errors
 // are C++ exceptions, translated then too. What the core calls back into Python for (anomaly
 // mode's tracebacks, freeing a numpy array's memory) takes the GIL itself.
-// backward() keeps the GIL (see run_backward_checked in autograd_bind.cpp).
+// backward() runs each node whose incoming gradients are long by the same rule (autograd/long_work.h).
 constexpr double kLongKernelElements = 100000;
 constexpr double kLongKernelMultiplyAdds = 1 << 16;
 
@@ -300,6 +301,12 @@ std::vector<Tensor> optional_tensor_list(py::handle seq) {
 }  // namespace
 
 void bind_tensor(py::module_& m) {
+  // The rule above for the long nodes of a backward pass. Only the thread holding the GIL gives it
+  // away (a custom Function's backward may run a nested pass, with the GIL taken back).
+  begin_long_work = [](int64_t elements) -> void* {
+    return elements >= kLongKernelElements && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  };
+  end_long_work = [](void* token) { PyEval_RestoreThread(static_cast<PyThreadState*>(token)); };
   auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr());
   // Python's own messages name a type by tp_name, which pybind11 sets to "fastgrad._C.Tensor";
   // PyTorch's read "unsupported operand type(s) for +: 'Tensor' and 'str'". (__name__,
