@@ -1,9 +1,8 @@
-"""Creating tensors: from Python data and numpy arrays, filled, ranges, and random; and the legacy
-constructor Tensor(data) / Tensor(2, 3).
+"""Creating tensors: from Python data and numpy arrays, filled, and ranges (random ones: _sampling);
+and the legacy constructor Tensor(data) / Tensor(2, 3).
 
 Written once for both backends, over the backend's primitives (_prims.full, arange, from_numpy, ...;
-see _methods for how the reference runs this module too). Random values come from a numpy
-Generator (generating numbers is not tensor math): the same seed gives both backends the same values.
+see _methods for how the reference runs this module too).
 """
 
 import builtins
@@ -14,7 +13,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes
-from fastgrad._types import ALL_DTYPES, SCALAR_TYPE_NAME, check_cpu, float32, float64, int64, bool as bool_
+from fastgrad._types import ALL_DTYPES, check_cpu, float32, float64, int64, bool as bool_
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
@@ -32,18 +31,9 @@ __all__ = [
     "arange",
     "linspace",
     "eye",
-    "rand",
-    "randn",
-    "rand_like",
-    "randn_like",
-    "randint",
-    "normal",
-    "manual_seed",
-    "seed",
 ]
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
-_rng = np.random.default_rng()
 
 
 def _finish(t, requires_grad):
@@ -318,75 +308,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(_prims.eye(n, n if m is None else m, dtype or float32), requires_grad)
 
 
-# ---- random numbers (numpy's generator; manual_seed makes runs reproducible)
-
-
-def manual_seed(seed):
-    global _rng
-    _rng = np.random.default_rng(int(seed))
-    return _rng
-
-
-def seed():
-    manual_seed(np.random.SeedSequence().entropy % (2**63))
-
-
-def _random_shape(size, device):
-    """The sizes asked for, checked by the backend's empty() (negative sizes, overflow, memory) so that
-    numpy's generator never sees them and the errors are worded as for every other factory."""
-    check_cpu(device)
-    return list(_prims.empty(_sizes(size), bool_).shape)
-
-
-def _random(values, dtype, requires_grad):
-    dtype = dtype or float32
-    if not dtype.is_floating_point:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
-    return _finish(_from_array(values, dtype), requires_grad)
-
-
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _random(_rng.random(_random_shape(size, device)), dtype, requires_grad)
-
-
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
-    return _random(_rng.standard_normal(_random_shape(size, device)), dtype, requires_grad)
-
-
-def rand_like(input, *, dtype=None, device=None, requires_grad=False):
-    return rand(list(input.shape), dtype=dtype or input.dtype, requires_grad=requires_grad)
-
-
-def randn_like(input, *, dtype=None, device=None, requires_grad=False):
-    return randn(list(input.shape), dtype=dtype or input.dtype, requires_grad=requires_grad)
-
-
-def randint(low=0, high=None, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
-    if size is None:  # randint(high, size)
-        low, high, size = 0, low, high
-    if not -(2**63) <= low < 2**63 or not -(2**63) <= high < 2**63:
-        raise ValueError("Overflow when unpacking long long")
-    if low >= high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    values = _rng.integers(low, high, size=_random_shape((size,), device))
-    return _finish(_from_array(values, dtype or int64), requires_grad)
-
-
-def normal(mean=0.0, std=1.0, size=None, *, dtype=None, device=None, requires_grad=False, generator=None):
-    check_cpu(device)
-    means = mean.detach().numpy() if isinstance(mean, Tensor) else mean
-    stds = std.detach().numpy() if isinstance(std, Tensor) else std
-    if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
-        raise TypeError("normal() with float mean and std needs a size")
-    if np.any(np.asarray(stds) < 0):
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {np.min(stds)}")
-    shape = None if size is None else _random_shape((size,), None)
-    values = _rng.normal(means, stds, size=shape)
-    like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
-    return _random(values, dtype or (like.dtype if like is not None else None), requires_grad)
-
-
-# ---- Tensor methods that make values: new_* (self's dtype by default) and in-place random fills
+# ---- Tensor methods that make values: new_* (self's dtype by default)
 
 
 def _new(fill):
@@ -404,25 +326,6 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
-def _fill_random(self, values):
-    """self's values replaced, in place, by numpy-generated ones (copy_ does the in-place checks)."""
-    if not self.dtype.is_floating_point:
-        raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[self.dtype]}'")
-    return self.copy_(_from_array(values, self.dtype))
-
-
-def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    if a > b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
-    return _fill_random(self, _rng.uniform(a, b, size=list(self.shape)))
-
-
-def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _fill_random(self, _rng.normal(mean, std, size=list(self.shape)))
-
-
-for _method in (new_full, new_tensor, uniform_, normal_):
+for _method in (new_full, new_tensor):
     setattr(Tensor, _method.__name__, _method)
 Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = _new(zeros), _new(ones), _new(empty)

@@ -12,8 +12,19 @@ import importlib.util
 import pathlib
 import sys
 
-# In import order: _factories uses _methods.
-SHARED = ["_grad_mode", "_methods", "_hooks", "_factories", "autograd", "nn", "serialization", "optim"]
+# In import order: _factories uses _methods, _sampling uses both and random.
+SHARED = [
+    "_grad_mode",
+    "_methods",
+    "_hooks",
+    "_factories",
+    "random",
+    "_sampling",
+    "autograd",
+    "nn",
+    "serialization",
+    "optim",
+]
 _HERE = pathlib.Path(__file__).resolve().parent
 
 

@@ -10,7 +10,8 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._factories import arange, rand
+from .._factories import arange
+from .._sampling import rand
 from ..autograd.function import Function
 from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, int64
 

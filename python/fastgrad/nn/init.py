@@ -5,7 +5,7 @@ makes them reproducible)."""
 import math
 import warnings
 
-from .._factories import normal, rand
+from .._sampling import normal, rand
 from .._grad_mode import no_grad
 
 

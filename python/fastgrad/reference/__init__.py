@@ -39,6 +39,7 @@ fastgrad.viz's functions.
 """
 
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
+from .._types import finfo, iinfo, promote_types, can_cast, get_default_dtype
 from ._tensor import Tensor
 from .._shared import load_shared_into
 
@@ -47,6 +48,8 @@ from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled 
 from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
 from ._factories import *  # noqa: E402, F403  the factories both backends export: _factories.__all__
+from ._sampling import *  # noqa: E402, F403  rand, randn, multinomial, ...: _sampling.__all__
+from .random import Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from .. import accelerator, amp, backends, cuda  # noqa: E402  backend-independent: the same modules
 from ..amp import autocast  # noqa: E402
