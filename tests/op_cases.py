@@ -10,6 +10,7 @@ a tuple: PyTorch's name, then the name of fastgrad's last step.
 
 from dataclasses import dataclass
 
+from fastgrad import _optable
 from op_helpers import LAYOUTS
 
 
@@ -37,43 +38,20 @@ def _shape_id(shape):
     return "x".join(map(str, shape)) if shape else "0d"
 
 
-# --- binary arithmetic, with broadcasting -------------------------------------------------------
+# --- binary arithmetic, with broadcasting: the operators (the `binary` family below has the functions)
 BROADCASTS = [((3, 4), (3, 4)), ((3, 4), (4,)), ((2, 1, 4), (3, 1)), ((3, 4), ()), ((), (2, 3))]
-BINARY = [  # name, fn, grad_fn, domain of (a, b)
-    ("add", lambda m, a, b: a + b, "AddBackward0", "real"),
-    ("sub", lambda m, a, b: a - b, "SubBackward0", "real"),
-    ("mul", lambda m, a, b: a * b, "MulBackward0", "real"),
-    ("div", lambda m, a, b: a / b, "DivBackward0", ("real", "nonzero")),
-    ("pow", lambda m, a, b: a**b, "PowBackward1", ("pos", "real")),
-    ("maximum", lambda m, a, b: m.maximum(a, b), "MaximumBackward0", "real"),
-    ("minimum", lambda m, a, b: m.minimum(a, b), "MinimumBackward0", "real"),
-    ("remainder", lambda m, a, b: a % b, "RemainderBackward1", ("real", "nonzero")),
-    ("fmod", lambda m, a, b: m.fmod(a, b), "FmodBackward1", ("real", "nonzero")),
-]
-for _name, _fn, _grad_fn, _domain in BINARY:
+for _name, _fn, _grad_fn, _domain in [
+    ("a+b", lambda m, a, b: a + b, "AddBackward0", "real"),
+    ("a-b", lambda m, a, b: a - b, "SubBackward0", "real"),
+    ("a*b", lambda m, a, b: a * b, "MulBackward0", "real"),
+    ("a/b", lambda m, a, b: a / b, "DivBackward0", ("real", "nonzero")),
+    ("a**b", lambda m, a, b: a**b, "PowBackward1", ("pos", "real")),
+    ("a%b", lambda m, a, b: a % b, "RemainderBackward1", ("real", "nonzero")),
+]:
     for _sa, _sb in BROADCASTS:
         case(f"{_name}({_shape_id(_sa)},{_shape_id(_sb)})", _fn, [_sa, _sb], _grad_fn, _domain)
-
-# module-level and method forms (one broadcast pair each)
-for _name, _fn, _grad_fn, _domain in [
-    ("torch.add", lambda m, a, b: m.add(a, b), "AddBackward0", "real"),
-    ("torch.sub", lambda m, a, b: m.sub(a, b), "SubBackward0", "real"),
-    ("torch.mul", lambda m, a, b: m.mul(a, b), "MulBackward0", "real"),
-    ("torch.div", lambda m, a, b: m.div(a, b), "DivBackward0", ("real", "nonzero")),
-    ("torch.pow", lambda m, a, b: m.pow(a, b), "PowBackward1", ("pos", "real")),
-    ("torch.max(a,b)", lambda m, a, b: m.max(a, b), "MaximumBackward0", "real"),
-    ("torch.min(a,b)", lambda m, a, b: m.min(a, b), "MinimumBackward0", "real"),
-    ("Tensor.add", lambda m, a, b: a.add(b), "AddBackward0", "real"),
-    ("Tensor.sub", lambda m, a, b: a.sub(b), "SubBackward0", "real"),
-    ("Tensor.mul", lambda m, a, b: a.mul(b), "MulBackward0", "real"),
-    ("Tensor.div", lambda m, a, b: a.div(b), "DivBackward0", ("real", "nonzero")),
-    ("Tensor.pow", lambda m, a, b: a.pow(b), "PowBackward1", ("pos", "real")),
-    ("Tensor.maximum", lambda m, a, b: a.maximum(b), "MaximumBackward0", "real"),
-    ("Tensor.minimum", lambda m, a, b: a.minimum(b), "MinimumBackward0", "real"),
-    ("torch.remainder", lambda m, a, b: m.remainder(a, b), "RemainderBackward1", ("real", "nonzero")),
-    ("Tensor.fmod", lambda m, a, b: a.fmod(b), "FmodBackward1", ("real", "nonzero")),
-]:
-    case(_name, _fn, [(3, 4), (4,)], _grad_fn, _domain)
+case("torch.max(a,b)", lambda m, a, b: m.max(a, b), [(3, 4), (4,)], "MaximumBackward0")
+case("torch.min(a,b)", lambda m, a, b: m.min(a, b), [(3, 4), (4,)], "MinimumBackward0")
 
 # --- tensor with a Python scalar, on either side ------------------------------------------------
 for _name, _fn, _grad_fn, _domain in [
@@ -105,22 +83,50 @@ for _name, _fn, _grad_fn, _domain in [
 case("0d*2.5", lambda m, x: x * 2.5, [()], "MulBackward0")
 case("1-0d", lambda m, x: 1 - x, [()], "RsubBackward1")
 
-# --- unary elementwise: module function on a matrix, method on a vector --------------------------
-UNARY = [  # name, grad_fn, domain
-    ("neg", "NegBackward0", "real"),
-    ("abs", "AbsBackward0", "nonzero"),
-    ("exp", "ExpBackward0", "real"),
-    ("log", "LogBackward0", "pos"),
-    ("sqrt", "SqrtBackward0", "pos"),
-    ("sin", "SinBackward0", "real"),
-    ("cos", "CosBackward0", "real"),
-    ("tanh", "TanhBackward0", "real"),
-    ("sigmoid", "SigmoidBackward0", "real"),
-    ("relu", "ReluBackward0", "nonzero"),
-]
-for _name, _grad_fn, _domain in UNARY:
-    case(f"torch.{_name}", lambda m, x, _n=_name: getattr(m, _n)(x), [(3, 4)], _grad_fn, _domain)
-    case(f"Tensor.{_name}", lambda m, x, _n=_name: getattr(x, _n)(), [(5,)], _grad_fn, _domain)
+# --- families: the cases of each op-table row that names one (fastgrad._optable: `cases`, e.g.
+# "unary(pos)": the family, then the inputs' domain, or one domain per input)
+
+# PyTorch's node names that are not <Name>Backward0: the overloads taking a tensor exponent or
+# divisor, and an alias's node (its op's).
+BACKWARD_NAMES = {
+    "pow": "PowBackward1",
+    "remainder": "RemainderBackward1",
+    "fmod": "FmodBackward1",
+    "negative": "NegBackward0",
+}
+
+
+def _backward_name(op):
+    return BACKWARD_NAMES.get(op, "".join(word.capitalize() for word in op.split("_")) + "Backward0")
+
+
+def binary_family(row, domain="real"):
+    """fastgrad.<op>(a, b) for every broadcast pair, Tensor.<op>(b) for one."""
+    op, grad_fn = row.name, _backward_name(row.name)
+    if "function" in row.variants:
+        for sa, sb in BROADCASTS:
+            name = f"torch.{op}({_shape_id(sa)},{_shape_id(sb)})"
+            case(name, lambda m, a, b: getattr(m, op)(a, b), [sa, sb], grad_fn, domain)
+    if "method" in row.variants:
+        case(f"Tensor.{op}", lambda m, a, b: getattr(a, op)(b), [(3, 4), (4,)], grad_fn, domain)
+
+
+def unary_family(row, domain="real"):
+    """fastgrad.<op> of a matrix, Tensor.<op> of a vector."""
+    op, grad_fn = row.name, _backward_name(row.name)
+    if "function" in row.variants:
+        case(f"torch.{op}", lambda m, x: getattr(m, op)(x), [(3, 4)], grad_fn, domain)
+    if "method" in row.variants:
+        case(f"Tensor.{op}", lambda m, x: getattr(x, op)(), [(5,)], grad_fn, domain)
+
+
+FAMILIES = {"binary": binary_family, "unary": unary_family}
+for _row in _optable.OPS:
+    if _row.cases:
+        _family, _, _domains = _row.cases.partition("(")
+        _domains = _domains.rstrip(")").split(",") if _domains else ["real"]
+        FAMILIES[_family](_row, _domains[0] if len(_domains) == 1 else tuple(_domains))
+
 case("-x", lambda m, x: -x, [(2, 3)], "NegBackward0")
 case("exp(0d)", lambda m, x: x.exp(), [()], "ExpBackward0")
 
@@ -130,6 +136,7 @@ for _name, _fn in [
     ("clamp(min,max)", lambda m, x: x.clamp(-0.5, 0.5)),
     ("torch.clamp", lambda m, x: m.clamp(x, min=-0.5, max=0.5)),
     ("torch.clamp(max)", lambda m, x: m.clamp(x, max=0.5)),
+    ("torch.clip", lambda m, x: m.clip(x, -0.5, 0.5)),
 ]:
     case(_name, _fn, [(3, 4)], "ClampBackward1", "clamp")
 
@@ -223,6 +230,8 @@ case("torch.matmul", lambda m, a, b: m.matmul(a, b), [(3, 4), (4, 2)], "MmBackwa
 case("Tensor.matmul", lambda m, a, b: a.matmul(b), [(2, 3, 4), (4,)], "UnsafeViewBackward0")
 case("torch.mm", lambda m, a, b: m.mm(a, b), [(3, 4), (4, 2)], "MmBackward0")
 case("Tensor.mm", lambda m, a, b: a.mm(b), [(1, 4), (4, 3)], "MmBackward0")
+case("torch.bmm", lambda m, a, b: m.bmm(a, b), [(2, 3, 4), (2, 4, 2)], "BmmBackward0")
+case("Tensor.mv", lambda m, a, b: a.mv(b), [(3, 4), (4,)], "MvBackward0")
 
 # --- shape ops ------------------------------------------------------------------------------------
 for _name, _fn, _shapes, _grad_fn in [
@@ -245,6 +254,7 @@ for _name, _fn, _shapes, _grad_fn in [
     ("transpose(0,1)", lambda m, x: x.transpose(0, 1), [(3, 4)], "TransposeBackward0"),
     ("transpose(-1,0)", lambda m, x: x.transpose(-1, 0), [(2, 3, 4)], "TransposeBackward0"),
     ("torch.transpose", lambda m, x: m.transpose(x, 1, 2), [(2, 3, 4)], "TransposeBackward0"),
+    ("torch.swapaxes", lambda m, x: m.swapaxes(x, 0, 2), [(2, 3, 4)], "TransposeBackward0"),
     ("permute(2,0,1)", lambda m, x: x.permute(2, 0, 1), [(2, 3, 4)], "PermuteBackward0"),
     ("permute((1,0,2))", lambda m, x: x.permute((1, 0, 2)), [(2, 3, 4)], "PermuteBackward0"),
     ("permute(-1,0,1)", lambda m, x: x.permute(-1, 0, 1), [(2, 3, 4)], "PermuteBackward0"),
@@ -270,6 +280,8 @@ for _name, _fn in [
     ("view(2,2,3)", lambda m, x: x.view(2, 2, 3)),
 ]:
     case(_name, _fn, [(3, 4)], "ViewBackward0", layouts=("contiguous",))
+case("view_as", lambda m, x, y: x.view_as(y), [(3, 4), (2, 6)], "ViewBackward0", layouts=("contiguous",))
+case("reshape_as", lambda m, x, y: x.reshape_as(y), [(3, 4), (12,)], "ViewBackward0")
 case("expand_as", lambda m, x, y: x.expand_as(y), [(1, 4), (3, 4)], "ExpandBackward0")
 case("torch.cat dim 0", lambda m, a, b: m.cat([a, b]), [(2, 3), (1, 3)], "CatBackward0")
 case("torch.cat dim 1", lambda m, a, b: m.cat((a, b), dim=1), [(2, 3), (2, 2)], "CatBackward0")
@@ -280,6 +292,8 @@ case(
     "CatBackward0",
 )
 case("torch.cat one", lambda m, a: m.cat([a], 0), [(2, 3)], "CatBackward0")
+case("torch.concat", lambda m, a, b: m.concat([a, b], 1), [(2, 3), (2, 2)], "CatBackward0")
+case("torch.concatenate", lambda m, a, b: m.concatenate((a, b)), [(2, 3), (1, 3)], "CatBackward0")
 case("torch.stack", lambda m, a, b: m.stack([a, b]), [(2, 3), (2, 3)], "StackBackward0")
 case("torch.stack dim 1", lambda m, a, b: m.stack((a, b), dim=1), [(2, 3), (2, 3)], "StackBackward0")
 case("torch.stack three, dim -1", lambda m, a, b, c: m.stack([a, b, c], dim=-1), [(4,), (4,), (4,)], "StackBackward0")
@@ -372,6 +386,13 @@ for _name, _fn in [
     ("Tensor.eq", lambda m, a, b: a.eq(b)),
     ("Tensor.ge", lambda m, a, b: a.ge(b)),
     ("Tensor.ne", lambda m, a, b: a.ne(b)),
+    ("torch.isclose", lambda m, a, b: m.isclose(a, b)),
+    ("torch.logical_and", lambda m, a, b: m.logical_and(a, b)),
+    ("Tensor.logical_or", lambda m, a, b: a.logical_or(b)),
+    ("torch.logical_xor", lambda m, a, b: m.logical_xor(a, b)),
+    ("torch.bitwise_and of bools", lambda m, a, b: m.bitwise_and(a > 0, b > 0)),
+    ("Tensor.bitwise_or of bools", lambda m, a, b: (a > 0).bitwise_or(b < 0)),
+    ("torch.bitwise_xor of bools", lambda m, a, b: m.bitwise_xor(a >= 0, b > 0)),
 ]:
     nondiff(_name, _fn, [(3, 4), (4,)])
 
@@ -383,6 +404,12 @@ for _name, _fn in [
     ("a==1", lambda m, a: a == 1),
     ("1!=a", lambda m, a: 1 != a),
     ("a>0 of 0-d", lambda m, a: a.sum() > 0),
+    ("torch.logical_not", lambda m, a: m.logical_not(a)),
+    ("torch.bitwise_not of bools", lambda m, a: m.bitwise_not(a > 0)),
+    ("torch.all", lambda m, a: m.all(a)),
+    ("all(1)", lambda m, a: a.all(1)),
+    ("torch.any(dim=0,keepdim)", lambda m, a: m.any(a, dim=0, keepdim=True)),
+    ("any()", lambda m, a: a.any()),
 ]:
     nondiff(_name, _fn, [(3, 4)])
 
@@ -395,5 +422,27 @@ for _name, _fn, _shapes in [
     ("torch.allclose large diff", lambda m, a: m.allclose(a, a + 1e-3), [(3, 4)]),
     ("allclose(atol=1e-2)", lambda m, a: a.allclose(a + 1e-3, atol=1e-2), [(3, 4)]),
     ("allclose(rtol=0.5,atol=0)", lambda m, a: a.allclose(a * 1.4, rtol=0.5, atol=0.0), [(3, 4)]),
+    ("torch.is_floating_point", lambda m, a: m.is_floating_point(a), [(3, 4)]),
+    ("Tensor.is_floating_point", lambda m, a: a.long().is_floating_point(), [(3, 4)]),
+    ("torch.is_tensor", lambda m, a: m.is_tensor(a), [(3, 4)]),
+    ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
 ]:
     nondiff(_name, _fn, _shapes)
+
+
+# Table ops with no case here, and where they are compared with PyTorch instead
+# (tests/test_meta.py checks that every other op of fastgrad._optable is called by a case above).
+NOT_IN_CASES = {
+    **dict.fromkeys(
+        ["add_", "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_", "fill_", "zero_", "copy_"]
+        + ["bitwise_and_", "bitwise_or_", "bitwise_xor_", "masked_fill_", "clip_"],
+        "in place: tests/test_inplace.py, test_inplace_torch.py and test_intops.py",
+    ),
+    **dict.fromkeys(
+        ["split", "chunk", "gather", "masked_fill"],
+        "composed in the shared layer, several results or an index argument: tests/test_composed_ops.py",
+    ),
+    "floor_divide": "its result requires grad with no derivative (PyTorch's too): tests/test_intops.py",
+    "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
+    "tests/test_numerics.py, test_regressions.py",
+}

@@ -192,3 +192,43 @@ def test_set_printoptions(fg, torch, options):
             lib.set_printoptions(profile="default")
 
     same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_finfo(fg, torch, name):
+    def program(lib):
+        info = getattr(lib, "finfo")(getattr(lib, name))
+        facts = [info.bits, info.eps, info.max, info.min, info.tiny, info.smallest_normal, info.resolution]
+        return facts + [info.dtype, repr(info), info == lib.finfo(getattr(lib, name)), repr(lib.finfo())]
+
+    same_on_both(fg, torch, program)
+
+
+def test_iinfo_and_dtype_rules(fg, torch):
+    def program(lib):
+        info = lib.iinfo(lib.int64)
+        dtypes = [lib.bool, lib.int64, lib.float32, lib.float64]
+        promoted = [str(lib.promote_types(a, b)).split(".")[-1] for a in dtypes for b in dtypes]
+        casts = [lib.can_cast(a, b) for a in dtypes for b in dtypes]
+        return (
+            [info.bits, info.min, info.max, info.dtype, repr(info)],
+            promoted,
+            casts,
+            lib.get_default_dtype() is lib.float32,
+        )
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda lib: lib.finfo(lib.int64),
+        lambda lib: lib.iinfo(lib.bool),
+        lambda lib: lib.iinfo(lib.float32),
+        lambda lib: lib.promote_types(1, lib.float32),
+        lambda lib: lib.can_cast(lib.float32, "float64"),
+    ],
+)
+def test_dtype_facts_refuse_what_pytorch_refuses(fg, torch, program):
+    same_error(fg, torch, program)

@@ -3,6 +3,7 @@ from several threads add up exactly, independent models trained side by side end
 when trained one after another, and long kernels let other Python threads run (the GIL released).
 """
 
+import functools
 import sys
 import threading
 import time
@@ -167,21 +168,41 @@ def test_four_threads_train_four_models_as_sequentially(fg):
     assert len({losses[-1] for _, losses in sequential}) == 4  # four different models
 
 
+@functools.cache
+def _retained_loss(big):
+    """(w * big).exp().sum() for a row w that requires grad, its graph kept: a backward of it runs
+    ExpBackward0 and MulBackward0 on gradients of big's 10M elements (long nodes, run without the GIL)."""
+    import fastgrad
+
+    w = fastgrad.ones(1, big.shape[1], requires_grad=True)
+    return (w * big).exp().sum()
+
+
 # Each call lasts tens of milliseconds at least (matmul, exp) or hundreds (softmax over 10M elements).
 LONG_KERNELS = {
     "matmul": lambda a, big: a @ a,
     "exp": lambda a, big: big.exp(),
     "softmax": lambda a, big: big.softmax(-1),
     "log_softmax": lambda a, big: big.log_softmax(0),
+    # one of each other kind of kernel that runs without the GIL by the same rule (tensor_bind.cpp)
+    "amax": lambda a, big: big.amax(1),
+    "clamp": lambda a, big: big.clamp(-1.0, 1.0),
+    "prod": lambda a, big: big.prod(1),
+    "boolean-mask gather": lambda a, big: big[:1500][a[:, 0] > 0],
+    "backward": lambda a, big: _retained_loss(big).backward(retain_graph=True),
 }
 
 
 @pytest.fixture(scope="module")
 def long_operands():
-    """A 1500 x 1500 matrix and a 2000 x 5000 tensor (float32), for fastgrad's long kernels."""
+    """A 1500 x 1500 matrix and a 2000 x 5000 tensor (float32), for fastgrad's long kernels; and the
+    graph the backward row runs, made here so that its forward is not timed."""
     fastgrad = pytest.importorskip("fastgrad")
     fastgrad.manual_seed(0)
-    return fastgrad.randn(1500, 1500), fastgrad.randn(2000, 5000)
+    a, big = fastgrad.randn(1500, 1500), fastgrad.randn(2000, 5000)
+    _retained_loss(big)
+    yield a, big
+    _retained_loss.cache_clear()
 
 
 @pytest.mark.serial  # needs the other core to itself

@@ -7,11 +7,15 @@
 #include <utility>
 
 #include "autograd/anomaly_mode.h"
+#include "autograd/long_work.h"
 #include "autograd/node.h"
 #include "core/error.h"
 #include "ops/ops.h"
 
 namespace fg {
+
+void* (*begin_long_work)(int64_t elements) = nullptr;
+void (*end_long_work)(void* token) = nullptr;
 
 namespace {
 
@@ -183,6 +187,21 @@ GradList run_node_checked(Node* node, GradList&& grads, bool hooked) {
   }
 }
 
+// A node's work, for LongWork: the elements of its incoming gradients. AccumulateGrad counts none:
+// it writes its leaf's .grad, which other threads may be reading (with the GIL, in Python).
+int64_t work_of(const Node* node, const GradList& grads) {
+  int64_t elements = 0;
+  if (node->sequence_nr != 0)
+    for (const Tensor& g : grads) elements += g ? g->numel() : 0;
+  return elements;
+}
+
+GradList run_long_or_short(Node* node, GradList&& grads, bool hooked) {
+  LongWork scope(work_of(node, grads));
+  return anomaly_enabled() ? run_node_checked(node, std::move(grads), hooked)
+                           : run_node(node, std::move(grads), hooked);
+}
+
 // autograd.grad: where each input's gradient is picked up, and which nodes must run to produce them
 // (those with an edge into an input's node or into a node that must run; the rest are skipped, and
 // AccumulateGrad, which leads nowhere, never runs).
@@ -257,8 +276,7 @@ std::vector<Tensor> run_backward(const std::vector<Tensor>& roots, const std::ve
     if (!any && !node->runs_without_grads() && !hooked) continue;
     if (hooked) run_tensor_hooks(node, grads);
     if (!node->retained_outputs.empty()) fill_retained_grads(node, grads);
-    GradList input_grads =
-        anomaly_enabled() ? run_node_checked(node, std::move(grads), hooked) : run_node(node, std::move(grads), hooked);
+    GradList input_grads = run_long_or_short(node, std::move(grads), hooked);
     if (!retain_graph) node->release_saved();
     for (size_t k = 0; k < node->next_edges.size() && k < input_grads.size(); ++k) {
       const Edge& e = node->next_edges[k];

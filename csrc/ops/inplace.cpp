@@ -181,6 +181,7 @@ Tensor add_(const Tensor& self, const Scalar& other) {
 Tensor sub_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return sub(s, other); });
 }
+// By a number, mul_ and div_ take no snapshot: the gradient (g * s, g / s) reads neither operand.
 Tensor mul_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return mul(s, other); });
 }

@@ -223,6 +223,8 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
       throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
     if (!grads[i]) grads[i] = ones_like(roots[i]);
   }
+  // The pass runs with the GIL, released around each node whose incoming gradients are long
+  // (autograd/long_work.h): a short pass never pays for giving the GIL away.
   if (inputs.is_none()) {
     if (create_graph) warn_gradient_cycle();
     auto lock = lock_engine();

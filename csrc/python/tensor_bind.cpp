@@ -1,6 +1,7 @@
 // The Python Tensor is the C++ TensorImpl itself. Hot operators and attributes are bound here;
 // methods whose Python signatures are flexible (reshape(2, 3) or reshape((2, 3)), dim=None or a
 // tuple, ...) are written in python/fastgrad/_tensor.py over the primitives in `_C`.
+#include "autograd/long_work.h"
 #include "autograd/node.h"
 #include "python/bindings.h"
 
@@ -33,40 +34,60 @@ namespace {
 
 py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
 
-// Long kernels run with the GIL released, so that other Python threads run meanwhile (releasing
-// costs ~25 ns: only worth it above these sizes). Nothing in the released section touches a Python
-// object: the operands are copies holding their own references (the caller's Python objects may
-// be dropped by another thread meanwhile), and the result becomes a Python object after the GIL
-// is back. Errors are C++ exceptions, translated after the GIL is back too.
-constexpr int64_t kNoGilElements = 100000;
-constexpr double kNoGilProductWork = 1 << 16;  // multiply-adds
+// ---- The GIL: one rule for every binding. A kernel runs without the GIL when its work is long
+// enough that other Python threads gain more than the release costs (~25 ns, and the wait to take
+// the GIL back from a busy thread): at least kLongKernelElements elements read or written
+// (elementwise, reductions, copies, indexing, creation), or kLongKernelMultiplyAdds multiply-adds
+// for products (each costs more than an element's visit, so the bar is lower). Short ops, views
+// and metadata never release. Nothing in the released section touches a Python object: the
+// operands are copies holding their own references (the caller's Python objects may be dropped by
+// another thread meanwhile), the result becomes a Python object after the GIL is back, and errors
+// are C++ exceptions, translated then too. What the core calls back into Python for (anomaly
+// mode's tracebacks, freeing a numpy array's memory) takes the GIL itself.
+// backward() runs each node whose incoming gradients are long by the same rule (autograd/long_work.h).
+constexpr double kLongKernelElements = 100000;
+constexpr double kLongKernelMultiplyAdds = 1 << 16;
 
 template <class Op, class... Args>
-Tensor without_gil(Op op, Args... args) {
+auto without_gil(Op op, Args... args) {
   py::gil_scoped_release no_gil;
   return op(args...);
 }
 
-// op(a, b) for an elementwise op, without the GIL when the operands are long.
+// op(args...) for a kernel over `elements` elements: without the GIL when they are many.
+template <class Op, class... Args>
+auto by_elements(double elements, Op op, const Args&... args) {
+  if (elements >= kLongKernelElements) return without_gil(op, args...);
+  return op(args...);
+}
+
+// op(x, options...) (a unary function, a reduction, softmax, a copy), whose work is x's elements.
+template <class Op, class... Options>
+auto unary(Op op, const Tensor& x, const Options&... options) {
+  return by_elements(x->numel(), op, x, options...);
+}
+
+// op(a, b) for an elementwise op: the work is the larger operand (the result's size).
 template <class Op, class B>
 Tensor elementwise(Op op, const Tensor& a, const B& b) {
   int64_t n = a->numel();
   if constexpr (std::is_same_v<B, Tensor>) n = std::max(n, b->numel());
-  return n >= kNoGilElements ? without_gil(op, a, b) : op(a, b);
+  return by_elements(n, op, a, b);
 }
 
-// op(x, options...) (a unary function, a reduction, softmax), without the GIL when x is long.
-template <class Op, class... Options>
-Tensor unary(Op op, const Tensor& x, const Options&... options) {
-  return x->numel() >= kNoGilElements ? without_gil(op, x, options...) : op(x, options...);
-}
-
-// A matrix product, without the GIL when it has enough multiply-adds: a's elements times b's
-// columns (batch broadcasting aside).
+// A matrix product, whose work is its multiply-adds: a's elements times b's columns (batch
+// broadcasting aside).
 template <class Op>
 Tensor product(Op op, const Tensor& a, const Tensor& b) {
   const double work = double(a->numel()) * double(b->dim() >= 2 ? b->shape.back() : 1);
-  return work >= kNoGilProductWork ? without_gil(op, a, b) : op(a, b);
+  return work >= kLongKernelMultiplyAdds ? without_gil(op, a, b) : op(a, b);
+}
+
+// The elements of a list of tensors (cat, stack, index lists, the optimizers' lists).
+int64_t elements_of(const std::vector<Tensor>& tensors) {
+  int64_t n = 0;
+  for (const Tensor& t : tensors) n += t ? t->numel() : 0;
+  return n;
 }
 
 // Wraps op(tensor, tensor-or-Scalar) as a Python binary operator: numbers become Scalars (no
@@ -74,9 +95,9 @@ Tensor product(Op op, const Tensor& a, const Tensor& b) {
 template <class F>
 auto binary(F op) {
   return [op](const Tensor& a, py::handle b) -> py::object {
-    if (const Tensor* t = tensor_of(b.ptr())) return py::cast(op(a, *t));
+    if (const Tensor* t = tensor_of(b.ptr())) return py::cast(elementwise(op, a, *t));
     Scalar s;
-    if (scalar_from_py(b, s)) return py::cast(op(a, s));
+    if (scalar_from_py(b, s)) return py::cast(elementwise(op, a, s));
     return not_implemented();
   };
 }
@@ -98,7 +119,7 @@ template <class F>
 auto reflected(F op) {
   return [op](const Tensor& a, py::handle b) -> py::object {
     Scalar s;
-    if (scalar_from_py(b, s)) return py::cast(op(a, s));
+    if (scalar_from_py(b, s)) return py::cast(elementwise(op, a, s));
     return not_implemented();
   };
 }
@@ -166,12 +187,13 @@ py::object slot_method(py::handle self, py::handle other) {
 
 auto comparison(CompareOp op) {
   return [op](const Tensor& a, py::handle b) -> py::object {
-    if (const Tensor* t = tensor_of(b.ptr())) return py::cast(compare(a, *t, op));
+    auto compare_op = [op](const Tensor& x, const auto& y) { return compare(x, y, op); };
+    if (const Tensor* t = tensor_of(b.ptr())) return py::cast(elementwise(compare_op, a, *t));
     Scalar s;
-    if (scalar_from_py(b, s)) return py::cast(compare(a, s, op));
+    if (scalar_from_py(b, s)) return py::cast(elementwise(compare_op, a, s));
     // PyTorch's == (and no other comparison) reads an ndarray of a tensor dtype as a tensor
     if (op == CompareOp::Eq && py::isinstance<py::array>(b)) try {
-        return py::cast(compare(a, tensor_from_numpy(py::reinterpret_borrow<py::array>(b), false), op));
+        return py::cast(elementwise(compare_op, a, tensor_from_numpy(py::reinterpret_borrow<py::array>(b), false)));
       } catch (const TypeError&) {
       }
     return not_implemented();
@@ -264,6 +286,11 @@ std::vector<Tensor> tensor_list(py::handle seq) {
   return out;
 }
 
+// The elements a reshape-like op of x may copy: none for a contiguous x (a view).
+int64_t copied_elements(const Tensor& x) { return x->is_contiguous() ? 0 : x->numel(); }
+
+Tensor contiguous_binding(const Tensor& x) { return by_elements(copied_elements(x), fg::contiguous, x); }
+
 // Index lists for index()/index_put_(): None keeps a dim whole.
 std::vector<Tensor> optional_tensor_list(py::handle seq) {
   std::vector<Tensor> out;
@@ -274,6 +301,12 @@ std::vector<Tensor> optional_tensor_list(py::handle seq) {
 }  // namespace
 
 void bind_tensor(py::module_& m) {
+  // The rule above for the long nodes of a backward pass. Only the thread holding the GIL gives it
+  // away (a custom Function's backward may run a nested pass, with the GIL taken back).
+  begin_long_work = [](int64_t elements) -> void* {
+    return elements >= kLongKernelElements && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  };
+  end_long_work = [](void* token) { PyEval_RestoreThread(static_cast<PyThreadState*>(token)); };
   auto cls = py::class_<TensorImpl, std::shared_ptr<TensorImpl>>(m, "Tensor", py::dynamic_attr());
   // Python's own messages name a type by tp_name, which pybind11 sets to "fastgrad._C.Tensor";
   // PyTorch's read "unsupported operand type(s) for +: 'Tensor' and 'str'". (__name__,
@@ -321,8 +354,8 @@ void bind_tensor(py::module_& m) {
              x->requires_grad_leaf = false;
              return x;
            })
-      .def("clone", [](const Tensor& x) { return clone(x); })
-      .def("contiguous", [](const Tensor& x) { return contiguous(x); })
+      .def("clone", [](const Tensor& x) { return unary(fg::clone, x); })
+      .def("contiguous", &contiguous_binding)
       .def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }))
       .def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }))
       .def("pow_", named_binary(
@@ -335,9 +368,22 @@ void bind_tensor(py::module_& m) {
              return t->shape[0];
            })
       .def("__hash__", [](py::handle self) { return reinterpret_cast<intptr_t>(self.ptr()); })
-      .def("__getitem__", [](const Tensor& t, py::handle key) { return getitem(t, parse_index(t, key)); })
-      .def("__setitem__", [](const Tensor& t, py::handle key,
-                             py::handle value) { setitem(t, parse_index(t, key), tensor_or_scalar(value, t->dtype)); })
+      .def("__getitem__",
+           [](const Tensor& t, py::handle key) {
+             IndexSpec spec = parse_index(t, key);
+             // Basic indices make a view (no work); tensor indices gather.
+             int64_t work = spec.advanced.empty() ? 0 : std::max(t->numel(), elements_of(spec.advanced));
+             return by_elements(work, [](const Tensor& x, const IndexSpec& s) { return getitem(x, s); }, t, spec);
+           })
+      .def("__setitem__",
+           [](const Tensor& t, py::handle key, py::handle value) {
+             IndexSpec spec = parse_index(t, key);
+             Tensor v = tensor_or_scalar(value, t->dtype);
+             // The region written is at most t (its size is known only once the key is applied).
+             by_elements(
+                 std::max(t->numel(), elements_of(spec.advanced)),
+                 [](const Tensor& x, const IndexSpec& s, const Tensor& v) { setitem(x, s, v); }, t, spec, v);
+           })
       .def("__add__", &slot_method<nb_add>)
       .def("__radd__", &slot_method<nb_add, true>)
       .def("__sub__", &slot_method<nb_subtract>)
@@ -363,15 +409,15 @@ void bind_tensor(py::module_& m) {
            [](const Tensor& a) {
              if (is_floating(a->dtype))
                throw TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors");
-             return bitwise_not(a);
+             return unary(fg::bitwise_not, a);
            })
       .def("__matmul__",
            [](const Tensor& a, py::handle b) -> py::object {
              const Tensor* t = tensor_of(b.ptr());
              return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();
            })
-      .def("__neg__", [](const Tensor& a) { return neg(a); })
-      .def("__abs__", [](const Tensor& a) { return abs(a); })
+      .def("__neg__", [](const Tensor& a) { return unary(fg::neg, a); })
+      .def("__abs__", [](const Tensor& a) { return unary(fg::abs, a); })
       .def("__lt__", comparison(CompareOp::Lt))
       .def("__le__", comparison(CompareOp::Le))
       .def("__gt__", comparison(CompareOp::Gt))
@@ -404,11 +450,9 @@ void bind_tensor(py::module_& m) {
   m.def("mul", named_binary("mul", [](const Tensor& a, const auto& b) { return mul(a, b); }));
   m.def("div", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b); }));
   m.def("pow", named_binary("pow", [](const Tensor& a, const auto& b) { return pow(a, b); }, "exponent"));
-  m.def("rpow", [](const Tensor& a, double base) { return rpow(a, Scalar::from_float(base)); });
+  m.def("rpow", [](const Tensor& a, double base) { return elementwise(fg::rpow, a, Scalar::from_float(base)); });
   m.def("add_", named_binary("add_", [](const Tensor& a, const auto& b) { return add_(a, b); }));
   m.def("sub_", named_binary("sub_", [](const Tensor& a, const auto& b) { return sub_(a, b); }));
-  m.def("mul_", named_binary("mul_", [](const Tensor& a, const auto& b) { return mul_(a, b); }));
-  m.def("div_", named_binary("div_", [](const Tensor& a, const auto& b) { return div_(a, b); }));
   m.def("div_floor", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Floor); }));
   m.def("div_trunc", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Trunc); }));
   m.def("floor_divide",
@@ -428,8 +472,8 @@ void bind_tensor(py::module_& m) {
     m.def(name, named_binary(name, [op = op](const Tensor& a, const auto& b) { return bitwise(a, b, op); }));
     m.def(inplace, named_binary(inplace, [op = op](const Tensor& a, const auto& b) { return bitwise_(a, b, op); }));
   }
-  m.def("bitwise_not", [](const Tensor& x) { return bitwise_not(x); });
-  m.def("bitwise_not_", [](const Tensor& x) { return bitwise_not_(x); });
+  m.def("bitwise_not", [](const Tensor& x) { return unary(fg::bitwise_not, x); });
+  m.def("bitwise_not_", [](const Tensor& x) { return unary(fg::bitwise_not_, x); });
   // Named comparisons (fastgrad.lt(x, y), x.lt(y)); the operators return NotImplemented instead.
   for (auto [name, op] :
        {std::pair{"lt", CompareOp::Lt}, std::pair{"le", CompareOp::Le}, std::pair{"gt", CompareOp::Gt},
@@ -441,16 +485,17 @@ void bind_tensor(py::module_& m) {
     if (!scalar_from_py(b, s)) throw TypeError("result_type(): expected a Tensor or a number");
     return dtype_to_py(result_type(a, s));
   });
-  m.def("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); });
-  m.def("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); });
+  m.def("maximum", [](const Tensor& a, const Tensor& b) { return elementwise(fg::maximum, a, b); });
+  m.def("minimum", [](const Tensor& a, const Tensor& b) { return elementwise(fg::minimum, a, b); });
   m.def("where", [](const Tensor& c, py::handle a, py::handle b) {
     // A number becomes a 0-d tensor of its kind's default dtype; 0-d tensors promote the way
     // PyTorch's wrapped numbers do here (where(c, int64_tensor, 0.5) is float32).
-    return where(c, tensor_or_scalar(a, natural_dtype(a)), tensor_or_scalar(b, natural_dtype(b)));
+    Tensor x = tensor_or_scalar(a, natural_dtype(a)), y = tensor_or_scalar(b, natural_dtype(b));
+    return by_elements(std::max({c->numel(), x->numel(), y->numel()}), fg::where, c, x, y);
   });
-  m.def("neg", [](const Tensor& x) { return neg(x); });
-  m.def("abs", [](const Tensor& x) { return abs(x); });
-  m.def("sign", [](const Tensor& x) { return sign(x); });
+  m.def("neg", [](const Tensor& x) { return unary(fg::neg, x); });
+  m.def("abs", [](const Tensor& x) { return unary(fg::abs, x); });
+  m.def("sign", [](const Tensor& x) { return unary(fg::sign, x); });
   m.def("exp", [](const Tensor& x) { return unary(fg::exp, x); });
   m.def("log", [](const Tensor& x) { return unary(fg::log, x); });
   m.def("sqrt", [](const Tensor& x) { return unary(fg::sqrt, x); });
@@ -459,26 +504,35 @@ void bind_tensor(py::module_& m) {
   m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
   m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
   m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
-  m.def("clamp",
-        [](const Tensor& x, py::handle lo, py::handle hi) { return clamp(x, opt_scalar(lo), opt_scalar(hi)); });
-  m.def("clamp_",
-        [](const Tensor& x, py::handle lo, py::handle hi) { return clamp_(x, opt_scalar(lo), opt_scalar(hi)); });
+  m.def("clamp", [](const Tensor& x, py::handle lo, py::handle hi) {
+    auto op = [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return clamp(x, lo, hi); };
+    return unary(op, x, opt_scalar(lo), opt_scalar(hi));
+  });
+  m.def("clamp_", [](const Tensor& x, py::handle lo, py::handle hi) {
+    return unary(fg::clamp_, x, opt_scalar(lo), opt_scalar(hi));
+  });
   m.def("clamp_tensor", [](const Tensor& x, py::handle lo, py::handle hi) {
-    return clamp(x, lo.is_none() ? Tensor() : lo.cast<Tensor>(), hi.is_none() ? Tensor() : hi.cast<Tensor>());
+    auto op = [](const Tensor& x, const Tensor& lo, const Tensor& hi) { return clamp(x, lo, hi); };
+    return unary(op, x, lo.is_none() ? Tensor() : lo.cast<Tensor>(), hi.is_none() ? Tensor() : hi.cast<Tensor>());
   });
   m.def("fill_", [](const Tensor& x, py::handle v) {
-    if (py::isinstance<TensorImpl>(v)) return fill_(x, v.cast<Tensor>());
+    auto op = [](const Tensor& x, const auto& value) { return fill_(x, value); };
+    if (py::isinstance<TensorImpl>(v)) return unary(op, x, v.cast<Tensor>());
     Scalar s;
     if (!scalar_from_py(v, s)) throw TypeError("fill_() expects a number or a 0-dim tensor");
-    return fill_(x, s);
+    return unary(op, x, s);
   });
-  m.def("zero_", [](const Tensor& x) { return zero_(x); });
-  m.def("copy_", [](const Tensor& x, const Tensor& src) { return copy_(x, src); });
+  m.def("zero_", [](const Tensor& x) { return unary(fg::zero_, x); });
+  m.def("copy_", [](const Tensor& x, const Tensor& src) { return elementwise(fg::copy_, x, src); });
   // The optimizers' per-step updates, one call for a whole parameter list.
   m.def("foreach_add_", [](py::handle tensors, py::handle others, double alpha) {
-    foreach_add_(tensor_list(tensors), tensor_list(others), alpha);
+    std::vector<Tensor> selves = tensor_list(tensors), adds = tensor_list(others);
+    by_elements(elements_of(selves), fg::foreach_add_, selves, adds, alpha);
   });
-  m.def("foreach_zero_", [](py::handle tensors) { foreach_zero_(tensor_list(tensors)); });
+  m.def("foreach_zero_", [](py::handle tensors) {
+    std::vector<Tensor> selves = tensor_list(tensors);
+    by_elements(elements_of(selves), fg::foreach_zero_, selves);
+  });
 
   m.def("sum", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim, py::handle dtype) {
     return unary(fg::sum, x, dims, keepdim,
@@ -486,41 +540,61 @@ void bind_tensor(py::module_& m) {
   });
   m.def("mean",
         [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return unary(fg::mean, x, dims, keepdim); });
-  m.def("prod", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return prod(x, dim, keepdim); });
+  m.def("prod",
+        [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return unary(fg::prod, x, dim, keepdim); });
   m.def("var", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
-    return var(x, dims, correction, keepdim);
+    return unary(fg::var, x, dims, correction, keepdim);
   });
   m.def("std", [](const Tensor& x, std::vector<int64_t> dims, double correction, bool keepdim) {
-    return std(x, dims, correction, keepdim);
+    return unary(fg::std, x, dims, correction, keepdim);
   });
-  m.def("amax", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return amax(x, dims, keepdim); });
-  m.def("amin", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return amin(x, dims, keepdim); });
-  m.def("max_all", [](const Tensor& x) { return max_all(x); });
-  m.def("min_all", [](const Tensor& x) { return min_all(x); });
-  m.def("max_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return max_dim(x, dim, keepdim); });
-  m.def("min_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return min_dim(x, dim, keepdim); });
-  m.def("argmax", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmax(x, dim, keepdim); });
-  m.def("argmin", [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return argmin(x, dim, keepdim); });
-  m.def("norm",
-        [](const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) { return norm(x, p, dims, keepdim); });
+  m.def("amax",
+        [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return unary(fg::amax, x, dims, keepdim); });
+  m.def("amin",
+        [](const Tensor& x, std::vector<int64_t> dims, bool keepdim) { return unary(fg::amin, x, dims, keepdim); });
+  m.def("max_all", [](const Tensor& x) { return unary(fg::max_all, x); });
+  m.def("min_all", [](const Tensor& x) { return unary(fg::min_all, x); });
+  m.def("max_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::max_dim, x, dim, keepdim); });
+  m.def("min_dim", [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::min_dim, x, dim, keepdim); });
+  m.def("argmax",
+        [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return unary(fg::argmax, x, dim, keepdim); });
+  m.def("argmin",
+        [](const Tensor& x, std::optional<int64_t> dim, bool keepdim) { return unary(fg::argmin, x, dim, keepdim); });
+  m.def("norm", [](const Tensor& x, double p, std::vector<int64_t> dims, bool keepdim) {
+    return unary(fg::norm, x, p, dims, keepdim);
+  });
 
   m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
-  m.def("reshape", [](const Tensor& x, Shape shape) { return reshape(x, shape); });
+  // A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.
+  m.def("reshape", [](const Tensor& x, Shape shape) { return by_elements(copied_elements(x), fg::reshape, x, shape); });
   m.def("expand", [](const Tensor& x, Shape shape) { return expand(x, shape); });
   m.def("permute", [](const Tensor& x, std::vector<int64_t> dims) { return permute(x, dims); });
   m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return transpose(x, d0, d1); });
   m.def("t", [](const Tensor& x) { return t(x); });
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze(x, dims); });
   m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return unsqueeze(x, dim); });
-  m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) { return flatten(x, start, end); });
-  m.def("cat", [](py::handle tensors, int64_t dim) { return cat(tensor_list(tensors), dim); });
-  m.def("stack", [](py::handle tensors, int64_t dim) { return stack(tensor_list(tensors), dim); });
-  m.def("index", [](const Tensor& x, py::handle indices) { return index(x, optional_tensor_list(indices)); });
+  m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) {
+    return by_elements(copied_elements(x), fg::flatten, x, start, end);
+  });
+  m.def("cat", [](py::handle tensors, int64_t dim) {
+    std::vector<Tensor> list = tensor_list(tensors);
+    return by_elements(elements_of(list), [](const std::vector<Tensor>& l, int64_t d) { return cat(l, d); }, list, dim);
+  });
+  m.def("stack", [](py::handle tensors, int64_t dim) {
+    std::vector<Tensor> list = tensor_list(tensors);
+    return by_elements(elements_of(list), fg::stack, list, dim);
+  });
+  // Gathers and scatters: the work is the larger of the indexed tensor and the indices.
+  m.def("index", [](const Tensor& x, py::handle indices) {
+    std::vector<Tensor> list = optional_tensor_list(indices);
+    return by_elements(std::max(x->numel(), elements_of(list)), fg::index, x, list);
+  });
   m.def("index_put_", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
-    return index_put_(x, optional_tensor_list(indices), values, accumulate);
+    std::vector<Tensor> list = optional_tensor_list(indices);
+    return by_elements(std::max(values->numel(), elements_of(list)), fg::index_put_, x, list, values, accumulate);
   });
 
-  m.def("dot", [](const Tensor& a, const Tensor& b) { return dot(a, b); });
+  m.def("dot", [](const Tensor& a, const Tensor& b) { return product(fg::dot, a, b); });
   m.def("mv", [](const Tensor& a, const Tensor& b) { return product(fg::mv, a, b); });
   m.def("mm", [](const Tensor& a, const Tensor& b) { return product(fg::mm, a, b); });
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
@@ -531,7 +605,8 @@ void bind_tensor(py::module_& m) {
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
                        const std::string& reduction, int64_t ignore_index) {
     Reduction r = reduction_from_name(reduction);
-    return nll_loss(input, target, weight.value_or(Tensor()), r, ignore_index);
+    // One log-probability read per sample.
+    return by_elements(target->numel(), fg::nll_loss, input, target, weight.value_or(Tensor()), r, ignore_index);
   });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
@@ -544,21 +619,28 @@ void bind_tensor(py::module_& m) {
       if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
       s = Scalar::from_float(v);
     }
-    return full(shape, s, dtype_from_py(dtype));
+    auto op = [](const Shape& shape, const Scalar& s, DType dtype) { return full(shape, s, dtype); };
+    return by_elements(numel_of(shape), op, shape, s, dtype_from_py(dtype));
   });
   m.def("empty", [](Shape shape, py::handle dtype) { return empty(shape, dtype_from_py(dtype)); });
   m.def("arange", [](double start, double end, double step, py::handle dtype) {
+    // Its length is known only after arange's checks; (end - start) / step, unchecked, may be anything.
     return arange(start, end, step, dtype_from_py(dtype));
   });
   m.def("linspace", [](double start, double end, int64_t steps, py::handle dtype) {
-    return linspace(start, end, steps, dtype_from_py(dtype));
+    return by_elements(steps, fg::linspace, start, end, steps, dtype_from_py(dtype));
   });
-  m.def("eye", [](int64_t n, int64_t k, py::handle dtype) { return eye(n, k, dtype_from_py(dtype)); });
+  m.def("eye", [](int64_t n, int64_t m, py::handle dtype) {
+    return by_elements(double(n) * double(m), fg::eye, n, m, dtype_from_py(dtype));
+  });
   m.def("from_numpy", &tensor_from_numpy, py::arg("array"), py::arg("share_memory"));
   m.def("to_numpy", &tensor_to_numpy);
-  m.def("to_dtype", [](const Tensor& x, py::handle dtype) { return to_dtype(x, dtype_from_py(dtype)); });
-  m.def("clone", [](const Tensor& x) { return clone(x); });
-  m.def("contiguous", [](const Tensor& x) { return contiguous(x); });
+  m.def("to_dtype", [](const Tensor& x, py::handle dtype) {
+    DType d = dtype_from_py(dtype);
+    return by_elements(x->dtype == d ? 0 : x->numel(), fg::to_dtype, x, d);  // the same dtype: x itself
+  });
+  m.def("clone", [](const Tensor& x) { return unary(fg::clone, x); });
+  m.def("contiguous", &contiguous_binding);
   m.def("set_requires_grad", [](const Tensor& x, bool flag) {
     set_requires_grad(x, flag);
     return x;

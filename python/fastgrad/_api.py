@@ -1,44 +1,35 @@
-"""The public surface that both implementations (fastgrad and fastgrad.reference) provide.
+"""The public surface that both implementations (fastgrad and fastgrad.reference) provide: the op
+table's functions and methods (fastgrad._optable), and the names listed here that are not ops.
 
 tests/test_api.py fails when either lacks a name listed here, or when fastgrad exports a public
 name missing from this list (so the list cannot silently fall behind).
 """
 
-MODULE = """
+from fastgrad import _optable
+
+MODULE = (
+    """
     Size Tensor device dtype bool int64 float32 float64 long float double
+    finfo iinfo promote_types can_cast get_default_dtype
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
     randint_like randperm multinomial bernoulli poisson
     Generator default_generator random initial_seed get_rng_state set_rng_state
     no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim viz
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
-    add sub mul div pow neg negative abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip
-    maximum minimum where lt le gt ge eq ne equal allclose isclose
-    floor_divide remainder fmod bitwise_and bitwise_or bitwise_xor bitwise_not
-    logical_and logical_or logical_xor logical_not
-    sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax
-    matmul mm bmm mv dot
-    reshape flatten squeeze unsqueeze transpose swapaxes permute t cat concat concatenate stack clone
-    numel is_tensor save load serialization config set_num_threads get_num_threads
-    split chunk masked_fill all any gather is_floating_point
+    save load serialization config set_num_threads get_num_threads
     cuda backends accelerator amp autocast set_printoptions
     use_deterministic_algorithms are_deterministic_algorithms_enabled is_deterministic_algorithms_warn_only_enabled
 """.split()
+    + _optable.names("function")
+)
 
-TENSOR = """
+TENSOR = (
+    """
     shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
     dim numel size stride storage_offset is_contiguous element_size item tolist numpy
-    backward retain_grad requires_grad_ detach detach_ clone contiguous cpu cuda to type float double long bool
+    backward retain_grad requires_grad_ detach detach_ contiguous cpu cuda to type float double long bool
     register_hook register_post_accumulate_grad_hook
-    add sub mul div pow neg abs exp log sqrt sin cos tanh sigmoid relu sign clamp clip maximum minimum where
-    lt le gt ge eq ne equal allclose isclose
-    floor_divide remainder fmod bitwise_and bitwise_or bitwise_xor bitwise_not
-    logical_and logical_or logical_xor logical_not
-    sum mean prod var std max min amax amin argmax argmin norm softmax log_softmax matmul mm bmm mv dot
-    reshape view view_as reshape_as flatten squeeze unsqueeze transpose swapaxes permute t expand expand_as
-    add_ sub_ mul_ div_ pow_ zero_ fill_ copy_ clamp_ clip_
-    floor_divide_ remainder_ fmod_ bitwise_and_ bitwise_or_ bitwise_xor_ bitwise_not_
-    split chunk masked_fill masked_fill_ all any gather is_floating_point
     new_zeros new_ones new_full new_empty new_tensor uniform_ normal_
     multinomial bernoulli bernoulli_ exponential_ geometric_ log_normal_ cauchy_ random_
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
@@ -47,6 +38,8 @@ TENSOR = """
     __ipow__ __floordiv__ __rfloordiv__ __ifloordiv__ __mod__ __rmod__ __imod__ __and__ __rand__ __iand__
     __or__ __ror__ __ior__ __xor__ __rxor__ __ixor__ __invert__
 """.split()
+    + _optable.names("method")
+)
 
 # Intentional differences: names only one implementation has, and why.
 ONLY_FASTGRAD = {

@@ -5,35 +5,24 @@ executed a second time as fastgrad.reference._methods (see _shared) it runs over
 primitives of the same names. The arithmetic operators, attributes and autograd entry points are the
 backend's own (bound in C++, or by reference._prims); what is here parses flexible arguments (sizes
 as varargs or a tuple, `dim=None | int | tuple`, keyword options, `out=`) and calls the
-fixed-signature primitives. Each method in FUNCTIONS is also a module function (fastgrad.sum(x, 0) == x.sum(0)).
+fixed-signature primitives. Which op is a function, a method or both, and which are wrappers generated
+over a primitive, is the op table's (fastgrad._optable); the registration at the end reads it.
 """
 
 import builtins
 import collections
 import copy as _copy
+import linecache
 import operator
+import os
 
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
-from fastgrad import _formatting  # backend-independent: absolute, the same module for both
-from fastgrad._types import check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
+from fastgrad import _formatting, _optable  # backend-independent: absolute, the same module for both
+from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
 
 Tensor = _prims.Tensor
-
-
-METHODS = {}  # attached to Tensor
-FUNCTIONS = {}  # exported by the package
-
-
-def method(func=None, *, function=True):
-    def register(f):
-        METHODS[f.__name__] = f
-        if function:
-            FUNCTIONS[f.__name__] = f
-        return f
-
-    return register(func) if func is not None else register
 
 
 # ---- argument helpers
@@ -304,11 +293,6 @@ def requires_grad_(self, requires_grad=True):
     return _prims.set_requires_grad(self, requires_grad)
 
 
-@method
-def clone(input):
-    return _prims.clone(input)
-
-
 # ---- elementwise
 
 
@@ -327,22 +311,14 @@ def _times_alpha(input, other, alpha):
     return _prims.to_dtype(scaled, dtype) if isinstance(scaled, Tensor) else scaled
 
 
-@method
 def add(input, other, *, alpha=1, out=None):
     return _with_out(_prims.add(input, _times_alpha(input, other, alpha)), out)
 
 
-@method
 def sub(input, other, *, alpha=1, out=None):
     return _with_out(_prims.sub(input, _times_alpha(input, other, alpha)), out)
 
 
-@method
-def mul(input, other, *, out=None):
-    return _with_out(_prims.mul(input, other), out)
-
-
-@method
 def div(input, other, *, rounding_mode=None, out=None):
     if rounding_mode is None:
         return _with_out(_prims.div(input, other), out)
@@ -353,7 +329,6 @@ def div(input, other, *, rounding_mode=None, out=None):
     return _with_out(getattr(_prims, f"div_{rounding_mode}")(input, other), out)
 
 
-@method
 def pow(input, exponent, *, out=None):
     if not isinstance(input, Tensor):  # fastgrad.pow(2, x)
         return _with_out(_prims.rpow(exponent, input), out)
@@ -368,14 +343,12 @@ def _number_first(reflected, name, number, tensor):
     return result
 
 
-@method
 def floor_divide(input, other, *, out=None):
     if not isinstance(input, Tensor):
         return _with_out(_number_first(_prims.rfloor_divide, "floor_divide", input, other), out)
     return _with_out(_prims.floor_divide(input, other), out)
 
 
-@method
 def remainder(input, other, *, out=None):
     if not isinstance(input, Tensor):
         return _with_out(_number_first(_prims.rremainder, "remainder", input, other), out)
@@ -392,11 +365,10 @@ def _bitwise_form(name):
         return _with_out(primitive(input, other), out)
 
     op.__name__ = name
-    return method(op)
+    return op
 
 
-for _name in ["bitwise_and", "bitwise_or", "bitwise_xor"]:
-    _bitwise_form(_name)
+bitwise_and, bitwise_or, bitwise_xor = map(_bitwise_form, ["bitwise_and", "bitwise_or", "bitwise_xor"])
 
 
 def _logical_form(name, bitwise):
@@ -410,40 +382,18 @@ def _logical_form(name, bitwise):
         return _with_out(bitwise(_prims.to_dtype(input, bool_), _prims.to_dtype(other, bool_)), out)
 
     op.__name__ = name
-    return method(op)
+    return op
 
 
-for _name, _bitwise in [
-    ("logical_and", _prims.bitwise_and),
-    ("logical_or", _prims.bitwise_or),
-    ("logical_xor", _prims.bitwise_xor),
-]:
-    _logical_form(_name, _bitwise)
+logical_and = _logical_form("logical_and", _prims.bitwise_and)
+logical_or = _logical_form("logical_or", _prims.bitwise_or)
+logical_xor = _logical_form("logical_xor", _prims.bitwise_xor)
 
 
-@method
 def logical_not(input, *, out=None):
     return _with_out(_prims.bitwise_not(_prims.to_dtype(input, bool_)), out)
 
 
-def _with_out_form(name):
-    """fastgrad.<name>(input, *args, out=None) and Tensor.<name>(*args) for the primitive _prims.<name>."""
-    primitive = getattr(_prims, name)
-
-    def op(input, *args, out=None):
-        return _with_out(primitive(input, *args), out)
-
-    op.__name__ = name
-    return method(op)
-
-
-for _name in ["neg", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sigmoid", "relu", "sign", "bitwise_not"]:
-    _with_out_form(_name)
-_with_out_form("fmod")  # unlike remainder, no number first
-negative = FUNCTIONS["negative"] = FUNCTIONS["neg"]
-
-
-@method
 def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         for bound in (min, max):
@@ -456,33 +406,12 @@ def clamp(input, min=None, max=None, *, out=None):
     return _with_out(_prims.clamp(input, min, max), out)
 
 
-clip = FUNCTIONS["clip"] = METHODS["clip"] = clamp
-
-
 def where(condition, input, other):
     return _prims.where(condition, input, other)
 
 
-FUNCTIONS["where"] = where
-
-
-@method(function=False)
-def _where_method(self, condition, other):
+def where_method(self, condition, other):
     return _prims.where(condition, self, other)
-
-
-def _comparison(name):
-    primitive = getattr(_prims, name)  # the named form: a non-number `other` is a TypeError, not NotImplemented
-
-    def op(input, other, *, out=None):
-        return _with_out(primitive(input, other), out)
-
-    op.__name__ = name
-    return method(op)
-
-
-for _name in ["lt", "le", "gt", "ge", "eq", "ne"]:
-    _comparison(_name)
 
 
 def _all(condition):
@@ -490,60 +419,29 @@ def _all(condition):
     return _prims.sum(condition, [], False, None).item() == condition.numel()
 
 
-@method
 def equal(input, other):
     return input.shape == other.shape and _all(input == other)
 
 
-@method
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _all(_prims.isclose(input, other, rtol, atol, equal_nan))
 
 
-@method
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:  # no type promotion, as PyTorch
+        raise RuntimeError(f"{SCALAR_TYPE_NAME[input.dtype]} did not match {SCALAR_TYPE_NAME[other.dtype]}")
     return _prims.isclose(input, other, rtol, atol, equal_nan)
 
 
 # ---- in place
 
 
-def _inplace_with_alpha(primitive):
-    def op(self, other, *, alpha=1):
-        return primitive(self, _times_alpha(self, other, alpha))
-
-    return op
+def add_(self, other, *, alpha=1):
+    return _prims.add_(self, _times_alpha(self, other, alpha))
 
 
-METHODS["add_"] = _inplace_with_alpha(_prims.add_)
-METHODS["sub_"] = _inplace_with_alpha(_prims.sub_)
-
-
-def _inplace_form(name):
-    """Tensor.<name>(...) for the in-place primitive _prims.<name>."""
-    primitive = getattr(_prims, name)
-
-    def op(self, *args):
-        return primitive(self, *args)
-
-    op.__name__ = name
-    return method(op, function=False)
-
-
-for _name in ["floor_divide_", "remainder_", "fmod_", "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_not_"]:
-    _inplace_form(_name)
-
-
-def clamp_(self, min=None, max=None):
-    return _prims.clamp_(self, min, max)
-
-
-def fill_(self, value):
-    return _prims.fill_(self, value)
-
-
-def zero_(self):
-    return _prims.zero_(self)
+def sub_(self, other, *, alpha=1):
+    return _prims.sub_(self, _times_alpha(self, other, alpha))
 
 
 def copy_(self, src, non_blocking=False):
@@ -555,19 +453,12 @@ def copy_(self, src, non_blocking=False):
 # ---- reductions
 
 
-@method
-def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    return _with_out(_prims.sum(input, _dims(dim), keepdim, dtype), out)
-
-
-@method
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
     return _with_out(_prims.mean(input, _dims(dim), keepdim), out)
 
 
-@method
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
@@ -583,13 +474,11 @@ def _correction(dim, unbiased, correction):
     return dim, correction
 
 
-@method
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction(dim, unbiased, correction)
     return _prims.var(input, _dims(dim), builtins.float(correction), keepdim)
 
 
-@method
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, correction = _correction(dim, unbiased, correction)
     return _prims.std(input, _dims(dim), builtins.float(correction), keepdim)
@@ -608,33 +497,12 @@ def _extreme(name, elementwise):
         return result(*over_dim(input, _index(dim), keepdim))
 
     extreme.__name__ = extreme.__qualname__ = name
-    return method(extreme)
+    return extreme
 
 
 max, min = _extreme("max", _prims.maximum), _extreme("min", _prims.minimum)
 
 
-@method
-def amax(input, dim=(), keepdim=False):
-    return _prims.amax(input, _dims(dim), keepdim)
-
-
-@method
-def amin(input, dim=(), keepdim=False):
-    return _prims.amin(input, _dims(dim), keepdim)
-
-
-@method
-def argmax(input, dim=None, keepdim=False):
-    return _prims.argmax(input, dim, keepdim)
-
-
-@method
-def argmin(input, dim=None, keepdim=False):
-    return _prims.argmin(input, dim, keepdim)
-
-
-@method
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
@@ -651,35 +519,19 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 # ---- softmax: fused, numerically stable kernels. `dtype` converts the input first (ToCopyBackward0 shows).
 
 
-@method
 def softmax(input, dim, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
     return _prims.softmax(input, dim)
 
 
-@method
 def log_softmax(input, dim, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
     return _prims.log_softmax(input, dim)
 
 
-# ---- products
-
-for _name in ["matmul", "mm", "bmm", "mv", "dot", "maximum", "minimum"]:
-    _with_out_form(_name)
-
-
 # ---- shapes
-
-
-def reshape(self, *shape):
-    return _prims.reshape(self, _sizes(shape, "shape"))
-
-
-def view(self, *shape):
-    return _prims.view(self, _sizes(shape, "shape"))
 
 
 def view_as(self, other):
@@ -688,10 +540,6 @@ def view_as(self, other):
 
 def reshape_as(self, other):
     return _prims.reshape(self, list(other.shape))
-
-
-def expand(self, *sizes):
-    return _prims.expand(self, _sizes(sizes))
 
 
 def expand_as(self, other):
@@ -704,40 +552,13 @@ def permute(self, *dims):
     return _prims.permute(self, _sizes(dims, "dims"))
 
 
-@method
-def transpose(input, dim0, dim1):
-    return _prims.transpose(input, _index(dim0), _index(dim1))
+def permute_function(input, dims):
+    """fastgrad.permute(x, (1, 0)) takes the dims as one argument."""
+    return permute(input, dims)
 
 
-swapaxes = FUNCTIONS["swapaxes"] = METHODS["swapaxes"] = transpose
-
-
-@method
-def t(input):
-    return _prims.t(input)
-
-
-@method
 def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
-
-
-@method
-def unsqueeze(input, dim):
-    return _prims.unsqueeze(input, _index(dim))
-
-
-@method
-def flatten(input, start_dim=0, end_dim=-1):
-    return _prims.flatten(input, _index(start_dim), _index(end_dim))
-
-
-def cat(tensors, dim=0, *, out=None):
-    return _with_out(_prims.cat(tensors, _index(dim)), out)
-
-
-def stack(tensors, dim=0, *, out=None):
-    return _with_out(_prims.stack(tensors, _index(dim)), out)
 
 
 def numel(input):
@@ -751,12 +572,10 @@ def is_tensor(obj):
 # ---- composed from the ops above (their graphs record the parts, e.g. SliceBackward0 for split)
 
 
-@method
 def is_floating_point(input):
     return input.dtype.is_floating_point
 
 
-@method
 def split(tensor, split_size_or_sections, dim=0):
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -781,7 +600,6 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(tensor[before + (builtins.slice(a, a + n),)] for a, n in zip(starts, sections))
 
 
-@method
 def chunk(input, chunks, dim=0):
     chunks = _index(chunks)
     if chunks <= 0:
@@ -792,7 +610,6 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-length // chunks) if length else [0] * chunks, dim)
 
 
-@method
 def masked_fill(input, mask, value):
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_fill(): argument 'mask' must be Tensor, not {builtins.type(mask).__name__}")
@@ -803,24 +620,21 @@ def masked_fill(input, mask, value):
     return _prims.where(mask, _prims.to_dtype(fill, input.dtype), input)
 
 
-@method(function=False)
 def masked_fill_(self, mask, value):
     return self.copy_(masked_fill(self, mask, value))
 
 
-@method
 def all(input, dim=None, keepdim=False):
     nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
     if dim is None:
-        return _prims.eq(sum(nonzero), input.numel())
+        return _prims.eq(_prims.sum(nonzero, [], False, None), input.numel())
     dim = _wrap_dim(_index(dim), input.dim())
-    return _prims.eq(sum(nonzero, dim, keepdim), input.shape[dim] if input.dim() else 1)
+    return _prims.eq(_prims.sum(nonzero, [dim], keepdim, None), input.shape[dim] if input.dim() else 1)
 
 
-@method
 def any(input, dim=None, keepdim=False):
     nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
-    return _prims.gt(sum(nonzero, dim, keepdim), 0)
+    return _prims.gt(_prims.sum(nonzero, _dims(dim), keepdim, None), 0)
 
 
 def _check_gather_index(index, dim, size):
@@ -832,7 +646,6 @@ def _check_gather_index(index, dim, size):
         raise RuntimeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
 
 
-@method
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] (dim 0): advanced indexing where every other dim is indexed
     by its own coordinates."""
@@ -862,8 +675,22 @@ def gather(input, dim, index):
     return input[tuple(key)]
 
 
-# ---- attach
-for _name, _value in {
+# ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
+
+
+def _compiled(source, name):
+    """The function `name` defined by generated source, over this module's globals (as
+    collections.namedtuple makes its class): plain Python, nothing interpreted per call. Its file name
+    is in the package (anomaly mode's tracebacks leave out the package's frames), its source in
+    linecache (tracebacks show the line)."""
+    filename = os.path.join(os.path.dirname(__file__), f"<op table: {name}>")
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace = {}
+    exec(compile(source, filename, "exec"), globals(), namespace)
+    return namespace[name]
+
+
+TENSOR_ATTRIBUTES = {
     "__repr__": __repr__,
     "__str__": __repr__,
     "__format__": __format__,
@@ -895,35 +722,22 @@ for _name, _value in {
     "long": long,
     "bool": _bool,
     "requires_grad_": requires_grad_,
-    "clamp_": clamp_,
-    "clip_": clamp_,
-    "fill_": fill_,
-    "zero_": zero_,
-    "copy_": copy_,
-    "reshape": reshape,
-    "view": view,
-    "view_as": view_as,
-    "reshape_as": reshape_as,
-    "expand": expand,
-    "expand_as": expand_as,
-    "permute": permute,
-    "where": _where_method,
-}.items():
+}
+FUNCTIONS = {  # exported by the package
+    "config": _prims.config,  # the backend's build and runtime configuration (SIMD ISA, threads)
+    "set_num_threads": _prims.set_num_threads,
+    "get_num_threads": _prims.get_num_threads,
+}
+for _row in _optable.OPS:
+    _kind, _, _target = _row.impl.partition(".")
+    if _kind == "Tensor":  # bound by the backend's Tensor type itself
+        continue
+    _op = _compiled(_optable.wrapper_source(_row, _target), _row.name) if _kind == "_prims" else globals()[_target]
+    if "function" in _row.variants:
+        FUNCTIONS[_row.name] = _op
+    if "method" in _row.variants:
+        TENSOR_ATTRIBUTES[_row.name] = _op
+    if "inplace" in _row.variants:
+        TENSOR_ATTRIBUTES[f"{_row.name}_"] = _compiled(_optable.inplace_source(_row), f"{_row.name}_")
+for _name, _value in TENSOR_ATTRIBUTES.items():
     setattr(Tensor, _name, _value)
-for _name, _value in METHODS.items():
-    if not _name.startswith("_"):
-        setattr(Tensor, _name, _value)
-# fastgrad.reshape(x, (2, 3)) / fastgrad.permute(x, (1, 0)) take the sizes as one argument.
-FUNCTIONS.update(
-    cat=cat,
-    stack=stack,
-    concat=cat,
-    concatenate=cat,
-    numel=numel,
-    is_tensor=is_tensor,
-    reshape=lambda input, shape: reshape(input, shape),
-    permute=lambda input, dims: permute(input, dims),
-)
-FUNCTIONS["config"] = _prims.config  # the backend's build and runtime configuration (SIMD ISA, threads)
-FUNCTIONS["set_num_threads"] = _prims.set_num_threads
-FUNCTIONS["get_num_threads"] = _prims.get_num_threads

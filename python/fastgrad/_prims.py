@@ -8,6 +8,7 @@ import numpy as np
 
 from ._C import *  # noqa: F401,F403  add, sum, reshape, full, from_numpy, ...: the core's fixed-signature ops
 from ._C import Tensor, _register_types, _set_grad_enabled, from_numpy, is_grad_enabled, to_numpy  # noqa: F401
+from ._meta import broadcast_shapes
 from ._types import ALL_DTYPES, Size, bool as bool_, int64, float32, float64
 
 _register_types(ALL_DTYPES, Size)  # the dtype and Size objects the core hands out
@@ -26,6 +27,7 @@ def from_values(values, shape, dtype, kind):
 
 
 def isclose(input, other, rtol, atol, equal_nan):
-    """numpy.isclose of the two tensors' values, as a bool tensor."""
+    """numpy.isclose of the two tensors' values, as a bool tensor (shapes that do not broadcast: PyTorch's error)."""
+    broadcast_shapes(input.shape, other.shape)
     close = np.isclose(to_numpy(input.detach()), to_numpy(other.detach()), rtol=rtol, atol=atol, equal_nan=equal_nan)
     return from_numpy(np.asarray(close), share_memory=False)

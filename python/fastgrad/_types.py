@@ -2,6 +2,8 @@
 
 import builtins
 
+import numpy as np
+
 
 class dtype:
     """An element type. The four instances below are the only ones; compare them with `is` or `==`."""
@@ -124,3 +126,86 @@ def check_cpu(where):
         raise AssertionError(f"Torch not compiled with {NOT_COMPILED[kind]} enabled")
     if kind != "cpu":
         raise RuntimeError(f"PyTorch is not linked with support for {kind} devices")
+
+
+# ---- facts about dtypes: finfo, iinfo, promotion and casting rules, the default dtype
+
+# bool < int64 < float32 < float64: PyTorch's promotion between two dtypes is the later of them.
+_PROMOTION_ORDER = [bool, int64, float32, float64]
+_KIND = {bool: 0, int64: 1, float32: 2, float64: 2}  # bool, integer, floating
+
+
+def _require_dtype(value, function, argument, position):
+    if not isinstance(value, dtype):
+        raise TypeError(
+            f"{function}(): argument '{argument}' (position {position}) must be torch.dtype, not "
+            f"{builtins.type(value).__name__}"
+        )
+
+
+def get_default_dtype():
+    """The dtype of float tensors made without one (fastgrad: always float32)."""
+    return float32
+
+
+def promote_types(type1, type2):
+    _require_dtype(type1, "promote_types", "type1", 1)
+    _require_dtype(type2, "promote_types", "type2", 2)
+    return builtins.max(type1, type2, key=_PROMOTION_ORDER.index)
+
+
+def can_cast(from_, to):
+    """PyTorch's rule: a cast may narrow within a kind, but never go down a kind (float to integer,
+    integer to bool)."""
+    _require_dtype(from_, "can_cast", "from_", 1)
+    _require_dtype(to, "can_cast", "to", 2)
+    return _KIND[from_] <= _KIND[to]
+
+
+class finfo:
+    """Machine limits of a floating dtype, as PyTorch's torch.finfo."""
+
+    def __init__(self, type=None):
+        type = get_default_dtype() if type is None else type
+        if not isinstance(type, dtype) or not type.is_floating_point:
+            raise TypeError(
+                "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
+            )
+        info = np.finfo(np.float32 if type is float32 else np.float64)
+        self.bits, self.dtype = info.bits, type._name
+        self.eps, self.max, self.min = builtins.float(info.eps), builtins.float(info.max), builtins.float(info.min)
+        self.tiny = self.smallest_normal = builtins.float(info.tiny)
+        self.resolution = builtins.float(info.resolution)
+
+    def __eq__(self, other):
+        return isinstance(other, finfo) and other.dtype == self.dtype
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return (
+            f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+            f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})"
+        )
+
+
+class iinfo:
+    """Limits of an integer dtype, as PyTorch's torch.iinfo."""
+
+    def __init__(self, type):
+        if type is bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if not isinstance(type, dtype) or type.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        self.bits, self.dtype = 8 * type.itemsize, type._name
+        self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+
+    def __eq__(self, other):
+        return isinstance(other, iinfo) and other.dtype == self.dtype
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return f"iinfo(min={builtins.float(self.min):g}, max={builtins.float(self.max):g}, dtype={self.dtype})"

@@ -16,7 +16,6 @@ vectorize=True and the "forward-mode" strategies are NotImplementedError.
 from .. import _prims
 from .._factories import zeros_like
 from .._grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
-from .._methods import stack
 from .gradients import grad
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
@@ -271,7 +270,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                             "This is not allowed in strict mode when create_graph=True."
                         )
                     rows[j].append(g)
-            result.append(tuple(stack(r).view(tuple(out.shape) + tuple(x.shape)) for r, x in zip(rows, inputs)))
+            jacobians = (_prims.stack(r, 0).view(tuple(out.shape) + tuple(x.shape)) for r, x in zip(rows, inputs))
+            result.append(tuple(jacobians))
         result = _grad_postprocess(tuple(result), create_graph)
     return _tuple_postprocess(result, (is_outputs_tuple, is_inputs_tuple))
 

@@ -1,0 +1,318 @@
+"""Shape/dtype rules: each op's result shape and dtype, from its arguments' shapes and dtypes, without
+running its kernel (the op table names an op's rule; tests/test_meta.py checks every rule on the op
+cases against the ops themselves).
+
+A rule takes the op's arguments as the op does; of a tensor it reads only .shape and .dtype, so
+anything with those two attributes may stand in for one. It returns Meta(shape, dtype), or a tuple of
+them for an op with several results. Rules assume arguments the op accepts: checking them is the op's.
+"""
+
+import builtins
+import collections
+import operator
+
+from fastgrad._types import bool as bool_, float32, int64, promote_types
+
+Meta = collections.namedtuple("Meta", ["shape", "dtype"])
+
+
+def _is_tensor(value):
+    return hasattr(value, "shape") and hasattr(value, "dtype")
+
+
+def _promote(a, b):
+    """promote_types, where None is no dtype yet."""
+    return b if a is None else a if b is None else promote_types(a, b)
+
+
+def _combine(higher, lower):
+    """PyTorch's combine_categories: a lower-priority group (0-d tensors, then Python numbers) only
+    counts when it is of a higher category, or promotes bool."""
+    if higher is not None and higher.is_floating_point:
+        return higher
+    if higher is bool_ or (lower is not None and lower.is_floating_point):
+        return _promote(higher, lower)
+    return higher if higher is not None else lower
+
+
+def result_type(*operands):
+    """PyTorch's type promotion over tensors and Python numbers (None operands are left out):
+    tensors with dimensions first, then 0-d tensors, then numbers (a float number is float32)."""
+    dims = zeros = numbers = None
+    for x in operands:
+        if x is None:
+            continue
+        if _is_tensor(x):
+            if len(x.shape):
+                dims = _promote(dims, x.dtype)
+            else:
+                zeros = _promote(zeros, x.dtype)
+        else:
+            number = bool_ if isinstance(x, builtins.bool) else int64 if isinstance(x, int) else float32
+            numbers = _promote(numbers, number)
+    return _combine(dims, _combine(zeros, numbers))
+
+
+def broadcast_shapes(*shapes):
+    """The shape the shapes broadcast to, or PyTorch's error for sizes that do not match."""
+    result = ()
+    for shape in shapes:
+        n = builtins.max(len(result), len(shape))
+        a, b = (1,) * (n - len(result)) + result, (1,) * (n - len(shape)) + tuple(shape)
+        for i, (da, db) in enumerate(zip(a, b)):
+            if da != db and 1 not in (da, db):
+                raise RuntimeError(
+                    f"The size of tensor a ({da}) must match the size of tensor b ({db}) at non-singleton dimension {i}"
+                )
+        result = tuple(db if da == 1 else da for da, db in zip(a, b))
+    return result
+
+
+def _shape(x):
+    return tuple(x.shape) if _is_tensor(x) else ()
+
+
+def _wrap(dim, ndim):
+    return operator.index(dim) % builtins.max(ndim, 1)
+
+
+def _dim_list(dim, ndim):
+    """None, () or [] -> every dim; an int or a sequence -> those dims, wrapped."""
+    if dim is None:
+        return list(range(ndim))
+    dims = list(dim) if isinstance(dim, (tuple, list)) else [dim]
+    return [_wrap(d, ndim) for d in dims] if dims else list(range(ndim))
+
+
+def _reduced(shape, dims, keepdim):
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _sizes(args):
+    """(2, 3), ((2, 3),) and ([2, 3],) all mean [2, 3], as _methods reads sizes."""
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else list(args)
+
+
+def _floating(dtype):
+    return dtype if dtype.is_floating_point else float32
+
+
+# ---- elementwise
+
+
+def binary(input, other, **options):
+    return Meta(broadcast_shapes(_shape(input), _shape(other)), result_type(input, other))
+
+
+def div(input, other, *, rounding_mode=None, **options):
+    shape, dtype = binary(input, other)
+    return Meta(shape, dtype if rounding_mode is not None else _floating(dtype))
+
+
+def comparison(input, other, **options):
+    return Meta(broadcast_shapes(_shape(input), _shape(other)), bool_)
+
+
+def unary(input, **options):
+    return Meta(tuple(input.shape), input.dtype)
+
+
+def unary_float(input, **options):
+    return Meta(tuple(input.shape), _floating(input.dtype))
+
+
+def unary_bool(input, **options):
+    return Meta(tuple(input.shape), bool_)
+
+
+def inplace(self, *args, **options):
+    """An in-place op's result is `self`."""
+    return Meta(tuple(self.shape), self.dtype)
+
+
+def clamp(input, min=None, max=None, **options):
+    shape = broadcast_shapes(_shape(input), _shape(min), _shape(max))
+    return Meta(shape, result_type(input, min, max))
+
+
+def where(condition, input, other):
+    shape = broadcast_shapes(_shape(condition), _shape(input), _shape(other))
+    return Meta(shape, result_type(input, other))
+
+
+def where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+def masked_fill(input, mask, value):
+    return Meta(broadcast_shapes(_shape(input), _shape(mask)), input.dtype)
+
+
+# ---- reductions
+
+
+def _reduction(input, dim, keepdim, dtype):
+    return Meta(_reduced(tuple(input.shape), _dim_list(dim, len(input.shape)), keepdim), dtype)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, **options):
+    """sum and prod: integers and bools accumulate in int64."""
+    if dtype is None:
+        dtype = input.dtype if input.dtype.is_floating_point else int64
+    return _reduction(input, dim, keepdim, dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None, **options):
+    return _reduction(input, dim, keepdim, dtype or input.dtype)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, **options):
+    if isinstance(dim, builtins.bool):  # var(unbiased)
+        dim = None
+    return _reduction(input, dim, keepdim, input.dtype)
+
+
+def reduction(input, dim=(), keepdim=False):
+    """amax, amin: the input's dtype."""
+    return _reduction(input, dim, keepdim, input.dtype)
+
+
+def argmax(input, dim=None, keepdim=False):
+    return _reduction(input, dim, keepdim, int64)
+
+
+def all(input, dim=None, keepdim=False):
+    return _reduction(input, dim, keepdim, bool_)
+
+
+def extreme(input, dim=None, keepdim=False, **options):
+    """max / min: over everything, along a dim (values, indices), or elementwise with a tensor."""
+    if _is_tensor(dim):
+        return binary(input, dim)
+    if dim is None:
+        return Meta((), input.dtype)
+    values = _reduction(input, dim, keepdim, input.dtype)
+    return values, Meta(values.shape, int64)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    return _reduction(input, dim, keepdim, dtype or input.dtype)
+
+
+def softmax(input, dim, dtype=None):
+    return Meta(tuple(input.shape), dtype or input.dtype)
+
+
+# ---- products
+
+
+def matmul(input, other, **options):
+    """matmul (and mm, bmm, mv, dot, its special cases): 1-D operands gain a dim that the result
+    loses again; the batch dims broadcast."""
+    a, b = tuple(input.shape), tuple(other.shape)
+    rows = a[-2:-1] if len(a) > 1 else ()
+    cols = b[-1:] if len(b) > 1 else ()
+    batch = broadcast_shapes(a[:-2], b[:-2])
+    return Meta(batch + rows + cols, result_type(input, other))
+
+
+# ---- shapes
+
+
+def view(input, *shape):
+    """view / reshape (sizes as varargs or one sequence; one of them may be -1)."""
+    sizes = _sizes(shape)
+    if -1 in sizes:
+        known = 1
+        for n in sizes:
+            known *= n if n != -1 else 1
+        total = 1
+        for n in input.shape:
+            total *= n
+        sizes[sizes.index(-1)] = total // known if known else 0
+    return Meta(tuple(sizes), input.dtype)
+
+
+def view_as(self, other):
+    return Meta(tuple(other.shape), self.dtype)
+
+
+def expand(self, *sizes):
+    sizes = _sizes(sizes)
+    shape = (1,) * (len(sizes) - len(self.shape)) + tuple(self.shape)
+    return Meta(tuple(old if new == -1 else new for old, new in zip(shape, sizes)), self.dtype)
+
+
+def permute(input, *dims):
+    shape = tuple(input.shape)
+    return Meta(tuple(shape[_wrap(d, len(shape))] for d in _sizes(dims)), input.dtype)
+
+
+def transpose(input, dim0, dim1):
+    shape = list(input.shape)
+    i, j = _wrap(dim0, len(shape)), _wrap(dim1, len(shape))
+    if shape:
+        shape[i], shape[j] = shape[j], shape[i]
+    return Meta(tuple(shape), input.dtype)
+
+
+def t(input):
+    return Meta(tuple(reversed(input.shape)), input.dtype)
+
+
+def squeeze(input, dim=None):
+    shape = tuple(input.shape)
+    dims = _dim_list(dim, len(shape))
+    return Meta(tuple(n for i, n in enumerate(shape) if not (i in dims and n == 1)), input.dtype)
+
+
+def unsqueeze(input, dim):
+    shape = list(input.shape)
+    shape.insert(operator.index(dim) % (len(shape) + 1), 1)
+    return Meta(tuple(shape), input.dtype)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    shape = tuple(input.shape)
+    if not shape:
+        return Meta((1,), input.dtype)
+    start, end = _wrap(start_dim, len(shape)), _wrap(end_dim, len(shape))
+    merged = 1
+    for n in shape[start : end + 1]:
+        merged *= n
+    return Meta(shape[:start] + (merged,) + shape[end + 1 :], input.dtype)
+
+
+def cat(tensors, dim=0, **options):
+    first = tuple(tensors[0].shape)
+    d = _wrap(dim, len(first))
+    along = builtins.sum(t.shape[d] for t in tensors)
+    return Meta(first[:d] + (along,) + first[d + 1 :], result_type(*tensors))
+
+
+def stack(tensors, dim=0, **options):
+    shape = list(tensors[0].shape)
+    shape.insert(operator.index(dim) % (len(shape) + 1), len(tensors))
+    return Meta(tuple(shape), result_type(*tensors))
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    shape = tuple(tensor.shape)
+    d = _wrap(dim, len(shape))
+    if isinstance(split_size_or_sections, (tuple, list)):
+        sections = list(split_size_or_sections)
+    else:
+        size, length = split_size_or_sections, shape[d]
+        sections = [builtins.min(size, length - start) for start in range(0, length, size)] or [0]
+    return tuple(Meta(shape[:d] + (n,) + shape[d + 1 :], tensor.dtype) for n in sections)
+
+
+def chunk(input, chunks, dim=0):
+    length = input.shape[_wrap(dim, len(input.shape))]
+    return split(input, -(-length // chunks) if length else [0] * chunks, dim)
+
+
+def gather(input, dim, index):
+    return Meta(tuple(index.shape), input.dtype)

@@ -1,0 +1,345 @@
+"""The op table: one row per op, read at import; see docs/ops.md for how to add an op.
+
+A row gives the op's PyTorch signature, its variants, what implements it, the name of its shape/dtype
+rule (fastgrad._meta) and the name of its test-case family (tests/op_cases.py). Derived from it:
+the Tensor methods and module functions of both backends (fastgrad._methods), the public name lists
+(fastgrad._api), and the checks that every op has op cases, a fuzzer grammar entry and a shape rule.
+
+Signatures are written as PyTorch documents them (`-> Tensor` left out), with ATen's types: `int` is
+converted with operator.index, `int[1]?` (dims; None or () for all) and `SymInt[]` (sizes, one int or
+a sequence) as _methods's _dims and _sizes read them, `SymInt...` is varargs sizes (x.view(2, 3) or
+x.view((2, 3))). Other types are documentation: the primitive checks them. A signature opening with
+`Tensor.` is a method's own form (the function of the same name has another row). Parameters are
+separated by ", " (so a default may not contain one).
+
+Variants: `function` (fastgrad.<name>), `method` (Tensor.<name>), `out` (an `out=` keyword),
+`inplace` (Tensor.<name>_, over the primitive _prims.<name>_: in-place ops are primitives, the core
+checks leaves and versions).
+
+Implementation:
+    _prims.<p>    a wrapper generated from the signature (plain Python code, made once at import)
+                  calls the backend primitive <p> (C++ in fastgrad._prims, Python in fastgrad.reference._prims)
+    _methods.<f>  the function <f> written in the shared Python layer, run on both backends
+    Tensor        the backend's Tensor type binds the method itself (for speed); nothing to register
+"""
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Param:
+    type: str
+    name: str
+    default: object  # the default's source text, or None when the parameter is required
+    keyword_only: bool
+
+
+@dataclass(frozen=True)
+class Op:
+    signature: str
+    variants: tuple
+    impl: str
+    meta: object  # the name of the shape/dtype rule in fastgrad._meta; None for a non-tensor result
+    cases: object  # the name of the test-case family tests/op_cases.py expands; None for cases by hand
+
+    @property
+    def name(self):
+        return re.match(r"(?:Tensor\.)?(\w+)\(", self.signature).group(1)
+
+    @property
+    def params(self):
+        text = re.search(r"\((.*)\)", self.signature).group(1)
+        params, keyword_only = [], False
+        for item in filter(None, (p.strip() for p in text.split(", "))):
+            if item == "*":
+                keyword_only = True
+                continue
+            declaration, _, default = item.partition("=")
+            type_, name = declaration.rsplit(" ", 1)
+            params.append(Param(type_, name, default or None, keyword_only))
+        return params
+
+
+OPS = []
+
+
+def op(signature, variants, impl, meta, cases=None):
+    OPS.append(Op(signature, tuple(variants.split()), impl, meta, cases))
+
+
+# ---- elementwise, binary (broadcasting, PyTorch's type promotion)
+# fmt: off
+op("add(Tensor input, Tensor other, *, Scalar alpha=1)",
+   "function method out", "_methods.add", "binary", "binary")
+op("sub(Tensor input, Tensor other, *, Scalar alpha=1)",
+   "function method out", "_methods.sub", "binary", "binary")
+op("mul(Tensor input, Tensor other)",
+   "function method out", "_prims.mul", "binary", "binary")
+op("div(Tensor input, Tensor other, *, str? rounding_mode=None)",
+   "function method out", "_methods.div", "div", "binary(real,nonzero)")
+op("pow(Tensor input, Tensor exponent)",
+   "function method out", "_methods.pow", "binary", "binary(pos,real)")
+op("maximum(Tensor input, Tensor other)",
+   "function method out", "_prims.maximum", "binary", "binary")
+op("minimum(Tensor input, Tensor other)",
+   "function method out", "_prims.minimum", "binary", "binary")
+op("floor_divide(Tensor input, Tensor other)",
+   "function method out", "_methods.floor_divide", "binary")
+op("remainder(Tensor input, Tensor other)",
+   "function method out", "_methods.remainder", "binary", "binary(real,nonzero)")
+op("fmod(Tensor input, Tensor other)",
+   "function method out inplace", "_prims.fmod", "binary", "binary(real,nonzero)")
+op("bitwise_and(Tensor input, Tensor other)",
+   "function method out", "_methods.bitwise_and", "binary")
+op("bitwise_or(Tensor input, Tensor other)",
+   "function method out", "_methods.bitwise_or", "binary")
+op("bitwise_xor(Tensor input, Tensor other)",
+   "function method out", "_methods.bitwise_xor", "binary")
+op("logical_and(Tensor input, Tensor other)",
+   "function method out", "_methods.logical_and", "comparison")
+op("logical_or(Tensor input, Tensor other)",
+   "function method out", "_methods.logical_or", "comparison")
+op("logical_xor(Tensor input, Tensor other)",
+   "function method out", "_methods.logical_xor", "comparison")
+op("lt(Tensor input, Tensor other)",
+   "function method out", "_prims.lt", "comparison")
+op("le(Tensor input, Tensor other)",
+   "function method out", "_prims.le", "comparison")
+op("gt(Tensor input, Tensor other)",
+   "function method out", "_prims.gt", "comparison")
+op("ge(Tensor input, Tensor other)",
+   "function method out", "_prims.ge", "comparison")
+op("eq(Tensor input, Tensor other)",
+   "function method out", "_prims.eq", "comparison")
+op("ne(Tensor input, Tensor other)",
+   "function method out", "_prims.ne", "comparison")
+op("isclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False)",
+   "function method", "_methods.isclose", "comparison")
+op("equal(Tensor input, Tensor other) -> bool",
+   "function method", "_methods.equal", None)
+op("allclose(Tensor input, Tensor other, float rtol=1e-05, float atol=1e-08, bool equal_nan=False) -> bool",
+   "function method", "_methods.allclose", None)
+op("where(Tensor condition, Tensor input, Tensor other)",
+   "function", "_methods.where", "where")
+op("Tensor.where(Tensor self, Tensor condition, Tensor other)",
+   "method", "_methods.where_method", "where_method")
+op("clamp(Tensor input, Scalar? min=None, Scalar? max=None)",
+   "function method out inplace", "_methods.clamp", "clamp")
+op("clip(Tensor input, Scalar? min=None, Scalar? max=None)",
+   "function method out", "_methods.clamp", "clamp")
+op("clip_(Tensor self, Scalar? min=None, Scalar? max=None)",
+   "method", "_prims.clamp_", "inplace")
+op("masked_fill(Tensor input, Tensor mask, Scalar value)",
+   "function method", "_methods.masked_fill", "masked_fill")
+
+# ---- elementwise, unary
+op("neg(Tensor input)",
+   "function method out", "_prims.neg", "unary", "unary")
+op("negative(Tensor input)",
+   "function method out", "_prims.neg", "unary", "unary")
+op("abs(Tensor input)",
+   "function method out", "_prims.abs", "unary", "unary(nonzero)")
+op("sign(Tensor input)",
+   "function method out", "_prims.sign", "unary")
+op("exp(Tensor input)",
+   "function method out", "_prims.exp", "unary_float", "unary")
+op("log(Tensor input)",
+   "function method out", "_prims.log", "unary_float", "unary(pos)")
+op("sqrt(Tensor input)",
+   "function method out", "_prims.sqrt", "unary_float", "unary(pos)")
+op("sin(Tensor input)",
+   "function method out", "_prims.sin", "unary_float", "unary")
+op("cos(Tensor input)",
+   "function method out", "_prims.cos", "unary_float", "unary")
+op("tanh(Tensor input)",
+   "function method out", "_prims.tanh", "unary_float", "unary")
+op("sigmoid(Tensor input)",
+   "function method out", "_prims.sigmoid", "unary_float", "unary")
+op("relu(Tensor input)",
+   "function method out", "_prims.relu", "unary", "unary(nonzero)")
+op("bitwise_not(Tensor input)",
+   "function method out inplace", "_prims.bitwise_not", "unary")
+op("logical_not(Tensor input)",
+   "function method out", "_methods.logical_not", "unary_bool")
+op("clone(Tensor input)",
+   "function method", "_prims.clone", "unary")
+
+# ---- in place (the other in-place forms are `inplace` variants above)
+op("Tensor.add_(Tensor self, Tensor other, *, Scalar alpha=1)",
+   "method", "_methods.add_", "inplace")
+op("Tensor.sub_(Tensor self, Tensor other, *, Scalar alpha=1)",
+   "method", "_methods.sub_", "inplace")
+op("Tensor.mul_(Tensor self, Tensor other)",
+   "method", "Tensor", "inplace")
+op("Tensor.div_(Tensor self, Tensor other)",
+   "method", "Tensor", "inplace")
+op("Tensor.pow_(Tensor self, Tensor exponent)",
+   "method", "Tensor", "inplace")
+op("Tensor.floor_divide_(Tensor self, Tensor other)",
+   "method", "_prims.floor_divide_", "inplace")
+op("Tensor.remainder_(Tensor self, Tensor other)",
+   "method", "_prims.remainder_", "inplace")
+op("Tensor.bitwise_and_(Tensor self, Tensor other)",
+   "method", "_prims.bitwise_and_", "inplace")
+op("Tensor.bitwise_or_(Tensor self, Tensor other)",
+   "method", "_prims.bitwise_or_", "inplace")
+op("Tensor.bitwise_xor_(Tensor self, Tensor other)",
+   "method", "_prims.bitwise_xor_", "inplace")
+op("Tensor.fill_(Tensor self, Scalar value)",
+   "method", "_prims.fill_", "inplace")
+op("Tensor.zero_(Tensor self)",
+   "method", "_prims.zero_", "inplace")
+op("Tensor.copy_(Tensor self, Tensor src, bool non_blocking=False)",
+   "method", "_methods.copy_", "inplace")
+op("Tensor.masked_fill_(Tensor self, Tensor mask, Scalar value)",
+   "method", "_methods.masked_fill_", "inplace")
+
+# ---- reductions
+op("sum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_prims.sum", "sum")
+op("mean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.mean", "mean")
+op("prod(Tensor input, int? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method", "_methods.prod", "sum")
+op("var(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function method", "_methods.var", "var")
+op("std(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function method", "_methods.std", "var")
+op("max(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method out", "_methods.max", "extreme")
+op("min(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method out", "_methods.min", "extreme")
+op("amax(Tensor input, int[1] dim=(), bool keepdim=False)",
+   "function method", "_prims.amax", "reduction")
+op("amin(Tensor input, int[1] dim=(), bool keepdim=False)",
+   "function method", "_prims.amin", "reduction")
+op("argmax(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method", "_prims.argmax", "argmax")
+op("argmin(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method", "_prims.argmin", "argmax")
+op("all(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method", "_methods.all", "all")
+op("any(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method", "_methods.any", "all")
+op("norm(Tensor input, Scalar p='fro', int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None)",
+   "function method", "_methods.norm", "norm")
+op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
+   "function method", "_methods.softmax", "softmax")
+op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
+   "function method", "_methods.log_softmax", "softmax")
+
+# ---- products
+op("matmul(Tensor input, Tensor other)",
+   "function method out", "_prims.matmul", "matmul")
+op("mm(Tensor input, Tensor mat2)",
+   "function method out", "_prims.mm", "matmul")
+op("bmm(Tensor input, Tensor mat2)",
+   "function method out", "_prims.bmm", "matmul")
+op("mv(Tensor input, Tensor vec)",
+   "function method out", "_prims.mv", "matmul")
+op("dot(Tensor input, Tensor tensor)",
+   "function method out", "_prims.dot", "matmul")
+
+# ---- shapes and views
+op("reshape(Tensor input, SymInt[] shape)",
+   "function", "_prims.reshape", "view")
+op("Tensor.reshape(Tensor self, SymInt... shape)",
+   "method", "_prims.reshape", "view")
+op("Tensor.view(Tensor self, SymInt... shape)",
+   "method", "_prims.view", "view")
+op("Tensor.view_as(Tensor self, Tensor other)",
+   "method", "_methods.view_as", "view_as")
+op("Tensor.reshape_as(Tensor self, Tensor other)",
+   "method", "_methods.reshape_as", "view_as")
+op("Tensor.expand(Tensor self, SymInt... size)",
+   "method", "_prims.expand", "expand")
+op("Tensor.expand_as(Tensor self, Tensor other)",
+   "method", "_methods.expand_as", "view_as")
+op("permute(Tensor input, int[] dims)",
+   "function", "_methods.permute_function", "permute")
+op("Tensor.permute(Tensor self, int... dims)",
+   "method", "_methods.permute", "permute")
+op("transpose(Tensor input, int dim0, int dim1)",
+   "function method", "_prims.transpose", "transpose")
+op("swapaxes(Tensor input, int axis0, int axis1)",
+   "function method", "_prims.transpose", "transpose")
+op("t(Tensor input)",
+   "function method", "_prims.t", "t")
+op("squeeze(Tensor input, int[1]? dim=None)",
+   "function method", "_methods.squeeze", "squeeze")
+op("unsqueeze(Tensor input, int dim)",
+   "function method", "_prims.unsqueeze", "unsqueeze")
+op("flatten(Tensor input, int start_dim=0, int end_dim=-1)",
+   "function method", "_prims.flatten", "flatten")
+op("cat(Tensor[] tensors, int dim=0)",
+   "function out", "_prims.cat", "cat")
+op("concat(Tensor[] tensors, int dim=0)",
+   "function out", "_prims.cat", "cat")
+op("concatenate(Tensor[] tensors, int dim=0)",
+   "function out", "_prims.cat", "cat")
+op("stack(Tensor[] tensors, int dim=0)",
+   "function out", "_prims.stack", "stack")
+op("split(Tensor tensor, SymInt split_size_or_sections, int dim=0) -> Tensor[]",
+   "function method", "_methods.split", "split")
+op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
+   "function method", "_methods.chunk", "chunk")
+op("gather(Tensor input, int dim, Tensor index)",
+   "function method", "_methods.gather", "gather")
+
+# ---- queries (no tensor result)
+op("numel(Tensor input) -> int",
+   "function", "_methods.numel", None)
+op("is_tensor(object obj) -> bool",
+   "function", "_methods.is_tensor", None)
+op("is_floating_point(Tensor input) -> bool",
+   "function method", "_methods.is_floating_point", None)
+# fmt: on
+
+
+def wrapper_source(row, primitive):
+    """The Python source of `row`'s wrapper over _prims.<primitive>: PyTorch's parameters, each
+    converted as its type says, passed positionally to the fixed-signature primitive."""
+    return _source(row.name, row.params, primitive, "out" in row.variants)
+
+
+def inplace_source(row):
+    """Tensor.<name>_ over the in-place primitive _prims.<name>_, with the row's parameters (no out=)."""
+    this = Param("Tensor", "self", None, False)
+    return _source(f"{row.name}_", [this] + row.params[1:], f"{row.name}_", with_out=False)
+
+
+def _source(name, params, primitive, with_out):
+    declared = []
+    for p in params:
+        if p.keyword_only and "*" not in declared:
+            declared.append("*")
+        if p.type.endswith("..."):
+            declared.append(f"*{p.name}")
+        else:
+            declared.append(p.name if p.default is None else f"{p.name}={p.default}")
+    call = f"_prims.{primitive}({', '.join(map(_converted, params))})"
+    if with_out:
+        declared += ["out=None"] if "*" in declared else ["*", "out=None"]
+        call = f"_with_out({call}, out)"
+    return f"def {name}({', '.join(declared)}):\n    return {call}\n"
+
+
+def _converted(p):
+    if p.type.endswith("..."):  # varargs sizes
+        return f'_sizes({p.name}, "{p.name}")'
+    if p.type == "SymInt[]":  # sizes as one argument
+        return f'_sizes(({p.name},), "{p.name}")'
+    if p.type.startswith("int["):  # dims
+        return f"_dims({p.name})"
+    if p.type == "int":
+        return f"_index({p.name})"
+    return p.name
+
+
+def names(variant):
+    """The public names of the table's ops that have `variant` (function: module names; method: Tensor's)."""
+    found = {r.name for r in OPS if variant in r.variants}
+    if variant == "method":
+        found |= {f"{r.name}_" for r in OPS if "inplace" in r.variants}
+    return sorted(found)
