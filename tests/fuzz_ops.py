@@ -352,7 +352,20 @@ NOT_IN_GRAMMAR = {
     "gather": "its index argument has no drawer yet: tests/test_composed_ops.py",
     "view_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     "reshape_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
-    **dict.fromkeys(["equal", "allclose", "is_floating_point", "is_tensor", "numel"], "not a tensor result"),
+    **dict.fromkeys(
+        ["equal", "allclose", "is_floating_point", "is_tensor", "numel", "register_hook"]
+        + ["register_post_accumulate_grad_hook"],
+        "not a tensor result",
+    ),
+    **dict.fromkeys(
+        ["multinomial", "bernoulli", "poisson", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_"]
+        + ["log_normal_", "cauchy_", "random_"],
+        "random: PyTorch draws other numbers (tests/test_random.py)",
+    ),
+    **dict.fromkeys(
+        ["new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"],
+        "creation from sizes and values, not from a tensor's values: tests/test_creation.py",
+    ),
     **dict.fromkeys(
         ["isclose", "logical_and", "logical_or", "logical_xor", "negative", "swapaxes", "concat", "concatenate"]
         + ["clip_", "masked_fill_", "bitwise_not_"],

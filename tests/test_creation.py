@@ -433,3 +433,15 @@ def test_out_argument(fg, name, expected):
     result = getattr(fg, name)(a, b, out=out)
     assert result is out
     assert out.tolist() == expected
+
+
+def test_shape_rules_of_the_new_methods(fg):
+    from fastgrad import _meta, _optable
+
+    rows = {row.name: row for row in _optable.OPS}
+    x = fg.ones(2, dtype=fg.float64)
+    calls = [("new_zeros", (x, 2, 3)), ("new_ones", (x, (4,))), ("new_empty", (x, [1, 2]))]
+    calls += [("new_full", (x, (2,), 1.5)), ("new_tensor", (x, [[1, 2], [3, 4]])), ("new_tensor", (x, fg.ones(3)))]
+    for name, args in calls:
+        result = getattr(args[0], name)(*args[1:])
+        assert getattr(_meta, rows[name].meta)(*args) == (tuple(result.shape), result.dtype), name

@@ -8,6 +8,7 @@ import pytest
 
 import fastgrad
 import fastgrad.reference
+from fastgrad import _meta, _optable
 from oracle_helpers import same_error, same_on_both
 
 SAMPLERS = {
@@ -172,3 +173,14 @@ def test_draws_have_their_distributions_properties(fg):
     drawn = fg.empty(1000, dtype=fg.int64).random_(-3, 4, generator=g)
     assert set(drawn.tolist()) == set(range(-3, 4))
     assert 0 <= fg.empty(1000).random_(generator=g).min().item() and fg.empty(1000).random_(generator=g).max() <= 2**24
+
+
+def test_shape_rules_of_the_random_ops(fg):
+    """Their op-table rows name shape/dtype rules (fastgrad._meta), checked here on real draws."""
+    rows = {row.name: row for row in _optable.OPS}
+    p = fg.tensor([[0.1, 0.9], [0.5, 0.5], [1.0, 0.0]])
+    calls = [("multinomial", (p, 3, True)), ("multinomial", (p[0], 1)), ("bernoulli", (p,)), ("poisson", (p,))]
+    calls += [(name, (fg.empty(2, 3),)) for name in ["uniform_", "normal_", "bernoulli_", "exponential_", "random_"]]
+    for name, args in calls:
+        result = getattr(fg, name)(*args) if hasattr(fg, name) else getattr(args[0], name)(*args[1:])
+        assert getattr(_meta, rows[name].meta)(*args) == (tuple(result.shape), result.dtype), name

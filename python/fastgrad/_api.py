@@ -13,7 +13,7 @@ MODULE = (
     finfo iinfo promote_types can_cast get_default_dtype
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
-    randint_like randperm multinomial bernoulli poisson
+    randint_like randperm
     Generator default_generator random initial_seed get_rng_state set_rng_state
     no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim viz
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
@@ -29,9 +29,6 @@ TENSOR = (
     shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
     dim numel size stride storage_offset is_contiguous element_size item tolist numpy
     backward retain_grad requires_grad_ detach detach_ contiguous cpu cuda to type float double long bool
-    register_hook register_post_accumulate_grad_hook
-    new_zeros new_ones new_full new_empty new_tensor uniform_ normal_
-    multinomial bernoulli bernoulli_ exponential_ geometric_ log_normal_ cauchy_ random_
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
     __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ __matmul__
     __neg__ __abs__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__

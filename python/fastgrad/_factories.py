@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
-from ._methods import Tensor, _sizes
+from ._methods import Tensor, _sizes, register
 from fastgrad._types import ALL_DTYPES, check_cpu, float32, float64, int64, bool as bool_
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
@@ -318,6 +318,9 @@ def _new(fill):
     return new
 
 
+new_zeros, new_ones, new_empty = _new(zeros), _new(ones), _new(empty)
+
+
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
@@ -326,6 +329,4 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
 
 
-for _method in (new_full, new_tensor):
-    setattr(Tensor, _method.__name__, _method)
-Tensor.new_zeros, Tensor.new_ones, Tensor.new_empty = _new(zeros), _new(ones), _new(empty)
+register("_factories", globals())

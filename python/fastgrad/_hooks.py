@@ -10,6 +10,7 @@ and of what a hook returns, and the handle that removes a hook.
 import builtins
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
+from ._methods import register
 
 Tensor = _prims.Tensor
 
@@ -119,7 +120,6 @@ def register_node_hook(self, hook):
     return RemovableHandle(_prims.add_node_hook(self, checked))
 
 
-Tensor.register_hook = register_hook
-Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+register("_hooks", globals())  # Tensor.register_hook, register_post_accumulate_grad_hook
 _prims.Node.register_prehook = register_prehook
 _prims.Node.register_hook = register_node_hook

@@ -11,6 +11,8 @@ import builtins
 import collections
 import operator
 
+import numpy as np
+
 from fastgrad._types import bool as bool_, float32, int64, promote_types
 
 Meta = collections.namedtuple("Meta", ["shape", "dtype"])
@@ -316,3 +318,21 @@ def chunk(input, chunks, dim=0):
 
 def gather(input, dim, index):
     return Meta(tuple(index.shape), input.dtype)
+
+
+def multinomial(input, num_samples, replacement=False, **options):
+    return Meta(tuple(input.shape[:-1]) + (operator.index(num_samples),), int64)
+
+
+def new(self, *size, dtype=None, **options):
+    """new_zeros / new_ones / new_empty: self's dtype unless dtype= says otherwise."""
+    return Meta(tuple(_sizes(size)), dtype or self.dtype)
+
+
+def new_full(self, size, fill_value, *, dtype=None, **options):
+    return Meta(tuple(_sizes((size,))), dtype or self.dtype)
+
+
+def new_tensor(self, data, *, dtype=None, **options):
+    """The nesting of Python data, as numpy reads it (a tensor's own shape)."""
+    return Meta(tuple(data.shape) if _is_tensor(data) else np.shape(data), dtype or self.dtype)

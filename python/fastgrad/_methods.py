@@ -728,16 +728,27 @@ FUNCTIONS = {  # exported by the package
     "set_num_threads": _prims.set_num_threads,
     "get_num_threads": _prims.get_num_threads,
 }
-for _row in _optable.OPS:
-    _kind, _, _target = _row.impl.partition(".")
-    if _kind == "Tensor":  # bound by the backend's Tensor type itself
-        continue
-    _op = _compiled(_optable.wrapper_source(_row, _target), _row.name) if _kind == "_prims" else globals()[_target]
-    if "function" in _row.variants:
-        FUNCTIONS[_row.name] = _op
-    if "method" in _row.variants:
-        TENSOR_ATTRIBUTES[_row.name] = _op
-    if "inplace" in _row.variants:
-        TENSOR_ATTRIBUTES[f"{_row.name}_"] = _compiled(_optable.inplace_source(_row), f"{_row.name}_")
+
+
+def register(module_name, namespace):
+    """The one way the shared layer gives Tensor a method and the package a function: attaches the
+    op table's rows implemented in `module_name` (`namespace`: its globals), each variant the row
+    names. _methods registers its own rows and the _prims wrappers; _factories, _sampling and _hooks
+    register theirs as they load."""
+    for row in _optable.OPS:
+        kind, _, target = row.impl.partition(".")
+        if kind != module_name:
+            continue
+        op = _compiled(_optable.wrapper_source(row, target), row.name) if kind == "_prims" else namespace[target]
+        if "function" in row.variants:
+            FUNCTIONS[row.name] = op
+        if "method" in row.variants:
+            setattr(Tensor, row.name, op)
+        if "inplace" in row.variants:
+            setattr(Tensor, f"{row.name}_", _compiled(_optable.inplace_source(row), f"{row.name}_"))
+
+
 for _name, _value in TENSOR_ATTRIBUTES.items():
     setattr(Tensor, _name, _value)
+register("_prims", None)
+register("_methods", globals())

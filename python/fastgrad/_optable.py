@@ -294,6 +294,53 @@ op("is_tensor(object obj) -> bool",
    "function", "_methods.is_tensor", None)
 op("is_floating_point(Tensor input) -> bool",
    "function method", "_methods.is_floating_point", None)
+
+# ---- random draws (fastgrad._sampling; the factories rand, randn, ... are not ops: _sampling.__all__)
+op("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)",
+   "function method out", "_sampling.multinomial", "multinomial")
+op("bernoulli(Tensor input, float? p=None, *, Generator? generator=None)",
+   "function method out", "_sampling.bernoulli", "unary")
+op("poisson(Tensor input, Generator? generator=None)",
+   "function", "_sampling.poisson", "unary")
+op("Tensor.uniform_(Tensor self, float a=0.0, float b=1.0, *, Generator? generator=None)",
+   "method", "_sampling.uniform_", "inplace")
+op("Tensor.normal_(Tensor self, float mean=0.0, float std=1.0, *, Generator? generator=None)",
+   "method", "_sampling.normal_", "inplace")
+op("Tensor.bernoulli_(Tensor self, float p=0.5, *, Generator? generator=None)",
+   "method", "_sampling.bernoulli_", "inplace")
+op("Tensor.exponential_(Tensor self, float lambd=1.0, *, Generator? generator=None)",
+   "method", "_sampling.exponential_", "inplace")
+op("Tensor.geometric_(Tensor self, float p, *, Generator? generator=None)",
+   "method", "_sampling.geometric_", "inplace")
+op("Tensor.log_normal_(Tensor self, float mean=1.0, float std=2.0, *, Generator? generator=None)",
+   "method", "_sampling.log_normal_", "inplace")
+op("Tensor.cauchy_(Tensor self, float median=0.0, float sigma=1.0, *, Generator? generator=None)",
+   "method", "_sampling.cauchy_", "inplace")
+op("Tensor.random_(Tensor self, int... bounds, *, int? to=None, Generator? generator=None)",
+   "method", "_sampling.random_", "inplace")
+
+# ---- tensors made like self (fastgrad._factories)
+op("Tensor.new_zeros(Tensor self, SymInt... size, *, ScalarType? dtype=None, Device? device=None, "
+   "bool requires_grad=False)",
+   "method", "_factories.new_zeros", "new")
+op("Tensor.new_ones(Tensor self, SymInt... size, *, ScalarType? dtype=None, Device? device=None, "
+   "bool requires_grad=False)",
+   "method", "_factories.new_ones", "new")
+op("Tensor.new_empty(Tensor self, SymInt... size, *, ScalarType? dtype=None, Device? device=None, "
+   "bool requires_grad=False)",
+   "method", "_factories.new_empty", "new")
+op("Tensor.new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None, "
+   "bool requires_grad=False)",
+   "method", "_factories.new_full", "new_full")
+op("Tensor.new_tensor(Tensor self, object data, *, ScalarType? dtype=None, Device? device=None, "
+   "bool requires_grad=False)",
+   "method", "_factories.new_tensor", "new_tensor")
+
+# ---- hooks (fastgrad._hooks)
+op("Tensor.register_hook(Tensor self, Callable hook) -> RemovableHandle",
+   "method", "_hooks.register_hook", None)
+op("Tensor.register_post_accumulate_grad_hook(Tensor self, Callable hook) -> RemovableHandle",
+   "method", "_hooks.register_post_accumulate_grad_hook", None)
 # fmt: on
 
 

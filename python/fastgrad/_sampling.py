@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _prims
 from ._factories import _finish, _from_array
-from ._methods import Tensor, _index, _sizes
+from ._methods import Tensor, _index, _sizes, register
 from .random import stream
 from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, float32, float64, int64, bool as bool_
 
@@ -264,28 +264,13 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 _RANDOM_TOP = {bool_: 2, int64: 2**63 - 1, float32: 2**24 + 1, float64: 2**53 + 1}
 
 
-def random_(self, *bounds, generator=None, **named):
+def random_(self, *bounds, to=None, generator=None):
     """random_(), random_(to), random_(from, to): integers drawn uniformly from [from, to)."""
-    if "to" in named:
-        bounds = (*bounds, named.pop("to"))
-    if "from" in named:
-        bounds = (named.pop("from"), *bounds)
-    if named or len(bounds) > 2 or not builtins.all(isinstance(b, numbers.Integral) for b in bounds):
+    bounds = bounds if to is None else (*bounds, to)
+    if len(bounds) > 2 or not builtins.all(isinstance(b, numbers.Integral) for b in bounds):
         raise TypeError("random_() takes random_(), random_(to) or random_(from, to), with int bounds")
     low, high = (0, _RANDOM_TOP[self.dtype]) if not bounds else (0, bounds[0]) if len(bounds) == 1 else bounds
     return _fill(self, _integers(low, high, list(self.shape), generator))
 
 
-for _method in (
-    uniform_,
-    normal_,
-    bernoulli_,
-    exponential_,
-    geometric_,
-    log_normal_,
-    cauchy_,
-    random_,
-    multinomial,
-    bernoulli,
-):
-    setattr(Tensor, _method.__name__, _method)
+register("_sampling", globals())
