@@ -190,6 +190,12 @@ for _t in [
 ]:
     op(_t, a=tensor(NUM), **({"d": dim("a")} if "{d}" in _t else {}))
 op("{a}.argmax({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
+# sorting and selection (tied values: fuzz_compare.DIFFERENCES)
+op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
+op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))
+op("torch.argsort({a}, {d}, descending=True)", a=tensor(ANY), d=dim("a"))
+op("torch.topk({a}, {k}, {d}).values", a=tensor(NUM), k=options("0", "1", "2", "3"), d=dim("a"))
+op("{a}.topk({k}, largest=False)[1]", a=tensor(NUM), k=options("1", "2"))
 # composed in the shared layer
 op("{a}.split({n}, {d})[-1]", a=tensor(ANY), n=options("1", "2", "3", "[1, 1]"), d=dim("a"))
 op("torch.chunk({a}, {n}, {d})[0]", a=tensor(ANY), n=options("1", "2", "3"), d=dim("a"))

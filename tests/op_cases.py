@@ -211,6 +211,20 @@ case("sum(0d)", lambda m, x: x.sum(), [()], "SumBackward0")
 case("sum(1-d, dim=0)", lambda m, x: x.sum(0), [(5,)], "SumBackward1")
 case("max(1-d)", lambda m, x: x.max(), [(5,)], "MaxBackward1")
 
+# --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
+for _name, _fn, _grad_fn in [
+    ("sort().values", lambda m, x: x.sort().values, "SortBackward0"),
+    ("torch.sort(x,0,descending)[0]", lambda m, x: m.sort(x, 0, descending=True)[0], "SortBackward0"),
+    ("sort(dim=1,stable)", lambda m, x: x.sort(dim=1, stable=True).values, "SortBackward1"),
+    ("topk(2).values", lambda m, x: x.topk(2).values, "TopkBackward0"),
+    ("torch.topk(x,2,0,largest=False)[0]", lambda m, x: m.topk(x, 2, 0, largest=False)[0], "TopkBackward0"),
+    ("topk(3,dim=1)", lambda m, x: x.topk(3, dim=1).values, "TopkBackward0"),
+    ("topk(0)", lambda m, x: x.topk(0).values, "TopkBackward0"),
+]:
+    case(_name, _fn, X3, _grad_fn)
+case("sort of 0-d", lambda m, x: x.sort().values, [()], "SortBackward0")
+case("topk(1) of 0-d", lambda m, x: m.topk(x, 1).values, [()], "TopkBackward0")
+
 # --- matmul for every rank combination, mm ------------------------------------------------------
 for _name, _sa, _sb, _grad_fn in [
     ("1-D@1-D", (4,), (4,), "DotBackward0"),
@@ -365,6 +379,17 @@ for _name, _fn in [
     ("torch.min(x,1)[1]", lambda m, x: m.min(x, 1)[1]),
 ]:
     nondiff(_name, _fn, [(2, 3, 4)], "real")
+for _name, _fn in [
+    ("sort(1).indices", lambda m, x: x.sort(1).indices),
+    ("torch.argsort", lambda m, x: m.argsort(x)),
+    ("argsort(0,descending)", lambda m, x: x.argsort(0, descending=True)),
+    ("topk(2,1).indices", lambda m, x: x.topk(2, 1).indices),
+]:
+    nondiff(_name, _fn, [(2, 3, 4)], "real")
+# ties keep their index order: PyTorch's stable sort, and its sort of rows of up to 16 elements
+nondiff("argsort(1) with ties", lambda m, x: x.argsort(1), [(4, 6)], "int")
+nondiff("argsort(0,descending,stable) with ties", lambda m, x: x.argsort(dim=0, descending=True, stable=True), [(4, 6)])
+nondiff("sort(descending) with ties", lambda m, x: m.sort(x, descending=True).indices, [(4, 6)], "int")
 # ties: argmax/argmin return the first extremal index (documented by PyTorch)
 nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
 nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")

@@ -159,6 +159,13 @@ Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool ke
 // The gradient of a broadcast op, summed back to the input's shape.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
+// ---- sorting and selection along a dim (ops/sort.cpp): (values, indices). NaN is largest; ties
+// keep their index order. `stable` only names the node (SortBackward1 when given, as PyTorch's
+// sort.stable overload): the order is always stable.
+std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable);
+Tensor argsort(const Tensor& x, int64_t dim, bool descending);
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest);  // always sorted
+
 // ---- shape and views (ops/shape.cpp)
 Tensor view(const Tensor& x, const Shape& shape);
 Tensor reshape(const Tensor& x, const Shape& shape);

@@ -564,6 +564,15 @@ void bind_tensor(py::module_& m) {
     return unary(fg::norm, x, p, dims, keepdim);
   });
 
+  // sorting and selection (ops/sort.cpp)
+  m.def("sort", [](const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable) {
+    return unary(fg::sort, x, dim, descending, stable);
+  });
+  m.def("argsort",
+        [](const Tensor& x, int64_t dim, bool descending) { return unary(fg::argsort, x, dim, descending); });
+  m.def("topk",
+        [](const Tensor& x, int64_t k, int64_t dim, bool largest) { return unary(fg::topk, x, k, dim, largest); });
+
   m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
   // A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.
   m.def("reshape", [](const Tensor& x, Shape shape) { return by_elements(copied_elements(x), fg::reshape, x, shape); });

@@ -199,6 +199,21 @@ def extreme(input, dim=None, keepdim=False, **options):
     return values, Meta(values.shape, int64)
 
 
+def sort(input, dim=-1, descending=False, **options):
+    return Meta(tuple(input.shape), input.dtype), Meta(tuple(input.shape), int64)
+
+
+def argsort(input, dim=-1, descending=False, **options):
+    return Meta(tuple(input.shape), int64)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    shape = list(input.shape)
+    if shape:
+        shape[_wrap(dim, len(shape))] = operator.index(k)
+    return Meta(tuple(shape), input.dtype), Meta(tuple(shape), int64)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduction(input, dim, keepdim, dtype or input.dtype)
 

@@ -10,7 +10,6 @@ over a primitive, is the op table's (fastgrad._optable); the registration at the
 """
 
 import builtins
-import collections
 import copy as _copy
 import linecache
 import operator
@@ -19,7 +18,7 @@ import os
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
-from fastgrad import _formatting, _optable  # backend-independent: absolute, the same module for both
+from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
 from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
 
 Tensor = _prims.Tensor
@@ -56,6 +55,15 @@ def _index(value):
     if isinstance(value, Tensor):
         return int(value.item())
     return operator.index(value)
+
+
+def _int_argument(value, op, name, position):
+    """_index(value), or PyTorch's TypeError naming the argument."""
+    try:
+        return _index(value)
+    except TypeError:
+        kind = builtins.type(value).__name__
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be int, not {kind}") from None
 
 
 def _dims(dim):
@@ -487,20 +495,39 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def _extreme(name, elementwise):
     """max / min: over all elements, along a dim (values and indices), or elementwise with a tensor."""
     over_all, over_dim = getattr(_prims, f"{name}_all"), getattr(_prims, f"{name}_dim")
-    result = collections.namedtuple(name, ["values", "indices"])
+    result = getattr(return_types, name)
 
     def extreme(input, dim=None, keepdim=False, *, out=None):
         if isinstance(dim, Tensor):
             return _with_out(elementwise(input, dim), out)
         if dim is None:
             return over_all(input)
-        return result(*over_dim(input, _index(dim), keepdim))
+        return result(over_dim(input, _index(dim), keepdim))
 
     extreme.__name__ = extreme.__qualname__ = name
     return extreme
 
 
 max, min = _extreme("max", _prims.maximum), _extreme("min", _prims.minimum)
+
+
+# ---- sorting and selection: each row along `dim` ordered with NaN largest, ties in index order
+
+
+def sort(input, dim=-1, descending=False, *, stable=None):
+    """`stable` given (even False) is PyTorch's sort.stable overload, shown as SortBackward1; the
+    order is stable either way."""
+    return return_types.sort(_prims.sort(input, _index(dim), descending, stable))
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    return _prims.argsort(input, _index(dim), descending)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """Always in order: PyTorch leaves the order of sorted=False unspecified."""
+    k = _int_argument(k, "topk", "k", 2)
+    return return_types.topk(_prims.topk(input, k, _index(dim), largest))
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):

@@ -229,6 +229,14 @@ op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.log_softmax", "softmax")
 
+# ---- sorting and selection (named tuples of values and indices)
+op("sort(Tensor input, int dim=-1, bool descending=False, *, bool? stable=None)",
+   "function method", "_methods.sort", "sort")
+op("argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False)",
+   "function method", "_methods.argsort", "argsort")
+op("topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True)",
+   "function method", "_methods.topk", "topk")
+
 # ---- products
 op("matmul(Tensor input, Tensor other)",
    "function method out", "_prims.matmul", "matmul")

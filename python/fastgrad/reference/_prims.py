@@ -13,7 +13,7 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape
+from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -306,6 +306,7 @@ view, reshape, expand, permute, transpose, t = (
     _shape.t,
 )
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
+sort, argsort, topk = _sort.sort, _sort.argsort, _sort.topk
 
 
 def clamp(x, min, max):

@@ -1,0 +1,26 @@
+"""The named tuples of ops with several results, as torch.return_types: `values, indices = r`,
+r[0], r.values, made from one sequence (`topk((values, indices))`, as PyTorch's structseq), and
+printed as PyTorch prints them (`fastgrad.return_types.topk(\nvalues=...`). Backend-independent:
+fastgrad and fastgrad.reference return the same classes."""
+
+import collections
+
+
+def _named_tuple(name, fields):
+    base = collections.namedtuple(name, fields)
+
+    def __new__(cls, sequence):
+        return base.__new__(cls, *sequence)
+
+    def __reduce__(self):
+        return type(self), (tuple(self),)
+
+    def __repr__(self):
+        items = ",\n".join(f"{field}={value!r}" for field, value in zip(self._fields, self))
+        return f"{__name__}.{name}(\n{items})"
+
+    namespace = {"__slots__": (), "__module__": __name__, "__new__": __new__, "__reduce__": __reduce__}
+    return type(name, (base,), {**namespace, "__repr__": __repr__})
+
+
+max, min, sort, topk = (_named_tuple(name, ["values", "indices"]) for name in ("max", "min", "sort", "topk"))
