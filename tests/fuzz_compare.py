@@ -118,15 +118,33 @@ COMPOSED_FUNCTIONS = tuple(
 )
 
 
+TORCH_BUGS.append(
+    (
+        "median(dim) of a tensor expanded along dim (stride 0) returns values read from the wrong memory",
+        lambda program, ours, theirs: (
+            _uses(program, "{a}.median({d}, keepdim=True)[0]")
+            and _uses(program, "{a}.expand({s})", "{a}.expand_as({b})")
+        ),
+    )
+)
+
+
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
     (
-        "topk of tied values: PyTorch leaves which tied position it reports (and so gets the gradient) unspecified; "
-        "fastgrad reports the first in index order",
+        "topk, kthvalue, median(dim) and mode of tied values: PyTorch leaves which tied position it reports (and "
+        "so gets the gradient) unspecified; fastgrad reports the first in index order (mode: the last)",
         lambda program, ours, theirs: (
             ours.error is None
             and theirs.error is None
-            and _uses(program, "torch.topk({a}, {k}, {d}).values", "{a}.topk({k}, largest=False)[1]")
+            and _uses(
+                program,
+                "torch.topk({a}, {k}, {d}).values",
+                "{a}.topk({k}, largest=False)[1]",
+                "{a}.kthvalue({k}, {d}).values",
+                "{a}.median({d}, keepdim=True)[0]",
+                "torch.mode({a}, {d}).values",
+            )
         ),
     ),
     (

@@ -196,6 +196,10 @@ op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(AN
 op("torch.argsort({a}, {d}, descending=True)", a=tensor(ANY), d=dim("a"))
 op("torch.topk({a}, {k}, {d}).values", a=tensor(NUM), k=options("0", "1", "2", "3"), d=dim("a"))
 op("{a}.topk({k}, largest=False)[1]", a=tensor(NUM), k=options("1", "2"))
+op("{a}.kthvalue({k}, {d}).values", a=tensor(NUM), k=options("1", "2", "3"), d=dim("a"))
+op("torch.median({a})", a=tensor(NUM))
+op("{a}.median({d}, keepdim=True)[0]", a=tensor(NUM), d=dim("a"))
+op("torch.mode({a}, {d}).values", a=tensor(NUM), d=dim("a"))
 # composed in the shared layer
 op("{a}.split({n}, {d})[-1]", a=tensor(ANY), n=options("1", "2", "3", "[1, 1]"), d=dim("a"))
 op("torch.chunk({a}, {n}, {d})[0]", a=tensor(ANY), n=options("1", "2", "3"), d=dim("a"))

@@ -220,10 +220,21 @@ for _name, _fn, _grad_fn in [
     ("torch.topk(x,2,0,largest=False)[0]", lambda m, x: m.topk(x, 2, 0, largest=False)[0], "TopkBackward0"),
     ("topk(3,dim=1)", lambda m, x: x.topk(3, dim=1).values, "TopkBackward0"),
     ("topk(0)", lambda m, x: x.topk(0).values, "TopkBackward0"),
+    ("kthvalue(2)", lambda m, x: x.kthvalue(2).values, "KthvalueBackward0"),
+    ("torch.kthvalue(x,3,1,keepdim)[0]", lambda m, x: m.kthvalue(x, 3, 1, keepdim=True)[0], "KthvalueBackward0"),
+    ("median()", lambda m, x: x.median(), "MedianBackward0"),
+    ("median(dim=-1,keepdim)[0]", lambda m, x: x.median(dim=-1, keepdim=True)[0], "MedianBackward1"),
+    ("mode(1).values", lambda m, x: x.mode(1).values, "ModeBackward0"),
+    ("torch.mode(x,keepdim=True)[0]", lambda m, x: m.mode(x, keepdim=True)[0], "ModeBackward0"),
 ]:
     case(_name, _fn, X3, _grad_fn)
 case("sort of 0-d", lambda m, x: x.sort().values, [()], "SortBackward0")
 case("topk(1) of 0-d", lambda m, x: m.topk(x, 1).values, [()], "TopkBackward0")
+# PyTorch's median(dim) reads wrong memory when the input is expanded along dim (stride 0)
+case("torch.median(x,0).values", lambda m, x: m.median(x, 0).values, X3, "MedianBackward1", layouts=LAYOUTS[:2])
+case("kthvalue(1) of 0-d", lambda m, x: x.kthvalue(1).values, [()], "KthvalueBackward0")
+case("median() of 0-d", lambda m, x: m.median(x), [()], "MedianBackward0")
+case("median(0) of 0-d", lambda m, x: x.median(0).values, [()], "MedianBackward1")
 
 # --- matmul for every rank combination, mm ------------------------------------------------------
 for _name, _sa, _sb, _grad_fn in [
@@ -384,11 +395,17 @@ for _name, _fn in [
     ("torch.argsort", lambda m, x: m.argsort(x)),
     ("argsort(0,descending)", lambda m, x: x.argsort(0, descending=True)),
     ("topk(2,1).indices", lambda m, x: x.topk(2, 1).indices),
+    ("kthvalue(2,0).indices", lambda m, x: x.kthvalue(2, 0).indices),
+    ("torch.median(x,1)[1]", lambda m, x: m.median(x, 1)[1]),
+    ("mode(-1,keepdim).indices", lambda m, x: x.mode(-1, keepdim=True).indices),
 ]:
     nondiff(_name, _fn, [(2, 3, 4)], "real")
 # ties keep their index order: PyTorch's stable sort, and its sort of rows of up to 16 elements
 nondiff("argsort(1) with ties", lambda m, x: x.argsort(1), [(4, 6)], "int")
 nondiff("argsort(0,descending,stable) with ties", lambda m, x: x.argsort(dim=0, descending=True, stable=True), [(4, 6)])
+# mode: the smallest of the most frequent values, at its last position (PyTorch's CPU mode on short rows)
+nondiff("torch.mode with ties", lambda m, x: m.mode(x.detach(), 1).values, [(4, 6)], "int")
+nondiff("mode(0).indices with ties", lambda m, x: x.mode(0).indices, [(4, 6)], "int")
 nondiff("sort(descending) with ties", lambda m, x: m.sort(x, descending=True).indices, [(4, 6)], "int")
 # ties: argmax/argmin return the first extremal index (documented by PyTorch)
 nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")

@@ -1,9 +1,10 @@
-"""sort, argsort, topk against PyTorch: named tuples, NaN and tie order, gradients, errors.
+"""sort, argsort, topk, kthvalue, median, mode against PyTorch: named tuples, NaN and tie order,
+gradients, errors.
 
 Ties: fastgrad orders every row with ties in index order. That is PyTorch's order for stable=True, and
 for its CPU sort of rows of up to 16 elements (an insertion sort) with or without it; for longer
-rows without stable=True, and for topk, PyTorch leaves the order of ties unspecified, so those
-tests compare values only.
+rows without stable=True, and for topk, kthvalue and median(dim), PyTorch leaves which of tied
+positions it reports unspecified, so those tests compare values only (or use distinct values).
 """
 
 import pickle
@@ -92,6 +93,38 @@ def test_dtypes(fg, torch):
     same_on_both(fg, torch, lambda m: [*m.sort(m.tensor([True, False, True])), *m.topk(m.tensor([3, 1, 2]), 2)])
 
 
+def test_kthvalue_median_mode_with_nan(fg, torch):
+    def program(m):
+        x = m.tensor([[3.0, NAN, 1.0, 2.0], [4.0, 2.0, 3.0, 1.0]], requires_grad=True)
+        results = [m.median(x), *m.median(x, 1), *x.kthvalue(2, 1), *m.kthvalue(x, 4, 1, True), *x.mode(1)]
+        sum(v.sum() for v in results if v.requires_grad).backward()
+        return [no_nan(m, r) for r in results] + [x.grad, [r.grad_fn.name() for r in results if r.requires_grad]]
+
+    same_on_both(fg, torch, program)
+
+
+def test_median_of_all_splits_the_gradient_among_ties(fg, torch):
+    def program(m):
+        x = m.tensor([2.0, 1.0, 2.0, 1.0, 3.0], requires_grad=True)
+        m.median(x).backward()
+        return [m.median(x), x.grad, m.median(m.tensor([1, 2, 3, 4])), no_nan(m, m.median(m.tensor([])))]
+
+    same_on_both(fg, torch, program)
+
+
+def test_mode_takes_the_smallest_most_frequent_value_at_its_last_position(fg, torch):
+    same_on_both(fg, torch, lambda m: [list(m.mode(m.tensor(row))) for row in ([1, 2, 2, 3, 3, 1, 5], [3, 1, 1, 3])])
+
+
+def test_selections_of_0d_and_empty(fg, torch):
+    def program(m):
+        z, empty = m.tensor(5.0, requires_grad=True), m.zeros(0, 3)
+        pairs = [m.kthvalue(z, 1), m.median(z, 0, True), m.mode(z), m.kthvalue(empty, 1, 1), m.median(empty, 1)]
+        return [list(pair) for pair in pairs] + [m.median(z), m.mode(empty, 1).values]
+
+    same_on_both(fg, torch, program)
+
+
 @pytest.mark.parametrize(
     "program",
     [
@@ -105,8 +138,22 @@ def test_dtypes(fg, torch):
         lambda m: m.sort(m.ones(3), 1),
         lambda m: m.sort(m.tensor(1.0), -2),
         lambda m: m.argsort(m.ones(2, 3), -3),
+        lambda m: m.kthvalue(m.ones(3), 0),
+        lambda m: m.kthvalue(m.ones(2, 3), 4, 1),
+        lambda m: m.kthvalue(m.tensor(1.0), 2),
+        lambda m: m.kthvalue(m.zeros(0, 3), 5, 0),
+        lambda m: m.kthvalue(m.ones(3), 1.0),
+        lambda m: m.kthvalue(m.tensor([True]), 1),
+        lambda m: m.median(m.tensor([True])),
+        lambda m: m.median(m.tensor([True]), 0),
+        lambda m: m.median(m.zeros(0, 3), 0),
+        lambda m: m.median(m.ones(3), 1),
+        lambda m: m.mode(m.zeros(0, 3), 0),
+        lambda m: m.mode(m.ones(3), -2),
     ],
-    ids=["k>n", "k<0", "0-d k=2", "empty dim", "dim", "float k", "bool", "sort dim", "0-d dim", "argsort dim"],
+    ids=["k>n", "k<0", "0-d k=2", "empty dim", "dim", "float k", "bool", "sort dim", "0-d dim", "argsort dim"]
+    + ["kth 0", "kth k>n", "kth 0-d", "kth empty", "kth float k", "kth bool", "median bool", "median(dim) bool"]
+    + ["median empty dim", "median dim", "mode empty dim", "mode dim"],
 )
 def test_errors(fg, torch, program):
     same_error(fg, torch, program)

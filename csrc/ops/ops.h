@@ -165,6 +165,11 @@ Tensor sum_to(const Tensor& grad, const Shape& shape);
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable);
 Tensor argsort(const Tensor& x, int64_t dim, bool descending);
 std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest);  // always sorted
+std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);  // k-th smallest
+// The lower median (of a row, or of all elements); NaN if there is one.
+std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim);
+Tensor median_all(const Tensor& x);
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim);
 
 // ---- shape and views (ops/shape.cpp)
 Tensor view(const Tensor& x, const Shape& shape);

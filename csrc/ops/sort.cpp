@@ -1,9 +1,11 @@
-// Sorting and selection along one dim: sort, argsort, topk, kthvalue, median. Each row along `dim`
+// Sorting and selection along one dim: sort, argsort, topk, kthvalue, median, mode. Each row along `dim`
 // is ordered by value with NaN largest and ties in index order: a strict total order, so every
 // algorithm (sort, partial_sort, nth_element) gives the same rows. That is PyTorch's stable sort,
 // and its CPU sort of rows of up to 16 elements (an insertion sort); where PyTorch leaves the order
 // of ties unspecified (topk, kthvalue, median, longer unstable sorts) the values are still its.
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -98,6 +100,55 @@ Shape with_length(const Tensor& x, int64_t dim, int64_t n) {
   return shape;
 }
 
+// The lower median of each row, or its first NaN (as PyTorch's median: NaN wins).
+std::pair<Tensor, Tensor> median_rows(const Tensor& x, int64_t dim, const Shape& out_shape) {
+  std::vector<int64_t> order;
+  return for_each_row(x, dim, 1, out_shape, [&](const auto& row, auto* values, int64_t* indices, int64_t) {
+    auto nan = std::find_if(row.begin(), row.end(), [](auto v) { return is_nan(v); });
+    int64_t at = nan - row.begin();
+    if (nan == row.end()) {
+      int64_t k = (static_cast<int64_t>(row.size()) + 1) / 2;
+      order_row(row, k, false, true, order);
+      at = order[k - 1];
+    }
+    *values = row[at];
+    *indices = at;
+  });
+}
+
+// The most frequent value of each row (the smallest of equally frequent ones) and its last position
+// (PyTorch's CPU mode: the end of its run in a sort of the row, index order for ties).
+std::pair<Tensor, Tensor> mode_rows(const Tensor& x, int64_t dim, const Shape& out_shape) {
+  std::vector<int64_t> order;
+  return for_each_row(x, dim, 1, out_shape, [&](const auto& row, auto* values, int64_t* indices, int64_t) {
+    int64_t n = static_cast<int64_t>(row.size()), best_count = 0, run = 0;
+    order_row(row, n, false, false, order);
+    for (int64_t j = 0; j < n; ++j) {
+      ++run;
+      if (j + 1 < n && row[order[j + 1]] == row[order[j]]) continue;  // the run goes on (NaN ends it)
+      if (run > best_count) {
+        best_count = run;
+        *values = row[order[j]];
+        *indices = order[j];
+      }
+      run = 0;
+    }
+  });
+}
+
+void require_nonempty_dim(const Tensor& x, int64_t dim, const char* op) {
+  if (x->dim() && x->shape[dim] == 0)
+    throw IndexError(cat(op, "(): Expected reduction dim ", dim, " to have non-zero size."));
+}
+
+void require_not_bool(const Tensor& x, const char* kernel) {
+  if (x->dtype == DType::Bool) throw NotImplementedError(cat("\"", kernel, "\" not implemented for 'Bool'"));
+}
+
+Shape reduced(const Tensor& x, int64_t dim, bool keepdim) {
+  return x->dim() ? reduced_shape(x->shape, reduction_mask({dim}, x->dim()), keepdim) : Shape{};
+}
+
 }  // namespace
 
 // sort, topk, kthvalue, median(dim): the gradient goes to the positions the indices (output 1)
@@ -159,6 +210,57 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
   if (x->dtype == DType::Bool) throw RuntimeError("topk does not support bool dtypes on CPU");
   if (!x->dim()) k = 1;  // a 0-d input gives itself, for k 0 or 1 (as PyTorch)
   return record_selection(ordered(x, dim, k, largest, false, with_length(x, dim, k)), x, dim, true, "TopkBackward0");
+}
+
+std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
+  dim = wrap_dim(dim, x->dim());
+  require_nonempty_dim(x, dim, "kthvalue");
+  if (k < 1 || k > (x->dim() ? x->shape[dim] : 1))
+    throw RuntimeError(cat("kthvalue(): selected number k out of range for dimension ", dim));
+  require_not_bool(x, "kthvalue_cpu");
+  return record_selection(ordered(x, dim, k, false, true, reduced(x, dim, keepdim)), x, dim, keepdim,
+                          "KthvalueBackward0");
+}
+
+std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim) {
+  dim = wrap_dim(dim, x->dim());
+  require_nonempty_dim(x, dim, "median");
+  require_not_bool(x, "median_out");
+  return record_selection(median_rows(x, dim, reduced(x, dim, keepdim)), x, dim, keepdim, "MedianBackward1");
+}
+
+std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim) {
+  dim = wrap_dim(dim, x->dim());
+  require_nonempty_dim(x, dim, "mode");
+  return record_selection(mode_rows(x, dim, reduced(x, dim, keepdim)), x, dim, keepdim, "ModeBackward0");
+}
+
+// median() of all elements (MedianBackward0) splits the gradient evenly among the elements equal
+// to the result (the NaNs, for a NaN result), as PyTorch's evenly_distribute_backward.
+FG_NODE(MedianBackward0);
+GradList MedianBackward0::apply(GradList&& grads) {
+  Tensor x = unpack(0), out = unpack(1);
+  Tensor hit = logical_or(compare(x, out, CompareOp::Eq),
+                          logical_and(compare(x, x, CompareOp::Ne), compare(out, out, CompareOp::Ne)));
+  Tensor share = div(expand(grads[0], x->shape), sum(to_dtype(hit, grads[0]->dtype), {}, false));
+  return {where(hit, share, zeros_like(share))};
+}
+
+Tensor median_all(const Tensor& x) {
+  require_not_bool(x, "median_cpu");
+  Tensor out;
+  if (x->numel() == 0) {  // PyTorch's NaN, converted to the dtype
+    out = x->dtype == DType::Int64 ? full({}, Scalar::from_int(std::numeric_limits<int64_t>::min()), x->dtype)
+                                   : full({}, std::nan(""), x->dtype);
+  } else {
+    GradModeGuard no_grad(false);
+    out = median_rows(reshape(x, {-1}), 0, {}).first;
+  }
+  if (auto* node = record<MedianBackward0>(out, {&x})) {
+    node->save(x);
+    node->save(out, true);
+  }
+  return out;
 }
 
 }  // namespace fg

@@ -572,6 +572,12 @@ void bind_tensor(py::module_& m) {
         [](const Tensor& x, int64_t dim, bool descending) { return unary(fg::argsort, x, dim, descending); });
   m.def("topk",
         [](const Tensor& x, int64_t k, int64_t dim, bool largest) { return unary(fg::topk, x, k, dim, largest); });
+  m.def("kthvalue",
+        [](const Tensor& x, int64_t k, int64_t dim, bool keepdim) { return unary(fg::kthvalue, x, k, dim, keepdim); });
+  m.def("median_dim",
+        [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::median_dim, x, dim, keepdim); });
+  m.def("median_all", [](const Tensor& x) { return unary(fg::median_all, x); });
+  m.def("mode", [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::mode, x, dim, keepdim); });
 
   m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
   // A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.

@@ -214,6 +214,23 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return Meta(tuple(shape), input.dtype), Meta(tuple(shape), int64)
 
 
+def _values_indices(input, dim, keepdim):
+    values = _reduction(input, dim, keepdim, input.dtype)
+    return values, Meta(values.shape, int64)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    return _values_indices(input, dim, keepdim)
+
+
+def mode(input, dim=-1, keepdim=False):
+    return _values_indices(input, dim, keepdim)
+
+
+def median(input, dim=None, keepdim=False):
+    return Meta((), input.dtype) if dim is None else _values_indices(input, dim, keepdim)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduction(input, dim, keepdim, dtype or input.dtype)
 

@@ -530,6 +530,22 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return return_types.topk(_prims.topk(input, k, _index(dim), largest))
 
 
+def kthvalue(input, k, dim=-1, keepdim=False):
+    k = _int_argument(k, "kthvalue", "k", 2)
+    return return_types.kthvalue(_prims.kthvalue(input, k, _index(dim), keepdim))
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median: of all elements (a tensor), or along `dim` (values and indices)."""
+    if dim is None:
+        return _prims.median_all(input)
+    return return_types.median(_prims.median_dim(input, _index(dim), keepdim))
+
+
+def mode(input, dim=-1, keepdim=False):
+    return return_types.mode(_prims.mode(input, _index(dim), keepdim))
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)

@@ -236,6 +236,12 @@ op("argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=Fals
    "function method", "_methods.argsort", "argsort")
 op("topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True)",
    "function method", "_methods.topk", "topk")
+op("kthvalue(Tensor input, int k, int dim=-1, bool keepdim=False)",
+   "function method", "_methods.kthvalue", "kthvalue")
+op("median(Tensor input, int? dim=None, bool keepdim=False)",
+   "function method", "_methods.median", "median")
+op("mode(Tensor input, int dim=-1, bool keepdim=False)",
+   "function method", "_methods.mode", "mode")
 
 # ---- products
 op("matmul(Tensor input, Tensor other)",

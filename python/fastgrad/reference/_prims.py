@@ -306,7 +306,8 @@ view, reshape, expand, permute, transpose, t = (
     _shape.t,
 )
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
-sort, argsort, topk = _sort.sort, _sort.argsort, _sort.topk
+sort, argsort, topk, kthvalue, mode = _sort.sort, _sort.argsort, _sort.topk, _sort.kthvalue, _sort.mode
+median_all, median_dim = _sort.median_all, _sort.median_dim
 
 
 def clamp(x, min, max):

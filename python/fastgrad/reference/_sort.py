@@ -1,14 +1,15 @@
-"""Sorting and selection along one dim: sort, argsort, topk. Each row along `dim` is ordered by
+"""Sorting and selection along one dim: sort, argsort, topk, kthvalue, median, mode. Each row along `dim` is ordered by
 value with NaN largest and ties in index order (Python's sort is stable), as the C++ core orders it.
 """
 
 import math
 
 from .._types import bool as bool_, int64
-from ._autograd import Function
+from ._autograd import Function, no_grad
 from ._creation import arange
+from ._elementwise import logical_and, logical_or, where, zeros_like
 from ._index import index_put_
-from ._reduce import blocks, reduction_mask
+from ._reduce import blocks, reduced_shape, reduction_mask
 from ._shape import reshape, unsqueeze
 from ._tensor import full, new_tensor, wrap_dim
 
@@ -24,20 +25,44 @@ def _order(row, descending):
     return sorted(range(len(row)), key=lambda i: _key(row[i], descending))
 
 
-def ordered(x, dim, count, descending, only_nth=False, out_shape=None):
-    """(values, indices): the first `count` of each row of x along `dim` in order (or, `only_nth`,
-    the count-th alone), in contiguous tensors of `out_shape` (x's shape with `dim` of length count,
-    or without `dim` for one per row). A 0-d x is one row of one element."""
+def _by_row(x, dim, per_row, out_shape, positions):
+    """(values, indices): for each row of x along `dim`, the `per_row` positions that
+    positions(row) picks, in contiguous tensors of `out_shape` (x's shape with `dim` of length
+    per_row, or without `dim` for one per row). A 0-d x is one row of one element."""
     shape = x._shape or (1,)
     outer, inner = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
-    per_row = 1 if only_nth else count
     values, indices = [None] * (outer * per_row * inner), [0] * (outer * per_row * inner)
     for r, row in enumerate(blocks(x, reduction_mask([dim], x.dim()))):
-        order = _order(row, descending)[count - 1 if only_nth else 0 : count]
         o, i = divmod(r, inner)
-        for j, at in enumerate(order):
+        for j, at in enumerate(positions(row)):
             values[(o * per_row + j) * inner + i], indices[(o * per_row + j) * inner + i] = row[at], at
     return new_tensor(values, out_shape, x._dtype), new_tensor(indices, out_shape, int64)
+
+
+def ordered(x, dim, count, descending, only_nth=False, out_shape=None):
+    """The first `count` of each row in order (or, `only_nth`, the count-th alone)."""
+    first = count - 1 if only_nth else 0
+    return _by_row(x, dim, count - first, out_shape, lambda row: _order(row, descending)[first:count])
+
+
+def _median_position(row):
+    """The lower median, or the first NaN (as PyTorch's median: NaN wins)."""
+    nan = next((i for i, v in enumerate(row) if v != v), None)
+    return nan if nan is not None else _order(row, False)[(len(row) - 1) // 2]
+
+
+def _mode_position(row):
+    """The last position of the most frequent value (the smallest of equally frequent ones): the end
+    of its run in the row's sorted order, as PyTorch's CPU mode."""
+    order, best, best_count, run = _order(row, False), None, 0, 0
+    for j, at in enumerate(order):
+        run += 1
+        if j + 1 < len(order) and row[order[j + 1]] == row[at]:
+            continue  # the run goes on (NaN ends it)
+        if run > best_count:
+            best, best_count = at, run
+        run = 0
+    return best
 
 
 def _length(x, dim):
@@ -48,9 +73,23 @@ def _with_length(x, dim, n):
     return tuple(n if d == dim else size for d, size in enumerate(x._shape))
 
 
+def _reduced(x, dim, keepdim):
+    return reduced_shape(x._shape, reduction_mask([dim], x.dim()), keepdim)
+
+
+def _require_nonempty_dim(x, dim, op):
+    if x._shape and x._shape[dim] == 0:
+        raise IndexError(f"{op}(): Expected reduction dim {dim} to have non-zero size.")
+
+
+def _require_not_bool(x, kernel):
+    if x._dtype is bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
 class SelectAlongDim(Function):
-    """sort, topk: the gradient goes to the positions the indices (output 1) name, as PyTorch's
-    value_selecting_reduction_backward."""
+    """sort, topk, kthvalue, median(dim), mode: the gradient goes to the positions the indices
+    (output 1) name, as PyTorch's value_selecting_reduction_backward."""
 
     def forward(self, x, result, dim, keepdim=True):
         self.dim, self.keepdim = dim, keepdim or not x._shape
@@ -85,6 +124,40 @@ class TopkBackward0(SelectAlongDim):
     """topk"""
 
 
+class KthvalueBackward0(SelectAlongDim):
+    """kthvalue"""
+
+
+class MedianBackward1(SelectAlongDim):
+    """median(dim)"""
+
+
+class ModeBackward0(SelectAlongDim):
+    """mode"""
+
+
+class MedianBackward0(Function):
+    """median() of all elements: the gradient split evenly among the elements equal to the result
+    (the NaNs, for a NaN result), as PyTorch's evenly_distribute_backward."""
+
+    def forward(self, x):
+        _require_not_bool(x, "median_cpu")
+        if x.numel() == 0:  # PyTorch's NaN, converted to the dtype
+            out = full((), -(2**63) if x._dtype is int64 else math.nan, x._dtype)
+        else:
+            with no_grad():
+                out = _by_row(reshape(x, (-1,)), 0, 1, (), lambda row: [_median_position(row)])[0]
+        self.save(x)
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        x, out = self.unpack(0), self.unpack(1)
+        hit = logical_or(x == out, logical_and(x != x, out != out))
+        share = g.expand(x._shape) / hit.to(g._dtype).sum()
+        return where(hit, share, zeros_like(share))
+
+
 def sort(x, dim, descending, stable):
     dim = wrap_dim(dim, x.dim())
     node = SortBackward0 if stable is None else SortBackward1
@@ -105,3 +178,32 @@ def topk(x, k, dim, largest):
     if not x._shape:
         k = 1  # a 0-d input gives itself, for k 0 or 1 (as PyTorch)
     return TopkBackward0.run(x, result=ordered(x, dim, k, largest, out_shape=_with_length(x, dim, k)), dim=dim)
+
+
+def kthvalue(x, k, dim, keepdim):
+    dim = wrap_dim(dim, x.dim())
+    _require_nonempty_dim(x, dim, "kthvalue")
+    if not 1 <= k <= _length(x, dim):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    _require_not_bool(x, "kthvalue_cpu")
+    result = ordered(x, dim, k, False, only_nth=True, out_shape=_reduced(x, dim, keepdim))
+    return KthvalueBackward0.run(x, result=result, dim=dim, keepdim=keepdim)
+
+
+def median_dim(x, dim, keepdim):
+    dim = wrap_dim(dim, x.dim())
+    _require_nonempty_dim(x, dim, "median")
+    _require_not_bool(x, "median_out")
+    result = _by_row(x, dim, 1, _reduced(x, dim, keepdim), lambda row: [_median_position(row)])
+    return MedianBackward1.run(x, result=result, dim=dim, keepdim=keepdim)
+
+
+def median_all(x):
+    return MedianBackward0.run(x)
+
+
+def mode(x, dim, keepdim):
+    dim = wrap_dim(dim, x.dim())
+    _require_nonempty_dim(x, dim, "mode")
+    result = _by_row(x, dim, 1, _reduced(x, dim, keepdim), lambda row: [_mode_position(row)])
+    return ModeBackward0.run(x, result=result, dim=dim, keepdim=keepdim)
