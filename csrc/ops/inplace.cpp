@@ -157,7 +157,10 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
                            shape_str(result->shape)));
   copy_values(self, result);
   self->bump_version();
-  if (recording) rebase_history(self, {result->grad_fn, result->output_nr});
+  if (recording) {
+    for (SavedTensor& saved : result->grad_fn->saved) saved.move_output(result, self);
+    rebase_history(self, {result->grad_fn, result->output_nr});
+  }
   return self;
 }
 

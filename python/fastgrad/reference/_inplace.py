@@ -206,6 +206,8 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     copy_values(self, result)
     self._storage.version += 1
     if recording:
+        for saved in result._grad_fn._saved:
+            saved.move_output(result, self)
         rebase_history(self, (result._grad_fn, result._output_nr))
     return self
 
