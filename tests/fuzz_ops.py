@@ -116,6 +116,8 @@ for _t in [
     "torch.exp({a})",
     "{a}.log()",
     "torch.log({a})",
+    "{a}.log1p()",
+    "torch.expm1({a})",
     "{a}.sqrt()",
     "torch.sqrt({a})",
     "{a}.sin()",
