@@ -233,7 +233,7 @@ Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scala
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
 }
 
-// ---- ops that replace self's values (FillBackward0, ZeroBackward0, CopyBackwards): the old values
+// ---- ops that replace self's values (FillBackward2/3, ZeroBackward0, CopyBackwards): the old values
 // get no gradient; a tensor source gets the gradient of the positions it filled.
 struct ReplaceNode : Node {
   InputMeta source;
@@ -273,15 +273,17 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked, co
 }  // namespace
 
 Tensor fill_(const Tensor& self, const Scalar& value) {
-  return replace_values(self, full({}, value, self->dtype), false, "FillBackward0");
+  return replace_values(self, full({}, value, self->dtype), false, "FillBackward2");
 }
 Tensor fill_(const Tensor& self, const Tensor& value) {
   if (value->dim() != 0)
     throw RuntimeError(
         cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
-  return replace_values(self, value, false, "FillBackward0");
+  return replace_values(self, value, false, "FillBackward3");
 }
 Tensor zero_(const Tensor& self) { return replace_values(self, zeros({}, self->dtype), false, "ZeroBackward0"); }
-Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values(self, src, true, "CopyBackwards"); }
+Tensor copy_(const Tensor& self, const Tensor& src) {
+  return replace_values(self, src, true, "torch::autograd::CopyBackwards");  // C++-only in PyTorch: namespaced
+}
 
 }  // namespace fg
