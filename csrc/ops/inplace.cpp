@@ -172,11 +172,12 @@ Tensor add_(const Tensor& self, const Tensor& other) {
 Tensor sub_(const Tensor& self, const Tensor& other) {
   return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other); });
 }
+// mul and div read self's old values only for other's gradient (see mul, div): no snapshot otherwise.
 Tensor mul_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, true, [&](const Tensor& s) { return mul(s, other); });
+  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return mul(s, other); });
 }
 Tensor div_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, true, [&](const Tensor& s) { return div(s, other); });
+  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return div(s, other); });
 }
 Tensor add_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other); });
