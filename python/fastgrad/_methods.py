@@ -503,6 +503,20 @@ def _extreme(name, elementwise):
 max, min = _extreme("max", _prims.maximum), _extreme("min", _prims.minimum)
 
 
+def _cumulative_extreme(name):
+    """cummax / cummin: values and indices along a dim, as PyTorch's torch.return_types.<name>."""
+    scan, result = getattr(_prims, name), collections.namedtuple(name, ["values", "indices"])
+
+    def extreme(input, dim):
+        return result(*scan(input, _index(dim)))
+
+    extreme.__name__ = extreme.__qualname__ = name
+    return extreme
+
+
+cummax, cummin = _cumulative_extreme("cummax"), _cumulative_extreme("cummin")
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
