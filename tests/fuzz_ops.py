@@ -116,6 +116,8 @@ for _t in [
     "torch.exp({a})",
     "{a}.log()",
     "torch.log({a})",
+    "{a}.log1p()",
+    "torch.expm1({a})",
     "{a}.sqrt()",
     "torch.sqrt({a})",
     "{a}.sin()",
@@ -127,6 +129,7 @@ for _t in [
     "{a}.sign()",
     "~{a}",
     "torch.logical_not({a})",
+    "torch.negative({a})",
 ]:
     op(_t, a=tensor(NUM))
 # clamp, where, comparisons
@@ -155,6 +158,8 @@ for _t in [
     op(_t, a=tensor(NUM), b=partner("a"))
 for _t in ["{a} > {s}", "{a} <= {s}", "{s} < {a}", "{a} == {s}", "{a}.ne({s})"]:
     op(_t, a=tensor(NUM), s=scalar())
+for _t in ["torch.logical_and({a}, {b})", "{a}.logical_or({b})", "torch.logical_xor({a}, {b})", "{a}.isclose({b})"]:
+    op(_t, a=tensor(NUM), b=partner("a"))
 # reductions
 for _t in [
     "{a}.sum({args})",
@@ -226,12 +231,15 @@ op("{a}.flatten({args})", a=tensor(ANY), args=flatten_args("a"))
 op("{a}.squeeze({args})", a=tensor(ANY), args=squeeze_args("a"))
 op("torch.unsqueeze({a}, {d})", a=tensor(ANY), d=dim("a", extra=1))
 op("{a}.transpose({d0}, {d1})", weight=2, a=tensor(ANY), d0=dim("a"), d1=dim("a"))
+op("torch.swapaxes({a}, {d0}, {d1})", a=tensor(ANY), d0=dim("a"), d1=dim("a"))
 op("{a}.permute({p})", a=tensor(ANY), p=permutation("a"))
 op("{a}.t()", a=tensor(ANY, rank=(2, 1, 0, 2, 2, 3)))
 op("{a}.T", a=tensor(NUM))
 op("{a}.expand({s})", weight=2, a=tensor(ANY), s=expand_sizes("a"))
 op("{a}.expand_as({b})", a=tensor(), b=partner("a"))
 op("torch.cat({args})", a=tensor(ANY), args=cat_args("a"))
+op("torch.concat({args})", a=tensor(ANY), args=cat_args("a"))
+op("torch.concatenate({args})", a=tensor(), args=cat_args("a"))
 op("torch.stack({args})", a=tensor(), args=cat_args("a", stack=True))
 op("{a}.clone()", a=tensor(ANY))
 op("{a}.contiguous()", a=tensor())
@@ -288,6 +296,9 @@ op(
     lo=options("-1", "0", "None"),
     hi=options("1", "0.5", "None"),
 )
+op("{a}.clip_({lo}, {hi})", statement=True, a=tensor(target=True), lo=options("-1", "None"), hi=options("0.5", "None"))
+op("{a}.masked_fill_({c}, {s})", statement=True, a=tensor(NUM, target=True), c=bool_partner("a"), s=scalar())
+op("{a}.bitwise_not_()", statement=True, a=tensor(ANY, target=True))
 # the augmented operators that are not shorthand for one of the in-place methods above
 op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
 op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
@@ -353,10 +364,6 @@ op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indi
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
-_NEXT = (
-    "to add once `x **= t` (t a tensor) saves its result as PyTorch does: a new template changes the drawn programs, "
-    "and test_backends_agree then meets that bug"
-)
 NOT_IN_GRAMMAR = {
     "gather": "its index argument has no drawer yet: tests/test_composed_ops.py",
     "view_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
@@ -374,11 +381,6 @@ NOT_IN_GRAMMAR = {
     **dict.fromkeys(
         ["new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"],
         "creation from sizes and values, not from a tensor's values: tests/test_creation.py",
-    ),
-    **dict.fromkeys(
-        ["isclose", "logical_and", "logical_or", "logical_xor", "negative", "swapaxes", "concat", "concatenate"]
-        + ["clip_", "masked_fill_", "bitwise_not_"],
-        _NEXT,
     ),
 }
 

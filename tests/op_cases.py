@@ -93,6 +93,7 @@ BACKWARD_NAMES = {
     "remainder": "RemainderBackward1",
     "fmod": "FmodBackward1",
     "negative": "NegBackward0",
+    "log1p": "Log1PBackward0",
 }
 
 

@@ -435,6 +435,7 @@ def test_out_argument(fg, name, expected):
     assert out.tolist() == expected
 
 
+@pytest.mark.filterwarnings("ignore:To copy construct from a tensor")  # new_tensor(a tensor) warns, as PyTorch's
 def test_shape_rules_of_the_new_methods(fg):
     from fastgrad import _meta, _optable
 

@@ -57,6 +57,29 @@ def test_pow_in_place_gradient(fg, torch, exponent):
     same_on_both(fg, torch, program)
 
 
+@pytest.mark.parametrize("later", ["self", "base of a view"])
+def test_pow_in_place_result_is_saved_as_self(fg, torch, later):
+    """x **= t saves its result for the exponent's gradient: a later in-place change of x is an error,
+    as in PyTorch (the message names the producer as fastgrad's own node, also for a view)."""
+
+    def program(lib):
+        x0, x1 = lib.tensor([1.5, 2.0, 0.5], requires_grad=True), lib.tensor([2.0, 1.0, 3.0], requires_grad=True)
+        v = x0 + x0
+        if later == "self":
+            v **= x1
+            v.add_(x0)
+        else:
+            w = v[1:]
+            w **= x1[1:]
+            v.add_(1)
+        v.sum().backward()
+
+    if later == "self":
+        same_error(fg, torch, program)
+    else:
+        assert type(pytest.raises(Exception, program, fg).value) is type(pytest.raises(Exception, program, torch).value)
+
+
 # ---- requires_grad_ on a non-leaf
 
 

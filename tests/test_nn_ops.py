@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from op_helpers import assert_close, dtype_name, gradcheck_for, rng_for, to_numpy
+from oracle_helpers import same_on_both
 
 DTYPES = ["float32", "float64"]
 
@@ -547,3 +548,22 @@ def test_backends_agree_bit_for_bit():
             results.append((to_numpy(out), to_numpy(x.grad)))
         np.testing.assert_array_equal(results[0][0], results[1][0], err_msg=name)
         np.testing.assert_array_equal(results[0][1], results[1][1], err_msg=name)
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "smooth_l1_loss", "huber_loss"])
+def test_pointwise_losses_of_every_dtype_pair(fg, torch, loss):
+    """The kernels run in the promoted dtype of input and target, floats only (bool and integer
+    operands count as numbers; NotImplementedError, or huber's cast error, otherwise)."""
+
+    def program(lib):
+        results = []
+        for a in (lib.bool, lib.int64, lib.float32, lib.float64):
+            for b in (lib.bool, lib.int64, lib.float32, lib.float64):
+                try:
+                    r = getattr(lib.nn.functional, loss)(lib.tensor([1, 0], dtype=a), lib.tensor([1, 1], dtype=b))
+                    results.append((str(r.dtype).split(".")[-1], r.item()))
+                except (RuntimeError, NotImplementedError) as error:
+                    results.append((type(error).__name__, str(error)))
+        return results
+
+    same_on_both(fg, torch, program)

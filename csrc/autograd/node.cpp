@@ -74,6 +74,12 @@ void SavedTensor::save(const Tensor& t, bool is_output) {
   is_output_ = is_output;
 }
 
+void SavedTensor::move_output(const Tensor& result, const Tensor& self) {
+  if (!is_output_ || !data_ || data_->storage != result->storage) return;
+  data_ = alias(self);
+  version_ = self->version();
+}
+
 std::string producer_name(const char* node_name) {
   std::string name = node_name;
   size_t at = name.rfind("Backward");

@@ -38,6 +38,10 @@ class SavedTensor {
   Tensor unpack(const char* owner_name) const;
   Tensor unpack(const struct Node* owner) const;
   void reset() { data_.reset(); }
+  // An in-place op computes its value into `result` and then writes it into `self`: a saved
+  // `result` becomes `self` at its new version, as PyTorch's in-place node saves self itself, so
+  // that a later in-place change of self is detected.
+  void move_output(const Tensor& result, const Tensor& self);
   bool defined() const { return was_saved_; }
 
  private:

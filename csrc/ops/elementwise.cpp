@@ -164,7 +164,12 @@ GradList MulBackward0::apply(GradList&& grads) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   DType dt = result_type(a, b);
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_mul(x, y); }, VecBinary::Mul);
-  record_binary<MulBackward0>(out, a, &b, nullptr, true);
+  if (auto* node = record_binary<MulBackward0>(out, a, &b, nullptr, false)) {
+    // As PyTorch's: each operand is read only for the other's gradient (an in-place mul_ by a
+    // tensor that needs no gradient then keeps no copy of self's old values).
+    node->save(node->needs_input_grad(1) ? a : Tensor());
+    node->save(node->needs_input_grad(0) ? b : Tensor());
+  }
   return out;
 }
 Tensor mul(const Tensor& a, const Scalar& s) {
@@ -187,7 +192,10 @@ GradList DivBackward0::apply(GradList&& grads) {
 Tensor div(const Tensor& a, const Tensor& b) {
   DType dt = float_type(result_type(a, b));
   Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return x / y; }, VecBinary::Div);
-  record_binary<DivBackward0>(out, a, &b, nullptr, true);
+  if (auto* node = record_binary<DivBackward0>(out, a, &b, nullptr, false)) {
+    node->save(node->needs_input_grad(1) ? a : Tensor());  // a is read only for b's gradient
+    node->save(b);
+  }
   return out;
 }
 Tensor div(const Tensor& a, const Scalar& s) {

@@ -166,7 +166,10 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
   check_castable(result->dtype, self);
   copy_values(self, result);
   self->bump_version();
-  if (recording) rebase_history(self, {result->grad_fn, result->output_nr});
+  if (recording) {
+    for (SavedTensor& saved : result->grad_fn->saved) saved.move_output(result, self);
+    rebase_history(self, {result->grad_fn, result->output_nr});
+  }
   return self;
 }
 
@@ -178,11 +181,12 @@ Tensor add_(const Tensor& self, const Tensor& other) {
 Tensor sub_(const Tensor& self, const Tensor& other) {
   return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other); });
 }
+// mul and div read self's old values only for other's gradient (see mul, div): no snapshot otherwise.
 Tensor mul_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, true, [&](const Tensor& s) { return mul(s, other); });
+  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return mul(s, other); });
 }
 Tensor div_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, true, [&](const Tensor& s) { return div(s, other); });
+  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return div(s, other); });
 }
 Tensor add_(const Tensor& self, const Scalar& other) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other); });
@@ -256,7 +260,7 @@ Tensor cumprod_(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return cumprod(s, dim, self->dtype); });
 }
 
-// ---- ops that replace self's values (FillBackward0, ZeroBackward0, CopyBackwards): the old values
+// ---- ops that replace self's values (FillBackward2/3, ZeroBackward0, CopyBackwards): the old values
 // get no gradient; a tensor source gets the gradient of the positions it filled.
 struct ReplaceNode : Node {
   InputMeta source;
@@ -296,15 +300,17 @@ Tensor replace_values(const Tensor& self, const Tensor& source, bool checked, co
 }  // namespace
 
 Tensor fill_(const Tensor& self, const Scalar& value) {
-  return replace_values(self, full({}, value, self->dtype), false, "FillBackward0");
+  return replace_values(self, full({}, value, self->dtype), false, "FillBackward2");
 }
 Tensor fill_(const Tensor& self, const Tensor& value) {
   if (value->dim() != 0)
     throw RuntimeError(
         cat("fill_ only supports 0-dimension value tensor but got tensor with ", value->dim(), " dimensions."));
-  return replace_values(self, value, false, "FillBackward0");
+  return replace_values(self, value, false, "FillBackward3");
 }
 Tensor zero_(const Tensor& self) { return replace_values(self, zeros({}, self->dtype), false, "ZeroBackward0"); }
-Tensor copy_(const Tensor& self, const Tensor& src) { return replace_values(self, src, true, "CopyBackwards"); }
+Tensor copy_(const Tensor& self, const Tensor& src) {
+  return replace_values(self, src, true, "torch::autograd::CopyBackwards");  // C++-only in PyTorch: namespaced
+}
 
 }  // namespace fg

@@ -52,6 +52,23 @@ Tensor log(const Tensor& x) {
   return out;
 }
 
+// log(1 + x) and exp(x) - 1 without the cancellation of computing 1 + x or exp(x) first.
+FG_NODE(Log1PBackward0);
+GradList Log1PBackward0::apply(GradList&& grads) { return {div(grads[0], add(unpack(0), Scalar::from_int(1)))}; }
+Tensor log1p(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::log1p(v); });
+  if (auto* node = record<Log1PBackward0>(out, {&x})) node->save(x);
+  return out;
+}
+
+FG_NODE(Expm1Backward0);
+GradList Expm1Backward0::apply(GradList&& grads) { return {mul(grads[0], add(unpack(0), Scalar::from_int(1)))}; }
+Tensor expm1(const Tensor& x) {
+  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::expm1(v); });
+  if (auto* node = record<Expm1Backward0>(out, {&x})) node->save(out, true);  // d/dx = exp(x) = out + 1
+  return out;
+}
+
 FG_NODE(SqrtBackward0);
 GradList SqrtBackward0::apply(GradList&& grads) { return {div(grads[0], mul(unpack(0), Scalar::from_int(2)))}; }
 Tensor sqrt(const Tensor& x) {

@@ -498,6 +498,8 @@ void bind_tensor(py::module_& m) {
   m.def("sign", [](const Tensor& x) { return unary(fg::sign, x); });
   m.def("exp", [](const Tensor& x) { return unary(fg::exp, x); });
   m.def("log", [](const Tensor& x) { return unary(fg::log, x); });
+  m.def("log1p", [](const Tensor& x) { return unary(fg::log1p, x); });
+  m.def("expm1", [](const Tensor& x) { return unary(fg::expm1, x); });
   m.def("sqrt", [](const Tensor& x) { return unary(fg::sqrt, x); });
   m.def("sin", [](const Tensor& x) { return unary(fg::sin, x); });
   m.def("cos", [](const Tensor& x) { return unary(fg::cos, x); });

@@ -146,6 +146,10 @@ op("exp(Tensor input)",
    "function method out", "_prims.exp", "unary_float", "unary")
 op("log(Tensor input)",
    "function method out", "_prims.log", "unary_float", "unary(pos)")
+op("log1p(Tensor input)",
+   "function method out", "_prims.log1p", "unary_float", "unary(pos)")
+op("expm1(Tensor input)",
+   "function method out", "_prims.expm1", "unary_float", "unary")
 op("sqrt(Tensor input)",
    "function method out", "_prims.sqrt", "unary_float", "unary(pos)")
 op("sin(Tensor input)",

@@ -13,7 +13,7 @@ from .. import _prims
 from .._factories import arange
 from .._sampling import rand
 from ..autograd.function import Function
-from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, int64
+from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, int64, promote_types
 
 Tensor = _prims.Tensor
 
@@ -285,16 +285,21 @@ def _broadcast_pair(input, target):
     return input.expand(shape), target.expand(shape)
 
 
-def _bool_target_as_numbers(input, target):
-    """mse, smooth_l1 and huber take a bool target as 0/1 in the input's type (PyTorch's kernels
-    convert their operands before subtracting; l1_loss subtracts and refuses a bool)."""
-    return target.to(input.dtype) if target.dtype is bool_ and input.dtype is not bool_ else target
+def _kernel_operands(kernel, input, target):
+    """PyTorch's mse, smooth_l1 and huber kernels convert input and target to their promoted dtype
+    (a bool or an integer counts as a number there; l1_loss subtracts and refuses a bool) and run
+    for floats only."""
+    promoted = promote_types(input.dtype, target.dtype)
+    if not promoted.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[promoted]}'")
+    return input.to(promoted), target.to(promoted)
 
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     both = _broadcast_pair(input, target)
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = (both[0] - _bool_target_as_numbers(*both)) ** 2
+    a, b = _kernel_operands("mse_cpu", *both)
+    loss = (a - b) ** 2
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, True)
 
 
@@ -320,7 +325,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    z, q = _quadratic_part(both[0] - _bool_target_as_numbers(*both), beta)
+    a, b = _kernel_operands("smooth_l1_cpu", *both)
+    z, q = _quadratic_part(a - b, beta)
     if beta == 0.0:
         return _reduce(z, reduction)
     return _reduce(_prims.where(z < beta, 0.5 * q * q / beta, z - 0.5 * beta), reduction)
@@ -330,14 +336,16 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     both = _broadcast_pair(input, target)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    z, q = _quadratic_part(both[0] - _bool_target_as_numbers(*both), delta)
+    promoted = promote_types(input.dtype, target.dtype)
+    if not can_cast(promoted, input.dtype):  # PyTorch writes huber's loss into a tensor like the input
+        raise RuntimeError(
+            f"result type {SCALAR_TYPE_NAME[promoted]} can't be cast to the desired output type "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    a, b = _kernel_operands("huber_cpu", *both)
+    z, q = _quadratic_part(a - b, delta)
     loss = _prims.where(z < delta, 0.5 * q * q, delta * (z - 0.5 * delta))
-    if loss.dtype is not input.dtype:  # PyTorch writes huber's loss into a tensor like the input
-        if not input.dtype.is_floating_point:
-            raise RuntimeError(
-                f"result type {SCALAR_TYPE_NAME[loss.dtype]} can't be cast to the desired output type "
-                f"{SCALAR_TYPE_NAME[input.dtype]}"
-            )
+    if loss.dtype is not input.dtype:
         loss = loss.to(input.dtype)
     return _reduce(loss, reduction) if weight is None else _weighted_reduce(loss, weight, input, reduction, False)
 

@@ -118,6 +118,13 @@ class SavedTensor:
         self.is_output = is_output
         self.output_nr = None if value is None else value._output_nr
 
+    def move_output(self, result, self_):
+        """An in-place op computed into `result` and wrote it into `self_`: a saved `result` becomes
+        `self_` at its new version, as PyTorch's in-place node saves self itself (so that a later
+        in-place change of it is detected)."""
+        if self.is_output and getattr(self.value, "_storage", None) is result._storage:
+            self.value, self.version = alias(self_), self_._storage.version
+
     def unpack(self, owner_name, owner):
         """The value, checked; `owner_name` is the saving node's name, for the error about a modified
         output, and `owner` the node itself (None once it is gone), which a saved output comes from."""

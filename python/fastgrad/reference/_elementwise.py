@@ -101,6 +101,17 @@ def _log(x):
     return math.log(x) if x > 0 else -math.inf if x == 0 else math.nan
 
 
+def _log1p(x):
+    return math.log1p(x) if x > -1 else -math.inf if x == -1 else math.nan
+
+
+def _expm1(x):
+    try:
+        return math.expm1(x)
+    except OverflowError:
+        return math.inf
+
+
 def _sqrt(x):
     return math.sqrt(x) if x >= 0 else math.nan
 
@@ -743,6 +754,25 @@ class LogBackward0(Function):
 
     def backward(self, g):
         return g / self.unpack(0)
+
+
+class Log1PBackward0(Function):
+    def forward(self, x):
+        self.save(x)
+        return unary(_log1p, x, float_type(x._dtype))
+
+    def backward(self, g):
+        return g / (self.unpack(0) + 1)
+
+
+class Expm1Backward0(Function):
+    def forward(self, x):
+        out = unary(_expm1, x, float_type(x._dtype))
+        self.save(out, is_output=True)
+        return out
+
+    def backward(self, g):
+        return g * (self.unpack(0) + 1)
 
 
 class SqrtBackward0(Function):

@@ -214,6 +214,8 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     copy_values(self, result)
     self._storage.version += 1
     if recording:
+        for saved in result._grad_fn._saved:
+            saved.move_output(result, self)
         rebase_history(self, (result._grad_fn, result._output_nr))
     return self
 
@@ -273,7 +275,17 @@ def clamp_(self, min, max):
 # gradient of the positions it filled.
 
 
-class FillBackward0(Function):
+class ReplaceBackward(Function):
+    """fill_ (FillBackward2 by a number, FillBackward3 by a tensor), zero_ and copy_: self's old
+    values get no gradient, the source gets the gradient (summed to its shape)."""
+
+    def __init__(self, name):
+        super().__init__()
+        self._name = name
+
+    def name(self):
+        return self._name
+
     def backward(self, g):
         return (
             full(g._shape, 0, g._dtype) if self.needs_input_grad(0) else None,
@@ -281,15 +293,7 @@ class FillBackward0(Function):
         )
 
 
-class ZeroBackward0(FillBackward0):
-    """zero_()"""
-
-
-class CopyBackwards(FillBackward0):
-    """copy_(src)"""
-
-
-def _replace_values(node_class, self, source, checked=False):
+def _replace_values(name, self, source, checked=False):
     """`checked`: the memory-overlap checks PyTorch's copy_ makes (fill_ and zero_ make none)."""
     check_inplace(self, (source,))
     if checked:
@@ -302,7 +306,7 @@ def _replace_values(node_class, self, source, checked=False):
         copy_values(self, clone(expanded) if expanded._storage.data is self._storage.data else expanded)
     self._storage.version += 1
     if recording:
-        node = node_class().connect((self, source), edges=edges)
+        node = ReplaceBackward(name).connect((self, source), edges=edges)
         rebase_history(self, (node, 0))
     return self
 
@@ -313,13 +317,13 @@ def fill_(self, value):
             raise RuntimeError(
                 f"fill_ only supports 0-dimension value tensor but got tensor with {value.dim()} dimensions."
             )
-        return _replace_values(FillBackward0, self, value)
-    return _replace_values(FillBackward0, self, full((), value, self._dtype))
+        return _replace_values("FillBackward3", self, value)
+    return _replace_values("FillBackward2", self, full((), value, self._dtype))
 
 
 def zero_(self):
-    return _replace_values(ZeroBackward0, self, full((), 0, self._dtype))
+    return _replace_values("ZeroBackward0", self, full((), 0, self._dtype))
 
 
 def copy_(self, src):
-    return _replace_values(CopyBackwards, self, src, checked=True)
+    return _replace_values("torch::autograd::CopyBackwards", self, src, checked=True)

@@ -268,6 +268,8 @@ for _name, _op in {
     "abs": ew.AbsBackward0.run,
     "exp": ew.ExpBackward0.run,
     "log": ew.LogBackward0.run,
+    "log1p": ew.Log1PBackward0.run,
+    "expm1": ew.Expm1Backward0.run,
     "sqrt": ew.SqrtBackward0.run,
     "sin": ew.SinBackward0.run,
     "cos": ew.CosBackward0.run,
