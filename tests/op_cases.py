@@ -358,6 +358,27 @@ for _name, _fn, _shapes, _grad_fn in [
     case(_name, _fn, _shapes, _grad_fn)
 
 
+# --- scans along one dim: cumsum, cumprod (with zeros: its gradient's own case), logcumsumexp, cummax/cummin
+for _name, _fn, _shapes, _grad_fn, _domain in [
+    ("torch.cumsum(x,1)", lambda m, x: m.cumsum(x, 1), [(3, 4)], "CumsumBackward0", "real"),
+    ("cumsum(0) of 3-D", lambda m, x: x.cumsum(0), [(2, 3, 4)], "CumsumBackward0", "real"),
+    ("cumsum(-1) of 0-d", lambda m, x: x.cumsum(-1), [()], "CumsumBackward0", "real"),
+    ("cumsum(1) of size 0", lambda m, x: x.cumsum(1), [(0, 3)], "CumsumBackward0", "real"),
+    ("cumsum(1,dtype=float64)", lambda m, x: x.cumsum(1, dtype=m.float64), [(3, 4)], "CumsumBackward0", "real"),
+    ("torch.cumprod(x,1)", lambda m, x: m.cumprod(x, 1), [(3, 4)], "CumprodBackward0", "nonzero"),
+    ("cumprod(0) with a zero", lambda m, x: x.cumprod(0), [(4, 3)], "CumprodBackward0", "one_zero"),
+    ("cumprod(-1) of 3-D with a zero", lambda m, x: x.cumprod(-1), [(2, 3, 4)], "CumprodBackward0", "one_zero"),
+    ("cumprod(0) of 0-d", lambda m, x: x.cumprod(0), [()], "CumprodBackward0", "nonzero"),
+    ("torch.logcumsumexp(x,1)", lambda m, x: m.logcumsumexp(x, 1), [(3, 4)], "LogcumsumexpBackward0", "real"),
+    ("logcumsumexp(0) of 3-D", lambda m, x: x.logcumsumexp(0), [(2, 3, 4)], "LogcumsumexpBackward0", "real"),
+    ("torch.cummax(x,1).values", lambda m, x: m.cummax(x, 1).values, [(3, 4)], "CummaxBackward0", "real"),
+    ("cummax(0)[0] of 0-d", lambda m, x: x.cummax(0)[0], [()], "CummaxBackward0", "real"),
+    ("cummin(0).values of 3-D", lambda m, x: x.cummin(0).values, [(2, 3, 4)], "CumminBackward0", "real"),
+    ("torch.cummin(x,-1)[0]", lambda m, x: m.cummin(x, -1)[0], [(3, 4)], "CumminBackward0", "real"),
+]:
+    case(_name, _fn, _shapes, _grad_fn, _domain)
+
+
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
 @dataclass(frozen=True)
 class NondiffCase:
@@ -408,6 +429,17 @@ nondiff("argsort(0,descending,stable) with ties", lambda m, x: x.argsort(dim=0, 
 nondiff("torch.mode with ties", lambda m, x: m.mode(x.detach(), 1).values, [(4, 6)], "int")
 nondiff("mode(0).indices with ties", lambda m, x: x.mode(0).indices, [(4, 6)], "int")
 nondiff("sort(descending) with ties", lambda m, x: m.sort(x, descending=True).indices, [(4, 6)], "int")
+
+# scans of integers (int64 results) and the indices of cummax/cummin, whose ties take the latest index
+for _name, _fn in [
+    ("cumsum(1) of int64", lambda m, x: x.long().cumsum(1)),
+    ("torch.cumprod of bool", lambda m, x: m.cumprod(x > 0, 0)),
+    ("cumsum(0,dtype=int64) of a detached tensor", lambda m, x: x.detach().cumsum(0, dtype=m.int64)),
+    ("cummax(1).indices with ties", lambda m, x: x.cummax(1).indices),
+    ("torch.cummin(x,0)[1] with ties", lambda m, x: m.cummin(x, 0)[1]),
+    ("cummax(0) of int64", lambda m, x: x.long().cummax(0)[0]),
+]:
+    nondiff(_name, _fn, [(4, 6)], "int")
 # ties: argmax/argmin return the first extremal index (documented by PyTorch)
 nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
 nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")

@@ -51,6 +51,17 @@ inline const char* scalar_type_name(DType d) {
   return "?";
 }
 
+// The C++ type names some of PyTorch's dtype errors use ("... dtype long int and ... float").
+inline const char* c_type_name(DType d) {
+  switch (d) {
+    case DType::Bool: return "bool";
+    case DType::Int64: return "long int";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+  }
+  return "?";
+}
+
 inline bool is_floating(DType d) { return d == DType::Float32 || d == DType::Float64; }
 
 // Categories order the lattice; within a category the wider type wins.

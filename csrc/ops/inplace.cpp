@@ -142,19 +142,28 @@ void check_castable(DType result, const Tensor& self) {
                            scalar_type_name(self->dtype)));
 }
 
+// In place, the broadcast shape of self and `other` must be self's. As PyTorch's TensorIterator, this
+// is checked after the overlaps and before the result's dtype and the kernel's own checks.
+void check_broadcast_fits(const Tensor& self, const Tensor& other) {
+  Shape shape = broadcast_shapes(self->shape, other->shape);
+  if (shape != self->shape)
+    throw RuntimeError(
+        cat("output with shape ", shape_str(self->shape), " doesn't match the broadcast shape ", shape_str(shape)));
+}
+
 // self = op(self) for an out-of-place op; `reads_self` says whether op's backward needs self's
 // old values (then op runs on a snapshot so that overwriting self does not invalidate them).
 template <class F>
 Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op) {
   check_inplace(self, other);
   assert_no_internal_overlap(self);
-  if (other) assert_no_partial_overlap(self, *other);
+  if (other) {
+    assert_no_partial_overlap(self, *other);
+    check_broadcast_fits(self, *other);
+  }
   bool recording = other ? should_record({&self, other}) : should_record({&self});
   Tensor result = op(recording && reads_self ? snapshot(self) : self);
   check_castable(result->dtype, self);
-  if (result->shape != self->shape)
-    throw RuntimeError(cat("output with shape ", shape_str(self->shape), " doesn't match the broadcast shape ",
-                           shape_str(result->shape)));
   copy_values(self, result);
   self->bump_version();
   if (recording) {
@@ -220,6 +229,7 @@ Tensor fmod_(const Tensor& self, const Scalar& other) {
 }
 // As PyTorch, whether the result fits self is checked before the kernel refuses a float type.
 Tensor bitwise_(const Tensor& self, const Tensor& other, BitwiseOp op) {
+  check_broadcast_fits(self, other);
   check_castable(result_type(self, other), self);
   return apply_inplace(self, &other, false, [&](const Tensor& s) { return bitwise(s, other, op); });
 }
@@ -232,6 +242,22 @@ Tensor bitwise_not_(const Tensor& self) {
 }
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
+}
+namespace {
+// The scan in self's own dtype (a bool self is refused by the kernel, as PyTorch's cumsum_out).
+void check_scan_dtype(const Tensor& self, std::optional<DType> dtype) {
+  if (dtype && *dtype != self->dtype)
+    throw RuntimeError(cat("Bad in-place call: input tensor dtype ", c_type_name(self->dtype),
+                           " and output tensor dtype ", c_type_name(*dtype), " should match"));
+}
+}  // namespace
+Tensor cumsum_(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
+  check_scan_dtype(self, dtype);
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return cumsum(s, dim, self->dtype); });
+}
+Tensor cumprod_(const Tensor& self, int64_t dim, std::optional<DType> dtype) {
+  check_scan_dtype(self, dtype);
+  return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return cumprod(s, dim, self->dtype); });
 }
 
 // ---- ops that replace self's values (FillBackward2/3, ZeroBackward0, CopyBackwards): the old values

@@ -14,16 +14,6 @@ namespace fg {
 
 namespace {
 
-const char* c_type_name(DType d) {
-  switch (d) {
-    case DType::Bool: return "bool";
-    case DType::Int64: return "long int";
-    case DType::Float32: return "float";
-    case DType::Float64: return "double";
-  }
-  return "?";
-}
-
 // PyTorch has no bool matrix products; `kernel` is the name its error gives. Except dot, its
 // products return early (with zeros) when there is nothing to multiply: `work` = n * m * k.
 void require_not_bool(const Tensor& a, const char* kernel, int64_t work = 1) {

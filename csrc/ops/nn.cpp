@@ -18,6 +18,10 @@
 
 namespace fg {
 
+NotImplementedError not_implemented_for(const char* kernel, DType dtype) {
+  return NotImplementedError(cat("\"", kernel, "\" not implemented for '", scalar_type_name(dtype), "'"));
+}
+
 namespace {
 
 // t itself if contiguous, else a contiguous copy. No autograd: the ops record their own node.
@@ -26,11 +30,6 @@ Tensor dense(const Tensor& t) {
   Tensor out = empty(t->shape, t->dtype);
   copy_values(out, t);
   return out;
-}
-
-// "\"softmax_kernel_impl\" not implemented for 'Long'", as PyTorch's dtype dispatch says it.
-NotImplementedError not_implemented_for(const char* kernel, DType dtype) {
-  return NotImplementedError(cat("\"", kernel, "\" not implemented for '", scalar_type_name(dtype), "'"));
 }
 
 // ---- softmax and log_softmax

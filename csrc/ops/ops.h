@@ -123,6 +123,8 @@ Tensor bitwise_(const Tensor& self, const Tensor& other, BitwiseOp op);
 Tensor bitwise_(const Tensor& self, const Scalar& other, BitwiseOp op);
 Tensor bitwise_not_(const Tensor& self);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor cumsum_(const Tensor& self, int64_t dim, std::optional<DType> dtype);
+Tensor cumprod_(const Tensor& self, int64_t dim, std::optional<DType> dtype);
 Tensor fill_(const Tensor& self, const Scalar& value);
 Tensor fill_(const Tensor& self, const Tensor& value);
 Tensor zero_(const Tensor& self);
@@ -158,6 +160,13 @@ std::pair<Tensor, Tensor> min_dim(const Tensor& x, int64_t dim, bool keepdim);
 Tensor argmax(const Tensor& x, std::optional<int64_t> dim, bool keepdim);
 Tensor argmin(const Tensor& x, std::optional<int64_t> dim, bool keepdim);
 Tensor norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim);
+// ---- scans along one dim (ops/scan.cpp). cumsum and cumprod compute in `dtype`: by default the
+// input's, int64 for integers and bools.
+Tensor cumsum(const Tensor& x, int64_t dim, std::optional<DType> dtype);
+Tensor cumprod(const Tensor& x, int64_t dim, std::optional<DType> dtype);
+Tensor logcumsumexp(const Tensor& x, int64_t dim);
+std::pair<Tensor, Tensor> cummax(const Tensor& x, int64_t dim);  // values, indices
+std::pair<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
 // The gradient of a broadcast op, summed back to the input's shape.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
@@ -218,6 +227,9 @@ Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+// PyTorch's error for a dtype its kernel is not compiled for: "\"softmax_kernel_impl\" not
+// implemented for 'Long'" (ops/nn.cpp).
+NotImplementedError not_implemented_for(const char* kernel, DType dtype);
 // ---- fused neural-network ops (ops/nn.cpp). Their backwards are direct loops too (as PyTorch's
 // _softmax_backward_data, nll_loss_backward and gelu_backward kernels): ops with nodes of their
 // own, recorded in a backward with create_graph (see nn.cpp).

@@ -581,6 +581,26 @@ void bind_tensor(py::module_& m) {
   m.def("median_all", [](const Tensor& x) { return unary(fg::median_all, x); });
   m.def("mode", [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::mode, x, dim, keepdim); });
 
+  // ---- scans along one dim
+  auto dtype_or_none = [](py::handle dtype) {
+    return dtype.is_none() ? std::nullopt : std::optional<DType>(dtype_from_py(dtype));
+  };
+  m.def("cumsum", [=](const Tensor& x, int64_t dim, py::handle dtype) {
+    return unary(fg::cumsum, x, dim, dtype_or_none(dtype));
+  });
+  m.def("cumprod", [=](const Tensor& x, int64_t dim, py::handle dtype) {
+    return unary(fg::cumprod, x, dim, dtype_or_none(dtype));
+  });
+  m.def("cumsum_", [=](const Tensor& x, int64_t dim, py::handle dtype) {
+    return unary(fg::cumsum_, x, dim, dtype_or_none(dtype));
+  });
+  m.def("cumprod_", [=](const Tensor& x, int64_t dim, py::handle dtype) {
+    return unary(fg::cumprod_, x, dim, dtype_or_none(dtype));
+  });
+  m.def("logcumsumexp", [](const Tensor& x, int64_t dim) { return unary(fg::logcumsumexp, x, dim); });
+  m.def("cummax", [](const Tensor& x, int64_t dim) { return unary(fg::cummax, x, dim); });
+  m.def("cummin", [](const Tensor& x, int64_t dim) { return unary(fg::cummin, x, dim); });
+
   m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
   // A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.
   m.def("reshape", [](const Tensor& x, Shape shape) { return by_elements(copied_elements(x), fg::reshape, x, shape); });

@@ -239,6 +239,23 @@ def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 
 
+# ---- scans along one dim
+
+
+def cumsum(input, dim, *, dtype=None, **options):
+    """cumsum and cumprod: in `dtype`, by default the input's, int64 for integers and bools."""
+    return Meta(tuple(input.shape), dtype or (input.dtype if input.dtype.is_floating_point else int64))
+
+
+def scan(input, dim, **options):
+    return Meta(tuple(input.shape), input.dtype)
+
+
+def cummax(input, dim):
+    """cummax and cummin: values and indices."""
+    return scan(input, dim), Meta(tuple(input.shape), int64)
+
+
 # ---- products
 
 

@@ -546,6 +546,14 @@ def mode(input, dim=-1, keepdim=False):
     return return_types.mode(_prims.mode(input, _index(dim), keepdim))
 
 
+def cummax(input, dim):
+    return return_types.cummax(_prims.cummax(input, _index(dim)))
+
+
+def cummin(input, dim):
+    return return_types.cummin(_prims.cummin(input, _index(dim)))
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)

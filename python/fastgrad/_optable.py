@@ -305,6 +305,18 @@ op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
 op("gather(Tensor input, int dim, Tensor index)",
    "function method", "_methods.gather", "gather")
 
+# ---- scans along one dim
+op("cumsum(Tensor input, int dim, *, ScalarType? dtype=None)",
+   "function method out inplace", "_prims.cumsum", "cumsum")
+op("cumprod(Tensor input, int dim, *, ScalarType? dtype=None)",
+   "function method out inplace", "_prims.cumprod", "cumsum")
+op("logcumsumexp(Tensor input, int dim)",
+   "function method out", "_prims.logcumsumexp", "scan")
+op("cummax(Tensor input, int dim)",
+   "function method", "_methods.cummax", "cummax")
+op("cummin(Tensor input, int dim)",
+   "function method", "_methods.cummin", "cummax")
+
 # ---- queries (no tensor result)
 op("numel(Tensor input) -> int",
    "function", "_methods.numel", None)

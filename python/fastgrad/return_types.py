@@ -23,6 +23,7 @@ def _named_tuple(name, fields):
     return type(name, (base,), {**namespace, "__repr__": __repr__})
 
 
-max, min, sort, topk, kthvalue, median, mode = (
-    _named_tuple(name, ["values", "indices"]) for name in ("max", "min", "sort", "topk", "kthvalue", "median", "mode")
+max, min, sort, topk, kthvalue, median, mode, cummax, cummin = (
+    _named_tuple(name, ["values", "indices"])
+    for name in ("max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")
 )

@@ -38,7 +38,7 @@ from ._elementwise import (
 )
 from ._shape import as_strided, expand
 from ._storage import SCALAR_TYPE_NAME
-from ._tensor import Tensor, copy_values, full, new_tensor, read, shape_str
+from ._tensor import Tensor, broadcast_shapes, copy_values, full, new_tensor, read, shape_str
 
 _CATEGORY = {bool_: 0, int64: 1}
 
@@ -188,6 +188,16 @@ def _check_castable(dtype, self):
         )
 
 
+def _check_broadcast_fits(self, other):
+    """In place, the broadcast shape of self and `other` must be self's. As PyTorch's TensorIterator,
+    this is checked after the overlaps and before the result's dtype and the kernel's own checks."""
+    shape = broadcast_shapes(self._shape, other._shape)
+    if shape != self._shape:
+        raise RuntimeError(
+            f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape {shape_str(shape)}"
+        )
+
+
 def _apply_inplace(node_class, self, operands, reads_self, **params):
     """self = op(self, *operands), op being the out-of-place op recorded by `node_class`. When its
     backward reads self's old values, it runs on a snapshot, so that overwriting self does not
@@ -196,13 +206,11 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     assert_no_internal_overlap(self)
     for operand in operands:
         assert_no_partial_overlap(self, operand)
+        if isinstance(operand, Tensor):
+            _check_broadcast_fits(self, operand)
     recording = should_record((self, *operands))
     result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
     _check_castable(result._dtype, self)
-    if result._shape != self._shape:
-        raise RuntimeError(
-            f"output with shape {shape_str(self._shape)} doesn't match the broadcast shape {shape_str(result._shape)}"
-        )
     copy_values(self, result)
     self._storage.version += 1
     if recording:
@@ -249,6 +257,8 @@ def fmod_(self, other):
 
 def bitwise_(self, other, name):
     """As PyTorch, whether the result fits self is checked before the kernel refuses a float type."""
+    if isinstance(other, Tensor):
+        _check_broadcast_fits(self, other)
     _check_castable(result_type(self, other), self)
     return _apply_inplace(Bitwise, self, (other,), False, name=name)
 

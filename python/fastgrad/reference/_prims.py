@@ -13,7 +13,7 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _shape, _sort
+from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _scan, _shape, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -401,6 +401,22 @@ def _along_dim(name, op):
 
 
 softmax, log_softmax = _along_dim("softmax", _nn.softmax), _along_dim("log_softmax", _nn.log_softmax)
+
+
+# ---- scans along one dim
+def _scan_with_dtype(name, op):
+    def checked(x, dim, dtype):
+        if not isinstance(x, Tensor) or not _int_like(dim):
+            raise _invalid_arguments(name, (x, dim, dtype), "Tensor, int, object")
+        return op(x, operator.index(dim), dtype)
+
+    return checked
+
+
+cumsum, cumprod = _scan_with_dtype("cumsum", _scan.cumsum), _scan_with_dtype("cumprod", _scan.cumprod)
+cumsum_, cumprod_ = _scan_with_dtype("cumsum_", _scan.cumsum_), _scan_with_dtype("cumprod_", _scan.cumprod_)
+logcumsumexp = _along_dim("logcumsumexp", _scan.logcumsumexp)
+cummax, cummin = _along_dim("cummax", _scan.cummax), _along_dim("cummin", _scan.cummin)
 
 
 def nll_loss(input, target, weight, reduction, ignore_index):
