@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from op_helpers import assert_close
+from oracle_helpers import same_error
 
 X = np.array([[0.5, -1.5, 2.0], [3.0, -0.25, 1.0]], dtype=np.float32)
 Y = np.array([[1.0, 2.0, -3.0], [0.5, 0.5, 4.0]], dtype=np.float32)
@@ -59,3 +60,24 @@ def test_max_dim_indices_and_out(fg, torch):
         out = m.zeros(2, 3)
         assert m.add(x, 1.0, out=out) is out
         assert_close(out.numpy(), X + 1.0)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.log(m.ones(2, 2), out=m.full((1,), 2.0, requires_grad=True)[..., 1:]),
+        lambda m: m.sum(m.ones(2, requires_grad=True), 0, out=m.empty(())),
+        lambda m: m.exp(m.ones(2), out=m.zeros(2, requires_grad=True)),
+    ],
+)
+def test_out_refuses_a_graph(fg, torch, program):
+    """out= results are not recorded, so an input or out= tensor that requires grad is an error."""
+    same_error(fg, torch, program)
+
+
+def test_a_gradient_of_another_shape_fails_cleanly(fg):
+    """A view's values swapped for another shape under the graph (.data): an error, not a bad read."""
+    v = fg.full((1,), 2.0, requires_grad=True)[..., 1:]
+    v.data = fg.ones(2, 2)
+    with pytest.raises(RuntimeError):
+        v.mean().backward()

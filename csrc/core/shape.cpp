@@ -26,9 +26,17 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 }
 
 Shape broadcast_strides(const Tensor& t, const Shape& shape) {
+  // Callers pass shapes that broadcast; a tensor whose shape was swapped under the graph (x.data =
+  // a tensor of another shape) may not, and must fail here rather than read past `shape`.
+  if (t->shape.size() > shape.size())
+    throw RuntimeError(cat("shape ", shape_str(t->shape), " cannot be broadcast to ", shape_str(shape)));
   Shape strides(shape.size(), 0);
   size_t lead = shape.size() - t->shape.size();
-  for (size_t d = 0; d < t->shape.size(); ++d) strides[lead + d] = t->shape[d] == 1 ? 0 : t->strides[d];
+  for (size_t d = 0; d < t->shape.size(); ++d) {
+    if (t->shape[d] != 1 && t->shape[d] != shape[lead + d])
+      throw RuntimeError(cat("shape ", shape_str(t->shape), " cannot be broadcast to ", shape_str(shape)));
+    strides[lead + d] = t->shape[d] == 1 ? 0 : t->strides[d];
+  }
   return strides;
 }
 

@@ -657,7 +657,9 @@ void bind_tensor(py::module_& m) {
       s = Scalar::from_float(v);
     }
     auto op = [](const Shape& shape, const Scalar& s, DType dtype) { return full(shape, s, dtype); };
-    return by_elements(numel_of(shape), op, shape, s, dtype_from_py(dtype));
+    double elements = 1;  // the sizes are not checked yet: their product may overflow int64
+    for (int64_t size : shape) elements *= double(size);
+    return by_elements(elements, op, shape, s, dtype_from_py(dtype));
   });
   m.def("empty", [](Shape shape, py::handle dtype) { return empty(shape, dtype_from_py(dtype)); });
   m.def("arange", [](double start, double end, double step, py::handle dtype) {

@@ -13,6 +13,7 @@ import builtins
 import copy as _copy
 import linecache
 import operator
+import sys
 import os
 
 import numpy as np
@@ -83,9 +84,15 @@ def _wrap_dim(dim, ndim):
 
 
 def _with_out(result, out):
-    """Implements `out=`: the result's values land in `out`, which is returned."""
+    """Implements `out=`: the result's values land in `out`, which is returned. As in PyTorch, not
+    in a recorded graph (the op's name in the error is its Python function's)."""
     if out is None:
         return result
+    if _prims.is_grad_enabled() and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(
+            f"{sys._getframe(1).f_code.co_name}(): functions with out=... arguments don't support automatic "
+            "differentiation, but one of the arguments requires grad."
+        )
     if out.shape == result.shape and out.dtype == result.dtype:
         _prims.copy_(out, result.detach())
     else:
