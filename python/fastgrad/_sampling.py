@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _prims
 from ._factories import _finish, _from_array
-from ._methods import Tensor, _index, _sizes, register
+from ._methods import Tensor, _index, _sizes, _with_out, register
 from .random import stream
 from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, float32, float64, int64, bool as bool_
 
@@ -155,13 +155,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         drawn = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     result = _from_array(drawn.reshape(list(input.shape[:-1]) + [num_samples]), int64)
     return _with_out(result, out)
-
-
-def _with_out(result, out):
-    if out is None:
-        return result
-    out.data = result
-    return out
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
