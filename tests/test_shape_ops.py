@@ -146,6 +146,21 @@ def test_results_that_are_the_inputs(fg, torch):
     same_on_both(fg, torch, program)
 
 
+def test_writes_through_a_diagonal(fg, torch):
+    """diagonal is a view: a write through it reaches the input, and the gradient flows through
+    the write (CopySlices) and the view."""
+
+    def program(m):
+        x = leaf(m)
+        y = x * 1
+        d = y.diagonal(-1)
+        d.mul_(3)
+        unused = m.tensor(DATA).diagonal(5)
+        return outcome(m, [y], [x]), d._version == y._version, tuple(unused.shape), unused.storage_offset()
+
+    same_on_both(fg, torch, program)
+
+
 def test_broadcast_shapes(fg, torch):
     def program(m):
         shapes = [m.broadcast_shapes((2, 1, 3), (4, 1), 3), m.broadcast_shapes(), m.broadcast_shapes((0, 1), (3,))]

@@ -1103,29 +1103,12 @@ tril_indices = _triangle_indices("tril_indices", np.tril_indices)
 triu_indices = _triangle_indices("triu_indices", np.triu_indices)
 
 
-def _diagonal_positions(k, offset):
-    """The (row, column) indices of the k elements of the diagonal `offset` of a matrix."""
-    start = _prims.arange(0, k, 1, int64)
-    return start + builtins.max(-offset, 0), start + builtins.max(offset, 0)
-
-
-def _diagonal_values(x, offset, dim1, dim2):
-    """x's diagonal `offset` of the dims dim1, dim2, as the last dim (a copy; history as indexing's)."""
-    x = movedim(x, (dim1, dim2), (-2, -1))
-    n, m = x.shape[-2:]
-    k = builtins.max(builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)), 0)
-    rows, cols = _diagonal_positions(k, offset)
-    return x[(Ellipsis, rows, cols)]
-
-
 def _diagonal_embedded(values, shape, offset, dim1, dim2):
     """Zeros of `shape` with `values` (a last dim per diagonal) on the diagonal `offset` of dim1, dim2
     (differentiable in `values`)."""
-    rest = [n for i, n in enumerate(shape) if i not in (dim1, dim2)]
-    out = _prims.full(rest + [shape[dim1], shape[dim2]], 0, values.dtype)
-    rows, cols = _diagonal_positions(values.shape[-1], offset)
-    out[(Ellipsis, rows, cols)] = values
-    return movedim(out, (-2, -1), (dim1, dim2))
+    out = _prims.full(list(shape), 0, values.dtype)
+    _prims.copy_(_prims.diagonal(out, offset, dim1, dim2), values)
+    return out
 
 
 def _distinct_dims(dim1, dim2, ndim):
@@ -1133,19 +1116,6 @@ def _distinct_dims(dim1, dim2, ndim):
     if wrapped[0] == wrapped[1]:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return wrapped
-
-
-def _diagonal(name, input, offset, dim1, dim2):
-    offset = _index(offset)
-    dim1, dim2 = _distinct_dims(dim1, dim2, input.dim())
-    values = _diagonal_values(input.detach(), offset, dim1, dim2)
-    shape = list(input.shape)
-    return _recorded(name, [input], values, lambda g: [_diagonal_embedded(g, shape, offset, dim1, dim2)])
-
-
-def diagonal(input, offset=0, dim1=0, dim2=1):
-    """A copy (PyTorch's is a view of the input)."""
-    return _diagonal("DiagonalBackward0", input, offset, dim1, dim2)
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -1156,21 +1126,24 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     for d in sorted((dim1, dim2)):
         shape.insert(d, n)
     embedded = _diagonal_embedded(input.detach(), shape, offset, dim1, dim2)
-    return _recorded("DiagEmbedBackward0", [input], embedded, lambda g: [diagonal(g, offset, dim1, dim2)])
+    return _recorded("DiagEmbedBackward0", [input], embedded, lambda g: [_prims.diagonal(g, offset, dim1, dim2)])
 
 
 def diag(input, diagonal=0):
+    """1-D: the matrix with input on its diagonal; 2-D: a copy of the diagonal (not a view)."""
     if input.dim() == 1:
         return diag_embed(input, diagonal, 0, 1)
     if input.dim() != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
-    return _diagonal("DiagonalBackward0_copy", input, diagonal, 0, 1)
+    offset, shape = _index(diagonal), list(input.shape)
+    values = _prims.diagonal(input.detach(), offset, 0, 1)
+    return _recorded("DiagonalBackward0_copy", [input], values, lambda g: [_diagonal_embedded(g, shape, offset, 0, 1)])
 
 
 def trace(input):
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
-    values = _diagonal_values(input.detach(), 0, 0, 1)
+    values = _prims.diagonal(input.detach(), 0, 0, 1)
     shape, k = list(input.shape), values.shape[0]
     total = _prims.sum(values, [], False, None)
     return _recorded(

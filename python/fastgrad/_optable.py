@@ -366,7 +366,7 @@ op("triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Devi
 op("diag(Tensor input, int diagonal=0)",
    "function method", "_methods.diag", "diag")
 op("diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1)",
-   "function method", "_methods.diagonal", "diagonal")
+   "function method", "_prims.diagonal", "diagonal")
 op("diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1)",
    "function method", "_methods.diag_embed", "diag_embed")
 op("trace(Tensor input)",

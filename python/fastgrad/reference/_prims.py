@@ -508,3 +508,4 @@ def set_num_threads(n):
 
 # shape family (issue 13): repeat_interleave's gradient adds up the rows an index repeats
 index_put_ = _index.index_put_
+diagonal = _shape.diagonal
