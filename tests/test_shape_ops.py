@@ -114,6 +114,7 @@ def test_copies_do_not_follow_the_input(fg, torch, copy):
         lambda m, x, v: [m.block_diag(v, x.long(), v.sum())],
         lambda m, x, v: [m.diff(v.bool())],
         lambda m, x, v: [x.diff(3, 0)],
+        lambda m, x, v: [v.diff(2**62)],
         lambda m, x, v: [m.roll(v.sum(), 2)],
         lambda m, x, v: [m.flip(v.sum(), (0,))],
         lambda m, x, v: [m.diag_embed(x, 0, 0, 2)],
@@ -274,6 +275,8 @@ def test_split_parts_refuse_in_place_writes(fg, torch):
         lambda m: m.ones(3, 4).movedim(2, 0),
         lambda m: m.vstack([]),
         lambda m: m.ones(3, 4).unbind(2),
+        lambda m: m.ones(3).tensor_split(2**64),
+        lambda m: m.ones(3).roll(2**63),
     ],
 )
 def test_errors_match_torch(fg, torch, call):

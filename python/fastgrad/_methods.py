@@ -32,8 +32,8 @@ from fastgrad._types import (
     float64,
     int64,
     bool as bool_,
+    promote_types,
 )
-from fastgrad._types import promote_types
 
 Tensor = _prims.Tensor
 
@@ -777,6 +777,17 @@ def _recorded_views(name, input, parts, join):
     return parts
 
 
+_MAX_PIECES = 2**20  # tensor_split's sections: each is a Python object
+
+
+def _int64(value):
+    """_index(value), an int beyond int64 refused as PyTorch refuses it."""
+    value = _index(value)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    return value
+
+
 def _dim_slice(dim, index):
     """The key x[key] that indexes dim `dim` by `index`."""
     return (builtins.slice(None),) * dim + (index,)
@@ -786,7 +797,7 @@ def narrow(input, dim, start, length):
     if input.dim() == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     dim = _wrap_dim(_index(dim), input.dim())
-    start, length, size = _index(start), _index(length), input.shape[dim]
+    start, length, size = _int64(start), _int64(length), input.shape[dim]
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     start = start + size if start < 0 else start
@@ -939,7 +950,7 @@ def _rolled_index(n, shift):
 
 
 def roll(input, shifts, dims=None):
-    shifts, dims = _dims(shifts), [_wrap_dim(d, input.dim()) for d in _dims(dims)]
+    shifts, dims = [_int64(s) for s in _dims(shifts)], [_wrap_dim(d, input.dim()) for d in _dims(dims)]
     if len(shifts) != len(dims) and (dims or len(shifts) != 1):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     source = input.detach()
@@ -962,7 +973,7 @@ def rot90(input, k=1, dims=[0, 1]):
     d0, d1 = (_wrap_dim(d, input.dim()) for d in dims)
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
-    k = _index(k) % 4
+    k = _int64(k) % 4
     source = input.detach()
     if k == 1:
         result = _prims.transpose(_flipped(source, [d1]), d0, d1)
@@ -1085,13 +1096,14 @@ def triu_(self, diagonal=0):
 def _triangle_indices(name, numpy_indices):
     def indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
         check_cpu(device)
-        row, col, offset = _index(row), _index(col), _index(offset)
+        row, col, offset = _int64(row), _int64(col), _int64(offset)
         for what, n in (("row", row), ("col", col)):
             if n < 0:
                 raise RuntimeError(f"{what} must be non-negative, got{n}")
         dtype = int64 if dtype is None else dtype
         if dtype.is_floating_point or dtype is bool_:
             raise NotImplementedError(f"\"{name}\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
+        _prims.empty([row, col], bool_)  # numpy's mask of the matrix: the core refuses more memory than there is
         rows, cols = numpy_indices(row, offset, col)
         return _prims.from_numpy(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), share_memory=False)
 
@@ -1254,11 +1266,13 @@ def tensor_split(input, indices_or_sections, dim=0):
         split = split.item() if split.dim() == 0 else split.tolist()
     length = input.shape[dim]
     if isinstance(split, (list, tuple)):
-        bounds = [_index(i) for i in split]
+        bounds = [_int64(i) for i in split]
     else:
-        sections = _index(split)
+        sections = _int64(split)
         if sections <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        if sections > _MAX_PIECES:  # PyTorch would make them all, one tensor at a time
+            raise RuntimeError(f"tensor_split: {sections} sections are more than fastgrad makes ({_MAX_PIECES})")
         size, extra = divmod(length, sections)  # the first `extra` sections take one more
         bounds = [i * size + builtins.min(i, extra) for i in builtins.range(1, sections)]
     bounds = [0] + bounds + [length]
@@ -1290,7 +1304,7 @@ column_stack = _stacking(
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     if input.dim() == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
-    n = _index(n)
+    n = _int64(n)
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     dim = _wrap_dim(_index(dim), input.dim())
@@ -1299,7 +1313,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         if t.dim() != input.dim():
             raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     x = _prims.cat(parts, dim) if len(parts) > 1 else input
-    for _ in builtins.range(n):
+    for _ in builtins.range(builtins.min(n, x.shape[dim] + 1)):  # beyond the dim's size: still empty
         later, earlier = x[_dim_slice(dim, builtins.slice(1, None))], x[_dim_slice(dim, builtins.slice(None, -1))]
         x = later != earlier if x.dtype is bool_ else later - earlier
     return x
