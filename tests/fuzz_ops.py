@@ -263,7 +263,6 @@ for _t in ["torch.atleast_1d({a})", "torch.atleast_2d({a})", "torch.atleast_3d([
     op(_t, a=tensor(ANY))
 op("{a}.unflatten(0, (1, -1))", a=tensor(ANY, min_rank=1))
 op("torch.flip({a}, ({d},))", a=tensor(ANY), d=dim("a"))
-op("{a}.flip({d})", a=tensor(NUM), d=dim("a"))
 op("{a}.fliplr()", a=tensor(NUM))
 op("torch.flipud({a})", a=tensor(NUM))
 op("{a}.roll({s}{d})", a=tensor(ANY), s=options("1", "-2", "5"), d=options("", ", 0", ", -1", ", (0, -1)"))
