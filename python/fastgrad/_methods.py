@@ -20,7 +20,17 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
-from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
+from fastgrad._types import (
+    LEGACY_TYPE_NAME,
+    SCALAR_TYPE_NAME,
+    check_cpu,
+    device,
+    dtype as _dtype,
+    float32,
+    float64,
+    int64,
+    bool as bool_,
+)
 
 Tensor = _prims.Tensor
 
@@ -270,10 +280,15 @@ def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
 
 
 def type(self, dtype=None):
+    """The legacy type's name, or a conversion to a dtype, a legacy type or a legacy type's name."""
     if dtype is None:
-        names = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
-        return f"fastgrad.{names[self.dtype]}"
-    return _prims.to_dtype(self, dtype)
+        return f"fastgrad.{LEGACY_TYPE_NAME[self.dtype]}"
+    if isinstance(dtype, str):
+        by_name = {f"{library}.{name}": t for t, name in LEGACY_TYPE_NAME.items() for library in ("torch", "fastgrad")}
+        if dtype not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = by_name[dtype]
+    return _prims.to_dtype(self, getattr(dtype, "dtype", dtype))
 
 
 def float(self):
