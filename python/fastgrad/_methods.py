@@ -634,8 +634,14 @@ def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
 
 
+def _tensor_input(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(input).__name__}")
+    return input
+
+
 def numel(input):
-    return input.numel()
+    return _tensor_input(input, "numel").numel()
 
 
 def is_tensor(obj):
@@ -646,7 +652,16 @@ def is_tensor(obj):
 
 
 def is_floating_point(input):
-    return input.dtype.is_floating_point
+    return _tensor_input(input, "is_floating_point").dtype.is_floating_point
+
+
+def is_complex(input):
+    _tensor_input(input, "is_complex")
+    return False  # no complex dtypes
+
+
+def is_nonzero(input):
+    return builtins.bool(_tensor_input(input, "is_nonzero"))
 
 
 def split(tensor, split_size_or_sections, dim=0):
