@@ -116,6 +116,7 @@ def test_copies_do_not_follow_the_input(fg, torch, copy):
         lambda m, x, v: [x.diff(3, 0)],
         lambda m, x, v: [v.diff(2**62)],
         lambda m, x, v: [m.roll(v.sum(), 2)],
+        lambda m, x, v: [m.movedim(v.sum(), 0, -1)],
         lambda m, x, v: [m.flip(v.sum(), (0,))],
         lambda m, x, v: [m.diag_embed(x, 0, 0, 2)],
         lambda m, x, v: [x.long().trace()],

@@ -417,7 +417,8 @@ def movedim(input, source, destination):
     source, destination = ([_wrap(d, n) for d in _sizes((x,))] for x in (source, destination))
     order = [None] * n
     for s, d in zip(source, destination):
-        order[d] = s
+        if n:  # a 0-d input has nothing to move
+            order[d] = s
     rest = iter(i for i in range(n) if i not in source)
     return Meta(tuple(input.shape[next(rest) if o is None else o] for o in order), input.dtype)
 

@@ -850,9 +850,10 @@ def movedim(input, source, destination):
         wrapped[what] = [_wrap_dim(d, n) for d in dims]
         if len(set(wrapped[what])) != len(dims):
             raise RuntimeError(f"movedim: repeated dim in `{what}` ({dims})")
-    order = [None] * n
+    order = [None] * n  # a 0-d input (dims 0 and -1 allowed) has nothing to move
     for s, d in zip(wrapped["source"], wrapped["destination"]):
-        order[d] = s
+        if n:
+            order[d] = s
     rest = iter(i for i in builtins.range(n) if i not in wrapped["source"])
     return _prims.permute(input, [next(rest) if o is None else o for o in order])
 
