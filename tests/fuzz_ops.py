@@ -195,6 +195,8 @@ for _t in [
 ]:
     op(_t, a=tensor(NUM), **({"d": dim("a")} if "{d}" in _t else {}))
 op("{a}.argmax({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
+# reductions and set ops of issue 13 (reduce)
+op("torch.logsumexp({a}, {args})", a=tensor(ANY), args=reduce_args("a", optional=False))
 # sorting and selection (tied values: fuzz_compare.DIFFERENCES)
 op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
 op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))

@@ -212,6 +212,11 @@ case("sum(0d)", lambda m, x: x.sum(), [()], "SumBackward0")
 case("sum(1-d, dim=0)", lambda m, x: x.sum(0), [(5,)], "SumBackward1")
 case("max(1-d)", lambda m, x: x.max(), [(5,)], "MaxBackward1")
 
+# --- reductions and set ops of issue 13 (reduce)
+case("torch.logsumexp(x,1)", lambda m, x: m.logsumexp(x, 1), X3, "LogsumexpBackward0")
+_fn = lambda m, x: x.logsumexp((0, 2), keepdim=True)  # noqa: E731
+case("logsumexp((0,2),keepdim)", _fn, X3, "LogsumexpBackward0", layouts=LAYOUTS[:1])
+
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [
     ("sort().values", lambda m, x: x.sort().values, "SortBackward0"),

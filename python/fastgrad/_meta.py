@@ -235,6 +235,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduction(input, dim, keepdim, dtype or input.dtype)
 
 
+# reductions and set ops of issue 13 (reduce)
+
+
+def logsumexp(input, dim, keepdim=False, **options):
+    return _reduction(input, dim, keepdim, _floating(input.dtype))
+
+
 def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 

@@ -733,6 +733,60 @@ def gather(input, dim, index):
     return input[tuple(key)]
 
 
+# ---- reductions and set ops of issue 13 (logsumexp, nansum, aminmax, std_mean, quantile, unique, ...)
+
+
+def _recorded(name, inputs, outputs, saved, backward):
+    """Gives `outputs`, computed from detached inputs, the one node `name` (PyTorch's node of the op)
+    when grad mode is on and an input requires grad. backward(grads, *saved) returns a gradient per
+    input; written with differentiable ops, it gives the node its double backward."""
+    if not (_prims.is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
+        return outputs
+    metas = [(list(out.shape), out.dtype) for out in outputs]
+    saved_tensors = []
+
+    def run(grads):  # an output no gradient reached gets zeros, as PyTorch's nodes see it
+        grads = [_prims.full(shape, 0, dtype) if g is None else g for g, (shape, dtype) in zip(grads, metas)]
+        return backward(grads, *saved_tensors[0].unpack())
+
+    saved_tensors.append(_prims.record_function(run, name, list(inputs), list(outputs), list(saved)))
+    return outputs
+
+
+def _kept(t, input, dims):
+    """A reduction's result (or its gradient) reshaped as if reduced with keepdim=True."""
+    mask = _reduced_dims(dims, input.dim())
+    return _prims.reshape(t, [1 if m else n for n, m in zip(input.shape, mask)])
+
+
+def _reduced_dims(dims, ndim):
+    """Which of ndim dims `dims` (a list, [] for all) reduces."""
+    wrapped = {_wrap_dim(d, ndim) for d in dims}
+    return [not dims or d in wrapped for d in builtins.range(ndim)]
+
+
+def _as_floating(input):
+    return input.detach() if input.dtype.is_floating_point else _prims.to_dtype(input, float32)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """log(sum(exp(x))) shifted by each block's maximum, so large inputs do not overflow; a block
+    whose maximum is infinite is not shifted (a row of -inf gives -inf, as PyTorch)."""
+    dims, x = _dims(dim), _as_floating(input)
+    if x.numel():
+        shift = _prims.amax(x, dims, True)
+        shift = _prims.where(_prims.eq(_prims.abs(shift), builtins.float("inf")), _prims.full([], 0, x.dtype), shift)
+        kept = _prims.add(_prims.log(_prims.sum(_prims.exp(_prims.sub(x, shift)), dims, True, None)), shift)
+    else:
+        kept = _prims.log(_prims.sum(x, dims, True, None))
+    result = _prims.sum(kept, dims, keepdim, None) if not keepdim else kept
+
+    def backward(grads, x, result):
+        return [_kept(grads[0], x, dims) * (x - _kept(result, x, dims)).exp()]
+
+    return _with_out(_recorded("LogsumexpBackward0", [input], [result], [input, result], backward)[0], out)
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

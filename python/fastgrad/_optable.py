@@ -228,6 +228,9 @@ op("any(Tensor input, int? dim=None, bool keepdim=False)",
    "function method", "_methods.any", "all")
 op("norm(Tensor input, Scalar p='fro', int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None)",
    "function method", "_methods.norm", "norm")
+# reductions and set ops of issue 13 (reduce)
+op("logsumexp(Tensor input, int[1] dim, bool keepdim=False)",
+   "function method out", "_methods.logsumexp", "logsumexp")
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
