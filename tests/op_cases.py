@@ -214,8 +214,16 @@ case("max(1-d)", lambda m, x: x.max(), [(5,)], "MaxBackward1")
 
 # --- reductions and set ops of issue 13 (reduce)
 case("torch.logsumexp(x,1)", lambda m, x: m.logsumexp(x, 1), X3, "LogsumexpBackward0")
-_fn = lambda m, x: x.logsumexp((0, 2), keepdim=True)  # noqa: E731
-case("logsumexp((0,2),keepdim)", _fn, X3, "LogsumexpBackward0", layouts=LAYOUTS[:1])
+case(
+    "logsumexp((0,2),keepdim)",
+    lambda m, x: x.logsumexp((0, 2), keepdim=True),
+    X3,
+    "LogsumexpBackward0",
+    layouts=LAYOUTS[:1],
+)
+case("torch.nansum(x,1)", lambda m, x: m.nansum(x, 1), X3, "NansumBackward0", layouts=LAYOUTS[:2])
+case("nansum()", lambda m, x: x.nansum(), X3, "NansumBackward0", layouts=LAYOUTS[:1])
+case("torch.nanmean(x,(0,2),keepdim)", lambda m, x: m.nanmean(x, (0, 2), True), X3, "DivBackward0", layouts=LAYOUTS[:1])
 
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [
@@ -448,6 +456,9 @@ for _name, _fn in [
 # ties: argmax/argmin return the first extremal index (documented by PyTorch)
 nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
 nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")
+# reductions and set ops of issue 13 (reduce)
+nondiff("torch.count_nonzero(x,(0,1))", lambda m, x: m.count_nonzero(x, (0, 1)), [(4, 6)], "int")
+nondiff("count_nonzero(-1)", lambda m, x: x.count_nonzero(-1), [(4, 6)], "int")
 
 for _name, _fn in [
     ("a<b", lambda m, a, b: a < b),

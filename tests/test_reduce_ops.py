@@ -43,3 +43,66 @@ def test_logsumexp_gradient_and_out(fg, torch):
 )
 def test_logsumexp_errors(fg, torch, program):
     same_error(fg, torch, program)
+
+
+NAN = float("nan")
+
+
+def nan_marked(t):
+    """t with its NaNs as -7 (assert_same compares plain floats, and NaN != NaN)."""
+    return t.detach().masked_fill(t != t, -7.0)
+
+
+def test_nansum_nanmean_skip_nans(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, NAN, 2.0], [NAN, NAN, NAN]], requires_grad=True)
+        total, mean = m.nansum(x, 1), x.nanmean(1, keepdim=True)
+        (total.sum() + mean[0].sum()).backward()
+        return (
+            total,
+            nan_marked(mean),
+            nan_marked(x.grad),
+            total.grad_fn.name(),
+            mean.grad_fn.name(),
+            m.nanmean(x.detach()),
+        )
+
+    same_on_both(fg, torch, program)
+
+
+def test_nansum_dtypes_and_empty(fg, torch):
+    def program(m):
+        ints, empty = m.tensor([1, 2, 3]), m.zeros(0, 3)
+        return [
+            m.nansum(ints),
+            m.nansum(ints > 1),
+            m.nansum(ints, dtype=m.float32),
+            m.nansum(m.tensor([1.0, NAN]), 0, True, dtype=m.float64),
+            m.nansum(empty, 1),
+            nan_marked(m.nanmean(empty, 0)),
+            m.nanmean(m.tensor([[1.0, NAN]]), 1, dtype=m.float64),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+def test_count_nonzero(fg, torch):
+    def program(m):
+        x = m.tensor([[0.0, 1.0], [2.0, 0.0], [NAN, 0.0]])
+        return [m.count_nonzero(x), x.count_nonzero(0), m.count_nonzero(x, dim=(0, 1)), m.count_nonzero(x > 0, -1)]
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.nanmean(m.tensor([1, 2])),
+        lambda m: m.nanmean(m.tensor([1, 2]), dtype=m.float32),
+        lambda m: m.count_nonzero(m.ones(2), 1),
+        lambda m: m.nansum(m.ones(2), 2),
+    ],
+    ids=["nanmean of int64", "nanmean of int64 to float32", "count_nonzero dim", "nansum dim"],
+)
+def test_nan_reduction_errors(fg, torch, program):
+    same_error(fg, torch, program)

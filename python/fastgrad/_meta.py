@@ -242,6 +242,10 @@ def logsumexp(input, dim, keepdim=False, **options):
     return _reduction(input, dim, keepdim, _floating(input.dtype))
 
 
+def count_nonzero(input, dim=None):
+    return _reduction(input, dim, False, int64)
+
+
 def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 

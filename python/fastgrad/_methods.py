@@ -787,6 +787,34 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     return _with_out(_recorded("LogsumexpBackward0", [input], [result], [input, result], backward)[0], out)
 
 
+def _isnan(x):
+    return _prims.ne(x, x)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """sum with NaNs counted as zeros, which get no gradient."""
+    dims, x = _dims(dim), input.detach()
+    result = _prims.sum(_prims.where(_isnan(x), _prims.full([], 0, x.dtype), x), dims, keepdim, dtype)
+
+    def backward(grads, x):
+        return [_kept(grads[0], x, dims) * _prims.eq(x, x)]
+
+    return _with_out(_recorded("NansumBackward0", [input], [result], [input], backward)[0], out)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    counted = _prims.sum(_prims.eq(input, input), _dims(dim), keepdim, None)
+    return _with_out(nansum(input, dim, keepdim, dtype=dtype) / counted, out)
+
+
+def count_nonzero(input, dim=None):
+    return _prims.sum(_prims.ne(input, 0), _dims(dim), False, None)
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

@@ -231,6 +231,12 @@ op("norm(Tensor input, Scalar p='fro', int[1]? dim=None, bool keepdim=False, Sca
 # reductions and set ops of issue 13 (reduce)
 op("logsumexp(Tensor input, int[1] dim, bool keepdim=False)",
    "function method out", "_methods.logsumexp", "logsumexp")
+op("nansum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.nansum", "sum")
+op("nanmean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.nanmean", "mean")
+op("count_nonzero(Tensor input, int[1]? dim=None)",
+   "function method", "_methods.count_nonzero", "count_nonzero")
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
