@@ -224,6 +224,17 @@ case(
 case("torch.nansum(x,1)", lambda m, x: m.nansum(x, 1), X3, "NansumBackward0", layouts=LAYOUTS[:2])
 case("nansum()", lambda m, x: x.nansum(), X3, "NansumBackward0", layouts=LAYOUTS[:1])
 case("torch.nanmean(x,(0,2),keepdim)", lambda m, x: m.nanmean(x, (0, 2), True), X3, "DivBackward0", layouts=LAYOUTS[:1])
+case("torch.aminmax(x,dim=1).max", lambda m, x: m.aminmax(x, dim=1).max, X3, "AminmaxBackward0", layouts=LAYOUTS[:2])
+case("aminmax(keepdim)[0]", lambda m, x: x.aminmax(keepdim=True)[0], X3, "AminmaxBackward0", layouts=LAYOUTS[:1])
+case("torch.std_mean(x,1)[0]", lambda m, x: m.std_mean(x, 1)[0], X3, "StdMeanBackward0", layouts=LAYOUTS[:1])
+case("torch.std_mean(x)[1]", lambda m, x: m.std_mean(x)[1], X3, "StdMeanBackward0", layouts=LAYOUTS[:1])
+case(
+    "torch.var_mean(x,(0,2),keepdim,correction=0)[0]",
+    lambda m, x: m.var_mean(x, (0, 2), keepdim=True, correction=0)[0],
+    X3,
+    "VarMeanBackward0",
+    layouts=LAYOUTS[:1],
+)
 
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [

@@ -106,3 +106,51 @@ def test_count_nonzero(fg, torch):
 )
 def test_nan_reduction_errors(fg, torch, program):
     same_error(fg, torch, program)
+
+
+def test_aminmax_values_ties_and_gradient(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]], requires_grad=True)
+        low, high = m.aminmax(x, dim=1)
+        (low.sum() + 2 * high.sum()).backward()
+        whole = x.aminmax(keepdim=True)
+        ints = m.aminmax(m.tensor([1, 5, 2]))
+        empty = tuple(m.aminmax(m.zeros(0, 3), dim=1))
+        return low, high, x.grad, type(whole).__name__, whole.min, whole.max, tuple(ints), empty
+
+    same_on_both(fg, torch, program)
+
+
+def test_std_mean_var_mean_forms_and_gradients(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, 3.0, 4.0], [2.0, 2.0, 2.0]], requires_grad=True)
+        std, mean = m.std_mean(x, 1)
+        (3 * std.sum() + mean.sum()).backward()  # the row of equal values: std 0, no gradient through it
+        return [
+            type(m.var_mean(x)).__name__,
+            std,
+            mean,
+            x.grad,
+            m.std_mean(x, False),
+            m.var_mean(x, 1, True, True),
+            m.var_mean(x, dim=(0, 1), correction=0, keepdim=True),
+            m.std_mean(x, unbiased=False),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.aminmax(m.zeros(0, 3)),
+        lambda m: m.aminmax(m.zeros(0, 3), dim=0),
+        lambda m: m.aminmax(m.ones(2, 3), dim=(0, 1)),
+        lambda m: m.aminmax(m.ones(2, 3), dim=2),
+        lambda m: m.std_mean(m.tensor([1, 2])),
+        lambda m: m.var_mean(m.tensor([1, 2]), 0),
+    ],
+    ids=["aminmax empty", "aminmax empty dim", "aminmax dim tuple", "aminmax dim", "std_mean int", "var_mean int"],
+)
+def test_aminmax_std_mean_errors(fg, torch, program):
+    same_error(fg, torch, program)

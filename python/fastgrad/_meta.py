@@ -246,6 +246,17 @@ def count_nonzero(input, dim=None):
     return _reduction(input, dim, False, int64)
 
 
+def aminmax(input, *, dim=None, keepdim=False):
+    result = _reduction(input, dim, keepdim, input.dtype)
+    return result, result
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
+    """std_mean and var_mean: two results shaped as var's."""
+    result = var(input, dim, unbiased, keepdim)
+    return result, result
+
+
 def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 

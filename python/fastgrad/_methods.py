@@ -12,6 +12,7 @@ over a primitive, is the op table's (fastgrad._optable); the registration at the
 import builtins
 import copy as _copy
 import linecache
+import math
 import operator
 import sys
 import os
@@ -813,6 +814,67 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def count_nonzero(input, dim=None):
     return _prims.sum(_prims.ne(input, 0), _dims(dim), False, None)
+
+
+def _spread_over_ties(grad, x, result, dims):
+    """A min's or max's gradient shared evenly among the elements equal to it (PyTorch's amax rule)."""
+    ties = _prims.eq(x, _kept(result, x, dims))
+    return _kept(grad, x, dims) * ties / _prims.sum(ties, dims, True, None)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        dims = []
+    else:
+        if not isinstance(dim, int) and not isinstance(dim, Tensor):
+            raise TypeError(f"aminmax(): argument 'dim' must be int, not {builtins.type(dim).__name__}")
+        dims = [_wrap_dim(_index(dim), input.dim())]
+        if input.dim() and input.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    x = input.detach()
+    low, high = _prims.amin(x, dims, keepdim), _prims.amax(x, dims, keepdim)
+
+    def backward(grads, x, low, high):
+        return [_spread_over_ties(grads[0], x, low, dims) + _spread_over_ties(grads[1], x, high, dims)]
+
+    low, high = _recorded("AminmaxBackward0", [input], [low, high], [input, low, high], backward)
+    return return_types.aminmax((low, high))
+
+
+def _with_mean(name, input, dim, unbiased, keepdim, correction):
+    """std_mean / var_mean: both results from one node, as PyTorch's (a plain tuple)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    dim, correction = _correction(dim, unbiased, correction)
+    dims, x = _dims(dim), input.detach()
+    spread = getattr(_prims, name.partition("_")[0])(x, dims, builtins.float(correction), keepdim)
+    mean = _prims.mean(x, dims, keepdim)
+    count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
+
+    def backward(grads, x, spread):
+        grad_spread, grad_mean = (_kept(g, x, dims) for g in grads)
+        if name == "std_mean":  # through var = std**2, with none where std is 0 (PyTorch's std_backward)
+            std = _kept(spread, x, dims)
+            grad_spread = _prims.where(std == 0, _prims.full([], 0, x.dtype), grad_spread / (2 * std))
+        freedom = count - correction
+        grad_var = grad_spread * (2.0 / freedom if freedom else math.inf)
+        return [grad_var * (x - _prims.mean(x, dims, True)) + grad_mean / count]
+
+    return tuple(
+        _recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], [input, spread], backward)
+    )
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("var_mean", input, dim, unbiased, keepdim, correction)
 
 
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops

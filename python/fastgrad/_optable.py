@@ -237,6 +237,12 @@ op("nanmean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? d
    "function method out", "_methods.nanmean", "mean")
 op("count_nonzero(Tensor input, int[1]? dim=None)",
    "function method", "_methods.count_nonzero", "count_nonzero")
+op("aminmax(Tensor input, *, int? dim=None, bool keepdim=False)",
+   "function method", "_methods.aminmax", "aminmax")
+op("std_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function", "_methods.std_mean", "var_mean")
+op("var_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function", "_methods.var_mean", "var_mean")
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
