@@ -154,3 +154,40 @@ def test_std_mean_var_mean_forms_and_gradients(fg, torch):
 )
 def test_aminmax_std_mean_errors(fg, torch, program):
     same_error(fg, torch, program)
+
+
+def test_numpy_names_for_dim_and_keepdim(fg, torch):
+    """PyTorch's native ops take axis= for dim= and keepdims= for keepdim= (x.sum(axis=0, keepdims=True))."""
+
+    def program(m):
+        x = m.tensor([[1.0, 5.0, 2.0], [4.0, 0.0, 3.0]])
+        return [
+            x.sum(axis=0, keepdims=True),
+            m.mean(x, axis=1),
+            x.amax(axis=(0, 1), keepdims=True),
+            tuple(x.max(axis=1, keepdims=True)),
+            m.var(x, axis=1, keepdims=True),
+            x.argmax(axis=0),
+            m.cumsum(x, axis=1),
+            m.cat([x, x], axis=1),
+            x.softmax(axis=0),
+            m.logsumexp(x, axis=1, keepdims=True),
+            tuple(m.var_mean(x, axis=0, keepdims=True)),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.ones(2, 3).sum(dim=0, axis=0),
+        lambda m: m.norm(m.ones(2, 3), axis=0),
+        lambda m: m.ones(2, 3).softmax(keepdims=True, dim=0),
+        lambda m: m.split(m.ones(2, 3), 1, axis=0),
+    ],
+    ids=["both names", "norm (Python in PyTorch)", "keepdims of an op without keepdim", "split"],
+)
+def test_numpy_names_errors(fg, torch, program):
+    error = same_error(fg, torch, program)
+    assert isinstance(error, TypeError)

@@ -11,6 +11,7 @@ over a primitive, is the op table's (fastgrad._optable); the registration at the
 
 import builtins
 import copy as _copy
+import functools
 import linecache
 import math
 import operator
@@ -932,6 +933,21 @@ FUNCTIONS = {  # exported by the package
 }
 
 
+def _taking_numpy_names(op, aliases):
+    """op, also taking numpy's names for its parameters (`aliases`: pairs such as ("axis", "dim"))."""
+
+    @functools.wraps(op)
+    def taking(*args, **kwargs):
+        for alias, name in aliases:
+            if alias in kwargs:
+                if name in kwargs:  # both names: PyTorch's parser takes the alias for an unknown keyword
+                    raise TypeError(f"{op.__name__}() got an unexpected keyword argument '{alias}'")
+                kwargs[name] = kwargs.pop(alias)
+        return op(*args, **kwargs)
+
+    return taking
+
+
 def register(module_name, namespace):
     """The one way the shared layer gives Tensor a method and the package a function: attaches the
     op table's rows implemented in `module_name` (`namespace`: its globals), each variant the row
@@ -942,6 +958,9 @@ def register(module_name, namespace):
         if kind != module_name:
             continue
         op = _compiled(_optable.wrapper_source(row, target), row.name) if kind == "_prims" else namespace[target]
+        aliases = _optable.numpy_names(row)
+        if aliases:
+            op = _taking_numpy_names(op, tuple(aliases.items()))
         if "function" in row.variants:
             FUNCTIONS[row.name] = op
         if "method" in row.variants:

@@ -429,6 +429,20 @@ def _converted(p):
     return p.name
 
 
+# PyTorch's argument parser takes numpy's names for two parameters of its native ops
+# (x.sum(axis=0, keepdims=True)); the ops PyTorch writes in Python (torch.functional, _tensor.py) do not.
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+WRITTEN_IN_PYTHON_BY_PYTORCH = {"norm", "split"}
+
+
+def numpy_names(row):
+    """The numpy names `row`'s op takes, each with the parameter it stands for."""
+    if row.name in WRITTEN_IN_PYTHON_BY_PYTORCH:
+        return {}
+    params = {p.name for p in row.params}
+    return {alias: name for alias, name in NUMPY_NAMES.items() if name in params}
+
+
 def names(variant):
     """The public names of the table's ops that have `variant` (function: module names; method: Tensor's)."""
     found = {r.name for r in OPS if variant in r.variants}
