@@ -235,6 +235,31 @@ case(
     "VarMeanBackward0",
     layouts=LAYOUTS[:1],
 )
+case("torch.cosine_similarity(a,b)", lambda m, a, b: m.cosine_similarity(a, b), [(3, 4), (4,)], "SumBackward1")
+case(
+    "F.cosine_similarity(dim=0)",
+    lambda m, a, b: m.nn.functional.cosine_similarity(a, b, dim=0),
+    [(3, 4), (3, 1)],
+    "SumBackward1",
+    layouts=LAYOUTS[:1],
+)
+case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
+for _p in [1, 3, 0.5, float("inf")]:
+    case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])
+case(
+    "F.pairwise_distance(a,b,keepdim)",
+    lambda m, a, b: m.nn.functional.pairwise_distance(a, b, keepdim=True),
+    [(3, 4), (3, 4)],
+    "NormBackward1",
+    layouts=LAYOUTS[:2],
+)
+case(
+    "torch.pairwise_distance(p=1)",
+    lambda m, a, b: m.pairwise_distance(a, b, 1.0),
+    [(2, 3, 4), (4,)],
+    "NormBackward1",
+    layouts=LAYOUTS[:1],
+)
 
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [

@@ -191,3 +191,50 @@ def test_numpy_names_for_dim_and_keepdim(fg, torch):
 def test_numpy_names_errors(fg, torch, program):
     error = same_error(fg, torch, program)
     assert isinstance(error, TypeError)
+
+
+def test_cosine_similarity_broadcasts_clamps_and_promotes(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], requires_grad=True)
+        c = m.nn.functional.cosine_similarity(x, m.tensor([1.0, -1.0, 2.0]), dim=1, eps=0.5)
+        c.sum().backward()
+        mixed = m.cosine_similarity(m.tensor([1, 2]), m.tensor([1.0, 2.5]), dim=0)
+        return c, c.grad_fn.name(), x.grad, mixed, m.cosine_similarity(m.ones(2, 3), m.ones(3), dim=-1, eps=1e-3)
+
+    same_on_both(fg, torch, program)
+
+
+def test_dist_and_pairwise_distance_values_and_gradients(fg, torch):
+    def program(m):
+        results = []
+        for p in [2, 0, 1, 1.5, 3, 0.5, INF, -INF]:
+            x = m.tensor([[1.0, 2.0, 3.0], [0.0, -1.0, 2.0]], requires_grad=True)
+            d = m.dist(x, m.tensor([1.0, -2.0, 0.5]), p)
+            d.backward()
+            results += [d, x.grad]
+        x = m.zeros(3, requires_grad=True)  # the gradient at distance 0
+        m.dist(x, m.zeros(3)).backward()
+        results += [x.grad, m.pairwise_distance(m.tensor(1.0), m.tensor(3.0))]
+        results += [
+            m.pairwise_distance(m.tensor([1, 2]), m.tensor([1, 3])),
+            m.pairwise_distance(m.ones(2, 3), m.ones(3), 0.0),
+        ]
+        return results
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.cosine_similarity(m.tensor([1, 2]), m.tensor([1, 2]), dim=0),
+        lambda m: m.cosine_similarity(m.ones(3, 4), m.ones(2, 4)),
+        lambda m: m.cosine_similarity(m.ones(3), m.ones(3)),
+        lambda m: m.dist(m.tensor([1, 2]), m.tensor([1, 2])),
+        lambda m: m.dist(m.ones(3), 2.0),
+        lambda m: m.dist(m.ones(3), m.ones(2)),
+    ],
+    ids=["cosine of int64", "cosine shapes", "cosine dim", "dist of int64", "dist of a number", "dist shapes"],
+)
+def test_distance_errors(fg, torch, program):
+    same_error(fg, torch, program)

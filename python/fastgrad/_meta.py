@@ -251,6 +251,19 @@ def aminmax(input, *, dim=None, keepdim=False):
     return result, result
 
 
+def dist(input, other, p=2):
+    return Meta((), result_type(input, other))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+    shape = broadcast_shapes(_shape(x1), _shape(x2))
+    return _reduction(Meta(shape, None), -1, keepdim, _floating(result_type(x1, x2)))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    return _reduction(Meta(broadcast_shapes(_shape(x1), _shape(x2)), None), dim, False, result_type(x1, x2))
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
     """std_mean and var_mean: two results shaped as var's."""
     result = var(input, dim, unbiased, keepdim)

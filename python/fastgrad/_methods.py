@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
+from ._grad_mode import no_grad
 from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
 from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
 
@@ -876,6 +877,73 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _with_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+def _norm_backward(grad, x, p, norm, dims):
+    """PyTorch's norm_backward: the gradient of the p-norm `norm` of x over `dims` (kept shapes), with
+    its limits where elements or the norm are 0; None for p = 0."""
+    grad, norm = _kept(grad, x, dims), _kept(norm, x, dims)
+    zero = _prims.full([], 0, x.dtype)
+    if p == 0:
+        return None
+    if p == 1:
+        return _prims.sign(x) * grad
+    if p == 2:
+        return grad * _prims.where(norm == 0, zero, x / norm)
+    if math.isinf(p):  # split among the elements of largest (smallest) magnitude
+        ties = _prims.eq(_prims.abs(x), norm)
+        return _prims.sign(x) * (grad / _prims.sum(ties, dims, True, None) * ties)
+    if p < 1:
+        scaled = _prims.sign(x) * _prims.where(x == 0, zero, _prims.abs(x) ** (p - 1))
+        return scaled * grad * norm ** (1 - p)
+    scaled = _prims.sign(x) * _prims.abs(x) ** (p - 1) if p < 2 else x * _prims.abs(x) ** (p - 2)
+    return scaled * _prims.where(norm == 0, zero, grad / norm ** (p - 1))
+
+
+def _norm_node(name, inputs, difference, p, dims, keepdim):
+    """The p-norm of `difference` (inputs[0] - inputs[1], or one input) over `dims` as one node `name`."""
+    p = builtins.float(p)
+    result = _prims.norm(difference.detach(), p, dims, keepdim)
+
+    def backward(grads, difference, result):
+        grad = _norm_backward(grads[0], difference, p, result, dims)
+        return [grad] if len(inputs) == 1 else [grad, None if grad is None else -grad]
+
+    return _recorded(name, inputs, [result], [difference, result], backward)[0]
+
+
+def dist(input, other, p=2):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not {builtins.type(other).__name__}")
+    if not (input.dtype.is_floating_point or other.dtype.is_floating_point):
+        raise RuntimeError(
+            "norm(): input dtype should be either floating point or complex. Got "
+            f"{SCALAR_TYPE_NAME[_prims.result_type(input, other)]} instead."
+        )
+    return _norm_node("DistBackward0", [input, other], input.detach() - other.detach(), p, [], False)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dim of the broadcast shape (PyTorch's at::norm)."""
+    innermost = builtins.max(x1.dim(), x2.dim()) - 1
+    return _norm_node("NormBackward1", [x1 - x2 + eps], x1 - x2 + eps, p, [innermost], keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """PyTorch's: each operand divided by its norm clamped to eps (the clamp is not differentiated)."""
+    common = _prims.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {SCALAR_TYPE_NAME[common]}"
+        )
+    x1, x2 = (_prims.to_dtype(x, common) if not x.dtype.is_floating_point else x for x in (x1, x2))
+    shape = list(_prims.broadcast_shapes(x1.shape, x2.shape))
+    x1, x2 = (x if list(x.shape) == shape else _prims.expand(x, shape) for x in (x1, x2))
+    norms = [norm(x, 2, dim, True).clone() for x in (x1, x2)]
+    with no_grad():
+        for n in norms:
+            _prims.clamp_(n, eps, None)
+    return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
 
 
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops

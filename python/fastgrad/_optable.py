@@ -243,6 +243,12 @@ op("std_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=F
    "function", "_methods.std_mean", "var_mean")
 op("var_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
    "function", "_methods.var_mean", "var_mean")
+op("dist(Tensor input, Tensor other, Scalar p=2)",
+   "function method", "_methods.dist", "dist")
+op("pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False)",
+   "function", "_methods.pairwise_distance", "pairwise_distance")
+op("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08)",
+   "function", "_methods.cosine_similarity", "cosine_similarity")
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
