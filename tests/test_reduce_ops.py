@@ -238,3 +238,45 @@ def test_dist_and_pairwise_distance_values_and_gradients(fg, torch):
 )
 def test_distance_errors(fg, torch, program):
     same_error(fg, torch, program)
+
+
+@pytest.mark.parametrize("p", [2, "fro", None, 1, 3, 0.5, 0, -1, INF, -INF])
+def test_norm_values_and_gradients_at_zeros(fg, torch, p):
+    """torch.norm's vector norms, with PyTorch's gradients where elements or whole rows are 0."""
+
+    def program(m):
+        x = m.tensor([[3.0, -4.0, 0.0], [0.0, 0.0, 0.0], [1.0, 1.0, -1.0]], requires_grad=True)
+        rows = x.norm(p, dim=1)
+        rows.sum().backward()
+        whole = m.norm(x.detach(), p, keepdim=True)
+        return rows, x.grad, whole, rows.grad_fn.name()
+
+    same_on_both(fg, torch, program)
+
+
+def test_norm_fro_over_two_dims_and_dtype(fg, torch):
+    def program(m):
+        x = m.tensor([[3.0, 4.0], [0.0, 12.0]])
+        return x.norm("fro", dim=(0, 1), keepdim=True), x.norm(dtype=m.float64), m.norm(x, 1, [0, 1])
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.ones(3).norm("nuc"),
+        lambda m: m.ones(2, 2).norm("abc"),
+        lambda m: m.ones(2, 2, dtype=m.int64).norm("nuc"),
+        lambda m: m.ones(2, 2, dtype=m.int64).norm("fro"),
+        lambda m: m.ones(2, 2).norm("nuc", dim=0),
+        lambda m: m.ones(2, 2).norm("nuc", dim=(0, 0)),
+        lambda m: m.ones(2, 2, 2).norm("nuc"),
+        lambda m: m.ones(2).norm(dtype=m.int64),
+        lambda m: m.tensor([1, 2]).norm(dtype=m.float64),
+    ],
+    ids=["nuc of 1-D", "unknown order", "nuc of int64", "fro of int64", "nuc dim", "nuc same dims", "nuc 3 dims"]
+    + ["int64 dtype", "int64 input to float64"],
+)
+def test_norm_errors(fg, torch, program):
+    same_error(fg, torch, program)

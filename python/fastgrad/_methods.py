@@ -565,16 +565,41 @@ def cummin(input, dim):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    if dtype is not None:
-        input = _prims.to_dtype(input, dtype)
+    """PyTorch's torch.norm: a vector norm, except p='fro' over more than two dims and p='nuc', which
+    PyTorch hands to matrix_norm."""
     dims = _dims(dim)
-    if p == "fro" and len(dims) > 2:  # PyTorch hands this to matrix_norm, which refuses it
+    if isinstance(p, str) and not (p == "fro" and len(dims) <= 2):
+        _check_matrix_norm(input, p, dims or list(builtins.range(input.dim())))
+        raise NotImplementedError("norm: p='nuc' (the sum of the singular values) is not supported yet")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError(
+                f"linalg.vector_norm: dtype should be floating point or complex, but got {SCALAR_TYPE_NAME[dtype]}"
+            )
+        input = _prims.to_dtype(input, dtype)
+    return _prims.norm(input, 2.0 if p in ("fro", None) else builtins.float(p), dims, keepdim)
+
+
+def _check_matrix_norm(input, p, dims):
+    """linalg.matrix_norm's checks, in its order."""
+    if p not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if input.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    if len(dims) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
-    if p in ("fro", None):
-        p = 2
-    if p == "nuc" or isinstance(p, str):
-        raise ValueError(f"norm: p={p!r} is not supported")
-    return _prims.norm(input, builtins.float(p), dims, keepdim)
+    if _wrap_dim(dims[0], input.dim()) == _wrap_dim(dims[1], input.dim()):
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
 
 
 # ---- softmax: fused, numerically stable kernels. `dtype` converts the input first (ToCopyBackward0 shows).
