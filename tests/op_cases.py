@@ -495,6 +495,23 @@ nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")
 # reductions and set ops of issue 13 (reduce)
 nondiff("torch.count_nonzero(x,(0,1))", lambda m, x: m.count_nonzero(x, (0, 1)), [(4, 6)], "int")
 nondiff("count_nonzero(-1)", lambda m, x: x.count_nonzero(-1), [(4, 6)], "int")
+nondiff("torch.searchsorted", lambda m, a, b: m.searchsorted(a.sort().values, b), [(5,), (3, 4)], "int")
+nondiff("searchsorted rows, right", lambda m, a, b: m.searchsorted(a.sort()[0], b, right=True), [(3, 5), (3, 4)], "int")
+nondiff("torch.bucketize", lambda m, a, b: m.bucketize(b, a.sort().values, right=True), [(5,), (3, 4)], "int")
+nondiff("torch.histc", lambda m, a: m.histc(a, 5), [(4, 6)], "real")
+nondiff("Tensor.histc(bins,min,max)", lambda m, a: a.histc(4, -1, 1), [(4, 6)], "real")
+nondiff("torch.bincount", lambda m, a: m.bincount((a + 2).long().reshape(-1)), [(4, 6)], "int")
+nondiff(
+    "Tensor.bincount(weights,minlength)",
+    lambda m, a, w: (a + 2).long().bincount(w.detach(), minlength=7),
+    [(6,), (6,)],
+    ("int", "real"),
+)
+nondiff("torch.unique", lambda m, a: m.unique(a.detach()), [(4, 6)], "int")
+nondiff("Tensor.unique(return_inverse)[1]", lambda m, a: a.unique(return_inverse=True)[1], [(4, 6)], "int")
+nondiff("torch.unique(dim=1,return_counts)[1]", lambda m, a: m.unique(a, return_counts=True, dim=1)[1], [(2, 6)], "int")
+nondiff("torch.unique_consecutive", lambda m, a: m.unique_consecutive(a.detach()), [(4, 6)], "int")
+nondiff("Tensor.unique_consecutive(dim=0)", lambda m, a: a.detach().unique_consecutive(dim=0), [(5, 1)], "int")
 
 for _name, _fn in [
     ("a<b", lambda m, a, b: a < b),

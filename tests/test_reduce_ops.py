@@ -280,3 +280,119 @@ def test_norm_fro_over_two_dims_and_dtype(fg, torch):
 )
 def test_norm_errors(fg, torch, program):
     same_error(fg, torch, program)
+
+
+def test_searchsorted_and_bucketize(fg, torch):
+    def program(m):
+        seq, values = m.tensor([1.0, 2.0, 2.0, 3.0, 5.0]), m.tensor([[0.0, 2.0, 4.0], [5.0, 6.0, NAN]])
+        rows = m.tensor([[1, 3, 5], [2, 4, 6]])
+        return [
+            m.searchsorted(seq, values),
+            m.searchsorted(seq, values, right=True),
+            m.searchsorted(seq, values, side="right"),
+            m.searchsorted(seq, values, side="right", right=False),
+            m.searchsorted(seq, 2.0),
+            m.searchsorted(rows, m.tensor([[3, 4], [3, 4]])),
+            m.searchsorted(m.tensor([3.0, 1.0, 2.0]), m.tensor([2.5]), sorter=m.tensor([1, 2, 0])),
+            m.searchsorted(m.tensor([1, 2, 3]), m.tensor([2.5])),
+            m.searchsorted(m.tensor([1.0, NAN]), m.tensor([2.0, NAN])),
+            m.searchsorted(m.zeros(0), m.tensor([2.0])),
+            m.searchsorted(seq, values, out=m.zeros(2, 3, dtype=m.int64)),
+            m.bucketize(values, seq),
+            m.bucketize(3.0, seq, right=True),
+            m.bucketize(m.tensor(3), seq),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+def test_bincount_and_histc(fg, torch):
+    def program(m):
+        x = m.tensor([1, 3, 3, 0, 5])
+        return [
+            m.bincount(x),
+            x.bincount(minlength=8),
+            m.bincount(x, m.tensor([0.5, 1.0, 1.0, 2.0, 3.0])),
+            m.bincount(x, m.tensor([1, 1, 1, 2, 3])),
+            m.bincount(m.zeros(0, dtype=m.int64), minlength=2),
+            m.histc(m.tensor([1.0, 2.0, 1.0, 4.0]), bins=4),
+            m.histc(m.tensor([1.0, 2.0, 1.0, 4.0, INF, NAN]), bins=4, min=0, max=3),
+            m.histc(m.tensor([2.0, 2.0]), 3),
+            m.tensor([1.0, 2.0]).histc(3, 2, 2),
+            m.histc(m.zeros(0), 3),
+            m.histc(m.tensor([0.1, 0.2, 0.3]), 3, 0.1, 0.3),
+            m.histc(m.arange(100.0, dtype=m.float64) / 7, 13, 0.3, 9.1),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+def test_unique_and_unique_consecutive(fg, torch):
+    def program(m):
+        x = m.tensor([3.0, 1.0, 3.0, NAN, NAN, 1.0, 2.0])
+        rows = m.tensor([[1, 2], [0, 5], [1, 2], [0, 1]])
+        return [
+            nan_marked(m.unique(x)),
+            tuple(nan_marked(t) for t in m.unique(x, return_inverse=True, return_counts=True)),
+            m.unique(rows, dim=0, return_inverse=True, return_counts=True),
+            rows.unique(dim=1),
+            m.unique(m.tensor(3.0), return_inverse=True),
+            m.unique(m.zeros(0, 3), dim=0, return_counts=True),
+            m.unique(m.tensor([[2, 1], [1, 2]]), return_inverse=True),
+            m.unique_consecutive(m.tensor([1, 1, 2, 2, 3, 1, 1, 2]), return_inverse=True, return_counts=True),
+            rows.unique_consecutive(dim=0),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+def test_counts_and_unique_have_no_derivative(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, 2.0], [1.0, 2.0]], requires_grad=True)
+        results = [m.unique(x), m.unique(x, dim=0), m.unique_consecutive(x), m.bincount(m.tensor([0, 1]), x[0])]
+        return [(t.requires_grad, t.grad_fn.name(), m.histc(x, 3).requires_grad) for t in results]
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: m.unique(m.ones(2, requires_grad=True)).sum().backward())
+    same_error(fg, torch, lambda m: m.bincount(m.tensor([0, 1]), m.ones(2, requires_grad=True)).sum().backward())
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.searchsorted(m.ones(3), m.ones(2), side="left", right=True),
+        lambda m: m.searchsorted(m.ones(3), m.ones(2), side="middle"),
+        lambda m: m.searchsorted(m.ones(2, 3), m.ones(3)),
+        lambda m: m.searchsorted(m.tensor(1.0), m.ones(2)),
+        lambda m: m.searchsorted(m.ones(3), m.ones(2), sorter=m.tensor([0, 1])),
+        lambda m: m.searchsorted(m.ones(3), m.ones(2), sorter=m.ones(3)),
+        lambda m: m.searchsorted(m.ones(3), m.ones(2), sorter=m.tensor([0, 1, 9])),
+        lambda m: m.bucketize(m.ones(2), m.ones(2, 3)),
+        lambda m: m.bucketize(m.tensor([True]), m.tensor([True, False])),
+        lambda m: m.bincount(m.tensor([-1, 2])),
+        lambda m: m.bincount(m.tensor([[1]])),
+        lambda m: m.bincount(m.tensor([1.0])),
+        lambda m: m.bincount(m.tensor([1, 2]), m.ones(3)),
+        lambda m: m.bincount(m.tensor([1, 2]), minlength=-1),
+        lambda m: m.histc(m.tensor([1, 2]), 3),
+        lambda m: m.histc(m.ones(2), 0),
+        lambda m: m.histc(m.ones(2), 3, 3, 1),
+        lambda m: m.histc(m.ones(2), 3, 0, INF),
+        lambda m: m.histc(m.tensor([NAN]), 2),
+        lambda m: m.histc(m.ones(2), 2.5),
+        lambda m: m.unique(m.ones(2, 2), dim=2),
+        lambda m: m.unique(m.tensor(3.0), dim=0),
+        lambda m: m.unique(m.zeros(3, 0), dim=0),
+    ],
+    ids=["side and right", "side", "rows", "0-d boundaries", "sorter size", "sorter dtype", "sorter range"]
+    + ["bucketize 2-D", "bucketize bool", "bincount negative", "bincount 2-D", "bincount float", "bincount weights"]
+    + ["bincount minlength", "histc int64", "histc 0 bins", "histc min > max", "histc inf", "histc nan"]
+    + ["histc float bins", "unique dim", "unique 0-d dim", "unique 0-size"],
+)
+def test_search_count_unique_errors(fg, torch, program):
+    same_error(fg, torch, program)
+
+
+def test_out_int32_needs_int32(fg):
+    with pytest.raises(TypeError, match="int32"):
+        fg.searchsorted(fg.ones(3), fg.ones(2), out_int32=True)

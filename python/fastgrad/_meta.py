@@ -264,6 +264,18 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     return _reduction(Meta(broadcast_shapes(_shape(x1), _shape(x2)), None), dim, False, result_type(x1, x2))
 
 
+def searchsorted(sorted_sequence, input, **options):
+    return Meta(_shape(input), int64)
+
+
+def bucketize(input, boundaries, **options):
+    return Meta(_shape(input), int64)
+
+
+def histc(input, bins=100, min=0, max=0, **options):
+    return Meta((operator.index(bins),), input.dtype)
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
     """std_mean and var_mean: two results shaped as var's."""
     result = var(input, dim, unbiased, keepdim)

@@ -971,6 +971,166 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
 
 
+# searching, counting and unique: positions and counts (C++ kernels with reference twins), no gradient
+
+
+def _without_derivative(result, input, name, error):
+    """`result` with PyTorch's node for an op that has no derivative: going back through it raises error()."""
+
+    def backward(grads):
+        raise error()
+
+    return _recorded(name, [input], [result], [], backward)[0]
+
+
+def _check_position_dtype(out_int32):
+    """searchsorted and bucketize give int64 positions, or int32 ones for out_int32=True."""
+    if out_int32:
+        raise TypeError("out_int32=True needs the int32 dtype, which fastgrad does not have yet")
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    if not isinstance(sorted_sequence, Tensor) or not isinstance(input, (Tensor, builtins.int, builtins.float)):
+        kinds = ", ".join(builtins.type(a).__name__ for a in (sorted_sequence, input))
+        raise TypeError(f"searchsorted() received an invalid combination of arguments - got ({kinds})")
+    if side not in (None, "left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError(
+            "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+        )
+    _check_position_dtype(out_int32)
+    if sorted_sequence.dim() == 0:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
+    common = _prims.result_type(sorted_sequence, input)
+    values = input if isinstance(input, Tensor) else _prims.full([], input, common)
+    if sorted_sequence.dim() != 1 and (
+        sorted_sequence.dim() != values.dim() or sorted_sequence.shape[:-1] != values.shape[:-1]
+    ):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+            f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}"
+        )
+    if sorter is not None:
+        sorted_sequence = _sorted_by(sorted_sequence, sorter)
+    if common is bool_:
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+    sequence, values = (_prims.to_dtype(t.detach(), common) for t in (sorted_sequence, values))
+    return _with_out(_prims.searchsorted(sequence, values, right or side == "right"), out)
+
+
+def _sorted_by(sequence, sorter):
+    """searchsorted's sorter: the positions that put each row of `sequence` in order."""
+    if sorter.dtype is not int64:
+        raise RuntimeError(
+            "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+            f"{SCALAR_TYPE_NAME[sorter.dtype]}"
+        )
+    if sorter.shape != sequence.shape:
+        raise RuntimeError(
+            "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
+            f"{list(sequence.shape)}and got sorter tensor {list(sorter.shape)}"
+        )
+    n = sequence.shape[-1]
+    if sorter.numel() and (_prims.amin(sorter, [], False).item() < 0 or _prims.amax(sorter, [], False).item() >= n):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    return gather(sequence.detach(), -1, sorter)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    if isinstance(boundaries, Tensor) and boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    return _with_out(searchsorted(boundaries, input, out_int32=out_int32, right=right), out)
+
+
+def bincount(input, weights=None, minlength=0):
+    minlength = _int_argument(minlength, "bincount", "minlength", 3)
+    if input.dtype is not int64:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.dim() != 1 or (input.numel() and _prims.amin(input, [], False).item() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if weights is None:
+        return _prims.bincount(input, None, minlength)
+    summed = weights.detach() if weights.dtype is float32 else _prims.to_dtype(weights.detach(), float64)
+    result = _prims.bincount(input, summed, minlength)
+    no_derivative = lambda: RuntimeError("derivative for aten::bincount is not implemented")  # noqa: E731
+    return _without_derivative(result, weights, "torch::autograd::NotImplemented", no_derivative)
+
+
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Counts in `bins` equal bins between min and max; min == max means the input's own range."""
+    bins = _int_argument(bins, "histc", "bins", 2)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    left, right = builtins.float(min), builtins.float(max)
+    if left == right and input.numel():
+        left, right = (t.item() for t in aminmax(input.detach()))
+    if left == right:
+        left, right = left - 1, right + 1
+    if not (math.isfinite(left) and math.isfinite(right)):
+        raise RuntimeError(f"torch.histc: range of [{left:g}, {right:g}] is not finite")
+    if left >= right:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    edges = _prims.linspace(left, right, bins + 1, input.dtype)
+    return _with_out(_prims.histogram_counts(input.detach(), edges, None), out)
+
+
+def _unique(name, input, sorted_rows, return_inverse, return_counts, dim):
+    """unique and unique_consecutive: the distinct elements (or slices along `dim`) of input, in order
+    or run by run, with each one's inverse index and count as asked."""
+    x = input.detach()
+    if dim is None:
+        rows, inverse_shape = _prims.reshape(x, [x.numel(), 1]), list(x.shape)
+    else:
+        if x.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = _wrap_dim(_index(dim), x.dim())
+        if x.numel() == 0 and builtins.any(n == 0 for d, n in enumerate(x.shape) if d != dim):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        order = [dim] + [d for d in builtins.range(x.dim()) if d != dim]
+        x = _prims.permute(x, order)
+        width = math.prod(x.shape[1:])
+        rows, inverse_shape = _prims.reshape(x, [x.shape[0], width]), [x.shape[0]]
+    first, inverse, counts = _prims.unique_rows(rows, not sorted_rows)
+    values = x.reshape([-1])[first] if dim is None else _prims.permute(x[first], _inverse_permutation(order))
+    if input.requires_grad and values.dtype.is_floating_point:
+        kernel = {"Unique2": "_unique2", "UniqueDim": "unique_dim"}.get(name, "unique_consecutive")
+        values = _without_derivative(
+            values,
+            input,
+            f"{name}Backward0",
+            lambda: NotImplementedError(f"the derivative for '{kernel}' is not implemented."),
+        )
+    results = (
+        (values,)
+        + ((_prims.reshape(inverse, inverse_shape),) if return_inverse else ())
+        + ((counts,) if return_counts else ())
+    )
+    return results if len(results) > 1 else values
+
+
+def _inverse_permutation(order):
+    return [order.index(d) for d in builtins.range(len(order))]
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Always sorted, as PyTorch's CPU unique (sorted=False leaves the order to the implementation)."""
+    return _unique("Unique2" if dim is None else "UniqueDim", input, True, return_inverse, return_counts, dim)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    return _unique("UniqueConsecutive", input, False, return_inverse, return_counts, dim)
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

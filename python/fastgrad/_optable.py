@@ -249,6 +249,23 @@ op("pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool k
    "function", "_methods.pairwise_distance", "pairwise_distance")
 op("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08)",
    "function", "_methods.cosine_similarity", "cosine_similarity")
+# searching, counting, unique. The sizes of bincount's and unique's results depend on the input's
+# values, which a shape rule does not read: they return `SizedByValues` tensors (no rule).
+op("searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, "
+   "str? side=None, Tensor? sorter=None)",
+   "function out", "_methods.searchsorted", "searchsorted")
+op("bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False)",
+   "function out", "_methods.bucketize", "bucketize")
+op("bincount(Tensor input, Tensor? weights=None, int minlength=0) -> SizedByValues",
+   "function method", "_methods.bincount", None)
+op("histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0)",
+   "function method out", "_methods.histc", "histc")
+op("unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) "
+   "-> SizedByValues",
+   "function method", "_methods.unique", None)
+op("unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int? dim=None) "
+   "-> SizedByValues",
+   "function method", "_methods.unique_consecutive", None)
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
@@ -438,7 +455,7 @@ def _converted(p):
 # PyTorch's argument parser takes numpy's names for two parameters of its native ops
 # (x.sum(axis=0, keepdims=True)); the ops PyTorch writes in Python (torch.functional, _tensor.py) do not.
 NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
-WRITTEN_IN_PYTHON_BY_PYTORCH = {"norm", "split"}
+WRITTEN_IN_PYTHON_BY_PYTORCH = {"norm", "split", "unique", "unique_consecutive"}
 
 
 def numpy_names(row):
