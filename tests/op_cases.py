@@ -260,6 +260,23 @@ case(
     "NormBackward1",
     layouts=LAYOUTS[:1],
 )
+# quantile ends in PyTorch's in-place squeeze_ (SqueezeBackward4), fastgrad's in squeeze(-1)
+QUANTILE = ("SqueezeBackward4", "SqueezeBackward1")
+case("torch.quantile(x,0.3,dim=1)", lambda m, x: m.quantile(x, 0.3, dim=1), X3, QUANTILE, layouts=LAYOUTS[:2])
+case(
+    "quantile(q tensor,keepdim)",
+    lambda m, x: x.quantile(m.tensor([0.2, 0.9], dtype=x.dtype), keepdim=True),
+    X3,
+    QUANTILE,
+    layouts=LAYOUTS[:1],
+)
+case(
+    "torch.nanquantile(x,q,0,midpoint)",
+    lambda m, x: m.nanquantile(x, m.tensor([0.25, 0.5], dtype=x.dtype), 0, interpolation="midpoint"),
+    X3,
+    QUANTILE,
+    layouts=LAYOUTS[:1],
+)
 
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [

@@ -396,3 +396,55 @@ def test_search_count_unique_errors(fg, torch, program):
 def test_out_int32_needs_int32(fg):
     with pytest.raises(TypeError, match="int32"):
         fg.searchsorted(fg.ones(3), fg.ones(2), out_int32=True)
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_interpolations_and_gradients(fg, torch, interpolation):
+    def program(m):
+        x = m.tensor([[1.0, 5.0, 2.0, 8.0], [3.0, 7.0, 0.0, 4.0]], requires_grad=True)
+        q = m.tensor([0.1, 0.5, 0.7, 0.25, 0.75, 1 / 6])
+        result = x.quantile(q, dim=1, interpolation=interpolation)
+        result.sum().backward()
+        return result, x.grad
+
+    same_on_both(fg, torch, program)
+
+
+def test_quantile_and_nanquantile_with_nans_and_shapes(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, 5.0, 2.0, 8.0], [3.0, NAN, 0.0, 4.0], [7.0, 6.0, 5.0, 4.0]], requires_grad=True)
+        q = m.tensor([0.25, 0.5, 1.0])
+        nan_rows = nan_marked(x.quantile(q, dim=1))
+        values = m.nanquantile(x, q, dim=0, keepdim=True)
+        (values * m.arange(values.numel()).reshape(values.shape)).sum().backward()
+        return [
+            nan_rows,
+            values,
+            x.grad,
+            m.nanquantile(x, 0.3),
+            x.nanquantile(m.tensor(0.7), keepdim=True),
+            m.quantile(m.tensor(2.0), 0.5, dim=0, keepdim=True),
+            m.quantile(m.arange(10.0, dtype=m.float64), 0.33),
+            nan_marked(m.tensor([NAN, NAN]).nanquantile(0.5)),
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.quantile(m.zeros(0, 3), 0.5, dim=0),
+        lambda m: m.quantile(m.tensor([1, 2]), 0.5),
+        lambda m: m.quantile(m.ones(2, 3), 1.5),
+        lambda m: m.quantile(m.ones(2, 3), m.tensor([0.5, 2.0])),
+        lambda m: m.quantile(m.ones(2, 3), m.tensor([[0.5]])),
+        lambda m: m.quantile(m.ones(2, 3), m.tensor([0.5], dtype=m.float64)),
+        lambda m: m.quantile(m.ones(2, 3), 0.5, interpolation="cubic"),
+        lambda m: m.quantile(m.ones(2, 3), 0.5, dim=2),
+        lambda m: m.nanquantile(m.ones(2, 3), -0.1),
+    ],
+    ids=["empty", "int64", "q > 1", "q tensor > 1", "2-D q", "q dtype", "interpolation", "dim", "nanquantile q < 0"],
+)
+def test_quantile_errors(fg, torch, program):
+    same_error(fg, torch, program)

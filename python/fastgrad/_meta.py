@@ -264,6 +264,12 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-08):
     return _reduction(Meta(broadcast_shapes(_shape(x1), _shape(x2)), None), dim, False, result_type(x1, x2))
 
 
+def quantile(input, q, dim=None, keepdim=False, **options):
+    """quantile and nanquantile: q's dim (a 1-D q), then the reduction's."""
+    values = _reduction(input, dim, keepdim, input.dtype)
+    return Meta(_shape(q) + values.shape, input.dtype)
+
+
 def searchsorted(sorted_sequence, input, **options):
     return Meta(_shape(input), int64)
 

@@ -1131,6 +1131,82 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return _unique("UniqueConsecutive", input, False, return_inverse, return_counts, dim)
 
 
+# quantiles: PyTorch's quantile_compute, composed (sort, gather, lerp), so the gradient flows as its does
+
+
+_QUANTILE_INTERPOLATIONS = {"linear": None, "lower": np.floor, "higher": np.ceil, "midpoint": None, "nearest": np.round}
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor):
+        if q.dim() > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        if q.dtype is not input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        if q.numel() and not (_prims.amin(q, [], False).item() >= 0 and _prims.amax(q, [], False).item() <= 1):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        scalar_q, q = q.dim() == 0, _prims.reshape(q.detach(), [-1])
+    else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+        scalar_q, q = True, _prims.full([1], q, input.dtype)
+    if interpolation not in _QUANTILE_INTERPOLATIONS:
+        raise RuntimeError(
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+            f"{interpolation}"
+        )
+    if dim is not None:
+        dim = _wrap_dim(_index(dim), input.dim())
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    # the reduced rows along the last dim, the other dims as the result has them (with keepdim, as 1)
+    if dim is None:
+        rows = input.reshape([1] * input.dim() + [-1] if keepdim else [-1])
+    elif keepdim or input.dim() == 0:
+        rows = input.unsqueeze(-1).transpose(dim, -1)
+    else:
+        rows = input.permute([d for d in builtins.range(input.dim()) if d != dim] + [dim])
+    ordered = rows.sort(-1).values
+    nan = _isnan(ordered.detach())
+    if ignore_nan:  # the ranks among the values that are not NaN; all NaN: rank 0, a NaN quantile
+        ranks = q * (_prims.sum(_prims.bitwise_not(nan), [-1], True, None) - 1)
+        ranks = _prims.where(ranks < 0, _prims.full([], 0, ranks.dtype), ranks)
+    else:  # a row with a NaN: its last rank, a NaN quantile
+        last = ordered.shape[-1] - 1
+        ranks = _prims.where(any(nan, -1, True), _prims.full([], last, q.dtype), q * last)
+    ranks = _prims.expand(ranks, list(ordered.shape[:-1]) + [q.shape[0]])
+    rounding = _QUANTILE_INTERPOLATIONS[interpolation]
+    if rounding is not None:
+        ranks = _rounded(rounding, ranks)
+    below = _prims.to_dtype(ranks, int64)
+    result = gather(ordered, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        weight = _prims.full([], 0.5, ranks.dtype) if interpolation == "midpoint" else ranks - below
+        result = _lerp(result, gather(ordered, -1, _prims.to_dtype(_rounded(np.ceil, ranks), int64)), weight)
+    # q's dim first (a 1-D q), then the other dims
+    return result.squeeze(-1) if scalar_q else result.unsqueeze(0).transpose(0, -1).squeeze(-1)
+
+
+def _rounded(rounding, ranks):
+    """numpy's floor, ceil or round (half to even, as PyTorch's) of the ranks, in their dtype."""
+    return _prims.from_numpy(rounding(_prims.to_numpy(ranks)), share_memory=False)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's lerp formula (from the nearer end), so that the values are its to the last bit."""
+    return _prims.where(weight < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight))
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _with_out(_quantile(input, q, dim, keepdim, interpolation, False), out)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _with_out(_quantile(input, q, dim, keepdim, interpolation, True), out)
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

@@ -249,6 +249,10 @@ op("pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool k
    "function", "_methods.pairwise_distance", "pairwise_distance")
 op("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08)",
    "function", "_methods.cosine_similarity", "cosine_similarity")
+op("quantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear')",
+   "function method out", "_methods.quantile", "quantile")
+op("nanquantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear')",
+   "function method out", "_methods.nanquantile", "quantile")
 # searching, counting, unique. The sizes of bincount's and unique's results depend on the input's
 # values, which a shape rule does not read: they return `SizedByValues` tensors (no rule).
 op("searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, "
