@@ -211,6 +211,7 @@ op("torch.nn.functional.pairwise_distance({a}, {b}, p={p})", a=tensor(), b=partn
 op("torch.searchsorted({a}.flatten().sort()[0], {b}, right=True)", a=tensor(NUM), b=tensor(NUM))
 op("torch.bucketize({b}, {a}.flatten().sort()[0])", a=tensor(NUM), b=tensor(NUM))
 op("{a}.histc(5, -1, 1)", a=tensor())
+op("torch.histogram({a}, torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype={a}.dtype))[0]", a=tensor())
 op("torch.bincount({a}.flatten().abs().long(), minlength=3)", a=tensor(NUM))
 op("torch.unique({a}, return_counts=True)[1]", a=tensor(ANY))
 op("torch.unique({a}, dim={d}, return_inverse=True)[1]", a=tensor(ANY, min_rank=1), d=dim("a", wrong=False))

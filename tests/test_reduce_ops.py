@@ -327,6 +327,23 @@ def test_bincount_and_histc(fg, torch):
     same_on_both(fg, torch, program)
 
 
+def test_histogram(fg, torch):
+    def program(m):
+        x = m.tensor([1.0, 2.0, 1.0, 4.0])
+        results = [
+            m.histogram(x, 4),
+            x.histogram(m.tensor([0.0, 1.0, 2.5, 5.0])),
+            m.histogram(x, 3, range=(0.0, 3.0)),
+            m.histogram(x, 2, weight=m.tensor([1.0, 2.0, 3.0, 4.0]), density=True),
+            m.histogram(m.tensor([2.0, 2.0]), 2),
+            m.histogram(m.zeros(0), 2),
+            m.histogram(x.double(), 2),
+        ]
+        return [type(results[0]).__name__] + [tuple(r) for r in results]
+
+    same_on_both(fg, torch, program)
+
+
 def test_unique_and_unique_consecutive(fg, torch):
     def program(m):
         x = m.tensor([3.0, 1.0, 3.0, NAN, NAN, 1.0, 2.0])
@@ -380,6 +397,12 @@ def test_counts_and_unique_have_no_derivative(fg, torch):
         lambda m: m.histc(m.ones(2), 3, 0, INF),
         lambda m: m.histc(m.tensor([NAN]), 2),
         lambda m: m.histc(m.ones(2), 2.5),
+        lambda m: m.histogram(m.tensor([1, 2]), 2),
+        lambda m: m.histogram(m.ones(2), 2, range=(3.0, 1.0)),
+        lambda m: m.histogram(m.ones(2), m.ones(1, 2)),
+        lambda m: m.histogram(m.ones(2), 2, weight=m.ones(3)),
+        lambda m: m.histogram(m.ones(2), m.ones(2, dtype=m.float64)),
+        lambda m: m.histogram(m.tensor([INF]), 2),
         lambda m: m.unique(m.ones(2, 2), dim=2),
         lambda m: m.unique(m.tensor(3.0), dim=0),
         lambda m: m.unique(m.zeros(3, 0), dim=0),
@@ -387,7 +410,8 @@ def test_counts_and_unique_have_no_derivative(fg, torch):
     ids=["side and right", "side", "rows", "0-d boundaries", "sorter size", "sorter dtype", "sorter range"]
     + ["bucketize 2-D", "bucketize bool", "bincount negative", "bincount 2-D", "bincount float", "bincount weights"]
     + ["bincount minlength", "histc int64", "histc 0 bins", "histc min > max", "histc inf", "histc nan"]
-    + ["histc float bins", "unique dim", "unique 0-d dim", "unique 0-size"],
+    + ["histc float bins", "histogram int64", "histogram range", "histogram 2-D bins", "histogram weight"]
+    + ["histogram bins dtype", "histogram inf", "unique dim", "unique 0-d dim", "unique 0-size"],
 )
 def test_search_count_unique_errors(fg, torch, program):
     same_error(fg, torch, program)

@@ -187,7 +187,8 @@ std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim);
 Tensor searchsorted(const Tensor& sorted, const Tensor& values, bool right);
 // Counts (or sums of float `weights`) of the non-negative int64 values of 1-D x, at least minlength long.
 Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t minlength);
-// How many elements of float x (or their weights) fall in each bin between 1-D `edges` (x's dtype).
+// How many elements of float x (or their weights) fall in each bin between the increasing 1-D `edges`
+// (x's dtype): a bin holds its left edge, the last one its right edge too.
 Tensor histogram_counts(const Tensor& x, const Tensor& edges, const std::optional<Tensor>& weights);
 // The distinct rows of a 2-D tensor, in order (or, `consecutive`, each run of equal rows): the index
 // of each one's first row, each row's distinct row, and how many rows each one has.

@@ -331,18 +331,16 @@ Tensor histogram_counts(const Tensor& x, const Tensor& edges, const std::optiona
     using T = decltype(tag);
     const T* values = v->data_as<T>();
     const T* edge = e->data_as<T>();
+    const T* weight = w ? (*w)->data_as<T>() : nullptr;
     T* counts = out->data_as<T>();
     const T left = edge[0], right = edge[bins];
     for (int64_t i = 0; i < v->numel(); ++i) {
       const T value = values[i];
       if (!(value >= left && value <= right)) continue;  // outside, or NaN
-      // PyTorch's linear interpolation with local search: a guess from the value, corrected
-      // against the neighbouring edges; the right edge belongs to the last bin.
-      int64_t pos = static_cast<int64_t>((value - left) * static_cast<T>(bins) / (right - left));
-      const int64_t lo = std::max(int64_t(0), pos - 1), hi = std::min(pos + 2, bins + 1);
-      pos = std::upper_bound(edge + lo, edge + hi, value) - edge - 1;
+      // the bin whose left edge is the last one <= value; the right edge belongs to the last bin
+      int64_t pos = std::upper_bound(edge, edge + bins + 1, value) - edge - 1;
       if (pos == bins) --pos;
-      counts[pos] += w ? (*w)->data_as<T>()[i] : T(1);
+      counts[pos] += weight ? weight[i] : T(1);
     }
   });
   return out;

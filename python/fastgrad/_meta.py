@@ -282,6 +282,12 @@ def histc(input, bins=100, min=0, max=0, **options):
     return Meta((operator.index(bins),), input.dtype)
 
 
+def histogram(input, bins, **options):
+    """(hist, bin_edges): `bins` bins, or one fewer than the bins tensor's edges."""
+    edges = bins.shape[0] if _is_tensor(bins) else operator.index(bins) + 1
+    return Meta((edges - 1,), input.dtype), Meta((edges,), input.dtype)
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
     """std_mean and var_mean: two results shaped as var's."""
     result = var(input, dim, unbiased, keepdim)

@@ -1084,6 +1084,61 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _with_out(_prims.histogram_counts(input.detach(), edges, None), out)
 
 
+_C_TYPE_NAME = {float32: "float", float64: "double"}  # as PyTorch names dtypes in histogramdd's errors
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """Counts (or weights) in bins between `bins` edges, or in `bins` equal bins over `range` (by
+    default the input's); `density`: divided by their sum and each bin's width."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if isinstance(bins, Tensor):
+        if bins.dim() != 1:
+            raise RuntimeError(
+                "torch.histogramdd: bins tensor should have one dimension, but got "
+                f"{bins.dim()} dimensions in the bins tensor for dimension 0"
+            )
+        if bins.dtype is not input.dtype:
+            raise RuntimeError(
+                "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
+                f"dtype {_C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {_C_TYPE_NAME[bins.dtype]}"
+            )
+        edges = _prims.clone(bins.detach())
+    else:
+        edges = _equal_bins(input, _int_argument(bins, "histogram", "bins", 2), range)
+    if weight is not None and weight.shape != input.shape:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
+            f"excluding its innermost dimension, but got input with shape {[input.numel(), 1]} and weight with "
+            f"shape {list(weight.shape)}"
+        )
+    hist = _prims.histogram_counts(input.detach(), edges, None if weight is None else weight.detach())
+    if density:
+        hist = hist / _prims.sum(hist, [], False, None) / (edges[1:] - edges[:-1])
+    return return_types.histogram((hist, edges))
+
+
+def _equal_bins(input, bins, range):
+    """The edges of `bins` equal bins over `range`, or over the input's values (0 to 1 when it has none)."""
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if range is not None:
+        left, right = (builtins.float(r) for r in range)
+    elif input.numel():
+        left, right = (t.item() for t in aminmax(input.detach()))
+    else:
+        left, right = 0.0, 1.0
+    if left > right:
+        raise RuntimeError(
+            f"torch.histogramdd: min should not exceed max, but got min {left:g} max {right:g} for dimension 0"
+        )
+    if not (math.isfinite(left) and math.isfinite(right)):
+        raise RuntimeError(f"torch.histogramdd: dimension 0's range [{left:g}, {right:g}] is not finite")
+    if left == right:
+        left, right = left - 0.5, right + 0.5
+    return _prims.linspace(left, right, bins + 1, input.dtype)
+
+
 def _unique(name, input, sorted_rows, return_inverse, return_counts, dim):
     """unique and unique_consecutive: the distinct elements (or slices along `dim`) of input, in order
     or run by run, with each one's inverse index and count as asked."""

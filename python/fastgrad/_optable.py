@@ -264,6 +264,8 @@ op("bincount(Tensor input, Tensor? weights=None, int minlength=0) -> SizedByValu
    "function method", "_methods.bincount", None)
 op("histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0)",
    "function method out", "_methods.histc", "histc")
+op("histogram(Tensor input, Tensor bins, *, float[]? range=None, Tensor? weight=None, bool density=False)",
+   "function method", "_methods.histogram", "histogram")
 op("unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) "
    "-> SizedByValues",
    "function method", "_methods.unique", None)

@@ -28,3 +28,4 @@ max, min, sort, topk, kthvalue, median, mode, cummax, cummin = (
     for name in ("max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")
 )
 aminmax = _named_tuple("aminmax", ["min", "max"])
+histogram = _named_tuple("histogram", ["hist", "bin_edges"])

@@ -251,18 +251,14 @@ def bincount(x, weights, minlength):
 
 
 def histogram_counts(x, edges, weights):
-    """How many elements of x (or their weights) fall in each bin between `edges`: PyTorch's linear
-    interpolation with local search, in x's dtype's arithmetic; the right edge belongs to the last bin."""
+    """How many elements of x (or their weights) fall in each bin between the increasing `edges`: a bin
+    holds its left edge, the last one its right edge too."""
     edge, bins = _values(edges), edges.numel() - 1
-    rounded = _rounding(x._dtype)
-    left, right, counts = edge[0], edge[-1], [0.0] * bins
+    rounded, counts = _rounding(x._dtype), [0.0] * bins
     for v, w in zip(_values(x), _values(weights) if weights is not None else [1.0] * x.numel()):
-        if not left <= v <= right:
-            continue
-        guess = int(rounded(rounded(rounded(v - left) * bins) / rounded(right - left)))
-        lo, hi = max(0, guess - 1), min(guess + 2, bins + 1)
-        pos = bisect.bisect_right(edge, v, lo, hi) - 1
-        counts[min(pos, bins - 1)] += w
+        if edge[0] <= v <= edge[-1]:  # not outside, nor NaN
+            at = min(bisect.bisect_right(edge, v) - 1, bins - 1)
+            counts[at] = rounded(counts[at] + w)  # summed in x's dtype, as the core
     return new_tensor(counts, (bins,), x._dtype)
 
 
