@@ -767,14 +767,13 @@ def gather(input, dim, index):
 def _recorded(name, inputs, outputs, saved, backward):
     """Gives `outputs`, computed from detached inputs, the one node `name` (PyTorch's node of the op)
     when grad mode is on and an input requires grad. backward(grads, *saved) returns a gradient per
-    input; written with differentiable ops, it gives the node its double backward."""
+    input, from a gradient or None (not reached) per output; written with differentiable ops, it
+    gives the node its double backward."""
     if not (_prims.is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
         return outputs
-    metas = [(list(out.shape), out.dtype) for out in outputs]
-    saved_tensors = []
+    saved_tensors = []  # the node's saved tensors, once it is recorded
 
-    def run(grads):  # an output no gradient reached gets zeros, as PyTorch's nodes see it
-        grads = [_prims.full(shape, 0, dtype) if g is None else g for g, (shape, dtype) in zip(grads, metas)]
+    def run(grads):
         return backward(grads, *saved_tensors[0].unpack())
 
     saved_tensors.append(_prims.record_function(run, name, list(inputs), list(outputs), list(saved)))
@@ -866,7 +865,8 @@ def aminmax(input, *, dim=None, keepdim=False):
     low, high = _prims.amin(x, dims, keepdim), _prims.amax(x, dims, keepdim)
 
     def backward(grads, x, low, high):
-        return [_spread_over_ties(grads[0], x, low, dims) + _spread_over_ties(grads[1], x, high, dims)]
+        parts = [_spread_over_ties(g, x, result, dims) for g, result in zip(grads, (low, high)) if g is not None]
+        return [builtins.sum(parts[1:], parts[0])]
 
     low, high = _recorded("AminmaxBackward0", [input], [low, high], [input, low, high], backward)
     return return_types.aminmax((low, high))
@@ -883,13 +883,16 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
     count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
 
     def backward(grads, x, spread):
-        grad_spread, grad_mean = (_kept(g, x, dims) for g in grads)
-        if name == "std_mean":  # through var = std**2, with none where std is 0 (PyTorch's std_backward)
-            std = _kept(spread, x, dims)
-            grad_spread = _prims.where(std == 0, _prims.full([], 0, x.dtype), grad_spread / (2 * std))
-        freedom = count - correction
-        grad_var = grad_spread * (2.0 / freedom if freedom else math.inf)
-        return [grad_var * (x - _prims.mean(x, dims, True)) + grad_mean / count]
+        """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
+        grad_spread, grad_mean = (None if g is None else _kept(g, x, dims) for g in grads)
+        parts = [] if grad_mean is None else [_prims.expand(grad_mean / count, list(x.shape))]
+        if grad_spread is not None:
+            if name == "std_mean":  # through var = std**2, with none where std is 0 (PyTorch's std_backward)
+                std = _kept(spread, x, dims)
+                grad_spread = _prims.where(std == 0, _prims.full([], 0, x.dtype), grad_spread / (2 * std))
+            freedom = count - correction
+            parts.append(grad_spread * (2.0 / freedom if freedom else math.inf) * (x - _prims.mean(x, dims, True)))
+        return [builtins.sum(parts[1:], parts[0])]
 
     return tuple(
         _recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], [input, spread], backward)
@@ -945,7 +948,8 @@ def dist(input, other, p=2):
             "norm(): input dtype should be either floating point or complex. Got "
             f"{SCALAR_TYPE_NAME[_prims.result_type(input, other)]} instead."
         )
-    return _norm_node("DistBackward0", [input, other], input.detach() - other.detach(), p, [], False)
+    # the difference keeps its graph: the node's backward reads it, so its own backward reaches both inputs
+    return _norm_node("DistBackward0", [input, other], input - other, p, [], False)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
