@@ -259,6 +259,44 @@ op("mv(Tensor input, Tensor vec)",
 op("dot(Tensor input, Tensor tensor)",
    "function method out", "_prims.dot", "matmul")
 
+# ---- linear algebra (fastgrad.linalg: products with beta/alpha, contractions, decompositions)
+op("addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "linalg.addmm", "addmm")
+op("addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "linalg.addmv", "addmm")
+op("addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "linalg.addr", "addr")
+op("baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "linalg.baddbmm", "addmm")
+op("addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "linalg.addbmm", "addbmm")
+op("vdot(Tensor input, Tensor other)",
+   "function method out", "linalg.vdot", "matmul")
+op("inner(Tensor input, Tensor other)",
+   "function method out", "linalg.inner", "inner")
+op("tensordot(Tensor a, Tensor b, int[] dims=2, Tensor? out=None)",
+   "function", "linalg.tensordot", "tensordot")
+op("einsum(str equation, Tensor... operands)",
+   "function", "linalg.einsum", "einsum")
+op("chain_matmul(Tensor... matrices)",
+   "function out", "linalg.chain_matmul", "chain_matmul")
+op("cross(Tensor input, Tensor other, int? dim=None)",
+   "function method out", "linalg.cross_function", "cross")
+op("cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None)",
+   "function", "linalg.cdist", "cdist")
+op("det(Tensor input)",
+   "function method", "linalg.det_function", "det")
+op("logdet(Tensor input)",
+   "function method", "linalg.logdet", "det")
+op("slogdet(Tensor input)",
+   "function method", "linalg.slogdet_function", "slogdet")
+op("inverse(Tensor input)",
+   "function method out", "linalg.inverse", "unary")
+op("cholesky(Tensor input, bool upper=False)",
+   "function method out", "linalg.cholesky_function", "unary")
+op("svd(Tensor input, bool some=True, bool compute_uv=True)",
+   "function method out", "linalg.svd_function", "svd")
+
 # ---- shapes and views
 op("reshape(Tensor input, SymInt[] shape)",
    "function", "_prims.reshape", "view")

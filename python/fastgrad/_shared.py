@@ -21,6 +21,7 @@ SHARED = [
     "random",
     "_sampling",
     "autograd",
+    "linalg",
     "nn",
     "serialization",
     "optim",
