@@ -1,0 +1,153 @@
+"""Linear algebra (fastgrad.linalg, and the products addmm, einsum, ... of the module): second
+derivatives, errors, named-tuple results and torch.linalg under the alias, against PyTorch. Values,
+first gradients and node names are the op cases' (tests/op_cases.py, test_ops.py)."""
+
+import numpy as np
+import pytest
+
+from oracle_helpers import same_error, same_on_both
+from op_helpers import gradcheck_for
+
+RNG = np.random.default_rng(13)
+SQUARE = RNG.standard_normal((2, 3, 3))
+WIDE = RNG.standard_normal((3, 4))
+
+
+def spd(m, a):
+    return a @ a.transpose(-2, -1) + m.eye(a.shape[-1], dtype=a.dtype)
+
+
+SECOND_ORDER = [  # id, f(m, x), input: every one of these has PyTorch's double backward
+    ("addmm", lambda m, x: m.addmm(x[0, :, :2], x[0], x[1, :, :2], beta=0.5, alpha=2), SQUARE),
+    ("einsum", lambda m, x: m.einsum("bij,bjk->ik", x, x * x), SQUARE),
+    ("cross", lambda m, x: m.linalg.cross(x, x * x), SQUARE),
+    ("cdist", lambda m, x: m.cdist(x[0], x[1] + 3.0), SQUARE),
+    ("inv", lambda m, x: m.linalg.inv(x), SQUARE),
+    ("det", lambda m, x: m.linalg.det(x), SQUARE),
+    ("slogdet", lambda m, x: m.linalg.slogdet(x).logabsdet, SQUARE),
+    ("solve", lambda m, x: m.linalg.solve(x, x[..., 0]), SQUARE),
+    ("cholesky", lambda m, x: m.linalg.cholesky(spd(m, x)), SQUARE),
+    ("eigh", lambda m, x: m.linalg.eigh(x + x.transpose(-2, -1)).eigenvalues, SQUARE),
+    ("svdvals", lambda m, x: m.linalg.svdvals(x), WIDE),
+    ("svd", lambda m, x: (lambda r: r.U @ r.Vh)(m.linalg.svd(x, full_matrices=False)), WIDE),
+    ("matrix_norm nuc", lambda m, x: m.linalg.matrix_norm(x, "nuc"), WIDE),
+]
+
+
+@pytest.mark.parametrize("fn,data", [pytest.param(f, d, id=i) for i, f, d in SECOND_ORDER])
+def test_second_derivatives(fg, fn, data):
+    x = fg.tensor(data, requires_grad=True)
+    assert gradcheck_for(fg, "gradgradcheck")(lambda x: fn(fg, x), (x,))
+
+
+ERRORS = [
+    lambda m: m.addmm(m.ones(3, 2), m.ones(3, 4), m.ones(5, 2)),
+    lambda m: m.addmm(m.ones(3, 2), m.ones(4), m.ones(4, 2)),
+    lambda m: m.addmv(m.ones(2), m.ones(3, 4), m.ones(4)),
+    lambda m: m.addr(m.ones(3, 4), m.ones(3, 1), m.ones(4)),
+    lambda m: m.baddbmm(m.ones(2, 3, 2), m.ones(2, 3, 4), m.ones(2, 5, 2)),
+    lambda m: m.addbmm(m.ones(3, 2), m.ones(2, 3, 4), m.ones(3, 4, 2)),
+    lambda m: m.vdot(m.ones(3, 1), m.ones(3)),
+    lambda m: m.inner(m.ones(3), m.ones(4)),
+    lambda m: m.tensordot(m.ones(3, 4), m.ones(5, 2), dims=1),
+    lambda m: m.tensordot(m.ones(3, 4), m.ones(4, 2), dims=-1),
+    lambda m: m.einsum("ij,jk->ik", m.ones(3, 4), m.ones(5, 2)),
+    lambda m: m.einsum("ij,jk", m.ones(3, 4)),
+    lambda m: m.einsum("ij->k", m.ones(3, 4)),
+    lambda m: m.einsum("ijk", m.ones(3, 4)),
+    lambda m: m.einsum("ii", m.ones(3, 4)),
+    lambda m: m.cross(m.ones(3, 2), m.ones(3, 2), dim=1),
+    lambda m: m.cdist(m.ones(3, 2), m.ones(4, 3)),
+    lambda m: m.cdist(m.ones(3), m.ones(4, 3)),
+    lambda m: m.cdist(m.ones(3, 2), m.ones(4, 2), p=-1),
+    lambda m: m.linalg.inv(m.ones(3, 4)),
+    lambda m: m.linalg.inv(m.ones(3)),
+    lambda m: m.linalg.det(m.eye(3, dtype=m.int64)),
+    lambda m: m.linalg.solve(m.eye(3), m.ones(4)),
+    lambda m: m.linalg.cholesky(m.ones(2, 3)),
+    lambda m: m.linalg.matrix_norm(m.ones(3)),
+    lambda m: m.linalg.matrix_norm(m.ones(3, 3), ord=3),
+    lambda m: m.linalg.vector_norm(m.ones(3), ord="fro"),
+    lambda m: m.linalg.svd(m.ones(3)),
+]
+
+
+@pytest.mark.parametrize("program", ERRORS)
+def test_errors_as_pytorch(fg, torch, program):
+    same_error(fg, torch, program)
+
+
+SINGULAR = [  # PyTorch's LinAlgError, a RuntimeError, with its message
+    lambda m: m.linalg.inv(m.ones(3, 3)),
+    lambda m: m.inverse(m.tensor([[[1.0, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 4.0]]])),
+    lambda m: m.linalg.solve(m.ones(3, 3), m.ones(3)),
+    lambda m: m.linalg.cholesky(-m.eye(3)),
+    lambda m: m.linalg.cholesky(m.stack([m.eye(2), m.tensor([[1.0, 2.0], [2.0, 1.0]])])),
+]
+
+
+@pytest.mark.parametrize("program", SINGULAR)
+def test_singular_matrices_raise_linalg_error(fg, torch, program):
+    with pytest.raises(torch.linalg.LinAlgError) as theirs:
+        program(torch)
+    with pytest.raises(fg.linalg.LinAlgError) as ours:
+        program(fg)
+    assert isinstance(ours.value, RuntimeError)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_named_tuple_results(fg, torch):
+    def program(m):
+        a = m.tensor(SQUARE[0])
+        results = [
+            (m.linalg.slogdet(a), ["sign", "logabsdet"]),
+            (m.slogdet(a), ["sign", "logabsdet"]),
+            (m.linalg.eigh(spd(m, a)), ["eigenvalues", "eigenvectors"]),
+            (m.linalg.svd(WIDE_T(m)), ["U", "S", "Vh"]),
+            (m.svd(WIDE_T(m), some=False), ["U", "S", "V"]),
+        ]
+        return [
+            (type(r).__name__, len(r), [tuple(getattr(r, f).shape) for f in fields], tuple(r[0].shape))
+            for r, fields in results
+        ]
+
+    same_on_both(fg, torch, program)
+
+
+def WIDE_T(m):
+    return m.tensor(WIDE)
+
+
+def test_decomposition_values(fg, torch):
+    """What does not depend on the signs LAPACK picks for singular vectors and eigenvectors, in float32."""
+
+    def program(m):
+        a = m.tensor(SQUARE, dtype=m.float32)
+        u, s, vh = m.linalg.svd(a)
+        w, v = m.linalg.eigh(spd(m, a))
+        return [
+            (u * s.unsqueeze(-2)) @ vh,
+            (v * w.unsqueeze(-2)) @ v.transpose(-2, -1),
+            m.linalg.cholesky(spd(m, a)),
+            m.linalg.norm(a, dim=(1, 2)),
+            m.linalg.det(a),
+        ]
+
+    for ours, theirs in zip(program(fg), program(torch)):
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_linalg_under_the_alias(fg):
+    """`import torch; torch.linalg.det` runs fastgrad's when fastgrad stands in for torch."""
+    import subprocess
+    import sys
+
+    reference = "True" if fg.__name__.endswith("reference") else "False"
+    script = (
+        f"import fastgrad; fastgrad.alias_torch(reference={reference}); import torch, torch.linalg; "
+        "from torch.linalg import det; error = torch.linalg.LinAlgError; "
+        "print(torch.linalg.det(torch.eye(2)).item(), det is torch.linalg.det, error.__mro__[1].__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["1.0", "True", "RuntimeError"]
