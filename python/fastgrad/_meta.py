@@ -354,6 +354,16 @@ def svd(input, some=True, compute_uv=True, **options):
     return Meta(batch + (m, u), input.dtype), Meta(batch + (k,), input.dtype), Meta(batch + (n, v), input.dtype)
 
 
+def qr(input, some=True, **options):
+    *batch, m, n = input.shape
+    k = builtins.min(m, n) if some else m
+    return Meta(tuple(batch) + (m, k), input.dtype), Meta(tuple(batch) + (k, n), input.dtype)
+
+
+def pinverse(input, rcond=1e-15):
+    return Meta(tuple(input.shape[:-2]) + (input.shape[-1], input.shape[-2]), input.dtype)
+
+
 # ---- shapes
 
 

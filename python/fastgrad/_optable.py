@@ -296,6 +296,10 @@ op("cholesky(Tensor input, bool upper=False)",
    "function method out", "linalg.cholesky_function", "unary")
 op("svd(Tensor input, bool some=True, bool compute_uv=True)",
    "function method out", "linalg.svd_function", "svd")
+op("qr(Tensor input, bool some=True)",
+   "function method out", "linalg.qr_function", "qr")
+op("pinverse(Tensor input, float rcond=1e-15)",
+   "function method", "linalg.pinverse", "pinverse")
 
 # ---- shapes and views
 op("reshape(Tensor input, SymInt[] shape)",

@@ -31,6 +31,14 @@ Tensor = _prims.Tensor
 
 __all__ = [
     "LinAlgError",
+    "cholesky",
+    "eigh",
+    "eigvalsh",
+    "matrix_rank",
+    "pinv",
+    "qr",
+    "svd",
+    "svdvals",
     "cross",
     "det",
     "inv",
@@ -87,11 +95,6 @@ def _lift(array, like):
 
 def _scaled(x, factor):
     return x if factor == 1 else x * factor
-
-
-def _check_matrix(name, arg, tensor):
-    if tensor.dim() != 2:
-        raise RuntimeError(f"{name}: Expected 2-D argument {arg}, but got {tensor.dim()}-D")
 
 
 # ---- products: PyTorch's beta * input + alpha * (product), each one node
@@ -455,13 +458,43 @@ def einsum(equation, *operands):
 
 
 def multi_dot(tensors, *, out=None):
-    """The product of a list of matrices (the first and last may be vectors), left to right."""
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
-    result = tensors[0]
-    for x in tensors[1:]:
-        result = _prims.matmul(result, x)
-    return _with_out(result, out)
+    """The product of matrices (the first and last may be vectors), in the order of fewest
+    multiplications (as PyTorch: its rounding), vectors taken as 1-row and 1-column matrices."""
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    if first.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.dim()}D")
+    if last.dim() not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.dim()}D")
+    for i, x in enumerate(tensors[1:-1], 1):
+        if x.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {x.dim()}D")
+    shape = list(first.shape[:-1]) + list(last.shape[1:])
+    matrices = [_prims.unsqueeze(first, 0) if first.dim() == 1 else first, *tensors[1:-1]]
+    matrices.append(_prims.unsqueeze(last, 1) if last.dim() == 1 else last)
+    for i in range(n - 1):
+        if matrices[i].shape[1] != matrices[i + 1].shape[0]:
+            (a, b), (c, d) = matrices[i].shape, matrices[i + 1].shape
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes [{a}, {b}] and [{c}, {d}] cannot be multiplied"
+            )
+    sizes = [x.shape[0] for x in matrices] + [matrices[-1].shape[1]]
+    # cost[i][j]: the fewest multiplications for matrices i..j; split[i][j]: where that product splits
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j], split[i][j] = builtins.min(
+                (cost[i][k] + cost[k + 1][j] + sizes[i] * sizes[k + 1] * sizes[j + 1], k) for k in range(i, j)
+            )
+
+    def product(i, j):
+        return matrices[i] if i == j else _prims.mm(product(i, split[i][j]), product(split[i][j] + 1, j))
+
+    return _with_out(_prims.view(product(0, n - 1), shape), out)
 
 
 def chain_matmul(*matrices, out=None):
@@ -489,6 +522,10 @@ def cross(input, other, *, dim=-1, out=None):
     if input.dim() != other.dim():
         raise RuntimeError(
             f"linalg.cross: inputs must have the same number of dimensions. Got {input.dim()} and {other.dim()}"
+        )
+    if input.dtype is not other.dtype:
+        raise RuntimeError(
+            f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[other.dtype]}"
         )
     shape = _prims.broadcast_shapes(input.shape, other.shape)
     dim = _index(dim)
@@ -551,6 +588,9 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     for name, x in (("X1", x1), ("X2", x2)):
         if x.dim() < 2:
             raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {x.dim()}D")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {SCALAR_TYPE_NAME[x.dtype]}")
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
@@ -569,6 +609,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' must be Number, not {type(ord).__name__}")
     if dtype is not None:
         x = _prims.to_dtype(x, dtype)
+    _check_floating("linalg.vector_norm", x)
     return _with_out(_prims.norm(x, builtins.float(ord), _dims(dim), keepdim), out)
 
 
@@ -576,8 +617,7 @@ _MATRIX_ORDS = ("fro", "nuc", np.inf, -np.inf, 1, -1, 2, -2)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    if A.dim() < 2:
-        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    _check_matrices("linalg.matrix_norm", A)
     if ord not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if dtype is not None:
@@ -585,20 +625,24 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     rows, cols = (_wrap_dim(_index(d), A.dim()) for d in dim)
     if ord == "fro":
         return _with_out(_prims.norm(A, 2.0, [rows, cols], keepdim), out)
-    rest = [d for d in range(A.dim()) if d not in (rows, cols)]
-    matrices = _prims.permute(A, rest + [rows, cols])
-    if ord == "nuc":
-        result = _prims.sum(svdvals(matrices), [-1], False, None)
-    elif ord in (2, -2):
-        values = svdvals(matrices)
-        result = _prims.amax(values, [-1], False) if ord == 2 else _prims.amin(values, [-1], False)
-    else:  # 1: the largest column sum of |A|; inf: the largest row sum (-1, -inf: the smallest)
-        sums = _prims.sum(matrices.abs(), [-2 if ord in (1, -1) else -1], False, None)
-        result = _prims.amax(sums, [-1], False) if ord > 0 else _prims.amin(sums, [-1], False)
-    if keepdim:
-        for d in sorted((rows, cols)):
-            result = _prims.unsqueeze(result, d)
-    return _with_out(result, out)
+    if ord in ("nuc", 2, -2):  # of the singular values, the matrices' dims moved last
+        rest = [d for d in range(A.dim()) if d not in (rows, cols)]
+        values = svdvals(_prims.permute(A, rest + [rows, cols]))
+        if ord == "nuc":
+            result = _prims.sum(values, [-1], keepdim, None)
+        else:
+            result = (_prims.amax if ord == 2 else _prims.amin)(values, [-1], keepdim)
+        if keepdim:  # the two dims back in their places
+            order = rest + [rows, cols]
+            result = _prims.permute(_prims.unsqueeze(result, -1), [order.index(d) for d in range(A.dim())])
+        return _with_out(result, out)
+    # 1: the largest column sum of |A|; inf: the largest row sum (-1, -inf: the smallest)
+    summed, extreme = (rows, cols) if ord in (1, -1) else (cols, rows)
+    sums = _prims.sum(A.abs(), [summed], True, None)
+    if not keepdim:
+        sums = _prims.squeeze(sums, [summed])
+        extreme -= extreme > summed
+    return _with_out((_prims.amax if ord > 0 else _prims.amin)(sums, [extreme], keepdim), out)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -618,17 +662,27 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 # ---- decompositions: numpy.linalg forward (LAPACK), backward in differentiable ops
 
 
-def _check_square(name, A, what="A"):
+def _check_matrices(name, A, square=False, floating=True, what="A"):
+    """PyTorch's checks of a batch of matrices: at least 2 dims, square if asked, floating point."""
     if A.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
-    if A.shape[-1] != A.shape[-2]:
+    if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
             f"{name}: {what} must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
         )
+    if floating:
+        _check_floating(name, A)
+
+
+def _check_floating(name, A):
     if not A.dtype.is_floating_point:
         raise RuntimeError(
             f"{name}: Expected a floating point or complex tensor as input. Got {SCALAR_TYPE_NAME[A.dtype]}"
         )
+
+
+def _check_square(name, A):
+    _check_matrices(name, A, square=True)
 
 
 def _batch_prefix(array, index):
@@ -691,9 +745,18 @@ class _Det(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        """The cofactors: det(A) A^-T; of a singular A, from its SVD A = U S Vh, det(U) det(Vh) U
+        diag(the product of the other singular values) Vh (PyTorch's linalg_det_backward)."""
         (A,) = ctx.saved_tensors
-        scale = _prims.unsqueeze(_prims.unsqueeze(grad * _Det.apply(A), -1), -1)
-        return scale * _mT(_Inv.apply(A))
+        determinant = _Det.apply(A)
+        if np.all(_prims.to_numpy(determinant.detach()) != 0):
+            return _prims.unsqueeze(_prims.unsqueeze(grad * determinant, -1), -1) * _mT(_Inv.apply(A))
+        U, S, Vh = _Svd.apply(A)
+        orientation = np.linalg.det(_prims.to_numpy(U.detach())) * np.linalg.det(_prims.to_numpy(Vh.detach()))
+        others = _prims.unsqueeze(S, -2).expand(*S.shape[:-1], S.shape[-1], S.shape[-1])
+        others = _prims.prod(_prims.where(_eye(S.shape[-1], S.dtype) != 0, 1.0, others), -1, False)
+        scale = grad * _lift(orientation, A)
+        return _prims.unsqueeze(_prims.unsqueeze(scale, -1), -1) * _prims.matmul(U * _prims.unsqueeze(others, -2), Vh)
 
 
 def det(A, *, out=None):
@@ -736,40 +799,67 @@ def logdet(input):
 
 @_node("LinalgSolveExBackward0")
 class _Solve(Function):
+    """X with AX = B (XA = B for left=False), for B of matrices or of vectors (`vector`): one node
+    either way, as PyTorch's."""
+
     @staticmethod
-    def forward(ctx, A, B):
+    def forward(ctx, A, B, left, vector):
         ctx.save_for_backward(A, B)
+        ctx.left, ctx.vector = left, vector
+        like, A, B = A, _prims.to_numpy(A), _prims.to_numpy(B)
+        if vector:  # a column (solve refuses a vector for left=False)
+            B = B[..., None]
+        if not left:
+            A, B = np.swapaxes(A, -1, -2), np.swapaxes(B, -1, -2)
         try:
-            return _lift(np.linalg.solve(_prims.to_numpy(A), _prims.to_numpy(B)), A)
+            X = np.linalg.solve(A, B)
         except np.linalg.LinAlgError:
             raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+        if not left:
+            X = np.swapaxes(X, -1, -2)
+        return _lift(X[..., 0] if vector else X, like)
 
     @staticmethod
     def backward(ctx, grad):
+        """PyTorch's linalg_solve_backward: gB = A^-T gX (gX A^-T for left=False), gA = -gB X^T
+        (-X^T gB)."""
         A, B = ctx.saved_tensors
-        grad_B = _Solve.apply(_mT(A), grad)
-        return -_prims.matmul(grad_B, _mT(_Solve.apply(A, B))), grad_B
+        left, vector = ctx.left, ctx.vector
+        grad_B = _Solve.apply(_mT(A), grad, left, vector)
+        X = _Solve.apply(A, B, left, vector)
+        grad_B_matrix = _prims.unsqueeze(grad_B, -1) if vector else grad_B
+        if vector:
+            X = _prims.unsqueeze(X, -1)
+        grad_A = -_prims.matmul(grad_B_matrix, _mT(X)) if left else -_prims.matmul(_mT(X), grad_B_matrix)
+        return grad_A, grad_B, None, None
 
 
 def solve(A, B, *, left=True, out=None):
     """X with AX = B (XA = B for left=False); B a vector or a batch of vectors when its shape is A's
     less the last dim."""
     _check_square("linalg.solve", A)
-    if not left:
-        return _with_out(_mT(solve(_mT(A), _mT(B))), out)
-    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
-    columns = _prims.unsqueeze(B, -1) if vector else B
-    if columns.shape[-2] != A.shape[-1]:
-        n = A.shape[-1]
+    if A.dtype is not B.dtype:
         raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation AX = B ({n}x{n} and "
-            f"{columns.shape[-2]}x{columns.shape[-1]})"
+            "linalg.solve: Expected A and B to have the same dtype, but found A of type "
+            f"{SCALAR_TYPE_NAME[A.dtype]} and B of type {SCALAR_TYPE_NAME[B.dtype]} instead"
         )
-    batch = list(_prims.broadcast_shapes(A.shape[:-2], columns.shape[:-2]))
-    A = _prims.expand(A, batch + list(A.shape[-2:]))
-    columns = _prims.expand(columns, batch + list(columns.shape[-2:]))
-    X = _Solve.apply(A, columns)
-    return _with_out(_prims.squeeze(X, [-1]) if vector else X, out)
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    matrix = _prims.unsqueeze(B, -1) if vector else B
+    n, (rows, cols) = A.shape[-1], matrix.shape[-2:]
+    if (rows if left else cols) != n:
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError(
+            f"linalg.solve: Incompatible shapes of A and B for the equation {equation} ({n}x{n} and {rows}x{cols})"
+        )
+    if vector and not left:
+        raise RuntimeError(
+            "linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. In this case "
+            "linalg.solve is equivalent to B / A.squeeze(-1)"
+        )
+    batch = list(_prims.broadcast_shapes(A.shape[:-2], matrix.shape[:-2]))
+    A = _prims.expand(A, batch + [n, n])
+    B = _prims.expand(B, batch + list(B.shape[-1:] if vector else B.shape[-2:]))
+    return _with_out(_Solve.apply(A, B, left, vector), out)
 
 
 def _not_positive_definite(A):
@@ -851,13 +941,20 @@ class _Eigh(Function):
         return _prims.matmul(vectors, _prims.matmul(inner, _mT(vectors))), None
 
 
+def _check_eigh(A):
+    """PyTorch checks eigh's shapes, then has no kernel for integers."""
+    _check_matrices("linalg.eigh", A, square=True, floating=False)
+    if not A.dtype.is_floating_point:
+        raise NotImplementedError(f"\"linalg_eigh_cpu\" not implemented for '{SCALAR_TYPE_NAME[A.dtype]}'")
+
+
 def eigh(A, UPLO="L", *, out=None):
-    _check_square("linalg.eigh", A)
+    _check_eigh(A)
     return return_types.linalg_eigh(_Eigh.apply(A, UPLO))
 
 
 def eigvalsh(A, UPLO="L", *, out=None):
-    _check_square("linalg.eigvalsh", A)
+    _check_eigh(A)
     return _with_out(_Eigh.apply(A, UPLO)[0], out)
 
 
@@ -899,8 +996,7 @@ class _Svd(Function):
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
-    if A.dim() < 2:
-        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    _check_matrices("linalg.svd", A)
     U, S, Vh = _Svd.apply(A)
     m, n = A.shape[-2:]
     if full_matrices and m != n:  # the complement of the reduced bases, without a gradient (as PyTorch)
@@ -914,14 +1010,131 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 def svd_function(input, some=True, compute_uv=True, *, out=None):
     """torch.svd: U, S, V (not Vh); some=False gives the full bases."""
+    if input.dim() < 2:
+        raise RuntimeError(
+            f"linalg.svd: input should have at least 2 dimensions, but has {input.dim()} dimensions instead"
+        )
     U, S, Vh = svd(input, full_matrices=not some)
     return return_types.svd((U, S, _mT(Vh)))
 
 
 def svdvals(A, *, driver=None, out=None):
-    if A.dim() < 2:
-        raise RuntimeError("linalg.svdvals: The input tensor A must have at least 2 dimensions.")
+    _check_matrices("linalg.svd", A)
     return _with_out(_Svd.apply(A)[1], out)
+
+
+def _qr_class(name):
+    @_node(name)
+    class Qr(Function):
+        @staticmethod
+        def forward(ctx, A, mode):
+            ctx.save_for_backward(A)
+            ctx.mode = mode
+            Q, R = np.linalg.qr(_prims.to_numpy(A), "complete" if mode == "complete" else "reduced")
+            return (_lift(np.zeros(0), A) if mode == "r" else _lift(Q, A)), _lift(R, A)
+
+        @staticmethod
+        def backward(ctx, gQ, gR):
+            """PyTorch's linalg_qr_backward."""
+            (A,) = ctx.saved_tensors
+            m, n = A.shape[-2:]
+            if ctx.mode == "r":
+                raise RuntimeError(
+                    "The derivative of linalg.qr depends on Q, which is not computed when mode='r'. Please use "
+                    "linalg.qr(A, mode='reduced') if you are going to differentiate through linalg.qr."
+                )
+            if ctx.mode == "complete" and m > n:
+                raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+            Q, R = Qr.apply(A, ctx.mode)
+            grad = _prims.matmul(gR, _mT(R)) - _prims.matmul(_mT(Q), gQ)
+            if m >= n:  # gA = (gQ + Q sym(triu(grad)), its diagonal halved) R^-T
+                upper = _mT(_tril(_mT(grad)))
+                symmetric = upper + _mT(upper) - _diag_embed(_diagonal(upper))
+                return _prims.matmul(gQ + _prims.matmul(Q, symmetric), _mT(_Inv.apply(R))), None
+            lower = _tril(_mT(grad) - grad)
+            square = _prims.matmul(_prims.matmul(Q, lower), _mT(_Inv.apply(R[..., :m])))
+            zeros = _prims.full([*square.shape[:-1], n - m], 0, square.dtype)
+            return _prims.cat([square, zeros], -1) + _prims.matmul(Q, gR), None
+
+    return Qr
+
+
+_LinalgQr = _qr_class("LinalgQrBackward0")
+
+
+def qr(A, mode="reduced", *, out=None):
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(
+            f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', or 'complete'"
+        )
+    _check_matrices("linalg.qr", A)
+    return return_types.linalg_qr(_LinalgQr.apply(A, mode))
+
+
+def qr_function(input, some=True, *, out=None):
+    _check_matrices("linalg.qr", input)
+    return return_types.qr(_LinalgQr.apply(input, "reduced" if some else "complete"))
+
+
+def _tolerance(S, shape, atol, rtol):
+    """PyTorch's cutoff for small singular values: max(atol, rtol * largest), rtol by default
+    eps * max(m, n) when atol is not given either (0 when it is)."""
+    if rtol is None:
+        rtol = np.finfo(S.dtype).eps * builtins.max(shape) if atol is None else 0.0
+    largest = S.max(axis=-1, keepdims=True, initial=0)
+    return np.maximum(0.0 if atol is None else atol, rtol * largest)
+
+
+@_node("LinalgPinvBackward0")
+class _Pinv(Function):
+    @staticmethod
+    def forward(ctx, A, atol, rtol):
+        ctx.save_for_backward(A)
+        ctx.atol, ctx.rtol = atol, rtol
+        U, S, Vh = np.linalg.svd(_prims.to_numpy(A), full_matrices=False)
+        kept = S > _tolerance(S, A.shape[-2:], atol, rtol)
+        inverse_S = np.where(kept, 1 / np.where(kept, S, 1), 0)
+        return _lift(np.swapaxes(Vh, -1, -2) @ (inverse_S[..., :, None] * np.swapaxes(U, -1, -2)), A)
+
+    @staticmethod
+    def backward(ctx, grad):
+        """PyTorch's pinv_backward."""
+        (A,) = ctx.saved_tensors
+        P = _Pinv.apply(A, ctx.atol, ctx.rtol)
+        Ph, gradh = _mT(P), _mT(grad)
+        m, n = A.shape[-2:]
+        mm = _prims.matmul
+        if m <= n:
+            K = mm(gradh, P)
+            KPh = mm(K, Ph)
+            return -_mT(mm(P, K)) + KPh - mm(mm(A, P), KPh) + mm(mm(Ph, P), gradh - mm(K, A)), None, None
+        K = mm(P, gradh)
+        PhK = mm(Ph, K)
+        return -_mT(mm(K, P)) + mm(mm(gradh - mm(A, K), P), Ph) + PhK - mm(mm(PhK, P), A), None, None
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    if A.dim() < 2 or not A.dtype.is_floating_point:
+        raise RuntimeError(
+            f"linalg.pinv({SCALAR_TYPE_NAME[A.dtype]}{{{list(A.shape)}}}): expected a tensor with 2 or more dimensions "
+            "of float, double, cfloat or cdouble types"
+        )
+    return _with_out(_Pinv.apply(A, atol, rtol), out)
+
+
+def pinverse(input, rcond=1e-15):
+    return pinv(input, rtol=rcond)
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, out=None):
+    """The number of singular values above the tolerance (pinv's), as int64."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    S = np.linalg.svd(_prims.to_numpy(A.detach()), compute_uv=False)
+    rank = (S > _tolerance(S, A.shape[-2:], atol, rtol)).sum(-1)
+    return _with_out(_prims.from_numpy(np.asarray(rank, dtype=np.int64), share_memory=False), out)
 
 
 # ---- the module functions and Tensor methods of the op table's rows that name linalg.<f>

@@ -33,3 +33,4 @@ slogdet, linalg_slogdet = (_named_tuple(name, ["sign", "logabsdet"]) for name in
 linalg_eigh = _named_tuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 linalg_svd = _named_tuple("linalg_svd", ["U", "S", "Vh"])
 svd = _named_tuple("svd", ["U", "S", "V"])
+qr, linalg_qr = (_named_tuple(name, ["Q", "R"]) for name in ("qr", "linalg_qr"))
