@@ -22,6 +22,7 @@ SHARED = [
     "_sampling",
     "autograd",
     "linalg",
+    "_linalg_ops",
     "nn",
     "serialization",
     "optim",
