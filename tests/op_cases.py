@@ -586,6 +586,9 @@ for _name, _fn, _shapes, _grad_fn in [
     case(_name, _fn, _shapes, _grad_fn, layouts=ONE)
 for _name, _fn, _shapes, _grad_fn in [
     ("linalg.multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), [(3,), (3, 4), (4, 2)], "ViewBackward0"),
+    ("torch.inner of size 0", lambda m, a, b: m.inner(a, b), [(0,), (0,)], "ViewBackward0"),
+    ("einsum('ij,jk') of size 0", lambda m, a, b: m.einsum("ij,jk", a, b), [(2, 0), (0, 3)], "ViewBackward0"),
+    ("linalg.inv of size 0", lambda m, a: m.linalg.inv(a), [(2, 0, 0)], "LinalgInvExBackward0"),
     ("linalg.solve vector", lambda m, a, b: m.linalg.solve(a, b), [(3, 3), (3,)], "LinalgSolveExBackward0"),
     (
         "linalg.solve(left=False)",

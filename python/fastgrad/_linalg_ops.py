@@ -12,6 +12,7 @@ fastgrad.linalg's _node, with its backward in differentiable ops (second derivat
 import builtins
 import collections
 import itertools
+import math
 
 import numpy as np
 
@@ -228,9 +229,9 @@ def tensordot(a, b, dims=2, out=None):
     contracted_b = [_wrap_dim(d, b.dim()) for d in dims_b]
     free_a = [d for d in range(a.dim()) if d not in contracted_a]
     free_b = [d for d in range(b.dim()) if d not in contracted_b]
-    k = int(np.prod([a.shape[d] for d in contracted_a]))
-    left = _prims.reshape(_prims.permute(a, free_a + contracted_a), [-1 if a.numel() else 0, k])
-    right = _prims.reshape(_prims.permute(b, contracted_b + free_b), [k, -1 if b.numel() else 0])
+    m, k, n = (math.prod(x.shape[d] for d in dims) for x, dims in ((a, free_a), (a, contracted_a), (b, free_b)))
+    left = _prims.reshape(_prims.permute(a, free_a + contracted_a), [m, k])
+    right = _prims.reshape(_prims.permute(b, contracted_b + free_b), [k, n])
     shape = [a.shape[d] for d in free_a] + [b.shape[d] for d in free_b]
     return _with_out(_prims.reshape(_prims.mm(left, right), shape), out)
 
@@ -297,8 +298,7 @@ def _einsum_pair(a, labels_a, b, labels_b, keep, sizes):
 
     a = arranged(a, labels_a, batch + own_a + contracted)
     b = arranged(b, labels_b, batch + contracted + own_b)
-    size = lambda group: int(np.prod([sizes[label] for label in group]))  # noqa: E731
-    nb, m, k, n = size(batch), size(own_a), size(contracted), size(own_b)
+    nb, m, k, n = (math.prod(sizes[label] for label in group) for group in (batch, own_a, contracted, own_b))
     product = _prims.bmm(_prims.reshape(a, [nb, m, k]), _prims.reshape(b, [nb, k, n]))
     result = _prims.reshape(product, [sizes[label] for label in batch + own_a + own_b])
     return result, batch + own_a + own_b
