@@ -18,6 +18,7 @@ import numpy as np
 
 from . import _prims
 from ._methods import _index, _with_out, _wrap_dim, register
+from ._grad_mode import no_grad
 from .autograd import Function
 from .linalg import _LinalgQr, _Cholesky, _Slogdet, _check_matrices, _check_square, _lift, _mT, _node
 from . import linalg
@@ -421,22 +422,39 @@ class _Cdist(Function):
 
     @staticmethod
     def backward(ctx, grad):
+        """PyTorch's _cdist_backward, which has no derivative itself: computed without a graph, and
+        in a create_graph backward returned through a node that refuses a second derivative."""
         x1, x2 = ctx.saved_tensors
         p = ctx.p
-        diff = _prims.unsqueeze(x1, -2) - _prims.unsqueeze(x2, -3)
-        distance = _prims.unsqueeze(_Cdist.apply(x1, x2, p), -1)
-        grad = _prims.unsqueeze(grad, -1)
-        if p == 0:
-            per_element = diff * 0
-        elif p == 1:
-            per_element = grad * diff.sign()
-        elif p == np.inf:
-            per_element = grad * diff.sign() * (diff.abs() == distance)
-        else:
-            safe = _prims.where(distance == 0, 1.0, distance)
-            scale = diff.abs() ** (p - 1) / safe ** (p - 1)
-            per_element = _prims.where(distance == 0, 0.0, grad * diff.sign() * scale)
-        return per_element.sum(-2), -per_element.sum(-3), None
+        with no_grad():
+            diff = _prims.unsqueeze(x1, -2) - _prims.unsqueeze(x2, -3)
+            distance = _prims.unsqueeze(_Cdist.apply(x1, x2, p), -1)
+            upstream = _prims.unsqueeze(grad, -1)
+            if p == 0:
+                per_element = diff * 0
+            elif p == 1:
+                per_element = upstream * diff.sign()
+            elif p == np.inf:
+                per_element = upstream * diff.sign() * (diff.abs() == distance)
+            else:
+                safe = _prims.where(distance == 0, 1.0, distance)
+                scale = diff.abs() ** (p - 1) / safe ** (p - 1)
+                per_element = _prims.where(distance == 0, 0.0, upstream * diff.sign() * scale)
+            grad_x1, grad_x2 = per_element.sum(-2), -per_element.sum(-3)
+        return (*_CdistBackward.apply(grad, x1, x2, grad_x1, grad_x2), None)
+
+
+@_node("CdistBackwardBackward0")
+class _CdistBackward(Function):
+    """cdist's gradients, as a node whose own backward is PyTorch's NotImplementedError."""
+
+    @staticmethod
+    def forward(ctx, grad, x1, x2, grad_x1, grad_x2):
+        return grad_x1, grad_x2
+
+    @staticmethod
+    def backward(ctx, grad_x1, grad_x2):
+        raise NotImplementedError("the derivative for '_cdist_backward' is not implemented.")
 
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
