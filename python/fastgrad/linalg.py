@@ -14,8 +14,6 @@ LAPACK's pivoting and convergence are not to be redone in a hand loop, and numpy
 package's one runtime dependency.
 """
 
-import builtins
-
 import numpy as np
 
 from . import _prims
@@ -27,22 +25,21 @@ from fastgrad._types import SCALAR_TYPE_NAME, LinAlgError
 __all__ = [
     "LinAlgError",
     "cholesky",
-    "eigh",
-    "eigvalsh",
-    "matrix_rank",
-    "pinv",
-    "qr",
-    "svd",
-    "svdvals",
     "cross",
     "det",
+    "eigh",
+    "eigvalsh",
     "inv",
     "matrix_norm",
     "matrix_rank",
     "multi_dot",
     "norm",
+    "pinv",
+    "qr",
     "slogdet",
     "solve",
+    "svd",
+    "svdvals",
     "vector_norm",
 ]
 
@@ -80,8 +77,7 @@ def _diag_embed(v):
 
 def _tril(x, diagonal=0):
     """The lower triangles (from `diagonal` down) of a batch of matrices, the rest zero."""
-    mask = np.tril(np.ones(x.shape[-2:], dtype=bool), diagonal)
-    return x * _prims.from_numpy(mask.astype(np.float64), share_memory=False).to(x.dtype)
+    return x * _lift(np.tril(np.ones(x.shape[-2:]), diagonal), x)
 
 
 def _lift(array, like):
@@ -119,7 +115,7 @@ def multi_dot(tensors, *, out=None):
     for length in range(1, n):
         for i in range(n - length):
             j = i + length
-            cost[i][j], split[i][j] = builtins.min(
+            cost[i][j], split[i][j] = min(
                 (cost[i][k] + cost[k + 1][j] + sizes[i] * sizes[k + 1] * sizes[j + 1], k) for k in range(i, j)
             )
 
@@ -129,7 +125,7 @@ def multi_dot(tensors, *, out=None):
     return _with_out(_prims.view(product(0, n - 1), shape), out)
 
 
-# ---- cross product and pairwise distances
+# ---- cross product
 
 
 @_node("LinalgCrossBackward0")
@@ -148,9 +144,7 @@ class _Cross(Function):
 
 def cross(input, other, *, dim=-1, out=None):
     if input.dim() != other.dim():
-        raise RuntimeError(
-            f"linalg.cross: inputs must have the same number of dimensions. Got {input.dim()} and {other.dim()}"
-        )
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if input.dtype is not other.dtype:
         raise RuntimeError(
             f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[other.dtype]}"
@@ -175,14 +169,14 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if dtype is not None:
         x = _prims.to_dtype(x, dtype)
     _check_floating("linalg.vector_norm", x)
-    return _with_out(_prims.norm(x, builtins.float(ord), _dims(dim), keepdim), out)
+    return _with_out(_prims.norm(x, float(ord), _dims(dim), keepdim), out)
 
 
 _MATRIX_ORDS = ("fro", "nuc", np.inf, -np.inf, 1, -1, 2, -2)
 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
-    _check_matrices("linalg.matrix_norm", A)
+    _check_matrices("linalg.matrix_norm", A)  # before dtype= (PyTorch refuses integers even then)
     if ord not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if dtype is not None:
@@ -211,8 +205,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
-    """A vector norm over one dim (or all, for ord=None), a matrix norm over two."""
+    """A vector norm over one dim (or all, for ord=None), a matrix norm over two (or for a named ord)."""
     dims = None if dim is None else _dims(dim)
+    if isinstance(ord, str):
+        return matrix_norm(A, ord, (-2, -1) if dims is None else dims, keepdim, dtype=dtype, out=out)
     if dims is None and ord is not None:
         if A.dim() not in (1, 2):
             raise RuntimeError(
@@ -227,13 +223,13 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
 # ---- decompositions: numpy.linalg forward (LAPACK), backward in differentiable ops
 
 
-def _check_matrices(name, A, square=False, floating=True, what="A"):
+def _check_matrices(name, A, square=False, floating=True):
     """PyTorch's checks of a batch of matrices: at least 2 dims, square if asked, floating point."""
     if A.dim() < 2:
-        raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(
-            f"{name}: {what} must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
+            f"{name}: A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} matrices"
         )
     if floating:
         _check_floating(name, A)
@@ -613,7 +609,7 @@ def _tolerance(S, shape, atol, rtol):
     """PyTorch's cutoff for small singular values: max(atol, rtol * largest), rtol by default
     eps * max(m, n) when atol is not given either (0 when it is)."""
     if rtol is None:
-        rtol = np.finfo(S.dtype).eps * builtins.max(shape) if atol is None else 0.0
+        rtol = np.finfo(S.dtype).eps * max(shape) if atol is None else 0.0
     largest = S.max(axis=-1, keepdims=True, initial=0)
     return np.maximum(0.0 if atol is None else atol, rtol * largest)
 
