@@ -1,6 +1,7 @@
-"""Linear algebra (fastgrad.linalg, and the products addmm, einsum, ... of the module): second
-derivatives, errors, named-tuple results and torch.linalg under the alias, against PyTorch. Values,
-first gradients and node names are the op cases' (tests/op_cases.py, test_ops.py)."""
+"""Linear algebra (fastgrad.linalg, and the module's addmm, einsum, det, ...): errors, LinAlgError,
+named-tuple results, cdist (which has no second derivative) and torch.linalg under the alias, against
+PyTorch. Values, gradients, second derivatives and node names of the other ops are their op cases'
+(tests/op_cases.py: test_ops.py, test_higher_order.py)."""
 
 import numpy as np
 import pytest
@@ -15,32 +16,6 @@ WIDE = RNG.standard_normal((3, 4))
 
 def spd(m, a):
     return a @ a.transpose(-2, -1) + m.eye(a.shape[-1], dtype=a.dtype)
-
-
-SECOND_ORDER = [  # id, f(m, x), input: every one of these has PyTorch's double backward
-    ("addmm", lambda m, x: m.addmm(x[0, :, :2], x[0], x[1, :, :2], beta=0.5, alpha=2), SQUARE),
-    ("einsum", lambda m, x: m.einsum("bij,bjk->ik", x, x * x), SQUARE),
-    ("cross", lambda m, x: m.linalg.cross(x, x * x), SQUARE),
-    ("inv", lambda m, x: m.linalg.inv(x), SQUARE),
-    ("det", lambda m, x: m.linalg.det(x), SQUARE),
-    ("slogdet", lambda m, x: m.linalg.slogdet(x).logabsdet, SQUARE),
-    ("solve", lambda m, x: m.linalg.solve(x, x[..., 0]), SQUARE),
-    ("cholesky", lambda m, x: m.linalg.cholesky(spd(m, x)), SQUARE),
-    ("eigh", lambda m, x: m.linalg.eigh(x + x.transpose(-2, -1)).eigenvalues, SQUARE),
-    ("svdvals", lambda m, x: m.linalg.svdvals(x), WIDE),
-    ("svd", lambda m, x: (lambda r: r.U @ r.Vh)(m.linalg.svd(x, full_matrices=False)), WIDE),
-    ("matrix_norm nuc", lambda m, x: m.linalg.matrix_norm(x, "nuc"), WIDE),
-    ("qr tall", lambda m, x: (lambda r: r.Q.abs() + r.R.sum())(m.linalg.qr(x.transpose(0, 1))), WIDE),
-    ("qr wide", lambda m, x: (lambda r: r.Q.sum() + r.R.abs())(m.linalg.qr(x)), WIDE),
-    ("pinv", lambda m, x: m.linalg.pinv(x), WIDE),
-    ("solve(left=False)", lambda m, x: m.linalg.solve(x, x[:, :1], left=False), SQUARE),
-]
-
-
-@pytest.mark.parametrize("fn,data", [pytest.param(f, d, id=i) for i, f, d in SECOND_ORDER])
-def test_second_derivatives(fg, fn, data):
-    x = fg.tensor(data, requires_grad=True)
-    assert gradcheck_for(fg, "gradgradcheck")(lambda x: fn(fg, x), (x,))
 
 
 ERRORS = [
@@ -127,8 +102,8 @@ def test_named_tuple_results(fg, torch):
             (m.linalg.slogdet(a), ["sign", "logabsdet"]),
             (m.slogdet(a), ["sign", "logabsdet"]),
             (m.linalg.eigh(spd(m, a)), ["eigenvalues", "eigenvectors"]),
-            (m.linalg.svd(WIDE_T(m)), ["U", "S", "Vh"]),
-            (m.svd(WIDE_T(m), some=False), ["U", "S", "V"]),
+            (m.linalg.svd(m.tensor(WIDE)), ["U", "S", "Vh"]),
+            (m.svd(m.tensor(WIDE), some=False), ["U", "S", "V"]),
         ]
         return [
             (type(r).__name__, len(r), [tuple(getattr(r, f).shape) for f in fields], tuple(r[0].shape))
@@ -136,10 +111,6 @@ def test_named_tuple_results(fg, torch):
         ]
 
     same_on_both(fg, torch, program)
-
-
-def WIDE_T(m):
-    return m.tensor(WIDE)
 
 
 def test_decomposition_values(fg, torch):
