@@ -30,6 +30,17 @@ def _scaled(x, factor):
     return x if factor == 1 else x * factor
 
 
+def _names(*tensors):
+    return [SCALAR_TYPE_NAME[x.dtype] for x in tensors]
+
+
+def _check_scalar_type(first, *others):
+    """PyTorch's kernels take operands of one dtype, the first one's."""
+    for x in others:
+        if x.dtype is not first.dtype:
+            raise RuntimeError("expected scalar type {} but found {}".format(*_names(first, x)))
+
+
 # ---- products: PyTorch's beta * input + alpha * (product), each one node
 
 
@@ -61,8 +72,17 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     if mat1.shape[1] != mat2.shape[0]:
         m, k = mat1.shape
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype is not mat2.dtype:
+        raise RuntimeError("mat1 and mat2 must have the same dtype, but got {} and {}".format(*_names(mat1, mat2)))
+    _check_self_dtype(input, mat2)
     input = _prims.expand(input, [mat1.shape[0], mat2.shape[1]])
     return _with_out(_Addmm.apply(input, mat1, mat2, beta, alpha), out)
+
+
+def _check_self_dtype(input, mat2):
+    """addmm and addbmm: the added input in the product's dtype."""
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError("self and mat2 must have the same dtype, but got {} and {}".format(*_names(input, mat2)))
 
 
 @_node("AddmvBackward0")
@@ -87,6 +107,10 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
         raise RuntimeError(
             f"size mismatch, got input ({sizes}), mat ({'x'.join(map(str, mat.shape))}), "
             f"vec ({', '.join(map(str, vec.shape))})"
+        )
+    if not (input.dtype is mat.dtype is vec.dtype):
+        raise RuntimeError(
+            "addmv input tensors must have the same dtype, but got {}, {}, and {}".format(*_names(input, mat, vec))
         )
     input = _prims.expand(input, [mat.shape[0]])
     return _with_out(_Addmv.apply(input, mat, vec, beta, alpha), out)
@@ -154,6 +178,9 @@ class _Baddbmm(Function):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_batches(batch1, batch2)
+    if not (input.dtype is batch1.dtype is batch2.dtype):
+        kinds = [name.lower() for name in _names(input, batch1, batch2)]
+        raise RuntimeError("Input dtypes must be the same, got: input {}, batch1: {}, batch2: {}".format(*kinds))
     input = _prims.expand(input, [batch1.shape[0], batch1.shape[1], batch2.shape[2]])
     return _with_out(_Baddbmm.apply(input, batch1, batch2, beta, alpha), out)
 
@@ -182,6 +209,7 @@ class _Addbmm(Function):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     _check_batches(batch1, batch2)
+    _check_self_dtype(input, batch2)
     input = _prims.expand(input, [batch1.shape[1], batch2.shape[2]])
     return _with_out(_Addbmm.apply(input, batch1, batch2, beta, alpha), out)
 
@@ -202,6 +230,10 @@ class _Vdot(Function):
 def vdot(input, other, *, out=None):
     if input.dim() != 1 or other.dim() != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(
+            "dot : expected both vectors to have same dtype, but found {} and {}".format(*_names(input, other))
+        )
     return _with_out(_Vdot.apply(input, other), out)
 
 
@@ -210,6 +242,8 @@ def vdot(input, other, *, out=None):
 
 def tensordot(a, b, dims=2, out=None):
     """Contracts dims of a with dims of b: one mm of a (free, contracted) by b (contracted, free)."""
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     if isinstance(dims, (list, tuple)):
         dims_a, dims_b = ([_index(d) for d in (side if isinstance(side, (list, tuple)) else [side])] for side in dims)
     else:
@@ -317,6 +351,7 @@ def einsum(equation, *operands):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
     if len(terms) < len(operands):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    _check_scalar_type(*operands)
     all_labels, ellipsis = [], 0
     for number, (term, x) in enumerate(zip(terms, operands)):
         letters = term.replace("...", "")
@@ -470,6 +505,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
+    _check_scalar_type(x1, x2)
     batch = list(_prims.broadcast_shapes(x1.shape[:-2], x2.shape[:-2]))
     x1 = _prims.expand(x1, batch + list(x1.shape[-2:]))
     x2 = _prims.expand(x2, batch + list(x2.shape[-2:]))
