@@ -190,7 +190,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         if ord == "nuc":
             result = _prims.sum(values, [-1], keepdim, None)
         else:
-            result = (_prims.amax if ord == 2 else _prims.amin)(values, [-1], keepdim)
+            result = _extreme(values, -1, keepdim, ord > 0)
         if keepdim:  # the two dims back in their places
             order = rest + [rows, cols]
             result = _prims.permute(_prims.unsqueeze(result, -1), [order.index(d) for d in range(A.dim())])
@@ -201,7 +201,17 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     if not keepdim:
         sums = _prims.squeeze(sums, [summed])
         extreme -= extreme > summed
-    return _with_out((_prims.amax if ord > 0 else _prims.amin)(sums, [extreme], keepdim), out)
+    return _with_out(_extreme(sums, extreme, keepdim, ord > 0), out)
+
+
+def _extreme(x, dim, keepdim, largest):
+    """amax (largest) or amin over dim. The largest of no values is a norm's 0, a constant without
+    a graph, as in PyTorch (whose smallest of no values is amin's error)."""
+    if largest and x.shape[dim] == 0:
+        at = dim % x.dim()
+        shape = [1 if d == at else n for d, n in enumerate(x.shape) if keepdim or d != at]
+        return _prims.full(shape, 0, x.dtype)
+    return (_prims.amax if largest else _prims.amin)(x, [dim], keepdim)
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
