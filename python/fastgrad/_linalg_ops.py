@@ -321,11 +321,18 @@ def _einsum_reduce(x, labels, keep):
 
 def _einsum_pair(a, labels_a, b, labels_b, keep, sizes):
     """a and b contracted over their shared labels that are not kept: one bmm over
-    (batch, a's own, contracted) x (batch, contracted, b's own)."""
+    (batch, a's own, contracted) x (batch, contracted, b's own); with nothing to contract, a
+    broadcasting product (as PyTorch: an outer product is a MulBackward0)."""
     batch = [label for label in labels_a if label in labels_b and label in keep]
     contracted = [label for label in labels_a if label in labels_b and label not in keep]
     own_a = [label for label in labels_a if label not in labels_b]
     own_b = [label for label in labels_b if label not in labels_a]
+    if not contracted:
+        a = _prims.permute(a, [labels_a.index(label) for label in batch + own_a])
+        b = _prims.permute(b, [labels_b.index(label) for label in batch + own_b])
+        a = _prims.reshape(a, [*a.shape, *[1] * len(own_b)])
+        b = _prims.reshape(b, [*b.shape[: len(batch)], *[1] * len(own_a), *b.shape[len(batch) :]])
+        return a * b, batch + own_a + own_b
 
     def arranged(x, labels, order):
         x = _prims.permute(x, [labels.index(label) for label in order])
