@@ -303,6 +303,48 @@ op("mv(Tensor input, Tensor vec)",
 op("dot(Tensor input, Tensor tensor)",
    "function method out", "_prims.dot", "matmul")
 
+# ---- linear algebra (fastgrad.linalg: products with beta/alpha, contractions, decompositions)
+op("addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addmm", "addmm")
+op("addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addmv", "addmm")
+op("addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addr", "addr")
+op("baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.baddbmm", "addmm")
+op("addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addbmm", "addbmm")
+op("vdot(Tensor input, Tensor other)",
+   "function method out", "_linalg_ops.vdot", "matmul")
+op("inner(Tensor input, Tensor other)",
+   "function method out", "_linalg_ops.inner", "inner")
+op("tensordot(Tensor a, Tensor b, int[] dims=2, Tensor? out=None)",
+   "function", "_linalg_ops.tensordot", "tensordot")
+op("einsum(str equation, Tensor... operands)",
+   "function", "_linalg_ops.einsum", "einsum")
+op("chain_matmul(Tensor... matrices)",
+   "function out", "_linalg_ops.chain_matmul", "chain_matmul")
+op("cross(Tensor input, Tensor other, int? dim=None)",
+   "function method out", "_linalg_ops.cross", "cross")
+op("cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None)",
+   "function", "_linalg_ops.cdist", "cdist")
+op("det(Tensor input)",
+   "function method", "_linalg_ops.det", "det")
+op("logdet(Tensor input)",
+   "function method", "_linalg_ops.logdet", "det")
+op("slogdet(Tensor input)",
+   "function method", "_linalg_ops.slogdet", "slogdet")
+op("inverse(Tensor input)",
+   "function method out", "_linalg_ops.inverse", "unary")
+op("cholesky(Tensor input, bool upper=False)",
+   "function method out", "_linalg_ops.cholesky", "unary")
+op("svd(Tensor input, bool some=True, bool compute_uv=True)",
+   "function method", "_linalg_ops.svd", "svd")
+op("qr(Tensor input, bool some=True)",
+   "function method", "_linalg_ops.qr", "qr")
+op("pinverse(Tensor input, float rcond=1e-15)",
+   "function method", "_linalg_ops.pinverse", "pinverse")
+
 # ---- shapes and views
 op("reshape(Tensor input, SymInt[] shape)",
    "function", "_prims.reshape", "view")
