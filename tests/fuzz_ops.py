@@ -282,6 +282,49 @@ op("torch.cat({args})", a=tensor(ANY), args=cat_args("a"))
 op("torch.concat({args})", a=tensor(ANY), args=cat_args("a"))
 op("torch.concatenate({args})", a=tensor(), args=cat_args("a"))
 op("torch.stack({args})", a=tensor(), args=cat_args("a", stack=True))
+# shape family (issue 13): views, copies and joins composed in the shared layer
+op("{a}.narrow({d}, {s}, 1)", a=tensor(ANY, min_rank=1), d=dim("a"), s=options("0", "1", "-1"))
+op("torch.unbind({a}, {d})[0]", a=tensor(ANY, min_rank=1), d=dim("a"))
+op("torch.movedim({a}, {d0}, {d1})", a=tensor(ANY), d0=dim("a"), d1=dim("a"))
+op("{a}.moveaxis(({d0}, {d1}), (0, -1))", a=tensor(ANY, min_rank=2), d0=dim("a"), d1=dim("a"))
+op("{a}.swapdims({d0}, {d1})", a=tensor(ANY), d0=dim("a"), d1=dim("a"))
+op("{a}.broadcast_to({s})", a=tensor(ANY), s=expand_sizes("a"))
+op("torch.broadcast_tensors({a}, {b})[1]", a=tensor(NUM), b=partner("a"))
+for _t in ["torch.atleast_1d({a})", "torch.atleast_2d({a})", "torch.atleast_3d([{a}])[0]"]:
+    op(_t, a=tensor(ANY))
+op("{a}.unflatten(0, (1, -1))", a=tensor(ANY, min_rank=1))
+op("torch.flip({a}, ({d},))", a=tensor(ANY), d=dim("a"))
+op("{a}.fliplr()", a=tensor(NUM))
+op("torch.flipud({a})", a=tensor(NUM))
+op("{a}.roll({s}{d})", a=tensor(ANY), s=options("1", "-2", "5"), d=options("", ", 0", ", -1", ", (0, -1)"))
+op("{a}.rot90({k})", a=tensor(ANY), k=options("1", "2", "3", "-1", "0"))
+op("{a}.repeat(*([2] + [1] * {a}.dim()))", a=tensor(ANY))
+op("torch.tile({a}, ({r},))", a=tensor(NUM), r=options("1", "2", "0"))
+op("{a}.repeat_interleave({r}{d})", a=tensor(ANY), r=options("2", "0", "torch.tensor(2)"), d=options("", ", 0", ", -1"))
+op("torch.tril({a}, {k})", a=tensor(ANY), k=options("0", "1", "-1"))
+op("{a}.triu({k})", a=tensor(NUM), k=options("0", "2", "-1"))
+op("{a}.tril_({k})", statement=True, a=tensor(NUM, target=True), k=options("0", "-1"))
+op("{a}.triu_({k})", statement=True, a=tensor(NUM, target=True), k=options("0", "1"))
+op("torch.diag({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -1"))
+op("{a}.diagonal({k})", a=tensor(NUM), k=options("0", "1", "-2"))
+op("torch.diag_embed({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -1, 0, 1"))
+op("{a}.trace()", a=tensor(ANY))
+op("torch.outer({a}.flatten(), {b}.flatten())", a=tensor(NUM), b=partner("a"))
+op("{a}.flatten().ger({a}.flatten())", a=tensor(NUM))
+op("torch.kron({a}, {b})", a=tensor(NUM), b=partner("a"))
+op(
+    "torch.meshgrid({a}.flatten(), {b}.flatten(), indexing={i})[1]",
+    a=tensor(NUM),
+    b=partner("a"),
+    i=options("'ij'", "'xy'"),
+)
+op("torch.cartesian_prod({a}.flatten(), {b}.flatten())", a=tensor(NUM), b=partner("a"))
+op("torch.block_diag({a}, {b})", a=tensor(NUM), b=partner("a"))
+op("{a}.tensor_split({n}, {d})[0]", a=tensor(ANY), n=options("1", "2", "3", "[1, 2]", "(0, -1)"), d=dim("a"))
+for _t in ["hstack", "vstack", "row_stack", "dstack", "column_stack"]:
+    op(f"torch.{_t}([{{a}}, {{a}}])", a=tensor(NUM))
+op("{a}.diff({args})", a=tensor(ANY), args=options("", "2", "dim=0"))
+op("torch.diff({a}, 1, 0, {a}, {a})", a=tensor(NUM))
 op("{a}.clone()", a=tensor(ANY))
 op("{a}.contiguous()", a=tensor())
 op("{a}.detach()", a=tensor(), smooth=False)
@@ -429,6 +472,9 @@ NOT_IN_GRAMMAR = {
         ["new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"],
         "creation from sizes and values, not from a tensor's values: tests/test_creation.py",
     ),
+    # shape family (issue 13)
+    "broadcast_shapes": "not a tensor result: tests/test_shape_ops.py",
+    **dict.fromkeys(["tril_indices", "triu_indices"], "creation from sizes: tests/test_shape_ops.py"),
 }
 
 

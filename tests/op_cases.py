@@ -445,6 +445,85 @@ for _name, _fn, _shapes, _grad_fn, _domain in [
     case(_name, _fn, _shapes, _grad_fn, _domain)
 
 
+# --- shape family (issue 13): views, copies and joins composed in the shared layer; most in one
+# layout (their code paths are the indexing, cat and expand that other cases test in every layout)
+_L1, _L2 = LAYOUTS[:1], LAYOUTS[:2]
+for _name, _fn, _shapes, _grad_fn, _layouts in [
+    ("narrow(1,-3,2)", lambda m, x: x.narrow(1, -3, 2), [(3, 4)], "SliceBackward0", _L2),
+    ("torch.unbind(x,1)[2]", lambda m, x: m.unbind(x, 1)[2], [(3, 4)], "UnbindBackward0", _L2),
+    ("torch.movedim((0,1),(2,0))", lambda m, x: m.movedim(x, (0, 1), (2, 0)), [(2, 3, 4)], "PermuteBackward0", _L1),
+    ("moveaxis(0,-1)", lambda m, x: x.moveaxis(0, -1), [(3, 4)], "PermuteBackward0", _L1),
+    ("torch.swapdims", lambda m, x: m.swapdims(x, 0, 1), [(3, 4)], "TransposeBackward0", _L1),
+    ("broadcast_to((2,3,4))", lambda m, x: x.broadcast_to((2, 3, 4)), [(3, 1)], "ExpandBackward0", _L1),
+    (
+        "torch.broadcast_tensors[1]",
+        lambda m, a, b: m.broadcast_tensors(a, b)[1],
+        [(3, 4), (4,)],
+        "ExpandBackward0",
+        _L1,
+    ),
+    ("torch.atleast_1d of 0-d", lambda m, x: m.atleast_1d(x), [()], "ViewBackward0", _L1),
+    ("torch.atleast_2d of 1-d", lambda m, x: m.atleast_2d(x), [(4,)], "UnsqueezeBackward0", _L1),
+    ("torch.atleast_3d list[1]", lambda m, a, b: m.atleast_3d([a, b])[1], [(3, 4), (4,)], "UnsqueezeBackward0", _L1),
+    ("unflatten(1,(2,-1))", lambda m, x: x.unflatten(1, (2, -1)), [(3, 4)], "ViewBackward0", _L1),
+    ("torch.flip(x,(0,2))", lambda m, x: m.flip(x, (0, 2)), [(2, 3, 4)], "FlipBackward0", _L2),
+    ("flip(-1)", lambda m, x: x.flip(-1), [(3, 4)], "FlipBackward0", _L1),
+    ("fliplr()", lambda m, x: x.fliplr(), [(3, 4)], "FlipBackward0", _L1),
+    ("torch.flipud", lambda m, x: m.flipud(x), [(3, 4)], "FlipBackward0", _L1),
+    ("roll(1,0)", lambda m, x: x.roll(1, 0), [(3, 4)], "RollBackward0", _L2),
+    ("torch.roll(x,(1,-5),(0,1))", lambda m, x: m.roll(x, (1, -5), (0, 1)), [(3, 4)], "RollBackward0", _L1),
+    ("roll(-5) flattened", lambda m, x: x.roll(-5), [(3, 4)], "RollBackward0", _L1),
+    ("rot90()", lambda m, x: x.rot90(), [(3, 4)], "Rot90Backward0", _L2),
+    ("torch.rot90(x,2,(1,2))", lambda m, x: m.rot90(x, 2, (1, 2)), [(2, 3, 4)], "Rot90Backward0", _L1),
+    ("rot90(-1,(1,0))", lambda m, x: x.rot90(-1, (1, 0)), [(3, 4)], "Rot90Backward0", _L1),
+    ("repeat(2,1,3)", lambda m, x: x.repeat(2, 1, 3), [(3, 4)], "RepeatBackward0", _L2),
+    ("torch.tile(x,(2,))", lambda m, x: m.tile(x, (2,)), [(3, 4)], "RepeatBackward0", _L1),
+    ("repeat_interleave(2)", lambda m, x: x.repeat_interleave(2), [(3, 4)], "ViewBackward0", _L1),
+    ("repeat_interleave(2,dim=1)", lambda m, x: x.repeat_interleave(2, dim=1), [(3, 4)], "ViewBackward0", _L2),
+    (
+        "torch.repeat_interleave(x,tensor,0)",
+        lambda m, x: m.repeat_interleave(x, m.tensor([1, 0, 3]), 0),
+        [(3, 4)],
+        "IndexSelectBackward0",
+        _L2,
+    ),
+    ("tril()", lambda m, x: x.tril(), [(3, 4)], "TrilBackward0", _L2),
+    ("torch.triu(x,-1) of 3-D", lambda m, x: m.triu(x, -1), [(2, 3, 4)], "TriuBackward0", _L1),
+    ("diag() of 1-D", lambda m, x: x.diag(1), [(4,)], "DiagEmbedBackward0", _L2),
+    ("torch.diag(x,-1) of 2-D", lambda m, x: m.diag(x, -1), [(3, 4)], "DiagonalBackward0_copy", _L2),
+    ("diagonal(1)", lambda m, x: x.diagonal(1), [(3, 4)], "DiagonalBackward0", _L2),
+    ("torch.diagonal(x,-1,2,0)", lambda m, x: m.diagonal(x, -1, 2, 0), [(2, 3, 4)], "DiagonalBackward0", _L1),
+    ("diag_embed(1,0,2)", lambda m, x: x.diag_embed(1, 0, 2), [(3, 4)], "DiagEmbedBackward0", _L1),
+    ("trace()", lambda m, x: x.trace(), [(3, 4)], "TraceBackward0", _L2),
+    ("torch.outer", lambda m, a, b: m.outer(a, b), [(3,), (4,)], "MulBackward0", _L1),
+    ("Tensor.ger", lambda m, a, b: a.ger(b), [(3,), (4,)], "MulBackward0", _L1),
+    # PyTorch's kron refuses non-contiguous inputs (a view it cannot make): fastgrad takes them
+    ("torch.kron", lambda m, a, b: m.kron(a, b), [(2, 3), (4,)], "UnsafeViewBackward0", _L1),
+    ("torch.meshgrid xy[0]", lambda m, a, b: m.meshgrid(a, b, indexing="xy")[0], [(3,), (4,)], "ExpandBackward0", _L1),
+    ("torch.cartesian_prod", lambda m, a, b: m.cartesian_prod(a, b), [(3,), (2,)], "StackBackward0", _L1),
+    ("torch.block_diag", lambda m, a, b, c: m.block_diag(a, b, c), [(2, 3), (4,), ()], "BlockDiagBackward0", _L2),
+    ("tensor_split(3,1)[1]", lambda m, x: x.tensor_split(3, 1)[1], [(3, 4)], "SliceBackward0", _L1),
+    ("torch.tensor_split(x,[1,3])[2]", lambda m, x: m.tensor_split(x, [1, 3], 1)[2], [(3, 4)], "SliceBackward0", _L1),
+    ("split(3,1)[1]", lambda m, x: x.split(3, 1)[1], [(3, 4)], "SplitBackward0", _L2),
+    ("split([1,3],1)[1]", lambda m, x: x.split([1, 3], 1)[1], [(3, 4)], "SplitWithSizesBackward0", _L1),
+    ("chunk(2)[1]", lambda m, x: x.chunk(2)[1], [(4, 3)], "SplitBackward0", _L1),
+    ("torch.hstack", lambda m, a, b: m.hstack([a, b]), [(3, 4), (3, 2)], "CatBackward0", _L1),
+    ("torch.vstack", lambda m, a, b: m.vstack((a, b)), [(3, 4), (4,)], "CatBackward0", _L1),
+    ("torch.row_stack", lambda m, a, b: m.row_stack([a, b]), [(4,), (4,)], "CatBackward0", _L1),
+    ("torch.dstack", lambda m, a, b: m.dstack([a, b]), [(3, 4), (3, 4)], "CatBackward0", _L1),
+    ("torch.column_stack", lambda m, a, b: m.column_stack([a, b]), [(3, 4), (3,)], "CatBackward0", _L1),
+    ("diff()", lambda m, x: x.diff(), [(3, 4)], "SubBackward0", _L2),
+    (
+        "torch.diff(x,2,0,prepend,append)",
+        lambda m, a, b: m.diff(a, 2, 0, prepend=b, append=a),
+        [(3, 4), (1, 4)],
+        "SubBackward0",
+        _L1,
+    ),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=_layouts)
+
+
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
 @dataclass(frozen=True)
 class NondiffCase:
@@ -709,7 +788,7 @@ NOT_IN_CASES = {
         "in place: tests/test_inplace.py, test_inplace_torch.py and test_intops.py",
     ),
     **dict.fromkeys(
-        ["split", "chunk", "gather", "masked_fill"],
+        ["gather", "masked_fill"],
         "composed in the shared layer, several results or an index argument: tests/test_composed_ops.py",
     ),
     "floor_divide": "its result requires grad with no derivative (PyTorch's too): tests/test_intops.py",
@@ -728,3 +807,11 @@ NOT_IN_CASES = {
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
     "tests/test_numerics.py, test_regressions.py",
 }
+# shape family (issue 13)
+NOT_IN_CASES.update(
+    {
+        **dict.fromkeys(["tril_", "triu_"], "in place: tests/test_shape_ops.py"),
+        **dict.fromkeys(["tril_indices", "triu_indices"], "creation from sizes: tests/test_shape_ops.py"),
+        "broadcast_shapes": "not a tensor result: tests/test_shape_ops.py",
+    }
+)

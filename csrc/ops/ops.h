@@ -207,6 +207,8 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
+// The diagonal `offset` of dims dim1 and dim2, as the last dim of a view; DiagonalBackward0.
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 Tensor alias_view(const Tensor& x);  // x[...]: a view of the whole tensor (AliasBackward0)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);

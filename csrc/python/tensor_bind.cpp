@@ -629,6 +629,8 @@ void bind_tensor(py::module_& m) {
   m.def("t", [](const Tensor& x) { return t(x); });
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze(x, dims); });
   m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return unsqueeze(x, dim); });
+  m.def("diagonal",
+        [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) { return diagonal(x, offset, dim1, dim2); });
   m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) {
     return by_elements(copied_elements(x), fg::flatten, x, start, end);
   });

@@ -539,3 +539,218 @@ def new_full(self, size, fill_value, *, dtype=None, **options):
 def new_tensor(self, data, *, dtype=None, **options):
     """The nesting of Python data, as numpy reads it (a tensor's own shape)."""
     return Meta(tuple(data.shape) if _is_tensor(data) else np.shape(data), dtype or self.dtype)
+
+
+# ---- shape family (issue 13)
+
+
+def same(input, *args, **options):
+    """The input's shape and dtype (flip, roll, tril, ...)."""
+    return Meta(tuple(input.shape), input.dtype)
+
+
+def _tensors(tensors):
+    """Tensors given as varargs or as one list."""
+    return list(tensors[0]) if len(tensors) == 1 and not _is_tensor(tensors[0]) else list(tensors)
+
+
+def narrow(input, dim, start, length):
+    shape = list(input.shape)
+    shape[_wrap(dim, len(shape))] = operator.index(length)
+    return Meta(tuple(shape), input.dtype)
+
+
+def unbind(input, dim=0):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    return (Meta(tuple(shape[:d] + shape[d + 1 :]), input.dtype),) * shape[d]
+
+
+def movedim(input, source, destination):
+    n = len(input.shape)
+    source, destination = ([_wrap(d, n) for d in _sizes((x,))] for x in (source, destination))
+    order = [None] * n
+    for s, d in zip(source, destination):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in source)
+    return Meta(tuple(input.shape[next(rest) if o is None else o] for o in order), input.dtype)
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(Meta(shape, t.dtype) for t in tensors)
+
+
+def _at_least(n, tensors, pad):
+    metas = tuple(Meta(pad(tuple(t.shape)) if len(t.shape) < n else tuple(t.shape), t.dtype) for t in _tensors(tensors))
+    return metas[0] if len(tensors) == 1 and _is_tensor(tensors[0]) else metas
+
+
+def atleast_1d(*tensors):
+    return _at_least(1, tensors, lambda shape: (1,))
+
+
+def atleast_2d(*tensors):
+    return _at_least(2, tensors, lambda shape: (1,) + shape if shape else (1, 1))
+
+
+def _pad_3d(shape):
+    return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
+
+
+def atleast_3d(*tensors):
+    return _at_least(3, tensors, _pad_3d)
+
+
+def unflatten(input, dim, sizes):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    sizes = _sizes((sizes,))
+    if -1 in sizes:
+        known = 1
+        for n in sizes:
+            known *= n if n != -1 else 1
+        sizes[sizes.index(-1)] = shape[d] // known
+    return Meta(tuple(shape[:d] + sizes + shape[d + 1 :]), input.dtype)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    shape = list(input.shape)
+    if operator.index(k) % 2:
+        i, j = (_wrap(d, len(shape)) for d in dims)
+        shape[i], shape[j] = shape[j], shape[i]
+    return Meta(tuple(shape), input.dtype)
+
+
+def repeat(self, *repeats):
+    sizes = _sizes(repeats)
+    shape = (1,) * (len(sizes) - len(self.shape)) + tuple(self.shape)
+    return Meta(tuple(r * n for r, n in zip(sizes, shape)), self.dtype)
+
+
+def tile(input, *dims):
+    dims = _sizes(dims)
+    return repeat(input, [1] * (len(input.shape) - len(dims)) + dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """The length of the repeated dim is known from the counts' values: output_size, or a count
+    tensor's values read here, as the op reads them."""
+    if repeats is None:
+        return Meta((int(np.asarray(input.tolist()).sum()),), int64)
+    shape = list(input.shape) if dim is not None else [int(np.prod(input.shape))]
+    d = _wrap(dim, len(shape)) if dim is not None else 0
+    counts = np.asarray(repeats.tolist() if _is_tensor(repeats) else repeats)
+    shape[d] = int(counts.sum()) if counts.size > 1 else shape[d] * int(counts.sum())
+    return Meta(tuple(shape), input.dtype)
+
+
+def triangle_indices(row, col, offset=0, **options):
+    """tril_indices / triu_indices: 2 x the count numpy gives."""
+    return Meta((2, len(np.tril_indices(row, offset, col)[0])), int64)
+
+
+def _diagonal_length(n, m, offset):
+    return builtins.max(builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)), 0)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    shape = tuple(input.shape)
+    i, j = _wrap(dim1, len(shape)), _wrap(dim2, len(shape))
+    rest = tuple(n for k, n in enumerate(shape) if k not in (i, j))
+    return Meta(rest + (_diagonal_length(shape[i], shape[j], offset),), input.dtype)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    shape = list(input.shape[:-1])
+    n = input.shape[-1] + abs(offset)
+    for d in sorted(operator.index(d) % (len(shape) + 2) for d in (dim1, dim2)):
+        shape.insert(d, n)
+    return Meta(tuple(shape), input.dtype)
+
+
+def diag(input, diagonal=0):
+    return diag_embed(input, diagonal, 0, 1) if len(input.shape) == 1 else globals()["diagonal"](input, diagonal)
+
+
+def trace(input):
+    return Meta((), input.dtype if input.dtype.is_floating_point else int64)
+
+
+def outer(input, vec2):
+    return Meta((input.shape[0], vec2.shape[0]), result_type(input, vec2))
+
+
+def kron(input, other):
+    n = builtins.max(len(input.shape), len(other.shape))
+    a, b = ((1,) * (n - len(t.shape)) + tuple(t.shape) for t in (input, other))
+    return Meta(tuple(x * y for x, y in zip(a, b)), result_type(input, other))
+
+
+def meshgrid(*tensors, indexing=None):
+    tensors = _tensors(tensors)
+    shape = [int(np.prod(t.shape)) for t in tensors]
+    if indexing == "xy" and len(shape) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    return tuple(Meta(tuple(shape), t.dtype) for t in tensors)
+
+
+def cartesian_prod(*tensors):
+    if len(tensors) == 1:
+        return Meta(tuple(tensors[0].shape), tensors[0].dtype)
+    rows = int(np.prod([t.shape[0] for t in tensors]))
+    return Meta((rows, len(tensors)), result_type(*tensors))
+
+
+def block_diag(*tensors):
+    blocks = [tuple(t.shape) if len(t.shape) == 2 else (1, int(np.prod(t.shape))) for t in tensors]
+    rows, cols = builtins.sum(b[0] for b in blocks), builtins.sum(b[1] for b in blocks)
+    dtypes = [t.dtype for t in tensors]
+    dtype = dtypes[0] if dtypes else float32
+    for other in dtypes[1:]:
+        dtype = promote_types(dtype, other)
+    return Meta((rows if tensors else 1, cols), dtype)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    split, length = indices_or_sections, shape[d]
+    if _is_tensor(split):
+        split = split.tolist()
+    if isinstance(split, (list, tuple)):
+        bounds = [0] + list(split) + [length]
+        sizes = [len(range(length)[a:b]) for a, b in zip(bounds, bounds[1:])]
+    else:
+        size, extra = divmod(length, split)
+        sizes = [size + (i < extra) for i in range(split)]
+    return tuple(Meta(tuple(shape[:d] + [n] + shape[d + 1 :]), input.dtype) for n in sizes)
+
+
+def _stacked(tensors, n, pad, dim):
+    metas = _at_least(n, (list(tensors),), pad)
+    return cat(metas, dim(metas))
+
+
+def hstack(tensors, **options):
+    return _stacked(tensors, 1, lambda shape: (1,), lambda metas: 0 if len(metas[0].shape) == 1 else 1)
+
+
+def vstack(tensors, **options):
+    return _stacked(tensors, 2, lambda shape: (1,) + shape if shape else (1, 1), lambda metas: 0)
+
+
+def dstack(tensors, **options):
+    return _stacked(tensors, 3, _pad_3d, lambda metas: 2)
+
+
+def column_stack(tensors, **options):
+    return _stacked(tensors, 2, lambda shape: (int(np.prod(shape)), 1), lambda metas: 1)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    shape[d] += builtins.sum(t.shape[d] for t in (prepend, append) if t is not None)
+    shape[d] = builtins.max(shape[d] - n, 0)
+    return Meta(tuple(shape), input.dtype)

@@ -17,6 +17,7 @@ import math
 import operator
 import sys
 import os
+import warnings
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from fastgrad import _formatting, _optable, return_types  # backend-independent:
 from fastgrad._types import (
     LEGACY_TYPE_NAME,
     SCALAR_TYPE_NAME,
+    Size,
     check_cpu,
     device,
     dtype as _dtype,
@@ -33,6 +35,7 @@ from fastgrad._types import (
     float64,
     int64,
     bool as bool_,
+    promote_types,
 )
 
 Tensor = _prims.Tensor
@@ -676,7 +679,7 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-# ---- composed from the ops above (their graphs record the parts, e.g. SliceBackward0 for split)
+# ---- composed from the ops above
 
 
 def is_floating_point(input):
@@ -704,6 +707,7 @@ def split(tensor, split_size_or_sections, dim=0):
                 f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
                 f"at dimension {dim}), but got split_sizes={sections}"
             )
+        name = "SplitWithSizesBackward0"
     else:
         size = _index(split_size_or_sections)
         if size < 0:
@@ -711,9 +715,11 @@ def split(tensor, split_size_or_sections, dim=0):
         if size == 0 and length != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
+        name = "SplitBackward0"
     starts = [builtins.sum(sections[:i]) for i in builtins.range(len(sections))]
-    before = (builtins.slice(None),) * dim
-    return tuple(tensor[before + (builtins.slice(a, a + n),)] for a, n in zip(starts, sections))
+    source = tensor.detach()
+    parts = tuple(source[_dim_slice(dim, builtins.slice(a, a + n))] for a, n in zip(starts, sections))
+    return _recorded_views(name, tensor, parts, lambda grads: _prims.cat(grads, dim))
 
 
 def chunk(input, chunks, dim=0):
@@ -1294,6 +1300,575 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=N
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     return _with_out(_quantile(input, q, dim, keepdim, interpolation, True), out)
+
+
+# ---- the shape family: views, copies and joins composed over the ops above. Where PyTorch's result
+# comes out of a node of its own (FlipBackward0, TrilBackward0, ...), the values are computed from
+# detached inputs and _recorded gives them that node, with a backward written in differentiable ops
+# (so that double backward works).
+
+
+def _recorded_copy(name, inputs, result, backward):
+    """A copy of `result` (computed without history; the copy is not a view of what it was computed
+    from) as the one output of a node named `name`, whose gradients for `inputs` are backward(grad)."""
+    return _recorded(name, inputs, [_prims.clone(result)], [], lambda grads: backward(grads[0]))[0]
+
+
+def _recorded_views(name, input, parts, join):
+    """`parts` (views of input.detach()) as the outputs of one node named `name`, whose gradient is
+    join(grads), a gradient missing for a part counting as zeros. As in PyTorch, the parts of such a
+    node may not be written in place while they require grad."""
+    if _prims.is_grad_enabled() and input.requires_grad:
+
+        def backward(grads):
+            return [join([_prims.full(list(p.shape), 0, p.dtype) if g is None else g for p, g in zip(parts, grads)])]
+
+        _prims.record_function(backward, name, [input], list(parts), [])
+    return parts
+
+
+_MAX_PIECES = 2**20  # tensor_split's sections: each is a Python object
+
+
+def _int64(value):
+    """_index(value), an int beyond int64 refused as PyTorch refuses it."""
+    value = _index(value)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    return value
+
+
+def _dim_slice(dim, index):
+    """The key x[key] that indexes dim `dim` by `index`."""
+    return (builtins.slice(None),) * dim + (index,)
+
+
+def narrow(input, dim, start, length):
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(_index(dim), input.dim())
+    start, length, size = _int64(start), _int64(length), input.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return input[_dim_slice(dim, builtins.slice(start, start + length))]
+
+
+def unbind(input, dim=0):
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    dim = _wrap_dim(_index(dim), input.dim())
+    source = input.detach()
+    parts = tuple(source[_dim_slice(dim, i)] for i in builtins.range(input.shape[dim]))
+    return _recorded_views("UnbindBackward0", input, parts, lambda grads: _prims.stack(grads, dim))
+
+
+def movedim(input, source, destination):
+    n, source, destination = input.dim(), _dims(source), _dims(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({source} dims) should contain the same "
+            f"number of dims as destination ({destination} dims)"
+        )
+    wrapped = {}
+    for what, dims in (("source", source), ("destination", destination)):
+        wrapped[what] = [_wrap_dim(d, n) for d in dims]
+        if len(set(wrapped[what])) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({dims})")
+    order = [None] * n
+    for s, d in zip(wrapped["source"], wrapped["destination"]):
+        order[d] = s
+    rest = iter(i for i in builtins.range(n) if i not in wrapped["source"])
+    return _prims.permute(input, [next(rest) if o is None else o for o in order])
+
+
+def broadcast_tensors(*tensors):
+    shape = tuple(functools.reduce(_prims.broadcast_shapes, (t.shape for t in tensors), ()))
+    return tuple(t if tuple(t.shape) == shape else _prims.expand(t, list(shape)) for t in tensors)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of `shapes` broadcast to (a Size; an int is a 1-D shape)."""
+    result = []
+    for position, shape in enumerate(shapes):
+        shape = _sizes((shape,), "shape")
+        for i in builtins.range(-1, -1 - len(shape), -1):
+            if shape[i] < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension ({shape[i]}): ({shape[i]})")
+        if len(shape) > len(result):
+            result = [1] * (len(shape) - len(result)) + result
+        for i in builtins.range(-1, -1 - len(shape), -1):
+            if shape[i] == 1 or shape[i] == result[i]:
+                continue
+            if result[i] != 1:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[i]} at {i}! Mismatching argument at "
+                    f"index {position} had {tuple(shape)}; but expected shape should be broadcastable to {result}"
+                )
+            result[i] = shape[i]
+    return Size(result)
+
+
+def _atleast(tensors, n, grow):
+    """atleast_<n>d: one tensor, several, or one list of them; each of fewer dims than n grown."""
+    one = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and not one:
+        tensors = tensors[0]
+    grown = tuple(grow(t) if t.dim() < n else t for t in tensors)
+    return grown[0] if one else grown
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, 1, lambda t: _prims.reshape(t, [1]))
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, 2, lambda t: _prims.unsqueeze(t, 0) if t.dim() else _prims.reshape(t, [1, 1]))
+
+
+def atleast_3d(*tensors):
+    def grow(t):
+        if t.dim() == 0:
+            return _prims.reshape(t, [1, 1, 1])
+        return _prims.unsqueeze(_prims.unsqueeze(t, 0) if t.dim() == 1 else t, -1)
+
+    return _atleast(tensors, 3, grow)
+
+
+def unflatten(input, dim, sizes):
+    dim = _wrap_dim(_index(dim), input.dim())
+    sizes = _sizes((sizes,), "sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    shape, known = list(input.shape), 1
+    for n in sizes:
+        known *= n if n != -1 else 1
+    if (-1 not in sizes and known != shape[dim]) or (-1 in sizes and (known == 0 or shape[dim] % known)):
+        raise RuntimeError(
+            f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} ({shape[dim]}) in the "
+            "input tensor"
+        )
+    if -1 in sizes:  # inferred within the dim (reshape could not, for a size-0 tensor)
+        sizes[sizes.index(-1)] = shape[dim] // known
+    return _prims.reshape(input, shape[:dim] + sizes + shape[dim + 1 :])
+
+
+def _flipped(x, dims):
+    """x (no history) reversed along `dims`: one copy per dim."""
+    for d in dims:
+        x = x[_dim_slice(d, _prims.arange(x.shape[d] - 1, -1, -1, int64))]
+    return x
+
+
+def flip(input, dims):
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(
+            f"flip(): argument 'dims' (position 2) must be tuple of ints, not {builtins.type(dims).__name__}"
+        )
+    dims = [_wrap_dim(_index(d), input.dim()) for d in dims]
+    for d in dims:
+        if dims.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    if input.dim() == 0:
+        dims = []
+    return _recorded_copy("FlipBackward0", [input], _flipped(input.detach(), dims), lambda g: [flip(g, dims)])
+
+
+def flip_method(self, *dims):
+    return flip(self, _sizes(dims, "dims"))
+
+
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+def _rolled_index(n, shift):
+    """The positions that element i of a dim of size n, rolled by shift, comes from."""
+    return (_prims.arange(0, n, 1, int64) - shift) % builtins.max(n, 1)
+
+
+def roll(input, shifts, dims=None):
+    shifts, dims = [_int64(s) for s in _dims(shifts)], [_wrap_dim(d, input.dim()) for d in _dims(dims)]
+    if len(shifts) != len(dims) and (dims or len(shifts) != 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    source = input.detach()
+    if not dims:  # the flattened tensor rolled, in the input's shape
+        index = _prims.reshape(_rolled_index(input.numel(), shifts[0]), list(input.shape))
+        result = _prims.reshape(source, [-1])[index]
+    else:
+        result = source
+        for shift, d in zip(shifts, dims):
+            result = result[_dim_slice(d, _rolled_index(input.shape[d], shift))]
+    return _recorded_copy("RollBackward0", [input], result, lambda g: [roll(g, [-s for s in shifts], dims or None)])
+
+
+def rot90(input, k=1, dims=[0, 1]):
+    dims = _dims(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (_wrap_dim(d, input.dim()) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    k = _int64(k) % 4
+    source = input.detach()
+    if k == 1:
+        result = _prims.transpose(_flipped(source, [d1]), d0, d1)
+    elif k == 3:
+        result = _prims.transpose(_flipped(source, [d0]), d0, d1)
+    else:
+        result = _flipped(source, [d0, d1][:k])
+    return _recorded_copy("Rot90Backward0", [input], result, lambda g: [rot90(g, -k, dims)])
+
+
+def repeat(self, *repeats):
+    sizes = _sizes(repeats, "repeats")
+    if len(sizes) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    shape = [1] * (len(sizes) - self.dim()) + list(self.shape)
+    result_shape = [r * n for r, n in zip(sizes, shape)]
+    for n in result_shape:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {result_shape}")
+    # every dim of size n as (1, n) expanded to (r, n): the dims of the repeats are the even ones
+    pairs = [m for n in shape for m in (1, n)]
+    repeated = [m for r, n in zip(sizes, shape) for m in (r, n)]
+    source = _prims.expand(_prims.reshape(self.detach(), pairs), repeated)
+
+    def backward(g):
+        summed = _prims.sum(_prims.reshape(g, repeated), list(builtins.range(0, len(repeated), 2)), False, None)
+        return [_prims.reshape(summed, list(self.shape))]
+
+    return _recorded_copy("RepeatBackward0", [self], _prims.reshape(source, result_shape), backward)
+
+
+def tile(input, dims):
+    dims = _sizes((dims,), "dims")
+    return repeat(input, [1] * (input.dim() - len(dims)) + dims)
+
+
+def tile_method(self, *dims):
+    return tile(self, _sizes(dims, "dims"))
+
+
+def _index_select(input, dim, index):
+    """input's slices along dim at `index` (IndexSelectBackward0: the gradient adds up where an
+    index repeats)."""
+
+    def backward(g):
+        total = _prims.full([input.shape[dim]] + list(_prims.transpose(g, 0, dim).shape[1:]), 0, g.dtype)
+        return [_prims.transpose(_prims.index_put_(total, [index], _prims.transpose(g, 0, dim), True), 0, dim)]
+
+    return _recorded_copy("IndexSelectBackward0", [input], input.detach()[_dim_slice(dim, index)], backward)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    if repeats is None:  # repeat_interleave(repeats): each index repeated as often as it says
+        repeats, counts = input, input
+        input = None
+    elif isinstance(repeats, Tensor):
+        counts = repeats
+    else:
+        repeats = _index(repeats)
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        if dim is None:
+            input, dim = _prims.reshape(input, [-1]), 0
+        dim = _wrap_dim(_index(dim), input.dim())
+        shape = list(input.shape)
+        expanded = _prims.expand(_prims.unsqueeze(input, dim + 1), shape[: dim + 1] + [repeats] + shape[dim + 1 :])
+        return _prims.view(_prims.clone(expanded), shape[:dim] + [shape[dim] * repeats] + shape[dim + 1 :])
+    if counts.dim() > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if counts.dtype is not int64:
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{SCALAR_TYPE_NAME[counts.dtype]}'")
+    if input is not None:
+        if dim is None:
+            input, dim = _prims.reshape(input, [-1]), 0
+        dim = _wrap_dim(_index(dim), input.dim())
+        if counts.numel() == 1:
+            counts = _prims.expand(_prims.reshape(counts, [1]), [input.shape[dim]])
+        if counts.shape[0] != input.shape[dim]:
+            raise RuntimeError(
+                "repeats must have the same size as input along dim, but got repeats.size(0) = "
+                f"{counts.shape[0]} and input.size(0) = {input.shape[dim]}"
+            )
+    values = _prims.to_numpy(counts.detach()).reshape(-1)
+    if (values < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    index = _prims.from_numpy(np.repeat(np.arange(len(values), dtype=np.int64), values), share_memory=False)
+    if output_size is not None and _index(output_size) != index.numel():
+        raise RuntimeError("allocated size does not match required size")
+    return index if input is None else _index_select(input, dim, index)
+
+
+def _triangle(name, keeps):
+    """tril / triu: the elements of the last two dims whose column minus row `keeps(diagonal)`, the others zero."""
+
+    def triangle(input, diagonal=0):
+        if input.dim() < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        diagonal = _index(diagonal)
+        rows, cols = input.shape[-2:]
+        offsets = _prims.arange(0, cols, 1, int64) - _prims.reshape(_prims.arange(0, rows, 1, int64), [-1, 1])
+        kept = _prims.where(keeps(offsets, diagonal), input.detach(), _prims.full([], 0, input.dtype))
+        return _recorded_copy(f"{name.capitalize()}Backward0", [input], kept, lambda g: [triangle(g, diagonal)])
+
+    triangle.__name__ = triangle.__qualname__ = name
+    return triangle
+
+
+tril = _triangle("tril", lambda offsets, diagonal: offsets <= diagonal)
+triu = _triangle("triu", lambda offsets, diagonal: offsets >= diagonal)
+
+
+def tril_(self, diagonal=0):
+    return self.copy_(tril(self, diagonal))
+
+
+def triu_(self, diagonal=0):
+    return self.copy_(triu(self, diagonal))
+
+
+def _triangle_indices(name, numpy_indices):
+    def indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+        check_cpu(device)
+        row, col, offset = _int64(row), _int64(col), _int64(offset)
+        for what, n in (("row", row), ("col", col)):
+            if n < 0:
+                raise RuntimeError(f"{what} must be non-negative, got{n}")
+        dtype = int64 if dtype is None else dtype
+        if dtype.is_floating_point or dtype is bool_:
+            raise NotImplementedError(f"\"{name}\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
+        _prims.empty([row, col], bool_)  # numpy's mask of the matrix: the core refuses more memory than there is
+        rows, cols = numpy_indices(row, offset, col)
+        return _prims.from_numpy(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), share_memory=False)
+
+    indices.__name__ = indices.__qualname__ = name
+    return indices
+
+
+tril_indices = _triangle_indices("tril_indices", np.tril_indices)
+triu_indices = _triangle_indices("triu_indices", np.triu_indices)
+
+
+def _diagonal_embedded(values, shape, offset, dim1, dim2):
+    """Zeros of `shape` with `values` (a last dim per diagonal) on the diagonal `offset` of dim1, dim2
+    (differentiable in `values`)."""
+    out = _prims.full(list(shape), 0, values.dtype)
+    _prims.copy_(_prims.diagonal(out, offset, dim1, dim2), values)
+    return out
+
+
+def _distinct_dims(dim1, dim2, ndim):
+    wrapped = _wrap_dim(_index(dim1), ndim), _wrap_dim(_index(dim2), ndim)
+    if wrapped[0] == wrapped[1]:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return wrapped
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    offset = _index(offset)
+    dim1, dim2 = _distinct_dims(dim1, dim2, input.dim() + 1)
+    n = input.shape[-1] + builtins.abs(offset)
+    shape = list(input.shape[:-1])
+    for d in sorted((dim1, dim2)):
+        shape.insert(d, n)
+    embedded = _diagonal_embedded(input.detach(), shape, offset, dim1, dim2)
+    return _recorded_copy("DiagEmbedBackward0", [input], embedded, lambda g: [_prims.diagonal(g, offset, dim1, dim2)])
+
+
+def diag(input, diagonal=0):
+    """1-D: the matrix with input on its diagonal; 2-D: a copy of the diagonal (not a view)."""
+    if input.dim() == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.dim() != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+    offset, shape = _index(diagonal), list(input.shape)
+    values = _prims.diagonal(input.detach(), offset, 0, 1)
+    return _recorded_copy(
+        "DiagonalBackward0_copy", [input], values, lambda g: [_diagonal_embedded(g, shape, offset, 0, 1)]
+    )
+
+
+def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    values = _prims.diagonal(input.detach(), 0, 0, 1)
+    shape, k = list(input.shape), values.shape[0]
+    total = _prims.sum(values, [], False, None)
+    return _recorded_copy(
+        "TraceBackward0", [input], total, lambda g: [_diagonal_embedded(_prims.expand(g, [k]), shape, 0, 0, 1)]
+    )
+
+
+def outer(input, vec2):
+    for what, t in (("self", input), ("vec2", vec2)):
+        if t.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {what}, but got {t.dim()}-D")
+    return _prims.reshape(input, [-1, 1]) * vec2
+
+
+def kron(input, other):
+    n = builtins.max(input.dim(), other.dim())
+    a, b = ([1] * (n - t.dim()) + list(t.shape) for t in (input, other))
+    product = _prims.reshape(input, [m for s in a for m in (s, 1)]) * _prims.reshape(
+        other, [m for s in b for m in (1, s)]
+    )
+    shape = list(product.shape)
+    result = _prims.reshape(product.detach(), [s * t for s, t in zip(a, b)])
+    return _recorded_copy("UnsafeViewBackward0", [product], result, lambda g: [_prims.reshape(g, shape)])
+
+
+def meshgrid(*tensors, indexing=None):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn(
+            "fastgrad.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'fastgrad.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"fastgrad.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    axes = list(builtins.range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:  # the first two inputs index columns and rows
+        axes[0], axes[1] = 1, 0
+    shape = [0] * len(tensors)
+    for axis, t in zip(axes, tensors):
+        shape[axis] = t.numel()
+    return tuple(
+        _prims.expand(_prims.reshape(t, [-1 if i == axis else 1 for i in builtins.range(len(shape))]), shape)
+        for axis, t in zip(axes, tensors)
+    )
+
+
+def cartesian_prod(*tensors):
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    return _prims.stack([_prims.reshape(g, [-1]) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def block_diag(*tensors):
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(
+                "fastgrad.block_diag: Input tensors must have 2 or fewer dimensions. "
+                f"Input {i} has {t.dim()} dimensions"
+            )
+    blocks = [_prims.reshape(t.detach(), [1, -1] if t.dim() < 2 else list(t.shape)) for t in tensors]
+    dtype = functools.reduce(promote_types, (t.dtype for t in tensors), bool_) if tensors else float32
+    corners = [
+        (builtins.sum(b.shape[0] for b in blocks[:i]), builtins.sum(b.shape[1] for b in blocks[:i]))
+        for i in builtins.range(len(blocks) + 1)
+    ]
+    out = _prims.full([corners[-1][0] if tensors else 1, corners[-1][1]], 0, dtype)
+    for b, (r, c) in zip(blocks, corners):
+        out[r : r + b.shape[0], c : c + b.shape[1]] = b
+
+    def backward(g):
+        return [
+            _prims.reshape(g[r : r + b.shape[0], c : c + b.shape[1]], list(t.shape))
+            for t, b, (r, c) in zip(tensors, blocks, corners)
+        ]
+
+    return _recorded_copy("BlockDiagBackward0", list(tensors), out, backward)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    dim = _wrap_dim(_index(dim), input.dim())
+    split = indices_or_sections
+    if isinstance(split, Tensor):
+        if split.dtype is not int64:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                f"{SCALAR_TYPE_NAME[split.dtype]}"
+            )
+        if split.dim() > 1:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional "
+                f"tensor, but got a tensor with {split.dim()} dims"
+            )
+        split = split.item() if split.dim() == 0 else split.tolist()
+    length = input.shape[dim]
+    if isinstance(split, (list, tuple)):
+        bounds = [_int64(i) for i in split]
+    else:
+        sections = _int64(split)
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        if sections > _MAX_PIECES:  # PyTorch would make them all, one tensor at a time
+            raise RuntimeError(f"tensor_split: {sections} sections are more than fastgrad makes ({_MAX_PIECES})")
+        size, extra = divmod(length, sections)  # the first `extra` sections take one more
+        bounds = [i * size + builtins.min(i, extra) for i in builtins.range(1, sections)]
+    bounds = [0] + bounds + [length]
+    return tuple(input[_dim_slice(dim, builtins.slice(a, b))] for a, b in zip(bounds, bounds[1:]))
+
+
+def _stacking(name, arrange, dim):
+    """hstack / vstack / dstack / column_stack: the tensors, made alike by `arrange`, joined along a dim."""
+
+    def stacking(tensors, *, out=None):
+        if not tensors:
+            raise RuntimeError(f"{name} expects a non-empty TensorList")
+        tensors = [arrange(t) for t in tensors]
+        return _with_out(_prims.cat(tensors, dim(tensors)), out)
+
+    stacking.__name__ = stacking.__qualname__ = name
+    return stacking
+
+
+hstack = _stacking("hstack", atleast_1d, lambda tensors: 0 if tensors[0].dim() == 1 else 1)
+vstack = _stacking("vstack", atleast_2d, lambda tensors: 0)
+row_stack = _stacking("row_stack", atleast_2d, lambda tensors: 0)
+dstack = _stacking("dstack", atleast_3d, lambda tensors: 2)
+column_stack = _stacking(
+    "column_stack", lambda t: _prims.reshape(t, [t.numel(), 1]) if t.dim() <= 1 else t, lambda tensors: 1
+)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = _int64(n)
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    dim = _wrap_dim(_index(dim), input.dim())
+    parts = [t for t in (prepend, input, append) if t is not None]
+    for t in parts:
+        if t.dim() != input.dim():
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    x = _prims.cat(parts, dim) if len(parts) > 1 else input
+    for _ in builtins.range(builtins.min(n, x.shape[dim] + 1)):  # beyond the dim's size: still empty
+        later, earlier = x[_dim_slice(dim, builtins.slice(1, None))], x[_dim_slice(dim, builtins.slice(None, -1))]
+        x = later != earlier if x.dtype is bool_ else later - earlier
+    return x
 
 
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops

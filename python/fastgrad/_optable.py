@@ -390,6 +390,99 @@ op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
    "function method", "_methods.chunk", "chunk")
 op("gather(Tensor input, int dim, Tensor index)",
    "function method", "_methods.gather", "gather")
+# shape family (issue 13): views, copies and joins composed in _methods
+op("narrow(Tensor input, int dim, SymInt start, SymInt length)",
+   "function method", "_methods.narrow", "narrow")
+op("unbind(Tensor input, int dim=0) -> Tensor[]",
+   "function method", "_methods.unbind", "unbind")
+op("movedim(Tensor input, int[1] source, int[1] destination)",
+   "function method", "_methods.movedim", "movedim")
+op("moveaxis(Tensor input, int[1] source, int[1] destination)",
+   "function method", "_methods.movedim", "movedim")
+op("swapdims(Tensor input, int dim0, int dim1)",
+   "function method", "_prims.transpose", "transpose")
+op("broadcast_to(Tensor input, SymInt[] size)",
+   "function", "_prims.expand", "expand")
+op("Tensor.broadcast_to(Tensor self, SymInt... size)",
+   "method", "_prims.expand", "expand")
+op("broadcast_tensors(Tensor... tensors) -> Tensor[]",
+   "function", "_methods.broadcast_tensors", "broadcast_tensors")
+op("broadcast_shapes(SymInt... shapes) -> Size",
+   "function", "_methods.broadcast_shapes", None)
+op("atleast_1d(Tensor... tensors)",
+   "function", "_methods.atleast_1d", "atleast_1d")
+op("atleast_2d(Tensor... tensors)",
+   "function", "_methods.atleast_2d", "atleast_2d")
+op("atleast_3d(Tensor... tensors)",
+   "function", "_methods.atleast_3d", "atleast_3d")
+op("unflatten(Tensor input, int dim, SymInt[] sizes)",
+   "function method", "_methods.unflatten", "unflatten")
+op("flip(Tensor input, int[] dims)",
+   "function", "_methods.flip", "same")
+op("Tensor.flip(Tensor self, int... dims)",
+   "method", "_methods.flip_method", "same")
+op("fliplr(Tensor input)",
+   "function method", "_methods.fliplr", "same")
+op("flipud(Tensor input)",
+   "function method", "_methods.flipud", "same")
+op("roll(Tensor input, int[1] shifts, int[1]? dims=None)",
+   "function method", "_methods.roll", "same")
+op("rot90(Tensor input, int k=1, int[] dims=[0,1])",
+   "function method", "_methods.rot90", "rot90")
+op("Tensor.repeat(Tensor self, SymInt... repeats)",
+   "method", "_methods.repeat", "repeat")
+op("tile(Tensor input, SymInt[] dims)",
+   "function", "_methods.tile", "tile")
+op("Tensor.tile(Tensor self, SymInt... dims)",
+   "method", "_methods.tile_method", "tile")
+op("repeat_interleave(Tensor input, Tensor? repeats=None, int? dim=None, *, SymInt? output_size=None)",
+   "function method", "_methods.repeat_interleave", "repeat_interleave")
+op("tril(Tensor input, int diagonal=0)",
+   "function method", "_methods.tril", "same")
+op("triu(Tensor input, int diagonal=0)",
+   "function method", "_methods.triu", "same")
+op("Tensor.tril_(Tensor self, int diagonal=0)",
+   "method", "_methods.tril_", "inplace")
+op("Tensor.triu_(Tensor self, int diagonal=0)",
+   "method", "_methods.triu_", "inplace")
+op("tril_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Device? device=None, Layout? layout=None)",
+   "function", "_methods.tril_indices", "triangle_indices")
+op("triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Device? device=None, Layout? layout=None)",
+   "function", "_methods.triu_indices", "triangle_indices")
+op("diag(Tensor input, int diagonal=0)",
+   "function method", "_methods.diag", "diag")
+op("diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1)",
+   "function method", "_prims.diagonal", "diagonal")
+op("diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1)",
+   "function method", "_methods.diag_embed", "diag_embed")
+op("trace(Tensor input)",
+   "function method", "_methods.trace", "trace")
+op("outer(Tensor input, Tensor vec2)",
+   "function method", "_methods.outer", "outer")
+op("ger(Tensor input, Tensor vec2)",
+   "function method", "_methods.outer", "outer")
+op("kron(Tensor input, Tensor other)",
+   "function method", "_methods.kron", "kron")
+op("meshgrid(Tensor... tensors, *, str? indexing=None) -> Tensor[]",
+   "function", "_methods.meshgrid", "meshgrid")
+op("cartesian_prod(Tensor... tensors)",
+   "function", "_methods.cartesian_prod", "cartesian_prod")
+op("block_diag(Tensor... tensors)",
+   "function", "_methods.block_diag", "block_diag")
+op("tensor_split(Tensor input, SymInt indices_or_sections, int dim=0) -> Tensor[]",
+   "function method", "_methods.tensor_split", "tensor_split")
+op("hstack(Tensor[] tensors)",
+   "function out", "_methods.hstack", "hstack")
+op("vstack(Tensor[] tensors)",
+   "function out", "_methods.vstack", "vstack")
+op("row_stack(Tensor[] tensors)",
+   "function out", "_methods.row_stack", "vstack")
+op("dstack(Tensor[] tensors)",
+   "function out", "_methods.dstack", "dstack")
+op("column_stack(Tensor[] tensors)",
+   "function out", "_methods.column_stack", "column_stack")
+op("diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None)",
+   "function method", "_methods.diff", "diff")
 
 # ---- scans along one dim
 op("cumsum(Tensor input, int dim, *, ScalarType? dtype=None)",

@@ -510,3 +510,8 @@ def set_num_threads(n):
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _num_threads = n
+
+
+# shape family (issue 13): repeat_interleave's gradient adds up the rows an index repeats
+index_put_ = _index.index_put_
+diagonal = _shape.diagonal
