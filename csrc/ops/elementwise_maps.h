@@ -22,7 +22,6 @@ MaybeType promote_opt(MaybeType a, DType b);
 DType scalar_type(const Scalar& s);
 DType result_type_of(std::initializer_list<const Tensor*> tensors, MaybeType wrapped);
 DType float_type(DType d);
-Tensor cast_values(const Tensor& t, DType dtype);
 Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op);
 Tensor scalar_tensor(double value, DType dtype);
 
@@ -68,9 +67,12 @@ void dispatch_computed_stored(DType dtype, DType out_dtype, F&& f) {
 
 // out = f(a, b) over the broadcast shape, computed and stored in `dtype` (or bool for predicates);
 // with the vector kernel `vec` (which computes f) where it applies.
+// A storage dtype (core/dtype.h) computes in its compute type and is stored back at the end.
 template <class F>
 Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype, F f,
                   std::optional<VecBinary> vec = std::nullopt) {
+  if (compute_type(dtype) != dtype || compute_type(out_dtype) != out_dtype)
+    return cast_values(binary_map(a, b, compute_type(dtype), compute_type(out_dtype), f, vec), out_dtype);
   Shape shape = broadcast_shapes(a->shape, b->shape);
   Tensor ca = cast_values(a, dtype), cb = cast_values(b, dtype);
   Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
@@ -96,6 +98,8 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
 template <class F>
 Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype, F f,
                   std::optional<VecBinary> vec = std::nullopt, bool scalar_first = false) {
+  if (compute_type(dtype) != dtype || compute_type(out_dtype) != out_dtype)
+    return cast_values(scalar_map(x, s, compute_type(dtype), compute_type(out_dtype), f, vec, scalar_first), out_dtype);
   Tensor cx = cast_values(x, dtype);
   Tensor out = empty(x->shape, out_dtype);
   if (vec && is_floating(dtype) && out_dtype == dtype) {
