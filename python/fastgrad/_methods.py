@@ -648,6 +648,10 @@ def is_floating_point(input):
     return input.dtype.is_floating_point
 
 
+def is_signed(input):
+    return input.dtype.is_signed
+
+
 def split(tensor, split_size_or_sections, dim=0):
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")

@@ -324,6 +324,9 @@ op("is_tensor(object obj) -> bool",
    "function", "_methods.is_tensor", None)
 op("is_floating_point(Tensor input) -> bool",
    "function method", "_methods.is_floating_point", None)
+# dtypes (issue 13)
+op("is_signed(Tensor input) -> bool",
+   "function method", "_methods.is_signed", None)
 
 # ---- random draws (fastgrad._sampling; the factories rand, randn, ... are not ops: _sampling.__all__)
 op("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)",
