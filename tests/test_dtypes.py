@@ -253,3 +253,16 @@ def test_bigram_counts(fg, torch):
         return [N.sum(), N[0], name(N.dtype), P[0, :8], P.sum(1)[:4]]
 
     same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize("dtype", NEW)
+def test_save_load_round_trip(fg, dtype):
+    import io
+
+    t = fg.tensor([[1.5, -2.7, 300.2], [0.1, 65519.0, -0.0]]).to(getattr(fg, dtype))
+    buffer = io.BytesIO()
+    leaf = t.clone().requires_grad_() if t.dtype.is_floating_point else t.float().requires_grad_()
+    fg.save({"t": t, "leaf": leaf}, buffer)
+    back = fg.load(io.BytesIO(buffer.getvalue()))
+    assert back["t"].dtype is t.dtype and back["t"].tolist() == t.tolist()
+    assert back["leaf"].dtype is leaf.dtype and back["leaf"].requires_grad
