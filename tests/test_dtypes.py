@@ -40,6 +40,10 @@ def test_promote_types_all_pairs(fg, torch):
         lambda t: t.tensor([1, 2], dtype=t.int16) * 2.5,
         lambda t: t.tensor(3, dtype=t.int8) + t.tensor([1.0]),
         lambda t: t.tensor([3], dtype=t.uint8) - 5,
+        # operands are converted to the result dtype first: 1000 is -24 in int8
+        lambda t: [t.tensor([50, -7], dtype=t.int8) // 1000, t.tensor([50], dtype=t.int8) % t.tensor(1000)],
+        lambda t: [t.tensor([50], dtype=t.int8) < 300, t.tensor([1.0], dtype=t.float16) == 1.0001],
+        lambda t: [t.tensor([1.0, 3.0], dtype=t.float16) * 1.0001, t.tensor([1.0], dtype=t.bfloat16) * 2.7],
         lambda t: [name(t.result_type(t.tensor([1], dtype=t.int8), 1000)), name(t.result_type(2, 1.5))],
         lambda t: name(t.result_type(t.tensor(1, dtype=t.float16), t.tensor([1], dtype=t.int32))),
     ],
@@ -190,8 +194,8 @@ def test_reductions(fg, torch, dtype):
         results = [x.sum(), x.sum(0), x.sum(1, keepdim=True), x.sum(dtype=t.int32), x.prod(1), x.max(), tuple(x.min(0)),
                    x.argmax(), x.amax(1), x.cumsum(1), tuple(x.sort(1)), tuple(x.topk(2)), tuple(x.cummax(1)),
                    x.any(), x.all(1), t.allclose(x, x)]  # fmt: skip
-        if d.is_floating_point:
-            results += [x.mean(), x.mean(0)]
+        if d.is_floating_point:  # the mean of float16 sums in float32 (60000 + 60000 overflows float16)
+            results += [x.mean(), x.mean(0), t.tensor([60000.0, 60000.0]).to(d).mean()]
         return results
 
     same_on_both(fg, torch, program)

@@ -71,6 +71,15 @@ Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op) {
 
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
 
+// s as `dtype` holds it (wrapped, rounded), kept in s's category.
+Scalar stored_scalar(const Scalar& s, DType dtype) {
+  return dispatch_stored(dtype, [&](auto tag) {
+    auto v = s.to<decltype(tag)>();
+    return s.kind == Category::Floating ? Scalar::from_float(value_cast<double>(v))
+                                        : Scalar::from_int(value_cast<int64_t>(v));
+  });
+}
+
 namespace {
 
 // Powers as PyTorch computes them; for integers by repeated squaring (wrapping on overflow, in

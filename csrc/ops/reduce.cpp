@@ -200,7 +200,9 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   Tensor out;
   {
     GradModeGuard no_grad(false);
-    out = div(sum(x, dims, keepdim), Scalar::from_int(block_size(x, mask)));
+    // float16 and bfloat16 sum and divide in float32, as PyTorch (their sum alone may overflow)
+    Tensor total = sum(x, dims, keepdim, compute_type(x->dtype));
+    out = cast_values(div(total, Scalar::from_int(block_size(x, mask))), x->dtype);
   }
   if (auto* node = record<MeanBackward>(out, {&x}, dims.empty() ? "MeanBackward0" : "MeanBackward1"))
     node->remember(x, mask, keepdim);

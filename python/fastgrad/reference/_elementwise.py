@@ -63,7 +63,10 @@ def elementwise(fn, a, b, dtype, out_dtype=None):
         others = cast(read(b, shape), b._dtype, dtype)
     else:
         shape = a._shape
-        others = itertools.repeat(cast_scalar(b, dtype))
+        # A number is converted to `dtype` (int8 50 // 1000 is 50 // -24), except in the arithmetic of
+        # the 16-bit floats, which keeps it in float32 (float16 1 * 1.0001), as in PyTorch.
+        kept = dtype.is_floating_point and out_dtype in (None, dtype)
+        others = itertools.repeat(cast_scalar(b, compute_type(dtype) if kept else dtype))
     values = cast(read(a, shape), a._dtype, dtype)
     return new_tensor(list(map(fn, values, others)), shape, out_dtype or dtype)
 
