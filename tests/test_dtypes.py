@@ -270,3 +270,19 @@ def test_save_load_round_trip(fg, dtype):
     back = fg.load(io.BytesIO(buffer.getvalue()))
     assert back["t"].dtype is t.dtype and back["t"].tolist() == t.tolist()
     assert back["leaf"].dtype is leaf.dtype and back["leaf"].requires_grad
+
+
+def test_legacy_tensor_types(fg, torch):
+    same_on_both(
+        fg,
+        torch,
+        lambda t: [
+            t.IntTensor([1, 2]),
+            name(t.HalfTensor(2, 3).dtype),
+            isinstance(t.zeros(1, dtype=t.int8), t.CharTensor),
+            isinstance(t.zeros(1), t.ByteTensor),
+            t.tensor([1.5, -1.0]).type("torch.ByteTensor"),
+            t.BFloat16Tensor([1.1]),
+        ],
+    )
+    same_error(fg, torch, lambda t: t.ShortTensor(t.zeros(1)))

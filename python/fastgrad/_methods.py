@@ -20,8 +20,18 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
-from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
-from fastgrad._types import LEGACY_NAME, bfloat16, float16, int8, int16, int32, uint8
+from fastgrad._types import (
+    LEGACY_TYPE_NAME,
+    SCALAR_TYPE_NAME,
+    check_cpu,
+    device,
+    dtype as _dtype,
+    float32,
+    float64,
+    int64,
+    bool as bool_,
+)
+from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
 
 Tensor = _prims.Tensor
 
@@ -276,9 +286,15 @@ def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
 
 
 def type(self, dtype=None):
+    """The legacy type's name, or a conversion to a dtype, a legacy type or a legacy type's name."""
     if dtype is None:
-        return f"fastgrad.{LEGACY_NAME[self.dtype]}"
-    return _prims.to_dtype(self, dtype)
+        return f"fastgrad.{LEGACY_TYPE_NAME[self.dtype]}"
+    if isinstance(dtype, str):
+        by_name = {f"{library}.{name}": t for t, name in LEGACY_TYPE_NAME.items() for library in ("torch", "fastgrad")}
+        if dtype not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = by_name[dtype]
+    return _prims.to_dtype(self, getattr(dtype, "dtype", dtype))
 
 
 def type_as(self, other):
@@ -633,8 +649,14 @@ def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
 
 
+def _tensor_input(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(input).__name__}")
+    return input
+
+
 def numel(input):
-    return input.numel()
+    return _tensor_input(input, "numel").numel()
 
 
 def is_tensor(obj):
@@ -645,7 +667,16 @@ def is_tensor(obj):
 
 
 def is_floating_point(input):
-    return input.dtype.is_floating_point
+    return _tensor_input(input, "is_floating_point").dtype.is_floating_point
+
+
+def is_complex(input):
+    _tensor_input(input, "is_complex")
+    return False  # no complex dtypes
+
+
+def is_nonzero(input):
+    return builtins.bool(_tensor_input(input, "is_nonzero"))
 
 
 def is_signed(input):

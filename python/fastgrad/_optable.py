@@ -324,6 +324,10 @@ op("is_tensor(object obj) -> bool",
    "function", "_methods.is_tensor", None)
 op("is_floating_point(Tensor input) -> bool",
    "function method", "_methods.is_floating_point", None)
+op("is_complex(Tensor input) -> bool",
+   "function method", "_methods.is_complex", None)
+op("is_nonzero(Tensor input) -> bool",
+   "function method", "_methods.is_nonzero", None)
 # dtypes (issue 13)
 op("is_signed(Tensor input) -> bool",
    "function method", "_methods.is_signed", None)

@@ -46,8 +46,8 @@ SCALAR_TYPE_NAME = {
     float16: "Half",
     bfloat16: "BFloat16",
 }
-# The legacy tensor type names (Tensor.type(), autograd's error messages): "LongTensor", ...
-LEGACY_NAME = {d: f"{name}Tensor" for d, name in SCALAR_TYPE_NAME.items()}
+# The legacy tensor types (fastgrad.FloatTensor, ...; Tensor.type() names them).
+LEGACY_TYPE_NAME = {dtype: f"{name}Tensor" for dtype, name in SCALAR_TYPE_NAME.items()}
 long = int64
 float = float32
 double = float64

@@ -8,10 +8,11 @@ that both sides see each other's writes. Both index, slice and assign the same w
 
 import math
 import struct
+import threading
 from array import array
 from fractions import Fraction
 
-from .._types import LEGACY_NAME, SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  # noqa: F401 (re-exported)
+from .._types import LEGACY_TYPE_NAME, SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  # noqa: F401 (re-exported)
 from .._types import bfloat16, float16, int8, int16, int32, uint8
 
 # float16 and bfloat16 are stored as the float32 values they can hold (array and memoryview have no
@@ -34,12 +35,28 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INT64_LIMIT = 9.2233720368547758e18
 
 
-class Storage:
-    __slots__ = ("data", "version")
+# torch.inference_mode, per thread: storages made while it is on are inference tensors' (see
+# Storage.inference). Autograd records nothing meanwhile (the Python switch turns grad mode off).
+_inference_mode = threading.local()
 
-    def __init__(self, data):
+
+def is_inference_mode_enabled():
+    return getattr(_inference_mode, "enabled", False)
+
+
+def _set_inference_mode(enabled):
+    _inference_mode.enabled = enabled
+
+
+class Storage:
+    # inference: made in inference mode; PyTorch's inference tensors, and all their views, are never
+    # saved for backward and are written in place only in inference mode (_inplace.check_inplace).
+    __slots__ = ("data", "version", "inference")
+
+    def __init__(self, data, inference=None):
         self.data = data
         self.version = 0  # bumped by every in-place write through any tensor sharing this storage
+        self.inference = is_inference_mode_enabled() if inference is None else inference
 
 
 def to_int(value):

@@ -14,7 +14,16 @@ import numpy as np
 
 from .._types import NUMPY_TYPES, SCALAR_TYPE_NAME, Size, bool as bool_, int64, int32, int16, int8, uint8, float16
 from .._types import check_int_value
-from ._storage import INT64_MAX, INT64_MIN, Storage, cast, cast_scalar, check_dtype, to_array
+from ._storage import (
+    INT64_MAX,
+    INT64_MIN,
+    Storage,
+    cast,
+    cast_scalar,
+    check_dtype,
+    is_inference_mode_enabled,
+    to_array,
+)
 
 # The narrower integer types, by the C++ names full()'s overflow error gives them.
 _C_INT_NAME = {int32: "int", int16: "int16_t", int8: "int8_t", uint8: "uint8_t"}
@@ -279,7 +288,12 @@ class Tensor:
 
     @property
     def _version(self):
+        if self._storage.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._storage.version
+
+    def is_inference(self):
+        return self._storage.inference
 
     # ---- autograd attributes
     def _history_stale(self):
@@ -316,6 +330,8 @@ class Tensor:
             )
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if flag and self._storage.inference and not is_inference_mode_enabled():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad_leaf = flag
 
     @property
@@ -365,7 +381,7 @@ class Tensor:
         # Its own version counter over the same memory: PyTorch's in-place writes through .data are
         # invisible to autograd, so they do not invalidate tensors saved for backward.
         untracked = alias(self)
-        untracked._storage = Storage(self._storage.data)
+        untracked._storage = Storage(self._storage.data, self._storage.inference)
         return untracked
 
     @data.setter
