@@ -195,6 +195,29 @@ for _t in [
 ]:
     op(_t, a=tensor(NUM), **({"d": dim("a")} if "{d}" in _t else {}))
 op("{a}.argmax({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
+# reductions and set ops of issue 13 (reduce)
+op("torch.logsumexp({a}, {args})", a=tensor(ANY), args=reduce_args("a", optional=False))
+op("torch.nansum({a}, {args})", a=tensor(ANY), args=reduce_args("a"))
+op("{a}.nanmean({args})", a=tensor(ANY), args=reduce_args("a"))
+op("torch.count_nonzero({a}, {d})", a=tensor(ANY), d=dim("a"))
+op("torch.aminmax({a}, dim={d}).max", a=tensor(NUM), d=dim("a"))
+op("{a}.aminmax()[0]", a=tensor(NUM))
+op("torch.var_mean({a}, {args})[0]", a=tensor(), args=reduce_args("a", extra=("unbiased=False", "correction=0")))
+op("torch.std_mean({a}, {args})[1]", a=tensor(), args=reduce_args("a", extra=("correction=2",)))
+op("{a}.sum(axis={d}, keepdims=True)", a=tensor(ANY), d=dim("a"))
+op("torch.cosine_similarity({a}, {b}, dim={d})", a=tensor(ANY, min_rank=1), b=partner("a"), d=dim("a", wrong=False))
+op("torch.dist({a}, {b}, {p})", a=tensor(), b=partner("a"), p=options("2", "1", "3", "0.5", "float('inf')"))
+op("torch.nn.functional.pairwise_distance({a}, {b}, p={p})", a=tensor(), b=partner("a"), p=options("2.0", "1.0", "3.0"))
+op("torch.searchsorted({a}.flatten().sort()[0], {b}, right=True)", a=tensor(NUM), b=tensor(NUM))
+op("torch.bucketize({b}, {a}.flatten().sort()[0])", a=tensor(NUM), b=tensor(NUM))
+op("{a}.histc(5, -1, 1)", a=tensor())
+op("torch.histogram({a}, torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype={a}.dtype))[0]", a=tensor())
+op("torch.bincount({a}.flatten().abs().long(), minlength=3)", a=tensor(NUM))
+op("torch.unique({a}, return_counts=True)[1]", a=tensor(ANY))
+op("torch.unique({a}, dim={d}, return_inverse=True)[1]", a=tensor(ANY, min_rank=1), d=dim("a", wrong=False))
+op("{a}.unique_consecutive(return_inverse=True)[1]", a=tensor(ANY))
+op("torch.quantile({a}, {q}, dim={d})", a=tensor(min_rank=1), q=options("0.3", "0.5", "1.0"), d=dim("a"))
+op("{a}.nanquantile(0.25, interpolation={i})", a=tensor(), i=options("'lower'", "'nearest'", "'midpoint'"))
 # sorting and selection (tied values: fuzz_compare.DIFFERENCES)
 op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
 op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))
@@ -233,6 +256,14 @@ op("torch.mm({a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mm"))
 op("{a}.bmm({b})", a=tensor(rank=3), b=matmul_partner("a", "bmm"))
 op("torch.mv({a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mv"))
 op("torch.dot({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+# linear algebra (fastgrad.linalg): the products whose operand shapes the drawers make
+op("torch.vdot({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+op("torch.inner({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+op("torch.einsum('ij,jk->ik', {a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("torch.tensordot({a}, {b}, dims=1)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("torch.addmm({a} @ {b}, {a}, {b}, beta=0.5)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("torch.baddbmm({a} @ {b}, {a}, {b}, alpha=2)", a=tensor(rank=3), b=matmul_partner("a", "bmm"))
+op("torch.addmv({a} @ {b}, {a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mv"))
 # shapes and views
 op("{a}.reshape({s})", a=tensor(ANY), s=new_shape("a"))
 op("torch.reshape({a}, {s})", a=tensor(), s=new_shape("a", as_tuple=True))
@@ -251,6 +282,49 @@ op("torch.cat({args})", a=tensor(ANY), args=cat_args("a"))
 op("torch.concat({args})", a=tensor(ANY), args=cat_args("a"))
 op("torch.concatenate({args})", a=tensor(), args=cat_args("a"))
 op("torch.stack({args})", a=tensor(), args=cat_args("a", stack=True))
+# shape family (issue 13): views, copies and joins composed in the shared layer
+op("{a}.narrow({d}, {s}, 1)", a=tensor(ANY, min_rank=1), d=dim("a"), s=options("0", "1", "-1"))
+op("torch.unbind({a}, {d})[0]", a=tensor(ANY, min_rank=1), d=dim("a"))
+op("torch.movedim({a}, {d0}, {d1})", a=tensor(ANY), d0=dim("a"), d1=dim("a"))
+op("{a}.moveaxis(({d0}, {d1}), (0, -1))", a=tensor(ANY, min_rank=2), d0=dim("a"), d1=dim("a"))
+op("{a}.swapdims({d0}, {d1})", a=tensor(ANY), d0=dim("a"), d1=dim("a"))
+op("{a}.broadcast_to({s})", a=tensor(ANY), s=expand_sizes("a"))
+op("torch.broadcast_tensors({a}, {b})[1]", a=tensor(NUM), b=partner("a"))
+for _t in ["torch.atleast_1d({a})", "torch.atleast_2d({a})", "torch.atleast_3d([{a}])[0]"]:
+    op(_t, a=tensor(ANY))
+op("{a}.unflatten(0, (1, -1))", a=tensor(ANY, min_rank=1))
+op("torch.flip({a}, ({d},))", a=tensor(ANY), d=dim("a"))
+op("{a}.fliplr()", a=tensor(NUM))
+op("torch.flipud({a})", a=tensor(NUM))
+op("{a}.roll({s}{d})", a=tensor(ANY), s=options("1", "-2", "5"), d=options("", ", 0", ", -1", ", (0, -1)"))
+op("{a}.rot90({k})", a=tensor(ANY), k=options("1", "2", "3", "-1", "0"))
+op("{a}.repeat(*([2] + [1] * {a}.dim()))", a=tensor(ANY))
+op("torch.tile({a}, ({r},))", a=tensor(NUM), r=options("1", "2", "0"))
+op("{a}.repeat_interleave({r}{d})", a=tensor(ANY), r=options("2", "0", "torch.tensor(2)"), d=options("", ", 0", ", -1"))
+op("torch.tril({a}, {k})", a=tensor(ANY), k=options("0", "1", "-1"))
+op("{a}.triu({k})", a=tensor(NUM), k=options("0", "2", "-1"))
+op("{a}.tril_({k})", statement=True, a=tensor(NUM, target=True), k=options("0", "-1"))
+op("{a}.triu_({k})", statement=True, a=tensor(NUM, target=True), k=options("0", "1"))
+op("torch.diag({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -1"))
+op("{a}.diagonal({k})", a=tensor(NUM), k=options("0", "1", "-2"))
+op("torch.diag_embed({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -1, 0, 1"))
+op("{a}.trace()", a=tensor(ANY))
+op("torch.outer({a}.flatten(), {b}.flatten())", a=tensor(NUM), b=partner("a"))
+op("{a}.flatten().ger({a}.flatten())", a=tensor(NUM))
+op("torch.kron({a}, {b})", a=tensor(NUM), b=partner("a"))
+op(
+    "torch.meshgrid({a}.flatten(), {b}.flatten(), indexing={i})[1]",
+    a=tensor(NUM),
+    b=partner("a"),
+    i=options("'ij'", "'xy'"),
+)
+op("torch.cartesian_prod({a}.flatten(), {b}.flatten())", a=tensor(NUM), b=partner("a"))
+op("torch.block_diag({a}, {b})", a=tensor(NUM), b=partner("a"))
+op("{a}.tensor_split({n}, {d})[0]", a=tensor(ANY), n=options("1", "2", "3", "[1, 2]", "(0, -1)"), d=dim("a"))
+for _t in ["hstack", "vstack", "row_stack", "dstack", "column_stack"]:
+    op(f"torch.{_t}([{{a}}, {{a}}])", a=tensor(NUM))
+op("{a}.diff({args})", a=tensor(ANY), args=options("", "2", "dim=0"))
+op("torch.diff({a}, 1, 0, {a}, {a})", a=tensor(NUM))
 op("{a}.clone()", a=tensor(ANY))
 op("{a}.contiguous()", a=tensor())
 op("{a}.detach()", a=tensor(), smooth=False)
@@ -375,6 +449,12 @@ op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indi
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
 NOT_IN_GRAMMAR = {
+    **dict.fromkeys(
+        ["addr", "addbmm", "chain_matmul", "cross", "cdist", "det", "logdet", "slogdet", "inverse", "cholesky", "svd"]
+        + ["qr", "pinverse"],
+        "linear algebra: operands of related shapes (length-3 dims, square or positive-definite matrices) that the "
+        "drawers do not make yet: tests/test_linalg.py",
+    ),
     "gather": "its index argument has no drawer yet: tests/test_composed_ops.py",
     "view_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     "reshape_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
@@ -393,6 +473,9 @@ NOT_IN_GRAMMAR = {
         ["new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"],
         "creation from sizes and values, not from a tensor's values: tests/test_creation.py",
     ),
+    # shape family (issue 13)
+    "broadcast_shapes": "not a tensor result: tests/test_shape_ops.py",
+    **dict.fromkeys(["tril_indices", "triu_indices"], "creation from sizes: tests/test_shape_ops.py"),
 }
 
 

@@ -357,6 +357,60 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   return out;
 }
 
+// ---- diagonal: a view whose last dim steps along two of the input's dims at once
+struct DiagonalBackwardBackward0 final : Node {
+  FG_NODE_MEMBERS(DiagonalBackwardBackward0)
+  int64_t offset = 0, dim1 = 0, dim2 = 1;
+};
+GradList DiagonalBackwardBackward0::apply(GradList&& grads) { return {diagonal(grads[0], offset, dim1, dim2)}; }
+
+struct DiagonalBackward0 final : Node {
+  FG_NODE_MEMBERS(DiagonalBackward0)
+  InputMeta input;
+  int64_t offset = 0, dim1 = 0, dim2 = 1;
+};
+GradList DiagonalBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor out = scatter_into_zeros(input, g, [&](const Tensor& full) { return diagonal(full, offset, dim1, dim2); });
+  if (auto* node = record<DiagonalBackwardBackward0>(out, {&g})) {
+    node->offset = offset;
+    node->dim1 = dim1;
+    node->dim2 = dim2;
+  }
+  return {out};
+}
+
+Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+  int64_t d1 = wrap_dim(dim1, x->dim()), d2 = wrap_dim(dim2, x->dim());
+  if (d1 == d2) throw RuntimeError(cat("diagonal dimensions cannot be identical ", dim1, ", ", dim2));
+  int64_t rows = x->shape[d1], cols = x->shape[d2];
+  // written so that no offset can overflow: an empty diagonal starts at the input's offset
+  int64_t len = 0, start = 0;
+  if (offset >= 0 && offset < cols) {
+    len = std::min(rows, cols - offset);
+    start = offset * x->strides[d2];
+  } else if (offset < 0 && offset > -rows) {
+    len = std::min(rows + offset, cols);
+    start = -offset * x->strides[d1];
+  }
+  Shape shape, strides;
+  for (int64_t d = 0; d < x->dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    shape.push_back(x->shape[d]);
+    strides.push_back(x->strides[d]);
+  }
+  shape.push_back(len);
+  strides.push_back(x->strides[d1] + x->strides[d2]);
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset + (len ? start : 0));
+  if (auto* node = record<DiagonalBackward0>(out, {&x})) {
+    node->input = InputMeta::of(x);
+    node->offset = offset;
+    node->dim1 = d1;
+    node->dim2 = d2;
+  }
+  return out;
+}
+
 Tensor alias_view(const Tensor& x) {
   Tensor out = make_differentiable_view(x, x->shape, x->strides, x->offset);
   record<IdentityBackward>(out, {&x}, "AliasBackward0");

@@ -588,6 +588,17 @@ void bind_tensor(py::module_& m) {
         [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::median_dim, x, dim, keepdim); });
   m.def("median_all", [](const Tensor& x) { return unary(fg::median_all, x); });
   m.def("mode", [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::mode, x, dim, keepdim); });
+  // searching, counting and unique (issue 13)
+  m.def("searchsorted", [](const Tensor& sorted, const Tensor& values, bool right) {
+    return by_elements(values->numel(), fg::searchsorted, sorted, values, right);
+  });
+  m.def("bincount", [](const Tensor& x, std::optional<Tensor> weights, int64_t minlength) {
+    return unary(fg::bincount, x, weights, minlength);
+  });
+  m.def("histogram_counts", [](const Tensor& x, const Tensor& edges, std::optional<Tensor> weights) {
+    return unary(fg::histogram_counts, x, edges, weights);
+  });
+  m.def("unique_rows", [](const Tensor& rows, bool consecutive) { return unary(fg::unique_rows, rows, consecutive); });
 
   // ---- scans along one dim
   auto dtype_or_none = [](py::handle dtype) {
@@ -618,6 +629,8 @@ void bind_tensor(py::module_& m) {
   m.def("t", [](const Tensor& x) { return t(x); });
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze(x, dims); });
   m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return unsqueeze(x, dim); });
+  m.def("diagonal",
+        [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) { return diagonal(x, offset, dim1, dim2); });
   m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) {
     return by_elements(copied_elements(x), fg::flatten, x, start, end);
   });

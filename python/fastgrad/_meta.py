@@ -235,6 +235,65 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduction(input, dim, keepdim, dtype or input.dtype)
 
 
+# reductions and set ops of issue 13 (reduce)
+
+
+def logsumexp(input, dim, keepdim=False, **options):
+    return _reduction(input, dim, keepdim, _floating(input.dtype))
+
+
+def count_nonzero(input, dim=None):
+    return _reduction(input, dim, False, int64)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    result = _reduction(input, dim, keepdim, input.dtype)
+    return result, result
+
+
+def dist(input, other, p=2):
+    return Meta((), result_type(input, other))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+    shape = broadcast_shapes(_shape(x1), _shape(x2))
+    return _reduction(Meta(shape, None), -1, keepdim, _floating(result_type(x1, x2)))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    return _reduction(Meta(broadcast_shapes(_shape(x1), _shape(x2)), None), dim, False, result_type(x1, x2))
+
+
+def quantile(input, q, dim=None, keepdim=False, **options):
+    """quantile and nanquantile: q's dim (a 1-D q), then the reduction's."""
+    values = _reduction(input, dim, keepdim, input.dtype)
+    return Meta(_shape(q) + values.shape, input.dtype)
+
+
+def searchsorted(sorted_sequence, input, **options):
+    return Meta(_shape(input), int64)
+
+
+def bucketize(input, boundaries, **options):
+    return Meta(_shape(input), int64)
+
+
+def histc(input, bins=100, min=0, max=0, **options):
+    return Meta((operator.index(bins),), input.dtype)
+
+
+def histogram(input, bins, **options):
+    """(hist, bin_edges): `bins` bins, or one fewer than the bins tensor's edges."""
+    edges = bins.shape[0] if _is_tensor(bins) else operator.index(bins) + 1
+    return Meta((edges - 1,), input.dtype), Meta((edges,), input.dtype)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
+    """std_mean and var_mean: two results shaped as var's."""
+    result = var(input, dim, unbiased, keepdim)
+    return result, result
+
+
 def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 
@@ -267,6 +326,101 @@ def matmul(input, other, **options):
     cols = b[-1:] if len(b) > 1 else ()
     batch = broadcast_shapes(a[:-2], b[:-2])
     return Meta(batch + rows + cols, result_type(input, other))
+
+
+# ---- linear algebra (fastgrad.linalg)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, **options):
+    """addmm, addmv, baddbmm: input broadcast to the product's shape."""
+    return Meta(matmul(mat1, mat2).shape, result_type(input, mat1, mat2))
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, **options):
+    return Meta((vec1.shape[0], vec2.shape[0]), result_type(input, vec1, vec2))
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, **options):
+    return Meta((batch1.shape[1], batch2.shape[2]), result_type(input, batch1, batch2))
+
+
+def inner(input, other, **options):
+    return Meta(tuple(input.shape[:-1]) + tuple(other.shape[:-1]), result_type(input, other))
+
+
+def tensordot(a, b, dims=2, out=None):
+    if isinstance(dims, (list, tuple)):
+        dims_a, dims_b = ([side] if isinstance(side, int) else list(side) for side in dims)
+    else:
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    free_a = [n for d, n in enumerate(a.shape) if d not in [_wrap(x, len(a.shape)) for x in dims_a]]
+    free_b = [n for d, n in enumerate(b.shape) if d not in [_wrap(x, len(b.shape)) for x in dims_b]]
+    return Meta(tuple(free_a + free_b), result_type(a, b))
+
+
+def einsum(equation, *operands):
+    """The output subscripts' sizes (explicit after ->, or the letters used once, sorted)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    sizes, ellipsis = {}, ()
+    for term, x in zip(lhs.split(","), operands):
+        letters = term.replace("...", "")
+        if "..." in term:
+            before = term.index("...")
+            count = len(x.shape) - len(letters)
+            ellipsis = broadcast_shapes(ellipsis, tuple(x.shape[before : before + count]))
+            shape = x.shape[:before] + x.shape[before + count :]
+        else:
+            shape = x.shape
+        for letter, n in zip(letters, shape):
+            sizes[letter] = n if sizes.get(letter, 1) == 1 else sizes[letter]
+    if not _:
+        counts = collections.Counter(lhs.replace("...", "").replace(",", ""))
+        rhs = "..." + "".join(sorted(letter for letter, n in counts.items() if n == 1))
+    before, dots, after = rhs.partition("...")
+    shape = tuple(sizes[c] for c in before) + (ellipsis if dots else ()) + tuple(sizes[c] for c in after)
+    return Meta(shape, result_type(*operands))
+
+
+def chain_matmul(*matrices, **options):
+    return Meta((matrices[0].shape[0], matrices[-1].shape[-1]), matrices[0].dtype)
+
+
+def cross(input, other, dim=None, **options):
+    return Meta(broadcast_shapes(tuple(input.shape), tuple(other.shape)), result_type(input, other))
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    batch = broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+    return Meta(batch + (x1.shape[-2], x2.shape[-2]), result_type(x1, x2))
+
+
+def det(input):
+    """det, logdet: one number per matrix."""
+    return Meta(tuple(input.shape[:-2]), input.dtype)
+
+
+def slogdet(input):
+    return det(input), det(input)
+
+
+def svd(input, some=True, compute_uv=True, **options):
+    *batch, m, n = input.shape
+    k = builtins.min(m, n)
+    u, v = (k, k) if some else (m, n)
+    batch = tuple(batch)
+    return Meta(batch + (m, u), input.dtype), Meta(batch + (k,), input.dtype), Meta(batch + (n, v), input.dtype)
+
+
+def qr(input, some=True, **options):
+    *batch, m, n = input.shape
+    k = builtins.min(m, n) if some else m
+    return Meta(tuple(batch) + (m, k), input.dtype), Meta(tuple(batch) + (k, n), input.dtype)
+
+
+def pinverse(input, rcond=1e-15):
+    return Meta(tuple(input.shape[:-2]) + (input.shape[-1], input.shape[-2]), input.dtype)
 
 
 # ---- shapes
@@ -385,3 +539,218 @@ def new_full(self, size, fill_value, *, dtype=None, **options):
 def new_tensor(self, data, *, dtype=None, **options):
     """The nesting of Python data, as numpy reads it (a tensor's own shape)."""
     return Meta(tuple(data.shape) if _is_tensor(data) else np.shape(data), dtype or self.dtype)
+
+
+# ---- shape family (issue 13)
+
+
+def same(input, *args, **options):
+    """The input's shape and dtype (flip, roll, tril, ...)."""
+    return Meta(tuple(input.shape), input.dtype)
+
+
+def _tensors(tensors):
+    """Tensors given as varargs or as one list."""
+    return list(tensors[0]) if len(tensors) == 1 and not _is_tensor(tensors[0]) else list(tensors)
+
+
+def narrow(input, dim, start, length):
+    shape = list(input.shape)
+    shape[_wrap(dim, len(shape))] = operator.index(length)
+    return Meta(tuple(shape), input.dtype)
+
+
+def unbind(input, dim=0):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    return (Meta(tuple(shape[:d] + shape[d + 1 :]), input.dtype),) * shape[d]
+
+
+def movedim(input, source, destination):
+    n = len(input.shape)
+    source, destination = ([_wrap(d, n) for d in _sizes((x,))] for x in (source, destination))
+    order = [None] * n
+    for s, d in zip(source, destination):
+        order[d] = s
+    rest = iter(i for i in range(n) if i not in source)
+    return Meta(tuple(input.shape[next(rest) if o is None else o] for o in order), input.dtype)
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(Meta(shape, t.dtype) for t in tensors)
+
+
+def _at_least(n, tensors, pad):
+    metas = tuple(Meta(pad(tuple(t.shape)) if len(t.shape) < n else tuple(t.shape), t.dtype) for t in _tensors(tensors))
+    return metas[0] if len(tensors) == 1 and _is_tensor(tensors[0]) else metas
+
+
+def atleast_1d(*tensors):
+    return _at_least(1, tensors, lambda shape: (1,))
+
+
+def atleast_2d(*tensors):
+    return _at_least(2, tensors, lambda shape: (1,) + shape if shape else (1, 1))
+
+
+def _pad_3d(shape):
+    return {0: (1, 1, 1), 1: (1,) + shape + (1,), 2: shape + (1,)}[len(shape)]
+
+
+def atleast_3d(*tensors):
+    return _at_least(3, tensors, _pad_3d)
+
+
+def unflatten(input, dim, sizes):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    sizes = _sizes((sizes,))
+    if -1 in sizes:
+        known = 1
+        for n in sizes:
+            known *= n if n != -1 else 1
+        sizes[sizes.index(-1)] = shape[d] // known
+    return Meta(tuple(shape[:d] + sizes + shape[d + 1 :]), input.dtype)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    shape = list(input.shape)
+    if operator.index(k) % 2:
+        i, j = (_wrap(d, len(shape)) for d in dims)
+        shape[i], shape[j] = shape[j], shape[i]
+    return Meta(tuple(shape), input.dtype)
+
+
+def repeat(self, *repeats):
+    sizes = _sizes(repeats)
+    shape = (1,) * (len(sizes) - len(self.shape)) + tuple(self.shape)
+    return Meta(tuple(r * n for r, n in zip(sizes, shape)), self.dtype)
+
+
+def tile(input, *dims):
+    dims = _sizes(dims)
+    return repeat(input, [1] * (len(input.shape) - len(dims)) + dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """The length of the repeated dim is known from the counts' values: output_size, or a count
+    tensor's values read here, as the op reads them."""
+    if repeats is None:
+        return Meta((int(np.asarray(input.tolist()).sum()),), int64)
+    shape = list(input.shape) if dim is not None else [int(np.prod(input.shape))]
+    d = _wrap(dim, len(shape)) if dim is not None else 0
+    counts = np.asarray(repeats.tolist() if _is_tensor(repeats) else repeats)
+    shape[d] = int(counts.sum()) if counts.size > 1 else shape[d] * int(counts.sum())
+    return Meta(tuple(shape), input.dtype)
+
+
+def triangle_indices(row, col, offset=0, **options):
+    """tril_indices / triu_indices: 2 x the count numpy gives."""
+    return Meta((2, len(np.tril_indices(row, offset, col)[0])), int64)
+
+
+def _diagonal_length(n, m, offset):
+    return builtins.max(builtins.min(n + builtins.min(offset, 0), m - builtins.max(offset, 0)), 0)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    shape = tuple(input.shape)
+    i, j = _wrap(dim1, len(shape)), _wrap(dim2, len(shape))
+    rest = tuple(n for k, n in enumerate(shape) if k not in (i, j))
+    return Meta(rest + (_diagonal_length(shape[i], shape[j], offset),), input.dtype)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    shape = list(input.shape[:-1])
+    n = input.shape[-1] + abs(offset)
+    for d in sorted(operator.index(d) % (len(shape) + 2) for d in (dim1, dim2)):
+        shape.insert(d, n)
+    return Meta(tuple(shape), input.dtype)
+
+
+def diag(input, diagonal=0):
+    return diag_embed(input, diagonal, 0, 1) if len(input.shape) == 1 else globals()["diagonal"](input, diagonal)
+
+
+def trace(input):
+    return Meta((), input.dtype if input.dtype.is_floating_point else int64)
+
+
+def outer(input, vec2):
+    return Meta((input.shape[0], vec2.shape[0]), result_type(input, vec2))
+
+
+def kron(input, other):
+    n = builtins.max(len(input.shape), len(other.shape))
+    a, b = ((1,) * (n - len(t.shape)) + tuple(t.shape) for t in (input, other))
+    return Meta(tuple(x * y for x, y in zip(a, b)), result_type(input, other))
+
+
+def meshgrid(*tensors, indexing=None):
+    tensors = _tensors(tensors)
+    shape = [int(np.prod(t.shape)) for t in tensors]
+    if indexing == "xy" and len(shape) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    return tuple(Meta(tuple(shape), t.dtype) for t in tensors)
+
+
+def cartesian_prod(*tensors):
+    if len(tensors) == 1:
+        return Meta(tuple(tensors[0].shape), tensors[0].dtype)
+    rows = int(np.prod([t.shape[0] for t in tensors]))
+    return Meta((rows, len(tensors)), result_type(*tensors))
+
+
+def block_diag(*tensors):
+    blocks = [tuple(t.shape) if len(t.shape) == 2 else (1, int(np.prod(t.shape))) for t in tensors]
+    rows, cols = builtins.sum(b[0] for b in blocks), builtins.sum(b[1] for b in blocks)
+    dtypes = [t.dtype for t in tensors]
+    dtype = dtypes[0] if dtypes else float32
+    for other in dtypes[1:]:
+        dtype = promote_types(dtype, other)
+    return Meta((rows if tensors else 1, cols), dtype)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    split, length = indices_or_sections, shape[d]
+    if _is_tensor(split):
+        split = split.tolist()
+    if isinstance(split, (list, tuple)):
+        bounds = [0] + list(split) + [length]
+        sizes = [len(range(length)[a:b]) for a, b in zip(bounds, bounds[1:])]
+    else:
+        size, extra = divmod(length, split)
+        sizes = [size + (i < extra) for i in range(split)]
+    return tuple(Meta(tuple(shape[:d] + [n] + shape[d + 1 :]), input.dtype) for n in sizes)
+
+
+def _stacked(tensors, n, pad, dim):
+    metas = _at_least(n, (list(tensors),), pad)
+    return cat(metas, dim(metas))
+
+
+def hstack(tensors, **options):
+    return _stacked(tensors, 1, lambda shape: (1,), lambda metas: 0 if len(metas[0].shape) == 1 else 1)
+
+
+def vstack(tensors, **options):
+    return _stacked(tensors, 2, lambda shape: (1,) + shape if shape else (1, 1), lambda metas: 0)
+
+
+def dstack(tensors, **options):
+    return _stacked(tensors, 3, _pad_3d, lambda metas: 2)
+
+
+def column_stack(tensors, **options):
+    return _stacked(tensors, 2, lambda shape: (int(np.prod(shape)), 1), lambda metas: 1)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    shape = list(input.shape)
+    d = _wrap(dim, len(shape))
+    shape[d] += builtins.sum(t.shape[d] for t in (prepend, append) if t is not None)
+    shape[d] = builtins.max(shape[d] - n, 0)
+    return Meta(tuple(shape), input.dtype)

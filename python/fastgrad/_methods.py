@@ -11,18 +11,23 @@ over a primitive, is the op table's (fastgrad._optable); the registration at the
 
 import builtins
 import copy as _copy
+import functools
 import linecache
+import math
 import operator
 import sys
 import os
+import warnings
 
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
+from ._grad_mode import no_grad
 from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
 from fastgrad._types import (
     LEGACY_TYPE_NAME,
     SCALAR_TYPE_NAME,
+    Size,
     check_cpu,
     device,
     dtype as _dtype,
@@ -30,6 +35,7 @@ from fastgrad._types import (
     float64,
     int64,
     bool as bool_,
+    promote_types,
 )
 from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
 
@@ -592,16 +598,41 @@ def cummin(input, dim):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    if dtype is not None:
-        input = _prims.to_dtype(input, dtype)
+    """PyTorch's torch.norm: a vector norm, except p='fro' over more than two dims and p='nuc', which
+    PyTorch hands to matrix_norm."""
     dims = _dims(dim)
-    if p == "fro" and len(dims) > 2:  # PyTorch hands this to matrix_norm, which refuses it
+    if isinstance(p, str) and not (p == "fro" and len(dims) <= 2):
+        _check_matrix_norm(input, p, dims or list(builtins.range(input.dim())))
+        raise NotImplementedError("norm: p='nuc' (the sum of the singular values) is not supported yet")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError(
+                f"linalg.vector_norm: dtype should be floating point or complex, but got {SCALAR_TYPE_NAME[dtype]}"
+            )
+        input = _prims.to_dtype(input, dtype)
+    return _prims.norm(input, 2.0 if p in ("fro", None) else builtins.float(p), dims, keepdim)
+
+
+def _check_matrix_norm(input, p, dims):
+    """linalg.matrix_norm's checks, in its order."""
+    if p not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if input.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    if len(dims) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
-    if p in ("fro", None):
-        p = 2
-    if p == "nuc" or isinstance(p, str):
-        raise ValueError(f"norm: p={p!r} is not supported")
-    return _prims.norm(input, builtins.float(p), dims, keepdim)
+    if _wrap_dim(dims[0], input.dim()) == _wrap_dim(dims[1], input.dim()):
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
 
 
 # ---- softmax: fused, numerically stable kernels. `dtype` converts the input first (ToCopyBackward0 shows).
@@ -663,7 +694,7 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-# ---- composed from the ops above (their graphs record the parts, e.g. SliceBackward0 for split)
+# ---- composed from the ops above
 
 
 def is_floating_point(input):
@@ -695,6 +726,7 @@ def split(tensor, split_size_or_sections, dim=0):
                 f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
                 f"at dimension {dim}), but got split_sizes={sections}"
             )
+        name = "SplitWithSizesBackward0"
     else:
         size = _index(split_size_or_sections)
         if size < 0:
@@ -702,9 +734,11 @@ def split(tensor, split_size_or_sections, dim=0):
         if size == 0 and length != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
+        name = "SplitBackward0"
     starts = [builtins.sum(sections[:i]) for i in builtins.range(len(sections))]
-    before = (builtins.slice(None),) * dim
-    return tuple(tensor[before + (builtins.slice(a, a + n),)] for a, n in zip(starts, sections))
+    source = tensor.detach()
+    parts = tuple(source[_dim_slice(dim, builtins.slice(a, a + n))] for a, n in zip(starts, sections))
+    return _recorded_views(name, tensor, parts, lambda grads: _prims.cat(grads, dim))
 
 
 def chunk(input, chunks, dim=0):
@@ -789,6 +823,1080 @@ def gather(input, dim, index):
     return input[tuple(key)]
 
 
+# ---- reductions and set ops of issue 13 (logsumexp, nansum, aminmax, std_mean, quantile, unique, ...)
+
+
+def _recorded(name, inputs, outputs, saved, backward):
+    """Gives `outputs`, computed from detached inputs, the one node `name` (PyTorch's node of the op)
+    when grad mode is on and an input requires grad. backward(grads, *saved) returns a gradient per
+    input, from a gradient or None (not reached) per output; written with differentiable ops, it
+    gives the node its double backward."""
+    if not (_prims.is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
+        return outputs
+    saved_tensors = []  # the node's saved tensors, once it is recorded
+
+    def run(grads):
+        return backward(grads, *saved_tensors[0].unpack())
+
+    saved_tensors.append(_prims.record_function(run, name, list(inputs), list(outputs), list(saved)))
+    return outputs
+
+
+def _kept(t, input, dims):
+    """A reduction's result (or its gradient) reshaped as if reduced with keepdim=True."""
+    mask = _reduced_dims(dims, input.dim())
+    return _prims.reshape(t, [1 if m else n for n, m in zip(input.shape, mask)])
+
+
+def _reduced_dims(dims, ndim):
+    """Which of ndim dims `dims` (a list, [] for all) reduces."""
+    wrapped = {_wrap_dim(d, ndim) for d in dims}
+    return [not dims or d in wrapped for d in builtins.range(ndim)]
+
+
+def _as_floating(input):
+    return input.detach() if input.dtype.is_floating_point else _prims.to_dtype(input, float32)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """log(sum(exp(x))) shifted by each block's maximum, so large inputs do not overflow; a block
+    whose maximum is infinite is not shifted (a row of -inf gives -inf, as PyTorch)."""
+    dims, x = _dims(dim), _as_floating(input)
+    if x.numel():
+        shift = _prims.amax(x, dims, True)
+        shift = _prims.where(_prims.eq(_prims.abs(shift), builtins.float("inf")), _prims.full([], 0, x.dtype), shift)
+        kept = _prims.add(_prims.log(_prims.sum(_prims.exp(_prims.sub(x, shift)), dims, True, None)), shift)
+    else:
+        kept = _prims.log(_prims.sum(x, dims, True, None))
+    result = _prims.sum(kept, dims, keepdim, None) if not keepdim else kept
+
+    def backward(grads, x, result):
+        return [_kept(grads[0], x, dims) * (x - _kept(result, x, dims)).exp()]
+
+    return _with_out(_recorded("LogsumexpBackward0", [input], [result], [input, result], backward)[0], out)
+
+
+def _isnan(x):
+    return _prims.ne(x, x)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """sum with NaNs counted as zeros, which get no gradient."""
+    dims, x = _dims(dim), input.detach()
+    result = _prims.sum(_prims.where(_isnan(x), _prims.full([], 0, x.dtype), x), dims, keepdim, dtype)
+
+    def backward(grads, x):
+        return [_kept(grads[0], x, dims) * _prims.eq(x, x)]
+
+    return _with_out(_recorded("NansumBackward0", [input], [result], [input], backward)[0], out)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    counted = _prims.sum(_prims.eq(input, input), _dims(dim), keepdim, None)
+    return _with_out(nansum(input, dim, keepdim, dtype=dtype) / counted, out)
+
+
+def count_nonzero(input, dim=None):
+    return _prims.sum(_prims.ne(input, 0), _dims(dim), False, None)
+
+
+def _spread_over_ties(grad, x, result, dims):
+    """A min's or max's gradient shared evenly among the elements equal to it (PyTorch's amax rule)."""
+    ties = _prims.eq(x, _kept(result, x, dims))
+    return _kept(grad, x, dims) * ties / _prims.sum(ties, dims, True, None)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        dims = []
+    else:
+        if not isinstance(dim, int) and not isinstance(dim, Tensor):
+            raise TypeError(f"aminmax(): argument 'dim' must be int, not {builtins.type(dim).__name__}")
+        dims = [_wrap_dim(_index(dim), input.dim())]
+        if input.dim() and input.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    x = input.detach()
+    low, high = _prims.amin(x, dims, keepdim), _prims.amax(x, dims, keepdim)
+
+    def backward(grads, x, low, high):
+        parts = [_spread_over_ties(g, x, result, dims) for g, result in zip(grads, (low, high)) if g is not None]
+        return [builtins.sum(parts[1:], parts[0])]
+
+    low, high = _recorded("AminmaxBackward0", [input], [low, high], [input, low, high], backward)
+    return return_types.aminmax((low, high))
+
+
+def _with_mean(name, input, dim, unbiased, keepdim, correction):
+    """std_mean / var_mean: both results from one node, as PyTorch's (a plain tuple)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    dim, correction = _correction(dim, unbiased, correction)
+    dims, x = _dims(dim), input.detach()
+    spread = getattr(_prims, name.partition("_")[0])(x, dims, builtins.float(correction), keepdim)
+    mean = _prims.mean(x, dims, keepdim)
+    count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
+
+    def backward(grads, x, spread):
+        """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
+        grad_spread, grad_mean = (None if g is None else _kept(g, x, dims) for g in grads)
+        parts = [] if grad_mean is None else [_prims.expand(grad_mean / count, list(x.shape))]
+        if grad_spread is not None:
+            if name == "std_mean":  # through var = std**2, with none where std is 0 (PyTorch's std_backward)
+                std = _kept(spread, x, dims)
+                grad_spread = _prims.where(std == 0, _prims.full([], 0, x.dtype), grad_spread / (2 * std))
+            freedom = count - correction
+            parts.append(grad_spread * (2.0 / freedom if freedom else math.inf) * (x - _prims.mean(x, dims, True)))
+        return [builtins.sum(parts[1:], parts[0])]
+
+    return tuple(
+        _recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], [input, spread], backward)
+    )
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+def _norm_backward(grad, x, p, norm, dims):
+    """PyTorch's norm_backward: the gradient of the p-norm `norm` of x over `dims` (kept shapes), with
+    its limits where elements or the norm are 0; None for p = 0."""
+    grad, norm = _kept(grad, x, dims), _kept(norm, x, dims)
+    zero = _prims.full([], 0, x.dtype)
+    if p == 0:
+        return None
+    if p == 1:
+        return _prims.sign(x) * grad
+    if p == 2:
+        return grad * _prims.where(norm == 0, zero, x / norm)
+    if math.isinf(p):  # split among the elements of largest (smallest) magnitude
+        ties = _prims.eq(_prims.abs(x), norm)
+        return _prims.sign(x) * (grad / _prims.sum(ties, dims, True, None) * ties)
+    if p < 1:
+        scaled = _prims.sign(x) * _prims.where(x == 0, zero, _prims.abs(x) ** (p - 1))
+        return scaled * grad * norm ** (1 - p)
+    scaled = _prims.sign(x) * _prims.abs(x) ** (p - 1) if p < 2 else x * _prims.abs(x) ** (p - 2)
+    return scaled * _prims.where(norm == 0, zero, grad / norm ** (p - 1))
+
+
+def _norm_node(name, inputs, difference, p, dims, keepdim):
+    """The p-norm of `difference` (inputs[0] - inputs[1], or one input) over `dims` as one node `name`."""
+    p = builtins.float(p)
+    result = _prims.norm(difference.detach(), p, dims, keepdim)
+
+    def backward(grads, difference, result):
+        grad = _norm_backward(grads[0], difference, p, result, dims)
+        return [grad] if len(inputs) == 1 else [grad, None if grad is None else -grad]
+
+    return _recorded(name, inputs, [result], [difference, result], backward)[0]
+
+
+def dist(input, other, p=2):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not {builtins.type(other).__name__}")
+    if not (input.dtype.is_floating_point or other.dtype.is_floating_point):
+        raise RuntimeError(
+            "norm(): input dtype should be either floating point or complex. Got "
+            f"{SCALAR_TYPE_NAME[_prims.result_type(input, other)]} instead."
+        )
+    # the difference keeps its graph: the node's backward reads it, so its own backward reaches both inputs
+    return _norm_node("DistBackward0", [input, other], input - other, p, [], False)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dim of the broadcast shape (PyTorch's at::norm)."""
+    innermost = builtins.max(x1.dim(), x2.dim()) - 1
+    return _norm_node("NormBackward1", [x1 - x2 + eps], x1 - x2 + eps, p, [innermost], keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """PyTorch's: each operand divided by its norm clamped to eps (the clamp is not differentiated)."""
+    common = _prims.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {SCALAR_TYPE_NAME[common]}"
+        )
+    x1, x2 = (_prims.to_dtype(x, common) if not x.dtype.is_floating_point else x for x in (x1, x2))
+    shape = list(_prims.broadcast_shapes(x1.shape, x2.shape))
+    x1, x2 = (x if list(x.shape) == shape else _prims.expand(x, shape) for x in (x1, x2))
+    norms = [norm(x, 2, dim, True).clone() for x in (x1, x2)]
+    with no_grad():
+        for n in norms:
+            _prims.clamp_(n, eps, None)
+    return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
+
+
+# searching, counting and unique: positions and counts (C++ kernels with reference twins), no gradient
+
+
+def _without_derivative(result, input, name, error):
+    """`result` with PyTorch's node for an op that has no derivative: going back through it raises error()."""
+
+    def backward(grads):
+        raise error()
+
+    return _recorded(name, [input], [result], [], backward)[0]
+
+
+def _check_position_dtype(out_int32):
+    """searchsorted and bucketize give int64 positions, or int32 ones for out_int32=True."""
+    if out_int32:
+        raise TypeError("out_int32=True needs the int32 dtype, which fastgrad does not have yet")
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    if not isinstance(sorted_sequence, Tensor) or not isinstance(input, (Tensor, builtins.int, builtins.float)):
+        kinds = ", ".join(builtins.type(a).__name__ for a in (sorted_sequence, input))
+        raise TypeError(f"searchsorted() received an invalid combination of arguments - got ({kinds})")
+    if side not in (None, "left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError(
+            "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+        )
+    _check_position_dtype(out_int32)
+    if sorted_sequence.dim() == 0:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
+    common = _prims.result_type(sorted_sequence, input)
+    values = input if isinstance(input, Tensor) else _prims.full([], input, common)
+    if sorted_sequence.dim() != 1 and (
+        sorted_sequence.dim() != values.dim() or sorted_sequence.shape[:-1] != values.shape[:-1]
+    ):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+            f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}"
+        )
+    if sorter is not None:
+        sorted_sequence = _sorted_by(sorted_sequence, sorter)
+    if common is bool_:
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+    sequence, values = (_prims.to_dtype(t.detach(), common) for t in (sorted_sequence, values))
+    return _with_out(_prims.searchsorted(sequence, values, right or side == "right"), out)
+
+
+def _sorted_by(sequence, sorter):
+    """searchsorted's sorter: the positions that put each row of `sequence` in order."""
+    if sorter.dtype is not int64:
+        raise RuntimeError(
+            "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+            f"{SCALAR_TYPE_NAME[sorter.dtype]}"
+        )
+    if sorter.shape != sequence.shape:
+        raise RuntimeError(
+            "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
+            f"{list(sequence.shape)}and got sorter tensor {list(sorter.shape)}"
+        )
+    n = sequence.shape[-1]
+    if sorter.numel() and (_prims.amin(sorter, [], False).item() < 0 or _prims.amax(sorter, [], False).item() >= n):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    return gather(sequence.detach(), -1, sorter)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    if isinstance(boundaries, Tensor) and boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    return _with_out(searchsorted(boundaries, input, out_int32=out_int32, right=right), out)
+
+
+def bincount(input, weights=None, minlength=0):
+    minlength = _int_argument(minlength, "bincount", "minlength", 3)
+    if input.dtype is not int64:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.dim() != 1 or (input.numel() and _prims.amin(input, [], False).item() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if weights is None:
+        return _prims.bincount(input, None, minlength)
+    summed = weights.detach() if weights.dtype is float32 else _prims.to_dtype(weights.detach(), float64)
+    result = _prims.bincount(input, summed, minlength)
+    no_derivative = lambda: RuntimeError("derivative for aten::bincount is not implemented")  # noqa: E731
+    return _without_derivative(result, weights, "torch::autograd::NotImplemented", no_derivative)
+
+
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Counts in `bins` equal bins between min and max; min == max means the input's own range."""
+    bins = _int_argument(bins, "histc", "bins", 2)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    left, right = builtins.float(min), builtins.float(max)
+    if left == right and input.numel():
+        left, right = (t.item() for t in aminmax(input.detach()))
+    if left == right:
+        left, right = left - 1, right + 1
+    if not (math.isfinite(left) and math.isfinite(right)):
+        raise RuntimeError(f"torch.histc: range of [{left:g}, {right:g}] is not finite")
+    if left >= right:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    edges = _prims.linspace(left, right, bins + 1, input.dtype)
+    return _with_out(_prims.histogram_counts(input.detach(), edges, None), out)
+
+
+_C_TYPE_NAME = {float32: "float", float64: "double"}  # as PyTorch names dtypes in histogramdd's errors
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """Counts (or weights) in bins between `bins` edges, or in `bins` equal bins over `range` (by
+    default the input's); `density`: divided by their sum and each bin's width."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if isinstance(bins, Tensor):
+        if bins.dim() != 1:
+            raise RuntimeError(
+                "torch.histogramdd: bins tensor should have one dimension, but got "
+                f"{bins.dim()} dimensions in the bins tensor for dimension 0"
+            )
+        if bins.dtype is not input.dtype:
+            raise RuntimeError(
+                "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
+                f"dtype {_C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {_C_TYPE_NAME[bins.dtype]}"
+            )
+        edges = _prims.clone(bins.detach())
+    else:
+        edges = _equal_bins(input, _int_argument(bins, "histogram", "bins", 2), range)
+    if weight is not None and weight.shape != input.shape:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
+            f"excluding its innermost dimension, but got input with shape {[input.numel(), 1]} and weight with "
+            f"shape {list(weight.shape)}"
+        )
+    hist = _prims.histogram_counts(input.detach(), edges, None if weight is None else weight.detach())
+    if density:
+        hist = hist / _prims.sum(hist, [], False, None) / (edges[1:] - edges[:-1])
+    return return_types.histogram((hist, edges))
+
+
+def _equal_bins(input, bins, range):
+    """The edges of `bins` equal bins over `range`, or over the input's values (0 to 1 when it has none)."""
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if range is not None:
+        left, right = (builtins.float(r) for r in range)
+    elif input.numel():
+        left, right = (t.item() for t in aminmax(input.detach()))
+    else:
+        left, right = 0.0, 1.0
+    if left > right:
+        raise RuntimeError(
+            f"torch.histogramdd: min should not exceed max, but got min {left:g} max {right:g} for dimension 0"
+        )
+    if not (math.isfinite(left) and math.isfinite(right)):
+        raise RuntimeError(f"torch.histogramdd: dimension 0's range [{left:g}, {right:g}] is not finite")
+    if left == right:
+        left, right = left - 0.5, right + 0.5
+    return _prims.linspace(left, right, bins + 1, input.dtype)
+
+
+def _unique(name, input, sorted_rows, return_inverse, return_counts, dim):
+    """unique and unique_consecutive: the distinct elements (or slices along `dim`) of input, in order
+    or run by run, with each one's inverse index and count as asked."""
+    x = input.detach()
+    if dim is None:
+        rows, inverse_shape = _prims.reshape(x, [x.numel(), 1]), list(x.shape)
+    else:
+        if x.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = _wrap_dim(_index(dim), x.dim())
+        if x.numel() == 0 and builtins.any(n == 0 for d, n in enumerate(x.shape) if d != dim):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        order = [dim] + [d for d in builtins.range(x.dim()) if d != dim]
+        x = _prims.permute(x, order)
+        width = math.prod(x.shape[1:])
+        rows, inverse_shape = _prims.reshape(x, [x.shape[0], width]), [x.shape[0]]
+    first, inverse, counts = _prims.unique_rows(rows, not sorted_rows)
+    values = x.reshape([-1])[first] if dim is None else _prims.permute(x[first], _inverse_permutation(order))
+    if input.requires_grad and values.dtype.is_floating_point:
+        kernel = {"Unique2": "_unique2", "UniqueDim": "unique_dim"}.get(name, "unique_consecutive")
+        values = _without_derivative(
+            values,
+            input,
+            f"{name}Backward0",
+            lambda: NotImplementedError(f"the derivative for '{kernel}' is not implemented."),
+        )
+    results = (
+        (values,)
+        + ((_prims.reshape(inverse, inverse_shape),) if return_inverse else ())
+        + ((counts,) if return_counts else ())
+    )
+    return results if len(results) > 1 else values
+
+
+def _inverse_permutation(order):
+    return [order.index(d) for d in builtins.range(len(order))]
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Always sorted, as PyTorch's CPU unique (sorted=False leaves the order to the implementation)."""
+    return _unique("Unique2" if dim is None else "UniqueDim", input, True, return_inverse, return_counts, dim)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    return _unique("UniqueConsecutive", input, False, return_inverse, return_counts, dim)
+
+
+# quantiles: PyTorch's quantile_compute, composed (sort, gather, lerp), so the gradient flows as its does
+
+
+_QUANTILE_INTERPOLATIONS = {"linear": None, "lower": np.floor, "higher": np.ceil, "midpoint": None, "nearest": np.round}
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor):
+        if q.dim() > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        if q.dtype is not input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        if q.numel() and not (_prims.amin(q, [], False).item() >= 0 and _prims.amax(q, [], False).item() <= 1):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        scalar_q, q = q.dim() == 0, _prims.reshape(q.detach(), [-1])
+    else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+        scalar_q, q = True, _prims.full([1], q, input.dtype)
+    if interpolation not in _QUANTILE_INTERPOLATIONS:
+        raise RuntimeError(
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+            f"{interpolation}"
+        )
+    if dim is not None:
+        dim = _wrap_dim(_index(dim), input.dim())
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    # the reduced rows along the last dim, the other dims as the result has them (with keepdim, as 1)
+    if dim is None:
+        rows = input.reshape([1] * input.dim() + [-1] if keepdim else [-1])
+    elif keepdim or input.dim() == 0:
+        rows = input.unsqueeze(-1).transpose(dim, -1)
+    else:
+        rows = input.permute([d for d in builtins.range(input.dim()) if d != dim] + [dim])
+    ordered = rows.sort(-1).values
+    nan = _isnan(ordered.detach())
+    if ignore_nan:  # the ranks among the values that are not NaN; all NaN: rank 0, a NaN quantile
+        ranks = q * (_prims.sum(_prims.bitwise_not(nan), [-1], True, None) - 1)
+        ranks = _prims.where(ranks < 0, _prims.full([], 0, ranks.dtype), ranks)
+    else:  # a row with a NaN: its last rank, a NaN quantile
+        last = ordered.shape[-1] - 1
+        ranks = _prims.where(any(nan, -1, True), _prims.full([], last, q.dtype), q * last)
+    ranks = _prims.expand(ranks, list(ordered.shape[:-1]) + [q.shape[0]])
+    rounding = _QUANTILE_INTERPOLATIONS[interpolation]
+    if rounding is not None:
+        ranks = _rounded(rounding, ranks)
+    below = _prims.to_dtype(ranks, int64)
+    result = gather(ordered, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        weight = _prims.full([], 0.5, ranks.dtype) if interpolation == "midpoint" else ranks - below
+        result = _lerp(result, gather(ordered, -1, _prims.to_dtype(_rounded(np.ceil, ranks), int64)), weight)
+    # q's dim first (a 1-D q), then the other dims
+    return result.squeeze(-1) if scalar_q else result.unsqueeze(0).transpose(0, -1).squeeze(-1)
+
+
+def _rounded(rounding, ranks):
+    """numpy's floor, ceil or round (half to even, as PyTorch's) of the ranks, in their dtype."""
+    return _prims.from_numpy(rounding(_prims.to_numpy(ranks)), share_memory=False)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's lerp formula (from the nearer end), so that the values are its to the last bit."""
+    return _prims.where(weight < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight))
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _with_out(_quantile(input, q, dim, keepdim, interpolation, False), out)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _with_out(_quantile(input, q, dim, keepdim, interpolation, True), out)
+
+
+# ---- the shape family: views, copies and joins composed over the ops above. Where PyTorch's result
+# comes out of a node of its own (FlipBackward0, TrilBackward0, ...), the values are computed from
+# detached inputs and _recorded gives them that node, with a backward written in differentiable ops
+# (so that double backward works).
+
+
+def _recorded_copy(name, inputs, result, backward):
+    """A copy of `result` (computed without history; the copy is not a view of what it was computed
+    from) as the one output of a node named `name`, whose gradients for `inputs` are backward(grad)."""
+    return _recorded(name, inputs, [_prims.clone(result)], [], lambda grads: backward(grads[0]))[0]
+
+
+def _recorded_views(name, input, parts, join):
+    """`parts` (views of input.detach()) as the outputs of one node named `name`, whose gradient is
+    join(grads), a gradient missing for a part counting as zeros. As in PyTorch, the parts of such a
+    node may not be written in place while they require grad."""
+    if _prims.is_grad_enabled() and input.requires_grad:
+
+        def backward(grads):
+            return [join([_prims.full(list(p.shape), 0, p.dtype) if g is None else g for p, g in zip(parts, grads)])]
+
+        _prims.record_function(backward, name, [input], list(parts), [])
+    return parts
+
+
+_MAX_PIECES = 2**20  # tensor_split's sections: each is a Python object
+
+
+def _int64(value):
+    """_index(value), an int beyond int64 refused as PyTorch refuses it."""
+    value = _index(value)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    return value
+
+
+def _dim_slice(dim, index):
+    """The key x[key] that indexes dim `dim` by `index`."""
+    return (builtins.slice(None),) * dim + (index,)
+
+
+def narrow(input, dim, start, length):
+    if input.dim() == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(_index(dim), input.dim())
+    start, length, size = _int64(start), _int64(length), input.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    start = start + size if start < 0 else start
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return input[_dim_slice(dim, builtins.slice(start, start + length))]
+
+
+def unbind(input, dim=0):
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    dim = _wrap_dim(_index(dim), input.dim())
+    source = input.detach()
+    parts = tuple(source[_dim_slice(dim, i)] for i in builtins.range(input.shape[dim]))
+    return _recorded_views("UnbindBackward0", input, parts, lambda grads: _prims.stack(grads, dim))
+
+
+def movedim(input, source, destination):
+    n, source, destination = input.dim(), _dims(source), _dims(destination)
+    if len(source) != len(destination):
+        raise RuntimeError(
+            f"movedim: Invalid source or destination dims: source ({source} dims) should contain the same "
+            f"number of dims as destination ({destination} dims)"
+        )
+    wrapped = {}
+    for what, dims in (("source", source), ("destination", destination)):
+        wrapped[what] = [_wrap_dim(d, n) for d in dims]
+        if len(set(wrapped[what])) != len(dims):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({dims})")
+    order = [None] * n
+    for s, d in zip(wrapped["source"], wrapped["destination"]):
+        order[d] = s
+    rest = iter(i for i in builtins.range(n) if i not in wrapped["source"])
+    return _prims.permute(input, [next(rest) if o is None else o for o in order])
+
+
+def broadcast_tensors(*tensors):
+    shape = tuple(functools.reduce(_prims.broadcast_shapes, (t.shape for t in tensors), ()))
+    return tuple(t if tuple(t.shape) == shape else _prims.expand(t, list(shape)) for t in tensors)
+
+
+def broadcast_shapes(*shapes):
+    """The shape that tensors of `shapes` broadcast to (a Size; an int is a 1-D shape)."""
+    result = []
+    for position, shape in enumerate(shapes):
+        shape = _sizes((shape,), "shape")
+        for i in builtins.range(-1, -1 - len(shape), -1):
+            if shape[i] < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension ({shape[i]}): ({shape[i]})")
+        if len(shape) > len(result):
+            result = [1] * (len(shape) - len(result)) + result
+        for i in builtins.range(-1, -1 - len(shape), -1):
+            if shape[i] == 1 or shape[i] == result[i]:
+                continue
+            if result[i] != 1:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[i]} at {i}! Mismatching argument at "
+                    f"index {position} had {tuple(shape)}; but expected shape should be broadcastable to {result}"
+                )
+            result[i] = shape[i]
+    return Size(result)
+
+
+def _atleast(tensors, n, grow):
+    """atleast_<n>d: one tensor, several, or one list of them; each of fewer dims than n grown."""
+    one = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and not one:
+        tensors = tensors[0]
+    grown = tuple(grow(t) if t.dim() < n else t for t in tensors)
+    return grown[0] if one else grown
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, 1, lambda t: _prims.reshape(t, [1]))
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, 2, lambda t: _prims.unsqueeze(t, 0) if t.dim() else _prims.reshape(t, [1, 1]))
+
+
+def atleast_3d(*tensors):
+    def grow(t):
+        if t.dim() == 0:
+            return _prims.reshape(t, [1, 1, 1])
+        return _prims.unsqueeze(_prims.unsqueeze(t, 0) if t.dim() == 1 else t, -1)
+
+    return _atleast(tensors, 3, grow)
+
+
+def unflatten(input, dim, sizes):
+    dim = _wrap_dim(_index(dim), input.dim())
+    sizes = _sizes((sizes,), "sizes")
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    shape, known = list(input.shape), 1
+    for n in sizes:
+        known *= n if n != -1 else 1
+    if (-1 not in sizes and known != shape[dim]) or (-1 in sizes and (known == 0 or shape[dim] % known)):
+        raise RuntimeError(
+            f"unflatten: Provided sizes {sizes} don't multiply up to the size of dim {dim} ({shape[dim]}) in the "
+            "input tensor"
+        )
+    if -1 in sizes:  # inferred within the dim (reshape could not, for a size-0 tensor)
+        sizes[sizes.index(-1)] = shape[dim] // known
+    return _prims.reshape(input, shape[:dim] + sizes + shape[dim + 1 :])
+
+
+def _flipped(x, dims):
+    """x (no history) reversed along `dims`: one copy per dim."""
+    for d in dims:
+        x = x[_dim_slice(d, _prims.arange(x.shape[d] - 1, -1, -1, int64))]
+    return x
+
+
+def flip(input, dims):
+    if not isinstance(dims, (tuple, list)):
+        raise TypeError(
+            f"flip(): argument 'dims' (position 2) must be tuple of ints, not {builtins.type(dims).__name__}"
+        )
+    dims = [_wrap_dim(_index(d), input.dim()) for d in dims]
+    for d in dims:
+        if dims.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    if input.dim() == 0:
+        dims = []
+    return _recorded_copy("FlipBackward0", [input], _flipped(input.detach(), dims), lambda g: [flip(g, dims)])
+
+
+def flip_method(self, *dims):
+    return flip(self, _sizes(dims, "dims"))
+
+
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+def _rolled_index(n, shift):
+    """The positions that element i of a dim of size n, rolled by shift, comes from."""
+    return (_prims.arange(0, n, 1, int64) - shift) % builtins.max(n, 1)
+
+
+def roll(input, shifts, dims=None):
+    shifts, dims = [_int64(s) for s in _dims(shifts)], [_wrap_dim(d, input.dim()) for d in _dims(dims)]
+    if len(shifts) != len(dims) and (dims or len(shifts) != 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    source = input.detach()
+    if not dims:  # the flattened tensor rolled, in the input's shape
+        index = _prims.reshape(_rolled_index(input.numel(), shifts[0]), list(input.shape))
+        result = _prims.reshape(source, [-1])[index]
+    else:
+        result = source
+        for shift, d in zip(shifts, dims):
+            result = result[_dim_slice(d, _rolled_index(input.shape[d], shift))]
+    return _recorded_copy("RollBackward0", [input], result, lambda g: [roll(g, [-s for s in shifts], dims or None)])
+
+
+def rot90(input, k=1, dims=[0, 1]):
+    dims = _dims(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (_wrap_dim(d, input.dim()) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    k = _int64(k) % 4
+    source = input.detach()
+    if k == 1:
+        result = _prims.transpose(_flipped(source, [d1]), d0, d1)
+    elif k == 3:
+        result = _prims.transpose(_flipped(source, [d0]), d0, d1)
+    else:
+        result = _flipped(source, [d0, d1][:k])
+    return _recorded_copy("Rot90Backward0", [input], result, lambda g: [rot90(g, -k, dims)])
+
+
+def repeat(self, *repeats):
+    sizes = _sizes(repeats, "repeats")
+    if len(sizes) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    shape = [1] * (len(sizes) - self.dim()) + list(self.shape)
+    result_shape = [r * n for r, n in zip(sizes, shape)]
+    for n in result_shape:
+        if n < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {result_shape}")
+    # every dim of size n as (1, n) expanded to (r, n): the dims of the repeats are the even ones
+    pairs = [m for n in shape for m in (1, n)]
+    repeated = [m for r, n in zip(sizes, shape) for m in (r, n)]
+    source = _prims.expand(_prims.reshape(self.detach(), pairs), repeated)
+
+    def backward(g):
+        summed = _prims.sum(_prims.reshape(g, repeated), list(builtins.range(0, len(repeated), 2)), False, None)
+        return [_prims.reshape(summed, list(self.shape))]
+
+    return _recorded_copy("RepeatBackward0", [self], _prims.reshape(source, result_shape), backward)
+
+
+def tile(input, dims):
+    dims = _sizes((dims,), "dims")
+    return repeat(input, [1] * (input.dim() - len(dims)) + dims)
+
+
+def tile_method(self, *dims):
+    return tile(self, _sizes(dims, "dims"))
+
+
+def _index_select(input, dim, index):
+    """input's slices along dim at `index` (IndexSelectBackward0: the gradient adds up where an
+    index repeats)."""
+
+    def backward(g):
+        total = _prims.full([input.shape[dim]] + list(_prims.transpose(g, 0, dim).shape[1:]), 0, g.dtype)
+        return [_prims.transpose(_prims.index_put_(total, [index], _prims.transpose(g, 0, dim), True), 0, dim)]
+
+    return _recorded_copy("IndexSelectBackward0", [input], input.detach()[_dim_slice(dim, index)], backward)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    if repeats is None:  # repeat_interleave(repeats): each index repeated as often as it says
+        repeats, counts = input, input
+        input = None
+    elif isinstance(repeats, Tensor):
+        counts = repeats
+    else:
+        repeats = _index(repeats)
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        if dim is None:
+            input, dim = _prims.reshape(input, [-1]), 0
+        dim = _wrap_dim(_index(dim), input.dim())
+        shape = list(input.shape)
+        expanded = _prims.expand(_prims.unsqueeze(input, dim + 1), shape[: dim + 1] + [repeats] + shape[dim + 1 :])
+        return _prims.view(_prims.clone(expanded), shape[:dim] + [shape[dim] * repeats] + shape[dim + 1 :])
+    if counts.dim() > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+    if counts.dtype is not int64:
+        raise NotImplementedError(f"\"repeat_interleave_cpu\" not implemented for '{SCALAR_TYPE_NAME[counts.dtype]}'")
+    if input is not None:
+        if dim is None:
+            input, dim = _prims.reshape(input, [-1]), 0
+        dim = _wrap_dim(_index(dim), input.dim())
+        if counts.numel() == 1:
+            counts = _prims.expand(_prims.reshape(counts, [1]), [input.shape[dim]])
+        if counts.shape[0] != input.shape[dim]:
+            raise RuntimeError(
+                "repeats must have the same size as input along dim, but got repeats.size(0) = "
+                f"{counts.shape[0]} and input.size(0) = {input.shape[dim]}"
+            )
+    values = _prims.to_numpy(counts.detach()).reshape(-1)
+    if (values < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    index = _prims.from_numpy(np.repeat(np.arange(len(values), dtype=np.int64), values), share_memory=False)
+    if output_size is not None and _index(output_size) != index.numel():
+        raise RuntimeError("allocated size does not match required size")
+    return index if input is None else _index_select(input, dim, index)
+
+
+def _triangle(name, keeps):
+    """tril / triu: the elements of the last two dims whose column minus row `keeps(diagonal)`, the others zero."""
+
+    def triangle(input, diagonal=0):
+        if input.dim() < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        diagonal = _index(diagonal)
+        rows, cols = input.shape[-2:]
+        offsets = _prims.arange(0, cols, 1, int64) - _prims.reshape(_prims.arange(0, rows, 1, int64), [-1, 1])
+        kept = _prims.where(keeps(offsets, diagonal), input.detach(), _prims.full([], 0, input.dtype))
+        return _recorded_copy(f"{name.capitalize()}Backward0", [input], kept, lambda g: [triangle(g, diagonal)])
+
+    triangle.__name__ = triangle.__qualname__ = name
+    return triangle
+
+
+tril = _triangle("tril", lambda offsets, diagonal: offsets <= diagonal)
+triu = _triangle("triu", lambda offsets, diagonal: offsets >= diagonal)
+
+
+def tril_(self, diagonal=0):
+    return self.copy_(tril(self, diagonal))
+
+
+def triu_(self, diagonal=0):
+    return self.copy_(triu(self, diagonal))
+
+
+def _triangle_indices(name, numpy_indices):
+    def indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+        check_cpu(device)
+        row, col, offset = _int64(row), _int64(col), _int64(offset)
+        for what, n in (("row", row), ("col", col)):
+            if n < 0:
+                raise RuntimeError(f"{what} must be non-negative, got{n}")
+        dtype = int64 if dtype is None else dtype
+        if dtype.is_floating_point or dtype is bool_:
+            raise NotImplementedError(f"\"{name}\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
+        _prims.empty([row, col], bool_)  # numpy's mask of the matrix: the core refuses more memory than there is
+        rows, cols = numpy_indices(row, offset, col)
+        return _prims.from_numpy(np.stack([rows, cols]).astype(np.int64).reshape(2, -1), share_memory=False)
+
+    indices.__name__ = indices.__qualname__ = name
+    return indices
+
+
+tril_indices = _triangle_indices("tril_indices", np.tril_indices)
+triu_indices = _triangle_indices("triu_indices", np.triu_indices)
+
+
+def _diagonal_embedded(values, shape, offset, dim1, dim2):
+    """Zeros of `shape` with `values` (a last dim per diagonal) on the diagonal `offset` of dim1, dim2
+    (differentiable in `values`)."""
+    out = _prims.full(list(shape), 0, values.dtype)
+    _prims.copy_(_prims.diagonal(out, offset, dim1, dim2), values)
+    return out
+
+
+def _distinct_dims(dim1, dim2, ndim):
+    wrapped = _wrap_dim(_index(dim1), ndim), _wrap_dim(_index(dim2), ndim)
+    if wrapped[0] == wrapped[1]:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return wrapped
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    offset = _index(offset)
+    dim1, dim2 = _distinct_dims(dim1, dim2, input.dim() + 1)
+    n = input.shape[-1] + builtins.abs(offset)
+    shape = list(input.shape[:-1])
+    for d in sorted((dim1, dim2)):
+        shape.insert(d, n)
+    embedded = _diagonal_embedded(input.detach(), shape, offset, dim1, dim2)
+    return _recorded_copy("DiagEmbedBackward0", [input], embedded, lambda g: [_prims.diagonal(g, offset, dim1, dim2)])
+
+
+def diag(input, diagonal=0):
+    """1-D: the matrix with input on its diagonal; 2-D: a copy of the diagonal (not a view)."""
+    if input.dim() == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.dim() != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+    offset, shape = _index(diagonal), list(input.shape)
+    values = _prims.diagonal(input.detach(), offset, 0, 1)
+    return _recorded_copy(
+        "DiagonalBackward0_copy", [input], values, lambda g: [_diagonal_embedded(g, shape, offset, 0, 1)]
+    )
+
+
+def trace(input):
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    values = _prims.diagonal(input.detach(), 0, 0, 1)
+    shape, k = list(input.shape), values.shape[0]
+    total = _prims.sum(values, [], False, None)
+    return _recorded_copy(
+        "TraceBackward0", [input], total, lambda g: [_diagonal_embedded(_prims.expand(g, [k]), shape, 0, 0, 1)]
+    )
+
+
+def outer(input, vec2):
+    for what, t in (("self", input), ("vec2", vec2)):
+        if t.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {what}, but got {t.dim()}-D")
+    return _prims.reshape(input, [-1, 1]) * vec2
+
+
+def kron(input, other):
+    n = builtins.max(input.dim(), other.dim())
+    a, b = ([1] * (n - t.dim()) + list(t.shape) for t in (input, other))
+    product = _prims.reshape(input, [m for s in a for m in (s, 1)]) * _prims.reshape(
+        other, [m for s in b for m in (1, s)]
+    )
+    shape = list(product.shape)
+    result = _prims.reshape(product.detach(), [s * t for s, t in zip(a, b)])
+    return _recorded_copy("UnsafeViewBackward0", [product], result, lambda g: [_prims.reshape(g, shape)])
+
+
+def meshgrid(*tensors, indexing=None):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tensors[0]
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        warnings.warn(
+            "fastgrad.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+            UserWarning,
+            stacklevel=2,
+        )
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'fastgrad.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"fastgrad.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    axes = list(builtins.range(len(tensors)))
+    if indexing == "xy" and len(tensors) > 1:  # the first two inputs index columns and rows
+        axes[0], axes[1] = 1, 0
+    shape = [0] * len(tensors)
+    for axis, t in zip(axes, tensors):
+        shape[axis] = t.numel()
+    return tuple(
+        _prims.expand(_prims.reshape(t, [-1 if i == axis else 1 for i in builtins.range(len(shape))]), shape)
+        for axis, t in zip(axes, tensors)
+    )
+
+
+def cartesian_prod(*tensors):
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    return _prims.stack([_prims.reshape(g, [-1]) for g in meshgrid(*tensors, indexing="ij")], 1)
+
+
+def block_diag(*tensors):
+    for i, t in enumerate(tensors):
+        if t.dim() > 2:
+            raise RuntimeError(
+                "fastgrad.block_diag: Input tensors must have 2 or fewer dimensions. "
+                f"Input {i} has {t.dim()} dimensions"
+            )
+    blocks = [_prims.reshape(t.detach(), [1, -1] if t.dim() < 2 else list(t.shape)) for t in tensors]
+    dtype = functools.reduce(promote_types, (t.dtype for t in tensors), bool_) if tensors else float32
+    corners = [
+        (builtins.sum(b.shape[0] for b in blocks[:i]), builtins.sum(b.shape[1] for b in blocks[:i]))
+        for i in builtins.range(len(blocks) + 1)
+    ]
+    out = _prims.full([corners[-1][0] if tensors else 1, corners[-1][1]], 0, dtype)
+    for b, (r, c) in zip(blocks, corners):
+        out[r : r + b.shape[0], c : c + b.shape[1]] = b
+
+    def backward(g):
+        return [
+            _prims.reshape(g[r : r + b.shape[0], c : c + b.shape[1]], list(t.shape))
+            for t, b, (r, c) in zip(tensors, blocks, corners)
+        ]
+
+    return _recorded_copy("BlockDiagBackward0", list(tensors), out, backward)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    dim = _wrap_dim(_index(dim), input.dim())
+    split = indices_or_sections
+    if isinstance(split, Tensor):
+        if split.dtype is not int64:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                f"{SCALAR_TYPE_NAME[split.dtype]}"
+            )
+        if split.dim() > 1:
+            raise RuntimeError(
+                "tensor_split expected tensor_indices_or_sections to be a zero-dimensional or one-dimensional "
+                f"tensor, but got a tensor with {split.dim()} dims"
+            )
+        split = split.item() if split.dim() == 0 else split.tolist()
+    length = input.shape[dim]
+    if isinstance(split, (list, tuple)):
+        bounds = [_int64(i) for i in split]
+    else:
+        sections = _int64(split)
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        if sections > _MAX_PIECES:  # PyTorch would make them all, one tensor at a time
+            raise RuntimeError(f"tensor_split: {sections} sections are more than fastgrad makes ({_MAX_PIECES})")
+        size, extra = divmod(length, sections)  # the first `extra` sections take one more
+        bounds = [i * size + builtins.min(i, extra) for i in builtins.range(1, sections)]
+    bounds = [0] + bounds + [length]
+    return tuple(input[_dim_slice(dim, builtins.slice(a, b))] for a, b in zip(bounds, bounds[1:]))
+
+
+def _stacking(name, arrange, dim):
+    """hstack / vstack / dstack / column_stack: the tensors, made alike by `arrange`, joined along a dim."""
+
+    def stacking(tensors, *, out=None):
+        if not tensors:
+            raise RuntimeError(f"{name} expects a non-empty TensorList")
+        tensors = [arrange(t) for t in tensors]
+        return _with_out(_prims.cat(tensors, dim(tensors)), out)
+
+    stacking.__name__ = stacking.__qualname__ = name
+    return stacking
+
+
+hstack = _stacking("hstack", atleast_1d, lambda tensors: 0 if tensors[0].dim() == 1 else 1)
+vstack = _stacking("vstack", atleast_2d, lambda tensors: 0)
+row_stack = _stacking("row_stack", atleast_2d, lambda tensors: 0)
+dstack = _stacking("dstack", atleast_3d, lambda tensors: 2)
+column_stack = _stacking(
+    "column_stack", lambda t: _prims.reshape(t, [t.numel(), 1]) if t.dim() <= 1 else t, lambda tensors: 1
+)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    n = _int64(n)
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    dim = _wrap_dim(_index(dim), input.dim())
+    parts = [t for t in (prepend, input, append) if t is not None]
+    for t in parts:
+        if t.dim() != input.dim():
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    x = _prims.cat(parts, dim) if len(parts) > 1 else input
+    for _ in builtins.range(builtins.min(n, x.shape[dim] + 1)):  # beyond the dim's size: still empty
+        later, earlier = x[_dim_slice(dim, builtins.slice(1, None))], x[_dim_slice(dim, builtins.slice(None, -1))]
+        x = later != earlier if x.dtype is bool_ else later - earlier
+    return x
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 
@@ -851,6 +1959,21 @@ FUNCTIONS = {  # exported by the package
 }
 
 
+def _taking_numpy_names(op, aliases):
+    """op, also taking numpy's names for its parameters (`aliases`: pairs such as ("axis", "dim"))."""
+
+    @functools.wraps(op)
+    def taking(*args, **kwargs):
+        for alias, name in aliases:
+            if alias in kwargs:
+                if name in kwargs:  # both names: PyTorch's parser takes the alias for an unknown keyword
+                    raise TypeError(f"{op.__name__}() got an unexpected keyword argument '{alias}'")
+                kwargs[name] = kwargs.pop(alias)
+        return op(*args, **kwargs)
+
+    return taking
+
+
 def register(module_name, namespace):
     """The one way the shared layer gives Tensor a method and the package a function: attaches the
     op table's rows implemented in `module_name` (`namespace`: its globals), each variant the row
@@ -861,6 +1984,9 @@ def register(module_name, namespace):
         if kind != module_name:
             continue
         op = _compiled(_optable.wrapper_source(row, target), row.name) if kind == "_prims" else namespace[target]
+        aliases = _optable.numpy_names(row)
+        if aliases:
+            op = _taking_numpy_names(op, tuple(aliases.items()))
         if "function" in row.variants:
             FUNCTIONS[row.name] = op
         if "method" in row.variants:

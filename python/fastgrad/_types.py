@@ -294,3 +294,8 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={builtins.float(self.min):g}, max={builtins.float(self.max):g}, dtype={self.dtype})"
+
+
+class LinAlgError(RuntimeError):
+    """fastgrad.linalg.LinAlgError, as PyTorch's torch.linalg.LinAlgError: a matrix that a
+    factorization cannot take (singular, not positive-definite). Here, so both backends raise one class."""

@@ -310,6 +310,12 @@ view, reshape, expand, permute, transpose, t = (
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
 sort, argsort, topk, kthvalue, mode = _sort.sort, _sort.argsort, _sort.topk, _sort.kthvalue, _sort.mode
 median_all, median_dim = _sort.median_all, _sort.median_dim
+searchsorted, bincount, histogram_counts, unique_rows = (
+    _sort.searchsorted,
+    _sort.bincount,
+    _sort.histogram_counts,
+    _sort.unique_rows,
+)
 
 
 def clamp(x, min, max):
@@ -504,3 +510,8 @@ def set_num_threads(n):
     if n <= 0:
         raise RuntimeError("set_num_threads expects a positive integer")
     _num_threads = n
+
+
+# shape family (issue 13): repeat_interleave's gradient adds up the rows an index repeats
+index_put_ = _index.index_put_
+diagonal = _shape.diagonal

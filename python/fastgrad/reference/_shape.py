@@ -347,6 +347,38 @@ def select(x, dim, index):
     return SelectBackward0.run(x, dim=dim, index=index)
 
 
+class DiagonalBackwardBackward0(SliceBackwardBackward0):
+    def view(self, t):
+        return diagonal(t, *self.args)
+
+
+class DiagonalBackward0(Function):
+    """The diagonal `offset` of dims dim1 and dim2, as the last dim of a view."""
+
+    def forward(self, x, offset, dim1, dim2):
+        d1, d2 = wrap_dim(dim1, x.dim()), wrap_dim(dim2, x.dim())
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        self.offset, self.dim1, self.dim2 = offset, d1, d2
+        rows, cols = x._shape[d1], x._shape[d2]
+        length = max(min(rows + min(offset, 0), cols - max(offset, 0)), 0)
+        start = offset * x._strides[d2] if offset >= 0 else -offset * x._strides[d1]
+        kept = [d for d in range(x.dim()) if d not in (d1, d2)]
+        return _view_of(
+            x,
+            [x._shape[d] for d in kept] + [length],
+            [x._strides[d] for d in kept] + [x._strides[d1] + x._strides[d2]],
+            x._offset + (start if length else 0),
+        )
+
+    def backward(self, g):
+        return DiagonalBackwardBackward0.run(g, shape=self.inputs[0][0], args=(self.offset, self.dim1, self.dim2))
+
+
+def diagonal(x, offset, dim1, dim2):
+    return DiagonalBackward0.run(x, offset=offset, dim1=dim1, dim2=dim2)
+
+
 class AsStridedBackward0(Function):
     """The regenerated history of a view after an in-place write through it."""
 
