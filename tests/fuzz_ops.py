@@ -460,7 +460,8 @@ NOT_IN_GRAMMAR = {
     "reshape_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     **dict.fromkeys(
         ["equal", "allclose", "is_floating_point", "is_complex", "is_nonzero", "is_tensor", "numel", "register_hook"]
-        + ["register_post_accumulate_grad_hook"],
+        + ["register_post_accumulate_grad_hook"]
+        + ["is_signed"],
         "not a tensor result",
     ),
     **dict.fromkeys(

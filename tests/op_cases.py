@@ -668,6 +668,8 @@ for _name, _fn, _shapes in [
     ("torch.is_floating_point", lambda m, a: m.is_floating_point(a), [(3, 4)]),
     ("Tensor.is_floating_point", lambda m, a: a.long().is_floating_point(), [(3, 4)]),
     ("torch.is_tensor", lambda m, a: m.is_tensor(a), [(3, 4)]),
+    ("torch.is_signed", lambda m, a: m.is_signed(a), [(3, 4)]),
+    ("Tensor.is_signed", lambda m, a: a.byte().is_signed(), [(3, 4)]),
     ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
     ("torch.is_complex", lambda m, a: m.is_complex(a), [(3, 4)]),
     ("Tensor.is_complex", lambda m, a: a.long().is_complex(), [(3, 4)]),

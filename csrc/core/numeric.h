@@ -7,16 +7,33 @@
 #include <cstdint>
 #include <limits>
 #include <type_traits>
+
+#include "core/half.h"
 #if defined(__x86_64__) || defined(_M_X64)
 #include <emmintrin.h>  // SSE2: part of every x86-64 CPU
 #endif
 
 namespace fg {
 
+// The integer types narrower than int64 (int32, int16, int8, uint8).
+template <class T>
+inline constexpr bool is_narrow_int_v =
+    std::is_integral_v<T> && !std::is_same_v<T, bool> && !std::is_same_v<T, int64_t>;
+
 // static_cast<D>(v), except that NaN, inf and values outside int64's range become INT64_MIN.
+// A float goes to a narrower integer type through int32 (INT32_MIN where int32 cannot hold it) and
+// then wraps, as x86's cvttss2si does in PyTorch; a 16-bit float converts through float.
 template <class D, class S>
 inline D value_cast(S v) {
-  if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
+  if constexpr (is_half_v<S>) {
+    return value_cast<D>(v.to_float());
+  } else if constexpr (is_half_v<D>) {
+    return D::from_float(static_cast<float>(v));
+  } else if constexpr (is_narrow_int_v<D> && std::is_floating_point_v<S>) {
+    constexpr S limit = S(2147483648.0);  // 2^31, exact in float and double
+    int32_t i = v >= -limit && v < limit ? static_cast<int32_t>(v) : std::numeric_limits<int32_t>::min();
+    return static_cast<D>(i);
+  } else if constexpr (std::is_same_v<D, int64_t> && std::is_floating_point_v<S>) {
 #if defined(__x86_64__) || defined(_M_X64)
     // The instruction a plain cast compiles to, but as an intrinsic, whose result is defined.
     if constexpr (std::is_same_v<S, double>) return _mm_cvttsd_si64(_mm_set_sd(v));

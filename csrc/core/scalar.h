@@ -22,7 +22,7 @@ struct Scalar {
   T to() const {
     if (kind == Category::Floating) return value_cast<T>(value);
     if constexpr (std::is_same_v<T, bool>) return integer != 0;
-    else return static_cast<T>(integer);
+    else return value_cast<T>(integer);
   }
 };
 

@@ -14,12 +14,31 @@ void check_int64_range(double value) {
   if (!(value >= -9223372036854775808.0 && value < 9223372036854775808.0))
     throw RuntimeError(cat("value cannot be converted to type int64_t without overflow"));
 }
+
+// As PyTorch's checked_convert: a fill value outside a narrower integer type's range (or NaN) is
+// refused; uint8 takes -255..255, a negative value wrapping around.
+void check_fits(const Scalar& value, DType dtype) {
+  double lowest, highest;
+  const char* name;
+  switch (dtype) {
+    case DType::Int64:
+      if (value.kind == Category::Floating) check_int64_range(value.value);
+      return;
+    case DType::Int32: lowest = -2147483648.0, highest = 2147483647.0, name = "int"; break;
+    case DType::Int16: lowest = -32768, highest = 32767, name = "int16_t"; break;
+    case DType::Int8: lowest = -128, highest = 127, name = "int8_t"; break;
+    case DType::UInt8: lowest = -255, highest = 255, name = "uint8_t"; break;
+    default: return;
+  }
+  if (!(value.value >= lowest && value.value <= highest))
+    throw RuntimeError(cat("value cannot be converted to type ", name, " without overflow"));
+}
 }  // namespace
 
 Tensor full(const Shape& shape, const Scalar& value, DType dtype) {
-  if (dtype == DType::Int64 && value.kind == Category::Floating) check_int64_range(value.value);
+  check_fits(value, dtype);
   Tensor out = empty(shape, dtype);
-  dispatch(dtype, [&](auto tag) {
+  dispatch_stored(dtype, [&](auto tag) {
     using T = decltype(tag);
     T* data = out->data_as<T>();
     T v = value.to<T>();
@@ -38,6 +57,8 @@ Tensor arange(double start, double end, double step, DType dtype) {
   if (!std::isfinite(start) || !std::isfinite(end)) throw RuntimeError(cat("unsupported range: ", start, " -> ", end));
   if ((step > 0 && end < start) || (step < 0 && end > start))
     throw RuntimeError("upper bound and lower bound inconsistent with step sign");
+  // Storage dtypes (core/dtype.h) count in their compute type.
+  if (compute_type(dtype) != dtype) return to_dtype(arange(start, end, step, compute_type(dtype)), dtype);
   double size = std::ceil((end - start) / step);
   if (!(size < 9223372036854775808.0)) throw RuntimeError(cat("invalid size, possible overflow?"));
   if (dtype == DType::Int64) {
@@ -56,6 +77,7 @@ Tensor arange(double start, double end, double step, DType dtype) {
 
 Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   if (steps < 0) throw RuntimeError("number of steps must be non-negative");
+  if (compute_type(dtype) != dtype) return to_dtype(linspace(start, end, steps, compute_type(dtype)), dtype);
   if (dtype == DType::Int64) {
     check_int64_range(start);
     check_int64_range(end);
@@ -77,18 +99,18 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
 Tensor eye(int64_t n, int64_t m, DType dtype) {
   if (n < 0 || m < 0) throw RuntimeError(cat("n must be greater or equal to 0, got ", n < 0 ? n : m));
   Tensor out = zeros({n, m}, dtype);
-  dispatch(dtype, [&](auto tag) {
+  dispatch_stored(dtype, [&](auto tag) {
     using T = decltype(tag);
-    for (int64_t i = 0; i < std::min(n, m); ++i) out->data_as<T>()[i * m + i] = T(1);
+    for (int64_t i = 0; i < std::min(n, m); ++i) out->data_as<T>()[i * m + i] = value_cast<T>(1);
   });
   return out;
 }
 
 void copy_values(const Tensor& dst, const Tensor& src) {
   Shape src_strides = broadcast_strides(src, dst->shape);
-  dispatch(dst->dtype, [&](auto dst_tag) {
+  dispatch_stored(dst->dtype, [&](auto dst_tag) {
     using D = decltype(dst_tag);
-    dispatch(src->dtype, [&](auto src_tag) {
+    dispatch_stored(src->dtype, [&](auto src_tag) {
       using S = decltype(src_tag);
       D* d = dst->data_as<D>();
       const S* s = src->data_as<S>();
@@ -100,12 +122,12 @@ void copy_values(const Tensor& dst, const Tensor& src) {
 
 Scalar item(const Tensor& t) {
   if (t->numel() != 1) throw RuntimeError(cat("a Tensor with ", t->numel(), " elements cannot be converted to Scalar"));
-  return dispatch(t->dtype, [&](auto tag) {
+  return dispatch_stored(t->dtype, [&](auto tag) {
     using T = decltype(tag);
     T v = *t->data_as<T>();
     if constexpr (std::is_same_v<T, bool>) return Scalar::from_bool(v);
     else if constexpr (std::is_integral_v<T>) return Scalar::from_int(v);
-    else return Scalar::from_float(v);
+    else return Scalar::from_float(value_cast<double>(v));
   });
 }
 

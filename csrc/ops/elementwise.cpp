@@ -52,6 +52,7 @@ Tensor cast_values(const Tensor& t, DType dtype) {
 // f(x) in floating `dtype` by the vector kernel, over a contiguous copy of x when x is not
 // contiguous: one code path, so a value's result never depends on the layout it sits in.
 Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op) {
+  if (compute_type(dtype) != dtype) return cast_values(vector_unary(x, compute_type(dtype), op), dtype);
   Tensor src = x;
   if (x->dtype != dtype || !x->is_contiguous()) {
     src = empty(x->shape, dtype);
@@ -69,6 +70,15 @@ Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op) {
 }
 
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+
+// s as `dtype` holds it (wrapped, rounded), kept in s's category.
+Scalar stored_scalar(const Scalar& s, DType dtype) {
+  return dispatch_stored(dtype, [&](auto tag) {
+    auto v = s.to<decltype(tag)>();
+    return s.kind == Category::Floating ? Scalar::from_float(value_cast<double>(v))
+                                        : Scalar::from_int(value_cast<int64_t>(v));
+  });
+}
 
 namespace {
 
@@ -353,7 +363,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Tensor ca = cast_values(a, dt), cb = cast_values(b, dt);
   Shape sc = broadcast_strides(cond, shape), sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
   Tensor out = empty(shape, dt);
-  dispatch(dt, [&](auto tag) {
+  dispatch_stored(dt, [&](auto tag) {  // only moves elements: every dtype is cheap
     using T = decltype(tag);
     T* o = out->data_as<T>();
     const bool* c = cond->data_as<bool>();

@@ -22,9 +22,9 @@ MaybeType promote_opt(MaybeType a, DType b);
 DType scalar_type(const Scalar& s);
 DType result_type_of(std::initializer_list<const Tensor*> tensors, MaybeType wrapped);
 DType float_type(DType d);
-Tensor cast_values(const Tensor& t, DType dtype);
 Tensor vector_unary(const Tensor& x, DType dtype, VecUnary op);
 Tensor scalar_tensor(double value, DType dtype);
+Scalar stored_scalar(const Scalar& s, DType dtype);
 
 // Below this many elements per run, the strided loop beats a kernel call per run.
 inline constexpr int64_t kMinRun = 16;
@@ -68,9 +68,15 @@ void dispatch_computed_stored(DType dtype, DType out_dtype, F&& f) {
 
 // out = f(a, b) over the broadcast shape, computed and stored in `dtype` (or bool for predicates);
 // with the vector kernel `vec` (which computes f) where it applies.
+// A storage dtype (core/dtype.h) computes in its compute type and is stored back at the end; as
+// PyTorch, the operands are converted to it first (int8 1 + int64 0-d 300 adds 44).
 template <class F>
 Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype, F f,
                   std::optional<VecBinary> vec = std::nullopt) {
+  if (compute_type(dtype) != dtype || compute_type(out_dtype) != out_dtype)
+    return cast_values(
+        binary_map(cast_values(a, dtype), cast_values(b, dtype), compute_type(dtype), compute_type(out_dtype), f, vec),
+        out_dtype);
   Shape shape = broadcast_shapes(a->shape, b->shape);
   Tensor ca = cast_values(a, dtype), cb = cast_values(b, dtype);
   Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
@@ -96,6 +102,14 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
 template <class F>
 Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype, F f,
                   std::optional<VecBinary> vec = std::nullopt, bool scalar_first = false) {
+  if (compute_type(dtype) != dtype || compute_type(out_dtype) != out_dtype) {
+    // PyTorch converts the number to the storage dtype too (int8 50 // 1000 is 50 // -24), except
+    // in the arithmetic of the 16-bit floats, which keeps it in float32 (float16 1 * 1.0001).
+    Scalar operand = is_floating(dtype) && out_dtype != DType::Bool ? s : stored_scalar(s, dtype);
+    return cast_values(
+        scalar_map(cast_values(x, dtype), operand, compute_type(dtype), compute_type(out_dtype), f, vec, scalar_first),
+        out_dtype);
+  }
   Tensor cx = cast_values(x, dtype);
   Tensor out = empty(x->shape, out_dtype);
   if (vec && is_floating(dtype) && out_dtype == dtype) {

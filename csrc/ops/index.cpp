@@ -14,9 +14,9 @@ std::vector<Tensor> masks_to_indices(const Tensor& x, const std::vector<Tensor>&
   std::vector<Tensor> out;
   for (const Tensor& idx : indices) {
     if (!idx || idx->dtype != DType::Bool) {
-      if (idx && idx->dtype != DType::Int64)
+      if (idx && idx->dtype != DType::Int64 && idx->dtype != DType::Int32)
         throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
-      out.push_back(idx);
+      out.push_back(idx && idx->dtype == DType::Int32 ? to_dtype(idx, DType::Int64) : idx);
       continue;
     }
     int64_t first = static_cast<int64_t>(out.size());
@@ -146,13 +146,14 @@ void scatter_values(const Tensor& self, const std::vector<Tensor>& indices, cons
                            " cannot be broadcast to indexing result of shape ", shape_str(plan.out_shape)));
   }
   Tensor gathered = contiguous(permute(v, inverse(plan.to_out)));
-  dispatch(self->dtype, [&](auto tag) {
+  dispatch_stored(self->dtype, [&](auto tag) {
     using T = decltype(tag);
     T* dst = self->data_as<T>();
     const T* src = gathered->data_as<T>();
     visit_plan(plan, [&](int64_t i, int64_t off) {
-      if (accumulate) dst[off] = static_cast<T>(wrap_add(dst[off], src[i]));
-      else dst[off] = src[i];
+      if (!accumulate) dst[off] = src[i];
+      else if constexpr (is_half_v<T>) dst[off] = T::from_float(dst[off].to_float() + src[i].to_float());
+      else dst[off] = static_cast<T>(wrap_add(dst[off], src[i]));
     });
   });
 }
@@ -214,7 +215,7 @@ GradList IndexBackward0::apply(GradList&& grads) {
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   IndexPlan plan = plan_index(x, indices);
   Tensor gathered = empty(plan.gathered_shape(), x->dtype);
-  dispatch(x->dtype, [&](auto tag) {
+  dispatch_stored(x->dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* src = x->data_as<T>();
     T* dst = gathered->data_as<T>();

@@ -38,6 +38,18 @@ constexpr int64_t kParallelCols = 64;
 // transposed views (the backward's A^T G and G B^T) are never copied first; int64 the plain loop.
 Tensor product(const Tensor& a, MatrixView as, const Tensor& b, MatrixView bs, int64_t batch, int64_t n, int64_t k,
                int64_t m, const Shape& out_shape) {
+  if (compute_type(a->dtype) != a->dtype) {  // storage dtypes multiply dense copies in their compute type
+    auto dense = [&](const Tensor& t, MatrixView v, int64_t rows, int64_t cols) {
+      Tensor copy = empty({batch, rows, cols}, compute_type(t->dtype));
+      copy_values(copy, make_view(t, {batch, rows, cols}, {v.batch_stride, v.row_stride, v.col_stride}, t->offset));
+      return copy;
+    };
+    Tensor wide =
+        product(dense(a, as, n, k), {n * k, k, 1}, dense(b, bs, k, m), {k * m, m, 1}, batch, n, k, m, out_shape);
+    Tensor out = empty(out_shape, a->dtype);
+    copy_values(out, wide);
+    return out;
+  }
   Tensor out = empty(out_shape, a->dtype);
   dispatch(a->dtype, [&](auto tag) {
     using T = decltype(tag);

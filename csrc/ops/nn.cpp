@@ -18,10 +18,6 @@
 
 namespace fg {
 
-NotImplementedError not_implemented_for(const char* kernel, DType dtype) {
-  return NotImplementedError(cat("\"", kernel, "\" not implemented for '", scalar_type_name(dtype), "'"));
-}
-
 namespace {
 
 // t itself if contiguous, else a contiguous copy. No autograd: the ops record their own node.
@@ -115,12 +111,14 @@ FG_NODE_UNNAMED(SoftmaxBackwardDataBackward, SoftmaxNode);
 namespace {
 
 Tensor softmax_backward_data(const Tensor& grad, const Tensor& y, int64_t dim, bool log) {
-  Tensor g = dense(grad);
-  Tensor gx = empty(y->shape, y->dtype);
-  dispatch_floating(y->dtype, [&](auto tag) {
+  DType computed = compute_type(y->dtype);  // float16 and bfloat16 in float32, rounded on store
+  Tensor g = cast_values(dense(grad), computed), yc = cast_values(dense(y), computed);
+  Tensor gc = empty(y->shape, computed);
+  dispatch_floating(computed, [&](auto tag) {
     using T = decltype(tag);
-    softmax_backward(y->data_as<T>(), g->data_as<T>(), gx->data_as<T>(), Rows(y->shape, dim), log);
+    softmax_backward(yc->data_as<T>(), g->data_as<T>(), gc->data_as<T>(), Rows(y->shape, dim), log);
   });
+  Tensor gx = cast_values(gc, y->dtype);
   const char* node_name = log ? "LogSoftmaxBackwardDataBackward0" : "SoftmaxBackwardDataBackward0";
   if (auto* node = record<SoftmaxBackwardDataBackward>(gx, {&grad, &y}, node_name)) {
     node->dim = dim;
@@ -173,12 +171,14 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
                                   : (last ? "softmax_lastdim_kernel_impl" : "softmax_kernel_impl"),
                               x->dtype);
   }
-  Tensor src = dense(x);
-  Tensor out = empty(x->shape, x->dtype);
-  dispatch_floating(x->dtype, [&](auto tag) {
+  DType computed = compute_type(x->dtype);  // float16 and bfloat16 in float32, rounded on store
+  Tensor src = cast_values(dense(x), computed);
+  Tensor wide = empty(x->shape, computed);
+  dispatch_floating(computed, [&](auto tag) {
     using T = decltype(tag);
-    softmax_forward(src->data_as<T>(), out->data_as<T>(), Rows(x->shape, d), log);
+    softmax_forward(src->data_as<T>(), wide->data_as<T>(), Rows(x->shape, d), log);
   });
+  Tensor out = cast_values(wide, x->dtype);
   if (auto* node = record<SoftmaxBackward>(out, {&x}, node_name)) {
     node->dim = x->dim() == 0 ? 0 : d;
     node->log = log;

@@ -25,6 +25,8 @@ Tensor arange(double start, double end, double step, DType dtype);
 Tensor linspace(double start, double end, int64_t steps, DType dtype);
 Tensor eye(int64_t n, int64_t m, DType dtype);
 Tensor to_dtype(const Tensor& t, DType dtype);  // returns t itself when the dtype already matches
+// to_dtype without autograd: for kernels, e.g. to run a storage dtype (core/dtype.h) in its compute type.
+Tensor cast_values(const Tensor& t, DType dtype);
 Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);             // t itself when already contiguous
 void copy_values(const Tensor& dst, const Tensor& src);  // broadcast + cast, no autograd
@@ -241,9 +243,6 @@ Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);
 
-// PyTorch's error for a dtype its kernel is not compiled for: "\"softmax_kernel_impl\" not
-// implemented for 'Long'" (ops/nn.cpp).
-NotImplementedError not_implemented_for(const char* kernel, DType dtype);
 // ---- fused neural-network ops (ops/nn.cpp). Their backwards are direct loops too (as PyTorch's
 // _softmax_backward_data, nll_loss_backward and gelu_backward kernels): ops with nodes of their
 // own, recorded in a backward with create_graph (see nn.cpp).

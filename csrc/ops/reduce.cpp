@@ -165,6 +165,16 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std:
   std::vector<bool> mask = reduction_mask(dims, x->dim());
   DType out_dtype = dtype ? *dtype : is_floating(x->dtype) ? x->dtype : DType::Int64;
   Tensor src = to_dtype(x, out_dtype);
+  const char* name = dims.empty() ? "SumBackward0" : "SumBackward1";
+  if (compute_type(out_dtype) != out_dtype) {  // float16, bfloat16: summed in float32, as PyTorch
+    Tensor out;
+    {
+      GradModeGuard no_grad(false);
+      out = to_dtype(sum(src, dims, keepdim, compute_type(out_dtype)), out_dtype);
+    }
+    if (auto* node = record<SumBackward>(out, {&src}, name)) node->remember(src, mask, keepdim);
+    return out;
+  }
   Shape shape = reduced_shape(x->shape, mask, keepdim);
   Tensor out = dispatch(out_dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -174,8 +184,7 @@ Tensor sum(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim, std:
     if (!done) visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_add(acc[o], Acc<T>(v)); });
     return store(acc, shape, out_dtype);
   });
-  if (auto* node = record<SumBackward>(out, {&src}, dims.empty() ? "SumBackward0" : "SumBackward1"))
-    node->remember(x, mask, keepdim);
+  if (auto* node = record<SumBackward>(out, {&src}, name)) node->remember(x, mask, keepdim);
   return out;
 }
 
@@ -186,12 +195,14 @@ Tensor mean(const Tensor& x, const std::vector<int64_t>& dims, bool keepdim) {
   if (!is_floating(x->dtype))
     throw RuntimeError(cat("mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            "complex dtype. Got: ",
-                           x->dtype == DType::Bool ? "Bool" : "Long"));
+                           scalar_type_name(x->dtype)));
   std::vector<bool> mask = reduction_mask(dims, x->dim());
   Tensor out;
   {
     GradModeGuard no_grad(false);
-    out = div(sum(x, dims, keepdim), Scalar::from_int(block_size(x, mask)));
+    // float16 and bfloat16 sum and divide in float32, as PyTorch (their sum alone may overflow)
+    Tensor total = sum(x, dims, keepdim, compute_type(x->dtype));
+    out = cast_values(div(total, Scalar::from_int(block_size(x, mask))), x->dtype);
   }
   if (auto* node = record<MeanBackward>(out, {&x}, dims.empty() ? "MeanBackward0" : "MeanBackward1"))
     node->remember(x, mask, keepdim);
@@ -298,14 +309,16 @@ Tensor prod(const Tensor& x, std::optional<int64_t> dim, bool keepdim) {
   if (dim) dims.push_back(*dim);
   std::vector<bool> mask = reduction_mask(dims, x->dim());
   DType dtype = is_floating(x->dtype) ? x->dtype : DType::Int64;
-  Tensor src = to_dtype(x, dtype);
+  DType computed = compute_type(dtype);  // float16 and bfloat16 multiply in float32
+  Tensor src = cast_values(x, computed);
   Shape shape = reduced_shape(x->shape, mask, dim && keepdim);
-  Tensor out = dispatch(dtype, [&](auto tag) {
+  Tensor products = dispatch(computed, [&](auto tag) {
     using T = decltype(tag);
     std::vector<Acc<T>> acc(numel_of(shape), 1);
     visit_reduced<T>(src, mask, [&](int64_t o, int64_t, T v) { acc[o] = wrap_mul(acc[o], Acc<T>(v)); });
-    return store(acc, shape, dtype);
+    return store(acc, shape, computed);
   });
+  Tensor out = cast_values(products, dtype);
   ReduceNode* node = dim ? static_cast<ReduceNode*>(record<ProdBackward1>(out, {&x}))
                          : static_cast<ReduceNode*>(record<ProdBackward0>(out, {&x}));
   if (node) {
@@ -322,7 +335,7 @@ Tensor deviations(const Tensor& x, const std::vector<int64_t>& dims) { return su
 void require_floating(const Tensor& x, const char* op) {
   if (!is_floating(x->dtype))
     throw RuntimeError(cat(op, "(): input dtype should be either floating point or complex. Got ",
-                           x->dtype == DType::Bool ? "Bool" : "Long", " instead."));
+                           scalar_type_name(x->dtype), " instead."));
 }
 }  // namespace
 
@@ -406,6 +419,10 @@ bool beats(T v, T best, bool want_max) {
 
 // Values and (for each output element) the first position in its block that holds the extreme.
 std::pair<Tensor, Tensor> extreme(const Tensor& x, const std::vector<bool>& mask, bool keepdim, bool want_max) {
+  if (compute_type(x->dtype) != x->dtype) {  // a storage dtype: compared in its compute type, which orders alike
+    auto [values, positions] = extreme(cast_values(x, compute_type(x->dtype)), mask, keepdim, want_max);
+    return {cast_values(values, x->dtype), positions};
+  }
   Shape shape = reduced_shape(x->shape, mask, keepdim);
   Tensor values = empty(shape, x->dtype), positions = empty(shape, DType::Int64);
   dispatch(x->dtype, [&](auto tag) {

@@ -38,6 +38,8 @@ double log_add_exp(double x, double acc) {
 
 // out[k] = op(x[0], ..., x[k]) along dim, or op(x[k], ..., x[n-1]) when `reverse`; x's dtype.
 Tensor scan(const Tensor& x, int64_t dim, ScanOp op, bool reverse) {
+  if (compute_type(x->dtype) != x->dtype)  // a storage dtype: scanned in its compute type, stored rounded
+    return cast_values(scan(cast_values(x, compute_type(x->dtype)), dim, op, reverse), x->dtype);
   Tensor src = contiguous(x), out = empty(x->shape, x->dtype);
   dispatch(x->dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -250,6 +252,10 @@ GradList CumExtremeBackward::apply(GradList&& grads) {
 
 namespace {
 std::pair<Tensor, Tensor> cum_extreme(const Tensor& x, int64_t dim, bool want_max) {
+  if (compute_type(x->dtype) != x->dtype) {  // a storage dtype: compared in its compute type, which orders alike
+    auto [values, indices] = cum_extreme(cast_values(x, compute_type(x->dtype)), dim, want_max);
+    return {cast_values(values, x->dtype), indices};
+  }
   int64_t d = wrap_dim(dim, x->dim());
   Tensor src = contiguous(x), values = empty(x->shape, x->dtype), indices = empty(x->shape, DType::Int64);
   dispatch(x->dtype, [&](auto tag) {

@@ -53,6 +53,10 @@ void order_row(const std::vector<T>& row, int64_t count, bool descending, bool o
 // per_row, or without `dim` when per_row is 1).
 template <class F>
 std::pair<Tensor, Tensor> for_each_row(const Tensor& x, int64_t dim, int64_t per_row, const Shape& out_shape, F&& f) {
+  if (compute_type(x->dtype) != x->dtype) {  // a storage dtype: ordered in its compute type, which orders alike
+    auto [values, indices] = for_each_row(cast_values(x, compute_type(x->dtype)), dim, per_row, out_shape, f);
+    return {cast_values(values, x->dtype), indices};
+  }
   Tensor values = empty(out_shape, x->dtype), indices = empty(out_shape, DType::Int64);
   Tensor xc;
   {

@@ -15,20 +15,21 @@ DType dtype_of_array(const py::array& a) {
   size_t size = a.dtype().itemsize();
   if (kind == 'f' && size == 4) return DType::Float32;
   if (kind == 'f' && size == 8) return DType::Float64;
+  if (kind == 'f' && size == 2) return DType::Float16;
   if (kind == 'i' && size == 8) return DType::Int64;
+  if (kind == 'i' && size == 4) return DType::Int32;
+  if (kind == 'i' && size == 2) return DType::Int16;
+  if (kind == 'i' && size == 1) return DType::Int8;
+  if (kind == 'u' && size == 1) return DType::UInt8;
   if (kind == 'b') return DType::Bool;
   throw TypeError(cat("can't convert np.ndarray of type numpy.", std::string(py::str(a.dtype())),
-                      ". The only supported types are: float64, float32, int64, and bool."));
+                      ". The only supported types are: float64, float32, float16, complex64, complex128, int64, "
+                      "int32, int16, int8, uint64, uint32, uint16, uint8, and bool."));
 }
 
 py::dtype numpy_dtype(DType d) {
-  switch (d) {
-    case DType::Bool: return py::dtype("bool");
-    case DType::Int64: return py::dtype("int64");
-    case DType::Float32: return py::dtype("float32");
-    case DType::Float64: break;
-  }
-  return py::dtype("float64");
+  if (d == DType::BFloat16) throw TypeError("Got unsupported ScalarType BFloat16");  // numpy has no bfloat16
+  return py::dtype(dtype_name(d));
 }
 
 void release_array(void* ctx) {

@@ -11,7 +11,8 @@ namespace fg {
 
 namespace {
 // Borrowed from the fastgrad package at import; the package module keeps them alive.
-PyObject* dtype_objects[4] = {};
+constexpr int kDTypes = 10;  // DType's values are 0 .. 9
+PyObject* dtype_objects[kDTypes] = {};
 PyObject* size_type = nullptr;
 // set_num_threads caps larger requests here rather than start a million threads.
 constexpr int64_t kMaxThreads = 1024;
@@ -88,7 +89,7 @@ PYBIND11_MODULE(_C, m) {
   });
 
   m.def("_register_types", [](py::list dtypes, py::object size) {
-    for (int i = 0; i < 4; ++i) dtype_objects[i] = dtypes[i].ptr();
+    for (int i = 0; i < kDTypes; ++i) dtype_objects[i] = dtypes[i].ptr();
     size_type = size.ptr();
   });
   m.def("is_grad_enabled", &grad_enabled);

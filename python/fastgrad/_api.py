@@ -10,9 +10,11 @@ from fastgrad import _optable
 MODULE = (
     """
     Size Tensor device dtype bool int64 float32 float64 long float double
-    finfo iinfo promote_types can_cast get_default_dtype
+    int32 int16 int8 uint8 float16 bfloat16 int short half
+    finfo iinfo promote_types result_type can_cast get_default_dtype
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
     FloatTensor DoubleTensor LongTensor BoolTensor
+    IntTensor ShortTensor CharTensor ByteTensor HalfTensor BFloat16Tensor
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
     randint_like randperm
     Generator default_generator random initial_seed get_rng_state set_rng_state
@@ -31,6 +33,7 @@ TENSOR = (
     shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
     dim numel size stride storage_offset is_contiguous element_size item tolist numpy is_inference
     backward retain_grad requires_grad_ detach detach_ contiguous cpu cuda to type float double long bool
+    type_as int short char byte half bfloat16
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
     __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ __matmul__
     __neg__ __abs__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__

@@ -6,6 +6,7 @@ see _methods for how the reference runs this module too).
 """
 
 import builtins
+import functools
 import numbers
 import warnings
 
@@ -13,7 +14,8 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes, register
-from fastgrad._types import ALL_DTYPES, LEGACY_TYPE_NAME, Size, check_cpu, float32, float64, int64, bool as bool_
+from fastgrad._types import DTYPE_OF_NUMPY, NUMPY_TYPES, LEGACY_TYPE_NAME, Size, check_cpu, check_int_value
+from fastgrad._types import float32, int64, bool as bool_, promote_types
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
@@ -33,8 +35,6 @@ __all__ = [
     "eye",
 ]
 
-_NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
-
 
 def _finish(t, requires_grad):
     if requires_grad:
@@ -48,18 +48,19 @@ def _finish(t, requires_grad):
 
 
 def _dtype_of_array(array):
-    """The dtype that holds a numpy array's values: integers widen to int64, floats other than
-    float64 become float32."""
+    """The dtype that holds a numpy array's values: its own where a tensor has it, else other
+    integers widen to int64 and other floats become float32."""
     kind = array.dtype.kind
-    if kind == "b":
-        return bool_
+    if array.dtype in DTYPE_OF_NUMPY:
+        return DTYPE_OF_NUMPY[array.dtype]
     if kind in "iu":
         return int64
     if kind == "f":
-        return float64 if array.dtype == np.float64 else float32
+        return float32
     raise TypeError(
         f"can't convert np.ndarray of type numpy.{array.dtype}. "
-        "The only supported types are: float64, float32, int64, and bool."
+        "The only supported types are: float64, float32, float16, complex64, complex128, int64, int32, int16, "
+        "int8, uint64, uint32, uint16, uint8, and bool."
     )
 
 
@@ -71,7 +72,9 @@ def _from_array(array, dtype):
             "given numpy array has byte order different from the native byte order. Conversion between "
             "byte orders is currently not supported."
         )
-    return _prims.from_numpy(np.asarray(_normalised_bools(array), dtype=_NUMPY_TYPES[dtype]), share_memory=False)
+    own = _dtype_of_array(array)  # converted to `dtype` by the backend's casts, as PyTorch converts it
+    t = _prims.from_numpy(np.asarray(_normalised_bools(array), dtype=NUMPY_TYPES[own]), share_memory=False)
+    return t if own is dtype else _prims.to_dtype(t, dtype)
 
 
 def _normalised_bools(array, in_place=False):
@@ -152,8 +155,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     else:
         shape, dtypes, values = [], set(), []
         _scan(data, 0, shape, dtypes, values)
-        # PyTorch promotes the dtypes of all the numbers; over bool < int64 < float32 < float64 that is the widest
-        inferred = builtins.max(dtypes, key=ALL_DTYPES.index) if dtypes else float32
+        inferred = functools.reduce(promote_types, dtypes) if dtypes else float32  # PyTorch promotes them all
+        if dtype is not None and dtype not in (int64, bool_) and not dtype.is_floating_point:
+            for v in values:
+                check_int_value(v, dtype, dtype._name)
         if (
             inferred is int64 and dtype in (None, int64) and not builtins.all(-(2**63) <= v < 2**63 for v in values)
         ):  # the reference's int64 array would wrap it
@@ -169,7 +174,7 @@ def as_tensor(data, *, dtype=None, device=None):
     check_cpu(device)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
-    if isinstance(data, np.ndarray) and data.dtype in _NUMPY_TYPES.values():
+    if isinstance(data, np.ndarray) and data.dtype in DTYPE_OF_NUMPY:
         t = from_numpy(data)
         return t if dtype in (None, t.dtype) else _prims.to_dtype(t, dtype)
     return tensor(data, dtype=dtype)
@@ -335,6 +340,14 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 # The C++ type names PyTorch's legacy constructors print in their dtype errors.
 _CPP_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+_CPP_TYPE_NAME.update(  # dtypes (issue 13)
+    int32="int",
+    int16="short int",
+    int8="signed char",
+    uint8="unsigned char",
+    float16="c10::Half",
+    bfloat16="c10::BFloat16",
+)
 
 
 def _legacy_options(dtype):

@@ -156,10 +156,11 @@ def _add_suffixes(text, suffixes, indent):
 
 
 def tensor_repr(values, *, dtype_name, show_dtype, grad_fn=None, requires_grad=False, prefix="tensor("):
-    """values: numpy.ndarray (float32, float64, int64 or bool) holding the tensor's data in its shape.
+    """values: numpy.ndarray (any of the tensor dtypes numpy has; bfloat16 as float32) holding the tensor's
+    data in its shape.
     dtype_name: what to print after 'dtype=' (e.g. 'fastgrad.float64').
     show_dtype: whether PyTorch would print the dtype suffix (the caller decides: float32, int64 and bool
-    omit it, float64 shows it).
+    omit it, every other dtype shows it).
     grad_fn: name like 'MulBackward0' -> suffix 'grad_fn=<MulBackward0>'; else requires_grad=True ->
     'requires_grad=True'.
     Returns the full string, e.g. 'tensor([2.], requires_grad=True)', 'tensor(30., grad_fn=<MulBackward0>)'."""

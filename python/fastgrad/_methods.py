@@ -37,6 +37,7 @@ from fastgrad._types import (
     bool as bool_,
     promote_types,
 )
+from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
 
 Tensor = _prims.Tensor
 
@@ -127,9 +128,9 @@ def __repr__(self):
     except RuntimeError:  # a view made under no_grad whose memory was since written: as PyTorch prints it
         grad_fn_name = "Invalid"
     return _formatting.tensor_repr(
-        _prims.to_numpy(self),
+        _numpy_values(self),
         dtype_name=repr(self.dtype),
-        show_dtype=self.dtype is float64,
+        show_dtype=self.dtype not in (float32, int64, bool_),
         grad_fn=grad_fn_name,
         requires_grad=self.requires_grad,
     )
@@ -232,8 +233,13 @@ def __deepcopy__(self, memo):
     return copy
 
 
+def _numpy_values(self):
+    """self's values as a numpy array (numpy has no bfloat16: those as float32, which holds them)."""
+    return _prims.to_numpy(self if self.dtype is not bfloat16 else _prims.to_dtype(self, float32))
+
+
 def tolist(self):
-    return _prims.to_numpy(self).tolist()
+    return _numpy_values(self).tolist()
 
 
 def numpy(self, *, force=False):
@@ -297,6 +303,10 @@ def type(self, dtype=None):
     return _prims.to_dtype(self, getattr(dtype, "dtype", dtype))
 
 
+def type_as(self, other):
+    return _prims.to_dtype(self, other.dtype)
+
+
 def float(self):
     return _prims.to_dtype(self, float32)
 
@@ -311,6 +321,11 @@ def long(self):
 
 def _bool(self):
     return _prims.to_dtype(self, bool_)
+
+
+def _to_dtype_method(dtype):
+    """Tensor.int(), .half(), ...: self converted to `dtype`."""
+    return lambda self: _prims.to_dtype(self, dtype)
 
 
 # ---- autograd helpers
@@ -695,6 +710,10 @@ def is_nonzero(input):
     return builtins.bool(_tensor_input(input, "is_nonzero"))
 
 
+def is_signed(input):
+    return input.dtype.is_signed
+
+
 def split(tensor, split_size_or_sections, dim=0):
     if tensor.dim() == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
@@ -746,17 +765,24 @@ def masked_fill_(self, mask, value):
     return self.copy_(masked_fill(self, mask, value))
 
 
+def _truth_of(input, result):
+    """all/any give bools, except for uint8 input: uint8 0 or 1 (PyTorch's legacy byte masks)."""
+    return _prims.to_dtype(result, uint8) if input.dtype is uint8 else result
+
+
 def all(input, dim=None, keepdim=False):
     nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
     if dim is None:
-        return _prims.eq(_prims.sum(nonzero, [], False, None), input.numel())
+        return _truth_of(input, _prims.eq(_prims.sum(nonzero, [], False, None), input.numel()))
     dim = _wrap_dim(_index(dim), input.dim())
-    return _prims.eq(_prims.sum(nonzero, [dim], keepdim, None), input.shape[dim] if input.dim() else 1)
+    return _truth_of(
+        input, _prims.eq(_prims.sum(nonzero, [dim], keepdim, None), input.shape[dim] if input.dim() else 1)
+    )
 
 
 def any(input, dim=None, keepdim=False):
     nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
-    return _prims.gt(_prims.sum(nonzero, _dims(dim), keepdim, None), 0)
+    return _truth_of(input, _prims.gt(_prims.sum(nonzero, _dims(dim), keepdim, None), 0))
 
 
 def _check_gather_index(index, dim, size):
@@ -771,7 +797,7 @@ def _check_gather_index(index, dim, size):
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] (dim 0): advanced indexing where every other dim is indexed
     by its own coordinates."""
-    if not isinstance(index, Tensor) or index.dtype is not int64:
+    if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if input.dim() == 0 or index.dim() == 0:  # 0-d and 1-d mix as if both were 1-d
         if builtins.max(input.dim(), index.dim()) > 1:
@@ -1918,6 +1944,13 @@ TENSOR_ATTRIBUTES = {
     "double": double,
     "long": long,
     "bool": _bool,
+    "type_as": type_as,
+    "int": _to_dtype_method(int32),
+    "short": _to_dtype_method(int16),
+    "char": _to_dtype_method(int8),
+    "byte": _to_dtype_method(uint8),
+    "half": _to_dtype_method(float16),
+    "bfloat16": _to_dtype_method(bfloat16),
     "requires_grad_": requires_grad_,
 }
 FUNCTIONS = {  # exported by the package

@@ -507,6 +507,9 @@ op("is_complex(Tensor input) -> bool",
    "function method", "_methods.is_complex", None)
 op("is_nonzero(Tensor input) -> bool",
    "function method", "_methods.is_nonzero", None)
+# dtypes (issue 13)
+op("is_signed(Tensor input) -> bool",
+   "function method", "_methods.is_signed", None)
 
 # ---- random draws (fastgrad._sampling; the factories rand, randn, ... are not ops: _sampling.__all__)
 op("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)",

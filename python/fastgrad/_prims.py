@@ -15,14 +15,13 @@ from ._C import (  # noqa: F401
     from_numpy,
     is_grad_enabled,
     is_inference_mode_enabled,
+    to_dtype,
     to_numpy,
 )
 from ._meta import broadcast_shapes
-from ._types import ALL_DTYPES, Size, bool as bool_, int64, float32, float64
+from ._types import ALL_DTYPES, NUMPY_TYPES, Size, bfloat16, compute_type, float32
 
 _register_types(ALL_DTYPES, Size)  # the dtype and Size objects the core hands out
-
-_NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 
 
 def strides(t):
@@ -32,11 +31,14 @@ def strides(t):
 def from_values(values, shape, dtype, kind):
     """A new tensor of `shape` and `dtype` holding Python numbers (row-major) of `kind`, the widest
     dtype among them. numpy converts them here (`kind` is for the reference, which converts by hand)."""
-    return from_numpy(np.array(values, dtype=_NUMPY_TYPES[dtype]).reshape(shape), share_memory=False)
+    if compute_type(dtype) is dtype:
+        return from_numpy(np.array(values, dtype=NUMPY_TYPES[dtype]).reshape(shape), share_memory=False)
+    return to_dtype(from_values(values, shape, compute_type(dtype), kind), dtype)  # rounded/wrapped as the core casts
 
 
 def isclose(input, other, rtol, atol, equal_nan):
     """numpy.isclose of the two tensors' values, as a bool tensor (shapes that do not broadcast: PyTorch's error)."""
     broadcast_shapes(input.shape, other.shape)
-    close = np.isclose(to_numpy(input.detach()), to_numpy(other.detach()), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    input, other = (to_dtype(t.detach(), float32) if t.dtype is bfloat16 else t.detach() for t in (input, other))
+    close = np.isclose(to_numpy(input), to_numpy(other), rtol=rtol, atol=atol, equal_nan=equal_nan)  # no bfloat16
     return from_numpy(np.asarray(close), share_memory=False)

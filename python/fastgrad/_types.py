@@ -6,7 +6,7 @@ import numpy as np
 
 
 class dtype:
-    """An element type. The four instances below are the only ones; compare them with `is` or `==`."""
+    """An element type. The instances below are the only ones; compare them with `is` or `==`."""
 
     def __init__(self, name, code, itemsize, is_floating_point):
         self._name = name
@@ -14,7 +14,7 @@ class dtype:
         self.itemsize = itemsize
         self.is_floating_point = is_floating_point
         self.is_complex = False
-        self.is_signed = name != "bool"
+        self.is_signed = name not in ("bool", "uint8")
 
     def __repr__(self):
         return f"fastgrad.{self._name}"
@@ -27,14 +27,56 @@ bool = dtype("bool", 0, 1, False)
 int64 = dtype("int64", 1, 8, False)
 float32 = dtype("float32", 2, 4, True)
 float64 = dtype("float64", 3, 8, True)
+int32 = dtype("int32", 4, 4, False)
+int16 = dtype("int16", 5, 2, False)
+int8 = dtype("int8", 6, 1, False)
+uint8 = dtype("uint8", 7, 1, False)
+float16 = dtype("float16", 8, 2, True)
+bfloat16 = dtype("bfloat16", 9, 2, True)
 # The names PyTorch's C++ errors use for dtypes ("... not implemented for 'Long'").
-SCALAR_TYPE_NAME = {bool: "Bool", int64: "Long", float32: "Float", float64: "Double"}
+SCALAR_TYPE_NAME = {
+    bool: "Bool",
+    int64: "Long",
+    float32: "Float",
+    float64: "Double",
+    int32: "Int",
+    int16: "Short",
+    int8: "Char",
+    uint8: "Byte",
+    float16: "Half",
+    bfloat16: "BFloat16",
+}
 # The legacy tensor types (fastgrad.FloatTensor, ...; Tensor.type() names them).
 LEGACY_TYPE_NAME = {dtype: f"{name}Tensor" for dtype, name in SCALAR_TYPE_NAME.items()}
 long = int64
 float = float32
 double = float64
-ALL_DTYPES = [bool, int64, float32, float64]
+int = int32
+short = int16
+half = float16
+ALL_DTYPES = [bool, int64, float32, float64, int32, int16, int8, uint8, float16, bfloat16]  # in _code order
+
+
+def compute_type(d):
+    """The dtype the core computes a dtype in (csrc/core/dtype.h): int64 for the narrower integers,
+    float32 for the 16-bit floats, else the dtype itself."""
+    if d.is_floating_point:
+        return float64 if d is float64 else float32
+    return d if d is bool else int64
+
+
+# numpy's element type for each dtype (numpy has no bfloat16), and back.
+NUMPY_TYPES = {d: np.dtype(d._name) for d in ALL_DTYPES if d is not bfloat16}
+DTYPE_OF_NUMPY = {numpy_type: d for d, numpy_type in NUMPY_TYPES.items()}
+
+
+def check_int_value(value, dtype, type_name):
+    """PyTorch's checked_convert of a number given for a narrower integer dtype (tensor(), full()):
+    outside the type's range, or NaN, is an error; uint8 takes -255..255 (a negative one wraps)."""
+    bits = 8 * dtype.itemsize
+    low, high = (-(2**bits - 1), 2**bits - 1) if dtype is uint8 else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not low <= value <= high:
+        raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
 
 
 class Size(tuple):
@@ -88,9 +130,9 @@ class device:
                 raise RuntimeError(
                     f"type (string) must not include an index because index was passed explicitly: {type}"
                 )
-            index = int(number)
+            index = builtins.int(number)
         elif index is not None:
-            if not isinstance(index, int) or isinstance(index, builtins.bool):
+            if not isinstance(index, builtins.int) or isinstance(index, builtins.bool):
                 raise TypeError(
                     f"device(): argument 'index' (position 2) must be int, not {builtins.type(index).__name__}"
                 )
@@ -132,9 +174,10 @@ def check_cpu(where):
 
 # ---- facts about dtypes: finfo, iinfo, promotion and casting rules, the default dtype
 
-# bool < int64 < float32 < float64: PyTorch's promotion between two dtypes is the later of them.
-_PROMOTION_ORDER = [bool, int64, float32, float64]
-_KIND = {bool: 0, int64: 1, float32: 2, float64: 2}  # bool, integer, floating
+
+def _kind(d):
+    """0 bool, 1 integer, 2 floating: promotion and casting never go down a kind."""
+    return 2 if d.is_floating_point else 0 if d is bool else 1
 
 
 def _require_dtype(value, function, argument, position):
@@ -151,9 +194,42 @@ def get_default_dtype():
 
 
 def promote_types(type1, type2):
+    """PyTorch's rule (as the core's promote in csrc/core/dtype.h): the higher kind wins; within a
+    kind the wider type, except that uint8 with int8 is int16 and float16 with bfloat16 is float32."""
     _require_dtype(type1, "promote_types", "type1", 1)
     _require_dtype(type2, "promote_types", "type2", 2)
-    return builtins.max(type1, type2, key=_PROMOTION_ORDER.index)
+    if type1 is type2:
+        return type1
+    if _kind(type1) != _kind(type2):
+        return builtins.max(type1, type2, key=_kind)
+    if uint8 in (type1, type2):
+        other = type2 if type1 is uint8 else type1
+        return int16 if other is int8 else other
+    if type1.itemsize == type2.itemsize:
+        return float32  # float16 and bfloat16
+    return builtins.max(type1, type2, key=lambda d: d.itemsize)
+
+
+def result_type(tensor, other):
+    """The dtype an arithmetic op of `tensor` and `other` (tensors or Python numbers) computes in,
+    by PyTorch's promotion rules (fastgrad._meta.result_type, which imports this module)."""
+    from fastgrad._meta import result_type as promoted
+
+    def acceptable(x):
+        return hasattr(x, "dtype") and hasattr(x, "shape") or isinstance(x, (builtins.int, builtins.float))
+
+    if not (acceptable(tensor) and acceptable(other)):
+        got = ", ".join(builtins.type(x).__name__ for x in (tensor, other))
+        marked = ", ".join(f"!{builtins.type(x).__name__}!" for x in (tensor, other))
+        overloads = ("Tensor tensor, Tensor other", "Number scalar, Tensor tensor", "Tensor tensor, Number other")
+        raise TypeError(
+            f"result_type() received an invalid combination of arguments - got ({got}), but expected one of:\n"
+            + "".join(
+                f" * ({o})\n      didn't match because some of the arguments have invalid types: ({marked})\n"
+                for o in overloads + ("Number scalar1, Number scalar2",)
+            )
+        )
+    return promoted(tensor, other)
 
 
 def can_cast(from_, to):
@@ -161,7 +237,7 @@ def can_cast(from_, to):
     integer to bool)."""
     _require_dtype(from_, "can_cast", "from_", 1)
     _require_dtype(to, "can_cast", "to", 2)
-    return _KIND[from_] <= _KIND[to]
+    return _kind(from_) <= _kind(to)
 
 
 class finfo:
@@ -173,11 +249,15 @@ class finfo:
             raise TypeError(
                 "torch.finfo() requires a floating point input type. Use torch.iinfo to handle 'torch.finfo'"
             )
-        info = np.finfo(np.float32 if type is float32 else np.float64)
-        self.bits, self.dtype = info.bits, type._name
-        self.eps, self.max, self.min = builtins.float(info.eps), builtins.float(info.max), builtins.float(info.min)
-        self.tiny = self.smallest_normal = builtins.float(info.tiny)
-        self.resolution = builtins.float(info.resolution)
+        self.bits, self.dtype = 8 * type.itemsize, type._name
+        if type is bfloat16:  # numpy has no bfloat16: float32's exponent with 8 significand bits
+            self.eps, self.max, self.tiny, self.resolution = 2.0**-7, (2 - 2.0**-7) * 2.0**127, 2.0**-126, 0.01
+        else:
+            info = np.finfo(type._name)
+            self.eps, self.max = builtins.float(info.eps), builtins.float(info.max)
+            self.tiny, self.resolution = builtins.float(info.tiny), 10.0**-info.precision  # exactly 1e-06, ...
+        self.min = -self.max
+        self.smallest_normal = self.tiny
 
     def __eq__(self, other):
         return isinstance(other, finfo) and other.dtype == self.dtype
@@ -201,7 +281,10 @@ class iinfo:
         if not isinstance(type, dtype) or type.is_floating_point:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
         self.bits, self.dtype = 8 * type.itemsize, type._name
-        self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+        if type.is_signed:
+            self.min, self.max = -(2 ** (self.bits - 1)), 2 ** (self.bits - 1) - 1
+        else:
+            self.min, self.max = 0, 2**self.bits - 1
 
     def __eq__(self, other):
         return isinstance(other, iinfo) and other.dtype == self.dtype

@@ -36,13 +36,26 @@ import numpy as np
 from ._prims import Tensor
 from ._factories import from_numpy
 from fastgrad._types import bool as bool_, device, float32, float64, int64
+from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
 
 MAGIC = b"FASTGRAD"
 VERSION = 1
 _PREAMBLE = struct.Struct("<8sIIQ")  # magic, version, crc32, header length
 _MAX_DEPTH = 200
-# dtype name -> (fastgrad dtype, numpy dtype as stored)
-_DTYPES = {"float32": (float32, "<f4"), "float64": (float64, "<f8"), "int64": (int64, "<i8"), "bool": (bool_, "|b1")}
+# dtype name -> (fastgrad dtype, numpy dtype as stored); bfloat16, which numpy lacks, as the float32
+# values it holds (exactly)
+_DTYPES = {
+    "float32": (float32, "<f4"),
+    "float64": (float64, "<f8"),
+    "int64": (int64, "<i8"),
+    "bool": (bool_, "|b1"),
+    "int32": (int32, "<i4"),
+    "int16": (int16, "<i2"),
+    "int8": (int8, "|i1"),
+    "uint8": (uint8, "|u1"),
+    "float16": (float16, "<f2"),
+    "bfloat16": (bfloat16, "<f4"),
+}
 _MAX_DIMS = 64  # numpy's limit: tensors are built through numpy arrays
 # numpy scalar types save() keeps (torch.save pickles them), by dtype name
 _NUMPY_SCALARS = {
@@ -78,7 +91,8 @@ def save(obj, f):
             return o
         if isinstance(o, Tensor):
             name = str(o.dtype).split(".")[-1]
-            values = np.ascontiguousarray(o.detach().numpy(), dtype=_DTYPES[name][1])
+            stored = o.detach() if o.dtype is not bfloat16 else o.detach().float()
+            values = np.ascontiguousarray(stored.numpy(), dtype=_DTYPES[name][1])
             chunks.append(values.tobytes())
             node = {"dtype": name, "shape": list(o.shape), "offset": size[0], "requires_grad": o.requires_grad}
             size[0] += values.nbytes
@@ -210,11 +224,11 @@ def _decode_tensor(info, data, used):
         raise _corrupt(f"tensor of shape {shape} needs {nbytes} bytes past the end of the data")
     if extent >= 2**63:  # numpy refuses such a shape even when it has no elements
         raise _corrupt(f"tensor of shape {shape} too large to index")
-    if requires_grad and dtype not in ("float32", "float64"):
+    if requires_grad and not fg_dtype.is_floating_point:
         raise _corrupt("an integer tensor cannot require grad")
     used.append((offset, nbytes))
     values = np.frombuffer(data[offset : offset + nbytes], dtype=stored).reshape(shape)
-    t = from_numpy(values.astype(values.dtype.newbyteorder("="), copy=True))
+    t = from_numpy(values.astype(values.dtype.newbyteorder("="), copy=True)).to(fg_dtype)
     return t.requires_grad_(True) if requires_grad else t
 
 

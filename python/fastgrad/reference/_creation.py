@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .._types import float32, float64, int64, bool as bool_
+from .._types import DTYPE_OF_NUMPY, float16, float64, int64, bool as bool_
 from ._storage import Storage, TYPECODE, cast
 from ._tensor import Tensor, full, new_tensor
 
@@ -36,13 +36,12 @@ def from_values(values, shape, dtype, kind):
 
 def exact_dtype_of_array(array):
     """The dtype whose elements are laid out as the numpy array's, for sharing its memory."""
-    dtype = {("f", 4): float32, ("f", 8): float64, ("i", 8): int64, ("b", 1): bool_}.get(
-        (array.dtype.kind, array.dtype.itemsize)
-    )
+    dtype = DTYPE_OF_NUMPY.get(array.dtype.newbyteorder("="))
     if dtype is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{array.dtype}. "
-            "The only supported types are: float64, float32, int64, and bool."
+            "The only supported types are: float64, float32, float16, complex64, complex128, int64, int32, int16, "
+            "int8, uint64, uint32, uint16, uint8, and bool."
         )
     return dtype
 
@@ -51,7 +50,7 @@ def from_numpy(array, share_memory):
     """A tensor over the numpy array's own memory (writes on either side are seen by the other), or
     with share_memory=False a copy of its values."""
     dtype, itemsize = exact_dtype_of_array(array), array.dtype.itemsize
-    if not share_memory:
+    if not share_memory or dtype is float16:  # float16 is stored as float32 values (_storage): copied
         return new_tensor(array.ravel().tolist(), array.shape, dtype)
     if not array.dtype.isnative:  # as PyTorch (fastgrad's core reads such bytes as native ones)
         raise ValueError(

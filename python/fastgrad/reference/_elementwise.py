@@ -9,7 +9,7 @@ import itertools
 import math
 import operator
 
-from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64
+from .._types import SCALAR_TYPE_NAME, bool as bool_, compute_type, int64, float32, float64, promote_types
 from ._autograd import Function, gradient_edge
 from ._storage import cast, cast_scalar
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
@@ -23,7 +23,7 @@ def scalar_dtype(number):
 
 
 def _promote(a, b):
-    return b if a is None or b._code > a._code else a
+    return b if a is None else promote_types(a, b)
 
 
 def _combine(higher, lower):
@@ -63,7 +63,10 @@ def elementwise(fn, a, b, dtype, out_dtype=None):
         others = cast(read(b, shape), b._dtype, dtype)
     else:
         shape = a._shape
-        others = itertools.repeat(cast_scalar(b, dtype))
+        # A number is converted to `dtype` (int8 50 // 1000 is 50 // -24), except in the arithmetic of
+        # the 16-bit floats, which keeps it in float32 (float16 1 * 1.0001), as in PyTorch.
+        kept = dtype.is_floating_point and out_dtype in (None, dtype)
+        others = itertools.repeat(cast_scalar(b, compute_type(dtype) if kept else dtype))
     values = cast(read(a, shape), a._dtype, dtype)
     return new_tensor(list(map(fn, values, others)), shape, out_dtype or dtype)
 
@@ -130,7 +133,7 @@ def _sigmoid(x):
 
 def _sigmoid_values(values, dtype):
     """1 / (1 + exp(-x)); in float32 each of the three steps rounds, as in the core's float kernel."""
-    if dtype is not float32:
+    if compute_type(dtype) is not float32:
         return list(map(_sigmoid, values))
     denominators = cast([1.0 + e for e in cast([_exp(-v) for v in values], float64, float32)], float64, float32)
     return [1.0 / d for d in denominators]
@@ -152,7 +155,7 @@ def _pow_in(dtype):
     """x ** y computed as the core computes it in `dtype` (integers through double, like std::pow)."""
     if dtype.is_floating_point:
         return _pow
-    if dtype is int64:
+    if compute_type(dtype) is int64:
         return _int_pow
     return lambda x, y: _pow(x, y) != 0
 
@@ -169,7 +172,7 @@ def _special_pow(exponent, dtype):
     """x ** exponent for the exponents PyTorch computes of float tensors with other functions
     (sqrt(-inf) is NaN where pow(-inf, 0.5) is inf), each step rounded to `dtype` as in the core;
     None for the others."""
-    r = (lambda v: cast([v], float64, float32)[0]) if dtype is float32 else (lambda v: v)
+    r = (lambda v: cast([v], float64, float32)[0]) if compute_type(dtype) is float32 else (lambda v: v)
     return {
         0.5: lambda x, _: _sqrt(x),
         -0.5: lambda x, _: ieee_div(1.0, r(_sqrt(x))),
@@ -451,7 +454,7 @@ def where(condition, a, b):
 
 def _rounding(dtype):
     """Rounds a step's result to `dtype`, as the core's arithmetic in that dtype does."""
-    return (lambda v: cast([v], float64, float32)[0]) if dtype is float32 else (lambda v: v)
+    return (lambda v: cast([v], float64, float32)[0]) if compute_type(dtype) is float32 else (lambda v: v)
 
 
 def _check_divisor(y):
@@ -469,7 +472,7 @@ def _whole(fn, v):
 
 
 def _fmod_in(dtype):
-    if dtype is not int64:
+    if compute_type(dtype) is not int64:
         return _ieee_fmod
 
     def fmod(x, y):
@@ -490,7 +493,7 @@ def _remainder_in(dtype):
 
 
 def _floor_divide_in(dtype):
-    if dtype is int64:
+    if compute_type(dtype) is int64:
 
         def floor_divide(x, y):
             _check_divisor(y)
@@ -517,7 +520,7 @@ def _floor_divide_in(dtype):
 
 
 def _trunc_divide_in(dtype):
-    if dtype is int64:
+    if compute_type(dtype) is int64:
 
         def trunc_divide(x, y):
             _check_divisor(y)

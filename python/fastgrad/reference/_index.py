@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from .._types import bool as bool_, int64
+from .._types import bool as bool_, int32, int64
 from ._autograd import Function, no_grad, should_record
 from ._elementwise import clone, to_dtype
 from ._inplace import (
@@ -167,9 +167,9 @@ def _masks_to_indices(x, indices):
     out = []
     for idx in indices:
         if idx is None or idx._dtype is not bool_:
-            if idx is not None and idx._dtype is not int64:
+            if idx is not None and idx._dtype not in (int64, int32):
                 raise IndexError(_INDEX_DTYPE_ERROR)
-            out.append(idx)
+            out.append(idx if idx is None or idx._dtype is int64 else to_dtype(idx, int64))
             continue
         first = len(out)
         for d in range(idx.dim()):

@@ -8,7 +8,7 @@ import functools
 import math
 import operator
 
-from .._types import bool as bool_, int64
+from .._types import SCALAR_TYPE_NAME, bool as bool_, compute_type, int64
 from ._autograd import Function, is_grad_enabled, no_grad
 from ._elementwise import ieee_div, logical_and, logical_or, sign, to_dtype, where, zeros_like
 from ._storage import to_array
@@ -68,8 +68,7 @@ def _require_nonempty(x, mask, op, all_dims):
 def _require_floating(x, op):
     if not x._dtype.is_floating_point:
         raise RuntimeError(
-            f"{op}(): input dtype should be either floating point or complex. Got "
-            f"{'Long' if x._dtype is int64 else 'Bool'} instead."
+            f"{op}(): input dtype should be either floating point or complex. Got {SCALAR_TYPE_NAME[x._dtype]} instead."
         )
 
 
@@ -121,11 +120,12 @@ class MeanBackward0(Reduction):
         if not x._dtype.is_floating_point:
             raise RuntimeError(
                 "mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                f"complex dtype. Got: {'Long' if x._dtype is int64 else 'Bool'}"
+                f"complex dtype. Got: {SCALAR_TYPE_NAME[x._dtype]}"
             )
         self.mask = reduction_mask(dims, x.dim())
-        with no_grad():
-            return sum(x, dims, keepdim) / _count(x._shape, self.mask)
+        with no_grad():  # float16 and bfloat16 sum and divide in float32 (their sum alone may overflow)
+            total = sum(x, dims, keepdim, compute_type(x._dtype))
+            return to_dtype(total / _count(x._shape, self.mask), x._dtype)
 
     def backward(self, g):
         return self.expand_back(g) / self.count()

@@ -1,6 +1,7 @@
 """Shape ops. All but cat and stack are views: they share the input's storage and only change
 shape, strides and offset; their backward maps the gradient back to the input's geometry."""
 
+from .._types import promote_types
 from ._autograd import Function, is_grad_enabled, no_grad, sum_to
 from ._elementwise import clone, contiguous, to_dtype
 from ._tensor import (
@@ -439,7 +440,7 @@ class CatBackward0(Function):
         self.dim = d = wrap_dim(dim, ref.dim())
         dtype, total = tensors[0]._dtype, 0
         for i, t in enumerate(tensors):
-            dtype = t._dtype if t._dtype._code > dtype._code else dtype
+            dtype = promote_types(dtype, t._dtype)
             if _skipped(t):
                 continue
             if t.dim() != ref.dim():

@@ -6,13 +6,29 @@ it to float32 exactly like the C++ core; for `from_numpy` a memoryview of the nu
 that both sides see each other's writes. Both index, slice and assign the same way.
 """
 
+import math
+import struct
 import threading
 from array import array
 from fractions import Fraction
 
 from .._types import LEGACY_TYPE_NAME, SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  # noqa: F401 (re-exported)
+from .._types import bfloat16, float16, int8, int16, int32, uint8
 
-TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
+# float16 and bfloat16 are stored as the float32 values they can hold (array and memoryview have no
+# 16-bit float format), rounded to their type on store.
+TYPECODE = {
+    bool_: "B",
+    int64: "q",
+    float32: "f",
+    float64: "d",
+    int32: "i",
+    int16: "h",
+    int8: "b",
+    uint8: "B",
+    float16: "f",
+    bfloat16: "f",
+}
 # The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
@@ -57,9 +73,39 @@ def _int_to_float32(value):
     return round(Fraction(value, 1 << excess)) << excess  # to nearest, ties to even; exact as a double
 
 
-def _wrap_int64(value):
-    # int64 arithmetic wraps around in the core; Python ints do not.
-    return (value - INT64_MIN) % 2**64 + INT64_MIN
+def _wrap(value, dtype):
+    """An integer wrapped around to `dtype`'s range, as the core's fixed-width arithmetic (Python's
+    ints do not wrap)."""
+    bits = 8 * dtype.itemsize
+    low = -(2 ** (bits - 1)) if dtype.is_signed else 0
+    return (value - low) % 2**bits + low
+
+
+def _to_narrow_int(value, dtype):
+    """C++ (x86) float -> int8/int16/int32/uint8: through int32 (INT32_MIN where it cannot hold the
+    value, NaN included), then wrapped around, as PyTorch does."""
+    whole = int(value) if -(2.0**31) <= value < 2.0**31 else -(2**31)
+    return _wrap(whole, dtype)
+
+
+def _round_half(value):
+    """A float32 value rounded to float16, to nearest with ties to even (struct's "e" format), where
+    values from 65520 up (half the step past the largest half) become infinities."""
+    if abs(value) >= 65520.0:  # False for NaN
+        return math.copysign(math.inf, value)
+    return struct.unpack("e", struct.pack("e", value))[0]
+
+
+def _round_bfloat16(value):
+    """A float32 value rounded to bfloat16 (its upper 16 bits) as c10::BFloat16, ties to even."""
+    if value != value:
+        return value
+    bits = struct.unpack("I", struct.pack("f", value))[0]
+    bits = ((bits + ((bits >> 16) & 1) + 0x7FFF) >> 16) << 16
+    return struct.unpack("f", struct.pack("I", bits & 0xFFFFFFFF))[0]
+
+
+SIXTEEN_BIT_ROUNDING = {float16: _round_half, bfloat16: _round_bfloat16}
 
 
 def check_dtype(dtype):
@@ -73,27 +119,31 @@ def to_array(values, dtype):
     check_dtype(dtype)
     if dtype is bool_:
         return array("B", map(bool, values))
+    if dtype in SIXTEEN_BIT_ROUNDING:  # rounded to float32 first, as the core computes them
+        return array("f", map(SIXTEEN_BIT_ROUNDING[dtype], array("f", values)))
     try:
         return array(TYPECODE[dtype], values)
     except OverflowError:
-        return array("q", [_wrap_int64(v) for v in values])
+        return array(TYPECODE[dtype], [_wrap(v, dtype) for v in values])
 
 
 def cast(values, source, target):
     """Values of dtype `source` as the core's static_cast to `target` gives them."""
     if source is target:
         return values
-    if target is float32:
+    if target.is_floating_point and target is not float64:
         if source is int64:
             values = map(_int_to_float32, values)
-        return array("f", values).tolist()  # rounds to float32
+        return to_array(values, target).tolist()  # rounds to float32, then to a 16-bit float
     if target is float64:
         return array("d", values).tolist()
     if target is bool_:
         return [v != 0 for v in values]  # NaN is true, as in C++
     if source.is_floating_point:
-        return [to_int(v) for v in values]
-    return list(values)  # bool -> int64: already 0 and 1
+        if target is int64:
+            return [to_int(v) for v in values]
+        return [_to_narrow_int(v, target) for v in values]
+    return [_wrap(v, target) for v in values] if target is not int64 else list(values)  # bool: already 0 and 1
 
 
 def cast_scalar(value, dtype):

@@ -12,7 +12,8 @@ import warnings
 
 import numpy as np
 
-from .._types import Size, bool as bool_, int64, float32, float64
+from .._types import NUMPY_TYPES, SCALAR_TYPE_NAME, Size, bool as bool_, int64, int32, int16, int8, uint8, float16
+from .._types import check_int_value
 from ._storage import (
     INT64_MAX,
     INT64_MIN,
@@ -24,7 +25,8 @@ from ._storage import (
     to_array,
 )
 
-_NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
+# The narrower integer types, by the C++ names full()'s overflow error gives them.
+_C_INT_NAME = {int32: "int", int16: "int16_t", int8: "int8_t", uint8: "uint8_t"}
 _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
     "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf Tensor, "
@@ -172,6 +174,8 @@ def full(shape, value, dtype):
     value = float(value) if number is None else number
     if dtype is int64 and isinstance(value, float) and not -9.2233720368547758e18 <= value < 9.2233720368547758e18:
         raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    if dtype in _C_INT_NAME:
+        check_int_value(value, dtype, _C_INT_NAME[dtype])
     shape = tuple(shape)
     for size in shape:
         if size < 0:
@@ -212,7 +216,11 @@ def alias(t):
 
 def to_numpy(t):
     """A numpy array sharing t's memory (the buffer protocol of array.array / memoryview)."""
-    flat = np.frombuffer(t._storage.data, dtype=_NUMPY_TYPES[t._dtype])
+    if t._dtype not in NUMPY_TYPES:
+        raise TypeError(f"Got unsupported ScalarType {SCALAR_TYPE_NAME[t._dtype]}")
+    if t._dtype is float16:  # stored as float32 values (_storage): a copy, not shared as in the core
+        return np.array(read(t), dtype=np.float16).reshape(t._shape)
+    flat = np.frombuffer(t._storage.data, dtype=NUMPY_TYPES[t._dtype])
     itemsize = flat.itemsize
     return np.lib.stride_tricks.as_strided(
         flat[t._offset :], shape=t._shape, strides=[s * itemsize for s in t._strides]
