@@ -379,6 +379,77 @@ for _name, _fn, _shapes, _grad_fn, _domain in [
     case(_name, _fn, _shapes, _grad_fn, _domain)
 
 
+# --- scatter/gather/index family (issue 13): along-dim kernels, one or two layouts (the index walk is shared)
+for _name, _fn, _shapes, _grad_fn in [
+    ("gather(1)", lambda m, x: x.gather(1, m.tensor([[3, 0], [1, 1], [0, 2]])), [(3, 4)], "GatherBackward0"),
+    ("torch.gather of 0-d", lambda m, x: m.gather(x, 0, m.tensor([0, 0])), [()], "GatherBackward0"),
+    (
+        "torch.index_select(x,1)",
+        lambda m, x: m.index_select(x, 1, m.tensor([3, 0, 3])),
+        [(3, 4)],
+        "IndexSelectBackward0",
+    ),
+    (
+        "index_select(0) of size 0",
+        lambda m, x: x.index_select(0, m.tensor([], dtype=m.int64)),
+        [(3, 4)],
+        "IndexSelectBackward0",
+    ),
+    ("scatter(0,src)", lambda m, x, s: x.scatter(0, m.tensor([[2, 0, 1, 0]]), s), [(3, 4), (1, 4)], "ScatterBackward0"),
+    (
+        "torch.scatter(value)",
+        lambda m, x: m.scatter(x, 1, m.tensor([[0], [3], [1]]), 7.5),
+        [(3, 4)],
+        "ScatterBackward1",
+    ),
+    (
+        "scatter_(1,src)",
+        lambda m, x, s: (x * 1).scatter_(1, m.tensor([[1], [0]]), s),
+        [(2, 3), (2, 1)],
+        "ScatterBackward0",
+    ),
+    (
+        "torch.scatter_add",
+        lambda m, x, s: m.scatter_add(x, 1, m.tensor([[0, 0], [3, 3], [1, 2]]), s),
+        [(3, 4), (3, 2)],
+        "ScatterAddBackward0",
+    ),
+    (
+        "scatter_add_(0)",
+        lambda m, x, s: (x * 1).scatter_add_(0, m.tensor([[1, 1, 0]]), s),
+        [(2, 3), (1, 3)],
+        "ScatterAddBackward0",
+    ),
+    (
+        "index_add(0,alpha)",
+        lambda m, x, s: x.index_add(0, m.tensor([2, 0, 2]), s, alpha=-1.5),
+        [(3, 4), (3, 4)],
+        "IndexAddBackward0",
+    ),
+    ("index_add_(1)", lambda m, x, s: (x * 1).index_add_(1, m.tensor([1]), s), [(2, 3), (2, 1)], "IndexAddBackward0"),
+    (
+        "torch.index_copy(x,1)",
+        lambda m, x, s: m.index_copy(x, 1, m.tensor([3, 1]), s),
+        [(3, 4), (3, 2)],
+        "IndexCopyBackward0",
+    ),
+    (
+        "index_copy_(0)",
+        lambda m, x, s: (x * 1).index_copy_(0, m.tensor([0]), s),
+        [(2, 3), (1, 3)],
+        "IndexCopyBackward0",
+    ),
+    ("index_fill(1,scalar)", lambda m, x: x.index_fill(1, m.tensor([-1, 0]), 2.5), [(3, 4)], "IndexFillBackward0"),
+    (
+        "index_fill_(0,0-d tensor)",
+        lambda m, x, v: (x * 1).index_fill_(0, m.tensor([1]), v),
+        [(3, 4), ()],
+        "IndexFillBackward1",
+    ),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=LAYOUTS[:2])
+
+
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
 @dataclass(frozen=True)
 class NondiffCase:
@@ -514,7 +585,7 @@ NOT_IN_CASES = {
         "in place: tests/test_inplace.py, test_inplace_torch.py and test_intops.py",
     ),
     **dict.fromkeys(
-        ["split", "chunk", "gather", "masked_fill"],
+        ["split", "chunk", "masked_fill"],
         "composed in the shared layer, several results or an index argument: tests/test_composed_ops.py",
     ),
     "floor_divide": "its result requires grad with no derivative (PyTorch's too): tests/test_intops.py",

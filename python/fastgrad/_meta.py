@@ -365,8 +365,21 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-length // chunks) if length else [0] * chunks, dim)
 
 
-def gather(input, dim, index):
+# scatter/gather/index family (issue 13)
+def gather(input, dim, index, **options):
     return Meta(tuple(index.shape), input.dtype)
+
+
+def index_select(input, dim, index, **options):
+    shape = list(input.shape)
+    if shape:
+        shape[_wrap(operator.index(dim), len(shape))] = int(np.prod(index.shape, dtype=np.int64))
+    return Meta(tuple(shape), input.dtype)
+
+
+def like_input(input, *args, **options):
+    """scatter, index_add, ...: a new tensor with input's shape and dtype."""
+    return Meta(tuple(input.shape), input.dtype)
 
 
 def multinomial(input, num_samples, replacement=False, **options):
