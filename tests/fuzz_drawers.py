@@ -567,12 +567,12 @@ def along_index(of, d):
     return drawer
 
 
-def positions_along(of, d):
-    """An int64 vector of positions along dim `d` of `of` (index_select, index_add, ...); none along a
-    size-0 dim (PyTorch's index_fill fails there with an error about its storage)."""
+def positions_along(of, d=None):
+    """An int64 vector of positions along dim `d` of `of` (None: dim 0) for index_select, index_add,
+    ...; none along a size-0 dim (PyTorch's index_fill fails there with an error about its storage)."""
 
     def drawer(g, got):
-        shape, dim = _along(g, got, of, d)
+        shape, dim = _along(g, got, of, d) if d else (list(g.meta(got[of])[0]) or [1], 0)
         values = [g.integer(0, shape[dim] - 1) for _ in range(g.choice([2, 1, 3]) if shape[dim] else 0)]
         return f"torch.tensor({values}, dtype=torch.int64)"
 

@@ -397,6 +397,18 @@ for _t in [
     "{a}.index_fill_({d}, {p}, {a}.sum())",
 ]:
     op(_t, statement=True, a=tensor(target=True), d=dim("a", wrong=False), p=positions_along("a", "d"))
+for _t in [
+    "torch.masked_select({a}, {a} > 0)",
+    "torch.nonzero({a})",
+    "{a}.argwhere()",
+    "{a}.take(torch.tensor([0, -1]))",
+]:
+    op(_t, a=tensor())
+op("{a}.take_along_dim({a}.argsort({d}), {d})", a=tensor(), d=dim("a", wrong=False))
+op("torch.take_along_dim({a}, {a}.argsort(0))", a=tensor(min_rank=1))
+op("{a}.index_put(({p},), {a}.index_select(0, {p}) * 2, accumulate=True)", a=tensor(), p=positions_along("a"))
+op("{a}.index_put_(({p},), {a}.index_select(0, {p}).sum())", statement=True, a=tensor(target=True),
+   p=positions_along("a"))  # fmt: skip
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).

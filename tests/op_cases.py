@@ -446,8 +446,38 @@ for _name, _fn, _shapes, _grad_fn in [
         [(3, 4), ()],
         "IndexFillBackward1",
     ),
+    ("masked_select(x>0)", lambda m, x: x.masked_select(x.detach() > 0), [(3, 4)], "MaskedSelectBackward0"),
+    (
+        "torch.masked_select broadcast",
+        lambda m, x: m.masked_select(x, m.tensor([True, False, True, True])),
+        [(3, 4)],
+        "MaskedSelectBackward0",
+    ),
+    ("take(2-d index)", lambda m, x: x.take(m.tensor([[5, -1], [0, 0]])), [(3, 4)], "TakeBackward0"),
+    ("torch.take of 0-d index", lambda m, x: m.take(x, m.tensor(7)), [(2, 4)], "TakeBackward0"),
+    ("take_along_dim(1)", lambda m, x: x.take_along_dim(m.tensor([[0], [2], [-1]]), 1), [(3, 4)], "GatherBackward0"),
+    (
+        "torch.take_along_dim broadcast",
+        lambda m, x: m.take_along_dim(x, m.tensor([[2, 0, 1]]), dim=0),
+        [(3, 1)],
+        "GatherBackward0",
+    ),
+    (
+        "torch.index_put(accumulate)",
+        lambda m, x, v: m.index_put(x, (m.tensor([0, 0]), m.tensor([1, 2])), v, accumulate=True),
+        [(3, 4), (2,)],
+        "IndexPutBackward0",
+    ),
+    ("index_put_", lambda m, x, v: (x * 1).index_put_([m.tensor([2])], v), [(3, 4), (4,)], "IndexPutBackward0"),
 ]:
     case(_name, _fn, _shapes, _grad_fn, layouts=LAYOUTS[:2])
+case(  # PyTorch views input and indices as 1-d here: a strided input is an error
+    "take_along_dim(dim=None)",
+    lambda m, x: x.take_along_dim(m.tensor([[3], [0]])),
+    [(3, 4)],
+    "GatherBackward0",
+    layouts=("contiguous",),
+)
 
 
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
@@ -572,6 +602,15 @@ for _name, _fn, _shapes in [
     ("Tensor.is_floating_point", lambda m, a: a.long().is_floating_point(), [(3, 4)]),
     ("torch.is_tensor", lambda m, a: m.is_tensor(a), [(3, 4)]),
     ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
+]:
+    nondiff(_name, _fn, _shapes)
+
+
+# scatter/gather/index family (issue 13): coordinates of nonzero elements
+for _name, _fn, _shapes in [
+    ("torch.nonzero", lambda m, a: m.nonzero(a), [(3, 4)]),
+    ("nonzero of 0-d", lambda m, a: a.nonzero(), [()]),
+    ("torch.argwhere", lambda m, a: m.argwhere(a > 0), [(2, 3, 2)]),
 ]:
     nondiff(_name, _fn, _shapes)
 

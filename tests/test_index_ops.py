@@ -80,6 +80,24 @@ VALUES = [  # id, f(m) -> tensor: values and dtypes, no gradients
     ("index_fill 2-d index", lambda m: m.zeros(3).index_fill(0, m.tensor([[0]]), 1.0)),
     ("index_fill float index", lambda m: m.zeros(3).index_fill(0, m.tensor([0.0]), 1.0)),
     ("index_fill out of bounds", lambda m: m.zeros(3).index_fill(0, m.tensor([3]), 1.0)),
+    ("nonzero bool", lambda m: m.tensor([[True, False], [False, True]]).nonzero()),
+    ("nonzero out=", lambda m: m.nonzero(m.tensor([0, 3, 0, 4]), out=m.empty(0, dtype=m.int64))),
+    ("argwhere of 0-d", lambda m: m.argwhere(m.tensor(2))),
+    ("masked_select int", lambda m: m.arange(6).reshape(2, 3).masked_select(m.tensor([True, False, True]))),
+    ("masked_select int mask", lambda m: m.zeros(3).masked_select(m.tensor([1, 0, 1]))),
+    ("masked_select shapes", lambda m: m.zeros(3).masked_select(m.tensor([True, False]))),
+    ("take out of bounds", lambda m: m.zeros(2, 3).take(m.tensor([1, 6]))),
+    ("take negative out of bounds", lambda m: m.zeros(2, 3).take(m.tensor([-7]))),
+    ("take float index", lambda m: m.zeros(3).take(m.tensor([1.0]))),
+    ("take of nothing", lambda m: m.take(m.zeros(0), m.tensor([], dtype=m.int64))),
+    ("take_along_dim float", lambda m: m.zeros(2, 3).take_along_dim(m.tensor([[0.0]]), 1)),
+    ("take_along_dim dims", lambda m: m.zeros(2, 3).take_along_dim(m.tensor([0]), 1)),
+    ("take_along_dim strided", lambda m: m.zeros(3, 2).t().take_along_dim(m.tensor([0]))),
+    ("take_along_dim out=", lambda m: m.take_along_dim(m.ones(2, 3), m.tensor([[1]]), 1, out=m.zeros(1))),
+    ("index_put int accumulate", lambda m: m.zeros(3, dtype=m.int64).index_put((m.tensor([1, 1]),), m.tensor(5), True)),
+    ("index_put_ indices a tensor", lambda m: m.zeros(3).index_put_(m.tensor([0]), m.tensor(1.0))),
+    ("index_put_ None index", lambda m: m.zeros(3, 2).index_put_((None, m.tensor([0])), m.tensor(1.0))),
+    ("index_put_ number value", lambda m: m.zeros(3).index_put_((m.tensor([0]),), 1.0)),
 ]
 
 
@@ -99,6 +117,10 @@ GRADIENTS = [  # id, f(m, x) -> tensor; x is a (3, 4) leaf
     ("scatter_ of a view", lambda m, x: (x * 1)[1:].scatter_(1, m.tensor([[3], [0]]), x[:2, :1] * 2)),
     ("scatter_add_ repeated", lambda m, x: (x * 1).scatter_add_(0, m.tensor([[0, 0, 0, 0]]), x[:1] * 3)),
     ("index_fill_ 0-d value", lambda m, x: (x * 1).index_fill_(1, m.tensor([0, 2]), x[0, 0].double())),
+    ("index_put accumulate", lambda m, x: x.index_put((m.tensor([0, 0]),), x[1] * 2, accumulate=True)),
+    ("masked_select broadcast", lambda m, x: m.masked_select(x[0], m.tensor([[True], [False], [True]]))),
+    ("take repeated", lambda m, x: x.take(m.tensor([[1, 1], [-1, 0]]))),
+    ("take_along_dim of argsort", lambda m, x: m.take_along_dim(x, x.argsort(0), 0)),
     ("index_copy repeated rows of source", lambda m, x: x.index_copy(1, m.tensor([3, 0]), x[:, 1:3] * 2)),
 ]
 
@@ -159,6 +181,13 @@ def test_in_place_rules_match_torch(fg, torch):
 def test_reduce_with_src_warns_as_torch(fg):
     with pytest.warns(UserWarning, match="The reduce argument of torch.scatter with Tensor src is deprecated"):
         fg.zeros(2).scatter(0, fg.tensor([0]), fg.ones(1), reduce="add")
+
+
+def test_nonzero_as_tuple_matches_torch(fg, torch):
+    def run(m):
+        return [[t.tolist() for t in x.nonzero(as_tuple=True)] for x in (m.tensor([[0, 2], [3, 0]]), m.tensor(1.5))]
+
+    assert run(fg) == run(torch)
 
 
 def test_double_backward_matches_torch(fg, torch):

@@ -236,13 +236,14 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
 
 struct IndexPutNode : IndexNode {
   InputMeta values;
+  bool accumulate = false;  // then self's elements all stay in the result: its gradient passes whole
 };
 FG_NODE_FROM(IndexPutBackward0, IndexPutNode);
 GradList IndexPutBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   std::vector<Tensor> where = unpack_indices();
   GradList out(2);
-  if (needs_input_grad(0)) out[0] = index_put_(clone(g), where, zeros({}, g->dtype), false);
+  if (needs_input_grad(0)) out[0] = accumulate ? g : index_put_(clone(g), where, zeros({}, g->dtype), false);
   if (needs_input_grad(1)) out[1] = to_dtype(sum_to(index(g, where), values.sizes()), values.dtype);
   return out;
 }
@@ -260,6 +261,7 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
     auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), std::move(values_edge));
     node->input = InputMeta::of(self);
     node->values = InputMeta::of(values);
+    node->accumulate = accumulate;
     node->save_indices(indices);
     rebase_history(self, {NodeRef(node), 0});
   }

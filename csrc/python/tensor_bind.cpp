@@ -301,10 +301,10 @@ std::vector<Tensor> optional_tensor_list(py::handle seq) {
 // The node names of the ops composed over gather/scatter_ (nodes keep a name's pointer: these literals);
 // "aten::<op>" names an op PyTorch has no derivative for.
 const char* along_dim_node_name(const std::string& name) {
-  static const char* const names[] = {"GatherBackward0",    "IndexSelectBackward0", "ScatterBackward0",
-                                      "ScatterBackward1",   "ScatterAddBackward0",  "IndexAddBackward0",
-                                      "IndexCopyBackward0", "IndexFillBackward0",   "IndexFillBackward1",
-                                      "aten::scatter",      "aten::scatter_"};
+  static const char* const names[] = {
+      "GatherBackward0",   "IndexSelectBackward0", "ScatterBackward0",   "ScatterBackward1",   "ScatterAddBackward0",
+      "IndexAddBackward0", "IndexCopyBackward0",   "IndexFillBackward0", "IndexFillBackward1", "MaskedSelectBackward0",
+      "TakeBackward0",     "aten::scatter",        "aten::scatter_"};
   for (const char* known : names)
     if (name == known) return known;
   throw ValueError(cat("no along-dim node named ", name));

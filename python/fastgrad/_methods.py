@@ -20,7 +20,12 @@ import warnings
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
-from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
+from fastgrad import (
+    _formatting,
+    _meta,
+    _optable,
+    return_types,
+)  # backend-independent: absolute, the same module for both
 from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
 
 Tensor = _prims.Tensor
@@ -893,6 +898,98 @@ def index_fill_(self, dim, index, value):
 
 def index_fill(input, dim, index, value):
     return index_fill_(_prims.clone(input), dim, index, value)
+
+
+def _wrapped_positions(index, size):
+    """Negative positions counted from the end, as take and take_along_dim read them."""
+    return _prims.where(index < 0, index + size, index)
+
+
+def nonzero(input, *, as_tuple=False, out=None):
+    """The coordinates of the nonzero elements (a 0-d tensor as one element of a 1-d one), each dim's
+    read through the mask from a grid of that dim's positions."""
+    shape = list(input.shape) or [1]
+    mask = _prims.ne(input, 0).reshape(shape)
+    coords = []
+    for d, n in enumerate(shape):
+        grid = _prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(len(shape))])
+        coords.append(grid.expand(shape)[mask])
+    if as_tuple:
+        return tuple(coords)
+    result = _prims.stack(coords, 1)
+    return _with_out(result if input.dim() else result[:, :0].contiguous(), out)
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+def masked_select(input, mask, *, out=None):
+    if not isinstance(mask, Tensor) or mask.dtype is not bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = list(_meta.broadcast_shapes(mask.shape, input.shape))  # in the order of PyTorch's error
+    flat_mask = _prims.expand(mask, shape).reshape(-1)
+    positions = _prims.arange(0, flat_mask.numel(), 1, int64)[flat_mask]
+    values = _prims.expand(input, shape).reshape(-1)
+    return _with_out(_prims.gather(values, 0, positions, "MaskedSelectBackward0"), out)
+
+
+def take(input, index, *, out=None):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {kind}")
+    n = input.numel()
+    bad = index[(index < -n) | (index >= n)] if index.numel() else index
+    if bad.numel():
+        raise IndexError(
+            f"out of range: tried to access index {bad.reshape(-1)[0].item()} on a tensor of {n} elements."
+        )
+    # input's elements along dim 0, repeated along index's other dims: a gather along 0 reads input.flat[index]
+    values = input.reshape([n] + [1] * builtins.max(index.dim() - 1, 0)).expand([n] + list(index.shape[1:]))
+    return _with_out(_prims.gather(values, 0, _wrapped_positions(index, n), "TakeBackward0"), out)
+
+
+def take_along_dim(input, indices, dim=None, *, out=None):
+    if not isinstance(indices, Tensor) or indices.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[indices.dtype] if isinstance(indices, Tensor) else builtins.type(indices).__name__
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {kind}")
+    if dim is None:
+        values, indices, dim = input.view(-1), indices.view(-1), 0  # as PyTorch: views, or its error
+    else:
+        dim = _wrap_dim(_index(dim), input.dim())
+        if input.dim() != indices.dim():
+            raise RuntimeError(
+                "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+                f"{input.dim()} dimensions for input, and {indices.dim()} dimensions for indices"
+            )
+        # the other dims broadcast
+        others = [1 if d == dim else n for d, n in enumerate(input.shape)]
+        shape = list(_meta.broadcast_shapes(others, [1 if d == dim else n for d, n in enumerate(indices.shape)]))
+        values = _prims.expand(input, shape[:dim] + [input.shape[dim]] + shape[dim + 1 :]) if shape else input
+        indices = _prims.expand(indices, shape[:dim] + [indices.shape[dim]] + shape[dim + 1 :]) if shape else indices
+    size = values.shape[dim] if values.dim() else 1
+    return _with_out(_prims.gather(values, dim, _wrapped_positions(indices, size), "GatherBackward0"), out)
+
+
+def _index_put(self, indices, values, accumulate, op):
+    if not isinstance(indices, (tuple, builtins.list)):
+        raise TypeError(
+            f"{op}(): argument 'indices' (position 1) must be tuple of Tensors, not {builtins.type(indices).__name__}"
+        )
+    for i, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {builtins.type(index).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{op}(): argument 'values' (position 2) must be Tensor, not {builtins.type(values).__name__}")
+    return _prims.index_put_(self, builtins.list(indices), values, accumulate)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    return _index_put(self, indices, values, accumulate, "index_put_")
+
+
+def index_put(input, indices, values, accumulate=False):
+    return _index_put(_prims.clone(input), indices, values, accumulate, "index_put")
 
 
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops

@@ -327,6 +327,20 @@ op("index_fill(Tensor input, int dim, Tensor index, Scalar value)",
    "function method", "_methods.index_fill", "like_input")
 op("Tensor.index_fill_(Tensor self, int dim, Tensor index, Scalar value)",
    "method", "_methods.index_fill_", "inplace")
+op("nonzero(Tensor input, *, bool as_tuple=False)",
+   "function method out", "_methods.nonzero", "nonzero")
+op("argwhere(Tensor input)",
+   "function method", "_methods.argwhere", "nonzero")
+op("masked_select(Tensor input, Tensor mask)",
+   "function method out", "_methods.masked_select", "masked_select")
+op("take(Tensor input, Tensor index)",
+   "function method out", "_methods.take", "take")
+op("take_along_dim(Tensor input, Tensor indices, int? dim=None)",
+   "function method out", "_methods.take_along_dim", "take_along_dim")
+op("index_put(Tensor input, Tensor?[] indices, Tensor values, bool accumulate=False)",
+   "function method", "_methods.index_put", "like_input")
+op("index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False)",
+   "function method", "_methods.index_put_", "inplace")
 
 # ---- scans along one dim
 op("cumsum(Tensor input, int dim, *, ScalarType? dtype=None)",

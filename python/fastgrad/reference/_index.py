@@ -295,7 +295,9 @@ class IndexPutBackward0(IndexFunction):
     def backward(self, g):
         indices = self.saved_indices()
         return (
-            index_put_(clone(g), indices, full((), 0, g._dtype), False) if self.needs_input_grad(0) else None,
+            (g if self.accumulate else index_put_(clone(g), indices, full((), 0, g._dtype), False))
+            if self.needs_input_grad(0)
+            else None,
             self.reduce(1, index(g, indices)) if self.needs_input_grad(1) else None,
         )
 
@@ -338,6 +340,7 @@ def index_put_(self, indices, values, accumulate):
     self._storage.version += 1
     if recording:
         node = IndexPutBackward0().connect((self, values), edges=edges)
+        node.accumulate = accumulate  # then self's elements all stay in the result: its gradient passes whole
         node.save_indices(indices)
         rebase_history(self, (node, 0))
     return self

@@ -30,7 +30,7 @@ from ._autograd import (  # noqa: F401
     add_post_accumulate_grad_hook,
     add_tensor_hook,
 )
-from ._index import gather, scatter_  # noqa: F401
+from ._index import gather, index_put_, scatter_  # noqa: F401
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
 from ._tensor import (  # noqa: F401
