@@ -382,7 +382,8 @@ for _t in [
     "torch.scatter_add({a}, {d}, {i}, {a}.gather({d}, {i}))",
 ]:
     op(_t, a=tensor(), d=dim("a", wrong=False), i=along_index("a", "d"))
-for _t in ["{a}.scatter_({d}, {i}, {a}.gather({d}, {i}) * 2)", "{a}.scatter_add_({d}, {i}, {a}.gather({d}, {i}))"]:
+# (sources not read from the target: PyTorch's gather saves its input, which the write would change)
+for _t in ["{a}.scatter_({d}, {i}, 2.5)", "{a}.scatter_add_({d}, {i}, torch.ones({i}.shape, dtype={a}.dtype))"]:
     op(_t, statement=True, a=tensor(target=True), d=dim("a", wrong=False), i=along_index("a", "d"))
 for _t in [
     "torch.index_select({a}, {d}, {p})",
@@ -394,7 +395,7 @@ for _t in [
 for _t in [
     "{a}.index_add_({d}, {p}, {a}.index_select({d}, {p}))",
     "{a}.index_copy_({d}, {p}[:1], {a}.index_select({d}, {p}[:1]) * 2)",
-    "{a}.index_fill_({d}, {p}, {a}.sum())",
+    "{a}.index_fill_({d}, {p}, torch.tensor(0.5, dtype={a}.dtype))",
 ]:
     op(_t, statement=True, a=tensor(target=True), d=dim("a", wrong=False), p=positions_along("a", "d"))
 for _t in [
@@ -407,7 +408,7 @@ for _t in [
 op("{a}.take_along_dim({a}.argsort({d}), {d})", a=tensor(), d=dim("a", wrong=False))
 op("torch.take_along_dim({a}, {a}.argsort(0))", a=tensor(min_rank=1))
 op("{a}.index_put(({p},), {a}.index_select(0, {p}) * 2, accumulate=True)", a=tensor(), p=positions_along("a"))
-op("{a}.index_put_(({p},), {a}.index_select(0, {p}).sum())", statement=True, a=tensor(target=True),
+op("{a}.index_put_(({p},), torch.tensor(-0.5, dtype={a}.dtype))", statement=True, a=tensor(target=True),
    p=positions_along("a"))  # fmt: skip
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why

@@ -93,6 +93,7 @@ VALUES = [  # id, f(m) -> tensor: values and dtypes, no gradients
     ("take_along_dim float", lambda m: m.zeros(2, 3).take_along_dim(m.tensor([[0.0]]), 1)),
     ("take_along_dim dims", lambda m: m.zeros(2, 3).take_along_dim(m.tensor([0]), 1)),
     ("take_along_dim strided", lambda m: m.zeros(3, 2).t().take_along_dim(m.tensor([0]))),
+    ("take_along_dim of 0-d", lambda m: m.tensor(1.0).take_along_dim(m.tensor(0), 0)),
     ("take_along_dim out=", lambda m: m.take_along_dim(m.ones(2, 3), m.tensor([[1]]), 1, out=m.zeros(1))),
     ("index_put int accumulate", lambda m: m.zeros(3, dtype=m.int64).index_put((m.tensor([1, 1]),), m.tensor(5), True)),
     ("index_put_ indices a tensor", lambda m: m.zeros(3).index_put_(m.tensor([0]), m.tensor(1.0))),

@@ -956,6 +956,8 @@ def take_along_dim(input, indices, dim=None, *, out=None):
     if dim is None:
         values, indices, dim = input.view(-1), indices.view(-1), 0  # as PyTorch: views, or its error
     else:
+        if input.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         dim = _wrap_dim(_index(dim), input.dim())
         if input.dim() != indices.dim():
             raise RuntimeError(
