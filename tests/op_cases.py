@@ -212,6 +212,72 @@ case("sum(0d)", lambda m, x: x.sum(), [()], "SumBackward0")
 case("sum(1-d, dim=0)", lambda m, x: x.sum(0), [(5,)], "SumBackward1")
 case("max(1-d)", lambda m, x: x.max(), [(5,)], "MaxBackward1")
 
+# --- reductions and set ops of issue 13 (reduce)
+case("torch.logsumexp(x,1)", lambda m, x: m.logsumexp(x, 1), X3, "LogsumexpBackward0")
+case(
+    "logsumexp((0,2),keepdim)",
+    lambda m, x: x.logsumexp((0, 2), keepdim=True),
+    X3,
+    "LogsumexpBackward0",
+    layouts=LAYOUTS[:1],
+)
+case("torch.nansum(x,1)", lambda m, x: m.nansum(x, 1), X3, "NansumBackward0", layouts=LAYOUTS[:2])
+case("nansum()", lambda m, x: x.nansum(), X3, "NansumBackward0", layouts=LAYOUTS[:1])
+case("torch.nanmean(x,(0,2),keepdim)", lambda m, x: m.nanmean(x, (0, 2), True), X3, "DivBackward0", layouts=LAYOUTS[:1])
+case("torch.aminmax(x,dim=1).max", lambda m, x: m.aminmax(x, dim=1).max, X3, "AminmaxBackward0", layouts=LAYOUTS[:2])
+case("aminmax(keepdim)[0]", lambda m, x: x.aminmax(keepdim=True)[0], X3, "AminmaxBackward0", layouts=LAYOUTS[:1])
+case("torch.std_mean(x,1)[0]", lambda m, x: m.std_mean(x, 1)[0], X3, "StdMeanBackward0", layouts=LAYOUTS[:1])
+case("torch.std_mean(x)[1]", lambda m, x: m.std_mean(x)[1], X3, "StdMeanBackward0", layouts=LAYOUTS[:1])
+case(
+    "torch.var_mean(x,(0,2),keepdim,correction=0)[0]",
+    lambda m, x: m.var_mean(x, (0, 2), keepdim=True, correction=0)[0],
+    X3,
+    "VarMeanBackward0",
+    layouts=LAYOUTS[:1],
+)
+case("torch.cosine_similarity(a,b)", lambda m, a, b: m.cosine_similarity(a, b), [(3, 4), (4,)], "SumBackward1")
+case(
+    "F.cosine_similarity(dim=0)",
+    lambda m, a, b: m.nn.functional.cosine_similarity(a, b, dim=0),
+    [(3, 4), (3, 1)],
+    "SumBackward1",
+    layouts=LAYOUTS[:1],
+)
+case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
+for _p in [1, 3, 0.5, float("inf")]:
+    case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])
+case(
+    "F.pairwise_distance(a,b,keepdim)",
+    lambda m, a, b: m.nn.functional.pairwise_distance(a, b, keepdim=True),
+    [(3, 4), (3, 4)],
+    "NormBackward1",
+    layouts=LAYOUTS[:2],
+)
+case(
+    "torch.pairwise_distance(p=1)",
+    lambda m, a, b: m.pairwise_distance(a, b, 1.0),
+    [(2, 3, 4), (4,)],
+    "NormBackward1",
+    layouts=LAYOUTS[:1],
+)
+# quantile ends in PyTorch's in-place squeeze_ (SqueezeBackward4), fastgrad's in squeeze(-1)
+QUANTILE = ("SqueezeBackward4", "SqueezeBackward1")
+case("torch.quantile(x,0.3,dim=1)", lambda m, x: m.quantile(x, 0.3, dim=1), X3, QUANTILE, layouts=LAYOUTS[:2])
+case(
+    "quantile(q tensor,keepdim)",
+    lambda m, x: x.quantile(m.tensor([0.2, 0.9], dtype=x.dtype), keepdim=True),
+    X3,
+    QUANTILE,
+    layouts=LAYOUTS[:1],
+)
+case(
+    "torch.nanquantile(x,q,0,midpoint)",
+    lambda m, x: m.nanquantile(x, m.tensor([0.25, 0.5], dtype=x.dtype), 0, interpolation="midpoint"),
+    X3,
+    QUANTILE,
+    layouts=LAYOUTS[:1],
+)
+
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [
     ("sort().values", lambda m, x: x.sort().values, "SortBackward0"),
@@ -544,6 +610,29 @@ for _name, _fn in [
 # ties: argmax/argmin return the first extremal index (documented by PyTorch)
 nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
 nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")
+# reductions and set ops of issue 13 (reduce)
+nondiff("torch.count_nonzero(x,(0,1))", lambda m, x: m.count_nonzero(x, (0, 1)), [(4, 6)], "int")
+nondiff("count_nonzero(-1)", lambda m, x: x.count_nonzero(-1), [(4, 6)], "int")
+nondiff("torch.searchsorted", lambda m, a, b: m.searchsorted(a.sort().values, b), [(5,), (3, 4)], "int")
+nondiff("searchsorted rows, right", lambda m, a, b: m.searchsorted(a.sort()[0], b, right=True), [(3, 5), (3, 4)], "int")
+nondiff("torch.bucketize", lambda m, a, b: m.bucketize(b, a.sort().values, right=True), [(5,), (3, 4)], "int")
+nondiff("torch.histc", lambda m, a: m.histc(a, 5), [(4, 6)], "real")
+nondiff("Tensor.histc(bins,min,max)", lambda m, a: a.histc(4, -1, 1), [(4, 6)], "real")
+nondiff("torch.bincount", lambda m, a: m.bincount((a + 2).long().reshape(-1)), [(4, 6)], "int")
+nondiff(
+    "Tensor.bincount(weights,minlength)",
+    lambda m, a, w: (a + 2).long().bincount(w.detach(), minlength=7),
+    [(6,), (6,)],
+    ("int", "real"),
+)
+nondiff("torch.unique", lambda m, a: m.unique(a.detach()), [(4, 6)], "int")
+nondiff("Tensor.unique(return_inverse)[1]", lambda m, a: a.unique(return_inverse=True)[1], [(4, 6)], "int")
+nondiff("torch.unique(dim=1,return_counts)[1]", lambda m, a: m.unique(a, return_counts=True, dim=1)[1], [(2, 6)], "int")
+nondiff("torch.unique_consecutive", lambda m, a: m.unique_consecutive(a.detach()), [(4, 6)], "int")
+nondiff("Tensor.unique_consecutive(dim=0)", lambda m, a: a.detach().unique_consecutive(dim=0), [(5, 1)], "int")
+nondiff(
+    "torch.histogram(x,edges).hist", lambda m, a: m.histogram(a, m.tensor([-1.0, 0.0, 0.5, 2.0])).hist, [(4, 6)], "real"
+)
 
 for _name, _fn in [
     ("a<b", lambda m, a, b: a < b),
@@ -602,6 +691,10 @@ for _name, _fn, _shapes in [
     ("Tensor.is_floating_point", lambda m, a: a.long().is_floating_point(), [(3, 4)]),
     ("torch.is_tensor", lambda m, a: m.is_tensor(a), [(3, 4)]),
     ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
+    ("torch.is_complex", lambda m, a: m.is_complex(a), [(3, 4)]),
+    ("Tensor.is_complex", lambda m, a: a.long().is_complex(), [(3, 4)]),
+    ("torch.is_nonzero", lambda m, a: m.is_nonzero(a), [(1, 1)]),
+    ("Tensor.is_nonzero", lambda m, a: (a * 0).is_nonzero(), [()]),
 ]:
     nondiff(_name, _fn, _shapes)
 

@@ -235,6 +235,65 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduction(input, dim, keepdim, dtype or input.dtype)
 
 
+# reductions and set ops of issue 13 (reduce)
+
+
+def logsumexp(input, dim, keepdim=False, **options):
+    return _reduction(input, dim, keepdim, _floating(input.dtype))
+
+
+def count_nonzero(input, dim=None):
+    return _reduction(input, dim, False, int64)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    result = _reduction(input, dim, keepdim, input.dtype)
+    return result, result
+
+
+def dist(input, other, p=2):
+    return Meta((), result_type(input, other))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+    shape = broadcast_shapes(_shape(x1), _shape(x2))
+    return _reduction(Meta(shape, None), -1, keepdim, _floating(result_type(x1, x2)))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    return _reduction(Meta(broadcast_shapes(_shape(x1), _shape(x2)), None), dim, False, result_type(x1, x2))
+
+
+def quantile(input, q, dim=None, keepdim=False, **options):
+    """quantile and nanquantile: q's dim (a 1-D q), then the reduction's."""
+    values = _reduction(input, dim, keepdim, input.dtype)
+    return Meta(_shape(q) + values.shape, input.dtype)
+
+
+def searchsorted(sorted_sequence, input, **options):
+    return Meta(_shape(input), int64)
+
+
+def bucketize(input, boundaries, **options):
+    return Meta(_shape(input), int64)
+
+
+def histc(input, bins=100, min=0, max=0, **options):
+    return Meta((operator.index(bins),), input.dtype)
+
+
+def histogram(input, bins, **options):
+    """(hist, bin_edges): `bins` bins, or one fewer than the bins tensor's edges."""
+    edges = bins.shape[0] if _is_tensor(bins) else operator.index(bins) + 1
+    return Meta((edges - 1,), input.dtype), Meta((edges,), input.dtype)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
+    """std_mean and var_mean: two results shaped as var's."""
+    result = var(input, dim, unbiased, keepdim)
+    return result, result
+
+
 def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 

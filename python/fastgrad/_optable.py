@@ -228,6 +228,50 @@ op("any(Tensor input, int? dim=None, bool keepdim=False)",
    "function method", "_methods.any", "all")
 op("norm(Tensor input, Scalar p='fro', int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None)",
    "function method", "_methods.norm", "norm")
+# reductions and set ops of issue 13 (reduce)
+op("logsumexp(Tensor input, int[1] dim, bool keepdim=False)",
+   "function method out", "_methods.logsumexp", "logsumexp")
+op("nansum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.nansum", "sum")
+op("nanmean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.nanmean", "mean")
+op("count_nonzero(Tensor input, int[1]? dim=None)",
+   "function method", "_methods.count_nonzero", "count_nonzero")
+op("aminmax(Tensor input, *, int? dim=None, bool keepdim=False)",
+   "function method", "_methods.aminmax", "aminmax")
+op("std_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function", "_methods.std_mean", "var_mean")
+op("var_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function", "_methods.var_mean", "var_mean")
+op("dist(Tensor input, Tensor other, Scalar p=2)",
+   "function method", "_methods.dist", "dist")
+op("pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False)",
+   "function", "_methods.pairwise_distance", "pairwise_distance")
+op("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08)",
+   "function", "_methods.cosine_similarity", "cosine_similarity")
+op("quantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear')",
+   "function method out", "_methods.quantile", "quantile")
+op("nanquantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear')",
+   "function method out", "_methods.nanquantile", "quantile")
+# searching, counting, unique. The sizes of bincount's and unique's results depend on the input's
+# values, which a shape rule does not read: they return `SizedByValues` tensors (no rule).
+op("searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, "
+   "str? side=None, Tensor? sorter=None)",
+   "function out", "_methods.searchsorted", "searchsorted")
+op("bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False)",
+   "function out", "_methods.bucketize", "bucketize")
+op("bincount(Tensor input, Tensor? weights=None, int minlength=0) -> SizedByValues",
+   "function method", "_methods.bincount", None)
+op("histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0)",
+   "function method out", "_methods.histc", "histc")
+op("histogram(Tensor input, Tensor bins, *, float[]? range=None, Tensor? weight=None, bool density=False)",
+   "function method", "_methods.histogram", "histogram")
+op("unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) "
+   "-> SizedByValues",
+   "function method", "_methods.unique", None)
+op("unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int? dim=None) "
+   "-> SizedByValues",
+   "function method", "_methods.unique_consecutive", None)
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
@@ -361,6 +405,10 @@ op("is_tensor(object obj) -> bool",
    "function", "_methods.is_tensor", None)
 op("is_floating_point(Tensor input) -> bool",
    "function method", "_methods.is_floating_point", None)
+op("is_complex(Tensor input) -> bool",
+   "function method", "_methods.is_complex", None)
+op("is_nonzero(Tensor input) -> bool",
+   "function method", "_methods.is_nonzero", None)
 
 # ---- random draws (fastgrad._sampling; the factories rand, randn, ... are not ops: _sampling.__all__)
 op("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)",
@@ -449,6 +497,20 @@ def _converted(p):
     if p.type == "int":
         return f"_index({p.name})"
     return p.name
+
+
+# PyTorch's argument parser takes numpy's names for two parameters of its native ops
+# (x.sum(axis=0, keepdims=True)); the ops PyTorch writes in Python (torch.functional, _tensor.py) do not.
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+WRITTEN_IN_PYTHON_BY_PYTORCH = {"norm", "split", "unique", "unique_consecutive"}
+
+
+def numpy_names(row):
+    """The numpy names `row`'s op takes, each with the parameter it stands for."""
+    if row.name in WRITTEN_IN_PYTHON_BY_PYTORCH:
+        return {}
+    params = {p.name for p in row.params}
+    return {alias: name for alias, name in NUMPY_NAMES.items() if name in params}
 
 
 def names(variant):

@@ -27,3 +27,5 @@ max, min, sort, topk, kthvalue, median, mode, cummax, cummin = (
     _named_tuple(name, ["values", "indices"])
     for name in ("max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")
 )
+aminmax = _named_tuple("aminmax", ["min", "max"])
+histogram = _named_tuple("histogram", ["hist", "bin_edges"])
