@@ -543,3 +543,37 @@ def indices_into(of):
         return f"torch.tensor({values})"
 
     return drawer
+
+
+# scatter/gather/index family (issue 13)
+def _along(g, got, of, d):
+    """`of`'s shape (a 0-d one as [1]) and the dim `d` drawn for it, wrapped."""
+    shape = list(g.meta(got[of])[0]) or [1]
+    return shape, int(got[d]) % len(shape)
+
+
+def along_index(of, d):
+    """An int64 index for gather/scatter along dim `d` of `of`: `of`'s shape with 1 to 3 entries along
+    d, each a position along d (rarely one past the end: PyTorch's bounds error)."""
+
+    def drawer(g, got):
+        shape, dim = _along(g, got, of, d)
+        size, shape[dim] = shape[dim], g.choice([1, 2, 3])
+        values = [g.integer(0, max(size - 1, 0)) for _ in range(int(np.prod(shape)))]
+        if values and g.rarely(30):
+            values[0] = size
+        return f"torch.tensor({values}, dtype=torch.int64).reshape({shape})"
+
+    return drawer
+
+
+def positions_along(of, d=None):
+    """An int64 vector of positions along dim `d` of `of` (None: dim 0) for index_select, index_add,
+    ...; none along a size-0 dim (PyTorch's index_fill fails there with an error about its storage)."""
+
+    def drawer(g, got):
+        shape, dim = _along(g, got, of, d) if d else (list(g.meta(got[of])[0]) or [1], 0)
+        values = [g.integer(0, shape[dim] - 1) for _ in range(g.choice([2, 1, 3]) if shape[dim] else 0)]
+        return f"torch.tensor({values}, dtype=torch.int64)"
+
+    return drawer

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 
 from fuzz_drawers import (
+    along_index,
     bool_partner,
     cat_args,
     class_targets,
@@ -22,6 +23,7 @@ from fuzz_drawers import (
     options,
     partner,
     permutation,
+    positions_along,
     reduce_args,
     scalar,
     setitem_value,
@@ -446,6 +448,43 @@ op("torch.nn.functional.embedding({i}, {a})", a=tensor(rank=2), i=indices_into("
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
 
 
+# scatter/gather/index family (issue 13): sources drawn by gather/index_select have the index's shape
+for _t in [
+    "{a}.gather({d}, {i})",
+    "torch.scatter({a}, {d}, {i}, {a}.gather({d}, {i}) * 2)",
+    "{a}.scatter({d}, {i}, 1.5)",
+    "torch.scatter_add({a}, {d}, {i}, {a}.gather({d}, {i}))",
+]:
+    op(_t, a=tensor(), d=dim("a", wrong=False), i=along_index("a", "d"))
+# (sources not read from the target: PyTorch's gather saves its input, which the write would change)
+for _t in ["{a}.scatter_({d}, {i}, 2.5)", "{a}.scatter_add_({d}, {i}, torch.ones({i}.shape, dtype={a}.dtype))"]:
+    op(_t, statement=True, a=tensor(target=True), d=dim("a", wrong=False), i=along_index("a", "d"))
+for _t in [
+    "torch.index_select({a}, {d}, {p})",
+    "{a}.index_add({d}, {p}, {a}.index_select({d}, {p}), alpha=2)",
+    "torch.index_copy({a}, {d}, {p}[:1], {a}.index_select({d}, {p}[:1]) * 3)",
+    "{a}.index_fill({d}, {p}, -1.5)",
+]:
+    op(_t, a=tensor(), d=dim("a", wrong=False), p=positions_along("a", "d"))
+for _t in [
+    "{a}.index_add_({d}, {p}, {a}.index_select({d}, {p}))",
+    "{a}.index_copy_({d}, {p}[:1], {a}.index_select({d}, {p}[:1]) * 2)",
+    "{a}.index_fill_({d}, {p}, torch.tensor(0.5, dtype={a}.dtype))",
+]:
+    op(_t, statement=True, a=tensor(target=True), d=dim("a", wrong=False), p=positions_along("a", "d"))
+for _t in [
+    "torch.masked_select({a}, {a} > 0)",
+    "torch.nonzero({a})",
+    "{a}.argwhere()",
+    "{a}.take(torch.tensor([0, -1]))",
+]:
+    op(_t, a=tensor())
+op("{a}.take_along_dim({a}.argsort({d}), {d})", a=tensor(), d=dim("a", wrong=False))
+op("torch.take_along_dim({a}, {a}.argsort(0))", a=tensor(min_rank=1))
+op("{a}.index_put(({p},), {a}.index_select(0, {p}) * 2, accumulate=True)", a=tensor(), p=positions_along("a"))
+op("{a}.index_put_(({p},), torch.tensor(-0.5, dtype={a}.dtype))", statement=True, a=tensor(target=True),
+   p=positions_along("a"))  # fmt: skip
+
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
 NOT_IN_GRAMMAR = {
@@ -455,7 +494,6 @@ NOT_IN_GRAMMAR = {
         "linear algebra: operands of related shapes (length-3 dims, square or positive-definite matrices) that the "
         "drawers do not make yet: tests/test_linalg.py",
     ),
-    "gather": "its index argument has no drawer yet: tests/test_composed_ops.py",
     "view_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     "reshape_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     **dict.fromkeys(

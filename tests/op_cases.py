@@ -524,6 +524,107 @@ for _name, _fn, _shapes, _grad_fn, _layouts in [
     case(_name, _fn, _shapes, _grad_fn, layouts=_layouts)
 
 
+# --- scatter/gather/index family (issue 13): along-dim kernels, one or two layouts (the index walk is shared)
+for _name, _fn, _shapes, _grad_fn in [
+    ("gather(1)", lambda m, x: x.gather(1, m.tensor([[3, 0], [1, 1], [0, 2]])), [(3, 4)], "GatherBackward0"),
+    ("torch.gather of 0-d", lambda m, x: m.gather(x, 0, m.tensor([0, 0])), [()], "GatherBackward0"),
+    (
+        "torch.index_select(x,1)",
+        lambda m, x: m.index_select(x, 1, m.tensor([3, 0, 3])),
+        [(3, 4)],
+        "IndexSelectBackward0",
+    ),
+    (
+        "index_select(0) of size 0",
+        lambda m, x: x.index_select(0, m.tensor([], dtype=m.int64)),
+        [(3, 4)],
+        "IndexSelectBackward0",
+    ),
+    ("scatter(0,src)", lambda m, x, s: x.scatter(0, m.tensor([[2, 0, 1, 0]]), s), [(3, 4), (1, 4)], "ScatterBackward0"),
+    (
+        "torch.scatter(value)",
+        lambda m, x: m.scatter(x, 1, m.tensor([[0], [3], [1]]), 7.5),
+        [(3, 4)],
+        "ScatterBackward1",
+    ),
+    (
+        "scatter_(1,src)",
+        lambda m, x, s: (x * 1).scatter_(1, m.tensor([[1], [0]]), s),
+        [(2, 3), (2, 1)],
+        "ScatterBackward0",
+    ),
+    (
+        "torch.scatter_add",
+        lambda m, x, s: m.scatter_add(x, 1, m.tensor([[0, 0], [3, 3], [1, 2]]), s),
+        [(3, 4), (3, 2)],
+        "ScatterAddBackward0",
+    ),
+    (
+        "scatter_add_(0)",
+        lambda m, x, s: (x * 1).scatter_add_(0, m.tensor([[1, 1, 0]]), s),
+        [(2, 3), (1, 3)],
+        "ScatterAddBackward0",
+    ),
+    (
+        "index_add(0,alpha)",
+        lambda m, x, s: x.index_add(0, m.tensor([2, 0, 2]), s, alpha=-1.5),
+        [(3, 4), (3, 4)],
+        "IndexAddBackward0",
+    ),
+    ("index_add_(1)", lambda m, x, s: (x * 1).index_add_(1, m.tensor([1]), s), [(2, 3), (2, 1)], "IndexAddBackward0"),
+    (
+        "torch.index_copy(x,1)",
+        lambda m, x, s: m.index_copy(x, 1, m.tensor([3, 1]), s),
+        [(3, 4), (3, 2)],
+        "IndexCopyBackward0",
+    ),
+    (
+        "index_copy_(0)",
+        lambda m, x, s: (x * 1).index_copy_(0, m.tensor([0]), s),
+        [(2, 3), (1, 3)],
+        "IndexCopyBackward0",
+    ),
+    ("index_fill(1,scalar)", lambda m, x: x.index_fill(1, m.tensor([-1, 0]), 2.5), [(3, 4)], "IndexFillBackward0"),
+    (
+        "index_fill_(0,0-d tensor)",
+        lambda m, x, v: (x * 1).index_fill_(0, m.tensor([1]), v),
+        [(3, 4), ()],
+        "IndexFillBackward1",
+    ),
+    ("masked_select(x>0)", lambda m, x: x.masked_select(x.detach() > 0), [(3, 4)], "MaskedSelectBackward0"),
+    (
+        "torch.masked_select broadcast",
+        lambda m, x: m.masked_select(x, m.tensor([True, False, True, True])),
+        [(3, 4)],
+        "MaskedSelectBackward0",
+    ),
+    ("take(2-d index)", lambda m, x: x.take(m.tensor([[5, -1], [0, 0]])), [(3, 4)], "TakeBackward0"),
+    ("torch.take of 0-d index", lambda m, x: m.take(x, m.tensor(7)), [(2, 4)], "TakeBackward0"),
+    ("take_along_dim(1)", lambda m, x: x.take_along_dim(m.tensor([[0], [2], [-1]]), 1), [(3, 4)], "GatherBackward0"),
+    (
+        "torch.take_along_dim broadcast",
+        lambda m, x: m.take_along_dim(x, m.tensor([[2, 0, 1]]), dim=0),
+        [(3, 1)],
+        "GatherBackward0",
+    ),
+    (
+        "torch.index_put(accumulate)",
+        lambda m, x, v: m.index_put(x, (m.tensor([0, 0]), m.tensor([1, 2])), v, accumulate=True),
+        [(3, 4), (2,)],
+        "IndexPutBackward0",
+    ),
+    ("index_put_", lambda m, x, v: (x * 1).index_put_([m.tensor([2])], v), [(3, 4), (4,)], "IndexPutBackward0"),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=LAYOUTS[:2])
+case(  # PyTorch views input and indices as 1-d here: a strided input is an error
+    "take_along_dim(dim=None)",
+    lambda m, x: x.take_along_dim(m.tensor([[3], [0]])),
+    [(3, 4)],
+    "GatherBackward0",
+    layouts=("contiguous",),
+)
+
+
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
 @dataclass(frozen=True)
 class NondiffCase:
@@ -781,6 +882,16 @@ for _name, _fn, _shapes, _grad_fn in [
 ]:
     case(_name, _fn, _shapes, _grad_fn, layouts=ONE)
 
+
+# scatter/gather/index family (issue 13): coordinates of nonzero elements
+for _name, _fn, _shapes in [
+    ("torch.nonzero", lambda m, a: m.nonzero(a), [(3, 4)]),
+    ("nonzero of 0-d", lambda m, a: a.nonzero(), [()]),
+    ("torch.argwhere", lambda m, a: m.argwhere(a > 0), [(2, 3, 2)]),
+]:
+    nondiff(_name, _fn, _shapes)
+
+
 # Table ops with no case here, and where they are compared with PyTorch instead
 # (tests/test_meta.py checks that every other op of fastgrad._optable is called by a case above).
 NOT_IN_CASES = {
@@ -790,7 +901,7 @@ NOT_IN_CASES = {
         "in place: tests/test_inplace.py, test_inplace_torch.py and test_intops.py",
     ),
     **dict.fromkeys(
-        ["gather", "masked_fill"],
+        ["masked_fill"],
         "composed in the shared layer, several results or an index argument: tests/test_composed_ops.py",
     ),
     "floor_divide": "its result requires grad with no derivative (PyTorch's too): tests/test_intops.py",

@@ -1,4 +1,6 @@
 // Advanced indexing (index tensors and masks) and Python's x[key] / x[key] = v on top of the views.
+#include <cstring>
+
 #include "autograd/node.h"
 #include "core/numeric.h"
 #include "core/shape.h"
@@ -235,13 +237,14 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
 
 struct IndexPutNode : IndexNode {
   InputMeta values;
+  bool accumulate = false;  // then self's elements all stay in the result: its gradient passes whole
 };
 FG_NODE_FROM(IndexPutBackward0, IndexPutNode);
 GradList IndexPutBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   std::vector<Tensor> where = unpack_indices();
   GradList out(2);
-  if (needs_input_grad(0)) out[0] = index_put_(clone(g), where, zeros({}, g->dtype), false);
+  if (needs_input_grad(0)) out[0] = accumulate ? g : index_put_(clone(g), where, zeros({}, g->dtype), false);
   if (needs_input_grad(1)) out[1] = to_dtype(sum_to(index(g, where), values.sizes()), values.dtype);
   return out;
 }
@@ -259,6 +262,7 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
     auto* node = make_inplace_node<IndexPutBackward0>(std::move(self_edge), std::move(values_edge));
     node->input = InputMeta::of(self);
     node->values = InputMeta::of(values);
+    node->accumulate = accumulate;
     node->save_indices(indices);
     rebase_history(self, {NodeRef(node), 0});
   }
@@ -355,6 +359,161 @@ void setitem(const Tensor& self, const IndexSpec& spec, const Tensor& value) {
     node->save_indices(spec.advanced);
     rebase_history(region, {NodeRef(node), 0});
   }
+}
+
+}  // namespace fg
+
+// ---- along one dim: gather and scatter. Element i of `index` (as many dims as self) names the
+// position index[i] along `dim`; its other coordinates are i's own. The shared layer composes
+// index_select, index_add, index_copy, index_fill and take_along_dim over these, with the index
+// expanded along the other dims; `name` is the node PyTorch shows for the op so composed.
+namespace fg {
+namespace {
+
+// A 0-d tensor takes part as a 1-d one of one element (PyTorch mixes 0-d and 1-d here).
+Shape sizes_1d(const Tensor& t) { return t->dim() ? t->shape : Shape{1}; }
+Shape strides_1d(const Tensor& t) { return t->dim() ? t->strides : Shape{1}; }
+
+// PyTorch's checks before anything is read or written: the index's shape (it may not be larger than
+// `along` in a dim other than `dim`, nor than `src` in any) and every index in [0, size).
+void check_along_dim(const Tensor& along, int64_t dim, const Tensor& index, const Tensor* src) {
+  if (index->dtype != DType::Int64) throw RuntimeError("gather(): Expected dtype int32/int64 for index");
+  Shape shape = sizes_1d(along), index_shape = sizes_1d(index), src_shape = src ? sizes_1d(*src) : Shape();
+  if (index_shape.size() != shape.size() || (src && src_shape.size() != shape.size()))
+    throw RuntimeError("Index tensor must have the same number of dimensions as self tensor");
+  for (size_t d = 0; d < shape.size(); ++d) {
+    bool too_large =
+        (static_cast<int64_t>(d) != dim && index_shape[d] > shape[d]) || (src && index_shape[d] > src_shape[d]);
+    if (too_large && src)
+      throw RuntimeError(cat("Expected index ", shape_str(index->shape), " to be no larger than self ",
+                             shape_str(along->shape), " apart from dimension ", dim,
+                             " and to be no larger size than src ", shape_str((*src)->shape)));
+    if (too_large)
+      throw RuntimeError(cat("Size does not match at dimension ", d, " expected index ", shape_str(index->shape),
+                             " to be no larger than self ", shape_str(along->shape), " apart from dimension ", dim));
+  }
+  int64_t size = shape[dim];
+  const int64_t* idx = index->data_as<int64_t>();
+  for_each_offset<1>(index->shape, {index->strides.data()}, [&](int64_t, const std::array<int64_t, 1>& o) {
+    int64_t k = idx[o[0]];
+    if (k < 0 || k >= size)
+      throw RuntimeError(cat("index ", k, " is out of bounds for dimension ", dim, " with size ", size));
+  });
+}
+
+// Calls f(offset into `along` that index element i names, offset into `other` at i's coordinates)
+// for every element of the (checked) index, in row-major order: repeated targets are visited in a
+// fixed order, so accumulations do not depend on anything else.
+template <class F>
+void for_each_along(const Tensor& along, int64_t dim, const Tensor& index, const Tensor& other, F&& f) {
+  Shape along_strides = strides_1d(along), index_strides = strides_1d(index), other_strides = strides_1d(other);
+  int64_t stride = along_strides[dim];
+  along_strides[dim] = 0;
+  const int64_t* idx = index->data_as<int64_t>();
+  for_each_offset<3>(sizes_1d(index), {index_strides.data(), along_strides.data(), other_strides.data()},
+                     [&](int64_t, const std::array<int64_t, 3>& o) { f(o[1] + idx[o[0]] * stride, o[2]); });
+}
+
+struct AlongDimNode : Node {
+  InputMeta input, src;
+  int64_t dim = 0;
+  ScatterReduce reduce = ScatterReduce::None;
+  const char* refused = nullptr;  // the PyTorch op with no derivative this node stands for, if any
+};
+
+}  // namespace
+
+FG_NODE_UNNAMED(GatherBackward, AlongDimNode);  // GatherBackward0, IndexSelectBackward0
+GradList GatherBackward::apply(GradList&& grads) {
+  return {
+      scatter_(zeros(input.sizes(), input.dtype), dim, unpack(0), grads[0], ScatterReduce::Add, "ScatterAddBackward0")};
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name) {
+  dim = wrap_dim(dim, x->dim());
+  check_along_dim(x, dim, index, nullptr);
+  Tensor out = empty(index->shape, x->dtype);
+  dispatch_stored(x->dtype, [&](auto tag) {  // moves elements: every dtype as stored
+    using T = decltype(tag);
+    const T* src = x->data_as<T>();
+    T* dst = out->data_as<T>();
+    for_each_along(x, dim, index, out, [&](int64_t from, int64_t to) { dst[to] = src[from]; });
+  });
+  if (auto* node = record<GatherBackward>(out, {&x}, name)) {
+    node->input = InputMeta::of(x);
+    node->dim = dim;
+    node->save(index);
+  }
+  return out;
+}
+
+// ScatterBackward0/1, ScatterAddBackward0, IndexAddBackward0, IndexCopyBackward0, IndexFillBackward0/1,
+// and scatter with reduce= (PyTorch's NotImplemented).
+// A write (reduce None) leaves no gradient where it wrote; an accumulation passes self's on whole.
+FG_NODE_UNNAMED(ScatterBackward, AlongDimNode);
+GradList ScatterBackward::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor index = unpack(0);
+  GradList out(2);
+  if (refused) throw RuntimeError(cat("derivative for ", refused, " is not implemented"));
+  if (needs_input_grad(0))
+    out[0] = reduce == ScatterReduce::Add ? g
+                                          : scatter_(clone(g), dim, index, expand(zeros({}, g->dtype), index->shape),
+                                                     ScatterReduce::None, "ScatterBackward1");
+  if (needs_input_grad(1)) {
+    // src's gradient has index's shape: PyTorch's engine refuses it where src is larger.
+    if (index->shape != src.sizes())
+      throw RuntimeError(cat("Function ", name(), " returned an invalid gradient at index 1 - got ",
+                             shape_str(index->shape), " but expected shape compatible with ", shape_str(src.sizes())));
+    out[1] = gather(g, dim, index, "GatherBackward0");
+  }
+  return out;
+}
+
+Tensor scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
+                const char* name) {
+  dim = wrap_dim(dim, self->dim());
+  check_along_dim(self, dim, index, &src);
+  if (src->dtype != self->dtype) throw RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype");
+  check_inplace(self, &src);
+  assert_no_internal_overlap(self);
+  assert_no_overlap(self, src);
+  assert_no_overlap(self, index);
+  Edge self_edge = gradient_edge(self), src_edge = gradient_edge(src);
+  bool recording = should_record({&self, &src}) && is_floating(self->dtype);
+  if (reduce == ScatterReduce::None) {
+    dispatch_stored(self->dtype, [&](auto tag) {  // moves elements: every dtype as stored
+      using T = decltype(tag);
+      T* dst = self->data_as<T>();
+      const T* from = src->data_as<T>();
+      for_each_along(self, dim, index, src, [&](int64_t to, int64_t at) { dst[to] = from[at]; });
+    });
+  } else {
+    dispatch(self->dtype, [&](auto tag) {  // arithmetic: the compute dtypes only
+      using T = decltype(tag);
+      T* dst = self->data_as<T>();
+      const T* from = src->data_as<T>();
+      bool add = reduce == ScatterReduce::Add;
+      for_each_along(self, dim, index, src, [&](int64_t to, int64_t at) {
+        dst[to] = static_cast<T>(add ? wrap_add(dst[to], from[at]) : wrap_mul(dst[to], from[at]));
+      });
+    });
+  }
+  self->bump_version();
+  if (recording) {
+    // An "aten::<op>" name is an op PyTorch records with a node that refuses backward.
+    bool refused = std::strncmp(name, "aten::", 6) == 0;
+    auto* node = make_inplace_node<ScatterBackward>(std::move(self_edge), std::move(src_edge),
+                                                    refused ? "torch::autograd::NotImplemented" : name);
+    node->refused = refused ? name : nullptr;
+    node->input = InputMeta::of(self);
+    node->src = InputMeta::of(src);
+    node->dim = dim;
+    node->reduce = reduce;
+    node->save(index);
+    rebase_history(self, {NodeRef(node), 0});
+  }
+  return self;
 }
 
 }  // namespace fg

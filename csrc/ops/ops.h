@@ -219,6 +219,13 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 // entry keeps that dim whole. Index tensors are int64 or bool masks (a k-dim mask covers k dims).
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
 Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate);
+// Along one dim (index has x's number of dims, at least 1; entries in [0, size)): out[i] = x[.., index[i], ..]
+// (gather) and self[.., index[i], ..] = src[i] or combined with it (scatter_). `name` is the node's
+// name: the ops composed over these in the shared layer show PyTorch's own.
+enum class ScatterReduce { None, Add, Multiply };
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name);
+Tensor scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
+                const char* name);
 
 // A parsed Python index `x[key]`: views applied in order (ints select, slices slice, None
 // unsqueezes), then optional advanced indices over the dims of the resulting view.

@@ -300,6 +300,25 @@ std::vector<Tensor> optional_tensor_list(py::handle seq) {
   return out;
 }
 
+// The node names of the ops composed over gather/scatter_ (nodes keep a name's pointer: these literals);
+// "aten::<op>" names an op PyTorch has no derivative for.
+const char* along_dim_node_name(const std::string& name) {
+  static const char* const names[] = {
+      "GatherBackward0",   "IndexSelectBackward0", "ScatterBackward0",   "ScatterBackward1",   "ScatterAddBackward0",
+      "IndexAddBackward0", "IndexCopyBackward0",   "IndexFillBackward0", "IndexFillBackward1", "MaskedSelectBackward0",
+      "TakeBackward0",     "aten::scatter",        "aten::scatter_"};
+  for (const char* known : names)
+    if (name == known) return known;
+  throw ValueError(cat("no along-dim node named ", name));
+}
+
+ScatterReduce scatter_reduce_from_name(const std::string& reduce) {
+  if (reduce.empty()) return ScatterReduce::None;
+  if (reduce == "add") return ScatterReduce::Add;
+  if (reduce == "multiply") return ScatterReduce::Multiply;
+  throw RuntimeError("reduce argument must be either add or multiply.");
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -650,6 +669,14 @@ void bind_tensor(py::module_& m) {
   m.def("index_put_", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
     std::vector<Tensor> list = optional_tensor_list(indices);
     return by_elements(std::max(values->numel(), elements_of(list)), fg::index_put_, x, list, values, accumulate);
+  });
+  m.def("gather", [](const Tensor& x, int64_t dim, const Tensor& index, const std::string& name) {
+    return by_elements(index->numel(), fg::gather, x, dim, index, along_dim_node_name(name));
+  });
+  m.def("scatter_", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                       const std::string& reduce, const std::string& name) {
+    return by_elements(index->numel(), fg::scatter_, self, dim, index, src, scatter_reduce_from_name(reduce),
+                       along_dim_node_name(name));
   });
 
   m.def("dot", [](const Tensor& a, const Tensor& b) { return product(fg::dot, a, b); });

@@ -519,8 +519,60 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-length // chunks) if length else [0] * chunks, dim)
 
 
-def gather(input, dim, index):
+# scatter/gather/index family (issue 13)
+def gather(input, dim, index, **options):
     return Meta(tuple(index.shape), input.dtype)
+
+
+def index_select(input, dim, index, **options):
+    shape = list(input.shape)
+    if shape:
+        shape[_wrap(operator.index(dim), len(shape))] = int(np.prod(index.shape, dtype=np.int64))
+    return Meta(tuple(shape), input.dtype)
+
+
+def like_input(input, *args, **options):
+    """scatter, index_add, ...: a new tensor with input's shape and dtype."""
+    return Meta(tuple(input.shape), input.dtype)
+
+
+def _count_nonzero(t):
+    """How many elements of tensor t are nonzero: data, which nonzero and masked_select's rules must
+    read (a stand-in without values has none)."""
+    return int(np.count_nonzero(t.detach().numpy())) if hasattr(t, "detach") else 0
+
+
+def nonzero(input, *, as_tuple=False, **options):
+    count = _count_nonzero(input)
+    if as_tuple:
+        return tuple(Meta((count,), int64) for _ in builtins.range(builtins.max(len(input.shape), 1)))
+    return Meta((count, len(input.shape)), int64)
+
+
+def masked_select(input, mask, **options):
+    shape = broadcast_shapes(_shape(input), _shape(mask))
+    return Meta(
+        (
+            _count_nonzero(mask)
+            * int(np.prod(shape, dtype=np.int64))
+            // builtins.max(int(np.prod(_shape(mask), dtype=np.int64)), 1),
+        ),
+        input.dtype,
+    )
+
+
+def take(input, index, **options):
+    return Meta(tuple(index.shape), input.dtype)
+
+
+def take_along_dim(input, indices, dim=None, **options):
+    if dim is None:
+        return Meta((int(np.prod(indices.shape, dtype=np.int64)),), input.dtype)
+    d = _wrap(dim, len(input.shape))
+    others = [[1 if i == d else n for i, n in enumerate(t.shape)] for t in (input, indices)]
+    shape = list(broadcast_shapes(*others))
+    shape[d] = indices.shape[d]
+    return Meta(tuple(shape), input.dtype)
 
 
 def multinomial(input, num_samples, replacement=False, **options):

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._grad_mode import no_grad
-from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
+from fastgrad import _formatting, _meta, _optable, return_types  # backend-independent: the same module for both
 from fastgrad._types import (
     LEGACY_TYPE_NAME,
     SCALAR_TYPE_NAME,
@@ -785,42 +785,298 @@ def any(input, dim=None, keepdim=False):
     return _truth_of(input, _prims.gt(_prims.sum(nonzero, _dims(dim), keepdim, None), 0))
 
 
-def _check_gather_index(index, dim, size):
-    """gather takes indices in [0, size) only: indexing would wrap a negative one."""
-    if index.numel() == 0:
-        return
-    low, high = _prims.amin(index, [], False).item(), _prims.amax(index, [], False).item()
-    if low < 0 or high >= size:
-        raise RuntimeError(f"index {low if low < 0 else high} is out of bounds for dimension {dim} with size {size}")
+# ---- scatter/gather/index family (issue 13): over the backend's along-dim primitives gather and
+# scatter_ (C++ kernels in the core), which check shapes and bounds and name the node as PyTorch's op
 
 
-def gather(input, dim, index):
-    """out[i][j] = input[index[i][j]][j] (dim 0): advanced indexing where every other dim is indexed
-    by its own coordinates."""
+def gather(input, dim, index, *, sparse_grad=False, out=None):
     if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
-    if input.dim() == 0 or index.dim() == 0:  # 0-d and 1-d mix as if both were 1-d
-        if builtins.max(input.dim(), index.dim()) > 1:
-            raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-        _wrap_dim(_index(dim), 1)
-        _check_gather_index(index, 0, input.numel())
-        return input.reshape(-1)[index.reshape(-1)].reshape(list(index.shape))
-    if index.dim() != input.dim():
+    if builtins.max(input.dim(), 1) != builtins.max(index.dim(), 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = _wrap_dim(_index(dim), input.dim())
-    for d in builtins.range(input.dim()):
-        if d != dim and index.shape[d] > input.shape[d]:
+    index = index if index.dtype is int64 else _prims.to_dtype(index, int64)  # the kernel reads int64
+    return _with_out(_prims.gather(input, dim, index, "GatherBackward0"), out)
+
+
+def _index_along(index, dim, input):
+    """A vector `index` (positions along `dim`) as the along-dim index over `input`'s slices: the
+    vector laid along dim and expanded over the other dims (viewed, not copied)."""
+    if input.dim() == 0:  # a 0-d tensor is one slice: every position names it
+        return index.reshape([] if index.numel() == 1 else [-1])
+    shape = [1] * input.dim()
+    shape[dim] = -1
+    sizes = list(input.shape)
+    sizes[dim] = index.numel()
+    return index.reshape(shape).expand(sizes)
+
+
+def _index_range(index):
+    """(smallest, largest) entry of an int64 index, or None for an empty one."""
+    if index.numel() == 0:
+        return None
+    return _prims.amin(index, [], False).item(), _prims.amax(index, [], False).item()
+
+
+def index_select(input, dim, index, *, out=None):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    dim = _wrap_dim(_index(dim), input.dim())
+    if input.dim() == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
+    bounds = _index_range(index)
+    if bounds and input.dim() and input.shape[dim] == 0:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    if bounds and (bounds[0] < 0 or bounds[1] >= (input.shape[dim] if input.dim() else 1)):
+        raise IndexError("index out of range in self")
+    index = _index_along(index.reshape(-1), dim, input)
+    return _with_out(_prims.gather(input, dim, index, "IndexSelectBackward0"), out)
+
+
+def _scatter_source(self, index, src, value, op):
+    """scatter's src tensor, or its value as a tensor of self's dtype the shape of index."""
+    if isinstance(src, Tensor):
+        if value is not None:
+            raise TypeError(f"{op}() got multiple values for argument 'value'")
+        return src, "ScatterBackward0"
+    fill = src if value is None else value
+    if fill is None:
+        raise TypeError(f"{op}() missing 1 required positional argument: 'src' or 'value'")
+    return _prims.full(list(index.shape), fill, self.dtype), "ScatterBackward1"
+
+
+def _scatter(self, dim, index, src, value, reduce, op):
+    """scatter_ into self (`op`: the Python op's name, scatter or scatter_)."""
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if reduce is not None and isinstance(src, Tensor):
+        warnings.warn(
+            "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
+            "PyTorch release. Use torch.scatter_reduce instead for more reduction options.",
+            UserWarning,
+            stacklevel=3,
+        )
+    src, name = _scatter_source(self, index, src, value, op)
+    # with reduce=, PyTorch records a node that refuses backward, naming the op
+    return _prims.scatter_(self, _index(dim), index, src, reduce or "", f"aten::{op}" if reduce else name)
+
+
+def scatter_(self, dim, index, src=None, value=None, *, reduce=None):
+    return _scatter(self, dim, index, src, value, reduce, "scatter_")
+
+
+def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
+    return _with_out(_scatter(_prims.clone(input), dim, index, src, value, reduce, "scatter"), out)
+
+
+def scatter_add_(self, dim, index, src):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    return _prims.scatter_(self, _index(dim), index, src, "add", "ScatterAddBackward0")
+
+
+def scatter_add(input, dim, index, src, *, out=None):
+    return _with_out(scatter_add_(_prims.clone(input), dim, index, src), out)
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {kind}")
+    if index.dim() > 1:
+        raise IndexError(
+            f"index_add_(): Index is supposed to be a vector, but got dim: {index.dim()} with type: Long and "
+            f"size: {list(index.shape)}"
+        )
+    dim = _wrap_dim(_index(dim), self.dim())
+    if source.dtype is not self.dtype:
+        raise RuntimeError(
+            f"index_add_(): self ({SCALAR_TYPE_NAME[self.dtype]}) and source ({SCALAR_TYPE_NAME[source.dtype]}) "
+            "must have the same scalar type"
+        )
+    if source.dim() != self.dim() or builtins.any(
+        a != b for d, (a, b) in enumerate(zip(self.shape, source.shape)) if d != dim
+    ):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
+            f"{list(self.shape)} source.shape = {list(source.shape)}"
+        )
+    if index.numel() != (source.shape[dim] if source.dim() else 1):
+        raise RuntimeError(
+            f"index_add_(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
+            f"({source.shape[dim] if source.dim() else 1}), for dim: {dim}"
+        )
+    bounds = _index_range(index)
+    if self.dim() <= 1 and bounds and (bounds[0] < 0 or bounds[1] >= (self.shape[0] if self.dim() else 1)):
+        raise IndexError("index out of range in self")  # PyTorch's 1-d path (index_select's check)
+    if not self.dtype.is_floating_point:
+        alpha = builtins.int(alpha)  # as PyTorch converts it for an integer kernel (towards zero)
+    source = _times_alpha(self, source, alpha)
+    return _prims.scatter_(self, dim, _index_along(index.reshape(-1), dim, source), source, "add", "IndexAddBackward0")
+
+
+def index_add(input, dim, index, source, *, alpha=1, out=None):
+    return _with_out(index_add_(_prims.clone(input), dim, index, source, alpha=alpha), out)
+
+
+def index_copy_(self, dim, index, source):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got {kind}")
+    if index.dim() > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.dim()})")
+    dim = _wrap_dim(_index(dim), self.dim())
+    if source.dtype is not self.dtype:
+        raise RuntimeError(
+            "index_copy_(): self and source expected to have the same dtype, but got (self) "
+            f"{SCALAR_TYPE_NAME[self.dtype]} and (source) {SCALAR_TYPE_NAME[source.dtype]}"
+        )
+    slices = [n for d, n in enumerate(self.shape) if d != dim], [n for d, n in enumerate(source.shape) if d != dim]
+    for d, (ours, theirs) in enumerate(zip(*slices)):
+        if ours != theirs:
             raise RuntimeError(
-                f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
-                f"no larger than self {list(input.shape)} apart from dimension {dim}"
+                "index_copy_(): Source/destination tensor must have same slice shapes. Destination slice shape: "
+                f"{ours} at dimension {d} and source slice shape: {theirs} at dimension {d}."
             )
-    _check_gather_index(index, dim, input.shape[dim])
-    key = [
-        _prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(index.dim())])
-        for d, n in enumerate(index.shape)
-    ]
-    key[dim] = index
-    return input[tuple(key)]
+    if source.dim() != self.dim() or index.numel() != (source.shape[dim] if source.dim() else 1):
+        raise IndexError(
+            f"index_copy_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
+            f"({source.shape[dim] if source.dim() else 1})"
+        )
+    bounds, size = _index_range(index), self.shape[dim] if self.dim() else 1
+    if bounds and (bounds[0] < 0 or bounds[1] >= size):
+        bad = bounds[0] if bounds[0] < 0 else bounds[1]
+        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {dim} with size {size}")
+    return _prims.scatter_(self, dim, _index_along(index.reshape(-1), dim, source), source, "", "IndexCopyBackward0")
+
+
+def index_copy(input, dim, index, source, *, out=None):
+    return _with_out(index_copy_(_prims.clone(input), dim, index, source), out)
+
+
+def index_fill_(self, dim, index, value):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.dim() > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    dim = _wrap_dim(_index(dim), self.dim())
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(
+            f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
+        )
+    bounds, size = _index_range(index), self.shape[dim] if self.dim() else 1
+    if bounds and self.numel() and (bounds[0] < -size or bounds[1] >= size):  # as PyTorch: none when nothing is filled
+        bad = bounds[0] if bounds[0] < -size else bounds[1]
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    index = _prims.remainder(index.reshape(-1), size) if bounds and bounds[0] < 0 else index.reshape(-1)
+    index = _index_along(index, dim, self)
+    if isinstance(value, Tensor):
+        fill, name = _prims.expand(_prims.to_dtype(value, self.dtype), list(index.shape)), "IndexFillBackward1"
+    else:
+        fill, name = _prims.full(list(index.shape), value, self.dtype), "IndexFillBackward0"
+    return _prims.scatter_(self, dim, index, fill, "", name)
+
+
+def index_fill(input, dim, index, value):
+    return index_fill_(_prims.clone(input), dim, index, value)
+
+
+def _wrapped_positions(index, size):
+    """Negative positions counted from the end, as take and take_along_dim read them."""
+    return _prims.where(index < 0, index + size, index)
+
+
+def nonzero(input, *, as_tuple=False, out=None):
+    """The coordinates of the nonzero elements (a 0-d tensor as one element of a 1-d one), each dim's
+    read through the mask from a grid of that dim's positions."""
+    shape = list(input.shape) or [1]
+    mask = _prims.ne(input, 0).reshape(shape)
+    coords = []
+    for d, n in enumerate(shape):
+        grid = _prims.arange(0, n, 1, int64).reshape([-1 if i == d else 1 for i in builtins.range(len(shape))])
+        coords.append(grid.expand(shape)[mask])
+    if as_tuple:
+        return tuple(coords)
+    result = _prims.stack(coords, 1)
+    return _with_out(result if input.dim() else result[:, :0].contiguous(), out)
+
+
+def argwhere(input):
+    return nonzero(input)
+
+
+def masked_select(input, mask, *, out=None):
+    if not isinstance(mask, Tensor) or mask.dtype is not bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = list(_meta.broadcast_shapes(mask.shape, input.shape))  # in the order of PyTorch's error
+    flat_mask = _prims.expand(mask, shape).reshape(-1)
+    positions = _prims.arange(0, flat_mask.numel(), 1, int64)[flat_mask]
+    values = _prims.expand(input, shape).reshape(-1)
+    return _with_out(_prims.gather(values, 0, positions, "MaskedSelectBackward0"), out)
+
+
+def take(input, index, *, out=None):
+    if not isinstance(index, Tensor) or index.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got {kind}")
+    n = input.numel()
+    bad = index[(index < -n) | (index >= n)] if index.numel() else index
+    if bad.numel():
+        raise IndexError(
+            f"out of range: tried to access index {bad.reshape(-1)[0].item()} on a tensor of {n} elements."
+        )
+    # input's elements along dim 0, repeated along index's other dims: a gather along 0 reads input.flat[index]
+    values = input.reshape([n] + [1] * builtins.max(index.dim() - 1, 0)).expand([n] + list(index.shape[1:]))
+    return _with_out(_prims.gather(values, 0, _wrapped_positions(index, n), "TakeBackward0"), out)
+
+
+def take_along_dim(input, indices, dim=None, *, out=None):
+    if not isinstance(indices, Tensor) or indices.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[indices.dtype] if isinstance(indices, Tensor) else builtins.type(indices).__name__
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {kind}")
+    if dim is None:
+        values, indices, dim = input.view(-1), indices.view(-1), 0  # as PyTorch: views, or its error
+    else:
+        if input.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = _wrap_dim(_index(dim), input.dim())
+        if input.dim() != indices.dim():
+            raise RuntimeError(
+                "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+                f"{input.dim()} dimensions for input, and {indices.dim()} dimensions for indices"
+            )
+        # the other dims broadcast
+        others = [1 if d == dim else n for d, n in enumerate(input.shape)]
+        shape = list(_meta.broadcast_shapes(others, [1 if d == dim else n for d, n in enumerate(indices.shape)]))
+        values = _prims.expand(input, shape[:dim] + [input.shape[dim]] + shape[dim + 1 :]) if shape else input
+        indices = _prims.expand(indices, shape[:dim] + [indices.shape[dim]] + shape[dim + 1 :]) if shape else indices
+    size = values.shape[dim] if values.dim() else 1
+    return _with_out(_prims.gather(values, dim, _wrapped_positions(indices, size), "GatherBackward0"), out)
+
+
+def _index_put(self, indices, values, accumulate, op):
+    if not isinstance(indices, (tuple, builtins.list)):
+        raise TypeError(
+            f"{op}(): argument 'indices' (position 1) must be tuple of Tensors, not {builtins.type(indices).__name__}"
+        )
+    for i, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {builtins.type(index).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{op}(): argument 'values' (position 2) must be Tensor, not {builtins.type(values).__name__}")
+    return _prims.index_put_(self, builtins.list(indices), values, accumulate)
+
+
+def index_put_(self, indices, values, accumulate=False):
+    return _index_put(self, indices, values, accumulate, "index_put_")
+
+
+def index_put(input, indices, values, accumulate=False):
+    return _index_put(_prims.clone(input), indices, values, accumulate, "index_put")
 
 
 # ---- reductions and set ops of issue 13 (logsumexp, nansum, aminmax, std_mean, quantile, unique, ...)
@@ -1591,17 +1847,6 @@ def tile_method(self, *dims):
     return tile(self, _sizes(dims, "dims"))
 
 
-def _index_select(input, dim, index):
-    """input's slices along dim at `index` (IndexSelectBackward0: the gradient adds up where an
-    index repeats)."""
-
-    def backward(g):
-        total = _prims.full([input.shape[dim]] + list(_prims.transpose(g, 0, dim).shape[1:]), 0, g.dtype)
-        return [_prims.transpose(_prims.index_put_(total, [index], _prims.transpose(g, 0, dim), True), 0, dim)]
-
-    return _recorded_copy("IndexSelectBackward0", [input], input.detach()[_dim_slice(dim, index)], backward)
-
-
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     if repeats is None:  # repeat_interleave(repeats): each index repeated as often as it says
         repeats, counts = input, input
@@ -1639,7 +1884,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     index = _prims.from_numpy(np.repeat(np.arange(len(values), dtype=np.int64), values), share_memory=False)
     if output_size is not None and _index(output_size) != index.numel():
         raise RuntimeError("allocated size does not match required size")
-    return index if input is None else _index_select(input, dim, index)
+    return index if input is None else index_select(input, dim, index)
 
 
 def _triangle(name, keeps):

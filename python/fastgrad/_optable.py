@@ -388,8 +388,6 @@ op("split(Tensor tensor, SymInt split_size_or_sections, int dim=0) -> Tensor[]",
    "function method", "_methods.split", "split")
 op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
    "function method", "_methods.chunk", "chunk")
-op("gather(Tensor input, int dim, Tensor index)",
-   "function method", "_methods.gather", "gather")
 # shape family (issue 13): views, copies and joins composed in _methods
 op("narrow(Tensor input, int dim, SymInt start, SymInt length)",
    "function method", "_methods.narrow", "narrow")
@@ -483,6 +481,45 @@ op("column_stack(Tensor[] tensors)",
    "function out", "_methods.column_stack", "column_stack")
 op("diff(Tensor input, int n=1, int dim=-1, Tensor? prepend=None, Tensor? append=None)",
    "function method", "_methods.diff", "diff")
+# scatter/gather/index family (issue 13)
+op("gather(Tensor input, int dim, Tensor index, *, bool sparse_grad=False)",
+   "function method out", "_methods.gather", "gather")
+op("index_select(Tensor input, int dim, Tensor index)",
+   "function method out", "_methods.index_select", "index_select")
+op("scatter(Tensor input, int dim, Tensor index, Tensor src=None, Scalar value=None, *, str? reduce=None)",
+   "function method out", "_methods.scatter", "like_input")
+op("Tensor.scatter_(Tensor self, int dim, Tensor index, Tensor src=None, Scalar value=None, *, str? reduce=None)",
+   "method", "_methods.scatter_", "inplace")
+op("scatter_add(Tensor input, int dim, Tensor index, Tensor src)",
+   "function method out", "_methods.scatter_add", "like_input")
+op("Tensor.scatter_add_(Tensor self, int dim, Tensor index, Tensor src)",
+   "method", "_methods.scatter_add_", "inplace")
+op("index_add(Tensor input, int dim, Tensor index, Tensor source, *, Scalar alpha=1)",
+   "function method out", "_methods.index_add", "like_input")
+op("Tensor.index_add_(Tensor self, int dim, Tensor index, Tensor source, *, Scalar alpha=1)",
+   "method", "_methods.index_add_", "inplace")
+op("index_copy(Tensor input, int dim, Tensor index, Tensor source)",
+   "function method out", "_methods.index_copy", "like_input")
+op("Tensor.index_copy_(Tensor self, int dim, Tensor index, Tensor source)",
+   "method", "_methods.index_copy_", "inplace")
+op("index_fill(Tensor input, int dim, Tensor index, Scalar value)",
+   "function method", "_methods.index_fill", "like_input")
+op("Tensor.index_fill_(Tensor self, int dim, Tensor index, Scalar value)",
+   "method", "_methods.index_fill_", "inplace")
+op("nonzero(Tensor input, *, bool as_tuple=False)",
+   "function method out", "_methods.nonzero", "nonzero")
+op("argwhere(Tensor input)",
+   "function method", "_methods.argwhere", "nonzero")
+op("masked_select(Tensor input, Tensor mask)",
+   "function method out", "_methods.masked_select", "masked_select")
+op("take(Tensor input, Tensor index)",
+   "function method out", "_methods.take", "take")
+op("take_along_dim(Tensor input, Tensor indices, int? dim=None)",
+   "function method out", "_methods.take_along_dim", "take_along_dim")
+op("index_put(Tensor input, Tensor?[] indices, Tensor values, bool accumulate=False)",
+   "function method", "_methods.index_put", "like_input")
+op("index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False)",
+   "function method", "_methods.index_put_", "inplace")
 
 # ---- scans along one dim
 op("cumsum(Tensor input, int dim, *, ScalarType? dtype=None)",

@@ -35,6 +35,7 @@ from ._tensor import (
     numel_of,
     read,
     shape_str,
+    wrap_dim,
 )
 
 _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
@@ -294,7 +295,9 @@ class IndexPutBackward0(IndexFunction):
     def backward(self, g):
         indices = self.saved_indices()
         return (
-            index_put_(clone(g), indices, full((), 0, g._dtype), False) if self.needs_input_grad(0) else None,
+            (g if self.accumulate else index_put_(clone(g), indices, full((), 0, g._dtype), False))
+            if self.needs_input_grad(0)
+            else None,
             self.reduce(1, index(g, indices)) if self.needs_input_grad(1) else None,
         )
 
@@ -337,6 +340,7 @@ def index_put_(self, indices, values, accumulate):
     self._storage.version += 1
     if recording:
         node = IndexPutBackward0().connect((self, values), edges=edges)
+        node.accumulate = accumulate  # then self's elements all stay in the result: its gradient passes whole
         node.save_indices(indices)
         rebase_history(self, (node, 0))
     return self
@@ -424,3 +428,149 @@ def setitem(self, key, value):
         node = IndexCopySlices().connect((region, value), edges=edges)
         node.save_indices(advanced)
         rebase_history(region, (node, 0))
+
+
+# ---- along one dim: gather and scatter_. Element i of `index` (as many dims as self) names the
+# position index[i] along `dim`; its other coordinates are i's own. The shared layer composes
+# index_select, index_add, index_copy, index_fill and take_along_dim over these, with the index
+# expanded along the other dims; `name` is the node PyTorch shows for the op so composed.
+
+
+def _sizes_1d(t):
+    """A 0-d tensor takes part as a 1-d one of one element (PyTorch mixes 0-d and 1-d here)."""
+    return t._shape or (1,)
+
+
+def _strides_1d(t):
+    return t._strides or (1,)
+
+
+def _check_along_dim(along, dim, index, src=None):
+    """PyTorch's checks before anything is read or written: the index's shape (no larger than
+    `along` in a dim other than `dim`, nor than `src` in any) and every index in [0, size)."""
+    if index._dtype is not int64:
+        raise RuntimeError("gather(): Expected dtype int32/int64 for index")
+    shape, index_shape = _sizes_1d(along), _sizes_1d(index)
+    src_shape = _sizes_1d(src) if src is not None else None
+    if len(index_shape) != len(shape) or (src is not None and len(src_shape) != len(shape)):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    for d in range(len(shape)):
+        too_large = (d != dim and index_shape[d] > shape[d]) or (src is not None and index_shape[d] > src_shape[d])
+        if too_large and src is not None:
+            raise RuntimeError(
+                f"Expected index {shape_str(index._shape)} to be no larger than self {shape_str(along._shape)} "
+                f"apart from dimension {dim} and to be no larger size than src {shape_str(src._shape)}"
+            )
+        if too_large:
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {shape_str(index._shape)} to be no larger "
+                f"than self {shape_str(along._shape)} apart from dimension {dim}"
+            )
+    size = shape[dim]
+    for k in read(index):
+        if not 0 <= k < size:
+            raise RuntimeError(f"index {k} is out of bounds for dimension {dim} with size {size}")
+
+
+def _along_dim_offsets(along, dim, index, other):
+    """(storage position in `along` that index element i names, position in `other` at i's
+    coordinates) for every element of the checked index, in row-major order."""
+    strides = list(_strides_1d(along))
+    stride, strides[dim] = strides[dim], 0
+    bases = element_offsets(_sizes_1d(index), strides, along._offset)
+    at = element_offsets(_sizes_1d(index), _strides_1d(other), other._offset)
+    return [(b + k * stride, a) for b, k, a in zip(bases, read(index), at)]
+
+
+class _AlongDimFunction(Function):
+    def __init__(self, name="GatherBackward0"):
+        self._name = name
+
+    def name(self):
+        return self._name
+
+
+class GatherBackward(_AlongDimFunction):  # GatherBackward0, IndexSelectBackward0
+    def forward(self, x, dim, index):
+        self.dim = dim
+        self.save(index)
+        out = full(index._shape, 0, x._dtype)
+        data, out_data = x._storage.data, out._storage.data
+        for src, dst in _along_dim_offsets(x, dim, index, out):
+            out_data[dst] = data[src]
+        return out
+
+    def backward(self, g):
+        shape, dtype = self.inputs[0]
+        return scatter_(full(shape, 0, dtype), self.dim, self.unpack(0), g, "add", "ScatterAddBackward0")
+
+
+def gather(x, dim, index, name):
+    dim = wrap_dim(dim, x.dim())
+    _check_along_dim(x, dim, index)
+    node = GatherBackward(name)
+    out = node.forward(x, dim, index)
+    if should_record((x,)):
+        node.connect((x,))
+        out._grad_fn, out._output_nr = node, 0
+    return out
+
+
+class ScatterBackward(_AlongDimFunction):
+    """ScatterBackward0/1, ScatterAddBackward0, IndexAddBackward0, IndexCopyBackward0,
+    IndexFillBackward0/1, and scatter with reduce= (PyTorch's NotImplemented). A write leaves no
+    gradient where it wrote; an accumulation passes self's on whole."""
+
+    def backward(self, g):
+        if self.refused:
+            raise RuntimeError(f"derivative for {self.refused} is not implemented")
+        index = self.unpack(0)
+        old = new = None
+        if self.needs_input_grad(0):
+            zero = expand(full((), 0, g._dtype), index._shape)
+            old = g if self.reduce == "add" else scatter_(clone(g), self.dim, index, zero, "", "ScatterBackward1")
+        if self.needs_input_grad(1):
+            src_shape = self.inputs[1][0]
+            if index._shape != src_shape:  # src's gradient has index's shape: PyTorch's engine refuses it
+                raise RuntimeError(
+                    f"Function {self.name()} returned an invalid gradient at index 1 - got {shape_str(index._shape)} "
+                    f"but expected shape compatible with {shape_str(src_shape)}"
+                )
+            new = gather(g, self.dim, index, "GatherBackward0")
+        return old, new
+
+
+_SCATTER_COMBINE = {"add": (operator.add, operator.or_), "multiply": (operator.mul, operator.and_)}
+
+
+def scatter_(self, dim, index, src, reduce, name):
+    if reduce not in ("", "add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    dim = wrap_dim(dim, self.dim())
+    _check_along_dim(self, dim, index, src)
+    if src._dtype is not self._dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    check_inplace(self, (src,))
+    assert_no_internal_overlap(self)
+    assert_no_overlap(self, src)
+    assert_no_overlap(self, index)
+    edges = in_place_edges(self, src)
+    recording = should_record((self, src)) and self._dtype.is_floating_point
+    data, values = self._storage.data, src._storage.data
+    if reduce:
+        combine = _SCATTER_COMBINE[reduce][self._dtype is bool_]
+        for to, at in _along_dim_offsets(self, dim, index, src):  # in order: repeated targets accumulate
+            data[to] = combine(data[to], values[at])
+    else:
+        for to, at in _along_dim_offsets(self, dim, index, src):
+            data[to] = values[at]
+    self._storage.version += 1
+    if recording:
+        # An "aten::<op>" name is an op PyTorch records with a node that refuses backward.
+        refused = name if name.startswith("aten::") else None
+        node = ScatterBackward("torch::autograd::NotImplemented" if refused else name)
+        node.dim, node.reduce, node.refused = dim, reduce, refused
+        node.connect((self, src), edges=edges)
+        node.save(index)
+        rebase_history(self, (node, 0))
+    return self

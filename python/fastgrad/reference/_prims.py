@@ -30,6 +30,7 @@ from ._autograd import (  # noqa: F401
     add_post_accumulate_grad_hook,
     add_tensor_hook,
 )
+from ._index import gather, index_put_, scatter_  # noqa: F401
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, _set_inference_mode, cast, cast_scalar, is_inference_mode_enabled  # noqa: F401
 from ._tensor import (  # noqa: F401
@@ -512,6 +513,5 @@ def set_num_threads(n):
     _num_threads = n
 
 
-# shape family (issue 13): repeat_interleave's gradient adds up the rows an index repeats
-index_put_ = _index.index_put_
+# shape family (issue 13): the diagonal view
 diagonal = _shape.diagonal
