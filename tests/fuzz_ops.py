@@ -402,7 +402,7 @@ NOT_IN_GRAMMAR = {
     "view_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     "reshape_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     **dict.fromkeys(
-        ["equal", "allclose", "is_floating_point", "is_tensor", "numel", "register_hook"]
+        ["equal", "allclose", "is_floating_point", "is_complex", "is_nonzero", "is_tensor", "numel", "register_hook"]
         + ["register_post_accumulate_grad_hook"],
         "not a tensor result",
     ),

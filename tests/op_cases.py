@@ -590,6 +590,10 @@ for _name, _fn, _shapes in [
     ("Tensor.is_floating_point", lambda m, a: a.long().is_floating_point(), [(3, 4)]),
     ("torch.is_tensor", lambda m, a: m.is_tensor(a), [(3, 4)]),
     ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
+    ("torch.is_complex", lambda m, a: m.is_complex(a), [(3, 4)]),
+    ("Tensor.is_complex", lambda m, a: a.long().is_complex(), [(3, 4)]),
+    ("torch.is_nonzero", lambda m, a: m.is_nonzero(a), [(1, 1)]),
+    ("Tensor.is_nonzero", lambda m, a: (a * 0).is_nonzero(), [()]),
 ]:
     nondiff(_name, _fn, _shapes)
 

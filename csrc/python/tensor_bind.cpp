@@ -249,6 +249,8 @@ void set_requires_grad(const Tensor& self, bool flag) {
   }
   if (flag && !is_floating(self->dtype))
     throw RuntimeError("only Tensors of floating point and complex dtype can require gradients");
+  if (flag && self->storage->inference() && !inference_mode_enabled())
+    throw RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   self->requires_grad_leaf = flag;
 }
 
@@ -336,7 +338,13 @@ void bind_tensor(py::module_& m) {
       .def_property("data", &untracked_alias, &set_data)
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
-      .def_property_readonly("_version", [](const Tensor& t) { return t->version(); })
+      .def_property_readonly("_version",
+                             [](const Tensor& t) {
+                               if (t->storage->inference())
+                                 throw RuntimeError("Inference tensors do not track version counter.");
+                               return t->version();
+                             })
+      .def("is_inference", [](const Tensor& t) { return t->storage->inference(); })
       .def_property_readonly("output_nr", [](const Tensor& t) { return t->output_nr; })
       .def("dim", [](const Tensor& t) { return t->dim(); })
       .def("numel", [](const Tensor& t) { return t->numel(); })

@@ -23,7 +23,17 @@ import numpy as np
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._grad_mode import no_grad
 from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
-from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
+from fastgrad._types import (
+    LEGACY_TYPE_NAME,
+    SCALAR_TYPE_NAME,
+    check_cpu,
+    device,
+    dtype as _dtype,
+    float32,
+    float64,
+    int64,
+    bool as bool_,
+)
 
 Tensor = _prims.Tensor
 
@@ -273,10 +283,15 @@ def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
 
 
 def type(self, dtype=None):
+    """The legacy type's name, or a conversion to a dtype, a legacy type or a legacy type's name."""
     if dtype is None:
-        names = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
-        return f"fastgrad.{names[self.dtype]}"
-    return _prims.to_dtype(self, dtype)
+        return f"fastgrad.{LEGACY_TYPE_NAME[self.dtype]}"
+    if isinstance(dtype, str):
+        by_name = {f"{library}.{name}": t for t, name in LEGACY_TYPE_NAME.items() for library in ("torch", "fastgrad")}
+        if dtype not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = by_name[dtype]
+    return _prims.to_dtype(self, getattr(dtype, "dtype", dtype))
 
 
 def float(self):
@@ -647,8 +662,14 @@ def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
 
 
+def _tensor_input(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(input).__name__}")
+    return input
+
+
 def numel(input):
-    return input.numel()
+    return _tensor_input(input, "numel").numel()
 
 
 def is_tensor(obj):
@@ -659,7 +680,16 @@ def is_tensor(obj):
 
 
 def is_floating_point(input):
-    return input.dtype.is_floating_point
+    return _tensor_input(input, "is_floating_point").dtype.is_floating_point
+
+
+def is_complex(input):
+    _tensor_input(input, "is_complex")
+    return False  # no complex dtypes
+
+
+def is_nonzero(input):
+    return builtins.bool(_tensor_input(input, "is_nonzero"))
 
 
 def split(tensor, split_size_or_sections, dim=0):

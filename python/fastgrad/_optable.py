@@ -368,6 +368,10 @@ op("is_tensor(object obj) -> bool",
    "function", "_methods.is_tensor", None)
 op("is_floating_point(Tensor input) -> bool",
    "function method", "_methods.is_floating_point", None)
+op("is_complex(Tensor input) -> bool",
+   "function method", "_methods.is_complex", None)
+op("is_nonzero(Tensor input) -> bool",
+   "function method", "_methods.is_nonzero", None)
 
 # ---- random draws (fastgrad._sampling; the factories rand, randn, ... are not ops: _sampling.__all__)
 op("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)",

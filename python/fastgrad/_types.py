@@ -29,6 +29,8 @@ float32 = dtype("float32", 2, 4, True)
 float64 = dtype("float64", 3, 8, True)
 # The names PyTorch's C++ errors use for dtypes ("... not implemented for 'Long'").
 SCALAR_TYPE_NAME = {bool: "Bool", int64: "Long", float32: "Float", float64: "Double"}
+# The legacy tensor types (fastgrad.FloatTensor, ...; Tensor.type() names them).
+LEGACY_TYPE_NAME = {dtype: f"{name}Tensor" for dtype, name in SCALAR_TYPE_NAME.items()}
 long = int64
 float = float32
 double = float64

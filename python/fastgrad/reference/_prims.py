@@ -31,7 +31,7 @@ from ._autograd import (  # noqa: F401
     add_tensor_hook,
 )
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
-from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
+from ._storage import SCALAR_TYPE_NAME, _set_inference_mode, cast, cast_scalar, is_inference_mode_enabled  # noqa: F401
 from ._tensor import (  # noqa: F401
     Tensor,
     broadcast_shapes,
