@@ -710,7 +710,10 @@ nondiff("torch.unique(dim=1,return_counts)[1]", lambda m, a: m.unique(a, return_
 nondiff("torch.unique_consecutive", lambda m, a: m.unique_consecutive(a.detach()), [(4, 6)], "int")
 nondiff("Tensor.unique_consecutive(dim=0)", lambda m, a: a.detach().unique_consecutive(dim=0), [(5, 1)], "int")
 nondiff(
-    "torch.histogram(x,edges).hist", lambda m, a: m.histogram(a, m.tensor([-1.0, 0.0, 0.5, 2.0])).hist, [(4, 6)], "real"
+    "torch.histogram(x,edges).hist",
+    lambda m, a: m.histogram(a.detach(), m.tensor([-1.0, 0.0, 0.5, 2.0])).hist,
+    [(4, 6)],
+    "real",
 )
 
 for _name, _fn in [

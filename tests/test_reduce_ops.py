@@ -367,11 +367,13 @@ def test_counts_and_unique_have_no_derivative(fg, torch):
     def program(m):
         x = m.tensor([[1.0, 2.0], [1.0, 2.0]], requires_grad=True)
         results = [m.unique(x), m.unique(x, dim=0), m.unique_consecutive(x), m.bincount(m.tensor([0, 1]), x[0])]
+        results += [*m.histogram(x, 3), *m.histogram(x.detach(), m.tensor([0.0, 1.5, 2.0]), weight=x)]
         return [(t.requires_grad, t.grad_fn.name(), m.histc(x, 3).requires_grad) for t in results]
 
     same_on_both(fg, torch, program)
     same_error(fg, torch, lambda m: m.unique(m.ones(2, requires_grad=True)).sum().backward())
     same_error(fg, torch, lambda m: m.bincount(m.tensor([0, 1]), m.ones(2, requires_grad=True)).sum().backward())
+    same_error(fg, torch, lambda m: m.histogram(m.ones(2, requires_grad=True), 2).hist.sum().backward())
 
 
 @pytest.mark.parametrize(

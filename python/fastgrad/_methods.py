@@ -1296,13 +1296,13 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 # searching, counting and unique: positions and counts (C++ kernels with reference twins), no gradient
 
 
-def _without_derivative(result, input, name, error):
-    """`result` with PyTorch's node for an op that has no derivative: going back through it raises error()."""
+def _without_derivative(results, inputs, name, error):
+    """`results` with PyTorch's node for an op that has no derivative: going back through it raises error()."""
 
     def backward(grads):
         raise error()
 
-    return _recorded(name, [input], [result], [], backward)[0]
+    return _recorded(name, [t for t in inputs if isinstance(t, Tensor)], results, [], backward)
 
 
 def _check_position_dtype(out_int32):
@@ -1383,7 +1383,7 @@ def bincount(input, weights=None, minlength=0):
     summed = weights.detach() if weights.dtype is float32 else _prims.to_dtype(weights.detach(), float64)
     result = _prims.bincount(input, summed, minlength)
     no_derivative = lambda: RuntimeError("derivative for aten::bincount is not implemented")  # noqa: E731
-    return _without_derivative(result, weights, "torch::autograd::NotImplemented", no_derivative)
+    return _without_derivative([result], [weights], "torch::autograd::NotImplemented", no_derivative)[0]
 
 
 def histc(input, bins=100, min=0, max=0, *, out=None):
@@ -1437,7 +1437,11 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     hist = _prims.histogram_counts(input.detach(), edges, None if weight is None else weight.detach())
     if density:
         hist = hist / _prims.sum(hist, [], False, None) / (edges[1:] - edges[:-1])
-    return return_types.histogram((hist, edges))
+    no_derivative = lambda: RuntimeError("derivative for aten::histogram is not implemented")  # noqa: E731
+    outputs = _without_derivative(
+        [hist, edges], [input, bins, weight], "torch::autograd::NotImplemented", no_derivative
+    )
+    return return_types.histogram(outputs)
 
 
 def _equal_bins(input, bins, range):
@@ -1481,12 +1485,8 @@ def _unique(name, input, sorted_rows, return_inverse, return_counts, dim):
     values = x.reshape([-1])[first] if dim is None else _prims.permute(x[first], _inverse_permutation(order))
     if input.requires_grad and values.dtype.is_floating_point:
         kernel = {"Unique2": "_unique2", "UniqueDim": "unique_dim"}.get(name, "unique_consecutive")
-        values = _without_derivative(
-            values,
-            input,
-            f"{name}Backward0",
-            lambda: NotImplementedError(f"the derivative for '{kernel}' is not implemented."),
-        )
+        no_derivative = lambda: NotImplementedError(f"the derivative for '{kernel}' is not implemented.")  # noqa: E731
+        (values,) = _without_derivative([values], [input], f"{name}Backward0", no_derivative)
     results = (
         (values,)
         + ((_prims.reshape(inverse, inverse_shape),) if return_inverse else ())
