@@ -132,6 +132,65 @@ for _t in [
     "torch.negative({a})",
 ]:
     op(_t, a=tensor(NUM))
+# elementwise math (issue 13): float functions, their aliases and in-place forms
+for _t in [
+    "torch.log10({a})",
+    "{a}.log2()",
+    "torch.exp2({a})",
+    "{a}.sinh()",
+    "torch.cosh({a})",
+    "{a}.asinh()",
+    "torch.acosh({a})",
+    "{a}.atanh()",
+    "torch.asin({a})",
+    "{a}.acos()",
+    "torch.atan({a})",
+    "{a}.erf()",
+    "torch.erfc({a})",
+    "{a}.erfinv()",
+    "torch.lgamma({a})",
+    "{a}.digamma()",
+    "torch.rsqrt({a})",
+    "{a}.reciprocal()",
+    "torch.deg2rad({a})",
+    "{a}.rad2deg()",
+    "torch.arcsin({a})",
+    "torch.arccos({a})",
+    "torch.arctan({a})",
+    "torch.arcsinh({a})",
+    "torch.arccosh({a})",
+    "torch.arctanh({a})",
+]:
+    op(_t, a=tensor(NUM))
+for _t in [
+    "{a}.log10_()",
+    "{a}.log2_()",
+    "{a}.exp2_()",
+    "{a}.sinh_()",
+    "{a}.cosh_()",
+    "{a}.asinh_()",
+    "{a}.acosh_()",
+    "{a}.atanh_()",
+    "{a}.asin_()",
+    "{a}.acos_()",
+    "{a}.atan_()",
+    "{a}.erf_()",
+    "{a}.erfc_()",
+    "{a}.erfinv_()",
+    "{a}.lgamma_()",
+    "{a}.digamma_()",
+    "{a}.rsqrt_()",
+    "{a}.reciprocal_()",
+    "{a}.deg2rad_()",
+    "{a}.rad2deg_()",
+    "{a}.arcsin_()",
+    "{a}.arccos_()",
+    "{a}.arctan_()",
+    "{a}.arcsinh_()",
+    "{a}.arccosh_()",
+    "{a}.arctanh_()",
+]:
+    op(_t, statement=True, a=tensor(target=True))
 # clamp, where, comparisons
 op("{a}.clamp({lo}, {hi})", a=tensor(NUM), lo=options("-1", "-0.5", "0", "None"), hi=options("1", "0.5", "2", "None"))
 op("torch.clamp({a}, min={lo})", a=tensor(NUM), lo=options("0", "-0.5", "0.25", "1"))

@@ -13,7 +13,7 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _scan, _shape, _sort
+from . import _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _scan, _shape, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -287,6 +287,13 @@ for _name, _op in {
     "dot": _matmul.dot,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
+
+# log10 ... rad2deg (reference/_math.py), each with its in-place form
+for _name, _node in _math.FLOAT_FUNCTIONS.items():
+    globals()[_name] = _tensor_args(_name, _node.run)
+    globals()[f"{_name}_"] = _tensor_args(
+        f"{_name}_", functools.partial(_inplace.unary_, node_class=_math.IN_PLACE.get(_name, _node))
+    )
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
 clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_
