@@ -163,6 +163,7 @@ for _op, _grad_fn, _domain in [
     ("arctanh", "AtanhBackward0", "unit"),
 ]:
     case(f"Tensor.{_op}", lambda m, x, op=_op: getattr(x, op)(), [(5,)], _grad_fn, _domain, LAYOUTS[:1])
+case("torch.square", lambda m, x: m.square(x), [(3, 4)], "PowBackward0", layouts=LAYOUTS[:1])
 
 case("-x", lambda m, x: -x, [(2, 3)], "NegBackward0")
 case("exp(0d)", lambda m, x: x.exp(), [()], "ExpBackward0")
@@ -539,6 +540,9 @@ for _name, _fn, _shapes in [
     ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
 ]:
     nondiff(_name, _fn, _shapes)
+# elementwise math (issue 13): predicates (special values: tests/test_math.py)
+for _name in ["signbit", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal"]:
+    nondiff(f"torch.{_name}", lambda m, a, name=_name: getattr(m, name)(a), [(3, 4)])
 
 
 # Table ops with no case here, and where they are compared with PyTorch instead
@@ -566,7 +570,9 @@ NOT_IN_CASES = {
         ["register_hook", "register_post_accumulate_grad_hook"], "not a tensor result: tests/test_hooks.py"
     ),
     **dict.fromkeys(
-        ["arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_", "arctanh_"],
+        ["arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_", "arctanh_", "square_"]
+        + ["neg_", "abs_", "sign_", "exp_", "log_", "log1p_", "expm1_"]
+        + ["sqrt_", "sin_", "cos_", "tanh_", "sigmoid_", "relu_", "negative_"],
         "in place (elementwise math, issue 13): tests/test_math.py",
     ),
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "

@@ -40,6 +40,8 @@ def test_special_values_and_dtypes(fg, torch, name):
     assert [d.replace("fastgrad", "torch") for d in ours[2:]] == theirs[2:]
 
 
+UNARY_OPS = ["neg", "negative", "abs", "sign", "exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tanh"]
+UNARY_OPS += ["sigmoid", "relu"]
 NO_IN_PLACE_DERIVATIVE = ["asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh"]  # PyTorch's backward raises
 
 
@@ -59,7 +61,7 @@ def in_place_program(name, backward):
     return program
 
 
-@pytest.mark.parametrize("name", FLOAT_FUNCTIONS + list(ALIASES))
+@pytest.mark.parametrize("name", FLOAT_FUNCTIONS + list(ALIASES) + UNARY_OPS)
 def test_in_place_forms(fg, torch, name):
     """x.<name>_() writes the op's values into x, whose history becomes the op's node; a leaf's
     gradient flows through it (or, as PyTorch's, backward raises: asinh_, acosh_, atanh_)."""
@@ -69,7 +71,7 @@ def test_in_place_forms(fg, torch, name):
         same_error(fg, torch, in_place_program(name, True))
 
 
-@pytest.mark.parametrize("name", ["exp2", "log10"])
+@pytest.mark.parametrize("name", ["exp2", "log10", "sqrt", "sigmoid"])
 def test_in_place_form_refuses_an_integer_tensor_and_a_leaf(fg, torch, name):
     same_error(fg, torch, lambda m: getattr(m.tensor([1, 2]), f"{name}_")())
     same_error(fg, torch, lambda m: getattr(m.tensor([1.0, 2.0], requires_grad=True), f"{name}_")())
@@ -117,3 +119,35 @@ def test_backward_reads_what_pytorch_saves(fg, torch, name):
 
     for overwrite_result in (False, True):
         assert outcome(fg, overwrite_result) == outcome(torch, overwrite_result)
+
+
+def test_predicates(fg, torch):
+    """Bool results with no history, for floats (special values, -0.0 and -NaN), integers and bools."""
+
+    def program(m):
+        floats = m.tensor([1.0, -0.0, 0.0, math.nan, -math.nan, math.inf, -math.inf, -2.5], requires_grad=True)
+        results = []
+        for x in (floats, m.tensor([3, -1, 0]), m.tensor([True, False])):
+            for name in ["signbit", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal"]:
+                results += [getattr(m, name)(x), getattr(x, name)()]
+        out = m.empty(8, dtype=m.bool)
+        return results, m.isposinf(floats, out=out) is out, out, m.signbit(floats, out=out)
+
+    same_on_both(fg, torch, program)
+
+
+def test_square(fg, torch):
+    """pow(x, 2), as PyTorch's: PowBackward0, bools become int64; square_ writes in place."""
+
+    def program(m):
+        x = m.tensor([1.5, -2.0], requires_grad=True)
+        y = m.square(x)
+        z = x * 1
+        z.square_()
+        (y + z).sum().backward()
+        ints = m.tensor([3, -2])
+        ints.square_()
+        return y, y.grad_fn.name(), z.grad_fn.name(), x.grad, m.square(m.tensor([True, False])), ints
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: m.tensor([True]).square_())

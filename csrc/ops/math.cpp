@@ -179,4 +179,13 @@ Tensor asinh_for_inplace(const Tensor& x) { return without_derivative(x, asinh, 
 Tensor acosh_for_inplace(const Tensor& x) { return without_derivative(x, acosh, "acosh", "AcoshBackward1"); }
 Tensor atanh_for_inplace(const Tensor& x) { return without_derivative(x, atanh, "atanh", "AtanhBackward1"); }
 
+// ---- predicates
+// signbit: the sign bit of floats (so -0.0 and -NaN are negative), x < 0 for integers.
+Tensor signbit(const Tensor& x) {
+  return scalar_map(x, Scalar::from_int(0), x->dtype, DType::Bool, [](auto v, auto) {
+    if constexpr (std::is_floating_point_v<decltype(v)>) return std::signbit(v);
+    else return is_negative(v);
+  });
+}
+
 }  // namespace fg

@@ -128,6 +128,7 @@ Tensor polygamma(int64_t n, const Tensor& x);  // digamma's n-th derivative (for
 Tensor rsqrt(const Tensor& x);
 Tensor deg2rad(const Tensor& x);
 Tensor rad2deg(const Tensor& x);
+Tensor signbit(const Tensor& x);  // bool
 
 // ---- in place (ops/inplace.cpp); return self
 Tensor add_(const Tensor& self, const Tensor& other);

@@ -234,6 +234,53 @@ op("arctanh(Tensor input)",
    "function method out", "_prims.atanh", "unary_float")
 op("Tensor.arctanh_(Tensor self)",
    "method", "_prims.atanh_", "inplace")
+op("square(Tensor input)",
+   "function method out", "_methods.square", "square")
+op("Tensor.square_(Tensor self)",
+   "method", "_methods.square_", "inplace")
+op("signbit(Tensor input)",
+   "function method out", "_prims.signbit", "unary_bool")
+op("isnan(Tensor input)",
+   "function method", "_methods.isnan", "unary_bool")
+op("isinf(Tensor input)",
+   "function method", "_methods.isinf", "unary_bool")
+op("isposinf(Tensor input)",
+   "function method out", "_methods.isposinf", "unary_bool")
+op("isneginf(Tensor input)",
+   "function method out", "_methods.isneginf", "unary_bool")
+op("isfinite(Tensor input)",
+   "function method", "_methods.isfinite", "unary_bool")
+op("isreal(Tensor input)",
+   "function method", "_methods.isreal", "unary_bool")
+# the in-place forms of the unary ops above (elementwise, unary)
+op("Tensor.neg_(Tensor self)",
+   "method", "_prims.neg_", "inplace")
+op("Tensor.abs_(Tensor self)",
+   "method", "_prims.abs_", "inplace")
+op("Tensor.sign_(Tensor self)",
+   "method", "_prims.sign_", "inplace")
+op("Tensor.exp_(Tensor self)",
+   "method", "_prims.exp_", "inplace")
+op("Tensor.log_(Tensor self)",
+   "method", "_prims.log_", "inplace")
+op("Tensor.log1p_(Tensor self)",
+   "method", "_prims.log1p_", "inplace")
+op("Tensor.expm1_(Tensor self)",
+   "method", "_prims.expm1_", "inplace")
+op("Tensor.sqrt_(Tensor self)",
+   "method", "_prims.sqrt_", "inplace")
+op("Tensor.sin_(Tensor self)",
+   "method", "_prims.sin_", "inplace")
+op("Tensor.cos_(Tensor self)",
+   "method", "_prims.cos_", "inplace")
+op("Tensor.tanh_(Tensor self)",
+   "method", "_prims.tanh_", "inplace")
+op("Tensor.sigmoid_(Tensor self)",
+   "method", "_prims.sigmoid_", "inplace")
+op("Tensor.relu_(Tensor self)",
+   "method", "_prims.relu_", "inplace")
+op("Tensor.negative_(Tensor self)",
+   "method", "_prims.neg_", "inplace")
 
 # ---- in place (the other in-place forms are `inplace` variants above)
 op("Tensor.add_(Tensor self, Tensor other, *, Scalar alpha=1)",

@@ -5,9 +5,11 @@ IEEE arithmetic gives inf or NaN: the wrappers below give the IEEE values, as th
 
 import math
 
+from .._types import bool as bool_
 from ._autograd import Function, no_grad
 from ._elementwise import ReciprocalBackward0, _sin, float_type, ieee_div, unary
 from ._storage import cast_scalar
+from ._tensor import new_tensor, read
 
 _NAN, _INF = math.nan, math.inf
 
@@ -403,6 +405,12 @@ class AcoshInPlace(_NoInplaceDerivative):
 
 class AtanhInPlace(_NoInplaceDerivative):
     op_node = AtanhBackward0
+
+
+def signbit(x):
+    """The sign bit of floats (so -0.0 and -NaN are negative), x < 0 for integers; bool."""
+    sign = (lambda v: math.copysign(1.0, v) < 0) if x._dtype.is_floating_point else (lambda v: v < 0)
+    return new_tensor([sign(v) for v in read(x)], x._shape, bool_)
 
 
 # The ops by name, each computed by its node (the in-place forms are in reference/_prims.py).

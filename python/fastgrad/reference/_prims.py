@@ -288,6 +288,26 @@ for _name, _op in {
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
 
+# the in-place forms of the unary ops above
+for _name, _node in {
+    "neg": ew.NegBackward0,
+    "abs": ew.AbsBackward0,
+    "sign": ew.SignBackward0,
+    "exp": ew.ExpBackward0,
+    "log": ew.LogBackward0,
+    "log1p": ew.Log1PBackward0,
+    "expm1": ew.Expm1Backward0,
+    "sqrt": ew.SqrtBackward0,
+    "sin": ew.SinBackward0,
+    "cos": ew.CosBackward0,
+    "tanh": ew.TanhBackward0,
+    "sigmoid": ew.SigmoidBackward0,
+    "relu": ew.ReluBackward0,
+}.items():
+    globals()[f"{_name}_"] = _tensor_args(f"{_name}_", functools.partial(_inplace.unary_, node_class=_node))
+
+signbit = _tensor_args("signbit", _math.signbit)
+
 # log10 ... rad2deg (reference/_math.py), each with its in-place form
 for _name, _node in _math.FLOAT_FUNCTIONS.items():
     globals()[_name] = _tensor_args(_name, _node.run)
