@@ -270,6 +270,29 @@ for _t in [
 ]:
     op(_t, a=tensor(NUM), **({"d": dim("a")} if "{d}" in _t else {}))
 op("{a}.argmax({args})", a=tensor(NUM), args=reduce_args("a", multi=False))
+# reductions and set ops of issue 13 (reduce)
+op("torch.logsumexp({a}, {args})", a=tensor(ANY), args=reduce_args("a", optional=False))
+op("torch.nansum({a}, {args})", a=tensor(ANY), args=reduce_args("a"))
+op("{a}.nanmean({args})", a=tensor(ANY), args=reduce_args("a"))
+op("torch.count_nonzero({a}, {d})", a=tensor(ANY), d=dim("a"))
+op("torch.aminmax({a}, dim={d}).max", a=tensor(NUM), d=dim("a"))
+op("{a}.aminmax()[0]", a=tensor(NUM))
+op("torch.var_mean({a}, {args})[0]", a=tensor(), args=reduce_args("a", extra=("unbiased=False", "correction=0")))
+op("torch.std_mean({a}, {args})[1]", a=tensor(), args=reduce_args("a", extra=("correction=2",)))
+op("{a}.sum(axis={d}, keepdims=True)", a=tensor(ANY), d=dim("a"))
+op("torch.cosine_similarity({a}, {b}, dim={d})", a=tensor(ANY, min_rank=1), b=partner("a"), d=dim("a", wrong=False))
+op("torch.dist({a}, {b}, {p})", a=tensor(), b=partner("a"), p=options("2", "1", "3", "0.5", "float('inf')"))
+op("torch.nn.functional.pairwise_distance({a}, {b}, p={p})", a=tensor(), b=partner("a"), p=options("2.0", "1.0", "3.0"))
+op("torch.searchsorted({a}.flatten().sort()[0], {b}, right=True)", a=tensor(NUM), b=tensor(NUM))
+op("torch.bucketize({b}, {a}.flatten().sort()[0])", a=tensor(NUM), b=tensor(NUM))
+op("{a}.histc(5, -1, 1)", a=tensor())
+op("torch.histogram({a}, torch.tensor([-1.0, 0.0, 0.5, 2.0], dtype={a}.dtype))[0]", a=tensor())
+op("torch.bincount({a}.flatten().abs().long(), minlength=3)", a=tensor(NUM))
+op("torch.unique({a}, return_counts=True)[1]", a=tensor(ANY))
+op("torch.unique({a}, dim={d}, return_inverse=True)[1]", a=tensor(ANY, min_rank=1), d=dim("a", wrong=False))
+op("{a}.unique_consecutive(return_inverse=True)[1]", a=tensor(ANY))
+op("torch.quantile({a}, {q}, dim={d})", a=tensor(min_rank=1), q=options("0.3", "0.5", "1.0"), d=dim("a"))
+op("{a}.nanquantile(0.25, interpolation={i})", a=tensor(), i=options("'lower'", "'nearest'", "'midpoint'"))
 # sorting and selection (tied values: fuzz_compare.DIFFERENCES)
 op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
 op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))
@@ -308,6 +331,14 @@ op("torch.mm({a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mm"))
 op("{a}.bmm({b})", a=tensor(rank=3), b=matmul_partner("a", "bmm"))
 op("torch.mv({a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mv"))
 op("torch.dot({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+# linear algebra (fastgrad.linalg): the products whose operand shapes the drawers make
+op("torch.vdot({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+op("torch.inner({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
+op("torch.einsum('ij,jk->ik', {a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("torch.tensordot({a}, {b}, dims=1)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("torch.addmm({a} @ {b}, {a}, {b}, beta=0.5)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
+op("torch.baddbmm({a} @ {b}, {a}, {b}, alpha=2)", a=tensor(rank=3), b=matmul_partner("a", "bmm"))
+op("torch.addmv({a} @ {b}, {a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mv"))
 # shapes and views
 op("{a}.reshape({s})", a=tensor(ANY), s=new_shape("a"))
 op("torch.reshape({a}, {s})", a=tensor(), s=new_shape("a", as_tuple=True))
@@ -450,11 +481,17 @@ op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indi
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
 NOT_IN_GRAMMAR = {
+    **dict.fromkeys(
+        ["addr", "addbmm", "chain_matmul", "cross", "cdist", "det", "logdet", "slogdet", "inverse", "cholesky", "svd"]
+        + ["qr", "pinverse"],
+        "linear algebra: operands of related shapes (length-3 dims, square or positive-definite matrices) that the "
+        "drawers do not make yet: tests/test_linalg.py",
+    ),
     "gather": "its index argument has no drawer yet: tests/test_composed_ops.py",
     "view_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     "reshape_as": "its shape comes from another tensor of as many elements: view and reshape draw the shapes",
     **dict.fromkeys(
-        ["equal", "allclose", "is_floating_point", "is_tensor", "numel", "register_hook"]
+        ["equal", "allclose", "is_floating_point", "is_complex", "is_nonzero", "is_tensor", "numel", "register_hook"]
         + ["register_post_accumulate_grad_hook"],
         "not a tensor result",
     ),

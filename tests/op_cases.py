@@ -249,6 +249,72 @@ case("sum(0d)", lambda m, x: x.sum(), [()], "SumBackward0")
 case("sum(1-d, dim=0)", lambda m, x: x.sum(0), [(5,)], "SumBackward1")
 case("max(1-d)", lambda m, x: x.max(), [(5,)], "MaxBackward1")
 
+# --- reductions and set ops of issue 13 (reduce)
+case("torch.logsumexp(x,1)", lambda m, x: m.logsumexp(x, 1), X3, "LogsumexpBackward0")
+case(
+    "logsumexp((0,2),keepdim)",
+    lambda m, x: x.logsumexp((0, 2), keepdim=True),
+    X3,
+    "LogsumexpBackward0",
+    layouts=LAYOUTS[:1],
+)
+case("torch.nansum(x,1)", lambda m, x: m.nansum(x, 1), X3, "NansumBackward0", layouts=LAYOUTS[:2])
+case("nansum()", lambda m, x: x.nansum(), X3, "NansumBackward0", layouts=LAYOUTS[:1])
+case("torch.nanmean(x,(0,2),keepdim)", lambda m, x: m.nanmean(x, (0, 2), True), X3, "DivBackward0", layouts=LAYOUTS[:1])
+case("torch.aminmax(x,dim=1).max", lambda m, x: m.aminmax(x, dim=1).max, X3, "AminmaxBackward0", layouts=LAYOUTS[:2])
+case("aminmax(keepdim)[0]", lambda m, x: x.aminmax(keepdim=True)[0], X3, "AminmaxBackward0", layouts=LAYOUTS[:1])
+case("torch.std_mean(x,1)[0]", lambda m, x: m.std_mean(x, 1)[0], X3, "StdMeanBackward0", layouts=LAYOUTS[:1])
+case("torch.std_mean(x)[1]", lambda m, x: m.std_mean(x)[1], X3, "StdMeanBackward0", layouts=LAYOUTS[:1])
+case(
+    "torch.var_mean(x,(0,2),keepdim,correction=0)[0]",
+    lambda m, x: m.var_mean(x, (0, 2), keepdim=True, correction=0)[0],
+    X3,
+    "VarMeanBackward0",
+    layouts=LAYOUTS[:1],
+)
+case("torch.cosine_similarity(a,b)", lambda m, a, b: m.cosine_similarity(a, b), [(3, 4), (4,)], "SumBackward1")
+case(
+    "F.cosine_similarity(dim=0)",
+    lambda m, a, b: m.nn.functional.cosine_similarity(a, b, dim=0),
+    [(3, 4), (3, 1)],
+    "SumBackward1",
+    layouts=LAYOUTS[:1],
+)
+case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
+for _p in [1, 3, 0.5, float("inf")]:
+    case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])
+case(
+    "F.pairwise_distance(a,b,keepdim)",
+    lambda m, a, b: m.nn.functional.pairwise_distance(a, b, keepdim=True),
+    [(3, 4), (3, 4)],
+    "NormBackward1",
+    layouts=LAYOUTS[:2],
+)
+case(
+    "torch.pairwise_distance(p=1)",
+    lambda m, a, b: m.pairwise_distance(a, b, 1.0),
+    [(2, 3, 4), (4,)],
+    "NormBackward1",
+    layouts=LAYOUTS[:1],
+)
+# quantile ends in PyTorch's in-place squeeze_ (SqueezeBackward4), fastgrad's in squeeze(-1)
+QUANTILE = ("SqueezeBackward4", "SqueezeBackward1")
+case("torch.quantile(x,0.3,dim=1)", lambda m, x: m.quantile(x, 0.3, dim=1), X3, QUANTILE, layouts=LAYOUTS[:2])
+case(
+    "quantile(q tensor,keepdim)",
+    lambda m, x: x.quantile(m.tensor([0.2, 0.9], dtype=x.dtype), keepdim=True),
+    X3,
+    QUANTILE,
+    layouts=LAYOUTS[:1],
+)
+case(
+    "torch.nanquantile(x,q,0,midpoint)",
+    lambda m, x: m.nanquantile(x, m.tensor([0.25, 0.5], dtype=x.dtype), 0, interpolation="midpoint"),
+    X3,
+    QUANTILE,
+    layouts=LAYOUTS[:1],
+)
+
 # --- sorting and selection: random reals have no ties, so PyTorch's order is fully specified
 for _name, _fn, _grad_fn in [
     ("sort().values", lambda m, x: x.sort().values, "SortBackward0"),
@@ -480,6 +546,29 @@ for _name, _fn in [
 # ties: argmax/argmin return the first extremal index (documented by PyTorch)
 nondiff("argmax(1) with ties", lambda m, x: x.argmax(1), [(4, 6)], "int")
 nondiff("argmin() with ties", lambda m, x: x.argmin(), [(4, 6)], "int")
+# reductions and set ops of issue 13 (reduce)
+nondiff("torch.count_nonzero(x,(0,1))", lambda m, x: m.count_nonzero(x, (0, 1)), [(4, 6)], "int")
+nondiff("count_nonzero(-1)", lambda m, x: x.count_nonzero(-1), [(4, 6)], "int")
+nondiff("torch.searchsorted", lambda m, a, b: m.searchsorted(a.sort().values, b), [(5,), (3, 4)], "int")
+nondiff("searchsorted rows, right", lambda m, a, b: m.searchsorted(a.sort()[0], b, right=True), [(3, 5), (3, 4)], "int")
+nondiff("torch.bucketize", lambda m, a, b: m.bucketize(b, a.sort().values, right=True), [(5,), (3, 4)], "int")
+nondiff("torch.histc", lambda m, a: m.histc(a, 5), [(4, 6)], "real")
+nondiff("Tensor.histc(bins,min,max)", lambda m, a: a.histc(4, -1, 1), [(4, 6)], "real")
+nondiff("torch.bincount", lambda m, a: m.bincount((a + 2).long().reshape(-1)), [(4, 6)], "int")
+nondiff(
+    "Tensor.bincount(weights,minlength)",
+    lambda m, a, w: (a + 2).long().bincount(w.detach(), minlength=7),
+    [(6,), (6,)],
+    ("int", "real"),
+)
+nondiff("torch.unique", lambda m, a: m.unique(a.detach()), [(4, 6)], "int")
+nondiff("Tensor.unique(return_inverse)[1]", lambda m, a: a.unique(return_inverse=True)[1], [(4, 6)], "int")
+nondiff("torch.unique(dim=1,return_counts)[1]", lambda m, a: m.unique(a, return_counts=True, dim=1)[1], [(2, 6)], "int")
+nondiff("torch.unique_consecutive", lambda m, a: m.unique_consecutive(a.detach()), [(4, 6)], "int")
+nondiff("Tensor.unique_consecutive(dim=0)", lambda m, a: a.detach().unique_consecutive(dim=0), [(5, 1)], "int")
+nondiff(
+    "torch.histogram(x,edges).hist", lambda m, a: m.histogram(a, m.tensor([-1.0, 0.0, 0.5, 2.0])).hist, [(4, 6)], "real"
+)
 
 for _name, _fn in [
     ("a<b", lambda m, a, b: a < b),
@@ -538,12 +627,118 @@ for _name, _fn, _shapes in [
     ("Tensor.is_floating_point", lambda m, a: a.long().is_floating_point(), [(3, 4)]),
     ("torch.is_tensor", lambda m, a: m.is_tensor(a), [(3, 4)]),
     ("torch.numel", lambda m, a: m.numel(a) == 12, [(3, 4)]),
+    ("torch.is_complex", lambda m, a: m.is_complex(a), [(3, 4)]),
+    ("Tensor.is_complex", lambda m, a: a.long().is_complex(), [(3, 4)]),
+    ("torch.is_nonzero", lambda m, a: m.is_nonzero(a), [(1, 1)]),
+    ("Tensor.is_nonzero", lambda m, a: (a * 0).is_nonzero(), [()]),
 ]:
     nondiff(_name, _fn, _shapes)
 # elementwise math (issue 13): predicates (special values: tests/test_math.py)
 for _name in ["signbit", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal"]:
     nondiff(f"torch.{_name}", lambda m, a, name=_name: getattr(m, name)(a), [(3, 4)])
 
+
+# --- linear algebra (fastgrad.linalg): products, contractions, decompositions; one layout each (their
+# kernels are matmul's and numpy.linalg's, tested in every layout above)
+ONE = LAYOUTS[:1]
+
+
+def _spd(m, a):
+    """A symmetric positive-definite matrix made from `a` (cholesky's domain)."""
+    return a @ a.transpose(-2, -1) + m.eye(a.shape[-1], dtype=a.dtype)
+
+
+for _name, _fn, _shapes, _grad_fn in [
+    ("torch.addmm", lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2), [(3, 2), (3, 4), (4, 2)], "AddmmBackward0"),
+    ("Tensor.addmm broadcast", lambda m, c, a, b: c.addmm(a, b), [(2,), (3, 4), (4, 2)], "AddmmBackward0"),
+    ("torch.addmv", lambda m, c, a, b: m.addmv(c, a, b, alpha=3), [(3,), (3, 4), (4,)], "AddmvBackward0"),
+    ("Tensor.addr", lambda m, c, a, b: c.addr(a, b, beta=2), [(3, 4), (3,), (4,)], "AddrBackward0"),
+    (
+        "torch.baddbmm",
+        lambda m, c, a, b: m.baddbmm(c, a, b, alpha=0.5),
+        [(2, 3, 2), (2, 3, 4), (2, 4, 2)],
+        "BaddbmmBackward0",
+    ),
+    ("torch.addbmm", lambda m, c, a, b: m.addbmm(c, a, b), [(3, 2), (2, 3, 4), (2, 4, 2)], "AddbmmBackward0"),
+    ("torch.vdot", lambda m, a, b: m.vdot(a, b), [(4,), (4,)], "VdotBackward0"),
+    ("Tensor.inner", lambda m, a, b: a.inner(b), [(2, 3, 4), (5, 4)], "ViewBackward0"),
+    (
+        "torch.tensordot",
+        lambda m, a, b: m.tensordot(a, b, dims=([1, 0], [0, 2])),
+        [(3, 2, 4), (2, 5, 3)],
+        "ViewBackward0",
+    ),
+    ("einsum('bij,bjk')", lambda m, a, b: m.einsum("bij,bjk", [a, b]), [(2, 3, 4), (2, 4, 2)], "ViewBackward0"),
+    (
+        "einsum('...ij,...jk->...ik')",
+        lambda m, a, b: m.einsum("...ij,...jk->...ik", a, b),
+        [(2, 3, 4), (4, 2)],
+        "ViewBackward0",
+    ),
+    ("einsum('ii')", lambda m, a: m.einsum("ii", a), [(3, 3)], "SumBackward1"),
+    ("einsum('iij->ji')", lambda m, a: m.einsum("iij->ji", a), [(3, 3, 2)], "PermuteBackward0"),
+    ("einsum('i,j')", lambda m, a, b: m.einsum("i,j", a, b), [(3,), (4,)], "MulBackward0"),
+    (
+        "einsum('ij,jk,kl->il')",
+        lambda m, a, b, c: m.einsum("ij,jk,kl->il", a, b, c),
+        [(2, 3), (3, 4), (4, 5)],
+        "ViewBackward0",
+    ),
+    ("torch.chain_matmul", lambda m, a, b: m.chain_matmul(a, b), [(3, 4), (4, 2)], "ViewBackward0"),
+    ("torch.cross", lambda m, a, b: m.cross(a, b, dim=1), [(2, 3), (2, 3)], "LinalgCrossBackward0"),
+    ("linalg.cross broadcast", lambda m, a, b: m.linalg.cross(a, b), [(2, 3), (1, 3)], "LinalgCrossBackward0"),
+    (
+        "linalg.vector_norm(3,dim=1)",
+        lambda m, a: m.linalg.vector_norm(a, 3, dim=1),
+        [(3, 4)],
+        "LinalgVectorNormBackward0",
+    ),
+    ("linalg.matrix_norm('nuc')", lambda m, a: m.linalg.matrix_norm(a, "nuc"), [(3, 4)], "SumBackward1"),
+    ("linalg.matrix_norm(2) batched", lambda m, a: m.linalg.matrix_norm(a, 2), [(2, 3, 4)], "AmaxBackward0"),
+    ("linalg.norm(inf)", lambda m, a: m.linalg.norm(a, float("inf")), [(3, 4)], "AmaxBackward0"),
+    ("linalg.inv batched", lambda m, a: m.linalg.inv(a), [(2, 3, 3)], "LinalgInvExBackward0"),
+    ("Tensor.inverse", lambda m, a: a.inverse(), [(3, 3)], "LinalgInvExBackward0"),
+    ("linalg.det batched", lambda m, a: m.linalg.det(a), [(2, 3, 3)], "LinalgDetBackward0"),
+    ("Tensor.det", lambda m, a: a.det(), [(3, 3)], "LinalgDetBackward0"),
+    ("torch.logdet", lambda m, a: m.logdet(_spd(m, a)), [(3, 3)], "WhereBackward0"),
+    ("torch.slogdet", lambda m, a: m.slogdet(a).logabsdet, [(3, 3)], "LinalgSlogdetBackward0"),
+    ("linalg.solve", lambda m, a, b: m.linalg.solve(a, b), [(2, 3, 3), (3, 2)], "LinalgSolveExBackward0"),
+    ("linalg.cholesky", lambda m, a: m.linalg.cholesky(_spd(m, a)), [(2, 3, 3)], "LinalgCholeskyExBackward0"),
+    ("Tensor.cholesky(upper)", lambda m, a: _spd(m, a).cholesky(upper=True), [(3, 3)], "CholeskyBackward0"),
+    ("linalg.eigvalsh", lambda m, a: m.linalg.eigvalsh(a + a.transpose(0, 1)), [(3, 3)], "LinalgEighBackward0"),
+    ("torch.svd().S", lambda m, a: m.svd(a).S, [(4, 3)], "LinalgSvdBackward0"),
+    (
+        "Tensor.svd() u1 v1^T",
+        lambda m, a: (lambda r: r.U[:, :1] * r.V[:, :1].transpose(0, 1))(a.svd()),
+        [(3, 4)],
+        "MulBackward0",
+    ),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=ONE)
+for _name, _fn, _shapes, _grad_fn in [
+    ("linalg.multi_dot", lambda m, a, b, c: m.linalg.multi_dot([a, b, c]), [(3,), (3, 4), (4, 2)], "ViewBackward0"),
+    ("torch.inner of size 0", lambda m, a, b: m.inner(a, b), [(0,), (0,)], "ViewBackward0"),
+    ("einsum('ij,jk') of size 0", lambda m, a, b: m.einsum("ij,jk", a, b), [(2, 0), (0, 3)], "ViewBackward0"),
+    ("linalg.inv of size 0", lambda m, a: m.linalg.inv(a), [(2, 0, 0)], "LinalgInvExBackward0"),
+    ("linalg.solve vector", lambda m, a, b: m.linalg.solve(a, b), [(3, 3), (3,)], "LinalgSolveExBackward0"),
+    (
+        "linalg.solve(left=False)",
+        lambda m, a, b: m.linalg.solve(a, b, left=False),
+        [(3, 3), (2, 3)],
+        "LinalgSolveExBackward0",
+    ),
+    (
+        "linalg.matrix_norm(1,keepdim)",
+        lambda m, a: m.linalg.matrix_norm(a, 1, keepdim=True),
+        [(2, 3, 4)],
+        "AmaxBackward0",
+    ),
+    ("linalg.qr Q@R", lambda m, a: (lambda r: r.Q @ r.R)(m.linalg.qr(a)), [(4, 3)], "MmBackward0"),
+    ("Tensor.qr wide", lambda m, a: (lambda r: r.Q.abs() @ r.R.abs())(a.qr()), [(3, 4)], "MmBackward0"),
+    ("linalg.pinv", lambda m, a: m.linalg.pinv(a), [(4, 3)], "LinalgPinvBackward0"),
+    ("Tensor.pinverse batched", lambda m, a: a.pinverse(), [(2, 3, 4)], "LinalgPinvBackward0"),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=ONE)
 
 # Table ops with no case here, and where they are compared with PyTorch instead
 # (tests/test_meta.py checks that every other op of fastgrad._optable is called by a case above).
@@ -575,6 +770,7 @@ NOT_IN_CASES = {
         + ["sqrt_", "sin_", "cos_", "tanh_", "sigmoid_", "relu_", "negative_"],
         "in place (elementwise math, issue 13): tests/test_math.py",
     ),
+    "cdist": "PyTorch has no second derivative, which the cases' checks take: tests/test_linalg.py",
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
     "tests/test_numerics.py, test_regressions.py",
 }

@@ -166,11 +166,18 @@ def test_gradgradcheck(fg, program):
     assert gradgradcheck(lambda *xs: program.fn(fg, *xs), tuple(leaves))
 
 
+def _one_view_layout(index, case):
+    """One of the case's layouts that makes views (taken in turn over the table, so that every layout
+    is met): the views' backward formulas are the same for every op, and test_ops checks each op's
+    first derivatives in all of them."""
+    layouts = [layout for layout in case.layouts if layout != "contiguous" and layout_changes(case.shapes, layout)]
+    return layouts[index % len(layouts)] if layouts else None
+
+
 LAYOUT_PARAMS = [
     pytest.param(c, layout, id=f"{c.name}-{layout}")
-    for c in CASES
-    for layout in c.layouts
-    if layout != "contiguous" and layout_changes(c.shapes, layout)
+    for c, layout in ((c, _one_view_layout(i, c)) for i, c in enumerate(CASES))
+    if layout is not None
 ]
 
 

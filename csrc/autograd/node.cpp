@@ -67,6 +67,11 @@ const char* const kBackwardTwiceMessage =
     "saved tensors after calling backward.";
 
 void SavedTensor::save(const Tensor& t, bool is_output) {
+  if (t->storage->inference())
+    throw RuntimeError(
+        "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
+        "computation tracked by autograd. To work around this, you can make a clone to get a normal tensor and use it "
+        "in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`.");
   data_ = is_output ? alias(t) : t;
   version_ = t->version();
   output_nr_ = t->output_nr;

@@ -110,7 +110,11 @@ void give_back_block(void* data, SizeClass c) {
   std::free(data);
 }
 
+thread_local bool inference_mode = false;
 }  // namespace
+
+bool inference_mode_enabled() { return inference_mode; }
+void set_inference_mode(bool enabled) { inference_mode = enabled; }
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   auto s = std::make_shared<Storage>(take_block(size_class(nbytes)), nbytes, nullptr, nullptr);

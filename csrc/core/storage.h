@@ -9,6 +9,11 @@
 
 namespace fg {
 
+// torch.inference_mode, per thread: storages allocated while it is on are inference tensors' (see
+// Storage::inference). Autograd records nothing meanwhile (the Python switch turns grad mode off).
+bool inference_mode_enabled();
+void set_inference_mode(bool enabled);
+
 class Storage {
  public:
   // Owns a fresh aligned allocation of `nbytes` (uninitialized), taken from the buffer cache
@@ -28,12 +33,17 @@ class Storage {
   size_t nbytes() const { return nbytes_; }
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  // Allocated in inference mode: PyTorch's inference tensors, and all their views, are never saved
+  // for backward and are written in place only in inference mode (check_inference_write).
+  bool inference() const { return inference_; }
+  void set_inference(bool inference) { inference_ = inference; }
 
  private:
   void* data_;
   size_t nbytes_;
   void (*release_)(void*);
   void* ctx_;
+  bool inference_ = inference_mode_enabled();
   bool cached_ = false;  // data_ is a buffer-cache block (allocate), not someone else's memory (wrap)
   std::atomic<uint32_t> version_{0};
 };

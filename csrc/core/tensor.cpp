@@ -89,6 +89,7 @@ Tensor untracked_alias(const Tensor& t) {
   out->storage = Storage::wrap(
       t->storage->data(), t->storage->nbytes(), [](void* ctx) { delete static_cast<std::shared_ptr<Storage>*>(ctx); },
       owner);
+  out->storage->set_inference(t->storage->inference());
   return out;
 }
 

@@ -60,8 +60,8 @@ void refresh_view_history(const Tensor& self) {
   self->view_version = self->version();
 }
 
-void check_inplace(const Tensor& self, const Tensor* source) {
-  if (!grad_enabled()) return;
+// The checks autograd makes before an in-place write (leaves, views made under no_grad).
+static void check_inplace_autograd(const Tensor& self, const Tensor* source) {
   // A view made under no_grad kept no history to write through: as PyTorch, no guessing whether the
   // write should reach its base's gradient.
   if (self->view_base && !self->view_tracks_history &&
@@ -73,6 +73,14 @@ void check_inplace(const Tensor& self, const Tensor* source) {
   const Tensor& base = self->view_base;
   if (base && base->is_leaf() && base->requires_grad_leaf)
     throw RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+void check_inplace(const Tensor& self, const Tensor* source) {
+  if (grad_enabled()) check_inplace_autograd(self, source);
+  if (self->storage->inference() && !inference_mode_enabled())
+    throw RuntimeError(
+        "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a normal "
+        "tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details.");
 }
 
 // The base's new value is its old value with the view's region replaced by the in-place result:

@@ -5,6 +5,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -211,6 +212,17 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
 std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim);
 Tensor median_all(const Tensor& x);
 std::pair<Tensor, Tensor> mode(const Tensor& x, int64_t dim, bool keepdim);
+// ---- searching, counting and unique (ops/sort.cpp, issue 13); arguments checked by the Python layer.
+// For each value, the position in its row of `sorted` (1-D, or one row per row of `values`, same dtype).
+Tensor searchsorted(const Tensor& sorted, const Tensor& values, bool right);
+// Counts (or sums of float `weights`) of the non-negative int64 values of 1-D x, at least minlength long.
+Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t minlength);
+// How many elements of float x (or their weights) fall in each bin between the increasing 1-D `edges`
+// (x's dtype): a bin holds its left edge, the last one its right edge too.
+Tensor histogram_counts(const Tensor& x, const Tensor& edges, const std::optional<Tensor>& weights);
+// The distinct rows of a 2-D tensor, in order (or, `consecutive`, each run of equal rows): the index
+// of each one's first row, each row's distinct row, and how many rows each one has.
+std::tuple<Tensor, Tensor, Tensor> unique_rows(const Tensor& rows, bool consecutive);
 
 // ---- shape and views (ops/shape.cpp)
 Tensor view(const Tensor& x, const Shape& shape);

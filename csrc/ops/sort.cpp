@@ -263,4 +263,120 @@ Tensor median_all(const Tensor& x) {
   return out;
 }
 
+// ---- searching, counting and unique (issue 13). None of these records a graph: their results are
+// positions and counts.
+
+namespace {
+
+// x's elements in row-major order (x itself when contiguous).
+Tensor dense(const Tensor& x) {
+  GradModeGuard no_grad(false);
+  return contiguous(x);
+}
+
+}  // namespace
+
+Tensor searchsorted(const Tensor& sorted, const Tensor& values, bool right) {
+  Tensor out = empty(values->shape, DType::Int64);
+  Tensor seq = dense(sorted), val = dense(values);
+  const int64_t n = sorted->shape.back(), per_row = values->dim() ? values->shape.back() : 1;
+  const bool one_row = sorted->dim() == 1;
+  dispatch(values->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* rows = seq->data_as<T>();
+    const T* v = val->data_as<T>();
+    int64_t* o = out->data_as<int64_t>();
+    for (int64_t i = 0; i < val->numel(); ++i) {
+      const T* row = rows + (one_row ? 0 : i / per_row * n);
+      int64_t lo = 0, hi = n;
+      while (lo < hi) {  // PyTorch's comparisons, so that NaN values and boundaries land where its do
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (right ? !(row[mid] > v[i]) : !(row[mid] >= v[i])) lo = mid + 1;
+        else hi = mid;
+      }
+      o[i] = lo;
+    }
+  });
+  return out;
+}
+
+Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t minlength) {
+  Tensor idx = dense(x);
+  const int64_t* at = idx->data_as<int64_t>();
+  int64_t length = minlength;
+  for (int64_t i = 0; i < idx->numel(); ++i) length = std::max(length, at[i] + 1);
+  Tensor out = full({length}, Scalar::from_int(0), weights ? (*weights)->dtype : DType::Int64);
+  if (!weights) {
+    int64_t* counts = out->data_as<int64_t>();
+    for (int64_t i = 0; i < idx->numel(); ++i) ++counts[at[i]];
+    return out;
+  }
+  Tensor w = dense(*weights);
+  dispatch_floating(w->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* wt = w->data_as<T>();
+    T* sums = out->data_as<T>();
+    for (int64_t i = 0; i < idx->numel(); ++i) sums[at[i]] += wt[i];
+  });
+  return out;
+}
+
+Tensor histogram_counts(const Tensor& x, const Tensor& edges, const std::optional<Tensor>& weights) {
+  const int64_t bins = edges->numel() - 1;
+  Tensor out = full({bins}, Scalar::from_int(0), x->dtype);
+  Tensor v = dense(x), e = dense(edges);
+  std::optional<Tensor> w;
+  if (weights) w = dense(*weights);
+  dispatch_floating(x->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* values = v->data_as<T>();
+    const T* edge = e->data_as<T>();
+    const T* weight = w ? (*w)->data_as<T>() : nullptr;
+    T* counts = out->data_as<T>();
+    const T left = edge[0], right = edge[bins];
+    for (int64_t i = 0; i < v->numel(); ++i) {
+      const T value = values[i];
+      if (!(value >= left && value <= right)) continue;  // outside, or NaN
+      // the bin whose left edge is the last one <= value; the right edge belongs to the last bin
+      int64_t pos = std::upper_bound(edge, edge + bins + 1, value) - edge - 1;
+      if (pos == bins) --pos;
+      counts[pos] += weight ? weight[i] : T(1);
+    }
+  });
+  return out;
+}
+
+std::tuple<Tensor, Tensor, Tensor> unique_rows(const Tensor& rows, bool consecutive) {
+  const int64_t n = rows->shape[0], width = rows->shape[1];
+  Tensor r = dense(rows);
+  std::vector<int64_t> order(n), first, counts;
+  std::iota(order.begin(), order.end(), int64_t(0));
+  Tensor inverse = empty({n}, DType::Int64);
+  dispatch(rows->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* data = r->data_as<T>();
+    auto row = [&](int64_t i) { return data + i * width; };
+    if (!consecutive)  // rows in lexicographic order, NaN largest, ties in index order
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        return std::lexicographical_compare(row(a), row(a) + width, row(b), row(b) + width, less_nan_last<T>);
+      });
+    int64_t* inv = inverse->data_as<int64_t>();
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t i = order[j];
+      if (first.empty() || !std::equal(row(i), row(i) + width, row(first.back()))) {  // NaN: a new value
+        first.push_back(i);
+        counts.push_back(0);
+      }
+      ++counts.back();
+      inv[i] = static_cast<int64_t>(first.size()) - 1;
+    }
+  });
+  auto as_tensor = [](const std::vector<int64_t>& v) {
+    Tensor t = empty({static_cast<int64_t>(v.size())}, DType::Int64);
+    std::copy(v.begin(), v.end(), t->data_as<int64_t>());
+    return t;
+  };
+  return {as_tensor(first), inverse, as_tensor(counts)};
+}
+
 }  // namespace fg

@@ -93,6 +93,8 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("is_grad_enabled", &grad_enabled);
   m.def("_set_grad_enabled", &set_grad_enabled);
+  m.def("is_inference_mode_enabled", &inference_mode_enabled);
+  m.def("_set_inference_mode", &set_inference_mode);
   m.def(
       "graph_stats",
       [] {

@@ -249,6 +249,8 @@ void set_requires_grad(const Tensor& self, bool flag) {
   }
   if (flag && !is_floating(self->dtype))
     throw RuntimeError("only Tensors of floating point and complex dtype can require gradients");
+  if (flag && self->storage->inference() && !inference_mode_enabled())
+    throw RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.");
   self->requires_grad_leaf = flag;
 }
 
@@ -336,7 +338,13 @@ void bind_tensor(py::module_& m) {
       .def_property("data", &untracked_alias, &set_data)
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
-      .def_property_readonly("_version", [](const Tensor& t) { return t->version(); })
+      .def_property_readonly("_version",
+                             [](const Tensor& t) {
+                               if (t->storage->inference())
+                                 throw RuntimeError("Inference tensors do not track version counter.");
+                               return t->version();
+                             })
+      .def("is_inference", [](const Tensor& t) { return t->storage->inference(); })
       .def_property_readonly("output_nr", [](const Tensor& t) { return t->output_nr; })
       .def("dim", [](const Tensor& t) { return t->dim(); })
       .def("numel", [](const Tensor& t) { return t->numel(); })
@@ -624,6 +632,17 @@ void bind_tensor(py::module_& m) {
         [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::median_dim, x, dim, keepdim); });
   m.def("median_all", [](const Tensor& x) { return unary(fg::median_all, x); });
   m.def("mode", [](const Tensor& x, int64_t dim, bool keepdim) { return unary(fg::mode, x, dim, keepdim); });
+  // searching, counting and unique (issue 13)
+  m.def("searchsorted", [](const Tensor& sorted, const Tensor& values, bool right) {
+    return by_elements(values->numel(), fg::searchsorted, sorted, values, right);
+  });
+  m.def("bincount", [](const Tensor& x, std::optional<Tensor> weights, int64_t minlength) {
+    return unary(fg::bincount, x, weights, minlength);
+  });
+  m.def("histogram_counts", [](const Tensor& x, const Tensor& edges, std::optional<Tensor> weights) {
+    return unary(fg::histogram_counts, x, edges, weights);
+  });
+  m.def("unique_rows", [](const Tensor& rows, bool consecutive) { return unary(fg::unique_rows, rows, consecutive); });
 
   // ---- scans along one dim
   auto dtype_or_none = [](py::handle dtype) {

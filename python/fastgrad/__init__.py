@@ -14,14 +14,22 @@ the core's primitives; fastgrad.reference runs the same modules over its own (se
 from ._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from ._types import finfo, iinfo, promote_types, can_cast, get_default_dtype
 from ._prims import Tensor
-from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled
+from ._grad_mode import (
+    no_grad,
+    enable_grad,
+    set_grad_enabled,
+    is_grad_enabled,
+    inference_mode,
+    is_inference_mode_enabled,
+)
 from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled
 from ._methods import FUNCTIONS as _FUNCTIONS
 from . import _hooks  # noqa: F401  Tensor.register_hook, grad_fn.register_hook, ...
 from ._factories import *  # noqa: F403  the factories both backends export: _factories.__all__
 from ._sampling import *  # noqa: F403  rand, randn, multinomial, ...: _sampling.__all__
 from .random import Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state
-from . import autograd, nn, optim, viz
+from . import autograd, linalg, nn, optim, viz
+from . import _linalg_ops  # noqa: F401  addmm, einsum, det, svd, ...: module functions and Tensor methods
 from . import accelerator, amp, backends, cuda, return_types  # CPU-only answers to device queries and switches
 from .amp import autocast
 from ._determinism import *  # noqa: F403  use_deterministic_algorithms, ...

@@ -12,10 +12,12 @@ MODULE = (
     Size Tensor device dtype bool int64 float32 float64 long float double
     finfo iinfo promote_types can_cast get_default_dtype
     tensor as_tensor from_numpy zeros ones empty full zeros_like ones_like empty_like full_like
+    FloatTensor DoubleTensor LongTensor BoolTensor
     arange linspace eye rand randn rand_like randn_like randint normal manual_seed seed
     randint_like randperm
     Generator default_generator random initial_seed get_rng_state set_rng_state
-    no_grad enable_grad set_grad_enabled is_grad_enabled autograd nn optim viz
+    no_grad enable_grad set_grad_enabled is_grad_enabled inference_mode is_inference_mode_enabled
+    autograd nn optim viz linalg
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
     save load serialization config set_num_threads get_num_threads
     cuda backends accelerator amp autocast set_printoptions return_types
@@ -27,7 +29,7 @@ MODULE = (
 TENSOR = (
     """
     shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
-    dim numel size stride storage_offset is_contiguous element_size item tolist numpy
+    dim numel size stride storage_offset is_contiguous element_size item tolist numpy is_inference
     backward retain_grad requires_grad_ detach detach_ contiguous cpu cuda to type float double long bool
     __getitem__ __setitem__ __len__ __iter__ __bool__ __float__ __int__ __index__ __format__ __repr__
     __add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __pow__ __rpow__ __matmul__

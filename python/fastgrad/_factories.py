@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes, register
-from fastgrad._types import ALL_DTYPES, check_cpu, float32, float64, int64, bool as bool_
+from fastgrad._types import ALL_DTYPES, LEGACY_TYPE_NAME, Size, check_cpu, float32, float64, int64, bool as bool_
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
@@ -327,6 +327,60 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return tensor(data, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+# ---- PyTorch's legacy tensor types: FloatTensor(2, 3) is an uninitialized 2x3 float32 tensor,
+# FloatTensor([1, 2]) one made from data, and isinstance(x, FloatTensor) asks for a float32 tensor.
+
+
+# The C++ type names PyTorch's legacy constructors print in their dtype errors.
+_CPP_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
+
+
+def _legacy_options(dtype):
+    return (
+        f"TensorOptions(dtype={_CPP_TYPE_NAME[dtype._name]}, device=cpu, layout=Strided, requires_grad=false "
+        "(default), pinned_memory=false (default), memory_format=(nullopt))"
+    )
+
+
+class _LegacyTensorType(type):
+    def __instancecheck__(cls, value):
+        return isinstance(value, Tensor) and value.dtype is cls.dtype
+
+    def __call__(cls, *args, **kwargs):
+        check_cpu(kwargs.pop("device", None))
+        data = args[0] if len(args) == 1 else None
+        if kwargs or len(args) > 1 and not isinstance(args[0], numbers.Integral):
+            got = [builtins.type(a).__name__ for a in args] + [
+                f"{k}={builtins.type(v).__name__}" for k, v in kwargs.items()
+            ]
+            raise TypeError(
+                f"new() received an invalid combination of arguments - got ({', '.join(got)}), but expected one of:"
+            )
+        if isinstance(data, Tensor):
+            if data.dtype is not cls.dtype:
+                raise TypeError(f"expected {_legacy_options(cls.dtype)} (got {_legacy_options(data.dtype)})")
+            return data
+        if isinstance(data, Size) or builtins.all(isinstance(a, numbers.Integral) for a in args[:1]):
+            # sizes: none (an empty tensor), ints or a Size; a bool is data, which must be a sequence
+            if isinstance(data, builtins.bool):
+                raise TypeError("new(): data must be a sequence (got bool)")
+            try:
+                sizes = _sizes(args) if args else [0]
+            except TypeError as error:
+                raise TypeError(f"new(): {error}") from None
+            return empty(*sizes, dtype=cls.dtype)
+        if isinstance(data, str):
+            raise TypeError("new(): invalid data type 'str'")
+        if not isinstance(data, (list, tuple, np.ndarray)):
+            raise TypeError(f"new(): data must be a sequence (got {builtins.type(data).__name__})")
+        return tensor(data, dtype=cls.dtype)
+
+
+for _dtype, _name in LEGACY_TYPE_NAME.items():
+    globals()[_name] = _LegacyTensorType(_name, (), {"dtype": _dtype, "__module__": "fastgrad"})
+    __all__.append(_name)
 
 
 register("_factories", globals())

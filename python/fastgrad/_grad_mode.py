@@ -1,8 +1,9 @@
-"""Grad-mode switches: no_grad, enable_grad, set_grad_enabled, is_grad_enabled.
+"""Grad-mode switches: no_grad, enable_grad, set_grad_enabled, is_grad_enabled, inference_mode.
 
-Written once for both backends, over the backend's flag (_prims.is_grad_enabled and
-_prims._set_grad_enabled: thread-local, in the C++ core or in reference._autograd); see _methods for
-how the reference runs this module too.
+Written once for both backends, over the backend's flags (_prims.is_grad_enabled and
+_prims._set_grad_enabled, _prims.is_inference_mode_enabled and _prims._set_inference_mode:
+thread-local, in the C++ core or in the reference); see _methods for how the reference runs this
+module too.
 """
 
 import functools
@@ -10,6 +11,7 @@ import functools
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 
 is_grad_enabled = _prims.is_grad_enabled
+is_inference_mode_enabled = _prims.is_inference_mode_enabled
 
 
 class _GradModeContext:
@@ -18,26 +20,31 @@ class _GradModeContext:
 
     _mode = None
 
-    def __enter__(self):
-        self._previous = is_grad_enabled()
+    def _switch(self):
+        """Sets the mode; returns what _restore needs to set the previous one back."""
+        previous = is_grad_enabled()
         _prims._set_grad_enabled(self._mode)
+        return previous
+
+    def _restore(self, previous):
+        _prims._set_grad_enabled(previous)
+
+    def __enter__(self):
+        self._previous = self._switch()
         return self
 
     def __exit__(self, *exc):
-        _prims._set_grad_enabled(self._previous)
+        self._restore(self._previous)
         return False
 
     def __call__(self, func):
-        mode = self._mode
-
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            previous = is_grad_enabled()
-            _prims._set_grad_enabled(mode)
+            previous = self._switch()
             try:
                 return func(*args, **kwargs)
             finally:
-                _prims._set_grad_enabled(previous)
+                self._restore(previous)
 
         return wrapper
 
@@ -82,3 +89,26 @@ class set_grad_enabled(_GradModeContext):
         # As a decorator it must not change the mode now, only while `func` runs.
         _prims._set_grad_enabled(self._previous)
         return super().__call__(func)
+
+
+class inference_mode(_GradModeContext):
+    """no_grad, and more: the tensors made inside are inference tensors (Tensor.is_inference()),
+    which autograd may not save for backward and which are written in place only in inference mode.
+    inference_mode(False) switches it off, and grad mode on, as PyTorch's."""
+
+    def __new__(cls, mode=True):
+        # `@inference_mode` without parentheses decorates directly.
+        return super().__new__(cls) if isinstance(mode, bool) else cls()(mode)
+
+    def __init__(self, mode=True):
+        self.mode = mode
+
+    def _switch(self):
+        previous = is_grad_enabled(), is_inference_mode_enabled()
+        _prims._set_grad_enabled(not self.mode)
+        _prims._set_inference_mode(self.mode)
+        return previous
+
+    def _restore(self, previous):
+        _prims._set_grad_enabled(previous[0])
+        _prims._set_inference_mode(previous[1])

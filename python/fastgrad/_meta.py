@@ -240,6 +240,65 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     return _reduction(input, dim, keepdim, dtype or input.dtype)
 
 
+# reductions and set ops of issue 13 (reduce)
+
+
+def logsumexp(input, dim, keepdim=False, **options):
+    return _reduction(input, dim, keepdim, _floating(input.dtype))
+
+
+def count_nonzero(input, dim=None):
+    return _reduction(input, dim, False, int64)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    result = _reduction(input, dim, keepdim, input.dtype)
+    return result, result
+
+
+def dist(input, other, p=2):
+    return Meta((), result_type(input, other))
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-06, keepdim=False):
+    shape = broadcast_shapes(_shape(x1), _shape(x2))
+    return _reduction(Meta(shape, None), -1, keepdim, _floating(result_type(x1, x2)))
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-08):
+    return _reduction(Meta(broadcast_shapes(_shape(x1), _shape(x2)), None), dim, False, result_type(x1, x2))
+
+
+def quantile(input, q, dim=None, keepdim=False, **options):
+    """quantile and nanquantile: q's dim (a 1-D q), then the reduction's."""
+    values = _reduction(input, dim, keepdim, input.dtype)
+    return Meta(_shape(q) + values.shape, input.dtype)
+
+
+def searchsorted(sorted_sequence, input, **options):
+    return Meta(_shape(input), int64)
+
+
+def bucketize(input, boundaries, **options):
+    return Meta(_shape(input), int64)
+
+
+def histc(input, bins=100, min=0, max=0, **options):
+    return Meta((operator.index(bins),), input.dtype)
+
+
+def histogram(input, bins, **options):
+    """(hist, bin_edges): `bins` bins, or one fewer than the bins tensor's edges."""
+    edges = bins.shape[0] if _is_tensor(bins) else operator.index(bins) + 1
+    return Meta((edges - 1,), input.dtype), Meta((edges,), input.dtype)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, **options):
+    """std_mean and var_mean: two results shaped as var's."""
+    result = var(input, dim, unbiased, keepdim)
+    return result, result
+
+
 def softmax(input, dim, dtype=None):
     return Meta(tuple(input.shape), dtype or input.dtype)
 
@@ -272,6 +331,101 @@ def matmul(input, other, **options):
     cols = b[-1:] if len(b) > 1 else ()
     batch = broadcast_shapes(a[:-2], b[:-2])
     return Meta(batch + rows + cols, result_type(input, other))
+
+
+# ---- linear algebra (fastgrad.linalg)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, **options):
+    """addmm, addmv, baddbmm: input broadcast to the product's shape."""
+    return Meta(matmul(mat1, mat2).shape, result_type(input, mat1, mat2))
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1, **options):
+    return Meta((vec1.shape[0], vec2.shape[0]), result_type(input, vec1, vec2))
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, **options):
+    return Meta((batch1.shape[1], batch2.shape[2]), result_type(input, batch1, batch2))
+
+
+def inner(input, other, **options):
+    return Meta(tuple(input.shape[:-1]) + tuple(other.shape[:-1]), result_type(input, other))
+
+
+def tensordot(a, b, dims=2, out=None):
+    if isinstance(dims, (list, tuple)):
+        dims_a, dims_b = ([side] if isinstance(side, int) else list(side) for side in dims)
+    else:
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    free_a = [n for d, n in enumerate(a.shape) if d not in [_wrap(x, len(a.shape)) for x in dims_a]]
+    free_b = [n for d, n in enumerate(b.shape) if d not in [_wrap(x, len(b.shape)) for x in dims_b]]
+    return Meta(tuple(free_a + free_b), result_type(a, b))
+
+
+def einsum(equation, *operands):
+    """The output subscripts' sizes (explicit after ->, or the letters used once, sorted)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    lhs, _, rhs = equation.replace(" ", "").partition("->")
+    sizes, ellipsis = {}, ()
+    for term, x in zip(lhs.split(","), operands):
+        letters = term.replace("...", "")
+        if "..." in term:
+            before = term.index("...")
+            count = len(x.shape) - len(letters)
+            ellipsis = broadcast_shapes(ellipsis, tuple(x.shape[before : before + count]))
+            shape = x.shape[:before] + x.shape[before + count :]
+        else:
+            shape = x.shape
+        for letter, n in zip(letters, shape):
+            sizes[letter] = n if sizes.get(letter, 1) == 1 else sizes[letter]
+    if not _:
+        counts = collections.Counter(lhs.replace("...", "").replace(",", ""))
+        rhs = "..." + "".join(sorted(letter for letter, n in counts.items() if n == 1))
+    before, dots, after = rhs.partition("...")
+    shape = tuple(sizes[c] for c in before) + (ellipsis if dots else ()) + tuple(sizes[c] for c in after)
+    return Meta(shape, result_type(*operands))
+
+
+def chain_matmul(*matrices, **options):
+    return Meta((matrices[0].shape[0], matrices[-1].shape[-1]), matrices[0].dtype)
+
+
+def cross(input, other, dim=None, **options):
+    return Meta(broadcast_shapes(tuple(input.shape), tuple(other.shape)), result_type(input, other))
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    batch = broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+    return Meta(batch + (x1.shape[-2], x2.shape[-2]), result_type(x1, x2))
+
+
+def det(input):
+    """det, logdet: one number per matrix."""
+    return Meta(tuple(input.shape[:-2]), input.dtype)
+
+
+def slogdet(input):
+    return det(input), det(input)
+
+
+def svd(input, some=True, compute_uv=True, **options):
+    *batch, m, n = input.shape
+    k = builtins.min(m, n)
+    u, v = (k, k) if some else (m, n)
+    batch = tuple(batch)
+    return Meta(batch + (m, u), input.dtype), Meta(batch + (k,), input.dtype), Meta(batch + (n, v), input.dtype)
+
+
+def qr(input, some=True, **options):
+    *batch, m, n = input.shape
+    k = builtins.min(m, n) if some else m
+    return Meta(tuple(batch) + (m, k), input.dtype), Meta(tuple(batch) + (k, n), input.dtype)
+
+
+def pinverse(input, rcond=1e-15):
+    return Meta(tuple(input.shape[:-2]) + (input.shape[-1], input.shape[-2]), input.dtype)
 
 
 # ---- shapes

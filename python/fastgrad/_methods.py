@@ -11,6 +11,7 @@ over a primitive, is the op table's (fastgrad._optable); the registration at the
 
 import builtins
 import copy as _copy
+import functools
 import linecache
 import math
 import operator
@@ -20,8 +21,19 @@ import os
 import numpy as np
 
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
+from ._grad_mode import no_grad
 from fastgrad import _formatting, _optable, return_types  # backend-independent: absolute, the same module for both
-from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, device, dtype as _dtype, float32, float64, int64, bool as bool_
+from fastgrad._types import (
+    LEGACY_TYPE_NAME,
+    SCALAR_TYPE_NAME,
+    check_cpu,
+    device,
+    dtype as _dtype,
+    float32,
+    float64,
+    int64,
+    bool as bool_,
+)
 
 Tensor = _prims.Tensor
 
@@ -271,10 +283,15 @@ def to(self, *args, dtype=None, device=None, copy=False, non_blocking=False):
 
 
 def type(self, dtype=None):
+    """The legacy type's name, or a conversion to a dtype, a legacy type or a legacy type's name."""
     if dtype is None:
-        names = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
-        return f"fastgrad.{names[self.dtype]}"
-    return _prims.to_dtype(self, dtype)
+        return f"fastgrad.{LEGACY_TYPE_NAME[self.dtype]}"
+    if isinstance(dtype, str):
+        by_name = {f"{library}.{name}": t for t, name in LEGACY_TYPE_NAME.items() for library in ("torch", "fastgrad")}
+        if dtype not in by_name:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = by_name[dtype]
+    return _prims.to_dtype(self, getattr(dtype, "dtype", dtype))
 
 
 def float(self):
@@ -597,16 +614,41 @@ def cummin(input, dim):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    if dtype is not None:
-        input = _prims.to_dtype(input, dtype)
+    """PyTorch's torch.norm: a vector norm, except p='fro' over more than two dims and p='nuc', which
+    PyTorch hands to matrix_norm."""
     dims = _dims(dim)
-    if p == "fro" and len(dims) > 2:  # PyTorch hands this to matrix_norm, which refuses it
+    if isinstance(p, str) and not (p == "fro" and len(dims) <= 2):
+        _check_matrix_norm(input, p, dims or list(builtins.range(input.dim())))
+        raise NotImplementedError("norm: p='nuc' (the sum of the singular values) is not supported yet")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    if dtype is not None:
+        if not dtype.is_floating_point:
+            raise RuntimeError(
+                f"linalg.vector_norm: dtype should be floating point or complex, but got {SCALAR_TYPE_NAME[dtype]}"
+            )
+        input = _prims.to_dtype(input, dtype)
+    return _prims.norm(input, 2.0 if p in ("fro", None) else builtins.float(p), dims, keepdim)
+
+
+def _check_matrix_norm(input, p, dims):
+    """linalg.matrix_norm's checks, in its order."""
+    if p not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {p} not supported.")
+    if input.dim() < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "linalg.matrix_norm: Expected a floating point or complex tensor as input. Got "
+            f"{SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    if len(dims) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dims))}")
-    if p in ("fro", None):
-        p = 2
-    if p == "nuc" or isinstance(p, str):
-        raise ValueError(f"norm: p={p!r} is not supported")
-    return _prims.norm(input, builtins.float(p), dims, keepdim)
+    if _wrap_dim(dims[0], input.dim()) == _wrap_dim(dims[1], input.dim()):
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dims[0]}, {dims[1]})")
 
 
 # ---- softmax: fused, numerically stable kernels. `dtype` converts the input first (ToCopyBackward0 shows).
@@ -654,8 +696,14 @@ def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
 
 
+def _tensor_input(input, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(input).__name__}")
+    return input
+
+
 def numel(input):
-    return input.numel()
+    return _tensor_input(input, "numel").numel()
 
 
 def is_tensor(obj):
@@ -666,7 +714,16 @@ def is_tensor(obj):
 
 
 def is_floating_point(input):
-    return input.dtype.is_floating_point
+    return _tensor_input(input, "is_floating_point").dtype.is_floating_point
+
+
+def is_complex(input):
+    _tensor_input(input, "is_complex")
+    return False  # no complex dtypes
+
+
+def is_nonzero(input):
+    return builtins.bool(_tensor_input(input, "is_nonzero"))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -768,6 +825,511 @@ def gather(input, dim, index):
     return input[tuple(key)]
 
 
+# ---- reductions and set ops of issue 13 (logsumexp, nansum, aminmax, std_mean, quantile, unique, ...)
+
+
+def _recorded(name, inputs, outputs, saved, backward):
+    """Gives `outputs`, computed from detached inputs, the one node `name` (PyTorch's node of the op)
+    when grad mode is on and an input requires grad. backward(grads, *saved) returns a gradient per
+    input, from a gradient or None (not reached) per output; written with differentiable ops, it
+    gives the node its double backward."""
+    if not (_prims.is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
+        return outputs
+    saved_tensors = []  # the node's saved tensors, once it is recorded
+
+    def run(grads):
+        return backward(grads, *saved_tensors[0].unpack())
+
+    saved_tensors.append(_prims.record_function(run, name, list(inputs), list(outputs), list(saved)))
+    return outputs
+
+
+def _kept(t, input, dims):
+    """A reduction's result (or its gradient) reshaped as if reduced with keepdim=True."""
+    mask = _reduced_dims(dims, input.dim())
+    return _prims.reshape(t, [1 if m else n for n, m in zip(input.shape, mask)])
+
+
+def _reduced_dims(dims, ndim):
+    """Which of ndim dims `dims` (a list, [] for all) reduces."""
+    wrapped = {_wrap_dim(d, ndim) for d in dims}
+    return [not dims or d in wrapped for d in builtins.range(ndim)]
+
+
+def _as_floating(input):
+    return input.detach() if input.dtype.is_floating_point else _prims.to_dtype(input, float32)
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """log(sum(exp(x))) shifted by each block's maximum, so large inputs do not overflow; a block
+    whose maximum is infinite is not shifted (a row of -inf gives -inf, as PyTorch)."""
+    dims, x = _dims(dim), _as_floating(input)
+    if x.numel():
+        shift = _prims.amax(x, dims, True)
+        shift = _prims.where(_prims.eq(_prims.abs(shift), builtins.float("inf")), _prims.full([], 0, x.dtype), shift)
+        kept = _prims.add(_prims.log(_prims.sum(_prims.exp(_prims.sub(x, shift)), dims, True, None)), shift)
+    else:
+        kept = _prims.log(_prims.sum(x, dims, True, None))
+    result = _prims.sum(kept, dims, keepdim, None) if not keepdim else kept
+
+    def backward(grads, x, result):
+        return [_kept(grads[0], x, dims) * (x - _kept(result, x, dims)).exp()]
+
+    return _with_out(_recorded("LogsumexpBackward0", [input], [result], [input, result], backward)[0], out)
+
+
+def _isnan(x):
+    return _prims.ne(x, x)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """sum with NaNs counted as zeros, which get no gradient."""
+    dims, x = _dims(dim), input.detach()
+    result = _prims.sum(_prims.where(_isnan(x), _prims.full([], 0, x.dtype), x), dims, keepdim, dtype)
+
+    def backward(grads, x):
+        return [_kept(grads[0], x, dims) * _prims.eq(x, x)]
+
+    return _with_out(_recorded("NansumBackward0", [input], [result], [input], backward)[0], out)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"nanmean(): expected input to have floating point or complex dtype but got {SCALAR_TYPE_NAME[input.dtype]}"
+        )
+    counted = _prims.sum(_prims.eq(input, input), _dims(dim), keepdim, None)
+    return _with_out(nansum(input, dim, keepdim, dtype=dtype) / counted, out)
+
+
+def count_nonzero(input, dim=None):
+    return _prims.sum(_prims.ne(input, 0), _dims(dim), False, None)
+
+
+def _spread_over_ties(grad, x, result, dims):
+    """A min's or max's gradient shared evenly among the elements equal to it (PyTorch's amax rule)."""
+    ties = _prims.eq(x, _kept(result, x, dims))
+    return _kept(grad, x, dims) * ties / _prims.sum(ties, dims, True, None)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        dims = []
+    else:
+        if not isinstance(dim, int) and not isinstance(dim, Tensor):
+            raise TypeError(f"aminmax(): argument 'dim' must be int, not {builtins.type(dim).__name__}")
+        dims = [_wrap_dim(_index(dim), input.dim())]
+        if input.dim() and input.shape[dims[0]] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    x = input.detach()
+    low, high = _prims.amin(x, dims, keepdim), _prims.amax(x, dims, keepdim)
+
+    def backward(grads, x, low, high):
+        parts = [_spread_over_ties(g, x, result, dims) for g, result in zip(grads, (low, high)) if g is not None]
+        return [builtins.sum(parts[1:], parts[0])]
+
+    low, high = _recorded("AminmaxBackward0", [input], [low, high], [input, low, high], backward)
+    return return_types.aminmax((low, high))
+
+
+def _with_mean(name, input, dim, unbiased, keepdim, correction):
+    """std_mean / var_mean: both results from one node, as PyTorch's (a plain tuple)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+    dim, correction = _correction(dim, unbiased, correction)
+    dims, x = _dims(dim), input.detach()
+    spread = getattr(_prims, name.partition("_")[0])(x, dims, builtins.float(correction), keepdim)
+    mean = _prims.mean(x, dims, keepdim)
+    count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
+
+    def backward(grads, x, spread):
+        """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
+        grad_spread, grad_mean = (None if g is None else _kept(g, x, dims) for g in grads)
+        parts = [] if grad_mean is None else [_prims.expand(grad_mean / count, list(x.shape))]
+        if grad_spread is not None:
+            if name == "std_mean":  # through var = std**2, with none where std is 0 (PyTorch's std_backward)
+                std = _kept(spread, x, dims)
+                grad_spread = _prims.where(std == 0, _prims.full([], 0, x.dtype), grad_spread / (2 * std))
+            freedom = count - correction
+            parts.append(grad_spread * (2.0 / freedom if freedom else math.inf) * (x - _prims.mean(x, dims, True)))
+        return [builtins.sum(parts[1:], parts[0])]
+
+    return tuple(
+        _recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], [input, spread], backward)
+    )
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("std_mean", input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _with_mean("var_mean", input, dim, unbiased, keepdim, correction)
+
+
+def _norm_backward(grad, x, p, norm, dims):
+    """PyTorch's norm_backward: the gradient of the p-norm `norm` of x over `dims` (kept shapes), with
+    its limits where elements or the norm are 0; None for p = 0."""
+    grad, norm = _kept(grad, x, dims), _kept(norm, x, dims)
+    zero = _prims.full([], 0, x.dtype)
+    if p == 0:
+        return None
+    if p == 1:
+        return _prims.sign(x) * grad
+    if p == 2:
+        return grad * _prims.where(norm == 0, zero, x / norm)
+    if math.isinf(p):  # split among the elements of largest (smallest) magnitude
+        ties = _prims.eq(_prims.abs(x), norm)
+        return _prims.sign(x) * (grad / _prims.sum(ties, dims, True, None) * ties)
+    if p < 1:
+        scaled = _prims.sign(x) * _prims.where(x == 0, zero, _prims.abs(x) ** (p - 1))
+        return scaled * grad * norm ** (1 - p)
+    scaled = _prims.sign(x) * _prims.abs(x) ** (p - 1) if p < 2 else x * _prims.abs(x) ** (p - 2)
+    return scaled * _prims.where(norm == 0, zero, grad / norm ** (p - 1))
+
+
+def _norm_node(name, inputs, difference, p, dims, keepdim):
+    """The p-norm of `difference` (inputs[0] - inputs[1], or one input) over `dims` as one node `name`."""
+    p = builtins.float(p)
+    result = _prims.norm(difference.detach(), p, dims, keepdim)
+
+    def backward(grads, difference, result):
+        grad = _norm_backward(grads[0], difference, p, result, dims)
+        return [grad] if len(inputs) == 1 else [grad, None if grad is None else -grad]
+
+    return _recorded(name, inputs, [result], [difference, result], backward)[0]
+
+
+def dist(input, other, p=2):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"dist(): argument 'other' (position 2) must be Tensor, not {builtins.type(other).__name__}")
+    if not (input.dtype.is_floating_point or other.dtype.is_floating_point):
+        raise RuntimeError(
+            "norm(): input dtype should be either floating point or complex. Got "
+            f"{SCALAR_TYPE_NAME[_prims.result_type(input, other)]} instead."
+        )
+    # the difference keeps its graph: the node's backward reads it, so its own backward reaches both inputs
+    return _norm_node("DistBackward0", [input, other], input - other, p, [], False)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dim of the broadcast shape (PyTorch's at::norm)."""
+    innermost = builtins.max(x1.dim(), x2.dim()) - 1
+    return _norm_node("NormBackward1", [x1 - x2 + eps], x1 - x2 + eps, p, [innermost], keepdim)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """PyTorch's: each operand divided by its norm clamped to eps (the clamp is not differentiated)."""
+    common = _prims.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError(
+            f"expected common dtype to be floating point, yet common dtype is {SCALAR_TYPE_NAME[common]}"
+        )
+    x1, x2 = (_prims.to_dtype(x, common) if not x.dtype.is_floating_point else x for x in (x1, x2))
+    shape = list(_prims.broadcast_shapes(x1.shape, x2.shape))
+    x1, x2 = (x if list(x.shape) == shape else _prims.expand(x, shape) for x in (x1, x2))
+    norms = [norm(x, 2, dim, True).clone() for x in (x1, x2)]
+    with no_grad():
+        for n in norms:
+            _prims.clamp_(n, eps, None)
+    return ((x1 / norms[0]) * (x2 / norms[1])).sum(dim)
+
+
+# searching, counting and unique: positions and counts (C++ kernels with reference twins), no gradient
+
+
+def _without_derivative(result, input, name, error):
+    """`result` with PyTorch's node for an op that has no derivative: going back through it raises error()."""
+
+    def backward(grads):
+        raise error()
+
+    return _recorded(name, [input], [result], [], backward)[0]
+
+
+def _check_position_dtype(out_int32):
+    """searchsorted and bucketize give int64 positions, or int32 ones for out_int32=True."""
+    if out_int32:
+        raise TypeError("out_int32=True needs the int32 dtype, which fastgrad does not have yet")
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None):
+    if not isinstance(sorted_sequence, Tensor) or not isinstance(input, (Tensor, builtins.int, builtins.float)):
+        kinds = ", ".join(builtins.type(a).__name__ for a in (sorted_sequence, input))
+        raise TypeError(f"searchsorted() received an invalid combination of arguments - got ({kinds})")
+    if side not in (None, "left", "right"):
+        raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if side == "left" and right:
+        raise RuntimeError(
+            "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+        )
+    _check_position_dtype(out_int32)
+    if sorted_sequence.dim() == 0:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+        )
+    common = _prims.result_type(sorted_sequence, input)
+    values = input if isinstance(input, Tensor) else _prims.full([], input, common)
+    if sorted_sequence.dim() != 1 and (
+        sorted_sequence.dim() != values.dim() or sorted_sequence.shape[:-1] != values.shape[:-1]
+    ):
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of "
+            f"boundaries tensor and input value tensor must match, but we got boundaries tensor "
+            f"{list(sorted_sequence.shape)} and input value tensor {list(values.shape)}"
+        )
+    if sorter is not None:
+        sorted_sequence = _sorted_by(sorted_sequence, sorter)
+    if common is bool_:
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+    sequence, values = (_prims.to_dtype(t.detach(), common) for t in (sorted_sequence, values))
+    return _with_out(_prims.searchsorted(sequence, values, right or side == "right"), out)
+
+
+def _sorted_by(sequence, sorter):
+    """searchsorted's sorter: the positions that put each row of `sequence` in order."""
+    if sorter.dtype is not int64:
+        raise RuntimeError(
+            "torch.searchsorted(): sorter must be a tensor of long dtype but got dtype "
+            f"{SCALAR_TYPE_NAME[sorter.dtype]}"
+        )
+    if sorter.shape != sequence.shape:
+        raise RuntimeError(
+            "torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
+            f"{list(sequence.shape)}and got sorter tensor {list(sorter.shape)}"
+        )
+    n = sequence.shape[-1]
+    if sorter.numel() and (_prims.amin(sorter, [], False).item() < 0 or _prims.amax(sorter, [], False).item() >= n):
+        raise RuntimeError("torch.searchsorted(): sorter index out of range")
+    return gather(sequence.detach(), -1, sorter)
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
+    if isinstance(boundaries, Tensor) and boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.dim()})")
+    return _with_out(searchsorted(boundaries, input, out_int32=out_int32, right=right), out)
+
+
+def bincount(input, weights=None, minlength=0):
+    minlength = _int_argument(minlength, "bincount", "minlength", 3)
+    if input.dtype is not int64:
+        raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if input.dim() != 1 or (input.numel() and _prims.amin(input, [], False).item() < 0):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.dim() != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if weights is None:
+        return _prims.bincount(input, None, minlength)
+    summed = weights.detach() if weights.dtype is float32 else _prims.to_dtype(weights.detach(), float64)
+    result = _prims.bincount(input, summed, minlength)
+    no_derivative = lambda: RuntimeError("derivative for aten::bincount is not implemented")  # noqa: E731
+    return _without_derivative(result, weights, "torch::autograd::NotImplemented", no_derivative)
+
+
+def histc(input, bins=100, min=0, max=0, *, out=None):
+    """Counts in `bins` equal bins between min and max; min == max means the input's own range."""
+    bins = _int_argument(bins, "histc", "bins", 2)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    left, right = builtins.float(min), builtins.float(max)
+    if left == right and input.numel():
+        left, right = (t.item() for t in aminmax(input.detach()))
+    if left == right:
+        left, right = left - 1, right + 1
+    if not (math.isfinite(left) and math.isfinite(right)):
+        raise RuntimeError(f"torch.histc: range of [{left:g}, {right:g}] is not finite")
+    if left >= right:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    edges = _prims.linspace(left, right, bins + 1, input.dtype)
+    return _with_out(_prims.histogram_counts(input.detach(), edges, None), out)
+
+
+_C_TYPE_NAME = {float32: "float", float64: "double"}  # as PyTorch names dtypes in histogramdd's errors
+
+
+def histogram(input, bins, *, range=None, weight=None, density=False):
+    """Counts (or weights) in bins between `bins` edges, or in `bins` equal bins over `range` (by
+    default the input's); `density`: divided by their sum and each bin's width."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    if isinstance(bins, Tensor):
+        if bins.dim() != 1:
+            raise RuntimeError(
+                "torch.histogramdd: bins tensor should have one dimension, but got "
+                f"{bins.dim()} dimensions in the bins tensor for dimension 0"
+            )
+        if bins.dtype is not input.dtype:
+            raise RuntimeError(
+                "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
+                f"dtype {_C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {_C_TYPE_NAME[bins.dtype]}"
+            )
+        edges = _prims.clone(bins.detach())
+    else:
+        edges = _equal_bins(input, _int_argument(bins, "histogram", "bins", 2), range)
+    if weight is not None and weight.shape != input.shape:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
+            f"excluding its innermost dimension, but got input with shape {[input.numel(), 1]} and weight with "
+            f"shape {list(weight.shape)}"
+        )
+    hist = _prims.histogram_counts(input.detach(), edges, None if weight is None else weight.detach())
+    if density:
+        hist = hist / _prims.sum(hist, [], False, None) / (edges[1:] - edges[:-1])
+    return return_types.histogram((hist, edges))
+
+
+def _equal_bins(input, bins, range):
+    """The edges of `bins` equal bins over `range`, or over the input's values (0 to 1 when it has none)."""
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    if range is not None:
+        left, right = (builtins.float(r) for r in range)
+    elif input.numel():
+        left, right = (t.item() for t in aminmax(input.detach()))
+    else:
+        left, right = 0.0, 1.0
+    if left > right:
+        raise RuntimeError(
+            f"torch.histogramdd: min should not exceed max, but got min {left:g} max {right:g} for dimension 0"
+        )
+    if not (math.isfinite(left) and math.isfinite(right)):
+        raise RuntimeError(f"torch.histogramdd: dimension 0's range [{left:g}, {right:g}] is not finite")
+    if left == right:
+        left, right = left - 0.5, right + 0.5
+    return _prims.linspace(left, right, bins + 1, input.dtype)
+
+
+def _unique(name, input, sorted_rows, return_inverse, return_counts, dim):
+    """unique and unique_consecutive: the distinct elements (or slices along `dim`) of input, in order
+    or run by run, with each one's inverse index and count as asked."""
+    x = input.detach()
+    if dim is None:
+        rows, inverse_shape = _prims.reshape(x, [x.numel(), 1]), list(x.shape)
+    else:
+        if x.dim() == 0:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = _wrap_dim(_index(dim), x.dim())
+        if x.numel() == 0 and builtins.any(n == 0 for d, n in enumerate(x.shape) if d != dim):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
+        order = [dim] + [d for d in builtins.range(x.dim()) if d != dim]
+        x = _prims.permute(x, order)
+        width = math.prod(x.shape[1:])
+        rows, inverse_shape = _prims.reshape(x, [x.shape[0], width]), [x.shape[0]]
+    first, inverse, counts = _prims.unique_rows(rows, not sorted_rows)
+    values = x.reshape([-1])[first] if dim is None else _prims.permute(x[first], _inverse_permutation(order))
+    if input.requires_grad and values.dtype.is_floating_point:
+        kernel = {"Unique2": "_unique2", "UniqueDim": "unique_dim"}.get(name, "unique_consecutive")
+        values = _without_derivative(
+            values,
+            input,
+            f"{name}Backward0",
+            lambda: NotImplementedError(f"the derivative for '{kernel}' is not implemented."),
+        )
+    results = (
+        (values,)
+        + ((_prims.reshape(inverse, inverse_shape),) if return_inverse else ())
+        + ((counts,) if return_counts else ())
+    )
+    return results if len(results) > 1 else values
+
+
+def _inverse_permutation(order):
+    return [order.index(d) for d in builtins.range(len(order))]
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """Always sorted, as PyTorch's CPU unique (sorted=False leaves the order to the implementation)."""
+    return _unique("Unique2" if dim is None else "UniqueDim", input, True, return_inverse, return_counts, dim)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    return _unique("UniqueConsecutive", input, False, return_inverse, return_counts, dim)
+
+
+# quantiles: PyTorch's quantile_compute, composed (sort, gather, lerp), so the gradient flows as its does
+
+
+_QUANTILE_INTERPOLATIONS = {"linear": None, "lower": np.floor, "higher": np.ceil, "midpoint": None, "nearest": np.round}
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor):
+        if q.dim() > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        if q.dtype is not input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        if q.numel() and not (_prims.amin(q, [], False).item() >= 0 and _prims.amax(q, [], False).item() <= 1):
+            raise RuntimeError("quantile() q values must be in the range [0, 1]")
+        scalar_q, q = q.dim() == 0, _prims.reshape(q.detach(), [-1])
+    else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+        scalar_q, q = True, _prims.full([1], q, input.dtype)
+    if interpolation not in _QUANTILE_INTERPOLATIONS:
+        raise RuntimeError(
+            "quantile() interpolation must be one of linear, lower, higher, midpoint or nearest, but got "
+            f"{interpolation}"
+        )
+    if dim is not None:
+        dim = _wrap_dim(_index(dim), input.dim())
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    # the reduced rows along the last dim, the other dims as the result has them (with keepdim, as 1)
+    if dim is None:
+        rows = input.reshape([1] * input.dim() + [-1] if keepdim else [-1])
+    elif keepdim or input.dim() == 0:
+        rows = input.unsqueeze(-1).transpose(dim, -1)
+    else:
+        rows = input.permute([d for d in builtins.range(input.dim()) if d != dim] + [dim])
+    ordered = rows.sort(-1).values
+    nan = _isnan(ordered.detach())
+    if ignore_nan:  # the ranks among the values that are not NaN; all NaN: rank 0, a NaN quantile
+        ranks = q * (_prims.sum(_prims.bitwise_not(nan), [-1], True, None) - 1)
+        ranks = _prims.where(ranks < 0, _prims.full([], 0, ranks.dtype), ranks)
+    else:  # a row with a NaN: its last rank, a NaN quantile
+        last = ordered.shape[-1] - 1
+        ranks = _prims.where(any(nan, -1, True), _prims.full([], last, q.dtype), q * last)
+    ranks = _prims.expand(ranks, list(ordered.shape[:-1]) + [q.shape[0]])
+    rounding = _QUANTILE_INTERPOLATIONS[interpolation]
+    if rounding is not None:
+        ranks = _rounded(rounding, ranks)
+    below = _prims.to_dtype(ranks, int64)
+    result = gather(ordered, -1, below)
+    if interpolation in ("linear", "midpoint"):
+        weight = _prims.full([], 0.5, ranks.dtype) if interpolation == "midpoint" else ranks - below
+        result = _lerp(result, gather(ordered, -1, _prims.to_dtype(_rounded(np.ceil, ranks), int64)), weight)
+    # q's dim first (a 1-D q), then the other dims
+    return result.squeeze(-1) if scalar_q else result.unsqueeze(0).transpose(0, -1).squeeze(-1)
+
+
+def _rounded(rounding, ranks):
+    """numpy's floor, ceil or round (half to even, as PyTorch's) of the ranks, in their dtype."""
+    return _prims.from_numpy(rounding(_prims.to_numpy(ranks)), share_memory=False)
+
+
+def _lerp(start, end, weight):
+    """PyTorch's lerp formula (from the nearer end), so that the values are its to the last bit."""
+    return _prims.where(weight < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight))
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _with_out(_quantile(input, q, dim, keepdim, interpolation, False), out)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    return _with_out(_quantile(input, q, dim, keepdim, interpolation, True), out)
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 
@@ -823,6 +1385,21 @@ FUNCTIONS = {  # exported by the package
 }
 
 
+def _taking_numpy_names(op, aliases):
+    """op, also taking numpy's names for its parameters (`aliases`: pairs such as ("axis", "dim"))."""
+
+    @functools.wraps(op)
+    def taking(*args, **kwargs):
+        for alias, name in aliases:
+            if alias in kwargs:
+                if name in kwargs:  # both names: PyTorch's parser takes the alias for an unknown keyword
+                    raise TypeError(f"{op.__name__}() got an unexpected keyword argument '{alias}'")
+                kwargs[name] = kwargs.pop(alias)
+        return op(*args, **kwargs)
+
+    return taking
+
+
 def register(module_name, namespace):
     """The one way the shared layer gives Tensor a method and the package a function: attaches the
     op table's rows implemented in `module_name` (`namespace`: its globals), each variant the row
@@ -833,6 +1410,9 @@ def register(module_name, namespace):
         if kind != module_name:
             continue
         op = _compiled(_optable.wrapper_source(row, target), row.name) if kind == "_prims" else namespace[target]
+        aliases = _optable.numpy_names(row)
+        if aliases:
+            op = _taking_numpy_names(op, tuple(aliases.items()))
         if "function" in row.variants:
             FUNCTIONS[row.name] = op
         if "method" in row.variants:

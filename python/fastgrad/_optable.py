@@ -341,6 +341,50 @@ op("any(Tensor input, int? dim=None, bool keepdim=False)",
    "function method", "_methods.any", "all")
 op("norm(Tensor input, Scalar p='fro', int[1]? dim=None, bool keepdim=False, ScalarType? dtype=None)",
    "function method", "_methods.norm", "norm")
+# reductions and set ops of issue 13 (reduce)
+op("logsumexp(Tensor input, int[1] dim, bool keepdim=False)",
+   "function method out", "_methods.logsumexp", "logsumexp")
+op("nansum(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.nansum", "sum")
+op("nanmean(Tensor input, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None)",
+   "function method out", "_methods.nanmean", "mean")
+op("count_nonzero(Tensor input, int[1]? dim=None)",
+   "function method", "_methods.count_nonzero", "count_nonzero")
+op("aminmax(Tensor input, *, int? dim=None, bool keepdim=False)",
+   "function method", "_methods.aminmax", "aminmax")
+op("std_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function", "_methods.std_mean", "var_mean")
+op("var_mean(Tensor input, int[1]? dim=None, bool? unbiased=None, bool keepdim=False, *, Scalar? correction=None)",
+   "function", "_methods.var_mean", "var_mean")
+op("dist(Tensor input, Tensor other, Scalar p=2)",
+   "function method", "_methods.dist", "dist")
+op("pairwise_distance(Tensor x1, Tensor x2, float p=2.0, float eps=1e-06, bool keepdim=False)",
+   "function", "_methods.pairwise_distance", "pairwise_distance")
+op("cosine_similarity(Tensor x1, Tensor x2, int dim=1, float eps=1e-08)",
+   "function", "_methods.cosine_similarity", "cosine_similarity")
+op("quantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear')",
+   "function method out", "_methods.quantile", "quantile")
+op("nanquantile(Tensor input, Tensor q, int? dim=None, bool keepdim=False, *, str interpolation='linear')",
+   "function method out", "_methods.nanquantile", "quantile")
+# searching, counting, unique. The sizes of bincount's and unique's results depend on the input's
+# values, which a shape rule does not read: they return `SizedByValues` tensors (no rule).
+op("searchsorted(Tensor sorted_sequence, Tensor input, *, bool out_int32=False, bool right=False, "
+   "str? side=None, Tensor? sorter=None)",
+   "function out", "_methods.searchsorted", "searchsorted")
+op("bucketize(Tensor input, Tensor boundaries, *, bool out_int32=False, bool right=False)",
+   "function out", "_methods.bucketize", "bucketize")
+op("bincount(Tensor input, Tensor? weights=None, int minlength=0) -> SizedByValues",
+   "function method", "_methods.bincount", None)
+op("histc(Tensor input, int bins=100, Scalar min=0, Scalar max=0)",
+   "function method out", "_methods.histc", "histc")
+op("histogram(Tensor input, Tensor bins, *, float[]? range=None, Tensor? weight=None, bool density=False)",
+   "function method", "_methods.histogram", "histogram")
+op("unique(Tensor input, bool sorted=True, bool return_inverse=False, bool return_counts=False, int? dim=None) "
+   "-> SizedByValues",
+   "function method", "_methods.unique", None)
+op("unique_consecutive(Tensor input, bool return_inverse=False, bool return_counts=False, int? dim=None) "
+   "-> SizedByValues",
+   "function method", "_methods.unique_consecutive", None)
 op("softmax(Tensor input, int dim, ScalarType? dtype=None)",
    "function method", "_methods.softmax", "softmax")
 op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
@@ -371,6 +415,48 @@ op("mv(Tensor input, Tensor vec)",
    "function method out", "_prims.mv", "matmul")
 op("dot(Tensor input, Tensor tensor)",
    "function method out", "_prims.dot", "matmul")
+
+# ---- linear algebra (fastgrad.linalg: products with beta/alpha, contractions, decompositions)
+op("addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addmm", "addmm")
+op("addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addmv", "addmm")
+op("addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addr", "addr")
+op("baddbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.baddbmm", "addmm")
+op("addbmm(Tensor input, Tensor batch1, Tensor batch2, *, Scalar beta=1, Scalar alpha=1)",
+   "function method out", "_linalg_ops.addbmm", "addbmm")
+op("vdot(Tensor input, Tensor other)",
+   "function method out", "_linalg_ops.vdot", "matmul")
+op("inner(Tensor input, Tensor other)",
+   "function method out", "_linalg_ops.inner", "inner")
+op("tensordot(Tensor a, Tensor b, int[] dims=2, Tensor? out=None)",
+   "function", "_linalg_ops.tensordot", "tensordot")
+op("einsum(str equation, Tensor... operands)",
+   "function", "_linalg_ops.einsum", "einsum")
+op("chain_matmul(Tensor... matrices)",
+   "function out", "_linalg_ops.chain_matmul", "chain_matmul")
+op("cross(Tensor input, Tensor other, int? dim=None)",
+   "function method out", "_linalg_ops.cross", "cross")
+op("cdist(Tensor x1, Tensor x2, float p=2.0, str? compute_mode=None)",
+   "function", "_linalg_ops.cdist", "cdist")
+op("det(Tensor input)",
+   "function method", "_linalg_ops.det", "det")
+op("logdet(Tensor input)",
+   "function method", "_linalg_ops.logdet", "det")
+op("slogdet(Tensor input)",
+   "function method", "_linalg_ops.slogdet", "slogdet")
+op("inverse(Tensor input)",
+   "function method out", "_linalg_ops.inverse", "unary")
+op("cholesky(Tensor input, bool upper=False)",
+   "function method out", "_linalg_ops.cholesky", "unary")
+op("svd(Tensor input, bool some=True, bool compute_uv=True)",
+   "function method", "_linalg_ops.svd", "svd")
+op("qr(Tensor input, bool some=True)",
+   "function method", "_linalg_ops.qr", "qr")
+op("pinverse(Tensor input, float rcond=1e-15)",
+   "function method", "_linalg_ops.pinverse", "pinverse")
 
 # ---- shapes and views
 op("reshape(Tensor input, SymInt[] shape)",
@@ -437,6 +523,10 @@ op("is_tensor(object obj) -> bool",
    "function", "_methods.is_tensor", None)
 op("is_floating_point(Tensor input) -> bool",
    "function method", "_methods.is_floating_point", None)
+op("is_complex(Tensor input) -> bool",
+   "function method", "_methods.is_complex", None)
+op("is_nonzero(Tensor input) -> bool",
+   "function method", "_methods.is_nonzero", None)
 
 # ---- random draws (fastgrad._sampling; the factories rand, randn, ... are not ops: _sampling.__all__)
 op("multinomial(Tensor input, int num_samples, bool replacement=False, *, Generator? generator=None)",
@@ -525,6 +615,20 @@ def _converted(p):
     if p.type == "int":
         return f"_index({p.name})"
     return p.name
+
+
+# PyTorch's argument parser takes numpy's names for two parameters of its native ops
+# (x.sum(axis=0, keepdims=True)); the ops PyTorch writes in Python (torch.functional, _tensor.py) do not.
+NUMPY_NAMES = {"axis": "dim", "keepdims": "keepdim"}
+WRITTEN_IN_PYTHON_BY_PYTORCH = {"norm", "split", "unique", "unique_consecutive"}
+
+
+def numpy_names(row):
+    """The numpy names `row`'s op takes, each with the parameter it stands for."""
+    if row.name in WRITTEN_IN_PYTHON_BY_PYTORCH:
+        return {}
+    params = {p.name for p in row.params}
+    return {alias: name for alias, name in NUMPY_NAMES.items() if name in params}
 
 
 def names(variant):

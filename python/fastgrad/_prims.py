@@ -7,7 +7,16 @@ same names with the same semantics in pure Python.
 import numpy as np
 
 from ._C import *  # noqa: F401,F403  add, sum, reshape, full, from_numpy, ...: the core's fixed-signature ops
-from ._C import Tensor, _register_types, _set_grad_enabled, from_numpy, is_grad_enabled, to_numpy  # noqa: F401
+from ._C import (  # noqa: F401
+    Tensor,
+    _register_types,
+    _set_grad_enabled,
+    _set_inference_mode,
+    from_numpy,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    to_numpy,
+)
 from ._meta import broadcast_shapes
 from ._types import ALL_DTYPES, Size, bool as bool_, int64, float32, float64
 

@@ -21,6 +21,8 @@ SHARED = [
     "random",
     "_sampling",
     "autograd",
+    "linalg",
+    "_linalg_ops",
     "nn",
     "serialization",
     "optim",

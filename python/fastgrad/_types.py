@@ -29,6 +29,8 @@ float32 = dtype("float32", 2, 4, True)
 float64 = dtype("float64", 3, 8, True)
 # The names PyTorch's C++ errors use for dtypes ("... not implemented for 'Long'").
 SCALAR_TYPE_NAME = {bool: "Bool", int64: "Long", float32: "Float", float64: "Double"}
+# The legacy tensor types (fastgrad.FloatTensor, ...; Tensor.type() names them).
+LEGACY_TYPE_NAME = {dtype: f"{name}Tensor" for dtype, name in SCALAR_TYPE_NAME.items()}
 long = int64
 float = float32
 double = float64
@@ -209,3 +211,8 @@ class iinfo:
 
     def __repr__(self):
         return f"iinfo(min={builtins.float(self.min):g}, max={builtins.float(self.max):g}, dtype={self.dtype})"
+
+
+class LinAlgError(RuntimeError):
+    """fastgrad.linalg.LinAlgError, as PyTorch's torch.linalg.LinAlgError: a matrix that a
+    factorization cannot take (singular, not positive-definite). Here, so both backends raise one class."""

@@ -27,3 +27,12 @@ max, min, sort, topk, kthvalue, median, mode, cummax, cummin = (
     _named_tuple(name, ["values", "indices"])
     for name in ("max", "min", "sort", "topk", "kthvalue", "median", "mode", "cummax", "cummin")
 )
+aminmax = _named_tuple("aminmax", ["min", "max"])
+histogram = _named_tuple("histogram", ["hist", "bin_edges"])
+
+# linear algebra (fastgrad.linalg)
+slogdet, linalg_slogdet = (_named_tuple(name, ["sign", "logabsdet"]) for name in ("slogdet", "linalg_slogdet"))
+linalg_eigh = _named_tuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+linalg_svd = _named_tuple("linalg_svd", ["U", "S", "Vh"])
+svd = _named_tuple("svd", ["U", "S", "V"])
+qr, linalg_qr = (_named_tuple(name, ["Q", "R"]) for name in ("qr", "linalg_qr"))

@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from .. import _prims
+from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange
 from .._sampling import rand
 from ..autograd.function import Function

@@ -45,6 +45,7 @@ from .._shared import load_shared_into
 
 load_shared_into(__name__)
 from ._grad_mode import no_grad, enable_grad, set_grad_enabled, is_grad_enabled  # noqa: E402
+from ._grad_mode import inference_mode, is_inference_mode_enabled  # noqa: E402
 from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomaly_enabled  # noqa: E402
 from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
 from ._factories import *  # noqa: E402, F403  the factories both backends export: _factories.__all__

@@ -24,7 +24,7 @@ import warnings
 import weakref
 
 from .._anomaly import forward_traceback, warn_failed_node
-from ._storage import LEGACY_NAME
+from .._types import LEGACY_TYPE_NAME
 from ._tensor import Tensor, alias, full
 
 # ---- grad mode: a per-thread flag, as in PyTorch (a new thread starts with grad on)
@@ -140,7 +140,7 @@ class SavedTensor:
                 producer = ""
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                f"[fastgrad.{LEGACY_NAME[value._dtype]} [{', '.join(map(str, value._shape))}]]{producer} is at "
+                f"[fastgrad.{LEGACY_TYPE_NAME[value._dtype]} [{', '.join(map(str, value._shape))}]]{producer} is at "
                 f"version {value._storage.version}; expected version {self.version} instead."
             )
         if self.is_output and owner is not None and value._dtype.is_floating_point and is_grad_enabled():
@@ -188,6 +188,13 @@ class Function:
     def connect(self, inputs, edges=None):
         """Takes this node's place on the tape, with an edge per input (or the given edges), and
         remembers each input's shape and dtype (or the number itself) for the backward formulas."""
+        # Checked here, not when saving: forward saves whether or not the node is then recorded.
+        if any(saved.value is not None and saved.value._storage.inference for saved in self._saved):
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode "
+                "in computation tracked by autograd. To work around this, you can make a clone to get a normal tensor "
+                "and use it in autograd, or use `torch.no_grad()` instead of `torch.inference_mode()`."
+            )
         if edges is None:
             edges = [
                 gradient_edge(x) if isinstance(x, Tensor) else NO_EDGE

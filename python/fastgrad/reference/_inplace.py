@@ -37,7 +37,7 @@ from ._elementwise import (
     zeros_like,
 )
 from ._shape import as_strided, expand
-from ._storage import SCALAR_TYPE_NAME
+from ._storage import SCALAR_TYPE_NAME, is_inference_mode_enabled
 from ._tensor import Tensor, broadcast_shapes, copy_values, full, new_tensor, read, shape_str
 
 _CATEGORY = {bool_: 0, int64: 1}
@@ -102,8 +102,17 @@ def assert_no_overlap(out, source):
 def check_inplace(self, sources=()):
     """The checks PyTorch makes before any in-place write (leaves, views made under no_grad);
     `sources` are the operands written from."""
-    if not is_grad_enabled():
-        return
+    if is_grad_enabled():
+        _check_autograd(self, sources)
+    if self._storage.inference and not is_inference_mode_enabled():
+        raise RuntimeError(
+            "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a clone to get a "
+            "normal tensor before doing inplace update.See https://github.com/pytorch/rfcs/pull/17 for more details."
+        )
+
+
+def _check_autograd(self, sources):
+    """The checks autograd makes before an in-place write (leaves, views made under no_grad)."""
     # A view made under no_grad kept no history to write through: as PyTorch, no guessing whether
     # the write should reach its base's gradient.
     if (

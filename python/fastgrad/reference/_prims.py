@@ -31,7 +31,7 @@ from ._autograd import (  # noqa: F401
     add_tensor_hook,
 )
 from ._creation import arange, empty, eye, from_numpy, from_values, linspace  # noqa: F401
-from ._storage import SCALAR_TYPE_NAME, cast, cast_scalar
+from ._storage import SCALAR_TYPE_NAME, _set_inference_mode, cast, cast_scalar, is_inference_mode_enabled  # noqa: F401
 from ._tensor import (  # noqa: F401
     Tensor,
     broadcast_shapes,
@@ -337,6 +337,12 @@ view, reshape, expand, permute, transpose, t = (
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
 sort, argsort, topk, kthvalue, mode = _sort.sort, _sort.argsort, _sort.topk, _sort.kthvalue, _sort.mode
 median_all, median_dim = _sort.median_all, _sort.median_dim
+searchsorted, bincount, histogram_counts, unique_rows = (
+    _sort.searchsorted,
+    _sort.bincount,
+    _sort.histogram_counts,
+    _sort.unique_rows,
+)
 
 
 def clamp(x, min, max):

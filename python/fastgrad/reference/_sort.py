@@ -2,9 +2,11 @@
 value with NaN largest and ties in index order (Python's sort is stable), as the C++ core orders it.
 """
 
+import bisect
 import math
+from array import array
 
-from .._types import bool as bool_, int64
+from .._types import bool as bool_, float32, int64
 from ._autograd import Function, no_grad
 from ._creation import arange
 from ._elementwise import logical_and, logical_or, where, zeros_like
@@ -207,3 +209,75 @@ def mode(x, dim, keepdim):
     _require_nonempty_dim(x, dim, "mode")
     result = _by_row(x, dim, 1, _reduced(x, dim, keepdim), lambda row: [_mode_position(row)])
     return ModeBackward0.run(x, result=result, dim=dim, keepdim=keepdim)
+
+
+# ---- searching, counting and unique (issue 13), as the core's: no graph; arguments checked by the shared layer
+
+
+def _values(x):
+    """x's elements in row-major order."""
+    return blocks(x, [True] * x.dim())[0]
+
+
+def _rounding(dtype):
+    """Rounds a Python float to `dtype` (float32 arithmetic is float64's rounded after each step)."""
+    return (lambda v: array("f", [v])[0]) if dtype is float32 else (lambda v: v)
+
+
+def searchsorted(sorted_sequence, values, right):
+    """For each value, its position in its row of `sorted_sequence` (1-D, or one row per row of values)."""
+    seq, found = _values(sorted_sequence), []
+    n, per_row = sorted_sequence._shape[-1], values._shape[-1] if values._shape else 1
+    for i, v in enumerate(_values(values)):
+        start = 0 if sorted_sequence.dim() == 1 else i // per_row * n
+        lo, hi = 0, n
+        while lo < hi:  # PyTorch's comparisons, so that NaN values and boundaries land where its do
+            mid = (lo + hi) // 2
+            if not (seq[start + mid] > v if right else seq[start + mid] >= v):
+                lo = mid + 1
+            else:
+                hi = mid
+        found.append(lo)
+    return new_tensor(found, values._shape, int64)
+
+
+def bincount(x, weights, minlength):
+    at = _values(x)
+    totals = [0.0 if weights is not None else 0] * max([minlength] + [i + 1 for i in at])
+    rounded = _rounding(weights._dtype if weights is not None else int64)
+    for i, w in zip(at, _values(weights) if weights is not None else [1] * len(at)):
+        totals[i] = rounded(totals[i] + w)  # summed in the weights' dtype, as the core
+    return new_tensor(totals, (len(totals),), int64 if weights is None else weights._dtype)
+
+
+def histogram_counts(x, edges, weights):
+    """How many elements of x (or their weights) fall in each bin between the increasing `edges`: a bin
+    holds its left edge, the last one its right edge too."""
+    edge, bins = _values(edges), edges.numel() - 1
+    rounded, counts = _rounding(x._dtype), [0.0] * bins
+    for v, w in zip(_values(x), _values(weights) if weights is not None else [1.0] * x.numel()):
+        if edge[0] <= v <= edge[-1]:  # not outside, nor NaN
+            at = min(bisect.bisect_right(edge, v) - 1, bins - 1)
+            counts[at] = rounded(counts[at] + w)  # summed in x's dtype, as the core
+    return new_tensor(counts, (bins,), x._dtype)
+
+
+def unique_rows(rows, consecutive):
+    """The distinct rows of a 2-D tensor, in order (or each run of equal rows, `consecutive`): the
+    index of each one's first row, each row's distinct row, and how many rows each one has."""
+    n, width = rows._shape
+    data = _values(rows)
+    row = [data[i * width : (i + 1) * width] for i in range(n)]
+    order = list(range(n)) if consecutive else sorted(range(n), key=lambda i: [_key(v, False) for v in row[i]])
+    first, inverse, counts = [], [0] * n, []
+    for i in order:
+        if not first or row[i] != row[first[-1]]:  # NaN is never equal: a new value
+            first.append(i)
+            counts.append(0)
+        counts[-1] += 1
+        inverse[i] = len(first) - 1
+    return (
+        new_tensor(first, (len(first),), int64),
+        new_tensor(inverse, (n,), int64),
+        new_tensor(counts, (len(counts),), int64),
+    )

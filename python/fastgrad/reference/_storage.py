@@ -6,25 +6,41 @@ it to float32 exactly like the C++ core; for `from_numpy` a memoryview of the nu
 that both sides see each other's writes. Both index, slice and assign the same way.
 """
 
+import threading
 from array import array
 from fractions import Fraction
 
-from .._types import SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  # noqa: F401 (re-exported)
+from .._types import LEGACY_TYPE_NAME, SCALAR_TYPE_NAME, bool as bool_, int64, float32, float64  # noqa: F401 (re-exported)
 
 TYPECODE = {bool_: "B", int64: "q", float32: "f", float64: "d"}
-LEGACY_NAME = {bool_: "BoolTensor", int64: "LongTensor", float32: "FloatTensor", float64: "DoubleTensor"}
 # The names PyTorch's dtype errors use ("result type Float can't be cast to ... Long").
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # float -> int64 conversion is defined for this range; outside it x86 yields INT64_MIN, and so do we.
 _INT64_LIMIT = 9.2233720368547758e18
 
 
-class Storage:
-    __slots__ = ("data", "version")
+# torch.inference_mode, per thread: storages made while it is on are inference tensors' (see
+# Storage.inference). Autograd records nothing meanwhile (the Python switch turns grad mode off).
+_inference_mode = threading.local()
 
-    def __init__(self, data):
+
+def is_inference_mode_enabled():
+    return getattr(_inference_mode, "enabled", False)
+
+
+def _set_inference_mode(enabled):
+    _inference_mode.enabled = enabled
+
+
+class Storage:
+    # inference: made in inference mode; PyTorch's inference tensors, and all their views, are never
+    # saved for backward and are written in place only in inference mode (_inplace.check_inplace).
+    __slots__ = ("data", "version", "inference")
+
+    def __init__(self, data, inference=None):
         self.data = data
         self.version = 0  # bumped by every in-place write through any tensor sharing this storage
+        self.inference = is_inference_mode_enabled() if inference is None else inference
 
 
 def to_int(value):

@@ -13,7 +13,16 @@ import warnings
 import numpy as np
 
 from .._types import Size, bool as bool_, int64, float32, float64
-from ._storage import INT64_MAX, INT64_MIN, Storage, cast, cast_scalar, check_dtype, to_array
+from ._storage import (
+    INT64_MAX,
+    INT64_MIN,
+    Storage,
+    cast,
+    cast_scalar,
+    check_dtype,
+    is_inference_mode_enabled,
+    to_array,
+)
 
 _NUMPY_TYPES = {bool_: np.bool_, int64: np.int64, float32: np.float32, float64: np.float64}
 _NON_LEAF_GRAD_WARNING = (
@@ -271,7 +280,12 @@ class Tensor:
 
     @property
     def _version(self):
+        if self._storage.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._storage.version
+
+    def is_inference(self):
+        return self._storage.inference
 
     # ---- autograd attributes
     def _history_stale(self):
@@ -308,6 +322,8 @@ class Tensor:
             )
         if flag and not self._dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if flag and self._storage.inference and not is_inference_mode_enabled():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self._requires_grad_leaf = flag
 
     @property
@@ -357,7 +373,7 @@ class Tensor:
         # Its own version counter over the same memory: PyTorch's in-place writes through .data are
         # invisible to autograd, so they do not invalidate tensors saved for backward.
         untracked = alias(self)
-        untracked._storage = Storage(self._storage.data)
+        untracked._storage = Storage(self._storage.data, self._storage.inference)
         return untracked
 
     @data.setter
