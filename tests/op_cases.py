@@ -128,6 +128,43 @@ for _row in _optable.OPS:
         _domains = _domains.rstrip(")").split(",") if _domains else ["real"]
         FAMILIES[_family](_row, _domains[0] if len(_domains) == 1 else tuple(_domains))
 
+
+# --- elementwise math (issue 13): float functions over the unary loop that expm1's cases try in
+# every layout, so one layout each; the aliases by their method, the rest by their function.
+for _op, _grad_fn, _domain in [
+    ("log10", "Log10Backward0", "pos"),
+    ("log2", "Log2Backward0", "pos"),
+    ("exp2", "Exp2Backward0", "real"),
+    ("sinh", "SinhBackward0", "real"),
+    ("cosh", "CoshBackward0", "real"),
+    ("asinh", "AsinhBackward0", "real"),
+    ("acosh", "AcoshBackward0", "above_one"),
+    ("atanh", "AtanhBackward0", "unit"),
+    ("asin", "AsinBackward0", "unit"),
+    ("acos", "AcosBackward0", "unit"),
+    ("atan", "AtanBackward0", "real"),
+    ("erf", "ErfBackward0", "real"),
+    ("erfc", "ErfcBackward0", "real"),
+    ("erfinv", "ErfinvBackward0", "unit"),
+    ("lgamma", "LgammaBackward0", "pos"),
+    ("digamma", "DigammaBackward0", "pos"),
+    ("rsqrt", "RsqrtBackward0", "pos"),
+    ("reciprocal", "ReciprocalBackward0", "nonzero"),
+    ("deg2rad", "Deg2RadBackward0", "real"),
+    ("rad2deg", "Rad2DegBackward0", "real"),
+]:
+    case(f"torch.{_op}", lambda m, x, op=_op: getattr(m, op)(x), [(3, 4)], _grad_fn, _domain, LAYOUTS[:1])
+for _op, _grad_fn, _domain in [
+    ("arcsin", "AsinBackward0", "unit"),
+    ("arccos", "AcosBackward0", "unit"),
+    ("arctan", "AtanBackward0", "real"),
+    ("arcsinh", "AsinhBackward0", "real"),
+    ("arccosh", "AcoshBackward0", "above_one"),
+    ("arctanh", "AtanhBackward0", "unit"),
+]:
+    case(f"Tensor.{_op}", lambda m, x, op=_op: getattr(x, op)(), [(5,)], _grad_fn, _domain, LAYOUTS[:1])
+case("torch.square", lambda m, x: m.square(x), [(3, 4)], "PowBackward0", layouts=LAYOUTS[:1])
+
 case("-x", lambda m, x: -x, [(2, 3)], "NegBackward0")
 case("exp(0d)", lambda m, x: x.exp(), [()], "ExpBackward0")
 
@@ -781,6 +818,9 @@ for _name, _fn, _shapes in [
     ("Tensor.is_nonzero", lambda m, a: (a * 0).is_nonzero(), [()]),
 ]:
     nondiff(_name, _fn, _shapes)
+# elementwise math (issue 13): predicates (special values: tests/test_math.py)
+for _name in ["signbit", "isnan", "isinf", "isposinf", "isneginf", "isfinite", "isreal"]:
+    nondiff(f"torch.{_name}", lambda m, a, name=_name: getattr(m, name)(a), [(3, 4)])
 
 
 # --- linear algebra (fastgrad.linalg): products, contractions, decompositions; one layout each (their
@@ -918,6 +958,12 @@ NOT_IN_CASES = {
     ),
     **dict.fromkeys(
         ["register_hook", "register_post_accumulate_grad_hook"], "not a tensor result: tests/test_hooks.py"
+    ),
+    **dict.fromkeys(
+        ["arcsin_", "arccos_", "arctan_", "arcsinh_", "arccosh_", "arctanh_", "square_"]
+        + ["neg_", "abs_", "sign_", "exp_", "log_", "log1p_", "expm1_"]
+        + ["sqrt_", "sin_", "cos_", "tanh_", "sigmoid_", "relu_", "negative_"],
+        "in place (elementwise math, issue 13): tests/test_math.py",
     ),
     "cdist": "PyTorch has no second derivative, which the cases' checks take: tests/test_linalg.py",
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "

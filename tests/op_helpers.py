@@ -63,6 +63,7 @@ DOMAINS = {
     "real": lambda rng, shape: rng.standard_normal(shape),
     "pos": lambda rng, shape: rng.uniform(0.5, 2.0, size=shape),
     "unit": lambda rng, shape: rng.uniform(-0.8, 0.8, size=shape),
+    "above_one": lambda rng, shape: rng.uniform(1.2, 2.5, size=shape),  # acosh
     # |x| >= 0.2: abs, relu, division, prod, where(x > 0)
     "nonzero": lambda rng, shape: _from_intervals(rng, shape, NONZERO),
     # away from 0 and from the clamp bounds used in the tables (-0.5, 0.5)

@@ -220,13 +220,11 @@ GradList ReciprocalBackward0::apply(GradList&& grads) {
   Tensor y = unpack(0);
   return {neg(mul(grads[0], mul(y, y)))};
 }
-namespace {
 Tensor reciprocal(const Tensor& x) {
   Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return decltype(v)(1) / v; });
   if (auto* node = record<ReciprocalBackward0>(out, {&x})) node->save(out, true);
   return out;
 }
-}  // namespace
 // s / x is s * (1 / x), as PyTorch computes (and names) it.
 Tensor rdiv(const Tensor& a, const Scalar& s) { return mul(reciprocal(a), s); }
 

@@ -251,6 +251,9 @@ Tensor bitwise_not_(const Tensor& self) {
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
 }
+Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self) {
+  return apply_inplace(self, nullptr, reads_self, op);
+}
 namespace {
 // The scan in self's own dtype (a bool self is refused by the kernel, as PyTorch's cumsum_out).
 void check_scan_dtype(const Tensor& self, std::optional<DType> dtype) {

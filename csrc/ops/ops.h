@@ -53,6 +53,7 @@ Tensor rsub(const Tensor& a, const Scalar& b);  // b - a
 Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Scalar& b);
 Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a
+Tensor reciprocal(const Tensor& x);
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor rpow(const Tensor& a, const Scalar& b);  // b ** a
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
@@ -105,6 +106,33 @@ Tensor relu(const Tensor& x);
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max);
 Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max);  // tensor bounds; one may be undefined
 
+// ---- float functions of one tensor (ops/math.cpp)
+Tensor log10(const Tensor& x);
+Tensor log2(const Tensor& x);
+Tensor exp2(const Tensor& x);
+Tensor sinh(const Tensor& x);
+Tensor cosh(const Tensor& x);
+Tensor asinh(const Tensor& x);
+Tensor acosh(const Tensor& x);
+Tensor atanh(const Tensor& x);
+// What asinh_, acosh_, atanh_ write: PyTorch has no derivative for them (backward raises).
+Tensor asinh_for_inplace(const Tensor& x);
+Tensor acosh_for_inplace(const Tensor& x);
+Tensor atanh_for_inplace(const Tensor& x);
+Tensor asin(const Tensor& x);
+Tensor acos(const Tensor& x);
+Tensor atan(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor erfc(const Tensor& x);
+Tensor erfinv(const Tensor& x);
+Tensor lgamma(const Tensor& x);
+Tensor digamma(const Tensor& x);
+Tensor polygamma(int64_t n, const Tensor& x);  // digamma's n-th derivative (for digamma's gradients)
+Tensor rsqrt(const Tensor& x);
+Tensor deg2rad(const Tensor& x);
+Tensor rad2deg(const Tensor& x);
+Tensor signbit(const Tensor& x);  // bool
+
 // ---- in place (ops/inplace.cpp); return self
 Tensor add_(const Tensor& self, const Tensor& other);
 Tensor sub_(const Tensor& self, const Tensor& other);
@@ -126,6 +154,8 @@ Tensor bitwise_(const Tensor& self, const Tensor& other, BitwiseOp op);
 Tensor bitwise_(const Tensor& self, const Scalar& other, BitwiseOp op);
 Tensor bitwise_not_(const Tensor& self);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
+// self = op(self) for a unary op; `reads_self`: op's backward reads its input (then op runs on a copy).
+Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self);
 Tensor cumsum_(const Tensor& self, int64_t dim, std::optional<DType> dtype);
 Tensor cumprod_(const Tensor& self, int64_t dim, std::optional<DType> dtype);
 Tensor fill_(const Tensor& self, const Scalar& value);

@@ -533,6 +533,50 @@ void bind_tensor(py::module_& m) {
   m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
   m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
   m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
+  // The in-place forms of the unary ops above, and the float functions of ops/math.cpp with theirs;
+  // `reads_self`: the op's backward reads its input, so the in-place form runs it on a copy.
+  struct UnaryOp {
+    const char *name, *inplace_name;
+    Tensor (*op)(const Tensor&), (*inplace_op)(const Tensor&);  // the op, and what its in-place form writes
+    bool reads_self;
+  };
+  for (UnaryOp u : {UnaryOp{nullptr, "neg_", fg::neg, fg::neg, false},
+                    UnaryOp{nullptr, "abs_", fg::abs, fg::abs, true},
+                    UnaryOp{nullptr, "sign_", fg::sign, fg::sign, false},
+                    UnaryOp{nullptr, "exp_", fg::exp, fg::exp, false},
+                    UnaryOp{nullptr, "log_", fg::log, fg::log, true},
+                    UnaryOp{nullptr, "log1p_", fg::log1p, fg::log1p, true},
+                    UnaryOp{nullptr, "expm1_", fg::expm1, fg::expm1, false},
+                    UnaryOp{nullptr, "sqrt_", fg::sqrt, fg::sqrt, false},
+                    UnaryOp{nullptr, "sin_", fg::sin, fg::sin, true},
+                    UnaryOp{nullptr, "cos_", fg::cos, fg::cos, true},
+                    UnaryOp{nullptr, "tanh_", fg::tanh, fg::tanh, false},
+                    UnaryOp{nullptr, "sigmoid_", fg::sigmoid, fg::sigmoid, false},
+                    UnaryOp{nullptr, "relu_", fg::relu, fg::relu, false},
+                    UnaryOp{"log10", "log10_", fg::log10, fg::log10, true},
+                    UnaryOp{"log2", "log2_", fg::log2, fg::log2, true},
+                    UnaryOp{"exp2", "exp2_", fg::exp2, fg::exp2, false},
+                    UnaryOp{"sinh", "sinh_", fg::sinh, fg::sinh, true},
+                    UnaryOp{"cosh", "cosh_", fg::cosh, fg::cosh, true},
+                    UnaryOp{"asinh", "asinh_", fg::asinh, fg::asinh_for_inplace, false},
+                    UnaryOp{"acosh", "acosh_", fg::acosh, fg::acosh_for_inplace, false},
+                    UnaryOp{"atanh", "atanh_", fg::atanh, fg::atanh_for_inplace, false},
+                    UnaryOp{"asin", "asin_", fg::asin, fg::asin, true},
+                    UnaryOp{"acos", "acos_", fg::acos, fg::acos, true},
+                    UnaryOp{"atan", "atan_", fg::atan, fg::atan, true},
+                    UnaryOp{"erf", "erf_", fg::erf, fg::erf, true},
+                    UnaryOp{"erfc", "erfc_", fg::erfc, fg::erfc, true},
+                    UnaryOp{"erfinv", "erfinv_", fg::erfinv, fg::erfinv, true},
+                    UnaryOp{"lgamma", "lgamma_", fg::lgamma, fg::lgamma, true},
+                    UnaryOp{"digamma", "digamma_", fg::digamma, fg::digamma, true},
+                    UnaryOp{"rsqrt", "rsqrt_", fg::rsqrt, fg::rsqrt, false},
+                    UnaryOp{"reciprocal", "reciprocal_", fg::reciprocal, fg::reciprocal, false},
+                    UnaryOp{"deg2rad", "deg2rad_", fg::deg2rad, fg::deg2rad, false},
+                    UnaryOp{"rad2deg", "rad2deg_", fg::rad2deg, fg::rad2deg, false}}) {
+    if (u.name) m.def(u.name, [op = u.op](const Tensor& x) { return unary(op, x); });  // null: bound above
+    m.def(u.inplace_name, [u](const Tensor& x) { return unary(fg::unary_, x, u.inplace_op, u.reads_self); });
+  }
+  m.def("signbit", [](const Tensor& x) { return unary(fg::signbit, x); });
   m.def("clamp", [](const Tensor& x, py::handle lo, py::handle hi) {
     auto op = [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return clamp(x, lo, hi); };
     return unary(op, x, opt_scalar(lo), opt_scalar(hi));

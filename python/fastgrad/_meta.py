@@ -129,6 +129,11 @@ def unary_bool(input, **options):
     return Meta(tuple(input.shape), bool_)
 
 
+def square(input, **options):
+    """x * x as pow(x, 2): bools become int64."""
+    return Meta(tuple(input.shape), int64 if input.dtype == bool_ else input.dtype)
+
+
 def inplace(self, *args, **options):
     """An in-place op's result is `self`."""
     return Meta(tuple(self.shape), self.dtype)

@@ -445,6 +445,40 @@ def logical_not(input, *, out=None):
     return _with_out(_prims.bitwise_not(_prims.to_dtype(input, bool_)), out)
 
 
+# ---- elementwise math (issue 13): compositions
+def square(input, *, out=None):
+    return _with_out(_prims.pow(input, 2), out)  # as PyTorch's: PowBackward0, and int64 for bool
+
+
+def square_(self):
+    return self.pow_(2)
+
+
+# Predicates of the values (bool results, no gradient); integers and bools are always finite.
+def isnan(input):
+    return input != input
+
+
+def isposinf(input, *, out=None):
+    return _with_out(input == math.inf, out)
+
+
+def isneginf(input, *, out=None):
+    return _with_out(input == -math.inf, out)
+
+
+def isinf(input):
+    return logical_or(isposinf(input), isneginf(input))
+
+
+def isfinite(input):
+    return logical_not(logical_or(isnan(input), isinf(input)))
+
+
+def isreal(input):
+    return _prims.full(input.shape, True, bool_)  # no complex dtypes: every value is real
+
+
 def clamp(input, min=None, max=None, *, out=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         for bound in (min, max):

@@ -169,6 +169,119 @@ op("logical_not(Tensor input)",
 op("clone(Tensor input)",
    "function method", "_prims.clone", "unary")
 
+# ---- elementwise math (issue 13): float functions, each with its in-place form
+op("log10(Tensor input)",
+   "function method out inplace", "_prims.log10", "unary_float")
+op("log2(Tensor input)",
+   "function method out inplace", "_prims.log2", "unary_float")
+op("exp2(Tensor input)",
+   "function method out inplace", "_prims.exp2", "unary_float")
+op("sinh(Tensor input)",
+   "function method out inplace", "_prims.sinh", "unary_float")
+op("cosh(Tensor input)",
+   "function method out inplace", "_prims.cosh", "unary_float")
+op("asinh(Tensor input)",
+   "function method out inplace", "_prims.asinh", "unary_float")
+op("acosh(Tensor input)",
+   "function method out inplace", "_prims.acosh", "unary_float")
+op("atanh(Tensor input)",
+   "function method out inplace", "_prims.atanh", "unary_float")
+op("asin(Tensor input)",
+   "function method out inplace", "_prims.asin", "unary_float")
+op("acos(Tensor input)",
+   "function method out inplace", "_prims.acos", "unary_float")
+op("atan(Tensor input)",
+   "function method out inplace", "_prims.atan", "unary_float")
+op("erf(Tensor input)",
+   "function method out inplace", "_prims.erf", "unary_float")
+op("erfc(Tensor input)",
+   "function method out inplace", "_prims.erfc", "unary_float")
+op("erfinv(Tensor input)",
+   "function method out inplace", "_prims.erfinv", "unary_float")
+op("lgamma(Tensor input)",
+   "function method out inplace", "_prims.lgamma", "unary_float")
+op("digamma(Tensor input)",
+   "function method out inplace", "_prims.digamma", "unary_float")
+op("rsqrt(Tensor input)",
+   "function method out inplace", "_prims.rsqrt", "unary_float")
+op("reciprocal(Tensor input)",
+   "function method out inplace", "_prims.reciprocal", "unary_float")
+op("deg2rad(Tensor input)",
+   "function method out inplace", "_prims.deg2rad", "unary_float")
+op("rad2deg(Tensor input)",
+   "function method out inplace", "_prims.rad2deg", "unary_float")
+op("arcsin(Tensor input)",
+   "function method out", "_prims.asin", "unary_float")
+op("Tensor.arcsin_(Tensor self)",
+   "method", "_prims.asin_", "inplace")
+op("arccos(Tensor input)",
+   "function method out", "_prims.acos", "unary_float")
+op("Tensor.arccos_(Tensor self)",
+   "method", "_prims.acos_", "inplace")
+op("arctan(Tensor input)",
+   "function method out", "_prims.atan", "unary_float")
+op("Tensor.arctan_(Tensor self)",
+   "method", "_prims.atan_", "inplace")
+op("arcsinh(Tensor input)",
+   "function method out", "_prims.asinh", "unary_float")
+op("Tensor.arcsinh_(Tensor self)",
+   "method", "_prims.asinh_", "inplace")
+op("arccosh(Tensor input)",
+   "function method out", "_prims.acosh", "unary_float")
+op("Tensor.arccosh_(Tensor self)",
+   "method", "_prims.acosh_", "inplace")
+op("arctanh(Tensor input)",
+   "function method out", "_prims.atanh", "unary_float")
+op("Tensor.arctanh_(Tensor self)",
+   "method", "_prims.atanh_", "inplace")
+op("square(Tensor input)",
+   "function method out", "_methods.square", "square")
+op("Tensor.square_(Tensor self)",
+   "method", "_methods.square_", "inplace")
+op("signbit(Tensor input)",
+   "function method out", "_prims.signbit", "unary_bool")
+op("isnan(Tensor input)",
+   "function method", "_methods.isnan", "unary_bool")
+op("isinf(Tensor input)",
+   "function method", "_methods.isinf", "unary_bool")
+op("isposinf(Tensor input)",
+   "function method out", "_methods.isposinf", "unary_bool")
+op("isneginf(Tensor input)",
+   "function method out", "_methods.isneginf", "unary_bool")
+op("isfinite(Tensor input)",
+   "function method", "_methods.isfinite", "unary_bool")
+op("isreal(Tensor input)",
+   "function method", "_methods.isreal", "unary_bool")
+# the in-place forms of the unary ops above (elementwise, unary)
+op("Tensor.neg_(Tensor self)",
+   "method", "_prims.neg_", "inplace")
+op("Tensor.abs_(Tensor self)",
+   "method", "_prims.abs_", "inplace")
+op("Tensor.sign_(Tensor self)",
+   "method", "_prims.sign_", "inplace")
+op("Tensor.exp_(Tensor self)",
+   "method", "_prims.exp_", "inplace")
+op("Tensor.log_(Tensor self)",
+   "method", "_prims.log_", "inplace")
+op("Tensor.log1p_(Tensor self)",
+   "method", "_prims.log1p_", "inplace")
+op("Tensor.expm1_(Tensor self)",
+   "method", "_prims.expm1_", "inplace")
+op("Tensor.sqrt_(Tensor self)",
+   "method", "_prims.sqrt_", "inplace")
+op("Tensor.sin_(Tensor self)",
+   "method", "_prims.sin_", "inplace")
+op("Tensor.cos_(Tensor self)",
+   "method", "_prims.cos_", "inplace")
+op("Tensor.tanh_(Tensor self)",
+   "method", "_prims.tanh_", "inplace")
+op("Tensor.sigmoid_(Tensor self)",
+   "method", "_prims.sigmoid_", "inplace")
+op("Tensor.relu_(Tensor self)",
+   "method", "_prims.relu_", "inplace")
+op("Tensor.negative_(Tensor self)",
+   "method", "_prims.neg_", "inplace")
+
 # ---- in place (the other in-place forms are `inplace` variants above)
 op("Tensor.add_(Tensor self, Tensor other, *, Scalar alpha=1)",
    "method", "_methods.add_", "inplace")

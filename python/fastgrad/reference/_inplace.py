@@ -280,6 +280,12 @@ def clamp_(self, min, max):
     return _apply_inplace(ClampBackward1, self, (), True, min=min, max=max)
 
 
+def unary_(self, node_class):
+    """self = op(self) for a unary op recorded by `node_class`; always on a snapshot when recording
+    (needed only where the op's backward reads its input, but harmless where it does not)."""
+    return _apply_inplace(node_class, self, (), True)
+
+
 # ---- ops that replace self's values: the old values get no gradient; a tensor source gets the
 # gradient of the positions it filled.
 

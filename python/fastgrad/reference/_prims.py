@@ -13,7 +13,7 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _matmul, _nn, _reduce, _scan, _shape, _sort
+from . import _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _scan, _shape, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -288,6 +288,33 @@ for _name, _op in {
     "dot": _matmul.dot,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
+
+# the in-place forms of the unary ops above
+for _name, _node in {
+    "neg": ew.NegBackward0,
+    "abs": ew.AbsBackward0,
+    "sign": ew.SignBackward0,
+    "exp": ew.ExpBackward0,
+    "log": ew.LogBackward0,
+    "log1p": ew.Log1PBackward0,
+    "expm1": ew.Expm1Backward0,
+    "sqrt": ew.SqrtBackward0,
+    "sin": ew.SinBackward0,
+    "cos": ew.CosBackward0,
+    "tanh": ew.TanhBackward0,
+    "sigmoid": ew.SigmoidBackward0,
+    "relu": ew.ReluBackward0,
+}.items():
+    globals()[f"{_name}_"] = _tensor_args(f"{_name}_", functools.partial(_inplace.unary_, node_class=_node))
+
+signbit = _tensor_args("signbit", _math.signbit)
+
+# log10 ... rad2deg (reference/_math.py), each with its in-place form
+for _name, _node in _math.FLOAT_FUNCTIONS.items():
+    globals()[_name] = _tensor_args(_name, _node.run)
+    globals()[f"{_name}_"] = _tensor_args(
+        f"{_name}_", functools.partial(_inplace.unary_, node_class=_math.IN_PLACE.get(_name, _node))
+    )
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
 clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_

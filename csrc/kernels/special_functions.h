@@ -1,0 +1,138 @@
+// Scalar special functions the C++ library lacks (erfinv, digamma, polygamma), in double, with
+// PyTorch's algorithms (ATen/native/Math.h, from Cephes) so that values and special cases match.
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace fg::special {
+
+inline constexpr double kPi = 3.14159265358979323846;
+
+// A rational first guess, then two Newton steps on erf(x) = y.
+inline double erfinv(double y) {
+  constexpr double a[4] = {0.886226899, -1.645349621, 0.914624893, -0.140543331};
+  constexpr double b[4] = {-2.118377725, 1.442710462, -0.329097515, 0.012229801};
+  constexpr double c[4] = {-1.970840454, -1.624906493, 3.429567803, 1.641345311};
+  constexpr double d[2] = {3.543889200, 1.637067800};
+  double y_abs = std::fabs(y);
+  if (!(y_abs <= 1.0)) return std::numeric_limits<double>::quiet_NaN();
+  if (y_abs == 1.0) return std::copysign(std::numeric_limits<double>::infinity(), y);
+  double x;
+  if (y_abs <= 0.7) {
+    double z = y * y;
+    double num = ((a[3] * z + a[2]) * z + a[1]) * z + a[0];
+    double dem = (((b[3] * z + b[2]) * z + b[1]) * z + b[0]) * z + 1.0;
+    x = y * num / dem;
+  } else {
+    double z = std::sqrt(-std::log((1.0 - y_abs) / 2.0));
+    double num = ((c[3] * z + c[2]) * z + c[1]) * z + c[0];
+    double dem = (d[1] * z + d[0]) * z + 1.0;
+    x = std::copysign(num, y) / dem;
+  }
+  for (int step = 0; step < 2; ++step) x -= (std::erf(x) - y) / ((2.0 / std::sqrt(kPi)) * std::exp(-x * x));
+  return x;
+}
+
+// Reflection for negative x, the recurrence up to 10, then the asymptotic series.
+inline double digamma(double x) {
+  constexpr double kPsi10 = 2.25175258906672110764;
+  if (x == 0) return std::copysign(std::numeric_limits<double>::infinity(), -x);
+  if (x < 0) {
+    if (x == std::trunc(x)) return std::numeric_limits<double>::quiet_NaN();
+    double whole;
+    double fraction = std::modf(x, &whole);
+    return digamma(1 - x) - kPi / std::tan(kPi * fraction);
+  }
+  double result = 0;
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  if (x == 10) return result + kPsi10;
+  constexpr double A[] = {8.33333333333333333333E-2,  -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                          -4.16666666666666666667E-3, 3.96825396825396825397E-3,  -8.33333333333333333333E-3,
+                          8.33333333333333333333E-2};
+  double y = 0;
+  if (x < 1.0e17) {
+    double z = 1.0 / (x * x);
+    double series = A[0];
+    for (int i = 1; i < 7; ++i) series = series * z + A[i];
+    y = z * series;
+  }
+  return result + std::log(x) - (0.5 / x) - y;
+}
+
+inline double trigamma(double x) {
+  double sign = 1, result = 0;
+  if (x < 0.5) {
+    sign = -1;
+    double s = std::sin(kPi * x);
+    result -= (kPi * kPi) / (s * s);
+    x = 1 - x;
+  }
+  for (int i = 0; i < 6; ++i) {
+    result += 1 / (x * x);
+    x += 1;
+  }
+  double ixx = 1 / (x * x);
+  result += (1 + 1 / (2 * x) + ixx * (1. / 6 - ixx * (1. / 30 - ixx * (1. / 42)))) / x;
+  return sign * result;
+}
+
+// The Hurwitz zeta function zeta(x, q), by Euler-Maclaurin summation.
+inline double zeta(double x, double q) {
+  constexpr double kMachEp = 1.11022302462515654042E-16;
+  constexpr double A[] = {12.0,
+                          -720.0,
+                          30240.0,
+                          -1209600.0,
+                          47900160.0,
+                          -1.8924375803183791606e9,
+                          7.47242496e10,
+                          -2.950130727918164224e12,
+                          1.1646782814350067249e14,
+                          -4.5979787224074726105e15,
+                          1.8152105401943546773e17,
+                          -7.1661652561756670113e18};
+  if (x == 1) return std::numeric_limits<double>::infinity();
+  if (x < 1) return std::numeric_limits<double>::quiet_NaN();
+  if (q <= 0) {
+    if (q == std::trunc(q)) return std::numeric_limits<double>::infinity();
+    if (x != std::trunc(x)) return std::numeric_limits<double>::quiet_NaN();
+  }
+  double s = std::pow(q, -x), a = q, b = 0;
+  int i = 0;
+  while (i < 9 || a <= 9) {
+    i += 1;
+    a += 1;
+    b = std::pow(a, -x);
+    s += b;
+    if (-kMachEp * s < b && b < kMachEp * s) return s;
+  }
+  double w = a, k = 0;
+  s += b * w / (x - 1);
+  s -= 0.5 * b;
+  a = 1;
+  for (double coefficient : A) {
+    a *= x + k;
+    b /= w;
+    double t = a * b / coefficient;
+    s += t;
+    if (std::fabs(t / s) < kMachEp) return s;
+    k += 1;
+    a *= x + k;
+    b /= w;
+    k += 1;
+  }
+  return s;
+}
+
+// The n-th derivative of digamma.
+inline double polygamma(int64_t n, double x) {
+  if (n == 0) return digamma(x);
+  if (n == 1) return trigamma(x);
+  return (n % 2 ? 1.0 : -1.0) * std::exp(std::lgamma(n + 1.0)) * zeta(n + 1.0, x);
+}
+
+}  // namespace fg::special
