@@ -1,0 +1,66 @@
+"""The example programs (examples/), PyTorch scripts, run unchanged with python -m fastgrad.run and
+print what they print under PyTorch. Their random draws are pinned: a wrapper replaces multinomial
+with an inverse-CDF draw over a fixed sequence of uniforms, the same under every library (the
+libraries' own random streams differ), so that the sampled tokens must agree too."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+PINNED = """
+import runpy, sys
+import torch
+
+_draws = iter([(i * 0.6180339887498949) % 1.0 for i in range(1, 100000)])
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+    cdf = input.double().cumsum(-1)
+    rows = (cdf / cdf[..., -1:]).reshape(-1, cdf.size(-1))
+    picks = [[int((row < next(_draws)).sum()) for _ in range(num_samples)] for row in rows]
+    return torch.tensor(picks).reshape(*input.shape[:-1], num_samples)
+
+
+torch.multinomial = multinomial
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def run(tmp_path, example, *command):
+    wrapper = tmp_path / "pinned.py"
+    wrapper.write_text(PINNED, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
+    result = subprocess.run(
+        [sys.executable, *command, str(wrapper), os.path.join(EXAMPLES, example)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+def assert_same_output(ours, theirs):
+    """Equal text; numbers with a decimal point equal to float32 rounding."""
+    assert NUMBER.sub("#", ours) == NUMBER.sub("#", theirs), (ours, theirs)
+    assert [float(n) for n in NUMBER.findall(ours)] == pytest.approx(
+        [float(n) for n in NUMBER.findall(theirs)], rel=1e-5, abs=2e-6
+    )
+
+
+@pytest.mark.parametrize("example", ["gpt_sampling.py", "bigram_names.py"])
+@pytest.mark.parametrize("backend", [[], ["--reference"]], ids=["fastgrad", "reference"])
+def test_example_prints_what_pytorch_prints(tmp_path, torch, example, backend):
+    theirs = run(tmp_path, example)
+    ours = run(tmp_path, example, "-m", "fastgrad.run", *backend)
+    assert_same_output(ours.replace("fastgrad.", "torch."), theirs)
