@@ -44,25 +44,30 @@ def _check_scalar_type(first, *others):
 # ---- products: PyTorch's beta * input + alpha * (product), each one node
 
 
-@_node("AddmmBackward0")
-class _Addmm(Function):
-    @staticmethod
-    def forward(ctx, input, mat1, mat2, beta, alpha):
-        ctx.save_for_backward(mat1, mat2)
+class _ScaledProduct(Function):
+    """beta * input + alpha * product(a, b), PyTorch's add-products (addmm, addmv, addr, baddbmm,
+    addbmm); a subclass gives the product and its gradients for a and b."""
+
+    @classmethod
+    def forward(cls, ctx, input, a, b, beta, alpha):
+        ctx.save_for_backward(a, b)
         ctx.beta, ctx.alpha = beta, alpha
-        product = _scaled(_prims.mm(mat1, mat2), alpha)
+        product = _scaled(cls.product(a, b), alpha)
         return product if beta == 0 else product + _scaled(input, beta)  # beta=0 ignores input (NaN too)
 
+    @classmethod
+    def backward(cls, ctx, grad):
+        grad_a, grad_b = cls.product_grads(grad, *ctx.saved_tensors)
+        return _scaled(grad, ctx.beta), _scaled(grad_a, ctx.alpha), _scaled(grad_b, ctx.alpha), None, None
+
+
+@_node("AddmmBackward0")
+class _Addmm(_ScaledProduct):
+    product = staticmethod(lambda mat1, mat2: _prims.mm(mat1, mat2))
+
     @staticmethod
-    def backward(ctx, grad):
-        mat1, mat2 = ctx.saved_tensors
-        return (
-            _scaled(grad, ctx.beta),
-            _scaled(grad.mm(_mT(mat2)), ctx.alpha),
-            _scaled(_mT(mat1).mm(grad), ctx.alpha),
-            None,
-            None,
-        )
+    def product_grads(grad, mat1, mat2):
+        return grad.mm(_mT(mat2)), _mT(mat1).mm(grad)
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
@@ -86,19 +91,12 @@ def _check_self_dtype(input, mat2):
 
 
 @_node("AddmvBackward0")
-class _Addmv(Function):
-    @staticmethod
-    def forward(ctx, input, mat, vec, beta, alpha):
-        ctx.save_for_backward(mat, vec)
-        ctx.beta, ctx.alpha = beta, alpha
-        product = _scaled(_prims.mv(mat, vec), alpha)
-        return product if beta == 0 else product + _scaled(input, beta)
+class _Addmv(_ScaledProduct):
+    product = staticmethod(lambda mat, vec: _prims.mv(mat, vec))
 
     @staticmethod
-    def backward(ctx, grad):
-        mat, vec = ctx.saved_tensors
-        outer = _prims.unsqueeze(grad, 1) * _prims.unsqueeze(vec, 0)
-        return _scaled(grad, ctx.beta), _scaled(outer, ctx.alpha), _scaled(_mT(mat).mv(grad), ctx.alpha), None, None
+    def product_grads(grad, mat, vec):
+        return _prims.unsqueeze(grad, 1) * _prims.unsqueeze(vec, 0), _mT(mat).mv(grad)
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
@@ -117,19 +115,12 @@ def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
 
 
 @_node("AddrBackward0")
-class _Addr(Function):
-    @staticmethod
-    def forward(ctx, input, vec1, vec2, beta, alpha):
-        ctx.save_for_backward(vec1, vec2)
-        ctx.beta, ctx.alpha = beta, alpha
-        product = _scaled(_prims.unsqueeze(vec1, 1) * _prims.unsqueeze(vec2, 0), alpha)
-        return product if beta == 0 else product + _scaled(input, beta)
+class _Addr(_ScaledProduct):
+    product = staticmethod(lambda vec1, vec2: _prims.unsqueeze(vec1, 1) * _prims.unsqueeze(vec2, 0))
 
     @staticmethod
-    def backward(ctx, grad):
-        vec1, vec2 = ctx.saved_tensors
-        grad_vec1, grad_vec2 = grad.mv(vec2), _mT(grad).mv(vec1)
-        return _scaled(grad, ctx.beta), _scaled(grad_vec1, ctx.alpha), _scaled(grad_vec2, ctx.alpha), None, None
+    def product_grads(grad, vec1, vec2):
+        return grad.mv(vec2), _mT(grad).mv(vec1)
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1, out=None):
@@ -156,24 +147,12 @@ def _check_batches(batch1, batch2):
 
 
 @_node("BaddbmmBackward0")
-class _Baddbmm(Function):
-    @staticmethod
-    def forward(ctx, input, batch1, batch2, beta, alpha):
-        ctx.save_for_backward(batch1, batch2)
-        ctx.beta, ctx.alpha = beta, alpha
-        product = _scaled(_prims.bmm(batch1, batch2), alpha)
-        return product if beta == 0 else product + _scaled(input, beta)
+class _Baddbmm(_ScaledProduct):
+    product = staticmethod(lambda batch1, batch2: _prims.bmm(batch1, batch2))
 
     @staticmethod
-    def backward(ctx, grad):
-        batch1, batch2 = ctx.saved_tensors
-        return (
-            _scaled(grad, ctx.beta),
-            _scaled(grad.bmm(_mT(batch2)), ctx.alpha),
-            _scaled(_mT(batch1).bmm(grad), ctx.alpha),
-            None,
-            None,
-        )
+    def product_grads(grad, batch1, batch2):
+        return grad.bmm(_mT(batch2)), _mT(batch1).bmm(grad)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
@@ -186,25 +165,13 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 @_node("AddbmmBackward0")
-class _Addbmm(Function):
-    @staticmethod
-    def forward(ctx, input, batch1, batch2, beta, alpha):
-        ctx.save_for_backward(batch1, batch2)
-        ctx.beta, ctx.alpha = beta, alpha
-        product = _scaled(_prims.sum(_prims.bmm(batch1, batch2), [0], False, None), alpha)
-        return product if beta == 0 else product + _scaled(input, beta)
+class _Addbmm(_ScaledProduct):
+    product = staticmethod(lambda batch1, batch2: _prims.sum(_prims.bmm(batch1, batch2), [0], False, None))
 
     @staticmethod
-    def backward(ctx, grad):
-        batch1, batch2 = ctx.saved_tensors
+    def product_grads(grad, batch1, batch2):
         grads = _prims.expand(_prims.unsqueeze(grad, 0), [batch1.shape[0], *grad.shape])
-        return (
-            _scaled(grad, ctx.beta),
-            _scaled(grads.bmm(_mT(batch2)), ctx.alpha),
-            _scaled(_mT(batch1).bmm(grads), ctx.alpha),
-            None,
-            None,
-        )
+        return grads.bmm(_mT(batch2)), _mT(batch1).bmm(grads)
 
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
