@@ -560,6 +560,14 @@ op("{a}.index_put(({p},), {a}.index_select(0, {p}) * 2, accumulate=True)", a=ten
 op("{a}.index_put_(({p},), torch.tensor(-0.5, dtype={a}.dtype))", statement=True, a=tensor(target=True),
    p=positions_along("a"))  # fmt: skip
 
+# binary/ternary elementwise ops of issue 13 (ties of an input and its bound: no derivative there)
+op("torch.clamp_min({a}, {s})", a=tensor(NUM), s=scalar())
+op("{a}.clamp_max({s})", a=tensor(NUM), s=scalar())
+op("torch.clamp_min({a}, {b})", a=tensor(), b=partner("a"), smooth=False)
+op("{a}.clamp_max({b})", a=tensor(), b=partner("a"), smooth=False)
+op("{a}.clamp_min_({s})", statement=True, a=tensor(target=True), s=options("-0.5", "0.5"))
+op("torch.clamp_max_({a}, {s})", statement=True, a=tensor(target=True), s=options("-0.5", "0.5"))
+
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
 NOT_IN_GRAMMAR = {

@@ -935,6 +935,17 @@ for _name, _fn, _shapes in [
     nondiff(_name, _fn, _shapes)
 
 
+# binary/ternary elementwise ops of issue 13 (layouts: their kernels are shared with clamp, where, ...)
+for _name, _fn, _shapes, _grad_fn in [
+    ("torch.clamp_min(x,-0.5)", lambda m, x: m.clamp_min(x, -0.5), [(3, 4)], "ClampMinBackward0"),
+    ("Tensor.clamp_max(0.5)", lambda m, x: x.clamp_max(0.5), [(5,)], "ClampMaxBackward0"),
+    ("torch.clamp_min(a,b)", lambda m, a, b: m.clamp_min(a, b), [(3, 4), (4,)], "ClampMinBackward1"),
+    ("Tensor.clamp_max(b)", lambda m, a, b: a.clamp_max(b), [(3, 1), (2, 1, 4)], "ClampMaxBackward1"),
+    ("torch.clamp_max(size 0)", lambda m, a, b: m.clamp_max(a, b), [(0, 4), (4,)], "ClampMaxBackward1"),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=LAYOUTS[:2])
+
+
 # Table ops with no case here, and where they are compared with PyTorch instead
 # (tests/test_meta.py checks that every other op of fastgrad._optable is called by a case above).
 NOT_IN_CASES = {
@@ -977,3 +988,5 @@ NOT_IN_CASES.update(
         "broadcast_shapes": "not a tensor result: tests/test_shape_ops.py",
     }
 )
+# binary/ternary elementwise ops of issue 13
+NOT_IN_CASES.update(dict.fromkeys(["clamp_min_", "clamp_max_"], "in place: tests/test_binary_ops.py"))

@@ -2177,6 +2177,58 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+# ---- binary/ternary elementwise ops of issue 13 (clamp_min/max, lerp, addcmul, addcdiv, ...): PyTorch
+# gives each one node of its own, so the values come from detached inputs and _recorded gives that node.
+
+
+def _sum_to(grad, shape):
+    """The gradient of a broadcast result summed back to an input's shape."""
+    lead = grad.dim() - len(shape)
+    dims = [d for d in builtins.range(grad.dim()) if d < lead or (shape[d - lead] == 1 and grad.shape[d] != 1)]
+    return _prims.reshape(_prims.sum(grad, dims, True, None), list(shape)) if dims else grad
+
+
+def _bounded(node, input, bound, keeps_input, gives_bound, clamped):
+    """clamp_min / clamp_max: `clamped(input, bound)` (a number or a tensor) as PyTorch's node
+    `node`0 / `node`1; the gradient goes to the input where keeps_input(input, bound), to a tensor
+    bound where gives_bound(input, bound) (neither at a NaN)."""
+    if not isinstance(bound, Tensor):
+        result = clamped(input.detach(), bound)
+
+        def backward(grads, x):
+            return [_prims.where(keeps_input(x, bound), grads[0], 0)]
+
+        return _recorded(node + "0", [input], [result], [input], backward)[0]
+    result = clamped(input.detach(), bound.detach())
+
+    def backward(grads, x, b):
+        return [
+            _sum_to(_prims.where(keeps_input(x, b), grads[0], 0), x.shape),
+            _sum_to(_prims.where(gives_bound(x, b), grads[0], 0), b.shape),
+        ]
+
+    return _recorded(node + "1", [input, bound], [result], [input, bound], backward)[0]
+
+
+def clamp_min(input, min, *, out=None):
+    return _with_out(_bounded("ClampMinBackward", input, min, operator.ge, operator.lt, lambda x, b: clamp(x, b)), out)
+
+
+def clamp_max(input, max, *, out=None):
+    return _with_out(
+        _bounded("ClampMaxBackward", input, max, operator.le, operator.gt, lambda x, b: clamp(x, None, b)), out
+    )
+
+
+# in place on a copy (the nodes save their input), so fastgrad's result ends in a copy_ node
+def clamp_min_(self, min):
+    return self.copy_(clamp_min(self.clone(), min))
+
+
+def clamp_max_(self, max):
+    return self.copy_(clamp_max(self.clone(), max))
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

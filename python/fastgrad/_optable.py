@@ -132,6 +132,15 @@ op("clip_(Tensor self, Scalar? min=None, Scalar? max=None)",
    "method", "_prims.clamp_", "inplace")
 op("masked_fill(Tensor input, Tensor mask, Scalar value)",
    "function method", "_methods.masked_fill", "masked_fill")
+# binary/ternary elementwise ops of issue 13
+op("clamp_min(Tensor input, Scalar min)",
+   "function method out", "_methods.clamp_min", "clamp")
+op("clamp_max(Tensor input, Scalar max)",
+   "function method out", "_methods.clamp_max", "clamp")
+op("clamp_min_(Tensor self, Scalar min)",
+   "function method", "_methods.clamp_min_", "inplace")
+op("clamp_max_(Tensor self, Scalar max)",
+   "function method", "_methods.clamp_max_", "inplace")
 
 # ---- elementwise, unary
 op("neg(Tensor input)",

@@ -1,0 +1,66 @@
+"""The binary/ternary elementwise ops of issue 13 (clamp_min/max, ...): what the op cases of
+tests/op_cases.py do not cover, against PyTorch on both backends: ties, special values, dtypes, the
+in-place and out= forms, and errors."""
+
+import pytest
+
+from oracle_helpers import same_error, same_on_both
+
+
+def with_grads(m, program, *data):
+    """program's result (its NaNs as a mask: they do not compare) and each input's gradient of its sum."""
+    inputs = [m.tensor(d, requires_grad=True) for d in data]
+    result = program(m, *inputs)
+    result.sum().backward()
+    nans = result.isnan()
+    return nans, m.where(nans, 0.0, result), result.grad_fn.name(), [x.grad for x in inputs]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, x, b: m.clamp_min(x, b),
+        lambda m, x, b: x.clamp_max(b),
+        lambda m, x, b: m.clamp_min(x, 0.5),
+        lambda m, x, b: x.clamp_max(0.5),
+        lambda m, x, b: m.clamp_min(x, float("nan")),
+    ],
+)
+def test_clamp_bounds_ties_and_nan(fg, torch, program):
+    nan = float("nan")
+    data = [0.5, 1.0, 0.2, nan, nan, 0.3], [0.5, 0.5, 0.5, 0.5, nan, nan]
+    same_on_both(fg, torch, lambda m: with_grads(m, program, *data))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.clamp_min(m.arange(5), 2),
+        lambda m: m.clamp_min(m.arange(5), 2.5),
+        lambda m: m.clamp_max(m.arange(5), m.tensor(2.5, dtype=m.float64)),
+        lambda m: m.clamp_max(m.arange(4.0), 1, out=m.empty(4)),
+        lambda m: m.clamp_min_(m.arange(4.0), 1.5),
+        lambda m: m.arange(4.0).clamp_max_(m.tensor([0.0, 3.0, 1.0, 1.0])),
+    ],
+)
+def test_clamp_bounds_dtypes_and_forms(fg, torch, program):
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, x, b: x.clone().clamp_min_(1.5),
+        lambda m, x, b: m.clamp_max_(x.clone(), b),
+    ],
+)
+def test_clamp_bounds_in_place_gradients(fg, torch, program):
+    def values_and_grads(m):  # not the node: fastgrad's in-place forms end in a copy_
+        nans, values, node, grads = with_grads(m, program, [0.0, 1.5, 2.0, 3.0], 1.5)
+        return nans, values, grads
+
+    same_on_both(fg, torch, values_and_grads)
+
+
+def test_clamp_bounds_errors(fg, torch):
+    same_error(fg, torch, lambda m: m.clamp_min(m.zeros(2), m.zeros(3)))
