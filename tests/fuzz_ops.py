@@ -567,6 +567,13 @@ op("torch.clamp_min({a}, {b})", a=tensor(), b=partner("a"), smooth=False)
 op("{a}.clamp_max({b})", a=tensor(), b=partner("a"), smooth=False)
 op("{a}.clamp_min_({s})", statement=True, a=tensor(target=True), s=options("-0.5", "0.5"))
 op("torch.clamp_max_({a}, {s})", statement=True, a=tensor(target=True), s=options("-0.5", "0.5"))
+op("torch.lerp({a}, {b}, {w})", a=tensor(), b=partner("a"), w=options("0.25", "0.75", "-1.5"))
+op("{a}.lerp({b}, {c})", a=tensor(), b=partner("a"), c=partner("a"))
+op("torch.addcmul({a}, {b}, {c}, value={w})", a=tensor(), b=partner("a"), c=partner("a"), w=options("1", "-0.5"))
+op("{a}.addcdiv({b}, {b}.exp() + 1, value=2)", a=tensor(), b=partner("a"))
+op("{a}.lerp_({b}, 0.25)", statement=True, a=tensor(target=True), b=partner("a"))
+op("{a}.addcmul_({b}, {b})", statement=True, a=tensor(target=True), b=partner("a"))
+op("{a}.addcdiv_({b}, {b}.exp() + 1)", statement=True, a=tensor(target=True), b=partner("a"))
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).

@@ -653,6 +653,27 @@ for _name, _fn, _shapes, _grad_fn in [
     ("index_put_", lambda m, x, v: (x * 1).index_put_([m.tensor([2])], v), [(3, 4), (4,)], "IndexPutBackward0"),
 ]:
     case(_name, _fn, _shapes, _grad_fn, layouts=LAYOUTS[:2])
+for _name, _fn, _shapes, _grad_fn, _domain in [
+    ("torch.lerp(a,b,0.3)", lambda m, a, b: m.lerp(a, b, 0.3), [(3, 4), (4,)], "LerpBackward0", "real"),
+    ("Tensor.lerp(b,0.7)", lambda m, a, b: a.lerp(b, 0.7), [(3, 1), (3, 4)], "LerpBackward0", "real"),
+    ("torch.lerp(a,b,w)", lambda m, a, b, w: m.lerp(a, b, w), [(3, 4), (4,), (3, 1)], "LerpBackward1", "real"),
+    (
+        "torch.addcmul",
+        lambda m, a, b, c: m.addcmul(a, b, c, value=-2),
+        [(3, 4), (4,), (3, 1)],
+        "AddcmulBackward0",
+        "real",
+    ),
+    ("Tensor.addcmul", lambda m, a, b, c: a.addcmul(b, c), [(4,), (3, 4), ()], "AddcmulBackward0", "real"),
+    (
+        "torch.addcdiv",
+        lambda m, a, b, c: m.addcdiv(a, b, c, value=0.5),
+        [(3, 4), (3, 1), (4,)],
+        "AddcdivBackward0",
+        ("real", "real", "nonzero"),
+    ),
+]:
+    case(_name, _fn, _shapes, _grad_fn, _domain, layouts=LAYOUTS[:1])
 case(  # PyTorch views input and indices as 1-d here: a strided input is an error
     "take_along_dim(dim=None)",
     lambda m, x: x.take_along_dim(m.tensor([[3], [0]])),
@@ -989,4 +1010,6 @@ NOT_IN_CASES.update(
     }
 )
 # binary/ternary elementwise ops of issue 13
-NOT_IN_CASES.update(dict.fromkeys(["clamp_min_", "clamp_max_"], "in place: tests/test_binary_ops.py"))
+NOT_IN_CASES.update(
+    dict.fromkeys(["clamp_min_", "clamp_max_", "lerp_", "addcmul_", "addcdiv_"], "in place: tests/test_binary_ops.py")
+)

@@ -64,3 +64,49 @@ def test_clamp_bounds_in_place_gradients(fg, torch, program):
 
 def test_clamp_bounds_errors(fg, torch):
     same_error(fg, torch, lambda m: m.clamp_min(m.zeros(2), m.zeros(3)))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, x, b: m.lerp(x, b, 0.5),
+        lambda m, x, b: x.lerp(b, b),
+        lambda m, x, b: x.addcmul(b, x, value=2),
+        lambda m, x, b: m.addcdiv(x, x, b, value=-1),
+        lambda m, x, b: x.clone().lerp_(b, 0.25) * 1,
+        lambda m, x, b: x.clone().addcmul_(b, b) * 1,
+        lambda m, x, b: x.clone().addcdiv_(b, x, value=0.5) * 1,
+    ],
+)
+def test_lerp_addcmul_addcdiv_values_and_gradients(fg, torch, program):
+    same_on_both(fg, torch, lambda m: with_grads(m, program, [0.5, -1.0, 2.0, 1e30], [1.5, 0.25, -2.0, 3.0]))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.addcmul(m.zeros(2), m.ones(2, dtype=m.float64), m.ones(2)),
+        lambda m: m.addcmul(m.arange(3), m.arange(3), m.arange(3), value=2),
+        lambda m: m.addcdiv(m.arange(3.0), m.arange(3.0), m.full((3,), 4.0), out=m.empty(3)),
+        lambda m: m.lerp(m.zeros(3), m.ones(3), 0.25, out=m.empty(3)),
+        lambda m: m.lerp(m.zeros(3), m.ones(3), m.tensor(1)),
+        lambda m: with_grads(m, lambda m, x, w: m.lerp(x, x * 2, w.double()), [1.0, 2.0], 0.25),
+    ],
+)
+def test_lerp_addcmul_addcdiv_dtypes(fg, torch, program):
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.lerp(m.zeros(2), m.zeros(2, dtype=m.float64), 0.5),
+        lambda m: m.lerp(m.zeros(2), m.zeros(2), m.zeros(2, dtype=m.float64)),
+        lambda m: m.lerp(m.arange(2), m.arange(2), 0.5),
+        lambda m: m.lerp(m.zeros(2), m.zeros(3), 0.5),
+        lambda m: m.addcdiv(m.zeros(2), m.arange(2), m.arange(2)),
+        lambda m: m.addcdiv(m.arange(2), m.arange(2), m.arange(2), value=2.5),
+    ],
+)
+def test_lerp_addcmul_addcdiv_errors(fg, torch, program):
+    same_error(fg, torch, program)

@@ -157,6 +157,18 @@ def masked_fill(input, mask, value):
     return Meta(broadcast_shapes(_shape(input), _shape(mask)), input.dtype)
 
 
+# binary/ternary elementwise ops of issue 13
+
+
+def lerp(input, end, weight, **options):
+    """The operands have the input's dtype (lerp checks it)."""
+    return Meta(broadcast_shapes(_shape(input), _shape(end), _shape(weight)), input.dtype)
+
+
+def addcmul(input, tensor1, tensor2, **options):
+    return Meta(broadcast_shapes(_shape(input), _shape(tensor1), _shape(tensor2)), result_type(input, tensor1, tensor2))
+
+
 # ---- reductions
 
 

@@ -2229,6 +2229,96 @@ def clamp_max_(self, max):
     return self.copy_(clamp_max(self.clone(), max))
 
 
+def _check_same_dtype(op, input, **others):
+    """lerp takes operands of the input's dtype only, and floating ones (PyTorch's checks, in its order)."""
+    for name, other in others.items():
+        if isinstance(other, Tensor) and other.dtype != input.dtype:
+            raise RuntimeError(
+                f"expected dtype {SCALAR_TYPE_NAME[input.dtype].lower()} for `{name}` but got dtype "
+                f"{SCALAR_TYPE_NAME[other.dtype].lower()}"
+            )
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{op}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+
+
+def lerp(input, end, weight, *, out=None):
+    _meta.lerp(input, end, weight)  # PyTorch's error for shapes that do not broadcast, the input's size first
+    if isinstance(weight, Tensor):
+        if weight.dim():
+            _check_same_dtype("lerp_kernel_tensor", input, end=end, weight=weight)
+        else:  # a 0-d weight is taken in the input's dtype, whatever its own
+            _check_same_dtype("lerp_kernel_tensor", input, end=end)
+        result = _lerp(input.detach(), end.detach(), _prims.to_dtype(weight.detach(), input.dtype))
+
+        def backward(grads, start, end, weight):
+            grad = grads[0]
+            return [
+                _sum_to(grad * (1 - weight), start.shape),
+                _sum_to(grad * weight, end.shape),
+                _sum_to(grad * (end - start), weight.shape),
+            ]
+
+        inputs = [input, end, weight]
+        return _with_out(_recorded("LerpBackward1", inputs, [result], inputs, backward)[0], out)
+    _check_same_dtype("lerp_kernel_scalar", input, end=end)
+    start, stop = input.detach(), end.detach()
+    result = start + weight * (stop - start) if weight < 0.5 else stop - (stop - start) * (1 - weight)
+
+    def backward(grads, start, end):
+        return [_sum_to(grads[0] * (1 - weight), start.shape), _sum_to(grads[0] * weight, end.shape)]
+
+    return _with_out(_recorded("LerpBackward0", [input, end], [result], [input, end], backward)[0], out)
+
+
+def lerp_(self, end, weight):
+    return self.copy_(lerp(self.clone(), end, weight))  # on a copy: the node saves its input
+
+
+def _ternary(name, combined, partials):
+    """addcmul / addcdiv: input + combined(tensor1, tensor2, value) as PyTorch's one node `name`;
+    partials(grad * value, tensor1, tensor2) are the gradients of tensor1 and tensor2."""
+
+    def ternary(input, tensor1, tensor2, *, value=1, out=None):
+        inputs = [input, tensor1, tensor2]
+        result = input.detach() + combined(tensor1.detach(), tensor2.detach(), value)
+
+        def backward(grads, input, tensor1, tensor2):
+            scaled = grads[0] * value
+            return [_sum_to(grads[0], input.shape)] + [
+                _sum_to(g, t.shape) for g, t in zip(partials(scaled, tensor1, tensor2), (tensor1, tensor2))
+            ]
+
+        return _with_out(_recorded(name, inputs, [result], inputs, backward)[0], out)
+
+    def ternary_(self, tensor1, tensor2, *, value=1):
+        return self.copy_(ternary(self.clone(), tensor1, tensor2, value=value))
+
+    op = name[: -len("Backward0")].lower()
+    ternary.__name__ = ternary.__qualname__ = op
+    ternary_.__name__ = ternary_.__qualname__ = op + "_"
+    return ternary, ternary_
+
+
+addcmul, addcmul_ = _ternary(
+    "AddcmulBackward0", lambda t1, t2, value: t1 * value * t2, lambda g, t1, t2: (g * t2, g * t1)
+)
+
+
+def _quotient(tensor1, tensor2, value):
+    """tensor1 * value / tensor2, in PyTorch's order (so its rounding); integer operands refused."""
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
+            "a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes."
+        )
+    return tensor1 * value / tensor2
+
+
+addcdiv, addcdiv_ = _ternary("AddcdivBackward0", _quotient, lambda g, t1, t2: (g / t2, -g * t1 / (t2 * t2)))
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

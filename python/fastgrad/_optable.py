@@ -141,6 +141,18 @@ op("clamp_min_(Tensor self, Scalar min)",
    "function method", "_methods.clamp_min_", "inplace")
 op("clamp_max_(Tensor self, Scalar max)",
    "function method", "_methods.clamp_max_", "inplace")
+op("lerp(Tensor input, Tensor end, Tensor weight)",
+   "function method out", "_methods.lerp", "lerp")
+op("Tensor.lerp_(Tensor self, Tensor end, Tensor weight)",
+   "method", "_methods.lerp_", "inplace")
+op("addcmul(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
+   "function method out", "_methods.addcmul", "addcmul")
+op("Tensor.addcmul_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
+   "method", "_methods.addcmul_", "inplace")
+op("addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
+   "function method out", "_methods.addcdiv", "addcmul")
+op("Tensor.addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
+   "method", "_methods.addcdiv_", "inplace")
 
 # ---- elementwise, unary
 op("neg(Tensor input)",
