@@ -574,6 +574,9 @@ op("{a}.addcdiv({b}, {b}.exp() + 1, value=2)", a=tensor(), b=partner("a"))
 op("{a}.lerp_({b}, 0.25)", statement=True, a=tensor(target=True), b=partner("a"))
 op("{a}.addcmul_({b}, {b})", statement=True, a=tensor(target=True), b=partner("a"))
 op("{a}.addcdiv_({b}, {b}.exp() + 1)", statement=True, a=tensor(target=True), b=partner("a"))
+for _t in ["torch.atan2({a}, {b})", "{a}.arctan2({b})", "torch.logaddexp({a}, {b})", "{a}.logaddexp2({b})"]:
+    op(_t, a=tensor(), b=partner("a"))
+op("torch.true_divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).

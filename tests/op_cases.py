@@ -674,6 +674,15 @@ for _name, _fn, _shapes, _grad_fn, _domain in [
     ),
 ]:
     case(_name, _fn, _shapes, _grad_fn, _domain, layouts=LAYOUTS[:1])
+for _op, _grad_fn, _domain in [
+    ("atan2", "Atan2Backward0", "nonzero"),
+    ("arctan2", "Atan2Backward0", "nonzero"),
+    ("logaddexp", "LogaddexpBackward0", "real"),
+    ("logaddexp2", "Logaddexp2Backward0", "real"),
+    ("true_divide", "DivBackward0", ("real", "nonzero")),
+]:
+    case(f"torch.{_op}", lambda m, a, b, op=_op: getattr(m, op)(a, b), [(3, 4), (4,)], _grad_fn, _domain, LAYOUTS[:1])
+    case(f"Tensor.{_op}", lambda m, a, b, op=_op: getattr(a, op)(b), [(3, 1), ()], _grad_fn, _domain, LAYOUTS[:1])
 case(  # PyTorch views input and indices as 1-d here: a strided input is an error
     "take_along_dim(dim=None)",
     lambda m, x: x.take_along_dim(m.tensor([[3], [0]])),

@@ -110,3 +110,33 @@ def test_lerp_addcmul_addcdiv_dtypes(fg, torch, program):
 )
 def test_lerp_addcmul_addcdiv_errors(fg, torch, program):
     same_error(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.atan2(m.tensor([0.0, -0.0, 1.0, float("inf")]), m.tensor([-0.0, -1.0, 0.0, float("inf")])),
+        lambda m: m.atan2(m.arange(3), m.arange(3), out=m.empty(3)),
+        lambda m: m.logaddexp(m.tensor([float("-inf"), 1e30, 0.0]), m.tensor([float("-inf"), 1e30, -1.0])),
+        lambda m: m.logaddexp2(m.tensor([1.0, 2.0], dtype=m.float64), m.tensor(3.0)),
+        lambda m: m.arange(4).true_divide(m.tensor(2)),
+    ],
+)
+def test_atan2_logaddexp_true_divide_values(fg, torch, program):
+    same_on_both(fg, torch, program)
+
+
+def test_atan2_gradient_at_the_origin(fg, torch):
+    same_on_both(fg, torch, lambda m: with_grads(m, lambda m, a, b: m.atan2(a, b), [0.0, 1.0], [0.0, 0.0]))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.atan2(m.zeros(2), 2.0),
+        lambda m: m.logaddexp(m.arange(2), m.arange(2)),
+        lambda m: m.logaddexp2(m.zeros(2), m.zeros(3)),
+    ],
+)
+def test_atan2_logaddexp_errors(fg, torch, program):
+    same_error(fg, torch, program)

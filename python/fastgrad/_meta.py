@@ -165,6 +165,11 @@ def lerp(input, end, weight, **options):
     return Meta(broadcast_shapes(_shape(input), _shape(end), _shape(weight)), input.dtype)
 
 
+def binary_float(input, other, **options):
+    """atan2, logaddexp, ...: integers become float32."""
+    return Meta(broadcast_shapes(_shape(input), _shape(other)), _floating(result_type(input, other)))
+
+
 def addcmul(input, tensor1, tensor2, **options):
     return Meta(broadcast_shapes(_shape(input), _shape(tensor1), _shape(tensor2)), result_type(input, tensor1, tensor2))
 

@@ -2319,6 +2319,53 @@ def _quotient(tensor1, tensor2, value):
 
 addcdiv, addcdiv_ = _ternary("AddcdivBackward0", _quotient, lambda g, t1, t2: (g / t2, -g * t1 / (t2 * t2)))
 
+
+def _binary_float(name, node, numpy_function, partials, integers=True):
+    """atan2, logaddexp, ...: numpy_function of two tensors promoted to a floating dtype, as PyTorch's
+    one node `node`; partials(a, b, result) are the derivatives for a and b (differentiable ops)."""
+
+    def binary_float(input, other, *, out=None):
+        if not isinstance(other, Tensor):
+            raise TypeError(
+                f"{name}(): argument 'other' (position 2) must be Tensor, not {builtins.type(other).__name__}"
+            )
+        _meta.broadcast_shapes(input.shape, other.shape)  # PyTorch's error for shapes that do not broadcast
+        common = _prims.result_type(input, other)
+        if not (integers or common.is_floating_point):
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{SCALAR_TYPE_NAME[common]}'")
+        dtype = common if common.is_floating_point else float32
+        a, b = (_prims.to_numpy(_prims.to_dtype(t.detach(), dtype)) for t in (input, other))
+        result = _prims.from_numpy(np.asarray(numpy_function(a, b)), share_memory=False)
+
+        def backward(grads, a, b, result):
+            return [_sum_to(grads[0] * d, t.shape) for d, t in zip(partials(a, b, result), (a, b))]
+
+        inputs = [input, other]
+        return _with_out(_recorded(node, inputs, [result], inputs + [result], backward)[0], out)
+
+    binary_float.__name__ = binary_float.__qualname__ = name
+    return binary_float
+
+
+def _atan2_partials(a, b, result):
+    """PyTorch's: zero where both operands are zero (not 0/0)."""
+    squares = a * a + b * b
+    return [_prims.where(squares == 0, 0, t / squares) for t in (b, -a)]
+
+
+atan2 = arctan2 = _binary_float("atan2", "Atan2Backward0", np.arctan2, _atan2_partials)
+logaddexp = _binary_float(
+    "logaddexp", "LogaddexpBackward0", np.logaddexp, lambda a, b, r: ((a - r).exp(), (b - r).exp()), integers=False
+)
+logaddexp2 = _binary_float(
+    "logaddexp2", "Logaddexp2Backward0", np.logaddexp2, lambda a, b, r: (2 ** (a - r), 2 ** (b - r)), integers=False
+)
+
+
+def true_divide(input, other, *, out=None):
+    return div(input, other, out=out)
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 

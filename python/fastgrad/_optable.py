@@ -153,6 +153,16 @@ op("addcdiv(Tensor input, Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
    "function method out", "_methods.addcdiv", "addcmul")
 op("Tensor.addcdiv_(Tensor self, Tensor tensor1, Tensor tensor2, *, Scalar value=1)",
    "method", "_methods.addcdiv_", "inplace")
+op("atan2(Tensor input, Tensor other)",
+   "function method out", "_methods.atan2", "binary_float")
+op("arctan2(Tensor input, Tensor other)",
+   "function method out", "_methods.arctan2", "binary_float")
+op("logaddexp(Tensor input, Tensor other)",
+   "function method out", "_methods.logaddexp", "binary_float")
+op("logaddexp2(Tensor input, Tensor other)",
+   "function method out", "_methods.logaddexp2", "binary_float")
+op("true_divide(Tensor input, Tensor other)",
+   "function method out", "_methods.true_divide", "div")
 
 # ---- elementwise, unary
 op("neg(Tensor input)",
