@@ -574,7 +574,13 @@ op("{a}.addcdiv({b}, {b}.exp() + 1, value=2)", a=tensor(), b=partner("a"))
 op("{a}.lerp_({b}, 0.25)", statement=True, a=tensor(target=True), b=partner("a"))
 op("{a}.addcmul_({b}, {b})", statement=True, a=tensor(target=True), b=partner("a"))
 op("{a}.addcdiv_({b}, {b}.exp() + 1)", statement=True, a=tensor(target=True), b=partner("a"))
-for _t in ["torch.atan2({a}, {b})", "{a}.arctan2({b})", "torch.logaddexp({a}, {b})", "{a}.logaddexp2({b})"]:
+for _t in [
+    "torch.atan2({a}, {b})",
+    "{a}.arctan2({b})",
+    "torch.logaddexp({a}, {b})",
+    "{a}.logaddexp2({b})",
+    "{a}.hypot({b})",
+]:
     op(_t, a=tensor(), b=partner("a"))
 op("torch.true_divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
 

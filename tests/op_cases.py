@@ -679,6 +679,7 @@ for _op, _grad_fn, _domain in [
     ("arctan2", "Atan2Backward0", "nonzero"),
     ("logaddexp", "LogaddexpBackward0", "real"),
     ("logaddexp2", "Logaddexp2Backward0", "real"),
+    ("hypot", "HypotBackward0", "nonzero"),
     ("true_divide", "DivBackward0", ("real", "nonzero")),
 ]:
     case(f"torch.{_op}", lambda m, a, b, op=_op: getattr(m, op)(a, b), [(3, 4), (4,)], _grad_fn, _domain, LAYOUTS[:1])

@@ -120,6 +120,7 @@ def test_lerp_addcmul_addcdiv_errors(fg, torch, program):
         lambda m: m.logaddexp(m.tensor([float("-inf"), 1e30, 0.0]), m.tensor([float("-inf"), 1e30, -1.0])),
         lambda m: m.logaddexp2(m.tensor([1.0, 2.0], dtype=m.float64), m.tensor(3.0)),
         lambda m: m.arange(4).true_divide(m.tensor(2)),
+        lambda m: m.hypot(m.tensor([3.0, float("inf"), float("nan")]), m.tensor([4.0, float("nan"), 1.0])).isnan(),
     ],
 )
 def test_atan2_logaddexp_true_divide_values(fg, torch, program):
@@ -136,6 +137,7 @@ def test_atan2_gradient_at_the_origin(fg, torch):
         lambda m: m.atan2(m.zeros(2), 2.0),
         lambda m: m.logaddexp(m.arange(2), m.arange(2)),
         lambda m: m.logaddexp2(m.zeros(2), m.zeros(3)),
+        lambda m: m.hypot(m.arange(2), m.arange(2)),
     ],
 )
 def test_atan2_logaddexp_errors(fg, torch, program):

@@ -2361,6 +2361,8 @@ logaddexp2 = _binary_float(
     "logaddexp2", "Logaddexp2Backward0", np.logaddexp2, lambda a, b, r: (2 ** (a - r), 2 ** (b - r)), integers=False
 )
 
+hypot = _binary_float("hypot", "HypotBackward0", np.hypot, lambda a, b, r: (a / r, b / r), integers=False)
+
 
 def true_divide(input, other, *, out=None):
     return div(input, other, out=out)

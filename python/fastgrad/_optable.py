@@ -161,6 +161,8 @@ op("logaddexp(Tensor input, Tensor other)",
    "function method out", "_methods.logaddexp", "binary_float")
 op("logaddexp2(Tensor input, Tensor other)",
    "function method out", "_methods.logaddexp2", "binary_float")
+op("hypot(Tensor input, Tensor other)",
+   "function method out", "_methods.hypot", "binary_float")
 op("true_divide(Tensor input, Tensor other)",
    "function method out", "_methods.true_divide", "div")
 
