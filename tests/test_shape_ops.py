@@ -282,3 +282,8 @@ def test_split_parts_refuse_in_place_writes(fg, torch):
 )
 def test_errors_match_torch(fg, torch, call):
     same_error(fg, torch, call)
+
+
+@pytest.mark.parametrize("shape", [(2,), (2, 2)])
+def test_trace_refuses_bools_before_checking_the_dim(fg, torch, shape):
+    same_error(fg, torch, lambda m: m.trace(m.zeros(shape, dtype=m.bool)))

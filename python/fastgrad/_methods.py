@@ -2011,6 +2011,8 @@ def diag(input, diagonal=0):
 
 
 def trace(input):
+    if input.dtype == bool_:  # PyTorch refuses bools before it checks the dim
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     values = _prims.diagonal(input.detach(), 0, 0, 1)
