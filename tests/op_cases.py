@@ -164,6 +164,20 @@ for _op, _grad_fn, _domain in [
 ]:
     case(f"Tensor.{_op}", lambda m, x, op=_op: getattr(x, op)(), [(5,)], _grad_fn, _domain, LAYOUTS[:1])
 case("torch.square", lambda m, x: m.square(x), [(3, 4)], "PowBackward0", layouts=LAYOUTS[:1])
+# rounding and sign (issue 13): over the unary loop, one layout each; the gradients are zero (frac,
+# nan_to_num: the incoming one), where finite differences agree away from the jumps.
+for _name, _fn, _grad_fn in [
+    ("torch.floor", lambda m, x: m.floor(x), "FloorBackward0"),
+    ("torch.ceil", lambda m, x: m.ceil(x), "CeilBackward0"),
+    ("torch.trunc", lambda m, x: m.trunc(x), "TruncBackward0"),
+    ("Tensor.fix", lambda m, x: x.fix(), "TruncBackward0"),
+    ("torch.round", lambda m, x: m.round(x), "RoundBackward0"),
+    ("round(decimals)", lambda m, x: x.round(decimals=1), "RoundBackward1"),
+    ("torch.frac", lambda m, x: m.frac(x), "FracBackward0"),
+    ("torch.nan_to_num", lambda m, x: m.nan_to_num(x, nan=1.0), "NanToNumBackward0"),
+]:
+    case(_name, _fn, [(3, 4)], _grad_fn, layouts=LAYOUTS[:1])
+case("Tensor.nan_to_num(0)", lambda m, x: x.nan_to_num(), [(0, 3)], "NanToNumBackward0", layouts=LAYOUTS[:1])
 
 case("-x", lambda m, x: -x, [(2, 3)], "NegBackward0")
 case("exp(0d)", lambda m, x: x.exp(), [()], "ExpBackward0")
@@ -969,6 +983,13 @@ NOT_IN_CASES = {
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
     "tests/test_numerics.py, test_regressions.py",
 }
+# rounding and sign (issue 13)
+NOT_IN_CASES.update(
+    {
+        "fix_": "in place: tests/test_rounding.py",
+        "sgn": "its gradient is zero with no graph (as sign's): tests/test_rounding.py",
+    }
+)
 # shape family (issue 13)
 NOT_IN_CASES.update(
     {
