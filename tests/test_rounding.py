@@ -18,6 +18,7 @@ PROGRAMS = {
     "round": lambda m, x: m.round(x),
     "round(decimals=2)": lambda m, x: m.round(x, decimals=2),
     "round(decimals=-1)": lambda m, x: x.round(decimals=-1),
+    "round(decimals=50)": lambda m, x: x.round(decimals=50),  # 10^50 is inf in float32
     "frac": lambda m, x: m.frac(x),
     "sgn": lambda m, x: x.sgn(),
     "nan_to_num": lambda m, x: m.nan_to_num(x),
@@ -65,6 +66,14 @@ def test_gradients(fg, torch, name):
         return y.grad_fn.name(), spelled(x.grad + 0)  # + 0: PyTorch gives sgn a ZeroTensor
 
     same_on_both(fg, torch, program)
+
+
+def test_argument_types(fg, torch):
+    """A float for decimals, a string for a replacement: TypeErrors."""
+    for program in (lambda m: m.round(m.ones(2), decimals=1.5), lambda m: m.ones(2).nan_to_num(nan="a")):
+        for m in (fg, torch):
+            with pytest.raises(TypeError):
+                program(m)
 
 
 IN_PLACE = [

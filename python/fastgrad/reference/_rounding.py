@@ -4,6 +4,7 @@ integer tensors keep their dtype (floor, ceil, trunc and round copy them; bool r
 round(decimals=) take floats only."""
 
 import math
+import operator
 
 from .._types import SCALAR_TYPE_NAME, bool as bool_, float16, bfloat16, float32, float64
 from ._autograd import Function, no_grad
@@ -14,8 +15,9 @@ from ._tensor import new_tensor, read
 
 
 def _whole(fn):
-    """fn as a float, with the input's sign on a zero result (floor(-0.5) is -0.0, as C's)."""
-    return lambda v: math.copysign(0.0, v) if fn(v) == 0 else float(fn(v))
+    """fn as a float, with the input's sign on a zero result (floor(-0.5) is -0.0, as C's); inf and
+    NaN as they are."""
+    return lambda v: v if not math.isfinite(v) else math.copysign(0.0, v) if fn(v) == 0 else float(fn(v))
 
 
 _trunc, _rint = _whole(math.trunc), _whole(round)  # Python's round takes halves to even
@@ -33,7 +35,7 @@ class _WholeNumber(Function):
     def forward(self, x):
         _require(x, self.kernel, x._dtype is not bool_)
         fn = self.fn if x._dtype.is_floating_point else (lambda v: v)
-        return unary(lambda v: fn(v) if math.isfinite(v) else v, x, x._dtype)
+        return unary(fn, x, x._dtype)
 
     def backward(self, g):
         return zeros_like(g)
@@ -66,8 +68,6 @@ class RoundBackward1(Function):
         p = cast_scalar(10.0 ** abs(decimals), compute)
 
         def rounded(v):
-            if not math.isfinite(v):
-                return v
             scaled = cast_scalar(v / p if decimals < 0 else v * p, compute)
             whole = _rint(scaled)
             return cast_scalar(whole * p if decimals < 0 else whole / p, compute)
@@ -83,7 +83,7 @@ class FracBackward0(Function):
 
     def forward(self, x):
         _require(x, "frac_cpu", x._dtype.is_floating_point)
-        return unary(lambda v: v - _trunc(v) if math.isfinite(v) else math.nan, x, x._dtype)
+        return unary(lambda v: v - _trunc(v), x, x._dtype)  # inf - inf is NaN
 
     def backward(self, g):
         return g
@@ -141,6 +141,8 @@ def _round_node(decimals):
 
 
 def round_to(x, decimals):
+    if decimals is not None:
+        decimals = operator.index(decimals)  # a TypeError for a float, as PyTorch's
     node, params = _round_node(decimals)
     return node.run(x, **params)
 
@@ -150,9 +152,17 @@ def round_to_(x, decimals):
     return _apply_inplace(node, x, (), False, **params)
 
 
+def _check_replacements(**values):
+    for name, value in values.items():
+        if value is not None and not isinstance(value, (int, float)):
+            raise TypeError(f"nan_to_num(): argument '{name}' must be float, not {type(value).__name__}")
+
+
 def nan_to_num(x, nan, posinf, neginf):
+    _check_replacements(nan=nan, posinf=posinf, neginf=neginf)
     return NanToNumBackward0.run(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
 def nan_to_num_(x, nan, posinf, neginf):
+    _check_replacements(nan=nan, posinf=posinf, neginf=neginf)
     return _apply_inplace(NanToNumBackward0, x, (), True, nan=nan, posinf=posinf, neginf=neginf)
