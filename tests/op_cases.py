@@ -164,15 +164,9 @@ for _op, _grad_fn, _domain in [
 ]:
     case(f"Tensor.{_op}", lambda m, x, op=_op: getattr(x, op)(), [(5,)], _grad_fn, _domain, LAYOUTS[:1])
 case("torch.square", lambda m, x: m.square(x), [(3, 4)], "PowBackward0", layouts=LAYOUTS[:1])
-# rounding and sign (issue 13): over the unary loop, one layout each; the gradients are zero (frac,
-# nan_to_num: the incoming one), where finite differences agree away from the jumps.
+# rounding and sign (issue 13): over the unary loop, one layout each; the ops with a zero gradient
+# are exempted below (as sign).
 for _name, _fn, _grad_fn in [
-    ("torch.floor", lambda m, x: m.floor(x), "FloorBackward0"),
-    ("torch.ceil", lambda m, x: m.ceil(x), "CeilBackward0"),
-    ("torch.trunc", lambda m, x: m.trunc(x), "TruncBackward0"),
-    ("Tensor.fix", lambda m, x: x.fix(), "TruncBackward0"),
-    ("torch.round", lambda m, x: m.round(x), "RoundBackward0"),
-    ("round(decimals)", lambda m, x: x.round(decimals=1), "RoundBackward1"),
     ("torch.frac", lambda m, x: m.frac(x), "FracBackward0"),
     ("torch.nan_to_num", lambda m, x: m.nan_to_num(x, nan=1.0), "NanToNumBackward0"),
 ]:
@@ -987,7 +981,10 @@ NOT_IN_CASES = {
 NOT_IN_CASES.update(
     {
         "fix_": "in place: tests/test_rounding.py",
-        "sgn": "its gradient is zero with no graph (as sign's): tests/test_rounding.py",
+        **dict.fromkeys(
+            ["sgn", "floor", "ceil", "trunc", "fix", "round"],
+            "its gradient is zero with no graph (as sign's): tests/test_rounding.py",
+        ),
     }
 )
 # shape family (issue 13)
