@@ -209,6 +209,23 @@ for _t in [
     "{a}.negative_()",
 ]:
     op(_t, statement=True, a=tensor(target=True))
+# rounding and sign (issue 13): piecewise constant, or with jumps (frac): no finite differences
+for _t in [
+    "torch.floor({a})",
+    "{a}.ceil()",
+    "torch.trunc({a})",
+    "{a}.fix()",
+    "torch.round({a})",
+    "{a}.round(decimals=1)",
+    "torch.frac({a})",
+    "{a}.sgn()",
+]:
+    op(_t, smooth=False, a=tensor(NUM))
+op("torch.nan_to_num({a}, {v}, posinf={w})", a=tensor(NUM), v=options("0.0", "-1.5"), w=options("2.0", "None"))
+for _t in ["{a}.floor_()", "{a}.ceil_()", "{a}.trunc_()", "{a}.fix_()", "{a}.round_(decimals=-1)", "{a}.frac_()"]:
+    op(_t, statement=True, smooth=False, a=tensor(target=True))
+for _t in ["{a}.sgn_()", "{a}.nan_to_num_(neginf=-3.0)"]:
+    op(_t, statement=True, a=tensor(target=True))
 # clamp, where, comparisons
 op("{a}.clamp({lo}, {hi})", a=tensor(NUM), lo=options("-1", "-0.5", "0", "None"), hi=options("1", "0.5", "2", "None"))
 op("torch.clamp({a}, min={lo})", a=tensor(NUM), lo=options("0", "-0.5", "0.25", "1"))

@@ -164,6 +164,14 @@ for _op, _grad_fn, _domain in [
 ]:
     case(f"Tensor.{_op}", lambda m, x, op=_op: getattr(x, op)(), [(5,)], _grad_fn, _domain, LAYOUTS[:1])
 case("torch.square", lambda m, x: m.square(x), [(3, 4)], "PowBackward0", layouts=LAYOUTS[:1])
+# rounding and sign (issue 13): over the unary loop, one layout each; the ops with a zero gradient
+# are exempted below (as sign).
+for _name, _fn, _grad_fn in [
+    ("torch.frac", lambda m, x: m.frac(x), "FracBackward0"),
+    ("torch.nan_to_num", lambda m, x: m.nan_to_num(x, nan=1.0), "NanToNumBackward0"),
+]:
+    case(_name, _fn, [(3, 4)], _grad_fn, layouts=LAYOUTS[:1])
+case("Tensor.nan_to_num(0)", lambda m, x: x.nan_to_num(), [(0, 3)], "NanToNumBackward0", layouts=LAYOUTS[:1])
 
 case("-x", lambda m, x: -x, [(2, 3)], "NegBackward0")
 case("exp(0d)", lambda m, x: x.exp(), [()], "ExpBackward0")
@@ -1011,6 +1019,16 @@ NOT_IN_CASES = {
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
     "tests/test_numerics.py, test_regressions.py",
 }
+# rounding and sign (issue 13)
+NOT_IN_CASES.update(
+    {
+        "fix_": "in place: tests/test_rounding.py",
+        **dict.fromkeys(
+            ["sgn", "floor", "ceil", "trunc", "fix", "round"],
+            "its gradient is zero with no graph (as sign's): tests/test_rounding.py",
+        ),
+    }
+)
 # shape family (issue 13)
 NOT_IN_CASES.update(
     {

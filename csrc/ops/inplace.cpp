@@ -254,6 +254,13 @@ Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scala
 Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self) {
   return apply_inplace(self, nullptr, reads_self, op);
 }
+Tensor round_(const Tensor& self, int64_t decimals) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return round(s, decimals); });
+}
+Tensor nan_to_num_(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                   std::optional<double> neginf) {
+  return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return nan_to_num(s, nan, posinf, neginf); });
+}
 namespace {
 // The scan in self's own dtype (a bool self is refused by the kernel, as PyTorch's cumsum_out).
 void check_scan_dtype(const Tensor& self, std::optional<DType> dtype) {

@@ -133,6 +133,17 @@ Tensor deg2rad(const Tensor& x);
 Tensor rad2deg(const Tensor& x);
 Tensor signbit(const Tensor& x);  // bool
 
+// ---- rounding and sign (ops/rounding.cpp)
+Tensor floor(const Tensor& x);
+Tensor ceil(const Tensor& x);
+Tensor trunc(const Tensor& x);
+Tensor round(const Tensor& x);                    // RoundBackward0
+Tensor round(const Tensor& x, int64_t decimals);  // RoundBackward1
+Tensor frac(const Tensor& x);
+Tensor sgn(const Tensor& x);
+Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+                  std::optional<double> neginf);
+
 // ---- in place (ops/inplace.cpp); return self
 Tensor add_(const Tensor& self, const Tensor& other);
 Tensor sub_(const Tensor& self, const Tensor& other);
@@ -156,6 +167,9 @@ Tensor bitwise_not_(const Tensor& self);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
 // self = op(self) for a unary op; `reads_self`: op's backward reads its input (then op runs on a copy).
 Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self);
+Tensor round_(const Tensor& self, int64_t decimals);
+Tensor nan_to_num_(const Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                   std::optional<double> neginf);
 Tensor cumsum_(const Tensor& self, int64_t dim, std::optional<DType> dtype);
 Tensor cumprod_(const Tensor& self, int64_t dim, std::optional<DType> dtype);
 Tensor fill_(const Tensor& self, const Scalar& value);

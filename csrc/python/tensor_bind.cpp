@@ -572,11 +572,31 @@ void bind_tensor(py::module_& m) {
                     UnaryOp{"rsqrt", "rsqrt_", fg::rsqrt, fg::rsqrt, false},
                     UnaryOp{"reciprocal", "reciprocal_", fg::reciprocal, fg::reciprocal, false},
                     UnaryOp{"deg2rad", "deg2rad_", fg::deg2rad, fg::deg2rad, false},
-                    UnaryOp{"rad2deg", "rad2deg_", fg::rad2deg, fg::rad2deg, false}}) {
+                    UnaryOp{"rad2deg", "rad2deg_", fg::rad2deg, fg::rad2deg, false},
+                    UnaryOp{"floor", "floor_", fg::floor, fg::floor, false},
+                    UnaryOp{"ceil", "ceil_", fg::ceil, fg::ceil, false},
+                    UnaryOp{"trunc", "trunc_", fg::trunc, fg::trunc, false},
+                    UnaryOp{"frac", "frac_", fg::frac, fg::frac, false},
+                    UnaryOp{"sgn", "sgn_", fg::sgn, fg::sgn, false}}) {
     if (u.name) m.def(u.name, [op = u.op](const Tensor& x) { return unary(op, x); });  // null: bound above
     m.def(u.inplace_name, [u](const Tensor& x) { return unary(fg::unary_, x, u.inplace_op, u.reads_self); });
   }
   m.def("signbit", [](const Tensor& x) { return unary(fg::signbit, x); });
+  // round without decimals is RoundBackward0, with them (even 0) RoundBackward1, as PyTorch.
+  m.def("round", [](const Tensor& x, std::optional<int64_t> decimals) {
+    auto op = [](const Tensor& x, std::optional<int64_t> d) { return d ? fg::round(x, *d) : fg::round(x); };
+    return unary(op, x, decimals);
+  });
+  m.def("round_", [](const Tensor& x, std::optional<int64_t> decimals) {
+    auto op = [](const Tensor& x, std::optional<int64_t> d) {
+      return d ? fg::round_(x, *d) : fg::unary_(x, fg::round, false);
+    };
+    return unary(op, x, decimals);
+  });
+  m.def("nan_to_num", [](const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+                         std::optional<double> neginf) { return unary(fg::nan_to_num, x, nan, posinf, neginf); });
+  m.def("nan_to_num_", [](const Tensor& x, std::optional<double> nan, std::optional<double> posinf,
+                          std::optional<double> neginf) { return unary(fg::nan_to_num_, x, nan, posinf, neginf); });
   m.def("clamp", [](const Tensor& x, py::handle lo, py::handle hi) {
     auto op = [](const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) { return clamp(x, lo, hi); };
     return unary(op, x, opt_scalar(lo), opt_scalar(hi));

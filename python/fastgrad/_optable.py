@@ -271,6 +271,25 @@ op("square(Tensor input)",
    "function method out", "_methods.square", "square")
 op("Tensor.square_(Tensor self)",
    "method", "_methods.square_", "inplace")
+# rounding and sign (issue 13): floor, ceil, trunc and round keep integer dtypes; fix is trunc
+op("floor(Tensor input)",
+   "function method out inplace", "_prims.floor", "unary")
+op("ceil(Tensor input)",
+   "function method out inplace", "_prims.ceil", "unary")
+op("trunc(Tensor input)",
+   "function method out inplace", "_prims.trunc", "unary")
+op("fix(Tensor input)",
+   "function method out", "_prims.trunc", "unary")
+op("Tensor.fix_(Tensor self)",
+   "method", "_prims.trunc_", "inplace")
+op("round(Tensor input, *, int? decimals=None)",
+   "function method out inplace", "_prims.round", "unary")
+op("frac(Tensor input)",
+   "function method out inplace", "_prims.frac", "unary")
+op("sgn(Tensor input)",
+   "function method out inplace", "_prims.sgn", "unary")
+op("nan_to_num(Tensor input, float? nan=0.0, float? posinf=None, float? neginf=None)",
+   "function method out inplace", "_prims.nan_to_num", "unary")
 op("signbit(Tensor input)",
    "function method out", "_prims.signbit", "unary_bool")
 op("isnan(Tensor input)",

@@ -13,7 +13,7 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _scan, _shape, _sort
+from . import _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _rounding, _scan, _shape, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -315,6 +315,13 @@ for _name, _node in _math.FLOAT_FUNCTIONS.items():
     globals()[f"{_name}_"] = _tensor_args(
         f"{_name}_", functools.partial(_inplace.unary_, node_class=_math.IN_PLACE.get(_name, _node))
     )
+
+# floor ... nan_to_num (reference/_rounding.py), each with its in-place form
+for _name, _node in _rounding.UNARY.items():
+    globals()[_name] = _tensor_args(_name, _node.run)
+    globals()[f"{_name}_"] = _tensor_args(f"{_name}_", functools.partial(_inplace.unary_, node_class=_node))
+round, round_ = _rounding.round_to, _rounding.round_to_  # noqa: A001 (the op's name)
+nan_to_num, nan_to_num_ = _rounding.nan_to_num, _rounding.nan_to_num_
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
 clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_
