@@ -394,3 +394,75 @@ def _custom_function_view(lib):
 )
 def test_view_returned_by_custom_function_written_in_place_raises(fg, torch, program):
     same_error(fg, torch, lambda lib: program(lib, *_custom_function_view(lib)[1:]))
+
+
+# ---- what a node saves, as PyTorch's node: an in-place change of it before backward is an error
+# exactly where PyTorch's is (a node keeping an input or a result it does not need would refuse a
+# program PyTorch runs; one keeping only shapes would let through a program PyTorch refuses)
+
+
+@pytest.mark.parametrize(
+    "op",
+    [
+        lambda lib, v: lib.atan2(v, v + 1),
+        lambda lib, v: lib.logaddexp(v, v + 1),
+        lambda lib, v: lib.logaddexp2(v, v + 1),
+        lambda lib, v: lib.hypot(v, v + 1),
+        lambda lib, v: v.gather(0, lib.tensor([1, 0, 1])),
+        lambda lib, v: v.take(lib.tensor([2, -1])),
+        lambda lib, v: v.take_along_dim(lib.tensor([0, 2]), 0),
+        lambda lib, v: v.take_along_dim(lib.tensor([1])),
+        lambda lib, v: v.masked_select(lib.tensor([True, False, True])),
+        lambda lib, v: v.index_select(0, lib.tensor([2, 0])),
+        lambda lib, v: lib.diff(v, n=0),
+        lambda lib, v: lib.diff(v[:0]),
+    ],
+    ids=[
+        "atan2",
+        "logaddexp",
+        "logaddexp2",
+        "hypot",
+        "gather",
+        "take",
+        "take_along_dim",
+        "take_along_dim flat",
+        "masked_select",
+        "index_select",
+        "diff n=0",
+        "diff empty",
+    ],
+)
+@pytest.mark.parametrize("changed", ["input", "result"])
+def test_in_place_change_of_what_the_node_saves(fg, torch, op, changed):
+    def program(lib):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        v = x * 1
+        result = op(lib, v)
+        (v if changed == "input" else result).mul_(2)
+        try:
+            (result * result).sum().backward()
+        except RuntimeError as e:
+            return "modified by an inplace operation" in str(e)
+        return x.grad
+
+    same_on_both(fg, torch, program)
+
+
+def test_block_diag_promotes_zero_dim_tensors_as_numbers(fg, torch):
+    same_on_both(
+        fg,
+        torch,
+        lambda lib: [
+            lib.block_diag(lib.zeros(2), lib.tensor(1.0, dtype=lib.float64)),
+            lib.block_diag(lib.arange(2), lib.tensor(1.0, dtype=lib.float64)),
+            lib.block_diag(lib.zeros(1, dtype=lib.int32), lib.tensor(1)),
+        ],
+    )
+
+
+def test_diff_of_an_empty_dim_is_its_input(fg, torch):
+    def program(lib):
+        x = lib.zeros(0, requires_grad=True)
+        return x.diff() is x, x.diff(n=0) is x, x.diff(n=0).grad_fn.name(), tuple(lib.zeros(2).diff(n=3).shape)
+
+    same_on_both(fg, torch, program)

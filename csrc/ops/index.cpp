@@ -425,11 +425,12 @@ struct AlongDimNode : Node {
 
 FG_NODE_UNNAMED(GatherBackward, AlongDimNode);  // GatherBackward0, IndexSelectBackward0
 GradList GatherBackward::apply(GradList&& grads) {
+  if (saved[1].defined()) unpack(1);  // only its version matters
   return {
       scatter_(zeros(input.sizes(), input.dtype), dim, unpack(0), grads[0], ScatterReduce::Add, "ScatterAddBackward0")};
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name) {
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name, const Tensor& checked) {
   dim = wrap_dim(dim, x->dim());
   check_along_dim(x, dim, index, nullptr);
   Tensor out = empty(index->shape, x->dtype);
@@ -443,6 +444,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* nam
     node->input = InputMeta::of(x);
     node->dim = dim;
     node->save(index);
+    node->save(checked);
   }
   return out;
 }

@@ -267,7 +267,9 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
 // (gather) and self[.., index[i], ..] = src[i] or combined with it (scatter_). `name` is the node's
 // name: the ops composed over these in the shared layer show PyTorch's own.
 enum class ScatterReduce { None, Add, Multiply };
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name);
+// `checked`: the tensor PyTorch's node saves (the op's input), whose in-place change before backward
+// is then an error; none for IndexSelectBackward0, which saves only sizes.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name, const Tensor& checked = Tensor());
 Tensor scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce,
                 const char* name);
 

@@ -734,9 +734,13 @@ void bind_tensor(py::module_& m) {
     std::vector<Tensor> list = optional_tensor_list(indices);
     return by_elements(std::max(values->numel(), elements_of(list)), fg::index_put_, x, list, values, accumulate);
   });
-  m.def("gather", [](const Tensor& x, int64_t dim, const Tensor& index, const std::string& name) {
-    return by_elements(index->numel(), fg::gather, x, dim, index, along_dim_node_name(name));
-  });
+  m.def(
+      "gather",
+      [](const Tensor& x, int64_t dim, const Tensor& index, const std::string& name, std::optional<Tensor> checked) {
+        return by_elements(index->numel(), fg::gather, x, dim, index, along_dim_node_name(name),
+                           checked.value_or(Tensor()));
+      },
+      py::arg("x"), py::arg("dim"), py::arg("index"), py::arg("name"), py::arg("checked") = py::none());
   m.def("scatter_", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                        const std::string& reduce, const std::string& name) {
     return by_elements(index->numel(), fg::scatter_, self, dim, index, src, scatter_reduce_from_name(reduce),

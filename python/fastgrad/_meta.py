@@ -780,11 +780,7 @@ def cartesian_prod(*tensors):
 def block_diag(*tensors):
     blocks = [tuple(t.shape) if len(t.shape) == 2 else (1, int(np.prod(t.shape))) for t in tensors]
     rows, cols = builtins.sum(b[0] for b in blocks), builtins.sum(b[1] for b in blocks)
-    dtypes = [t.dtype for t in tensors]
-    dtype = dtypes[0] if dtypes else float32
-    for other in dtypes[1:]:
-        dtype = promote_types(dtype, other)
-    return Meta((rows if tensors else 1, cols), dtype)
+    return Meta((rows if tensors else 1, cols), result_type(*tensors) if tensors else float32)
 
 
 def tensor_split(input, indices_or_sections, dim=0):

@@ -35,7 +35,6 @@ from fastgrad._types import (
     float64,
     int64,
     bool as bool_,
-    promote_types,
 )
 from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
 
@@ -830,7 +829,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = _wrap_dim(_index(dim), input.dim())
     index = index if index.dtype is int64 else _prims.to_dtype(index, int64)  # the kernel reads int64
-    return _with_out(_prims.gather(input, dim, index, "GatherBackward0"), out)
+    return _with_out(_prims.gather(input, dim, index, "GatherBackward0", input), out)
 
 
 def _index_along(index, dim, input):
@@ -1050,7 +1049,7 @@ def masked_select(input, mask, *, out=None):
     flat_mask = _prims.expand(mask, shape).reshape(-1)
     positions = _prims.arange(0, flat_mask.numel(), 1, int64)[flat_mask]
     values = _prims.expand(input, shape).reshape(-1)
-    return _with_out(_prims.gather(values, 0, positions, "MaskedSelectBackward0"), out)
+    return _with_out(_prims.gather(values, 0, positions, "MaskedSelectBackward0", input), out)
 
 
 def take(input, index, *, out=None):
@@ -1065,7 +1064,7 @@ def take(input, index, *, out=None):
         )
     # input's elements along dim 0, repeated along index's other dims: a gather along 0 reads input.flat[index]
     values = input.reshape([n] + [1] * builtins.max(index.dim() - 1, 0)).expand([n] + list(index.shape[1:]))
-    return _with_out(_prims.gather(values, 0, _wrapped_positions(index, n), "TakeBackward0"), out)
+    return _with_out(_prims.gather(values, 0, _wrapped_positions(index, n), "TakeBackward0", input), out)
 
 
 def take_along_dim(input, indices, dim=None, *, out=None):
@@ -1089,7 +1088,7 @@ def take_along_dim(input, indices, dim=None, *, out=None):
         values = _prims.expand(input, shape[:dim] + [input.shape[dim]] + shape[dim + 1 :]) if shape else input
         indices = _prims.expand(indices, shape[:dim] + [indices.shape[dim]] + shape[dim + 1 :]) if shape else indices
     size = values.shape[dim] if values.dim() else 1
-    return _with_out(_prims.gather(values, dim, _wrapped_positions(indices, size), "GatherBackward0"), out)
+    return _with_out(_prims.gather(values, dim, _wrapped_positions(indices, size), "GatherBackward0", input), out)
 
 
 def _index_put(self, indices, values, accumulate, op):
@@ -2089,7 +2088,7 @@ def block_diag(*tensors):
                 f"Input {i} has {t.dim()} dimensions"
             )
     blocks = [_prims.reshape(t.detach(), [1, -1] if t.dim() < 2 else list(t.shape)) for t in tensors]
-    dtype = functools.reduce(promote_types, (t.dtype for t in tensors), bool_) if tensors else float32
+    dtype = _meta.result_type(*tensors) if tensors else float32  # 0-d tensors promote as PyTorch's scalars
     corners = [
         (builtins.sum(b.shape[0] for b in blocks[:i]), builtins.sum(b.shape[1] for b in blocks[:i]))
         for i in builtins.range(len(blocks) + 1)
@@ -2173,7 +2172,9 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         if t.dim() != input.dim():
             raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     x = _prims.cat(parts, dim) if len(parts) > 1 else input
-    for _ in builtins.range(builtins.min(n, x.shape[dim] + 1)):  # beyond the dim's size: still empty
+    if n == 0:
+        return _prims.full(list(x.shape), 0, x.dtype).copy_(x)  # a copy, as PyTorch's (CopyBackwards)
+    for _ in builtins.range(builtins.min(n, x.shape[dim])):  # as PyTorch: none for an empty dim (x itself)
         later, earlier = x[_dim_slice(dim, builtins.slice(1, None))], x[_dim_slice(dim, builtins.slice(None, -1))]
         x = later != earlier if x.dtype is bool_ else later - earlier
     return x
@@ -2322,9 +2323,10 @@ def _quotient(tensor1, tensor2, value):
 addcdiv, addcdiv_ = _ternary("AddcdivBackward0", _quotient, lambda g, t1, t2: (g / t2, -g * t1 / (t2 * t2)))
 
 
-def _binary_float(name, node, numpy_function, partials, integers=True):
+def _binary_float(name, node, numpy_function, partials, integers=True, saves_result=False):
     """atan2, logaddexp, ...: numpy_function of two tensors promoted to a floating dtype, as PyTorch's
-    one node `node`; partials(a, b, result) are the derivatives for a and b (differentiable ops)."""
+    one node `node`; partials(a, b[, result]) are the derivatives for a and b (differentiable ops),
+    given the result where PyTorch's node saves it (so that its in-place change is an error)."""
 
     def binary_float(input, other, *, out=None):
         if not isinstance(other, Tensor):
@@ -2339,17 +2341,18 @@ def _binary_float(name, node, numpy_function, partials, integers=True):
         a, b = (_prims.to_numpy(_prims.to_dtype(t.detach(), dtype)) for t in (input, other))
         result = _prims.from_numpy(np.asarray(numpy_function(a, b)), share_memory=False)
 
-        def backward(grads, a, b, result):
-            return [_sum_to(grads[0] * d, t.shape) for d, t in zip(partials(a, b, result), (a, b))]
+        def backward(grads, a, b, *result):
+            return [_sum_to(grads[0] * d, t.shape) for d, t in zip(partials(a, b, *result), (a, b))]
 
         inputs = [input, other]
-        return _with_out(_recorded(node, inputs, [result], inputs + [result], backward)[0], out)
+        saved = inputs + [result] if saves_result else inputs
+        return _with_out(_recorded(node, inputs, [result], saved, backward)[0], out)
 
     binary_float.__name__ = binary_float.__qualname__ = name
     return binary_float
 
 
-def _atan2_partials(a, b, result):
+def _atan2_partials(a, b):
     """PyTorch's: zero where both operands are zero (not 0/0)."""
     squares = a * a + b * b
     return [_prims.where(squares == 0, 0, t / squares) for t in (b, -a)]
@@ -2357,13 +2360,22 @@ def _atan2_partials(a, b, result):
 
 atan2 = arctan2 = _binary_float("atan2", "Atan2Backward0", np.arctan2, _atan2_partials)
 logaddexp = _binary_float(
-    "logaddexp", "LogaddexpBackward0", np.logaddexp, lambda a, b, r: ((a - r).exp(), (b - r).exp()), integers=False
+    "logaddexp",
+    "LogaddexpBackward0",
+    np.logaddexp,
+    lambda a, b: (1 / (1 + (b - a).exp()), 1 / (1 + (a - b).exp())),
+    integers=False,
 )
 logaddexp2 = _binary_float(
-    "logaddexp2", "Logaddexp2Backward0", np.logaddexp2, lambda a, b, r: (2 ** (a - r), 2 ** (b - r)), integers=False
+    "logaddexp2",
+    "Logaddexp2Backward0",
+    np.logaddexp2,
+    lambda a, b: (1 / (1 + 2 ** (b - a)), 1 / (1 + 2 ** (a - b))),
+    integers=False,
 )
-
-hypot = _binary_float("hypot", "HypotBackward0", np.hypot, lambda a, b, r: (a / r, b / r), integers=False)
+hypot = _binary_float(
+    "hypot", "HypotBackward0", np.hypot, lambda a, b, r: (a / r, b / r), integers=False, saves_result=True
+)
 
 
 def true_divide(input, other, *, out=None):

@@ -501,15 +501,19 @@ class GatherBackward(_AlongDimFunction):  # GatherBackward0, IndexSelectBackward
         return out
 
     def backward(self, g):
+        self.unpack(1)  # None, or the tensor PyTorch's node saves: only its version matters
         shape, dtype = self.inputs[0]
         return scatter_(full(shape, 0, dtype), self.dim, self.unpack(0), g, "add", "ScatterAddBackward0")
 
 
-def gather(x, dim, index, name):
+def gather(x, dim, index, name, checked=None):
+    """`checked`: the tensor PyTorch's node saves (the op's input), whose in-place change before
+    backward is then an error; none for IndexSelectBackward0, which saves only sizes."""
     dim = wrap_dim(dim, x.dim())
     _check_along_dim(x, dim, index)
     node = GatherBackward(name)
     out = node.forward(x, dim, index)
+    node.save(checked)
     if should_record((x,)):
         node.connect((x,))
         out._grad_fn, out._output_nr = node, 0
