@@ -140,6 +140,20 @@ def test_std_mean_var_mean_forms_and_gradients(fg, torch):
     same_on_both(fg, torch, program)
 
 
+def test_var_mean_keeps_no_result(fg, torch):
+    """PyTorch's VarMeanBackward0 saves only its input: the variance may change in place before backward
+    (StdMeanBackward0 keeps the std, so there it is an error)."""
+
+    def program(m):
+        x = m.tensor([0.0, 1.0], requires_grad=True)
+        var = m.var_mean(x)[0]
+        var.log10_()
+        var.backward()
+        return x.grad
+
+    same_on_both(fg, torch, program)
+
+
 @pytest.mark.parametrize(
     "program",
     [

@@ -1438,9 +1438,8 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
             parts.append(grad_spread * (2.0 / freedom if freedom else math.inf) * (x - _prims.mean(x, dims, True)))
         return [builtins.sum(parts[1:], parts[0])]
 
-    return tuple(
-        _recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], [input, spread], backward)
-    )
+    saved = [input, spread if name == "std_mean" else None]  # as PyTorch's nodes: VarMeanBackward0 keeps no result
+    return tuple(_recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], saved, backward))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
