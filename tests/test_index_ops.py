@@ -304,6 +304,8 @@ def test_scatter_reduce_gradients_match_torch(fg, torch, reduce, include_self):
 
 PUT_AND_MASKED_SCATTER = [  # id, f(m, x) -> tensor; x is a (3, 4) leaf
     ("put negative", lambda m, x: x.put(m.tensor([[0, -1], [5, 0]]), x[1:, :2] * 2)),
+    ("put, then written in place", lambda m, x: x.put(m.tensor([1]), x[0, :1] * 2, accumulate=True).mul_(2)),
+    ("masked_scatter, then written in place", lambda m, x: x.t().masked_scatter(x.t() > 0, x.t() * 2).add_(1)),
     ("put accumulate", lambda m, x: m.put(x, m.tensor([1, 1, -12]), x[0, :3] * 2, accumulate=True)),
     ("put_ of a transpose", lambda m, x: (x * 1).t().put_(m.tensor([1, 4]), x[2, :2] * 3)),
     ("masked_scatter", lambda m, x: x.masked_scatter(x > 0, x.flip(0) * 2)),

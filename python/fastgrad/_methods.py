@@ -1057,15 +1057,15 @@ def put(input, index, source, accumulate=False):
         raise IndexError(
             f"out of range: tried to access index {bad.reshape(-1)[0].item()} on a tensor of {n} elements."
         )
-    flat = _prims.clone(input.detach().reshape(-1))
-    _prims.index_put_(flat, [index.reshape(-1)], source.detach().reshape(-1), accumulate)
+    result = _prims.clone(input.detach()).contiguous()  # written through a flat view: the result is no view
+    _prims.index_put_(result.view(-1), [index.reshape(-1)], source.detach().reshape(-1), accumulate)
 
     def backward(grads, index, source):
         grad = grads[0]
         grad_input = grad if accumulate else grad.put(index, _prims.full(list(source.shape), 0, grad.dtype))
         return [grad_input, grad.take(index).reshape(source.shape)]
 
-    return _recorded("PutBackward0", [input, source], [flat.view(input.shape)], [index, source], backward)[0]
+    return _recorded("PutBackward0", [input, source], [result], [index, source], backward)[0]
 
 
 def put_(self, index, source, accumulate=False):
@@ -1090,8 +1090,8 @@ def masked_scatter(input, mask, source):
     positions = _prims.arange(0, math.prod(shape), 1, int64)[_prims.expand(mask, shape).reshape(-1)]
     if positions.numel() > source.numel():
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    flat = _prims.clone(_prims.expand(input.detach(), shape).reshape(-1))
-    _prims.index_put_(flat, [positions], source.detach().reshape(-1)[: positions.numel()], False)
+    result = _prims.clone(_prims.expand(input.detach(), shape)).contiguous()  # no view (written through one)
+    _prims.index_put_(result.view(-1), [positions], source.detach().reshape(-1)[: positions.numel()], False)
 
     def backward(grads, mask):
         grad = grads[0]
@@ -1100,7 +1100,7 @@ def masked_scatter(input, mask, source):
         grad_source = _prims.cat([selected, unused], 0).view(source.shape)
         return [_sum_to(grad.masked_fill(mask, 0), input.shape), grad_source]
 
-    return _recorded("MaskedScatterBackward0", [input, source], [flat.view(shape)], [mask], backward)[0]
+    return _recorded("MaskedScatterBackward0", [input, source], [result], [mask], backward)[0]
 
 
 def masked_scatter_(self, mask, source):
