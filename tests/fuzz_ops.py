@@ -569,8 +569,8 @@ for _t in [
     "{a}.take(torch.tensor([0, -1]))",
 ]:
     op(_t, a=tensor())
-op("{a}.take_along_dim({a}.argsort({d}), {d})", a=tensor(), d=dim("a", wrong=False))
-op("torch.take_along_dim({a}, {a}.argsort(0))", a=tensor(min_rank=1))
+op("{a}.take_along_dim({a}.argsort(dim={d}, stable=True), {d})", a=tensor(), d=dim("a", wrong=False))
+op("torch.take_along_dim({a}, {a}.argsort(dim=0, stable=True))", a=tensor(min_rank=1))  # ties: one order
 op("{a}.index_put(({p},), {a}.index_select(0, {p}) * 2, accumulate=True)", a=tensor(), p=positions_along("a"))
 op("{a}.index_put_(({p},), torch.tensor(-0.5, dtype={a}.dtype))", statement=True, a=tensor(target=True),
    p=positions_along("a"))  # fmt: skip
