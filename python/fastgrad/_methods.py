@@ -25,6 +25,7 @@ from . import _prims  # the backend: relative, so that the reference's copy of t
 from ._grad_mode import no_grad
 from fastgrad import _formatting, _meta, _optable, return_types  # backend-independent: the same module for both
 from fastgrad._types import (
+    C_TYPE_NAME,
     LEGACY_TYPE_NAME,
     SCALAR_TYPE_NAME,
     Size,
@@ -789,7 +790,7 @@ def masked_fill(input, mask, value):
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_fill(): argument 'mask' must be Tensor, not {builtins.type(mask).__name__}")
     if mask.dtype is not bool_:
-        c_type = {int64: "long int", float32: "float", float64: "double"}[mask.dtype]  # as PyTorch names it here
+        c_type = C_TYPE_NAME[mask.dtype]
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {c_type}")
     fill = value if isinstance(value, Tensor) else _prims.full([], value, input.dtype)
     return _prims.where(mask, _prims.to_dtype(fill, input.dtype), input)
@@ -1440,9 +1441,6 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _with_out(_prims.histogram_counts(input.detach(), edges, None), out)
 
 
-_C_TYPE_NAME = {float32: "float", float64: "double"}  # as PyTorch names dtypes in histogramdd's errors
-
-
 def histogram(input, bins, *, range=None, weight=None, density=False):
     """Counts (or weights) in bins between `bins` edges, or in `bins` equal bins over `range` (by
     default the input's); `density`: divided by their sum and each bin's width."""
@@ -1457,7 +1455,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         if bins.dtype is not input.dtype:
             raise RuntimeError(
                 "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
-                f"dtype {_C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {_C_TYPE_NAME[bins.dtype]}"
+                f"dtype {C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {C_TYPE_NAME[bins.dtype]}"
             )
         edges = _prims.clone(bins.detach())
     else:
@@ -1467,6 +1465,11 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
             "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
             f"excluding its innermost dimension, but got input with shape {[input.numel(), 1]} and weight with "
             f"shape {list(weight.shape)}"
+        )
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same "
+            f"dtype, but got input({C_TYPE_NAME[input.dtype]}), and weight({C_TYPE_NAME[weight.dtype]})"
         )
     hist = _prims.histogram_counts(input.detach(), edges, None if weight is None else weight.detach())
     if density:
