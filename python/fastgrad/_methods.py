@@ -2583,9 +2583,9 @@ def logit(input, eps=None, *, out=None):
     result = _prims.log(z / (1 - z))
 
     def backward(grads, x):  # PyTorch's: NaN outside [0, 1] without eps, 0 outside [eps, 1 - eps] with it
-        g = grads[0]
         outside = (x < eps) | (x > 1 - eps) if bounded else (x < 0) | (x > 1)
-        inside = _prims.where((x == 0) | (x == 1), g * math.inf, g / (x * (1 - x)))  # +inf at -0.0 too
+        # g * inf at the ends (at -0.0 too); the factor first, so that no 0 * inf reaches a double backward
+        inside = grads[0] * _prims.where((x == 0) | (x == 1), math.inf, 1 / (x * (1 - x)))
         return [_prims.where(outside, 0.0 if bounded else math.nan, inside)]
 
     return _with_out(_recorded("LogitBackward0", [input], [result], [input], backward)[0], out)
