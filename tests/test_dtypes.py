@@ -286,3 +286,75 @@ def test_legacy_tensor_types(fg, torch):
         ],
     )
     same_error(fg, torch, lambda t: t.ShortTensor(t.zeros(1)))
+
+
+# ---- torch.set_default_dtype: one setting for the process (both backends), restored after each test
+
+
+def _with_default_dtype(name, program):
+    def run(lib):
+        before = lib.get_default_dtype()
+        lib.set_default_dtype(getattr(lib, name))
+        try:
+            return program(lib)
+        finally:
+            lib.set_default_dtype(before)
+
+    return run
+
+
+def _made_with_the_default(lib):
+    """The dtypes and printing of what takes the default dtype, and of what does not."""
+    ints = lib.arange(3)
+    made = [
+        lib.get_default_dtype(),
+        lib.tensor(1.5),
+        lib.tensor([1, 2.5]),
+        lib.tensor([1, 2]),
+        lib.zeros(2),
+        lib.full((2,), 1.0),
+        lib.full((2,), 1),
+        lib.arange(3.0),
+        lib.linspace(0, 1, 3),
+        lib.eye(2),
+        lib.Tensor([1.0]),
+        lib.FloatTensor([1.0]),
+        lib.tensor(np.float32(1.5)),
+        ints * 1.5,
+        ints.sqrt(),
+        ints / 2,
+        lib.atan2(ints, ints),
+        lib.where(ints > 0, ints, 0.5),
+        lib.tensor([1.5], dtype=lib.float32) + 1.5,
+    ]
+    names = [str(d).split(".")[-1] for d in [made[0]] + [t.dtype for t in made[1:]]]
+    return names + [
+        repr(made[1]).replace("fastgrad", "torch"),
+        repr(made[-1]).replace("fastgrad", "torch"),
+        made[14].tolist(),
+    ]
+
+
+@pytest.mark.parametrize("name", ["float64", "float16", "bfloat16", "float32"])
+def test_set_default_dtype(fg, torch, name):
+    same_on_both(fg, torch, _with_default_dtype(name, _made_with_the_default))
+
+
+def test_default_float64_trains_a_linear_layer(fg, torch):
+    def program(lib):
+        lib.manual_seed(0)
+        layer = lib.nn.Linear(3, 1)
+        with lib.no_grad():  # PyTorch's and fastgrad's random streams differ: the same weights by hand
+            layer.weight.copy_(lib.tensor([[0.1, -0.2, 0.3]]))
+            layer.bias.fill_(0.5)
+        x = lib.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+        loss = ((layer(x) - 1.0) ** 2).mean()
+        loss.backward()
+        return str(layer.weight.dtype).split(".")[-1], loss, layer.weight.grad, layer.bias.grad
+
+    same_on_both(fg, torch, _with_default_dtype("float64", program))
+
+
+@pytest.mark.parametrize("value", ["int64", "str", "none"])
+def test_set_default_dtype_refuses_non_floating_types(fg, torch, value):
+    same_error(fg, torch, lambda lib: lib.set_default_dtype({"int64": lib.int64, "str": "float", "none": None}[value]))

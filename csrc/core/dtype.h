@@ -7,6 +7,7 @@
 // conversions, not a copy of every kernel; `dispatch` reaches the compute types only, and a kernel
 // handed a storage type raises NotImplementedError instead of reading it as something else.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -115,6 +116,14 @@ inline const char* c_type_name(DType d) {
 inline bool is_floating(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
 }
+
+// torch.set_default_dtype's type (a floating one): what Python floats and the integer inputs of
+// float functions become. One for the process, as PyTorch's.
+inline std::atomic<DType>& default_float_type_slot() {
+  static std::atomic<DType> type{DType::Float32};
+  return type;
+}
+inline DType default_float_type() { return default_float_type_slot().load(std::memory_order_relaxed); }
 
 enum class Category : uint8_t { Bool = 0, Integral = 1, Floating = 2 };
 inline Category category(DType d) {

@@ -25,7 +25,9 @@ MaybeType combine_categories(MaybeType higher, MaybeType lower) {
 }  // namespace
 
 DType scalar_type(const Scalar& s) {
-  return s.kind == Category::Floating ? DType::Float32 : s.kind == Category::Integral ? DType::Int64 : DType::Bool;
+  return s.kind == Category::Floating   ? default_float_type()
+         : s.kind == Category::Integral ? DType::Int64
+                                        : DType::Bool;
 }
 
 DType result_type_of(std::initializer_list<const Tensor*> tensors, MaybeType wrapped) {
@@ -40,7 +42,7 @@ DType result_type_of(std::initializer_list<const Tensor*> tensors, MaybeType wra
 DType result_type(const Tensor& a, const Tensor& b) { return result_type_of({&a, &b}, std::nullopt); }
 DType result_type(const Tensor& a, const Scalar& b) { return result_type_of({&a}, scalar_type(b)); }
 
-DType float_type(DType d) { return is_floating(d) ? d : DType::Float32; }
+DType float_type(DType d) { return is_floating(d) ? d : default_float_type(); }
 
 Tensor cast_values(const Tensor& t, DType dtype) {
   if (t->dtype == dtype) return t;

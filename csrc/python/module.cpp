@@ -96,6 +96,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_grad_enabled", &set_grad_enabled);
   m.def("is_inference_mode_enabled", &inference_mode_enabled);
   m.def("_set_inference_mode", &set_inference_mode);
+  m.def("set_default_dtype", [](py::handle dtype) { default_float_type_slot() = dtype_from_py(dtype); });
   m.def(
       "graph_stats",
       [] {

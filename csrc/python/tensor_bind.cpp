@@ -200,11 +200,13 @@ auto comparison(CompareOp op) {
   };
 }
 
-// The dtype a Python number gets as a tensor (float32 for floats, as PyTorch's default dtype).
+// The dtype a Python number gets as a tensor (the default dtype for floats).
 DType natural_dtype(py::handle obj) {
   Scalar s;
-  if (py::isinstance<TensorImpl>(obj) || !scalar_from_py(obj, s)) return DType::Float32;
-  return s.kind == Category::Floating ? DType::Float32 : s.kind == Category::Integral ? DType::Int64 : DType::Bool;
+  if (py::isinstance<TensorImpl>(obj) || !scalar_from_py(obj, s)) return default_float_type();
+  return s.kind == Category::Floating   ? default_float_type()
+         : s.kind == Category::Integral ? DType::Int64
+                                        : DType::Bool;
 }
 
 std::optional<Scalar> opt_scalar(py::handle h) {

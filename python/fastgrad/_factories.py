@@ -15,7 +15,7 @@ import numpy as np
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes, register
 from fastgrad._types import DTYPE_OF_NUMPY, NUMPY_TYPES, LEGACY_TYPE_NAME, Size, check_cpu, check_int_value
-from fastgrad._types import float32, int64, bool as bool_, promote_types
+from fastgrad._types import float32, get_default_dtype, int64, bool as bool_, promote_types
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
@@ -131,7 +131,7 @@ def _scan(data, depth, shape, dtypes, values):
     elif isinstance(data, numbers.Integral):
         dtypes.add(int64)
     elif isinstance(data, numbers.Real):
-        dtypes.add(float32)
+        dtypes.add(get_default_dtype())
     elif isinstance(data, str):
         raise TypeError("new(): invalid data type 'str'")
     else:
@@ -155,7 +155,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     else:
         shape, dtypes, values = [], set(), []
         _scan(data, 0, shape, dtypes, values)
-        inferred = functools.reduce(promote_types, dtypes) if dtypes else float32  # PyTorch promotes them all
+        # PyTorch promotes them all
+        inferred = functools.reduce(promote_types, dtypes) if dtypes else get_default_dtype()
         if dtype is not None and dtype not in (int64, bool_) and not dtype.is_floating_point:
             for v in values:
                 check_int_value(v, dtype, dtype._name)
@@ -216,12 +217,12 @@ def _writable_copy(array):
 
 
 def _legacy_new(cls, *args, device=None):
-    """`Tensor([1, 2])` makes float32 data; `Tensor(2, 3)` an uninitialized 2x3; `Tensor()` no data."""
+    """`Tensor([1, 2])` makes data of the default dtype; `Tensor(2, 3)` an uninitialized 2x3; `Tensor()` no data."""
     if not args:
-        return _prims.empty((0,), float32)
+        return _prims.empty((0,), get_default_dtype())
     if len(args) == 1 and not isinstance(args[0], numbers.Integral):
-        return tensor(args[0], dtype=float32)
-    return _prims.empty(_sizes(args), float32)
+        return tensor(args[0], dtype=get_default_dtype())
+    return _prims.empty(_sizes(args), get_default_dtype())
 
 
 # Tensor(data) / Tensor(2, 3): __new__ builds the whole tensor, so __init__ has nothing left to do.
@@ -235,13 +236,13 @@ Tensor.__init__ = lambda self, *args, **kwargs: None
 def _filled(size, value, dtype, requires_grad, device, out=None):
     check_cpu(device)
     dtype = dtype or (
-        float32
+        get_default_dtype()
         if isinstance(value, builtins.float) or value is None
         else int64
         if isinstance(value, numbers.Integral) and not isinstance(value, builtins.bool)
         else bool_
         if isinstance(value, builtins.bool)
-        else float32
+        else get_default_dtype()
     )
     t = _prims.empty(_sizes(size), dtype) if value is None else _prims.full(_sizes(size), value, dtype)
     t = _finish(t, requires_grad)
@@ -252,15 +253,15 @@ def _filled(size, value, dtype, requires_grad, device, out=None):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _filled(size, 0, dtype or float32, requires_grad, device, out)
+    return _filled(size, 0, dtype or get_default_dtype(), requires_grad, device, out)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _filled(size, 1, dtype or float32, requires_grad, device, out)
+    return _filled(size, 1, dtype or get_default_dtype(), requires_grad, device, out)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, out=None):
-    return _filled(size, 0, dtype or float32, requires_grad, device, out)
+    return _filled(size, 0, dtype or get_default_dtype(), requires_grad, device, out)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None):
@@ -294,7 +295,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if dtype is None:
-        dtype = float32 if any(isinstance(v, builtins.float) for v in values) else int64
+        dtype = get_default_dtype() if any(isinstance(v, builtins.float) for v in values) else int64
     t = _finish(_prims.arange(*map(builtins.float, values), dtype), requires_grad)
     if out is not None:
         out.data = t
@@ -304,13 +305,13 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     check_cpu(device)
-    t = _prims.linspace(builtins.float(start), builtins.float(end), int(steps), dtype or float32)
+    t = _prims.linspace(builtins.float(start), builtins.float(end), int(steps), dtype or get_default_dtype())
     return _finish(t, requires_grad)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     check_cpu(device)
-    return _finish(_prims.eye(n, n if m is None else m, dtype or float32), requires_grad)
+    return _finish(_prims.eye(n, n if m is None else m, dtype or get_default_dtype()), requires_grad)
 
 
 # ---- Tensor methods that make values: new_* (self's dtype by default)

@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from fastgrad._types import bool as bool_, float32, float64, int64, promote_types
+from fastgrad._types import bool as bool_, float64, get_default_dtype, int64, promote_types
 
 Meta = collections.namedtuple("Meta", ["shape", "dtype"])
 
@@ -39,7 +39,7 @@ def _combine(higher, lower):
 
 def result_type(*operands):
     """PyTorch's type promotion over tensors and Python numbers (None operands are left out):
-    tensors with dimensions first, then 0-d tensors, then numbers (a float number is float32)."""
+    tensors with dimensions first, then 0-d tensors, then numbers (a float number is of the default dtype)."""
     dims = zeros = numbers = None
     for x in operands:
         if x is None:
@@ -50,7 +50,7 @@ def result_type(*operands):
             else:
                 zeros = _promote(zeros, x.dtype)
         else:
-            number = bool_ if isinstance(x, builtins.bool) else int64 if isinstance(x, int) else float32
+            number = bool_ if isinstance(x, builtins.bool) else int64 if isinstance(x, int) else get_default_dtype()
             numbers = _promote(numbers, number)
     return _combine(dims, _combine(zeros, numbers))
 
@@ -98,7 +98,7 @@ def _sizes(args):
 
 
 def _floating(dtype):
-    return dtype if dtype.is_floating_point else float32
+    return dtype if dtype.is_floating_point else get_default_dtype()
 
 
 # ---- elementwise
@@ -166,7 +166,7 @@ def lerp(input, end, weight, **options):
 
 
 def binary_float(input, other, **options):
-    """atan2, logaddexp, ...: integers become float32."""
+    """atan2, logaddexp, ...: integers become the default dtype."""
     return Meta(broadcast_shapes(_shape(input), _shape(other)), _floating(result_type(input, other)))
 
 
@@ -784,7 +784,7 @@ def cartesian_prod(*tensors):
 def block_diag(*tensors):
     blocks = [tuple(t.shape) if len(t.shape) == 2 else (1, int(np.prod(t.shape))) for t in tensors]
     rows, cols = builtins.sum(b[0] for b in blocks), builtins.sum(b[1] for b in blocks)
-    return Meta((rows if tensors else 1, cols), result_type(*tensors) if tensors else float32)
+    return Meta((rows if tensors else 1, cols), result_type(*tensors) if tensors else get_default_dtype())
 
 
 def tensor_split(input, indices_or_sections, dim=0):

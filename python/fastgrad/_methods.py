@@ -33,6 +33,7 @@ from fastgrad._types import (
     dtype as _dtype,
     float32,
     float64,
+    get_default_dtype,
     int64,
     bool as bool_,
 )
@@ -129,7 +130,7 @@ def __repr__(self):
     return _formatting.tensor_repr(
         _numpy_values(self),
         dtype_name=repr(self.dtype),
-        show_dtype=self.dtype not in (float32, int64, bool_),
+        show_dtype=self.dtype not in (get_default_dtype(), int64, bool_),
         grad_fn=grad_fn_name,
         requires_grad=self.requires_grad,
     )
@@ -1144,7 +1145,7 @@ def _reduced_dims(dims, ndim):
 
 
 def _as_floating(input):
-    return input.detach() if input.dtype.is_floating_point else _prims.to_dtype(input, float32)
+    return input.detach() if input.dtype.is_floating_point else _prims.to_dtype(input, get_default_dtype())
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):
@@ -2087,7 +2088,7 @@ def block_diag(*tensors):
                 f"Input {i} has {t.dim()} dimensions"
             )
     blocks = [_prims.reshape(t.detach(), [1, -1] if t.dim() < 2 else list(t.shape)) for t in tensors]
-    dtype = _meta.result_type(*tensors) if tensors else float32  # 0-d tensors promote as PyTorch's scalars
+    dtype = _meta.result_type(*tensors) if tensors else get_default_dtype()  # 0-d tensors promote as PyTorch's scalars
     corners = [
         (builtins.sum(b.shape[0] for b in blocks[:i]), builtins.sum(b.shape[1] for b in blocks[:i]))
         for i in builtins.range(len(blocks) + 1)
@@ -2346,9 +2347,10 @@ def _binary_float(name, node, numpy_function, partials, integers=True, saves_res
         common = _prims.result_type(input, other)
         if not (integers or common.is_floating_point):
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{SCALAR_TYPE_NAME[common]}'")
-        dtype = common if common.is_floating_point else float32
-        a, b = (_prims.to_numpy(_prims.to_dtype(t.detach(), dtype)) for t in (input, other))
-        result = _prims.from_numpy(np.asarray(numpy_function(a, b)), share_memory=False)
+        dtype = common if common.is_floating_point else get_default_dtype()
+        work = float32 if dtype is bfloat16 else dtype  # numpy has no bfloat16: its values computed in float32
+        a, b = (_prims.to_numpy(_prims.to_dtype(t.detach(), work)) for t in (input, other))
+        result = _prims.to_dtype(_prims.from_numpy(np.asarray(numpy_function(a, b)), share_memory=False), dtype)
 
         def backward(grads, a, b, *result):
             return [_sum_to(grads[0] * d, t.shape) for d, t in zip(partials(a, b, *result), (a, b))]
@@ -2490,7 +2492,7 @@ def _operand_as(operand, dtype):
 
 def _float_result_type(input, other):
     common = _prims.result_type(input, other) if isinstance(input, Tensor) else _prims.result_type(other, input)
-    return common if common.is_floating_point else float32
+    return common if common.is_floating_point else get_default_dtype()
 
 
 def _xlogy_values(x, y):

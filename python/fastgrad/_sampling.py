@@ -17,7 +17,7 @@ from . import _prims
 from ._factories import _finish, _from_array
 from ._methods import Tensor, _index, _sizes, _with_out, register
 from .random import stream
-from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, float32, float64, int64, bool as bool_
+from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, float32, float64, get_default_dtype, int64, bool as bool_
 
 __all__ = [
     "rand",
@@ -42,7 +42,7 @@ def _shape(size, device):
 
 
 def _floating(values, dtype, requires_grad):
-    dtype = dtype or float32
+    dtype = dtype or get_default_dtype()
     if not dtype.is_floating_point:
         raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
     return _finish(_from_array(values, dtype), requires_grad)

@@ -188,9 +188,24 @@ def _require_dtype(value, function, argument, position):
         )
 
 
+_default_dtype = float32  # torch.set_default_dtype's: one for the process (both backends), as PyTorch's
+
+
 def get_default_dtype():
-    """The dtype of float tensors made without one (fastgrad: always float32)."""
-    return float32
+    """The dtype of float tensors made without one: Python floats, float factories, and the
+    results of float functions of integer tensors."""
+    return _default_dtype
+
+
+def set_default_dtype(d):
+    global _default_dtype
+    if not (isinstance(d, dtype) and d.is_floating_point):
+        prefix = "" if isinstance(d, dtype) else "invalid dtype object: "
+        raise TypeError(f"{prefix}only floating-point types are supported as the default type")
+    from fastgrad import _C  # the core reads it too (Python floats in its ops), for both backends' processes
+
+    _C.set_default_dtype(d)
+    _default_dtype = d
 
 
 def promote_types(type1, type2):

@@ -9,7 +9,16 @@ import itertools
 import math
 import operator
 
-from .._types import SCALAR_TYPE_NAME, bool as bool_, compute_type, int64, float32, float64, promote_types
+from .._types import (
+    SCALAR_TYPE_NAME,
+    bool as bool_,
+    compute_type,
+    get_default_dtype,
+    int64,
+    float32,
+    float64,
+    promote_types,
+)
 from ._autograd import Function, gradient_edge
 from ._storage import cast, cast_scalar
 from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none, read
@@ -19,7 +28,7 @@ from ._tensor import Tensor, broadcast_shapes, full, new_tensor, number_or_none,
 
 
 def scalar_dtype(number):
-    return bool_ if isinstance(number, bool) else int64 if isinstance(number, int) else float32
+    return bool_ if isinstance(number, bool) else int64 if isinstance(number, int) else get_default_dtype()
 
 
 def _promote(a, b):
@@ -49,8 +58,8 @@ def result_type(*operands):
 
 
 def float_type(dtype):
-    """Float functions of integer tensors compute in float32, as PyTorch does."""
-    return dtype if dtype.is_floating_point else float32
+    """Float functions of integer tensors compute in the default dtype, as PyTorch's."""
+    return dtype if dtype.is_floating_point else get_default_dtype()
 
 
 # ---- loops
