@@ -565,6 +565,7 @@ void bind_tensor(py::module_& m) {
                     UnaryOp{"atanh", "atanh_", fg::atanh, fg::atanh_for_inplace, false},
                     UnaryOp{"asin", "asin_", fg::asin, fg::asin, true},
                     UnaryOp{"acos", "acos_", fg::acos, fg::acos, true},
+                    UnaryOp{"tan", "tan_", fg::tan, fg::tan, false},
                     UnaryOp{"atan", "atan_", fg::atan, fg::atan, true},
                     UnaryOp{"erf", "erf_", fg::erf, fg::erf, true},
                     UnaryOp{"erfc", "erfc_", fg::erfc, fg::erfc, true},

@@ -6,6 +6,7 @@ the storage's version, which is how a stale saved tensor is detected in backward
 
 from .._types import bool as bool_, int64
 from ._autograd import (
+    CustomFunction,
     Function,
     gradient_edge,
     is_grad_enabled,
@@ -226,6 +227,35 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
         for saved in result._grad_fn._saved:
             saved.move_output(result, self)
         rebase_history(self, (result._grad_fn, result._output_nr))
+    return self
+
+
+# In-place forms of ops composed in the shared layer (_methods). inplace_input makes PyTorch's checks
+# before the write and gives a copy of self carrying self's history: the op runs on it, so that its
+# node's edge is self's old history and what it saves of self keeps the old values (as PyTorch's
+# in-place nodes save a clone of self). write_result_ then gives self the result's values and history.
+
+
+def inplace_input(self, sources):
+    check_inplace(self, sources)
+    assert_no_internal_overlap(self)
+    for source in sources:
+        assert_no_partial_overlap(self, source)
+        _check_broadcast_fits(self, source)
+    return _snapshot(self)
+
+
+def write_result_(self, result):
+    _check_castable(result._dtype, self)
+    copy_values(self, result)
+    self._storage.version += 1
+    node = result._grad_fn
+    if node is not None:
+        saved = node._saved_tensors.items if isinstance(node, CustomFunction) else node._saved
+        for item in saved:
+            if item is not None:
+                item.move_output(result, self)
+        rebase_history(self, (node, result._output_nr))
     return self
 
 

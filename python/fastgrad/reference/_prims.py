@@ -325,6 +325,7 @@ nan_to_num, nan_to_num_ = _rounding.nan_to_num, _rounding.nan_to_num_
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
 clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_
+inplace_input, write_result_ = _inplace.inplace_input, _inplace.write_result_
 mean, var, std, norm = _reduce.mean, _reduce.var, _reduce.std, _reduce.norm
 amax, amin, max_all, min_all, max_dim, min_dim = (
     _reduce.amax,
