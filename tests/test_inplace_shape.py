@@ -93,6 +93,30 @@ def test_restride_unsqueeze_view_then_base_gradient(fg, torch):
     same_on_both(fg, torch, program)
 
 
+def test_restride_leaves_a_retained_gradient_with_the_old_node(fg, torch):
+    def program(lib):
+        x = lib.arange(1.0, 7.0).reshape(2, 3).requires_grad_()
+        h = x * x
+        h.retain_grad()
+        h.t_()
+        (h * lib.arange(6.0).reshape(3, 2)).sum().backward()
+        return h.grad, x.grad
+
+    same_on_both(fg, torch, program)
+
+
+def test_restride_second_derivative(fg, torch):
+    def program(lib):
+        x = lib.arange(1.0, 7.0).reshape(2, 3).requires_grad_()
+        h = x * x
+        h.unsqueeze_(0).transpose_(0, 2)
+        (g,) = lib.autograd.grad((h * h).sum(), x, create_graph=True)
+        (g2,) = lib.autograd.grad(g.sum(), x)
+        return g, g2
+
+    same_on_both(fg, torch, program)
+
+
 def test_restride_invalidates_saved_tensor(fg, torch):
     """A tensor saved for backward and then transposed in place is at a newer version."""
 

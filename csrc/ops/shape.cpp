@@ -574,7 +574,10 @@ Tensor restride_(const Tensor& self, const char* node_name, ViewOf view_of) {
   self->bump_version();
   if (view->grad_fn) {
     view->grad_fn->rename(node_name);
-    set_history(self, view->grad_fn, 0);
+    // Not set_history: as PyTorch, a retain_grad() stays with the old node (self.grad is then the
+    // gradient of the values before the op, in their old shape).
+    self->grad_fn = view->grad_fn;
+    self->output_nr = 0;
   }
   if (self->view_base) self->view_version = self->version();  // its history describes the new geometry
   return self;

@@ -383,7 +383,9 @@ def _restride_(node_class, self, **params):
     self._shape, self._strides = view._shape, view._strides
     self._storage.version += 1
     if view._grad_fn is not None:
-        set_history(self, view._grad_fn, 0)
+        # Not set_history: as PyTorch, a retain_grad() stays with the old node (self.grad is then
+        # the gradient of the values before the op, in their old shape).
+        self._grad_fn, self._output_nr = view._grad_fn, 0
     if self._view_base is not None:
         self._view_version = self._storage.version  # its history describes the new geometry
     return self
