@@ -1264,7 +1264,7 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
     mean = _prims.mean(x, dims, keepdim)
     count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
 
-    def backward(grads, x, spread):
+    def backward(grads, x, spread=None):
         """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
         grad_spread, grad_mean = (None if g is None else _kept(g, x, dims) for g in grads)
         parts = [] if grad_mean is None else [_prims.expand(grad_mean / count, list(x.shape))]
@@ -1276,9 +1276,8 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
             parts.append(grad_spread * (2.0 / freedom if freedom else math.inf) * (x - _prims.mean(x, dims, True)))
         return [builtins.sum(parts[1:], parts[0])]
 
-    return tuple(
-        _recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], [input, spread], backward)
-    )
+    saved = [input, spread] if name == "std_mean" else [input]  # as PyTorch's: var_mean's backward reads no result
+    return tuple(_recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], saved, backward))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
