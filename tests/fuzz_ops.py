@@ -479,6 +479,19 @@ op("{a}.bitwise_not_()", statement=True, a=tensor(ANY, target=True))
 op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
 op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
 op("{a} @= {b}", statement=True, a=tensor(target=True), b=matmul_partner("a"))
+# in-place shape ops (issue 13): the target's shape and strides change, later draws read them anew
+op("{a}.t_()", statement=True, a=tensor(ANY, rank=(2, 1, 0, 2, 3), target=True))
+for _t in ["{a}.transpose_({d0}, {d1})", "{a}.swapaxes_({d0}, {d1})", "{a}.swapdims_({d0}, {d1})"]:
+    op(_t, statement=True, a=tensor(ANY, target=True), d0=dim("a"), d1=dim("a"))
+op("{a}.squeeze_({args})", statement=True, a=tensor(ANY, target=True), args=squeeze_args("a"))
+op("{a}.unsqueeze_({d})", statement=True, a=tensor(ANY, target=True), d=dim("a", extra=1))
+op(
+    "{a}.fill_diagonal_({s}{wrap})",
+    statement=True,
+    a=tensor(ANY, rank=(2, 2, 3), target=True),
+    s=scalar(),
+    wrap=options("", ", True", ", wrap=False"),
+)
 
 # numpy scalars and arrays on either side of an operator. numpy on the left may hand back an ndarray
 # (PyTorch's result too, for a tensor that does not require grad): as_tensor makes it a value.

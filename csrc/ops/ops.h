@@ -264,6 +264,12 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 Tensor alias_view(const Tensor& x);  // x[...]: a view of the whole tensor (AliasBackward0)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+// In place (self's shape and strides change; TBackward1, TransposeBackward1, SqueezeBackward3/4/5,
+// UnsqueezeBackward1).
+Tensor t_(const Tensor& self);
+Tensor transpose_(const Tensor& self, int64_t dim0, int64_t dim1);
+Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims);
+Tensor unsqueeze_(const Tensor& self, int64_t dim);
 
 // ---- indexing (ops/index.cpp). `indices` has one entry per leading dim of x; an undefined
 // entry keeps that dim whole. Index tensors are int64 or bool masks (a k-dim mask covers k dims).

@@ -715,6 +715,37 @@ def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
 
 
+# ---- in-place shape ops of issue 13 (t_, transpose_ and unsqueeze_ are primitives)
+
+
+def squeeze_(self, dim=None):
+    return _prims.squeeze_(self, None if dim is None else _dims(dim))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """As PyTorch's: fills the diagonal that steps through all dims at once (which must then be of
+    one length beyond 2-d). With wrap, a tall matrix's diagonal goes on in memory after a skipped
+    row, so it restarts every width + 1 rows; where those rows cannot be read flat, the only
+    restart that stays inside the tensor's own elements is the diagonal below the first block."""
+    if not isinstance(wrap, builtins.bool):
+        raise TypeError(
+            f"fill_diagonal_(): argument 'wrap' (position 2) must be bool, not {builtins.type(wrap).__name__}"
+        )
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = self.shape[0], self.shape[1]
+    if self.dim() > 2 and builtins.any(size != height for size in self.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    diagonal = self
+    while diagonal.dim() > 1:
+        diagonal = diagonal.diagonal(0, 0, 1)
+    diagonal.fill_(fill_value)
+    if wrap and self.dim() == 2 and height > width + 1:
+        below = self[width + 1 :]
+        (below.view(-1)[:: width + 1] if below.is_contiguous() else below.diagonal()).fill_(fill_value)
+    return self
+
+
 def _tensor_input(input, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(input).__name__}")

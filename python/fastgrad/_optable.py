@@ -647,6 +647,21 @@ op("atleast_2d(Tensor... tensors)",
    "function", "_methods.atleast_2d", "atleast_2d")
 op("atleast_3d(Tensor... tensors)",
    "function", "_methods.atleast_3d", "atleast_3d")
+# in-place shape ops (issue 13): self takes its view's shape and strides
+op("Tensor.t_(Tensor self)",
+   "method", "_prims.t_", "t")
+op("Tensor.transpose_(Tensor self, int dim0, int dim1)",
+   "method", "_prims.transpose_", "transpose")
+op("Tensor.swapaxes_(Tensor self, int axis0, int axis1)",
+   "method", "_prims.transpose_", "transpose")
+op("Tensor.swapdims_(Tensor self, int dim0, int dim1)",
+   "method", "_prims.transpose_", "transpose")
+op("Tensor.squeeze_(Tensor self, int[1]? dim=None)",
+   "method", "_methods.squeeze_", "squeeze")
+op("Tensor.unsqueeze_(Tensor self, int dim)",
+   "method", "_prims.unsqueeze_", "unsqueeze")
+op("Tensor.fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False)",
+   "method", "_methods.fill_diagonal_", "inplace")
 op("unflatten(Tensor input, int dim, SymInt[] sizes)",
    "function method", "_methods.unflatten", "unflatten")
 op("flip(Tensor input, int[] dims)",

@@ -344,6 +344,7 @@ view, reshape, expand, permute, transpose, t = (
     _shape.t,
 )
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
+t_, transpose_, squeeze_, unsqueeze_ = _inplace.t_, _inplace.transpose_, _inplace.squeeze_, _inplace.unsqueeze_
 sort, argsort, topk, kthvalue, mode = _sort.sort, _sort.argsort, _sort.topk, _sort.kthvalue, _sort.mode
 median_all, median_dim = _sort.median_all, _sort.median_dim
 searchsorted, bincount, histogram_counts, unique_rows = (
