@@ -479,6 +479,19 @@ op("{a}.bitwise_not_()", statement=True, a=tensor(ANY, target=True))
 op("{a} **= {s}", statement=True, a=tensor(NUM, target=True), s=options("2", "0.5", "-1", "3"))
 op("{a} **= {b}", statement=True, a=tensor(target=True), b=partner("a", into=True))
 op("{a} @= {b}", statement=True, a=tensor(target=True), b=matmul_partner("a"))
+# in-place shape ops (issue 13): the target's shape and strides change, later draws read them anew
+op("{a}.t_()", statement=True, a=tensor(ANY, rank=(2, 1, 0, 2, 3), target=True))
+for _t in ["{a}.transpose_({d0}, {d1})", "{a}.swapaxes_({d0}, {d1})", "{a}.swapdims_({d0}, {d1})"]:
+    op(_t, statement=True, a=tensor(ANY, target=True), d0=dim("a"), d1=dim("a"))
+op("{a}.squeeze_({args})", statement=True, a=tensor(ANY, target=True), args=squeeze_args("a"))
+op("{a}.unsqueeze_({d})", statement=True, a=tensor(ANY, target=True), d=dim("a", extra=1))
+op(
+    "{a}.fill_diagonal_({s}{wrap})",
+    statement=True,
+    a=tensor(ANY, rank=(2, 2, 3), target=True),
+    s=scalar(),
+    wrap=options("", ", True", ", wrap=False"),
+)
 
 # numpy scalars and arrays on either side of an operator. numpy on the left may hand back an ndarray
 # (PyTorch's result too, for a tensor that does not require grad): as_tensor makes it a value.
@@ -613,6 +626,60 @@ for _t in [
 ]:
     op(_t, a=tensor(), b=partner("a"))
 op("torch.true_divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
+
+# elementwise ops and in-place forms of issue 13 (ewise): sign changes and clamps have no derivative there
+op("torch.xlogy({a}, {b}.abs() + 0.5)", a=tensor(NUM), b=partner("a"))
+op("{a}.xlogy({s})", a=tensor(NUM), s=options("2.5", "0.5"))
+op("torch.xlogy(2, {a}.abs() + 0.5)", a=tensor())
+op("torch.copysign({a}, {b})", a=tensor(NUM), b=partner("a"), smooth=False)
+op("{a}.copysign(-1.5)", a=tensor(NUM), smooth=False)
+op("torch.heaviside({a}.detach(), {b}.detach())", a=tensor(ANY), b=partner("a"))
+op("{a}.sigmoid().logit()", a=tensor())
+op("torch.logit({a}, eps=0.25)", a=tensor(), smooth=False)
+op("torch.float_power({a}.abs() + 0.5, {b})", a=tensor(NUM), b=partner("a"))
+op("{a}.float_power({s})", a=tensor(NUM), s=options("2", "0.5", "-1"))
+op("torch.tan({a})", a=tensor())
+op("{a} << {s}", a=tensor(NUM), s=options("1", "3", "70", "-1"))
+op("torch.bitwise_right_shift({a}, {b})", a=tensor(NUM), b=partner("a"))
+op("{a}.bitwise_left_shift({b})", a=tensor(NUM), b=partner("a"))
+for _t in [
+    "{a}.xlogy_({b}.abs() + 0.5)",
+    "{a}.copysign_({b})",
+    "{a}.heaviside_({b}.detach())",
+    "{a}.atan2_({b})",
+    "{a}.arctan2_({b})",
+    "{a}.hypot_({b})",
+    "{a}.true_divide_({b}.exp())",
+    "{a}.logical_and_({b})",
+    "{a}.logical_or_({b})",
+    "{a}.logical_xor_({b})",
+    "{a}.eq_({b})",
+    "{a}.ne_({b})",
+    "{a}.lt_({b})",
+    "{a}.le_({b})",
+    "{a}.gt_({b})",
+    "{a}.ge_({b})",
+    "{a}.greater_({b})",
+    "{a}.greater_equal_({b})",
+    "{a}.less_({b})",
+    "{a}.less_equal_({b})",
+    "{a}.not_equal_({b})",
+    "{a}.float_power_({b})",
+    "{a}.bitwise_left_shift_({b})",
+    "{a}.bitwise_right_shift_({b})",
+]:
+    op(_t, statement=True, a=tensor(NUM, target=True), b=partner("a"), smooth=False)
+for _t in [
+    "{a}.logit_(0.25)",
+    "{a}.tan_()",
+    "{a}.logical_not_()",
+    "{a}.xlogy_(2.5)",
+    "{a}.lt_(0.5)",
+    "{a} <<= 2",
+    "{a} >>= 1",
+    "{a}.div_(2, rounding_mode='floor')",
+]:
+    op(_t, statement=True, a=tensor(NUM, target=True), smooth=False)
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).

@@ -692,6 +692,22 @@ for _op, _grad_fn, _domain in [
 ]:
     case(f"torch.{_op}", lambda m, a, b, op=_op: getattr(m, op)(a, b), [(3, 4), (4,)], _grad_fn, _domain, LAYOUTS[:1])
     case(f"Tensor.{_op}", lambda m, a, b, op=_op: getattr(a, op)(b), [(3, 1), ()], _grad_fn, _domain, LAYOUTS[:1])
+# elementwise ops of issue 13 (ewise): the Tensor/Scalar forms of xlogy, copysign and float_power
+for _name, _fn, _shapes, _grad_fn, _domain in [
+    ("torch.xlogy", lambda m, a, b: m.xlogy(a, b), [(3, 4), (4,)], "XlogyBackward0", ("real", "pos")),
+    ("Tensor.xlogy(2.5)", lambda m, a: a.xlogy(2.5), [(3, 1)], "XlogyBackward2", "real"),
+    ("torch.xlogy(3,b)", lambda m, b: m.xlogy(3, b), [(4,)], "XlogyBackward1", "pos"),
+    ("torch.copysign", lambda m, a, b: m.copysign(a, b), [(3, 4), (4,)], "CopysignBackward0", "nonzero"),
+    ("Tensor.copysign(-1)", lambda m, a: a.copysign(-1.0), [(3, 1)], "CopysignBackward1", "nonzero"),
+    ("torch.logit", lambda m, a: m.logit(a * 0.5 + 0.5), [(3, 4)], "LogitBackward0", "unit"),
+    ("Tensor.logit(eps)", lambda m, a: (a * 0.5 + 0.5).logit(eps=0.05), [(4,)], "LogitBackward0", "unit"),
+    ("torch.float_power", lambda m, a, b: m.float_power(a, b), [(3, 4), (4,)], "PowBackward1", ("pos", "real")),
+    ("Tensor.float_power(2)", lambda m, a: a.float_power(2), [(3, 1)], "PowBackward0", "real"),
+    ("torch.float_power(2,b)", lambda m, b: m.float_power(2, b), [(4,)], "PowBackward2", "real"),
+    ("torch.tan", lambda m, a: m.tan(a), [(3, 4)], "TanBackward0", "unit"),
+    ("Tensor.tan", lambda m, a: a.tan(), [()], "TanBackward0", "unit"),
+]:
+    case(_name, _fn, _shapes, _grad_fn, _domain, layouts=LAYOUTS[:1])
 case(  # PyTorch views input and indices as 1-d here: a strided input is an error
     "take_along_dim(dim=None)",
     lambda m, x: x.take_along_dim(m.tensor([[3], [0]])),
@@ -1073,4 +1089,27 @@ NOT_IN_CASES.update(dict.fromkeys(["scatter_reduce_", "put_", "masked_scatter_"]
 # binary/ternary elementwise ops of issue 13
 NOT_IN_CASES.update(
     dict.fromkeys(["clamp_min_", "clamp_max_", "lerp_", "addcmul_", "addcdiv_"], "in place: tests/test_binary_ops.py")
+)
+# elementwise ops and in-place forms of issue 13 (ewise)
+NOT_IN_CASES.update(
+    {
+        **dict.fromkeys(
+            ["xlogy_", "copysign_", "logit_", "float_power_", "heaviside_", "atan2_", "arctan2_", "hypot_"]
+            + ["true_divide_", "logical_and_", "logical_or_", "logical_xor_", "logical_not_"]
+            + ["eq_", "ne_", "lt_", "le_", "gt_", "ge_", "not_equal_", "less_", "less_equal_", "greater_"]
+            + ["greater_equal_", "bitwise_left_shift_", "bitwise_right_shift_"],
+            "in place: tests/test_binary_ops.py",
+        ),
+        **dict.fromkeys(
+            ["heaviside", "bitwise_left_shift", "bitwise_right_shift"],
+            "no derivative (integer results, or PyTorch's NotImplemented node): tests/test_binary_ops.py",
+        ),
+    }
+)
+# in-place shape ops of issue 13: the cases' inputs are leaves requiring grad, which in-place ops refuse
+NOT_IN_CASES.update(
+    dict.fromkeys(
+        ["t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "fill_diagonal_"],
+        "in place: tests/test_inplace_shape.py",
+    )
 )

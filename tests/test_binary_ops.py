@@ -7,13 +7,20 @@ import pytest
 from oracle_helpers import same_error, same_on_both
 
 
+def masked(m, t):
+    """t's NaNs as a mask (they do not compare) and its other values; None (no gradient) as itself."""
+    if t is None:
+        return None
+    nans = t.isnan()
+    return nans, m.where(nans, 0.0, t.detach())
+
+
 def with_grads(m, program, *data):
-    """program's result (its NaNs as a mask: they do not compare) and each input's gradient of its sum."""
+    """program's result and each input's gradient of its sum (NaNs masked)."""
     inputs = [m.tensor(d, requires_grad=True) for d in data]
     result = program(m, *inputs)
     result.sum().backward()
-    nans = result.isnan()
-    return nans, m.where(nans, 0.0, result), result.grad_fn.name(), [x.grad for x in inputs]
+    return masked(m, result), result.grad_fn.name(), [masked(m, x.grad) for x in inputs]
 
 
 @pytest.mark.parametrize(
@@ -55,11 +62,7 @@ def test_clamp_bounds_dtypes_and_forms(fg, torch, program):
     ],
 )
 def test_clamp_bounds_in_place_gradients(fg, torch, program):
-    def values_and_grads(m):  # not the node: fastgrad's in-place forms end in a copy_
-        nans, values, node, grads = with_grads(m, program, [0.0, 1.5, 2.0, 3.0], 1.5)
-        return nans, values, grads
-
-    same_on_both(fg, torch, values_and_grads)
+    same_on_both(fg, torch, lambda m: with_grads(m, program, [0.0, 1.5, 2.0, 3.0], 1.5))
 
 
 def test_clamp_bounds_errors(fg, torch):
@@ -141,4 +144,292 @@ def test_atan2_gradient_at_the_origin(fg, torch):
     ],
 )
 def test_atan2_logaddexp_errors(fg, torch, program):
+    same_error(fg, torch, program)
+
+
+# ---- elementwise ops and in-place forms of issue 13 (ewise)
+
+NAN, INF = float("nan"), float("inf")
+
+
+def in_place(m, program, *data):
+    """program(m, x, *others) on x, a non-leaf copy of the first input: whether it returns x, its node
+    and the names of the node's next functions, x's version, the values (NaNs masked) and the inputs'
+    gradients."""
+    leaves = [m.tensor(d, requires_grad=True) for d in data]
+    x = leaves[0] * 1
+    result = program(m, x, *leaves[1:])
+    nodes = [result.grad_fn.name(), [f.name() if f else None for f, _ in result.grad_fn.next_functions]]
+    version = x._version
+    result.sum().backward()
+    return result is x, nodes, version, masked(m, result), [masked(m, t.grad) for t in leaves]
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, x, b, w: x.clamp_min_(0.5),
+        lambda m, x, b, w: m.clamp_max_(x, b),
+        lambda m, x, b, w: x.lerp_(b, 0.3),
+        lambda m, x, b, w: x.lerp_(b, w),
+        lambda m, x, b, w: x.addcmul_(b, w, value=2),
+        lambda m, x, b, w: x.addcdiv_(b, w + 1),
+        lambda m, x, b, w: x.atan2_(b),
+        lambda m, x, b, w: x.arctan2_(w),
+        lambda m, x, b, w: x.hypot_(b),
+        lambda m, x, b, w: x.true_divide_(w + 1),
+        lambda m, x, b, w: x.div_(w + 1, rounding_mode="floor"),
+        lambda m, x, b, w: x.xlogy_(w),
+        lambda m, x, b, w: m.xlogy_(x, 2.5),
+        lambda m, x, b, w: x.copysign_(b),
+        lambda m, x, b, w: x.copysign_(-1),
+        lambda m, x, b, w: x.logit_(0.25),
+        lambda m, x, b, w: m.logit_(x),
+        lambda m, x, b, w: x.tan_(),
+        lambda m, x, b, w: x.eq_(b),
+        lambda m, x, b, w: x.lt_(0.5),
+        lambda m, x, b, w: x.greater_equal_(w),
+        lambda m, x, b, w: x.not_equal_(b),
+    ],
+)
+def test_in_place_forms_record_their_ops_node(fg, torch, program):
+    data = [0.0, 0.5, 0.9, 0.2], [0.5, -2.0, 0.0, 3.0], [0.0, 0.7, 0.4, 2.0]
+    same_on_both(fg, torch, lambda m: in_place(m, program, *data))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, x: x.tril_(),
+        lambda m, x: x.triu_(1),
+        lambda m, x: x[1:].tril_(-1),  # through a view: the base's node is CopySlices
+        lambda m, x: x.float_power_(2),
+        lambda m, x: x.float_power_(x.detach() * 0 + 2),
+    ],
+)
+def test_in_place_matrix_forms_record_their_ops_node(fg, torch, program):
+    data = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]
+
+    def run(m):
+        x = m.tensor(data, dtype=m.float64, requires_grad=True)
+        y = x * 1
+        result = program(m, y)
+        y.sum().backward()
+        return result.grad_fn.name(), y.grad_fn.name(), y._version, result.detach(), x.grad
+
+    same_on_both(fg, torch, run)
+
+
+def modified_after(m, program, modified):
+    """The gradients of program(m, x, b) after `modified` (x or b) is changed in place."""
+    a, b = m.tensor([0.5, 2.0], requires_grad=True), m.tensor([1.5, 0.5], requires_grad=True)
+    x = a * 1
+    result = program(m, x, b)
+    with m.no_grad():
+        (x if modified == "x" else b).mul_(2)
+    result.sum().backward()
+    return masked(m, a.grad), masked(m, b.grad)
+
+
+@pytest.mark.parametrize(
+    "program, modified",
+    [
+        (lambda m, x, b: x.clamp_min_(0.5), "x"),  # its node saves a copy of x's old values
+        (lambda m, x, b: x.lerp_(b, b), "x"),
+        (lambda m, x, b: x.xlogy_(b), "x"),
+        (lambda m, x, b: x.addcmul_(b, b), "x"),
+        (lambda m, x, b: x.logit_(), "x"),
+        (lambda m, x, b: x.lerp_(b, 0.5), "b"),  # LerpBackward0 saves no tensor
+        (lambda m, x, b: m.lerp(x, b, 0.5) * m.addcmul(x, b, b), "x"),  # AddcmulBackward0 saves tensor1/2 only
+    ],
+)
+def test_nodes_save_what_pytorch_saves(fg, torch, program, modified):
+    same_on_both(fg, torch, lambda m: modified_after(m, program, modified))
+
+
+@pytest.mark.parametrize(
+    "program, modified",
+    [
+        (lambda m, x, b: x.hypot_(b), "x"),  # saves its result, which is x
+        (lambda m, x, b: x.tan_(), "x"),
+        (lambda m, x, b: x.copysign_(b), "x"),
+        (lambda m, x, b: x.lerp_(b, b), "b"),
+    ],
+)
+def test_in_place_forms_check_their_saved_tensors(fg, torch, program, modified):
+    same_error(fg, torch, lambda m: modified_after(m, program, modified))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.ones(2, requires_grad=True).lerp_(m.zeros(2), 0.5),
+        lambda m: m.ones(2, requires_grad=True).tril_(),
+        lambda m: m.ones(2, 2, requires_grad=True).xlogy_(2),
+        lambda m: m.arange(3).xlogy_(m.ones(3)),
+        lambda m: m.arange(3).atan2_(m.ones(3)),
+        lambda m: m.arange(3).logit_(),
+        lambda m: m.ones(3).copysign_(m.ones(2, 3)),
+        lambda m: m.ones(3).clamp_min_(m.ones(2, 3)),
+        lambda m: m.ones(3).addcmul_(m.ones(2, 3), m.ones(3)),
+        lambda m: m.ones(3).eq_(m.ones(4)),
+        lambda m: m.ones(3).float_power_(2),
+        lambda m: m.ones(3).heaviside_(m.ones(3, dtype=m.float64)),
+        lambda m: m.ones(3, dtype=m.int64).bitwise_left_shift_(m.ones(3)),
+    ],
+)
+def test_in_place_forms_errors(fg, torch, program):
+    same_error(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: masked(
+            m, m.xlogy(m.tensor([0.0, 0.0, 0.0, 1.0, 2.0, -1.0, NAN]), m.tensor([0.0, NAN, -1.0, 0.0, INF, 2.0, 1.0]))
+        ),
+        lambda m: m.xlogy(m.tensor([0, 1, 2]), m.tensor([0, 3, 0])),
+        lambda m: m.xlogy(m.tensor([0, 1]), 2.5),
+        lambda m: m.xlogy(0, m.tensor([NAN, 0.0])).isnan(),
+        lambda m: m.xlogy(m.tensor([1.0], dtype=m.float64), m.tensor([3.0]), out=m.empty(1, dtype=m.float64)),
+        lambda m: m.copysign(m.tensor([1, -2, 0]), m.tensor([-1.0, 1.0, -0.0])),
+        lambda m: m.copysign(m.tensor([True, False]), -1),
+        lambda m: m.tensor([0.0, -0.0, INF]).copysign(m.tensor(-2.0, dtype=m.float64)),
+        lambda m: m.heaviside(m.tensor([-1.0, 0.0, 2.0, NAN]), m.tensor([0.5])),
+        lambda m: m.heaviside(m.tensor([-1, 0, 2]), m.tensor([7])),
+        lambda m: m.logit(m.tensor([-1.0, 0.0, 0.05, 0.5, 0.99, 1.0, 2.0])).isnan(),
+        lambda m: m.logit(m.tensor([0.0, 0.05, 0.5, 0.99, 1.0]), 0.1),
+        lambda m: m.logit(m.tensor([0.0, 0.3, 1.0]), eps=-1.0),
+        lambda m: m.logit(m.tensor([0, 1]), 0.25),
+        lambda m: m.float_power(m.tensor([2, 3]), 2),
+        lambda m: m.float_power(2, m.tensor([2.0, -1.0])),
+        lambda m: m.tensor([4.0]).float_power(m.tensor([0.5])),
+        lambda m: masked(m, m.tan(m.tensor([0.0, 1.0, -INF, 3, NAN]))),
+        lambda m: m.arange(3).tan(),
+    ],
+)
+def test_xlogy_copysign_heaviside_logit_float_power_values(fg, torch, program):
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m, x, b: m.xlogy(x, b),
+        lambda m, x, b: m.xlogy(2, b),
+        lambda m, x, b: x.xlogy(0.5),
+        lambda m, x, b: x.xlogy(NAN),
+        lambda m, x, b: x.xlogy(-1),
+        lambda m, x, b: m.copysign(x, b),
+        lambda m, x, b: x.copysign(-2.0),
+        lambda m, x, b: m.logit(x),
+        lambda m, x, b: m.logit(x, eps=0.3),
+        lambda m, x, b: m.logit(x, eps=0.0),
+        lambda m, x, b: m.float_power(x, b),
+    ],
+)
+def test_xlogy_copysign_logit_float_power_gradients(fg, torch, program):
+    data = [0.0, 0.5, -0.0, 0.9, 1.5, 0.0, 0.0, 1.0], [0.0, 2.0, -1.0, NAN, 0.5, NAN, 0.5, 0.0]
+    same_on_both(fg, torch, lambda m: with_grads(m, program, *data))
+
+
+def test_heaviside_has_no_derivative(fg, torch):
+    def run(m):
+        x = m.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+        result = m.heaviside(x, m.tensor([0.5]))
+        assert result.grad_fn.name() == "torch::autograd::NotImplemented"
+        result.sum().backward()
+
+    same_error(fg, torch, run)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.xlogy(2, 3),
+        lambda m: m.xlogy(m.ones(3), m.ones(4)),
+        lambda m: m.copysign(2, m.ones(2)),
+        lambda m: m.heaviside(m.tensor([-1.0, 0.0]), m.tensor([1])),
+        lambda m: m.heaviside(m.tensor([-1.0, 0.0]), 0.5),
+        lambda m: m.float_power(2, 3),
+    ],
+)
+def test_xlogy_copysign_heaviside_float_power_errors(fg, torch, program):
+    same_error(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.tensor([1.0, 0.0, 2.0]).logical_and_(m.tensor([1.0, 3.0, 0.0])),
+        lambda m: m.tensor([1, 0, 2]).logical_or_(m.tensor([False, False, True])),
+        lambda m: m.tensor([True, False]).logical_xor_(m.tensor([1.0, 1.0])),
+        lambda m: m.tensor([1.5, 0.0]).logical_not_(),
+        lambda m: m.tensor([1, 2, 3]).lt_(2.5),
+        lambda m: m.tensor([1.0, 2.0, 3.0]).le_(m.tensor([2.0])),
+        lambda m: m.tensor([1.0, 2.0]).greater_(m.tensor([[0.0, 3.0]])[0]),
+        lambda m: m.tensor([1, 2]).less_equal_(1),
+        lambda m: m.tensor([1.0, 2.0]).ge_(2),
+        lambda m: m.tensor([1.0, 2.0]).gt_(m.tensor([1.0, 1.0])),
+        lambda m: m.tensor([7.0, -7.0]).div_(2, rounding_mode="floor"),
+        lambda m: m.tensor([7, -7]).div_(m.tensor([2, 2]), rounding_mode="trunc"),
+        lambda m: m.tensor([1.0, 2.0]).true_divide_(2),
+    ],
+)
+def test_logical_comparison_and_division_in_place(fg, torch, program):
+    def run(m):
+        result = program(m)
+        return result, result._version
+
+    same_on_both(fg, torch, run)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.tensor([1, -8, 5, 3]) << m.tensor([1, 2, 64, -1]),
+        lambda m: m.tensor([1, -8, 5, 3]) >> m.tensor([1, 2, 64, -1]),
+        lambda m: m.bitwise_left_shift(m.tensor([1, -8]), 63),
+        lambda m: m.tensor([1, -8]) >> 70,
+        lambda m: 3 << m.tensor([1, 2]),
+        lambda m: 64 >> m.tensor([1, 2]),
+        lambda m: m.bitwise_left_shift(3, m.tensor([1])),
+        lambda m: m.tensor([1, -8, 100], dtype=m.int8) << 3,
+        lambda m: m.tensor([1, -8, 100], dtype=m.int8) >> 9,
+        lambda m: m.tensor([1], dtype=m.int8) << m.tensor([1]),
+        lambda m: m.tensor([200], dtype=m.uint8) << 1,
+        lambda m: m.tensor([200], dtype=m.uint8) >> 9,
+        lambda m: m.tensor([True]) << 1,
+        lambda m: m.bitwise_right_shift(m.tensor([8, 9]), m.tensor([1]), out=m.empty(2, dtype=m.int64)),
+        lambda m: m.tensor([1, 2]).bitwise_right_shift_(1),
+    ],
+)
+def test_shifts(fg, torch, program):
+    same_on_both(fg, torch, program)
+
+
+def test_shift_assignments_write_in_place(fg, torch):
+    def run(m):
+        x = m.tensor([1, 2])
+        y = x
+        x <<= m.tensor([1, 2])
+        x >>= 1
+        return x is y, x, x._version
+
+    same_on_both(fg, torch, run)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.tensor([1.0]) << 1,
+        lambda m: m.tensor([1]) << 1.5,
+        lambda m: m.tensor([True]) >> m.tensor([True]),
+        lambda m: m.tensor([1]).__ilshift__(m.tensor([1.0])),
+        lambda m: m.tensor([1]) << "a",
+        lambda m: 1.5 << m.tensor([1]),
+        lambda m: m.tensor([1, 2]).bitwise_left_shift_(m.ones(2, 2, dtype=m.int64)),
+    ],
+)
+def test_shift_errors(fg, torch, program):
     same_error(fg, torch, program)

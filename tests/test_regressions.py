@@ -866,3 +866,12 @@ def test_tensor_of_a_numpy_scalar_keeps_its_dtype(fg):
     assert fg.tensor(np.float32(0.5)).dtype == fg.float32
     assert fg.tensor(np.bool_(True)).dtype == fg.bool
     assert fg.tensor(np.int64(3)).item() == 3 and fg.tensor(np.float64(0.5), dtype=fg.float32).dtype == fg.float32
+
+
+def test_logcumsumexp_of_a_0d_tensor_checks_its_saved_result(fg):
+    # its backward passes a 0-d gradient through, after checking what it saved as PyTorch's does
+    x = fg.tensor(0.0, requires_grad=True)
+    y = x.logcumsumexp(0)
+    y.log10_()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

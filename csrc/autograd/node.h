@@ -75,6 +75,8 @@ struct Node {
 
   // PyTorch's name for this node ("ExpBackward0"): grad_fn.name(), and the name in error messages.
   const char* name() const { return name_; }
+  // An in-place shape op (t_) takes over the node its out-of-place view recorded, under its own name.
+  void rename(const char* name) { name_ = name; }
   // Gradients w.r.t. the outputs in, gradients w.r.t. the inputs out (undefined = no gradient).
   virtual GradList apply(GradList&& grads) = 0;
   // Frees what backward needed; called after backward unless retain_graph. Extend in nodes that
@@ -110,7 +112,7 @@ struct Node {
   std::unique_ptr<NodeHooks> hooks;  // null while it has none (autograd/hooks.h)
 
  protected:
-  const char* name_ = "";  // set once, when the node is made (make_node, or a subclass's constructor)
+  const char* name_ = "";  // set when the node is made (make_node, or a subclass's constructor)
 
  private:
   template <class N>

@@ -183,6 +183,37 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
 
 }  // namespace
 
+// In-place forms of ops composed in Python (_methods). inplace_input makes PyTorch's checks before
+// the write and gives a copy of self carrying self's history: the op runs on it, so that its node's
+// edge is self's old history and what it saves of self keeps the old values (as PyTorch's in-place
+// nodes save a clone of self). write_result_ then gives self the result's values and history.
+Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources) {
+  const Tensor* source_with_grad = nullptr;
+  for (const Tensor& s : sources)
+    if (s->requires_grad()) {
+      source_with_grad = &s;
+      break;
+    }
+  check_inplace(self, source_with_grad);
+  assert_no_internal_overlap(self);
+  for (const Tensor& s : sources) {
+    assert_no_partial_overlap(self, s);
+    check_broadcast_fits(self, s);
+  }
+  return snapshot(self);
+}
+
+Tensor write_result_(const Tensor& self, const Tensor& result) {
+  check_castable(result->dtype, self);
+  copy_values(self, result);
+  self->bump_version();
+  if (result->grad_fn) {
+    for (SavedTensor& saved : result->grad_fn->saved) saved.move_output(result, self);
+    rebase_history(self, {result->grad_fn, result->output_nr});
+  }
+  return self;
+}
+
 Tensor add_(const Tensor& self, const Tensor& other) {
   return apply_inplace(self, &other, false, [&](const Tensor& s) { return add(s, other); });
 }

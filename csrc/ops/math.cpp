@@ -90,6 +90,10 @@ GradList AcosBackward0::apply(GradList&& grads) {
 }
 FG_FLOAT_OP(acos, AcosBackward0, Saves::Input, [](auto v) { return std::acos(v); })
 
+FG_NODE(TanBackward0);
+GradList TanBackward0::apply(GradList&& grads) { return {mul(grads[0], add(square(unpack(0)), Scalar::from_int(1)))}; }
+FG_FLOAT_OP(tan, TanBackward0, Saves::Result, [](auto v) { return std::tan(v); })
+
 FG_NODE(AtanBackward0);
 GradList AtanBackward0::apply(GradList&& grads) { return {div(grads[0], add(square(unpack(0)), Scalar::from_int(1)))}; }
 FG_FLOAT_OP(atan, AtanBackward0, Saves::Input, [](auto v) { return std::atan(v); })

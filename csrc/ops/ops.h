@@ -121,6 +121,7 @@ Tensor acosh_for_inplace(const Tensor& x);
 Tensor atanh_for_inplace(const Tensor& x);
 Tensor asin(const Tensor& x);
 Tensor acos(const Tensor& x);
+Tensor tan(const Tensor& x);
 Tensor atan(const Tensor& x);
 Tensor erf(const Tensor& x);
 Tensor erfc(const Tensor& x);
@@ -188,6 +189,11 @@ void foreach_zero_(const std::vector<Tensor>& tensors);
 // that also rewrites the base's history (PyTorch's CopySlices).
 void check_inplace(const Tensor& self, const Tensor* source = nullptr);
 void rebase_history(const Tensor& self, Edge new_value);
+// The in-place form of an op composed in Python: PyTorch's checks before writing into self from
+// `sources`, and a copy of self carrying its history to run the op on; then self takes the op's
+// result (values and history; a result saved by its node becomes self).
+Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources);
+Tensor write_result_(const Tensor& self, const Tensor& result);
 
 // A view of contiguous `x` with any geometry (offset relative to x's); AsStridedBackward0.
 Tensor as_strided(const Tensor& x, const Shape& shape, const Shape& strides, int64_t offset);
@@ -258,6 +264,12 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 Tensor alias_view(const Tensor& x);  // x[...]: a view of the whole tensor (AliasBackward0)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+// In place (self's shape and strides change; TBackward1, TransposeBackward1, SqueezeBackward3/4/5,
+// UnsqueezeBackward1).
+Tensor t_(const Tensor& self);
+Tensor transpose_(const Tensor& self, int64_t dim0, int64_t dim1);
+Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims);
+Tensor unsqueeze_(const Tensor& self, int64_t dim);
 
 // ---- indexing (ops/index.cpp). `indices` has one entry per leading dim of x; an undefined
 // entry keeps that dim whole. Index tensors are int64 or bool masks (a k-dim mask covers k dims).

@@ -127,8 +127,8 @@ Tensor logcumsumexp_along(const Tensor& x, int64_t dim, bool reverse) {
 }  // namespace
 GradList LogcumsumexpBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
+  Tensor x = unpack(0), out = unpack(1);  // first: a saved tensor changed in place is an error here too
   if (g->dim() == 0 || g->numel() == 0) return {g};
-  Tensor x = unpack(0), out = unpack(1);
   Tensor lowest = dispatch_floating(g->dtype, [&](auto tag) {
     return full({}, static_cast<double>(std::numeric_limits<decltype(tag)>::lowest()), g->dtype);
   });

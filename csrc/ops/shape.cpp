@@ -560,4 +560,46 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return out;
 }
 
+// ---- in-place shape ops (t_, transpose_, squeeze_, unsqueeze_): self takes the geometry of its
+// out-of-place view and that view's node as its history, shown under PyTorch's name for the in-place
+// op. The values are unchanged, so, as PyTorch, no CopySlices: a view's base keeps its history, and
+// only the shared version moves on (the other views of the base get their history remade).
+namespace {
+template <class ViewOf>
+Tensor restride_(const Tensor& self, const char* node_name, ViewOf view_of) {
+  check_inplace(self);
+  Tensor view = view_of(self);
+  self->shape = view->shape;
+  self->strides = view->strides;
+  self->bump_version();
+  if (view->grad_fn) {
+    view->grad_fn->rename(node_name);
+    // Not set_history: as PyTorch, a retain_grad() stays with the old node (self.grad is then the
+    // gradient of the values before the op, in their old shape).
+    self->grad_fn = view->grad_fn;
+    self->output_nr = 0;
+  }
+  if (self->view_base) self->view_version = self->version();  // its history describes the new geometry
+  return self;
+}
+}  // namespace
+
+Tensor t_(const Tensor& self) {
+  return restride_(self, "TBackward1", [](const Tensor& s) {
+    if (s->dim() > 2)
+      throw RuntimeError(cat("t_() expects a tensor with <= 2 dimensions, but self is ", s->dim(), "D"));
+    return t(s);
+  });
+}
+Tensor transpose_(const Tensor& self, int64_t dim0, int64_t dim1) {
+  return restride_(self, "TransposeBackward1", [&](const Tensor& s) { return transpose(s, dim0, dim1); });
+}
+Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims) {
+  const char* name = !dims ? "SqueezeBackward3" : dims->size() == 1 ? "SqueezeBackward4" : "SqueezeBackward5";
+  return restride_(self, name, [&](const Tensor& s) { return squeeze(s, dims); });
+}
+Tensor unsqueeze_(const Tensor& self, int64_t dim) {
+  return restride_(self, "UnsqueezeBackward1", [&](const Tensor& s) { return unsqueeze(s, dim); });
+}
+
 }  // namespace fg

@@ -326,6 +326,10 @@ Tensor bincount(const Tensor& x, const std::optional<Tensor>& weights, int64_t m
 }
 
 Tensor histogram_counts(const Tensor& x, const Tensor& edges, const std::optional<Tensor>& weights) {
+  // The shared layer gives PyTorch's errors; these keep the loop below in bounds whatever the caller.
+  if (edges->dtype != x->dtype || edges->numel() < 2) throw RuntimeError("histogram: edges of x's dtype expected");
+  if (weights && ((*weights)->dtype != x->dtype || (*weights)->numel() != x->numel()))
+    throw RuntimeError("histogram: weights of x's dtype and size expected");
   const int64_t bins = edges->numel() - 1;
   Tensor out = full({bins}, Scalar::from_int(0), x->dtype);
   Tensor v = dense(x), e = dense(edges);

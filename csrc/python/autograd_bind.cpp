@@ -100,6 +100,11 @@ struct PyFunctionNode final : Node {
 
   std::vector<InputMeta> inputs;  // one per edge
 
+  // An in-place form composed in Python wrote `result` into `self`: a saved result becomes self.
+  void move_saved_output(const Tensor& result, const Tensor& self) {
+    for (SavedTensor& s : saved_->items) s.move_output(result, self);
+  }
+
  private:
   friend PyObject* fg::function_backward(const Node* node);
   friend void fg::clear_function_backward(Node* node);
@@ -256,6 +261,13 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
 void bind_autograd(py::module_& m) {
   py::class_<SavedTensors, std::shared_ptr<SavedTensors>>(m, "SavedTensors").def("unpack", &SavedTensors::unpack);
   m.def("record_function", &record_function);
+  m.def("inplace_input", &inplace_input);
+  m.def("write_result_", [](const Tensor& self, const Tensor& result) {
+    NodeRef node = result->grad_fn;
+    write_result_(self, result);
+    if (auto* fn = dynamic_cast<PyFunctionNode*>(node.get())) fn->move_saved_output(result, self);
+    return self;
+  });
   m.def("run_backward", &run_backward_checked, py::arg("tensors"), py::arg("grad_tensors"), py::arg("retain_graph"),
         py::arg("inputs"), py::arg("create_graph") = false);
 }

@@ -567,6 +567,7 @@ void bind_tensor(py::module_& m) {
                     UnaryOp{"atanh", "atanh_", fg::atanh, fg::atanh_for_inplace, false},
                     UnaryOp{"asin", "asin_", fg::asin, fg::asin, true},
                     UnaryOp{"acos", "acos_", fg::acos, fg::acos, true},
+                    UnaryOp{"tan", "tan_", fg::tan, fg::tan, false},
                     UnaryOp{"atan", "atan_", fg::atan, fg::atan, true},
                     UnaryOp{"erf", "erf_", fg::erf, fg::erf, true},
                     UnaryOp{"erfc", "erfc_", fg::erfc, fg::erfc, true},
@@ -716,6 +717,10 @@ void bind_tensor(py::module_& m) {
   m.def("t", [](const Tensor& x) { return t(x); });
   m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze(x, dims); });
   m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return unsqueeze(x, dim); });
+  m.def("t_", [](const Tensor& x) { return t_(x); });
+  m.def("transpose_", [](const Tensor& x, int64_t d0, int64_t d1) { return transpose_(x, d0, d1); });
+  m.def("squeeze_", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze_(x, dims); });
+  m.def("unsqueeze_", [](const Tensor& x, int64_t dim) { return unsqueeze_(x, dim); });
   m.def("diagonal",
         [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) { return diagonal(x, offset, dim1, dim2); });
   m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) {

@@ -39,6 +39,7 @@ TENSOR = (
     __neg__ __abs__ __lt__ __le__ __gt__ __ge__ __eq__ __ne__ __iadd__ __isub__ __imul__ __itruediv__
     __ipow__ __floordiv__ __rfloordiv__ __ifloordiv__ __mod__ __rmod__ __imod__ __and__ __rand__ __iand__
     __or__ __ror__ __ior__ __xor__ __rxor__ __ixor__ __invert__
+    __lshift__ __rlshift__ __ilshift__ __rshift__ __rrshift__ __irshift__
 """.split()
     + _optable.names("method")
 )

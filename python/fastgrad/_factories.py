@@ -15,7 +15,7 @@ import numpy as np
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes, register
 from fastgrad._types import DTYPE_OF_NUMPY, NUMPY_TYPES, LEGACY_TYPE_NAME, Size, check_cpu, check_int_value
-from fastgrad._types import float32, get_default_dtype, int64, bool as bool_, promote_types
+from fastgrad._types import C_TYPE_NAME, float32, get_default_dtype, int64, bool as bool_, promote_types
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
@@ -339,21 +339,9 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 # FloatTensor([1, 2]) one made from data, and isinstance(x, FloatTensor) asks for a float32 tensor.
 
 
-# The C++ type names PyTorch's legacy constructors print in their dtype errors.
-_CPP_TYPE_NAME = {"float32": "float", "float64": "double", "int64": "long int", "bool": "bool"}
-_CPP_TYPE_NAME.update(  # dtypes (issue 13)
-    int32="int",
-    int16="short int",
-    int8="signed char",
-    uint8="unsigned char",
-    float16="c10::Half",
-    bfloat16="c10::BFloat16",
-)
-
-
 def _legacy_options(dtype):
     return (
-        f"TensorOptions(dtype={_CPP_TYPE_NAME[dtype._name]}, device=cpu, layout=Strided, requires_grad=false "
+        f"TensorOptions(dtype={C_TYPE_NAME[dtype]}, device=cpu, layout=Strided, requires_grad=false "
         "(default), pinned_memory=false (default), memory_format=(nullopt))"
     )
 

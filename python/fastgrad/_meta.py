@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from fastgrad._types import bool as bool_, get_default_dtype, int64, promote_types
+from fastgrad._types import bool as bool_, float64, get_default_dtype, int64, promote_types
 
 Meta = collections.namedtuple("Meta", ["shape", "dtype"])
 
@@ -168,6 +168,10 @@ def lerp(input, end, weight, **options):
 def binary_float(input, other, **options):
     """atan2, logaddexp, ...: integers become the default dtype."""
     return Meta(broadcast_shapes(_shape(input), _shape(other)), _floating(result_type(input, other)))
+
+
+def float_power(input, exponent, **options):
+    return Meta(broadcast_shapes(_shape(input), _shape(exponent)), float64)
 
 
 def addcmul(input, tensor1, tensor2, **options):

@@ -25,6 +25,7 @@ from . import _prims  # the backend: relative, so that the reference's copy of t
 from ._grad_mode import no_grad
 from fastgrad import _formatting, _meta, _optable, return_types  # backend-independent: the same module for both
 from fastgrad._types import (
+    C_TYPE_NAME,
     LEGACY_TYPE_NAME,
     SCALAR_TYPE_NAME,
     Size,
@@ -714,6 +715,37 @@ def squeeze(input, dim=None):
     return _prims.squeeze(input, None if dim is None else _dims(dim))
 
 
+# ---- in-place shape ops of issue 13 (t_, transpose_ and unsqueeze_ are primitives)
+
+
+def squeeze_(self, dim=None):
+    return _prims.squeeze_(self, None if dim is None else _dims(dim))
+
+
+def fill_diagonal_(self, fill_value, wrap=False):
+    """As PyTorch's: fills the diagonal that steps through all dims at once (which must then be of
+    one length beyond 2-d). With wrap, a tall matrix's diagonal goes on in memory after a skipped
+    row, so it restarts every width + 1 rows; where those rows cannot be read flat, the only
+    restart that stays inside the tensor's own elements is the diagonal below the first block."""
+    if not isinstance(wrap, builtins.bool):
+        raise TypeError(
+            f"fill_diagonal_(): argument 'wrap' (position 2) must be bool, not {builtins.type(wrap).__name__}"
+        )
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    height, width = self.shape[0], self.shape[1]
+    if self.dim() > 2 and builtins.any(size != height for size in self.shape[1:]):
+        raise RuntimeError("all dimensions of input must be of equal length")
+    diagonal = self
+    while diagonal.dim() > 1:
+        diagonal = diagonal.diagonal(0, 0, 1)
+    diagonal.fill_(fill_value)
+    if wrap and self.dim() == 2 and height > width + 1:
+        below = self[width + 1 :]
+        (below.view(-1)[:: width + 1] if below.is_contiguous() else below.diagonal()).fill_(fill_value)
+    return self
+
+
 def _tensor_input(input, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {builtins.type(input).__name__}")
@@ -789,7 +821,7 @@ def masked_fill(input, mask, value):
     if not isinstance(mask, Tensor):
         raise TypeError(f"masked_fill(): argument 'mask' must be Tensor, not {builtins.type(mask).__name__}")
     if mask.dtype is not bool_:
-        c_type = {int64: "long int", float32: "float", float64: "double"}[mask.dtype]  # as PyTorch names it here
+        c_type = C_TYPE_NAME[mask.dtype]
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {c_type}")
     fill = value if isinstance(value, Tensor) else _prims.full([], value, input.dtype)
     return _prims.where(mask, _prims.to_dtype(fill, input.dtype), input)
@@ -1427,19 +1459,19 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
     mean = _prims.mean(x, dims, keepdim)
     count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
 
-    def backward(grads, x, spread):
+    def backward(grads, x, *saved_std):
         """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
         grad_spread, grad_mean = (None if g is None else _kept(g, x, dims) for g in grads)
         parts = [] if grad_mean is None else [_prims.expand(grad_mean / count, list(x.shape))]
         if grad_spread is not None:
             if name == "std_mean":  # through var = std**2, with none where std is 0 (PyTorch's std_backward)
-                std = _kept(spread, x, dims)
+                std = _kept(saved_std[0], x, dims)
                 grad_spread = _prims.where(std == 0, _prims.full([], 0, x.dtype), grad_spread / (2 * std))
             freedom = count - correction
             parts.append(grad_spread * (2.0 / freedom if freedom else math.inf) * (x - _prims.mean(x, dims, True)))
         return [builtins.sum(parts[1:], parts[0])]
 
-    saved = [input, spread if name == "std_mean" else None]  # as PyTorch's nodes: VarMeanBackward0 keeps no result
+    saved = [input, spread] if name == "std_mean" else [input]  # as PyTorch's nodes: var_mean's keeps no result
     return tuple(_recorded(f"{name.title().replace('_', '')}Backward0", [input], [spread, mean], saved, backward))
 
 
@@ -1632,9 +1664,6 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     return _with_out(_prims.histogram_counts(input.detach(), edges, None), out)
 
 
-_C_TYPE_NAME = {float32: "float", float64: "double"}  # as PyTorch names dtypes in histogramdd's errors
-
-
 def histogram(input, bins, *, range=None, weight=None, density=False):
     """Counts (or weights) in bins between `bins` edges, or in `bins` equal bins over `range` (by
     default the input's); `density`: divided by their sum and each bin's width."""
@@ -1649,7 +1678,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
         if bins.dtype is not input.dtype:
             raise RuntimeError(
                 "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
-                f"dtype {_C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {_C_TYPE_NAME[bins.dtype]}"
+                f"dtype {C_TYPE_NAME[input.dtype]} and bins for dimension 0 with dtype {C_TYPE_NAME[bins.dtype]}"
             )
         edges = _prims.clone(bins.detach())
     else:
@@ -1659,6 +1688,11 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
             "torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
             f"excluding its innermost dimension, but got input with shape {[input.numel(), 1]} and weight with "
             f"shape {list(weight.shape)}"
+        )
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(
+            "torch.histogramdd: if weight tensor is provided, input tensor and weight tensor should have the same "
+            f"dtype, but got input({C_TYPE_NAME[input.dtype]}), and weight({C_TYPE_NAME[weight.dtype]})"
         )
     hist = _prims.histogram_counts(input.detach(), edges, None if weight is None else weight.detach())
     if density:
@@ -2134,11 +2168,11 @@ triu = _triangle("triu", lambda offsets, diagonal: offsets >= diagonal)
 
 
 def tril_(self, diagonal=0):
-    return self.copy_(tril(self, diagonal))
+    return _in_place(tril, self, diagonal)
 
 
 def triu_(self, diagonal=0):
-    return self.copy_(triu(self, diagonal))
+    return _in_place(triu, self, diagonal)
 
 
 def _triangle_indices(name, numpy_indices):
@@ -2384,6 +2418,15 @@ def _sum_to(grad, shape):
     return _prims.reshape(_prims.sum(grad, dims, True, None), list(shape)) if dims else grad
 
 
+def _in_place(op, self, *args, **kwargs):
+    """self.<op>_(*args, **kwargs) as PyTorch's in-place form: op runs on a copy of self's old values
+    that carries self's history (so op's own node, with its edge to that history and its saved
+    values, is recorded) after PyTorch's checks of the write, and its result becomes self's values
+    and history, bumping self's version once."""
+    sources = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+    return _prims.write_result_(self, op(_prims.inplace_input(self, sources), *args, **kwargs))
+
+
 def _bounded(node, input, bound, keeps_input, gives_bound, clamped):
     """clamp_min / clamp_max: `clamped(input, bound)` (a number or a tensor) as PyTorch's node
     `node`0 / `node`1; the gradient goes to the input where keeps_input(input, bound), to a tensor
@@ -2416,13 +2459,12 @@ def clamp_max(input, max, *, out=None):
     )
 
 
-# in place on a copy (the nodes save their input), so fastgrad's result ends in a copy_ node
 def clamp_min_(self, min):
-    return self.copy_(clamp_min(self.clone(), min))
+    return _in_place(clamp_min, self, min)
 
 
 def clamp_max_(self, max):
-    return self.copy_(clamp_max(self.clone(), max))
+    return _in_place(clamp_max, self, max)
 
 
 def _check_same_dtype(op, input, **others):
@@ -2460,14 +2502,16 @@ def lerp(input, end, weight, *, out=None):
     start, stop = input.detach(), end.detach()
     result = start + weight * (stop - start) if weight < 0.5 else stop - (stop - start) * (1 - weight)
 
-    def backward(grads, start, end):
-        return [_sum_to(grads[0] * (1 - weight), start.shape), _sum_to(grads[0] * weight, end.shape)]
+    shapes = input.shape, end.shape
 
-    return _with_out(_recorded("LerpBackward0", [input, end], [result], [input, end], backward)[0], out)
+    def backward(grads):  # saves no tensor, as PyTorch's node
+        return [_sum_to(grads[0] * (1 - weight), shapes[0]), _sum_to(grads[0] * weight, shapes[1])]
+
+    return _with_out(_recorded("LerpBackward0", [input, end], [result], [], backward)[0], out)
 
 
 def lerp_(self, end, weight):
-    return self.copy_(lerp(self.clone(), end, weight))  # on a copy: the node saves its input
+    return _in_place(lerp, self, end, weight)
 
 
 def _ternary(name, combined, partials):
@@ -2478,16 +2522,16 @@ def _ternary(name, combined, partials):
         inputs = [input, tensor1, tensor2]
         result = input.detach() + combined(tensor1.detach(), tensor2.detach(), value)
 
-        def backward(grads, input, tensor1, tensor2):
+        def backward(grads, tensor1, tensor2):  # the node saves the factors, as PyTorch's
             scaled = grads[0] * value
             return [_sum_to(grads[0], input.shape)] + [
                 _sum_to(g, t.shape) for g, t in zip(partials(scaled, tensor1, tensor2), (tensor1, tensor2))
             ]
 
-        return _with_out(_recorded(name, inputs, [result], inputs, backward)[0], out)
+        return _with_out(_recorded(name, inputs, [result], [tensor1, tensor2], backward)[0], out)
 
     def ternary_(self, tensor1, tensor2, *, value=1):
-        return self.copy_(ternary(self.clone(), tensor1, tensor2, value=value))
+        return _in_place(ternary, self, tensor1, tensor2, value=value)
 
     op = name[: -len("Backward0")].lower()
     ternary.__name__ = ternary.__qualname__ = op
@@ -2576,6 +2620,275 @@ def true_divide(input, other, *, out=None):
     return div(input, other, out=out)
 
 
+def true_divide_(self, other):
+    return self.div_(other)
+
+
+_true_divide_in_place = Tensor.div_  # the backend's own (x /= y), before the op table's div_ replaces it
+
+
+def div_(self, other, *, rounding_mode=None):
+    if rounding_mode is None:
+        return _true_divide_in_place(self, other)
+    return _in_place(div, self, other, rounding_mode=rounding_mode)
+
+
+def atan2_(self, other):
+    return _in_place(atan2, self, other)
+
+
+arctan2_ = atan2_
+
+
+def hypot_(self, other):
+    return _in_place(hypot, self, other)
+
+
+def _not_differentiable_in_place(op, self, *args):
+    """logical_<op>_: op's truth values written in self's dtype. As PyTorch, which has no derivative
+    for them, with no autograd checks (a leaf that requires grad may be written) and no node (self
+    keeps its history)."""
+    with no_grad():
+        return _in_place(op, self, *args)
+
+
+def logical_and_(self, other):
+    return _not_differentiable_in_place(logical_and, self, other)
+
+
+def logical_or_(self, other):
+    return _not_differentiable_in_place(logical_or, self, other)
+
+
+def logical_xor_(self, other):
+    return _not_differentiable_in_place(logical_xor, self, other)
+
+
+def logical_not_(self):
+    return _not_differentiable_in_place(logical_not, self)
+
+
+def _comparison_in_place(node, compare):
+    """eq_, lt_, ...: the comparison's truth values in self's dtype, as PyTorch's node `node`0 (by a
+    number) or `node`1 (by a tensor), whose gradients are zeros."""
+
+    def compared(x, other):
+        values = _prims.to_dtype(compare(x.detach(), other.detach() if isinstance(other, Tensor) else other), x.dtype)
+        inputs = [x, other] if isinstance(other, Tensor) else [x]
+        metas = [(builtins.list(t.shape), t.dtype) for t in inputs]
+
+        def backward(grads):
+            return [_prims.full(shape, 0, dtype) for shape, dtype in metas]
+
+        return _recorded(f"{node}{len(inputs) - 1}", inputs, [values], [], backward)[0]
+
+    def compare_(self, other):
+        return _in_place(compared, self, other)
+
+    return compare_
+
+
+eq_ = _comparison_in_place("EqBackward", _prims.eq)
+ne_ = not_equal_ = _comparison_in_place("NeBackward", _prims.ne)
+lt_ = less_ = _comparison_in_place("LtBackward", _prims.lt)
+le_ = less_equal_ = _comparison_in_place("LeBackward", _prims.le)
+gt_ = greater_ = _comparison_in_place("GtBackward", _prims.gt)
+ge_ = greater_equal_ = _comparison_in_place("GeBackward", _prims.ge)
+
+
+def _number_or_tensor_operands(name, input, other, first_may_be_number=True):
+    """The operands of an op taking (Tensor, Tensor), (Number, Tensor) (if first_may_be_number) or
+    (Tensor, Number), refusing other combinations with PyTorch's TypeError; shapes that do not broadcast
+    get PyTorch's error."""
+    tensors = [isinstance(a, Tensor) for a in (input, other)]
+    numbers = [isinstance(a, (builtins.int, builtins.float)) for a in (input, other)]
+    allowed = builtins.all(map(operator.or_, tensors, numbers)) and (tensors[0] or first_may_be_number and tensors[1])
+    if not allowed:
+        got = ", ".join(builtins.type(a).__name__ for a in (input, other))
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one of:")
+    if builtins.all(tensors):
+        _meta.broadcast_shapes(input.shape, other.shape)
+
+
+def _operand_as(operand, dtype):
+    """A detached tensor of `dtype` holding a tensor's or a number's values."""
+    if isinstance(operand, Tensor):
+        return _prims.to_dtype(operand.detach(), dtype)
+    return _prims.full([], operand, dtype)
+
+
+def _float_result_type(input, other):
+    common = _prims.result_type(input, other) if isinstance(input, Tensor) else _prims.result_type(other, input)
+    return common if common.is_floating_point else get_default_dtype()
+
+
+def _xlogy_values(x, y):
+    """x * log(y), 0 where x is 0 unless y is NaN (PyTorch's rule: 0 * log(0) is 0)."""
+    return _prims.where(_prims.eq(x, 0) & _prims.eq(y, y), 0, x * _prims.log(y))
+
+
+def xlogy(input, other, *, out=None):
+    _number_or_tensor_operands("xlogy", input, other)
+    dtype = _float_result_type(input, other)
+    result = _xlogy_values(_operand_as(input, dtype), _operand_as(other, dtype))
+
+    def input_grad(g, x, y, y_not_positive):  # PyTorch's: log(y), 0 where x is 0 and y not positive
+        return _prims.where(_prims.eq(x, 0) & y_not_positive, 0, xlogy(g, y))
+
+    if not isinstance(other, Tensor):
+
+        def backward(grads, x):  # a NaN number counts as not positive here, as in PyTorch
+            return [input_grad(grads[0], x, other, not other > 0)]
+
+        return _with_out(_recorded("XlogyBackward2", [input], [result], [input], backward)[0], out)
+    if not isinstance(input, Tensor):
+
+        def backward(grads, y):
+            return [grads[0] * input / y]
+
+        return _with_out(_recorded("XlogyBackward1", [other], [result], [other], backward)[0], out)
+
+    def backward(grads, x, y):
+        return [_sum_to(input_grad(grads[0], x, y, y <= 0), x.shape), _sum_to(grads[0] * x / y, y.shape)]
+
+    return _with_out(_recorded("XlogyBackward0", [input, other], [result], [input, other], backward)[0], out)
+
+
+def xlogy_(self, other):
+    return _in_place(xlogy, self, other)
+
+
+def copysign(input, other, *, out=None):
+    _number_or_tensor_operands("copysign", input, other, first_may_be_number=False)
+    dtype = _float_result_type(input, other)
+    x, y = (_prims.to_numpy(_operand_as(t, dtype)) for t in (input, other))
+    result = _prims.from_numpy(np.asarray(np.copysign(x, y)), share_memory=False)
+
+    def input_grad(g, x, result):  # PyTorch's: result / x, 0 where x is 0
+        return g * _prims.where(_prims.eq(x, 0), 0, result / x)
+
+    if not isinstance(other, Tensor):
+
+        def backward(grads, x, result):
+            return [input_grad(grads[0], x, result)]
+
+        return _with_out(_recorded("CopysignBackward1", [input], [result], [input, result], backward)[0], out)
+    other_shape, other_dtype = builtins.list(other.shape), other.dtype
+
+    def backward(grads, x, result):  # the sign's gradient is zero
+        return [_sum_to(input_grad(grads[0], x, result), x.shape), _prims.full(other_shape, 0, other_dtype)]
+
+    return _with_out(_recorded("CopysignBackward0", [input, other], [result], [input, result], backward)[0], out)
+
+
+def copysign_(self, other):
+    return _in_place(copysign, self, other)
+
+
+def heaviside(input, values, *, out=None):
+    if not isinstance(values, Tensor):
+        raise TypeError(
+            f"heaviside(): argument 'values' (position 2) must be Tensor, not {builtins.type(values).__name__}"
+        )
+    _meta.broadcast_shapes(input.shape, values.shape)
+    if input.dtype != values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    x, v = input.detach(), values.detach()
+    step = _prims.where(_prims.eq(x, 0), v, _prims.to_dtype(_prims.gt(x, 0), x.dtype))
+    no_derivative = lambda: RuntimeError("derivative for aten::heaviside is not implemented")  # noqa: E731
+    return _with_out(
+        _without_derivative([step], [input, values], "torch::autograd::NotImplemented", no_derivative)[0], out
+    )
+
+
+def heaviside_(self, values):
+    return _in_place(heaviside, self, values)
+
+
+def logit(input, eps=None, *, out=None):
+    x = _as_floating(input)
+    bounded = eps is not None and eps >= 0  # a negative eps is none, as in PyTorch
+    z = clamp(x, eps, 1 - eps) if bounded else x
+    result = _prims.log(z / (1 - z))
+
+    def backward(grads, x):  # PyTorch's: NaN outside [0, 1] without eps, 0 outside [eps, 1 - eps] with it
+        outside = (x < eps) | (x > 1 - eps) if bounded else (x < 0) | (x > 1)
+        # g * inf at the ends (at -0.0 too); the factor first, so that no 0 * inf reaches a double backward
+        inside = grads[0] * _prims.where((x == 0) | (x == 1), math.inf, 1 / (x * (1 - x)))
+        return [_prims.where(outside, 0.0 if bounded else math.nan, inside)]
+
+    return _with_out(_recorded("LogitBackward0", [input], [result], [input], backward)[0], out)
+
+
+def logit_(self, eps=None):
+    return _in_place(logit, self, eps)
+
+
+def _shift(name, kernel, shifted, out_of_range):
+    """bitwise_left_shift / bitwise_right_shift of integers, as PyTorch's: shifted(a, b) for shifts
+    within the type's width, out_of_range(a) for the others (negative or too large)."""
+
+    def shift(input, other, *, out=None):
+        _number_or_tensor_operands(name, input, other)
+        common = _prims.result_type(input, other) if isinstance(input, Tensor) else _prims.result_type(other, input)
+        if common.is_floating_point or common is bool_:
+            raise NotImplementedError(f"\"{kernel}_cpu\" not implemented for '{SCALAR_TYPE_NAME[common]}'")
+        a, b = (_prims.to_numpy(_operand_as(t, common)) for t in (input, other))
+        bits = a.dtype.itemsize * 8
+        within = (b >= 0) & (b < bits)
+        values = np.where(within, shifted(a, np.where(within, b, 0)), out_of_range(a))
+        return _with_out(_prims.from_numpy(np.asarray(values, a.dtype), share_memory=False), out)
+
+    def shift_(self, other):
+        common = _prims.result_type(self, other)
+        if common.is_floating_point and not self.dtype.is_floating_point:  # PyTorch checks this before the kernel
+            raise RuntimeError(
+                f"result type {SCALAR_TYPE_NAME[common]} can't be cast to the desired output type "
+                f"{SCALAR_TYPE_NAME[self.dtype]}"
+            )
+        return _in_place(shift, self, other)
+
+    def operator(self, other):  # x << y; NotImplemented lets Python try other's __rlshift__ or refuse
+        return shift(self, other) if isinstance(other, (Tensor, builtins.int, builtins.float)) else NotImplemented
+
+    def reflected(self, other):  # 3 << x
+        return shift(other, self) if isinstance(other, (builtins.int, builtins.float)) else NotImplemented
+
+    shift.__name__ = shift.__qualname__ = name
+    shift_.__name__ = shift_.__qualname__ = f"{name}_"
+    return shift, shift_, operator, reflected
+
+
+bitwise_left_shift, bitwise_left_shift_, _lshift, _rlshift = _shift(
+    "bitwise_left_shift", "lshift", np.left_shift, lambda a: 0
+)
+bitwise_right_shift, bitwise_right_shift_, _rshift, _rrshift = _shift(
+    "bitwise_right_shift",
+    "rshift",
+    np.right_shift,
+    lambda a: np.where(a < 0, -1, 0),  # the sign bits
+)
+
+
+def _as_float64(operand):
+    return _prims.to_dtype(operand, float64) if isinstance(operand, Tensor) else operand
+
+
+def float_power(input, exponent, *, out=None):
+    """pow in float64, as PyTorch's (its nodes: the operands' ToCopyBackward0, then pow's)."""
+    _number_or_tensor_operands("float_power", input, exponent)
+    return pow(_as_float64(input), _as_float64(exponent), out=out)
+
+
+def float_power_(self, exponent):
+    if self.dtype != float64:
+        raise RuntimeError(
+            f"the base given to float_power_ has dtype {SCALAR_TYPE_NAME[self.dtype]} but the operation's result "
+            "requires dtype Double"
+        )
+    return self.pow_(_as_float64(exponent))
+
+
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 
@@ -2630,6 +2943,12 @@ TENSOR_ATTRIBUTES = {
     "half": _to_dtype_method(float16),
     "bfloat16": _to_dtype_method(bfloat16),
     "requires_grad_": requires_grad_,
+    "__lshift__": _lshift,
+    "__rlshift__": _rlshift,
+    "__ilshift__": bitwise_left_shift_,
+    "__rshift__": _rshift,
+    "__rrshift__": _rrshift,
+    "__irshift__": bitwise_right_shift_,
 }
 FUNCTIONS = {  # exported by the package
     "config": _prims.config,  # the backend's build and runtime configuration (SIMD ISA, threads)

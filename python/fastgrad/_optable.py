@@ -165,6 +165,73 @@ op("hypot(Tensor input, Tensor other)",
    "function method out", "_methods.hypot", "binary_float")
 op("true_divide(Tensor input, Tensor other)",
    "function method out", "_methods.true_divide", "div")
+# elementwise ops and in-place forms of issue 13 (ewise): each in-place form records its op's node
+op("xlogy(Tensor input, Tensor other)",
+   "function method out", "_methods.xlogy", "binary_float")
+op("xlogy_(Tensor self, Tensor other)",
+   "function method", "_methods.xlogy_", "inplace")
+op("copysign(Tensor input, Tensor other)",
+   "function method out", "_methods.copysign", "binary_float")
+op("Tensor.copysign_(Tensor self, Tensor other)",
+   "method", "_methods.copysign_", "inplace")
+op("heaviside(Tensor input, Tensor values)",
+   "function method out", "_methods.heaviside", "binary")
+op("Tensor.heaviside_(Tensor self, Tensor values)",
+   "method", "_methods.heaviside_", "inplace")
+op("logit(Tensor input, float? eps=None)",
+   "function method out", "_methods.logit", "unary_float")
+op("logit_(Tensor self, float? eps=None)",
+   "function method", "_methods.logit_", "inplace")
+op("float_power(Tensor input, Tensor exponent)",
+   "function method out", "_methods.float_power", "float_power")
+op("Tensor.float_power_(Tensor self, Tensor exponent)",
+   "method", "_methods.float_power_", "inplace")
+op("Tensor.atan2_(Tensor self, Tensor other)",
+   "method", "_methods.atan2_", "inplace")
+op("Tensor.arctan2_(Tensor self, Tensor other)",
+   "method", "_methods.arctan2_", "inplace")
+op("Tensor.hypot_(Tensor self, Tensor other)",
+   "method", "_methods.hypot_", "inplace")
+op("Tensor.true_divide_(Tensor self, Tensor other)",
+   "method", "_methods.true_divide_", "inplace")
+op("Tensor.logical_and_(Tensor self, Tensor other)",
+   "method", "_methods.logical_and_", "inplace")
+op("Tensor.logical_or_(Tensor self, Tensor other)",
+   "method", "_methods.logical_or_", "inplace")
+op("Tensor.logical_xor_(Tensor self, Tensor other)",
+   "method", "_methods.logical_xor_", "inplace")
+op("Tensor.logical_not_(Tensor self)",
+   "method", "_methods.logical_not_", "inplace")
+op("bitwise_left_shift(Tensor input, Tensor other)",
+   "function method out", "_methods.bitwise_left_shift", "binary")
+op("Tensor.bitwise_left_shift_(Tensor self, Tensor other)",
+   "method", "_methods.bitwise_left_shift_", "inplace")
+op("bitwise_right_shift(Tensor input, Tensor other)",
+   "function method out", "_methods.bitwise_right_shift", "binary")
+op("Tensor.bitwise_right_shift_(Tensor self, Tensor other)",
+   "method", "_methods.bitwise_right_shift_", "inplace")
+op("Tensor.eq_(Tensor self, Tensor other)",
+   "method", "_methods.eq_", "inplace")
+op("Tensor.ne_(Tensor self, Tensor other)",
+   "method", "_methods.ne_", "inplace")
+op("Tensor.lt_(Tensor self, Tensor other)",
+   "method", "_methods.lt_", "inplace")
+op("Tensor.le_(Tensor self, Tensor other)",
+   "method", "_methods.le_", "inplace")
+op("Tensor.gt_(Tensor self, Tensor other)",
+   "method", "_methods.gt_", "inplace")
+op("Tensor.ge_(Tensor self, Tensor other)",
+   "method", "_methods.ge_", "inplace")
+op("Tensor.not_equal_(Tensor self, Tensor other)",
+   "method", "_methods.not_equal_", "inplace")
+op("Tensor.less_(Tensor self, Tensor other)",
+   "method", "_methods.less_", "inplace")
+op("Tensor.less_equal_(Tensor self, Tensor other)",
+   "method", "_methods.less_equal_", "inplace")
+op("Tensor.greater_(Tensor self, Tensor other)",
+   "method", "_methods.greater_", "inplace")
+op("Tensor.greater_equal_(Tensor self, Tensor other)",
+   "method", "_methods.greater_equal_", "inplace")
 
 # ---- elementwise, unary
 op("neg(Tensor input)",
@@ -223,6 +290,8 @@ op("asin(Tensor input)",
    "function method out inplace", "_prims.asin", "unary_float")
 op("acos(Tensor input)",
    "function method out inplace", "_prims.acos", "unary_float")
+op("tan(Tensor input)",
+   "function method out inplace", "_prims.tan", "unary_float")
 op("atan(Tensor input)",
    "function method out inplace", "_prims.atan", "unary_float")
 op("erf(Tensor input)",
@@ -341,8 +410,8 @@ op("Tensor.sub_(Tensor self, Tensor other, *, Scalar alpha=1)",
    "method", "_methods.sub_", "inplace")
 op("Tensor.mul_(Tensor self, Tensor other)",
    "method", "Tensor", "inplace")
-op("Tensor.div_(Tensor self, Tensor other)",
-   "method", "Tensor", "inplace")
+op("Tensor.div_(Tensor self, Tensor other, *, str? rounding_mode=None)",
+   "method", "_methods.div_", "inplace")
 op("Tensor.pow_(Tensor self, Tensor exponent)",
    "method", "Tensor", "inplace")
 op("Tensor.floor_divide_(Tensor self, Tensor other)",
@@ -578,6 +647,21 @@ op("atleast_2d(Tensor... tensors)",
    "function", "_methods.atleast_2d", "atleast_2d")
 op("atleast_3d(Tensor... tensors)",
    "function", "_methods.atleast_3d", "atleast_3d")
+# in-place shape ops (issue 13): self takes its view's shape and strides
+op("Tensor.t_(Tensor self)",
+   "method", "_prims.t_", "t")
+op("Tensor.transpose_(Tensor self, int dim0, int dim1)",
+   "method", "_prims.transpose_", "transpose")
+op("Tensor.swapaxes_(Tensor self, int axis0, int axis1)",
+   "method", "_prims.transpose_", "transpose")
+op("Tensor.swapdims_(Tensor self, int dim0, int dim1)",
+   "method", "_prims.transpose_", "transpose")
+op("Tensor.squeeze_(Tensor self, int[1]? dim=None)",
+   "method", "_methods.squeeze_", "squeeze")
+op("Tensor.unsqueeze_(Tensor self, int dim)",
+   "method", "_prims.unsqueeze_", "unsqueeze")
+op("Tensor.fill_diagonal_(Tensor self, Scalar fill_value, bool wrap=False)",
+   "method", "_methods.fill_diagonal_", "inplace")
 op("unflatten(Tensor input, int dim, SymInt[] sizes)",
    "function method", "_methods.unflatten", "unflatten")
 op("flip(Tensor input, int[] dims)",

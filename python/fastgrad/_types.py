@@ -46,6 +46,19 @@ SCALAR_TYPE_NAME = {
     float16: "Half",
     bfloat16: "BFloat16",
 }
+# The C++ type names other PyTorch errors use ("... mask with dtype long int").
+C_TYPE_NAME = {
+    bool: "bool",
+    int64: "long int",
+    float32: "float",
+    float64: "double",
+    int32: "int",
+    int16: "short int",
+    int8: "signed char",
+    uint8: "unsigned char",
+    float16: "c10::Half",
+    bfloat16: "c10::BFloat16",
+}
 # The legacy tensor types (fastgrad.FloatTensor, ...; Tensor.type() names them).
 LEGACY_TYPE_NAME = {dtype: f"{name}Tensor" for dtype, name in SCALAR_TYPE_NAME.items()}
 long = int64

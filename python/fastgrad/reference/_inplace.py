@@ -6,6 +6,7 @@ the storage's version, which is how a stale saved tensor is detected in backward
 
 from .._types import bool as bool_, int64
 from ._autograd import (
+    CustomFunction,
     Function,
     gradient_edge,
     is_grad_enabled,
@@ -36,7 +37,7 @@ from ._elementwise import (
     where,
     zeros_like,
 )
-from ._shape import as_strided, expand
+from ._shape import SqueezeBackward0, TBackward0, TransposeBackward0, UnsqueezeBackward0, as_strided, expand
 from ._storage import SCALAR_TYPE_NAME, is_inference_mode_enabled
 from ._tensor import Tensor, broadcast_shapes, copy_values, full, new_tensor, read, shape_str
 
@@ -229,6 +230,35 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
     return self
 
 
+# In-place forms of ops composed in the shared layer (_methods). inplace_input makes PyTorch's checks
+# before the write and gives a copy of self carrying self's history: the op runs on it, so that its
+# node's edge is self's old history and what it saves of self keeps the old values (as PyTorch's
+# in-place nodes save a clone of self). write_result_ then gives self the result's values and history.
+
+
+def inplace_input(self, sources):
+    check_inplace(self, sources)
+    assert_no_internal_overlap(self)
+    for source in sources:
+        assert_no_partial_overlap(self, source)
+        _check_broadcast_fits(self, source)
+    return _snapshot(self)
+
+
+def write_result_(self, result):
+    _check_castable(result._dtype, self)
+    copy_values(self, result)
+    self._storage.version += 1
+    node = result._grad_fn
+    if node is not None:
+        saved = node._saved_tensors.items if isinstance(node, CustomFunction) else node._saved
+        for item in saved:
+            if item is not None:
+                item.move_output(result, self)
+        rebase_history(self, (node, result._output_nr))
+    return self
+
+
 def add_(self, other):
     return _apply_inplace(AddBackward0, self, (other,), False)
 
@@ -342,3 +372,67 @@ def zero_(self):
 
 def copy_(self, src):
     return _replace_values("torch::autograd::CopyBackwards", self, src, checked=True)
+
+
+# ---- in-place shape ops (t_, transpose_, squeeze_, unsqueeze_): self takes the geometry of its
+# out-of-place view and that view's node as its history, under PyTorch's name for the in-place op.
+# The values are unchanged, so, as PyTorch, no CopySlices: a view's base keeps its history, and only
+# the shared version moves on (the other views of the base get their history remade).
+
+
+class TBackward1(TBackward0):
+    def forward(self, x):
+        if x.dim() > 2:
+            raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {x.dim()}D")
+        return super().forward(x)
+
+
+class TransposeBackward1(TransposeBackward0):
+    pass
+
+
+class SqueezeBackward3(SqueezeBackward0):
+    """squeeze_()"""
+
+
+class SqueezeBackward4(SqueezeBackward0):
+    """squeeze_(dim)"""
+
+
+class SqueezeBackward5(SqueezeBackward0):
+    """squeeze_(dims)"""
+
+
+class UnsqueezeBackward1(UnsqueezeBackward0):
+    pass
+
+
+def _restride_(node_class, self, **params):
+    check_inplace(self)
+    view = node_class.run(self, **params)
+    self._shape, self._strides = view._shape, view._strides
+    self._storage.version += 1
+    if view._grad_fn is not None:
+        # Not set_history: as PyTorch, a retain_grad() stays with the old node (self.grad is then
+        # the gradient of the values before the op, in their old shape).
+        self._grad_fn, self._output_nr = view._grad_fn, 0
+    if self._view_base is not None:
+        self._view_version = self._storage.version  # its history describes the new geometry
+    return self
+
+
+def t_(self):
+    return _restride_(TBackward1, self)
+
+
+def transpose_(self, dim0, dim1):
+    return _restride_(TransposeBackward1, self, dim0=dim0, dim1=dim1)
+
+
+def squeeze_(self, dims):
+    node = SqueezeBackward3 if dims is None else SqueezeBackward4 if len(dims) == 1 else SqueezeBackward5
+    return _restride_(node, self, dims=dims)
+
+
+def unsqueeze_(self, dim):
+    return _restride_(UnsqueezeBackward1, self, dim=dim)

@@ -25,6 +25,10 @@ def _exp2(v):
         return _INF
 
 
+def _tan(v):
+    return math.tan(v) if math.isfinite(v) else _NAN  # math.tan refuses infinities
+
+
 def _sinh(v):
     try:
         return math.sinh(v)
@@ -294,6 +298,13 @@ class AcosBackward0(_FloatFunction):
         return g * -RsqrtBackward0.run(1 - _square(self.unpack(0)))
 
 
+class TanBackward0(_FloatFunction):
+    fn, saves = staticmethod(_tan), "result"
+
+    def backward(self, g):
+        return g * (_square(self.unpack(0)) + 1)
+
+
 class AtanBackward0(_FloatFunction):
     fn = staticmethod(math.atan)
 
@@ -425,6 +436,7 @@ FLOAT_FUNCTIONS = {
     "atanh": AtanhBackward0,
     "asin": AsinBackward0,
     "acos": AcosBackward0,
+    "tan": TanBackward0,
     "atan": AtanBackward0,
     "erf": ErfBackward0,
     "erfc": ErfcBackward0,

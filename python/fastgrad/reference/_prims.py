@@ -325,6 +325,7 @@ nan_to_num, nan_to_num_ = _rounding.nan_to_num, _rounding.nan_to_num_
 
 clone, contiguous, to_dtype = ew.clone, ew.contiguous, ew.to_dtype
 clamp_, zero_, copy_, bitwise_not_ = _inplace.clamp_, _inplace.zero_, _inplace.copy_, _inplace.bitwise_not_
+inplace_input, write_result_ = _inplace.inplace_input, _inplace.write_result_
 mean, var, std, norm = _reduce.mean, _reduce.var, _reduce.std, _reduce.norm
 amax, amin, max_all, min_all, max_dim, min_dim = (
     _reduce.amax,
@@ -343,6 +344,7 @@ view, reshape, expand, permute, transpose, t = (
     _shape.t,
 )
 squeeze, unsqueeze, flatten = _shape.squeeze, _shape.unsqueeze, _shape.flatten
+t_, transpose_, squeeze_, unsqueeze_ = _inplace.t_, _inplace.transpose_, _inplace.squeeze_, _inplace.unsqueeze_
 sort, argsort, topk, kthvalue, mode = _sort.sort, _sort.argsort, _sort.topk, _sort.kthvalue, _sort.mode
 median_all, median_dim = _sort.median_all, _sort.median_dim
 searchsorted, bincount, histogram_counts, unique_rows = (

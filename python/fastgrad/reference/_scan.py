@@ -111,9 +111,9 @@ class LogcumsumexpBackward0(_Scan):
         return out
 
     def backward(self, g):
+        x, out = self.unpack(0), self.unpack(1)  # first: a saved tensor changed in place is an error here too
         if g.dim() == 0 or g.numel() == 0:
             return g
-        x, out = self.unpack(0), self.unpack(1)
         lowest = full((), _LOWEST[g._dtype], g._dtype)
         log_abs = g.abs().log()
 
