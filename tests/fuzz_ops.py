@@ -582,11 +582,26 @@ for _t in [
     "{a}.take(torch.tensor([0, -1]))",
 ]:
     op(_t, a=tensor())
-op("{a}.take_along_dim({a}.argsort({d}), {d})", a=tensor(), d=dim("a", wrong=False))
-op("torch.take_along_dim({a}, {a}.argsort(0))", a=tensor(min_rank=1))
+op("{a}.take_along_dim({a}.argsort(dim={d}, stable=True), {d})", a=tensor(), d=dim("a", wrong=False))
+op("torch.take_along_dim({a}, {a}.argsort(dim=0, stable=True))", a=tensor(min_rank=1))  # ties: one order
 op("{a}.index_put(({p},), {a}.index_select(0, {p}) * 2, accumulate=True)", a=tensor(), p=positions_along("a"))
 op("{a}.index_put_(({p},), torch.tensor(-0.5, dtype={a}.dtype))", statement=True, a=tensor(target=True),
    p=positions_along("a"))  # fmt: skip
+
+# scatter family (issue 13): scatter_reduce, put, masked_scatter
+_REDUCE = options("'sum'", "'prod'", "'mean'", "'amax'", "'amin'")
+for _t in [
+    "torch.scatter_reduce({a}, {d}, {i}, {a}.gather({d}, {i}) * 2, {r})",
+    "{a}.scatter_reduce({d}, {i}, {a}.gather({d}, {i}) - 1, {r}, include_self=False)",
+]:
+    op(_t, a=tensor(), d=dim("a", wrong=False), i=along_index("a", "d"), r=_REDUCE)
+for _t in [
+    "{a}.put(torch.tensor([0, -1]), {a}.reshape(-1)[:1].expand(2) * 2, accumulate=True)",
+    "torch.masked_scatter({a}, {a} > 0, {a} * 3)",
+]:
+    op(_t, a=tensor())
+op("{a}.put_(torch.tensor([-1]), torch.tensor([0.5], dtype={a}.dtype))", statement=True, a=tensor(target=True))
+op("{a}.masked_scatter_({a} < 0, torch.ones_like({a}))", statement=True, a=tensor(target=True))
 
 # binary/ternary elementwise ops of issue 13 (ties of an input and its bound: no derivative there)
 op("torch.clamp_min({a}, {s})", a=tensor(NUM), s=scalar())
@@ -707,6 +722,10 @@ NOT_IN_GRAMMAR = {
         "backward raises, as PyTorch's (no derivative); PyTorch raises a floor_divide's NotImplemented first "
         "(its sequence number is the largest), which fastgrad's tape does not model: tests/test_math.py",
     ),
+    # scatter family (issue 13)
+    "scatter_reduce_": "PyTorch's node saves its result, self: a later in-place change of self makes its backward "
+    "fail, where fastgrad's in-place form (a copy of scatter_reduce's result) saves a tensor of its own: "
+    "tests/test_index_ops.py",
 }
 
 

@@ -716,6 +716,37 @@ case(  # PyTorch views input and indices as 1-d here: a strided input is an erro
     layouts=("contiguous",),
 )
 
+# scatter family (issue 13): scatter_reduce, put, masked_scatter (one layout: the kernels' walk is gather's)
+for _name, _fn, _shapes, _grad_fn in [
+    (
+        "scatter_reduce(0,amax)",
+        lambda m, x, s: x.scatter_reduce(0, m.tensor([[0, 2, 0, 1], [2, 2, 0, 1]]), s, "amax"),
+        [(3, 4), (2, 4)],
+        "ScatterReduceBackward0",
+    ),
+    (
+        "torch.scatter_reduce(1,prod,include_self=False)",
+        lambda m, x, s: m.scatter_reduce(x, 1, m.tensor([[1, 1], [0, 3], [2, 2]]), s, "prod", include_self=False),
+        [(3, 4), (3, 2)],
+        "ScatterReduceBackward0",
+    ),
+    (
+        "scatter_reduce(1,mean)",
+        lambda m, x, s: x.scatter_reduce(1, m.tensor([[3, 3, 0]]), s, "mean"),
+        [(2, 4), (1, 3)],
+        "ScatterReduceBackward0",
+    ),
+    ("put(accumulate)", lambda m, x, s: x.put(m.tensor([1, -1, 1]), s, True), [(3, 4), (3,)], "PutBackward0"),
+    ("torch.put", lambda m, x, s: m.put(x, m.tensor([[0], [7]]), s), [(2, 4), (1, 2)], "PutBackward0"),
+    (
+        "masked_scatter broadcast",
+        lambda m, x, s: x.masked_scatter(m.tensor([[True], [False], [True]]), s),
+        [(4,), (3, 4)],
+        "MaskedScatterBackward0",
+    ),
+]:
+    case(_name, _fn, _shapes, _grad_fn, layouts=LAYOUTS[:1])
+
 
 # --- non-differentiable results (indices, bool tensors, Python bools) -----------------------------
 @dataclass(frozen=True)
@@ -1053,6 +1084,8 @@ NOT_IN_CASES.update(
         "broadcast_shapes": "not a tensor result: tests/test_shape_ops.py",
     }
 )
+# scatter family (issue 13)
+NOT_IN_CASES.update(dict.fromkeys(["scatter_reduce_", "put_", "masked_scatter_"], "in place: tests/test_index_ops.py"))
 # binary/ternary elementwise ops of issue 13
 NOT_IN_CASES.update(
     dict.fromkeys(["clamp_min_", "clamp_max_", "lerp_", "addcmul_", "addcdiv_"], "in place: tests/test_binary_ops.py")

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from oracle_helpers import same_on_both
 
 DATA = np.array([[1.5, 0.0, -2.0, 4.0], [0.0, 3.0, 0.5, -1.0], [2.0, -0.5, 0.0, 1.0]])
 
@@ -99,6 +100,84 @@ VALUES = [  # id, f(m) -> tensor: values and dtypes, no gradients
     ("index_put_ indices a tensor", lambda m: m.zeros(3).index_put_(m.tensor([0]), m.tensor(1.0))),
     ("index_put_ None index", lambda m: m.zeros(3, 2).index_put_((None, m.tensor([0])), m.tensor(1.0))),
     ("index_put_ number value", lambda m: m.zeros(3).index_put_((m.tensor([0]),), 1.0)),
+    # int32 indices: PyTorch takes them for gather, scatter*, index_select and index_add, not the others
+    ("scatter int32", lambda m: m.zeros(2, 3).scatter(1, m.tensor([[2], [0]], dtype=m.int32), 1.0)),
+    ("scatter_add int32", lambda m: m.zeros(3).scatter_add(0, m.tensor([1, 1], dtype=m.int32), m.ones(2))),
+    ("index_select int32", lambda m: m.arange(6).reshape(2, 3).index_select(1, m.tensor([2, 0], dtype=m.int32))),
+    ("index_add int32", lambda m: m.zeros(3).index_add(0, m.tensor([2, 2], dtype=m.int32), m.ones(2))),
+    ("index_add 2-d int32", lambda m: m.zeros(3).index_add(0, m.tensor([[0]], dtype=m.int32), m.ones(1))),
+    ("index_copy int32", lambda m: m.zeros(3).index_copy(0, m.tensor([0], dtype=m.int32), m.ones(1))),
+    ("index_fill int32", lambda m: m.zeros(3).index_fill(0, m.tensor([0], dtype=m.int32), 1.0)),
+    ("take int32", lambda m: m.zeros(3).take(m.tensor([0], dtype=m.int32))),
+    ("take_along_dim int32", lambda m: m.zeros(2, 3).take_along_dim(m.tensor([[0]], dtype=m.int32), 1)),
+    ("take_along_dim flat int32", lambda m: m.arange(6).reshape(2, 3).take_along_dim(m.tensor([4], dtype=m.int32))),
+    ("take_along_dim flat negative", lambda m: m.zeros(3).take_along_dim(m.tensor([-1]))),
+    ("gather int16", lambda m: m.zeros(3).gather(0, m.tensor([0], dtype=m.int16))),
+    ("index_select int16", lambda m: m.zeros(3).index_select(0, m.tensor([0], dtype=m.int16))),
+    # scatter_reduce, put, masked_scatter: dtypes and misuse
+    (
+        "scatter_reduce mean of ints",
+        lambda m: m.tensor([1, 2, -3]).scatter_reduce(
+            0, m.tensor([0, 0, 2], dtype=m.int32), m.tensor([4, 5, 2]), "mean"
+        ),
+    ),
+    (
+        "scatter_reduce mean of ints, without self",
+        lambda m: m.tensor([1, 2, -3]).scatter_reduce(
+            0, m.tensor([0, 0, 2]), m.tensor([4, 5, -2]), "mean", include_self=False
+        ),
+    ),
+    (
+        "scatter_reduce amax of ints, without self",
+        lambda m: m.tensor([9, 2, 9]).scatter_reduce(0, m.tensor([0, 0]), m.tensor([4, 5]), "amax", include_self=False),
+    ),
+    (
+        "scatter_reduce amin NaN",
+        lambda m: (
+            m.tensor([1.0, 2.0])
+            .scatter_reduce(0, m.tensor([0, 0, 1]), m.tensor([float("nan"), 0.0, 5.0]), "amin")
+            .nan_to_num(-7.0)
+        ),
+    ),
+    (
+        "scatter_reduce_ prod bool",
+        lambda m: m.tensor([True, True]).scatter_reduce_(0, m.tensor([0, 1]), m.tensor([False, True]), "prod"),
+    ),
+    (
+        "scatter_reduce out=",
+        lambda m: m.scatter_reduce(m.ones(2), 0, m.tensor([1]), m.full((1,), 3.0), "sum", out=m.empty(2)),
+    ),
+    ("scatter_reduce max", lambda m: m.ones(3).scatter_reduce(0, m.tensor([0, 0]), m.tensor([5.0, -1.0]), "max")),
+    ("scatter_reduce bad reduce", lambda m: m.zeros(3).scatter_reduce(0, m.tensor([0]), m.ones(1), "add")),
+    ("scatter_reduce float index", lambda m: m.zeros(3).scatter_reduce(0, m.tensor([0.0]), m.ones(1), "sum")),
+    (
+        "scatter_reduce dtype",
+        lambda m: m.zeros(3).scatter_reduce(0, m.tensor([0]), m.ones(1, dtype=m.float64), "sum"),
+    ),
+    ("scatter_reduce out of bounds", lambda m: m.zeros(3).scatter_reduce(0, m.tensor([3]), m.ones(1), "amax")),
+    (
+        "scatter_reduce mean bool",
+        lambda m: m.zeros(2, dtype=m.bool).scatter_reduce(0, m.tensor([0]), m.ones(1, dtype=m.bool), "mean"),
+    ),
+    ("put int", lambda m: m.arange(6).reshape(2, 3).put(m.tensor([[5], [-6]]), m.tensor([7, 8]))),
+    ("put_ accumulate repeated", lambda m: m.zeros(3).put_(m.tensor([0, 0]), m.tensor([1.0, 2.0]), accumulate=True)),
+    ("put of nothing", lambda m: m.zeros(0).put(m.tensor([], dtype=m.int64), m.ones(0))),
+    ("put out of bounds", lambda m: m.zeros(2, 3).put(m.tensor([0, 6]), m.ones(2))),
+    ("put negative out of bounds", lambda m: m.zeros(2, 3).put(m.tensor([-7]), m.ones(1))),
+    ("put into empty", lambda m: m.zeros(0).put(m.tensor([0]), m.ones(1))),
+    ("put int32 index", lambda m: m.zeros(3).put(m.tensor([0], dtype=m.int32), m.ones(1))),
+    ("put count", lambda m: m.zeros(3).put(m.tensor([0, 1]), m.ones(1))),
+    ("put dtype", lambda m: m.zeros(3).put(m.tensor([0]), m.ones(1, dtype=m.float64))),
+    ("masked_scatter int", lambda m: m.zeros(2, 2, dtype=m.int64).masked_scatter(m.tensor([True, False]), m.arange(5))),
+    (
+        "masked_scatter_ bool",
+        lambda m: m.zeros(3, dtype=m.bool).masked_scatter_(m.tensor(True), m.ones(3, dtype=m.bool)),
+    ),
+    ("masked_scatter source too small", lambda m: m.zeros(2, 2).masked_scatter(m.ones(2, 2, dtype=m.bool), m.ones(3))),
+    ("masked_scatter float mask", lambda m: m.zeros(2).masked_scatter(m.ones(2), m.ones(2))),
+    ("masked_scatter dtype", lambda m: m.zeros(2).masked_scatter(m.ones(2, dtype=m.bool), m.ones(2, dtype=m.int64))),
+    ("masked_scatter shapes", lambda m: m.zeros(4).masked_scatter(m.ones(3, dtype=m.bool), m.ones(4))),
+    ("masked_scatter_ shapes", lambda m: m.zeros(4).masked_scatter_(m.ones(3, dtype=m.bool), m.ones(4))),
 ]
 
 
@@ -200,3 +279,48 @@ def test_double_backward_matches_torch(fg, torch):
         return g.tolist(), gg.tolist()
 
     assert run(fg) == run(torch)
+
+
+# ---- scatter_reduce, put, masked_scatter (issue 13, scatter family)
+
+SCATTER_REDUCE_INDEX = [[0, 1, 2, 0], [0, 0, 1, 1], [2, 2, 0, 0], [0, 1, 2, 0]]
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_gradients_match_torch(fg, torch, reduce, include_self):
+    """src's rows 0 and 3 are equal and land together (ties for amax/amin, with self's row 0 too),
+    and two zeros land on one place (prod)."""
+
+    def run(m):
+        x = m.tensor(DATA, requires_grad=True)
+        src = m.cat([x, x[:1]]) * 1
+        out = x.scatter_reduce(0, m.tensor(SCATTER_REDUCE_INDEX), src, reduce, include_self=include_self)
+        (out * m.arange(1.0, 13.0, dtype=out.dtype).reshape(3, 4)).sum().backward()
+        return out, out.grad_fn.name(), x.grad
+
+    same_on_both(fg, torch, run)
+
+
+PUT_AND_MASKED_SCATTER = [  # id, f(m, x) -> tensor; x is a (3, 4) leaf
+    ("put negative", lambda m, x: x.put(m.tensor([[0, -1], [5, 0]]), x[1:, :2] * 2)),
+    ("put, then written in place", lambda m, x: x.put(m.tensor([1]), x[0, :1] * 2, accumulate=True).mul_(2)),
+    ("masked_scatter, then written in place", lambda m, x: x.t().masked_scatter(x.t() > 0, x.t() * 2).add_(1)),
+    ("put accumulate", lambda m, x: m.put(x, m.tensor([1, 1, -12]), x[0, :3] * 2, accumulate=True)),
+    ("put_ of a transpose", lambda m, x: (x * 1).t().put_(m.tensor([1, 4]), x[2, :2] * 3)),
+    ("masked_scatter", lambda m, x: x.masked_scatter(x > 0, x.flip(0) * 2)),
+    ("masked_scatter broadcast", lambda m, x: m.masked_scatter(x[0], m.tensor([[True], [False], [True]]), x * 2)),
+    ("masked_scatter_", lambda m, x: (x * 1).masked_scatter_(m.tensor([False, True, True, False]), x[1:] * 2)),
+]
+
+
+@pytest.mark.parametrize("name, f", PUT_AND_MASKED_SCATTER, ids=[c[0] for c in PUT_AND_MASKED_SCATTER])
+def test_put_and_masked_scatter_match_torch(fg, torch, name, f):
+    def run(m):
+        x = m.tensor(DATA, requires_grad=True)
+        out = f(m, x)
+        (out * m.arange(out.numel(), dtype=out.dtype).reshape(out.shape)).sum().backward()
+        # the in-place forms copy their result back (CopyBackwards), where PyTorch's node is the op's own
+        return out, None if name.endswith("_") else out.grad_fn.name(), x.grad
+
+    same_on_both(fg, torch, run)

@@ -1,4 +1,5 @@
 // Advanced indexing (index tensors and masks) and Python's x[key] / x[key] = v on top of the views.
+#include <algorithm>
 #include <cstring>
 
 #include "autograd/node.h"
@@ -495,10 +496,15 @@ Tensor scatter_(const Tensor& self, int64_t dim, const Tensor& index, const Tens
       using T = decltype(tag);
       T* dst = self->data_as<T>();
       const T* from = src->data_as<T>();
-      bool add = reduce == ScatterReduce::Add;
-      for_each_along(self, dim, index, src, [&](int64_t to, int64_t at) {
-        dst[to] = static_cast<T>(add ? wrap_add(dst[to], from[at]) : wrap_mul(dst[to], from[at]));
-      });
+      auto combine = [reduce](T a, T b) -> T {
+        switch (reduce) {
+          case ScatterReduce::Add: return static_cast<T>(wrap_add(a, b));
+          case ScatterReduce::Multiply: return static_cast<T>(wrap_mul(a, b));
+          case ScatterReduce::Amax: return b != b ? b : std::max(a, b);  // std::max keeps a NaN a
+          default: return b != b ? b : std::min(a, b);
+        }
+      };
+      for_each_along(self, dim, index, src, [&](int64_t to, int64_t at) { dst[to] = combine(dst[to], from[at]); });
     });
   }
   self->bump_version();

@@ -278,7 +278,8 @@ Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const 
 // Along one dim (index has x's number of dims, at least 1; entries in [0, size)): out[i] = x[.., index[i], ..]
 // (gather) and self[.., index[i], ..] = src[i] or combined with it (scatter_). `name` is the node's
 // name: the ops composed over these in the shared layer show PyTorch's own.
-enum class ScatterReduce { None, Add, Multiply };
+// Amax/Amin keep the larger/smaller value, a NaN from either side winning (as PyTorch's scatter_reduce).
+enum class ScatterReduce { None, Add, Multiply, Amax, Amin };
 // `checked`: the tensor PyTorch's node saves (the op's input), whose in-place change before backward
 // is then an error; none for IndexSelectBackward0, which saves only sizes.
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index, const char* name, const Tensor& checked = Tensor());

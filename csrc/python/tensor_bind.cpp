@@ -318,6 +318,8 @@ ScatterReduce scatter_reduce_from_name(const std::string& reduce) {
   if (reduce.empty()) return ScatterReduce::None;
   if (reduce == "add") return ScatterReduce::Add;
   if (reduce == "multiply") return ScatterReduce::Multiply;
+  if (reduce == "amax") return ScatterReduce::Amax;
+  if (reduce == "amin") return ScatterReduce::Amin;
   throw RuntimeError("reduce argument must be either add or multiply.");
 }
 

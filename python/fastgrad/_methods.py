@@ -38,7 +38,7 @@ from fastgrad._types import (
     int64,
     bool as bool_,
 )
-from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
+from fastgrad._types import bfloat16, float16, iinfo, int8, int16, int32, uint8
 
 Tensor = _prims.Tensor
 
@@ -855,14 +855,18 @@ def any(input, dim=None, keepdim=False):
 # scatter_ (C++ kernels in the core), which check shapes and bounds and name the node as PyTorch's op
 
 
+def _int64_index(index):
+    """An index tensor as the int64 one the kernels read (PyTorch takes int32 too, where it says so)."""
+    return index if index.dtype is int64 else _prims.to_dtype(index, int64)
+
+
 def gather(input, dim, index, *, sparse_grad=False, out=None):
     if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("gather(): Expected dtype int32/int64 for index")
     if builtins.max(input.dim(), 1) != builtins.max(index.dim(), 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     dim = _wrap_dim(_index(dim), input.dim())
-    index = index if index.dtype is int64 else _prims.to_dtype(index, int64)  # the kernel reads int64
-    return _with_out(_prims.gather(input, dim, index, "GatherBackward0", input), out)
+    return _with_out(_prims.gather(input, dim, _int64_index(index), "GatherBackward0", input), out)
 
 
 def _index_along(index, dim, input):
@@ -885,10 +889,11 @@ def _index_range(index):
 
 
 def index_select(input, dim, index, *, out=None):
-    if not isinstance(index, Tensor) or index.dtype is not int64:
+    if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
+    index = _int64_index(index)
     dim = _wrap_dim(_index(dim), input.dim())
     if input.dim() == 0 and index.numel() != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
@@ -915,7 +920,7 @@ def _scatter_source(self, index, src, value, op):
 
 def _scatter(self, dim, index, src, value, reduce, op):
     """scatter_ into self (`op`: the Python op's name, scatter or scatter_)."""
-    if not isinstance(index, Tensor) or index.dtype is not int64:
+    if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
@@ -928,6 +933,7 @@ def _scatter(self, dim, index, src, value, reduce, op):
         )
     src, name = _scatter_source(self, index, src, value, op)
     # with reduce=, PyTorch records a node that refuses backward, naming the op
+    index = _int64_index(index)
     return _prims.scatter_(self, _index(dim), index, src, reduce or "", f"aten::{op}" if reduce else name)
 
 
@@ -940,24 +946,212 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None, out=None):
 
 
 def scatter_add_(self, dim, index, src):
-    if not isinstance(index, Tensor) or index.dtype is not int64:
+    if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
-    return _prims.scatter_(self, _index(dim), index, src, "add", "ScatterAddBackward0")
+    return _prims.scatter_(self, _index(dim), _int64_index(index), src, "add", "ScatterAddBackward0")
 
 
 def scatter_add(input, dim, index, src, *, out=None):
     return _with_out(scatter_add_(_prims.clone(input), dim, index, src), out)
 
 
-def index_add_(self, dim, index, source, *, alpha=1):
+# -- scatter_reduce, put and masked_scatter (issue 13, scatter family): the values come from the
+# kernels on detached tensors, the one node (PyTorch's name, what its node saves) from _recorded, with
+# a backward in differentiable ops (PyTorch's formulas: FunctionsManual.cpp). The in-place forms copy
+# the result back into self.
+
+# the kernel's reduction for each of scatter_reduce's; PyTorch's forward also takes max and min (not
+# its backward)
+_SCATTER_REDUCE_KERNEL = {
+    "sum": "add",
+    "mean": "add",
+    "prod": "multiply",
+    "amax": "amax",
+    "amin": "amin",
+    "max": "amax",
+    "min": "amin",
+}
+
+
+def _scatter_reduce_start(reduce, dtype):
+    """What include_self=False puts where src lands before reducing: the reduction's identity."""
+    if reduce in ("sum", "mean", "prod"):
+        return builtins.int(reduce == "prod")
+    smallest = _SCATTER_REDUCE_KERNEL[reduce] == "amin"
+    if dtype is bool_:
+        return smallest
+    if dtype.is_floating_point:
+        return math.inf if smallest else -math.inf
+    limits = iinfo(dtype)
+    return limits.max if smallest else limits.min
+
+
+def _scatter_reduce_values(input, dim, index, src, reduce, include_self):
+    """scatter_reduce's result, without history (index: int64)."""
+    result = _prims.clone(input.detach())
+    if not include_self:
+        start = _prims.full(list(index.shape), _scatter_reduce_start(reduce, input.dtype), input.dtype)
+        _prims.scatter_(result, dim, index, start, "", "ScatterBackward0")
+    _prims.scatter_(result, dim, index, src.detach(), _SCATTER_REDUCE_KERNEL[reduce], "ScatterAddBackward0")
+    if reduce == "mean":
+        count = _prims.full(list(input.shape), builtins.int(include_self), input.dtype)
+        _prims.scatter_(count, dim, index, _prims.full(list(index.shape), 1, input.dtype), "add", "ScatterAddBackward0")
+        count = _prims.where(_prims.eq(count, 0), _prims.full([], 1, input.dtype), count)
+        result = _prims.div(result, count) if input.dtype.is_floating_point else _prims.div_floor(result, count)
+    return result
+
+
+def _scatter_reduce_backward(dim, reduce, include_self):
+    """ScatterReduceBackward0's gradients for (self, src) from grad, self, src, index and result."""
+
+    def backward(grads, self, src, index, result):
+        grad, index = grads[0], _int64_index(index)
+        if reduce == "sum":
+            grad_self, grad_src = grad, grad.gather(dim, index)
+        elif reduce == "mean":
+            n = _prims.full(list(self.shape), builtins.int(include_self), self.dtype)
+            n = n.scatter_add(dim, index, _prims.full(list(src.shape), 1, self.dtype))
+            n = n.masked_fill(n == 0, 1)
+            grad_self, grad_src = grad / n, grad.gather(dim, index) / n.gather(dim, index)
+        elif reduce == "prod":
+            # a zero's gradient is the product of the others: computed with the zero taken as 1
+            masked_self = self.masked_fill(self == 0, 1)
+            grad_self = (
+                grad * masked_self.scatter_reduce(dim, index, src, reduce, include_self=include_self) / masked_self
+            )
+            src_zero = src == 0
+            zeros_at = _prims.full(list(self.shape), 0, self.dtype).scatter_add(dim, index, src_zero.to(self.dtype))
+            single_zero = src_zero & (zeros_at.gather(dim, index) == 1)
+            masked_src_result = self.scatter_reduce(
+                dim, index, src.masked_fill(single_zero, 1), reduce, include_self=include_self
+            )
+            grad_src = where(
+                single_zero,
+                (grad * masked_src_result).gather(dim, index),
+                (grad * result).gather(dim, index) / src.masked_fill(src_zero, 1),
+            )
+        elif reduce in ("amax", "amin"):  # shared evenly among the elements equal to the result
+            value = result.gather(dim, index)
+            self_is_result, src_is_result = self == result, src == value
+            count = self_is_result.to(self.dtype).scatter_add(dim, index, src_is_result.to(self.dtype))
+            grad_share = grad / count
+            grad_self, grad_src = self_is_result * grad_share, src_is_result * grad_share.gather(dim, index)
+        else:
+            raise RuntimeError(
+                f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}."
+            )
+        if not include_self:
+            grad_self = grad_self.scatter(dim, index, 0)
+        return [grad_self, grad_src]
+
+    return backward
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None):
+    if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if reduce not in _SCATTER_REDUCE_KERNEL:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if src.dtype is not input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce == "mean" and input.dtype is bool_:
+        raise NotImplementedError("\"scatter_gather_tensor_cpu_reduce_mean\" not implemented for 'Bool'")
+    dim = _wrap_dim(_index(dim), input.dim())
+    result = _scatter_reduce_values(input, dim, _int64_index(index), src, reduce, include_self)
+    backward = _scatter_reduce_backward(dim, reduce, include_self)
+    saved = [input, src, index, result]
+    return _with_out(_recorded("ScatterReduceBackward0", [input, src], [result], saved, backward)[0], out)
+
+
+def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+    return self.copy_(scatter_reduce(self.clone(), dim, index, src, reduce, include_self=include_self))
+
+
+def put(input, index, source, accumulate=False):
+    """input with source's elements written (or added) at positions `index` of its flattened form."""
     if not isinstance(index, Tensor) or index.dtype is not int64:
+        kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {kind}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(
+            "put_(): self and source expected to have the same dtype, but got self.dtype = "
+            f"{SCALAR_TYPE_NAME[input.dtype]} and source.dtype = {SCALAR_TYPE_NAME[source.dtype]}"
+        )
+    if index.numel() != source.numel():
+        raise IndexError(
+            "put_(): Expected source and index to have the same number of elements, but got source.numel() = "
+            f"{source.numel()}, index.numel() = {index.numel()}"
+        )
+    n = input.numel()
+    if index.numel() and n == 0:
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
+    bad = index[(index < -n) | (index >= n)] if index.numel() else index
+    if bad.numel():
+        raise IndexError(
+            f"out of range: tried to access index {bad.reshape(-1)[0].item()} on a tensor of {n} elements."
+        )
+    result = _prims.clone(input.detach()).contiguous()  # written through a flat view: the result is no view
+    _prims.index_put_(result.view(-1), [index.reshape(-1)], source.detach().reshape(-1), accumulate)
+
+    def backward(grads, index, source):
+        grad = grads[0]
+        grad_input = grad if accumulate else grad.put(index, _prims.full(list(source.shape), 0, grad.dtype))
+        return [grad_input, grad.take(index).reshape(source.shape)]
+
+    return _recorded("PutBackward0", [input, source], [result], [index, source], backward)[0]
+
+
+def put_(self, index, source, accumulate=False):
+    return self.copy_(put(self, index, source, accumulate))
+
+
+def masked_scatter(input, mask, source):
+    """input (broadcast with mask) with source's leading elements written, in order, where mask is true."""
+    if not isinstance(source, Tensor):
+        kind = builtins.type(source).__name__
+        raise TypeError(f"masked_scatter(): argument 'source' (position 2) must be Tensor, not {kind}")
+    if mask.dtype is not bool_:
+        raise RuntimeError(
+            f"masked_scatter_ only supports boolean masks, but got mask with dtype {SCALAR_TYPE_NAME[mask.dtype]}"
+        )
+    if source.dtype is not input.dtype:
+        raise RuntimeError(
+            "masked_scatter: expected self and source to have same dtypes but got"
+            f"{SCALAR_TYPE_NAME[input.dtype]} and {SCALAR_TYPE_NAME[source.dtype]}"
+        )
+    shape = list(_meta.broadcast_shapes(mask.shape, input.shape))  # in the order of PyTorch's error
+    positions = _prims.arange(0, math.prod(shape), 1, int64)[_prims.expand(mask, shape).reshape(-1)]
+    if positions.numel() > source.numel():
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    result = _prims.clone(_prims.expand(input.detach(), shape)).contiguous()  # no view (written through one)
+    _prims.index_put_(result.view(-1), [positions], source.detach().reshape(-1)[: positions.numel()], False)
+
+    def backward(grads, mask):
+        grad = grads[0]
+        selected = grad.masked_select(mask)  # source's gradient: its unused tail gets zeros
+        unused = _prims.full([source.numel() - selected.numel()], 0, grad.dtype)
+        grad_source = _prims.cat([selected, unused], 0).view(source.shape)
+        return [_sum_to(grad.masked_fill(mask, 0), input.shape), grad_source]
+
+    return _recorded("MaskedScatterBackward0", [input, source], [result], [mask], backward)[0]
+
+
+def masked_scatter_(self, mask, source):
+    if isinstance(mask, Tensor) and mask.dtype is bool_:
+        mask = _prims.expand(mask, list(self.shape))  # as PyTorch: mask takes self's shape, not the other way
+    return self.copy_(masked_scatter(self, mask, source))
+
+
+def index_add_(self, dim, index, source, *, alpha=1):
+    if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: {kind}")
     if index.dim() > 1:
         raise IndexError(
-            f"index_add_(): Index is supposed to be a vector, but got dim: {index.dim()} with type: Long and "
-            f"size: {list(index.shape)}"
+            f"index_add_(): Index is supposed to be a vector, but got dim: {index.dim()} with type: "
+            f"{SCALAR_TYPE_NAME[index.dtype]} and size: {list(index.shape)}"
         )
+    index = _int64_index(index)
     dim = _wrap_dim(_index(dim), self.dim())
     if source.dtype is not self.dtype:
         raise RuntimeError(
@@ -1101,25 +1295,24 @@ def take(input, index, *, out=None):
 
 
 def take_along_dim(input, indices, dim=None, *, out=None):
+    if dim is None:  # as PyTorch: a gather of the flattened tensors (views, or its error), int32 indices too
+        return _with_out(gather(input.view(-1), 0, indices.view(-1)), out)
     if not isinstance(indices, Tensor) or indices.dtype is not int64:
         kind = SCALAR_TYPE_NAME[indices.dtype] if isinstance(indices, Tensor) else builtins.type(indices).__name__
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got {kind}")
-    if dim is None:
-        values, indices, dim = input.view(-1), indices.view(-1), 0  # as PyTorch: views, or its error
-    else:
-        if input.dim() == 0:
-            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-        dim = _wrap_dim(_index(dim), input.dim())
-        if input.dim() != indices.dim():
-            raise RuntimeError(
-                "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
-                f"{input.dim()} dimensions for input, and {indices.dim()} dimensions for indices"
-            )
-        # the other dims broadcast
-        others = [1 if d == dim else n for d, n in enumerate(input.shape)]
-        shape = list(_meta.broadcast_shapes(others, [1 if d == dim else n for d, n in enumerate(indices.shape)]))
-        values = _prims.expand(input, shape[:dim] + [input.shape[dim]] + shape[dim + 1 :]) if shape else input
-        indices = _prims.expand(indices, shape[:dim] + [indices.shape[dim]] + shape[dim + 1 :]) if shape else indices
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    dim = _wrap_dim(_index(dim), input.dim())
+    if input.dim() != indices.dim():
+        raise RuntimeError(
+            "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+            f"{input.dim()} dimensions for input, and {indices.dim()} dimensions for indices"
+        )
+    # the other dims broadcast
+    others = [1 if d == dim else n for d, n in enumerate(input.shape)]
+    shape = list(_meta.broadcast_shapes(others, [1 if d == dim else n for d, n in enumerate(indices.shape)]))
+    values = _prims.expand(input, shape[:dim] + [input.shape[dim]] + shape[dim + 1 :]) if shape else input
+    indices = _prims.expand(indices, shape[:dim] + [indices.shape[dim]] + shape[dim + 1 :]) if shape else indices
     size = values.shape[dim] if values.dim() else 1
     return _with_out(_prims.gather(values, dim, _wrapped_positions(indices, size), "GatherBackward0", input), out)
 

@@ -765,6 +765,19 @@ op("take(Tensor input, Tensor index)",
    "function method out", "_methods.take", "take")
 op("take_along_dim(Tensor input, Tensor indices, int? dim=None)",
    "function method out", "_methods.take_along_dim", "take_along_dim")
+# scatter family (issue 13): scatter_reduce, put, masked_scatter
+op("scatter_reduce(Tensor input, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)",
+   "function method out", "_methods.scatter_reduce", "like_input")
+op("Tensor.scatter_reduce_(Tensor self, int dim, Tensor index, Tensor src, str reduce, *, bool include_self=True)",
+   "method", "_methods.scatter_reduce_", "inplace")
+op("put(Tensor input, Tensor index, Tensor source, bool accumulate=False)",
+   "function method", "_methods.put", "like_input")
+op("Tensor.put_(Tensor self, Tensor index, Tensor source, bool accumulate=False)",
+   "method", "_methods.put_", "inplace")
+op("masked_scatter(Tensor input, Tensor mask, Tensor source)",
+   "function method", "_methods.masked_scatter", "masked_fill")
+op("Tensor.masked_scatter_(Tensor self, Tensor mask, Tensor source)",
+   "method", "_methods.masked_scatter_", "inplace")
 op("index_put(Tensor input, Tensor?[] indices, Tensor values, bool accumulate=False)",
    "function method", "_methods.index_put", "like_input")
 op("index_put_(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False)",

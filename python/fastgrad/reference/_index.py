@@ -544,11 +544,24 @@ class ScatterBackward(_AlongDimFunction):
         return old, new
 
 
-_SCATTER_COMBINE = {"add": (operator.add, operator.or_), "multiply": (operator.mul, operator.and_)}
+def _amax(a, b):
+    return b if b != b else builtins.max(a, b)  # a NaN from either side wins (max keeps a first NaN)
+
+
+def _amin(a, b):
+    return b if b != b else builtins.min(a, b)
+
+
+_SCATTER_COMBINE = {
+    "add": (operator.add, operator.or_),
+    "multiply": (operator.mul, operator.and_),
+    "amax": (_amax, _amax),
+    "amin": (_amin, _amin),
+}
 
 
 def scatter_(self, dim, index, src, reduce, name):
-    if reduce not in ("", "add", "multiply"):
+    if reduce and reduce not in _SCATTER_COMBINE:
         raise RuntimeError("reduce argument must be either add or multiply.")
     dim = wrap_dim(dim, self.dim())
     _check_along_dim(self, dim, index, src)
