@@ -205,3 +205,16 @@ def test_cdist_gradcheck(fg):
     x1 = fg.tensor(RNG.standard_normal((2, 3, 2)), requires_grad=True)
     x2 = fg.tensor(RNG.standard_normal((4, 2)), requires_grad=True)
     assert gradcheck_for(fg)(lambda a, b: fg.cdist(a, b, p=1.5), (x1, x2))
+
+
+def test_tensordot_broadcasts_size_one_contracted_dims(fg, torch):
+    """PyTorch sums the other operand over a contracted dim where one side has size 1."""
+
+    def program(m):
+        a = m.tensor([[0.5], [-1.0], [2.0]], requires_grad=True)
+        b = m.tensor([[0.1, -0.2], [0.3, 0.4]], requires_grad=True)
+        results = [m.tensordot(a, b, dims=1), m.tensordot(b, a.reshape(1, 3), dims=1)]
+        sum(r.sum() for r in results).backward()
+        return results, a.grad, b.grad
+
+    same_on_both(fg, torch, program)

@@ -222,11 +222,16 @@ def tensordot(a, b, dims=2, out=None):
         raise RuntimeError("both dimension lists should have same length")
     for da, db in zip(dims_a, dims_b):
         size_a, size_b = a.shape[_wrap_dim(da, a.dim())], b.shape[_wrap_dim(db, b.dim())]
-        if size_a != size_b:
+        if size_a != size_b and 1 not in (size_a, size_b):
             raise RuntimeError(
                 f"contracted dimensions need to match, but first has size {size_a} in dim {da} and second has "
                 f"size {size_b} in dim {db}"
             )
+        # a size-1 dim broadcasts against the other's, as PyTorch's: that one is summed first
+        if size_a == 1 and size_b != 1:
+            b = _prims.sum(b, [db], True, None)
+        elif size_b == 1 and size_a != 1:
+            a = _prims.sum(a, [da], True, None)
     contracted_a = [_wrap_dim(d, a.dim()) for d in dims_a]
     contracted_b = [_wrap_dim(d, b.dim()) for d in dims_b]
     free_a = [d for d in range(a.dim()) if d not in contracted_a]
