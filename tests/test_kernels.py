@@ -342,8 +342,11 @@ def test_suite_under_isa(isa):
         pytest.skip(f"{isa} is this process's ISA: the main run covers it")
     here = os.path.dirname(os.path.abspath(__file__))
     files = [os.path.join(here, name) for name in ISA_RERUN_FILES]
+    # The op cases' strided and expanded layouts reach the kernels only through runs too short for
+    # them (the strided loops): the contiguous layout is the one that differs under another ISA.
     child = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *files],
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-k", "not -strided] and not -expanded]"]
+        + files,
         capture_output=True,
         text=True,
         timeout=900,
