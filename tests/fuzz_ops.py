@@ -602,6 +602,8 @@ for _t in [
     op(_t, a=tensor())
 op("{a}.put_(torch.tensor([-1]), torch.tensor([0.5], dtype={a}.dtype))", statement=True, a=tensor(target=True))
 op("{a}.masked_scatter_({a} < 0, torch.ones_like({a}))", statement=True, a=tensor(target=True))
+op("{a}.scatter_reduce_({d}, {i}, torch.full({i}.shape, 1.5, dtype={a}.dtype), {r})", statement=True,
+   a=tensor(target=True), d=dim("a", wrong=False), i=along_index("a", "d"), r=_REDUCE)  # fmt: skip
 
 # binary/ternary elementwise ops of issue 13 (ties of an input and its bound: no derivative there)
 op("torch.clamp_min({a}, {s})", a=tensor(NUM), s=scalar())
@@ -722,10 +724,6 @@ NOT_IN_GRAMMAR = {
         "backward raises, as PyTorch's (no derivative); PyTorch raises a floor_divide's NotImplemented first "
         "(its sequence number is the largest), which fastgrad's tape does not model: tests/test_math.py",
     ),
-    # scatter family (issue 13)
-    "scatter_reduce_": "PyTorch's node saves its result, self: a later in-place change of self makes its backward "
-    "fail, where fastgrad's in-place form (a copy of scatter_reduce's result) saves a tensor of its own: "
-    "tests/test_index_ops.py",
 }
 
 

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from oracle_helpers import same_on_both
+from oracle_helpers import same_error, same_on_both
 
 DATA = np.array([[1.5, 0.0, -2.0, 4.0], [0.0, 3.0, 0.5, -1.0], [2.0, -0.5, 0.0, 1.0]])
 
@@ -324,3 +324,27 @@ def test_put_and_masked_scatter_match_torch(fg, torch, name, f):
         return out, None if name.endswith("_") else out.grad_fn.name(), x.grad
 
     same_on_both(fg, torch, run)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda m, v, s: v.scatter_reduce_(0, m.tensor([0, 0, 2]), s, "amax"),
+        lambda m, v, s: v.put_(m.tensor([2, 0]), s[:2], accumulate=True),
+        lambda m, v, s: v.masked_scatter_(m.tensor([True, False, True]), s),
+    ],
+    ids=["scatter_reduce_", "put_", "masked_scatter_"],
+)
+def test_in_place_forms_record_their_ops_node(fg, torch, write):
+    """PyTorch's node of the op (not a copy's), one version bump, gradients, and the leaf error."""
+
+    def program(m):
+        x = m.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        source = m.tensor([1.5, 0.25, -3.0], requires_grad=True)
+        v = x * 1
+        result = write(m, v, source)
+        (result * m.tensor([1.0, 2.0, 3.0])).sum().backward()
+        return result is v, v.grad_fn.name(), v._version, v, x.grad, source.grad
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: write(m, m.tensor([1.0, 2.0, 3.0], requires_grad=True), m.ones(3)))

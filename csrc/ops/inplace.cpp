@@ -187,7 +187,7 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
 // the write and gives a copy of self carrying self's history: the op runs on it, so that its node's
 // edge is self's old history and what it saves of self keeps the old values (as PyTorch's in-place
 // nodes save a clone of self). write_result_ then gives self the result's values and history.
-Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources) {
+Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources, bool elementwise) {
   const Tensor* source_with_grad = nullptr;
   for (const Tensor& s : sources)
     if (s->requires_grad()) {
@@ -198,7 +198,7 @@ Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources) {
   assert_no_internal_overlap(self);
   for (const Tensor& s : sources) {
     assert_no_partial_overlap(self, s);
-    check_broadcast_fits(self, s);
+    if (elementwise) check_broadcast_fits(self, s);
   }
   return snapshot(self);
 }

@@ -190,9 +190,10 @@ void foreach_zero_(const std::vector<Tensor>& tensors);
 void check_inplace(const Tensor& self, const Tensor* source = nullptr);
 void rebase_history(const Tensor& self, Edge new_value);
 // The in-place form of an op composed in Python: PyTorch's checks before writing into self from
-// `sources`, and a copy of self carrying its history to run the op on; then self takes the op's
-// result (values and history; a result saved by its node becomes self).
-Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources);
+// `sources` (which must broadcast to self's shape when the op is elementwise), and a copy of self
+// carrying its history to run the op on; then self takes the op's result (values and history; a
+// result saved by its node becomes self).
+Tensor inplace_input(const Tensor& self, const std::vector<Tensor>& sources, bool elementwise);
 Tensor write_result_(const Tensor& self, const Tensor& result);
 
 // A view of contiguous `x` with any geometry (offset relative to x's); AsStridedBackward0.

@@ -261,7 +261,7 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
 void bind_autograd(py::module_& m) {
   py::class_<SavedTensors, std::shared_ptr<SavedTensors>>(m, "SavedTensors").def("unpack", &SavedTensors::unpack);
   m.def("record_function", &record_function);
-  m.def("inplace_input", &inplace_input);
+  m.def("inplace_input", &inplace_input, py::arg("self"), py::arg("sources"), py::arg("elementwise") = true);
   m.def("write_result_", [](const Tensor& self, const Tensor& result) {
     NodeRef node = result->grad_fn;
     write_result_(self, result);

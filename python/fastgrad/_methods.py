@@ -1064,7 +1064,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=Non
 
 
 def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
-    return self.copy_(scatter_reduce(self.clone(), dim, index, src, reduce, include_self=include_self))
+    return _in_place(scatter_reduce, self, dim, index, src, reduce, include_self=include_self, _elementwise=False)
 
 
 def put(input, index, source, accumulate=False):
@@ -1102,7 +1102,7 @@ def put(input, index, source, accumulate=False):
 
 
 def put_(self, index, source, accumulate=False):
-    return self.copy_(put(self, index, source, accumulate))
+    return _in_place(put, self, index, source, accumulate, _elementwise=False)
 
 
 def masked_scatter(input, mask, source):
@@ -1139,7 +1139,7 @@ def masked_scatter(input, mask, source):
 def masked_scatter_(self, mask, source):
     if isinstance(mask, Tensor) and mask.dtype is bool_:
         mask = _prims.expand(mask, list(self.shape))  # as PyTorch: mask takes self's shape, not the other way
-    return self.copy_(masked_scatter(self, mask, source))
+    return _in_place(masked_scatter, self, mask, source, _elementwise=False)
 
 
 def index_add_(self, dim, index, source, *, alpha=1):
@@ -2418,13 +2418,14 @@ def _sum_to(grad, shape):
     return _prims.reshape(_prims.sum(grad, dims, True, None), list(shape)) if dims else grad
 
 
-def _in_place(op, self, *args, **kwargs):
+def _in_place(op, self, *args, _elementwise=True, **kwargs):
     """self.<op>_(*args, **kwargs) as PyTorch's in-place form: op runs on a copy of self's old values
     that carries self's history (so op's own node, with its edge to that history and its saved
     values, is recorded) after PyTorch's checks of the write, and its result becomes self's values
-    and history, bumping self's version once."""
+    and history, bumping self's version once. The tensor arguments of an _elementwise op must
+    broadcast to self's shape; those of an indexing op (put_, ...) need not."""
     sources = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-    return _prims.write_result_(self, op(_prims.inplace_input(self, sources), *args, **kwargs))
+    return _prims.write_result_(self, op(_prims.inplace_input(self, sources, _elementwise), *args, **kwargs))
 
 
 def _bounded(node, input, bound, keeps_input, gives_bound, clamped):

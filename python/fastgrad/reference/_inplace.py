@@ -236,12 +236,13 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
 # in-place nodes save a clone of self). write_result_ then gives self the result's values and history.
 
 
-def inplace_input(self, sources):
+def inplace_input(self, sources, elementwise=True):
     check_inplace(self, sources)
     assert_no_internal_overlap(self)
     for source in sources:
         assert_no_partial_overlap(self, source)
-        _check_broadcast_fits(self, source)
+        if elementwise:
+            _check_broadcast_fits(self, source)
     return _snapshot(self)
 
 
