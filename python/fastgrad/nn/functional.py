@@ -107,6 +107,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                 f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                 f"{list(tensor.shape)} and normalized_shape = {shape}"
             )
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     return NativeLayerNorm.apply(input, weight, bias, list(range(-len(shape), 0)), eps)
 
 
