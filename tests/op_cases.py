@@ -965,6 +965,7 @@ for _name, _fn, _shapes, _grad_fn in [
         "LinalgVectorNormBackward0",
     ),
     ("linalg.matrix_norm('nuc')", lambda m, a: m.linalg.matrix_norm(a, "nuc"), [(3, 4)], "SumBackward1"),
+    ("torch.norm('nuc',dim,keepdim)", lambda m, a: m.norm(a, "nuc", (0, 2), True), [(3, 2, 4)], "PermuteBackward0"),
     ("linalg.matrix_norm(2) batched", lambda m, a: m.linalg.matrix_norm(a, 2), [(2, 3, 4)], "AmaxBackward0"),
     ("linalg.norm(inf)", lambda m, a: m.linalg.norm(a, float("inf")), [(3, 4)], "AmaxBackward0"),
     ("linalg.inv batched", lambda m, a: m.linalg.inv(a), [(2, 3, 3)], "LinalgInvExBackward0"),

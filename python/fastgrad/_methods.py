@@ -637,8 +637,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     PyTorch hands to matrix_norm."""
     dims = _dims(dim)
     if isinstance(p, str) and not (p == "fro" and len(dims) <= 2):
-        _check_matrix_norm(input, p, dims or list(builtins.range(input.dim())))
-        raise NotImplementedError("norm: p='nuc' (the sum of the singular values) is not supported yet")
+        dims = dims or list(builtins.range(input.dim()))
+        _check_matrix_norm(input, p, dims)
+        from . import linalg  # (which imports this module)
+
+        return linalg.matrix_norm(input, p, dims, keepdim, dtype=dtype)  # 'nuc': the singular values' sum
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             "linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
