@@ -22,6 +22,19 @@ except ImportError:  # Windows: parallel runs there do not keep serial tests alo
 
 BACKENDS = [name for name in os.environ.get("FASTGRAD_TEST_BACKENDS", "fastgrad,fastgrad.reference").split(",") if name]
 
+# Hypothesis now and then draws a number found in the source of the local modules loaded so far
+# ("local constants"). Which modules those are depends on the tests run before in the same process
+# and on whether fastgrad is installed or imported from the tree, so the fuzzers' programs did too:
+# CI drew programs no local run had. With the pool kept empty, the draws depend on the seed alone.
+# (A private API: a Hypothesis without it has no such pool to pin.)
+try:
+    from hypothesis.internal.conjecture import providers as _hypothesis_providers
+
+    _NO_LOCAL_CONSTANTS = _hypothesis_providers.Constants()
+    _hypothesis_providers._get_local_constants = lambda: _NO_LOCAL_CONSTANTS
+except (ImportError, AttributeError):
+    pass
+
 
 @pytest.fixture(params=BACKENDS)
 def fg(request):

@@ -416,6 +416,8 @@ def test_view_returned_by_custom_function_written_in_place_raises(fg, torch, pro
         lambda lib, v: v.index_select(0, lib.tensor([2, 0])),
         lambda lib, v: lib.diff(v, n=0),
         lambda lib, v: lib.diff(v[:0]),
+        lambda lib, v: lib.cummax(v, 0).values,
+        lambda lib, v: v.cummin(0).values,
     ],
     ids=[
         "atan2",
@@ -430,6 +432,8 @@ def test_view_returned_by_custom_function_written_in_place_raises(fg, torch, pro
         "index_select",
         "diff n=0",
         "diff empty",
+        "cummax",
+        "cummin",
     ],
 )
 @pytest.mark.parametrize("changed", ["input", "result"])

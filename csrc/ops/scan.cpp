@@ -239,12 +239,14 @@ struct CumExtremeNode : Node {
 FG_NODE_UNNAMED(CumExtremeBackward, CumExtremeNode);
 GradList CumExtremeBackward::apply(GradList&& grads) {
   const Tensor& g = grads[0];
+  Tensor indices = unpack(0);
+  unpack(1);  // the input, which PyTorch's node saves: only its version matters
   if (input.shape.empty() || g->numel() == 0) return {g};
   std::vector<Tensor> where_to;  // index_put_'s coordinates: the saved indices along dim, every position elsewhere
   for (int64_t d = 0; d < static_cast<int64_t>(input.shape.size()); ++d) {
     Shape along(input.shape.size(), 1);
     along[d] = input.shape[d];
-    where_to.push_back(d == dim ? unpack(0)
+    where_to.push_back(d == dim ? indices
                                 : reshape(arange(0, static_cast<double>(input.shape[d]), 1, DType::Int64), along));
   }
   return {index_put_(zeros(input.sizes(), g->dtype), where_to, g, true)};
@@ -281,6 +283,7 @@ std::pair<Tensor, Tensor> cum_extreme(const Tensor& x, int64_t dim, bool want_ma
     node->input = InputMeta::of(x);
     node->dim = d;
     node->save(indices, true);
+    node->save(x);
   }
   return {values, indices};
 }

@@ -245,16 +245,16 @@ class CummaxBackward0(Function):
                 best[p], at[p] = top, top_at
         indices = new_tensor(at, x._shape, int64)
         self.save(indices, is_output=True)
+        self.save(x)  # as PyTorch's node: only its version matters
         return new_tensor(best, x._shape, x._dtype), indices
 
     def backward(self, g):
         shape = self.inputs[0][0]
+        indices, _ = self.unpack(0), self.unpack(1)
         if not shape or g.numel() == 0:
             return g
         where_to = [  # index_put_'s coordinates: the saved indices along dim, every position elsewhere
-            self.unpack(0)
-            if d == self.dim
-            else reshape(new_tensor(list(range(n)), (n,), int64), _along(len(shape), d, n))
+            indices if d == self.dim else reshape(new_tensor(list(range(n)), (n,), int64), _along(len(shape), d, n))
             for d, n in enumerate(shape)
         ]
         return index_put_(full(shape, 0, g._dtype), where_to, g, True)
