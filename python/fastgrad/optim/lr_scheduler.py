@@ -161,12 +161,13 @@ def _initial_mode(scheduler):
         scheduler._is_initial = False
 
 
-def _warn_get_lr_called_within_step(scheduler):
+def _warn_get_lr_called_within_step(scheduler, stacklevel=2):
+    """For get_lr(); the warning points to get_lr (as PyTorch's do, but for SWALR's: to its caller)."""
     if not scheduler._get_lr_called_within_step:
         warnings.warn(
             "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=stacklevel,
         )
 
 

@@ -213,7 +213,7 @@ class SWALR(LRScheduler):
         self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else self._linear_anneal
 
     def get_lr(self):
-        _warn_get_lr_called_within_step(self)
+        _warn_get_lr_called_within_step(self, stacklevel=3)
         step = self._step_count - 1
         if self.anneal_epochs == 0:
             step = max(1, step)
