@@ -108,6 +108,15 @@ SCHEDULERS = {
         ),
         "SGD",
     ),
+    "ChainedScheduler-of-SequentialLR": (
+        lambda m, opt: m.ChainedScheduler(
+            [
+                m.SequentialLR(opt, [m.LinearLR(opt, 0.5, total_iters=80), m.StepLR(opt, 7)], [100]),
+                m.MultiStepLR(opt, [30, 60]),
+            ]
+        ),
+        "SGD",
+    ),
     "LRScheduler subclass": (_warmup, "SGD"),
     "ChainedScheduler": (
         lambda m, opt: m.ChainedScheduler(

@@ -123,14 +123,9 @@ def _state_dict(scheduler, drop=(), **packed):
 
 
 def _load_state_dict(scheduler, state_dict, key):
-    """Loads every entry but `key`, whose saved form is returned for the caller to restore; the
-    caller's dict is left as it was."""
-    saved = state_dict.pop(key)
-    try:
-        scheduler.__dict__.update(state_dict)
-    finally:
-        state_dict[key] = saved
-    return saved
+    """Loads every entry but `key`, whose saved form is returned for the caller to restore."""
+    scheduler.__dict__.update((name, value) for name, value in state_dict.items() if name != key)
+    return state_dict[key]
 
 
 def _callable_states(functions):
