@@ -123,7 +123,7 @@ def test_updates_and_state_from_the_same_gradients_match_torch(fg, torch, name, 
     assert our_state["param_groups"] == their_state["param_groups"]
     assert our_state["state"].keys() == their_state["state"].keys()
     for index, state in their_state["state"].items():
-        assert our_state["state"][index].keys() == state.keys()  # the same keys, in the same order
+        assert list(our_state["state"][index]) == list(state)  # the same keys, in the same order
         for key, (dtype_name, values) in state.items():
             assert our_state["state"][index][key][0] == dtype_name, key  # 'step' a float32 tensor, ...
             np.testing.assert_allclose(our_state["state"][index][key][1], values, rtol=1e-5, atol=1e-6)
@@ -270,14 +270,8 @@ def test_sparse_adam_refuses_dense_gradients_as_torch(fg, torch):
         _loss(lib, params).backward()
         errors.append(_error(opt.step))
         assert len(opt.state) == 0
-    assert (
-        errors[0]
-        == errors[1]
-        == (
-            RuntimeError,
-            "SparseAdam does not support dense gradients, please consider Adam instead",
-        )
-    )
+    expected = (RuntimeError, "SparseAdam does not support dense gradients, please consider Adam instead")
+    assert errors[0] == errors[1] == expected
 
 
 # ---- errors
