@@ -46,6 +46,9 @@ def _strong_wolfe(evaluate, d, loss, grad, gtd, t, max_ls, c1=1e-4, c2=0.9, tole
     def flat_enough(new):
         return abs(new[3]) <= -c2 * gtd
 
+    def interpolate(a, b, bounds=None):
+        return _cubic_minimum(a[0], a[1], a[3], b[0], b[1], b[3], bounds)
+
     previous, new = (0, loss, grad, gtd), point(t)
     evaluations, ls_iter, done = 1, 0, False
     while ls_iter < max_ls:
@@ -60,7 +63,7 @@ def _strong_wolfe(evaluate, d, loss, grad, gtd, t, max_ls, c1=1e-4, c2=0.9, tole
             break
         # extrapolate: a longer step, between 1.01 and 10 times this one (cubic interpolation)
         t = new[0]
-        t_next = _cubic_minimum(*previous[:2], previous[3], *new[:2], new[3], (t + 0.01 * (t - previous[0]), t * 10))
+        t_next = interpolate(previous, new, (t + 0.01 * (t - previous[0]), t * 10))
         previous, new = new, point(t_next)
         evaluations += 1
         ls_iter += 1
@@ -72,7 +75,7 @@ def _strong_wolfe(evaluate, d, loss, grad, gtd, t, max_ls, c1=1e-4, c2=0.9, tole
     while not done and ls_iter < max_ls:
         if abs(bracket[1][0] - bracket[0][0]) * d_norm < tolerance_change:
             break
-        t = _cubic_minimum(*bracket[0][:2], bracket[0][3], *bracket[1][:2], bracket[1][3])
+        t = interpolate(*bracket)
         # A point too close to an end of the interval makes little progress: the second time in a row
         # (or when it is outside) it is moved to a tenth of the interval from that end.
         ends = [b[0] for b in bracket]
