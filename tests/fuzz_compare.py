@@ -119,7 +119,7 @@ COMPOSED_FUNCTIONS = tuple(
         "mse_loss",
         "smooth_l1_loss",
         "huber_loss",
-        "binary_cross_entropy",  # with_logits too
+        "binary_cross_entropy_with_logits",
         "soft_margin_loss",
         "multi_margin_loss",
         "multilabel_margin_loss",
@@ -178,7 +178,7 @@ DIFFERENCES = [
         ),
     ),
     (
-        "leaky_relu, mse_loss, smooth_l1_loss, huber_loss, binary_cross_entropy(_with_logits), soft_margin_loss, "
+        "leaky_relu, mse_loss, smooth_l1_loss, huber_loss, binary_cross_entropy_with_logits, soft_margin_loss, "
         "multi_margin_loss, multilabel_margin_loss and multilabel_soft_margin_loss are composed of "
         "tensor ops, which save what they need (input - target, ...), not the function's inputs themselves: writing "
         "into those in place afterwards leaves fastgrad's backward valid (it gives the gradient at the values the "
