@@ -267,6 +267,10 @@ CASES = {  # id: (fn(t, *inputs), input specs)
         lambda t, x, y: t.nn.MultiLabelSoftMarginLoss(reduce=False)(x, y),
         [grad(uniform((2, 3))), const(fixed([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))],
     ),
+    "NLLLoss2d (deprecated)": (
+        lambda t, x, y: t.nn.NLLLoss2d(ignore_index=1, reduction="sum")(x.log_softmax(1), y),
+        [grad(uniform((2, 3, 2, 2))), index([[[0, 1], [2, 2]], [[1, 0], [0, 2]]])],
+    ),
     "triplet legacy": (
         lambda t, a, p, n: F(t).triplet_margin_loss(a, p, n, size_average=False),
         [grad(uniform((4, 3))), grad(uniform((4, 3))), grad(uniform((4, 3)))],
@@ -434,6 +438,7 @@ ERRORS = {
     ),
     "triplet_distance dims": lambda F, t: F.triplet_margin_with_distance_loss(t.zeros(2), t.zeros(1, 2), t.zeros(2)),
     "TripletMarginWithDistanceLoss margin": lambda F, t: t.nn.TripletMarginWithDistanceLoss(margin=0),
+    "HuberLoss delta": lambda F, t: t.nn.HuberLoss(delta="1"),
 }
 
 

@@ -32,6 +32,7 @@ from .loss import (
     MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
+    NLLLoss2d,
     PoissonNLLLoss,
     SoftMarginLoss,
     TripletMarginLoss,
@@ -80,4 +81,5 @@ __all__ = [
     "MultiMarginLoss",
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
+    "NLLLoss2d",
 ]

@@ -1,6 +1,8 @@
 """Loss modules: the functional losses with their options stored (class weights as buffers, as
 torch.nn keeps them, so they follow .double() and appear in state_dict)."""
 
+import warnings
+
 from . import functional as F
 from .module import Module
 
@@ -38,6 +40,8 @@ class SmoothL1Loss(_Loss):
 
 class HuberLoss(_Loss):
     def __init__(self, reduction="mean", delta=1.0):
+        if not isinstance(delta, (float, int)):
+            raise TypeError(f"delta must be a float or int, got: {type(delta)}")
         super().__init__(reduction=reduction)
         self.delta = delta
 
@@ -52,6 +56,17 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and see "
+            "https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class CrossEntropyLoss(_WeightedLoss):
