@@ -708,7 +708,7 @@ class _LogSigmoid(Function):
     def backward(ctx, grad):
         (input,) = ctx.saved_tensors
         negative = input < 0
-        z = (-input.abs()).exp()
+        z = _prims.where(negative, input, -input).exp()  # exp(-|x|), with -|x|'s slope -1 at 0 (a second derivative)
         return grad * (negative.to(input.dtype) - _prims.where(negative, 1.0, -1.0) * (z / (1 + z)))
 
 
