@@ -316,19 +316,28 @@ def test_matches_torch(fg, torch, case, dtype):
             np.testing.assert_allclose(to_numpy(got), to_numpy(expected), **TOLERANCES[dtype], err_msg="gradient")
 
 
-@pytest.mark.parametrize("case", ["multilabel_soft_margin sum", "bce weight sum", "soft_margin sum", "kl_div sum"])
+@pytest.mark.parametrize(
+    "case", ["multilabel_soft_margin sum", "bce weight mean", "bce edges", "soft_margin sum", "kl_div sum"]
+)
 def test_second_derivatives_match_torch(fg, torch, case):
-    """Gradients of the input's gradient (the custom backwards are differentiable, kinks included)."""
+    """Gradients of the input's gradient w.r.t. every differentiable input and the upstream gradient
+    (the custom backwards are differentiable, kinks and edges included)."""
 
     def second(t):
         fn, specs = CASES[case]
         rng = rng_for("losses", case)
-        inputs = [t.tensor(make(rng), dtype=t.int64 if kind == "index" else t.float64) for kind, make in specs]
-        x = inputs[0].requires_grad_()
-        (g,) = t.autograd.grad(fn(t, *inputs).sum(), x, create_graph=True)
-        return to_numpy(t.autograd.grad((g * g).sum(), x)[0])
+        inputs = [
+            t.tensor(make(rng), dtype=t.int64 if kind == "index" else t.float64, requires_grad=kind == "grad")
+            for kind, make in specs
+        ]
+        out = fn(t, *inputs)
+        upstream = t.tensor(rng_for("upstream", case).uniform(0.5, 1.5, size=tuple(out.shape)), requires_grad=True)
+        (g,) = t.autograd.grad(out, inputs[0], upstream, create_graph=True)
+        wrt = [upstream] + [x for x in inputs if x.requires_grad]
+        return [to_numpy(d) for d in t.autograd.grad((g * g).sum(), wrt)]
 
-    np.testing.assert_allclose(second(fg), second(torch), rtol=1e-9, atol=1e-12)
+    for got, expected in zip(second(fg), second(torch), strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
 
 
 # ---- modules: reprs, buffers, the legacy flags' reductions

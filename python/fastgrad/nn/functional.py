@@ -519,6 +519,13 @@ def _check_unit_interval(name, tensor):
         raise RuntimeError(f"all elements of {name} should be between 0 and 1")
 
 
+def _weighted_mean(grad, weight, reduction, count):
+    """A BCE gradient term times the weight, over the element count for 'mean' (PyTorch's order)."""
+    if weight is not None:
+        grad = grad * weight
+    return grad / count if reduction == "mean" else grad
+
+
 class BinaryCrossEntropy(Function):
     """ATen's binary_cross_entropy kernel and its backward formulas (not the chain rule through the
     clamped logs: PyTorch's input gradient ignores the clamp, bounding the denominator instead)."""
@@ -537,13 +544,36 @@ class BinaryCrossEntropy(Function):
     @staticmethod
     def backward(ctx, grad):
         input, target, weight = ctx.saved_tensors
-        grad_input = grad * (input - target) / ((1 - input) * input).clamp(min=_ATEN_EPSILON)
-        grad_target = -input.logit() * grad
-        if weight is not None:
-            grad_input, grad_target = grad_input * weight, grad_target * weight
-        if ctx.reduction == "mean":
-            grad_input, grad_target = grad_input / input.numel(), grad_target / input.numel()
+        grad_input = BinaryCrossEntropyBackward.apply(grad, input, target, weight, ctx.reduction)
+        grad_target = _weighted_mean(-input.logit() * grad, weight, ctx.reduction, input.numel())
         return grad_input, grad_target, None, None
+
+
+class BinaryCrossEntropyBackward(Function):
+    """The input's gradient of binary_cross_entropy, one node as PyTorch's, whose own gradients are
+    PyTorch's double-backward formulas (with their eps of 1e-12, a double here)."""
+
+    @staticmethod
+    def forward(ctx, grad, input, target, weight, reduction):
+        ctx.save_for_backward(grad, input, target, weight)
+        ctx.reduction = reduction
+        slope = grad * (input - target) / ((1 - input) * input).clamp(min=_ATEN_EPSILON)
+        return _weighted_mean(slope, weight, reduction, input.numel())
+
+    @staticmethod
+    def backward(ctx, gg):
+        grad, x, target, weight = ctx.saved_tensors
+        eps, count = 1e-12, x.numel()
+        curvature = (x * x - 2 * x * target + target) / ((x + eps).pow(2) * (1 - x + eps).pow(2))
+        d_input = _weighted_mean(curvature * (gg * grad), weight, ctx.reduction, count)
+        d_grad = _weighted_mean((x - target) / ((x + eps) * (1 - x + eps)) * gg, weight, ctx.reduction, count)
+        if grad.dim() == 0:  # the gradient of a reduced loss: a number
+            d_grad = d_grad.sum()
+        d_target = -gg * grad
+        if weight is not None:
+            d_target = d_target * weight
+        d_target = d_target / ((1 - x) * x).clamp(min=eps)
+        return d_grad, d_input, d_target / count if ctx.reduction == "mean" else d_target, None, None
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
