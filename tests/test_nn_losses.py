@@ -271,6 +271,14 @@ CASES = {  # id: (fn(t, *inputs), input specs)
         lambda t, x, y: t.nn.NLLLoss2d(ignore_index=1, reduction="sum")(x.log_softmax(1), y),
         [grad(uniform((2, 3, 2, 2))), index([[[0, 1], [2, 2]], [[1, 0], [0, 2]]])],
     ),
+    "margin_ranking integers": (
+        lambda t, a, b, y: F(t).margin_ranking_loss(a.long(), b.long(), y.long()),
+        [const(fixed([1.0, 2.0, -1.0])), const(fixed([1.0, -1.0, 3.0])), const(fixed([1.0, -1.0, -1.0]))],
+    ),
+    "soft_margin double target": (
+        lambda t, x, y: F(t).soft_margin_loss(x, y.double(), reduction="none"),
+        [grad(uniform((3, 4))), const(signs((3, 4)))],
+    ),
     "triplet legacy": (
         lambda t, a, p, n: F(t).triplet_margin_loss(a, p, n, size_average=False),
         [grad(uniform((4, 3))), grad(uniform((4, 3))), grad(uniform((4, 3)))],
@@ -292,8 +300,9 @@ def _run(t, case, dtype_name):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = fn(t, *inputs)
-    upstream = rng_for("upstream", case).uniform(0.5, 1.5, size=tuple(out.shape))
-    out.backward(t.tensor(upstream, dtype=out.dtype))
+    if out.requires_grad:
+        upstream = rng_for("upstream", case).uniform(0.5, 1.5, size=tuple(out.shape))
+        out.backward(t.tensor(upstream, dtype=out.dtype))
     messages = [(w.category.__name__, strip_module(w.message)) for w in caught]
     return out, [x.grad for x in inputs if x.requires_grad], messages
 
@@ -426,6 +435,7 @@ ERRORS = {
     "multilabel_margin target below -1": lambda F, t: F.multilabel_margin_loss(t.zeros(3), t.tensor([0, -2, 1])),
     "multilabel_margin float target": lambda F, t: F.multilabel_margin_loss(t.zeros(2, 3), t.zeros(2, 3)),
     "soft_margin target shape": lambda F, t: F.soft_margin_loss(t.zeros(3), t.zeros(2, 3)),
+    "soft_margin integers": lambda F, t: F.soft_margin_loss(t.tensor([1, 2]), t.tensor([1, -1])),
     "soft_margin target grad": lambda F, t: F.soft_margin_loss(t.zeros(3), t.ones(3, requires_grad=True)),
     "multilabel_soft_margin reduction": lambda F, t: F.multilabel_soft_margin_loss(
         t.zeros(2, 3), t.zeros(2, 3), reduction="avg"
@@ -443,6 +453,9 @@ ERRORS = {
     "multi_margin integers": lambda F, t: F.multi_margin_loss(t.zeros(2, 3, dtype=t.int64), t.zeros(2, dtype=t.int64)),
     "multi_margin weight size": lambda F, t: F.multi_margin_loss(
         t.zeros(2, 3), t.zeros(2, dtype=t.int64), weight=t.ones(2)
+    ),
+    "multi_margin weight dtype": lambda F, t: F.multi_margin_loss(
+        t.zeros(2, 3), t.zeros(2, dtype=t.int64), weight=t.ones(3, dtype=t.float64)
     ),
     "multi_margin weight grad": lambda F, t: F.multi_margin_loss(
         t.zeros(2, 3), t.zeros(2, dtype=t.int64), weight=t.ones(3, requires_grad=True)

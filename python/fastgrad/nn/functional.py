@@ -665,7 +665,8 @@ def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, red
             "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
             f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} "
         )
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    # margin is a double in PyTorch's signature: it makes an integer input's loss a float
+    return _reduce((-target * (input1 - input2) + float(margin)).clamp_min(0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
@@ -722,7 +723,15 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     if list(shape) != list(input.shape):  # PyTorch writes the loss into a tensor shaped like the input
         raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
     _check_not_differentiable("soft_margin_loss", "target", target)
-    return _reduce((-input * target).exp().log1p(), reduction)
+    # computed in place in a tensor like the input, as PyTorch does: of its dtype, a float one
+    product = -input * target
+    for result in (product, product.to(input.dtype).exp()):
+        if not can_cast(result.dtype, input.dtype):
+            raise RuntimeError(
+                f"result type {SCALAR_TYPE_NAME[result.dtype]} can't be cast to the desired output type "
+                f"{SCALAR_TYPE_NAME[input.dtype]}"
+            )
+    return _reduce(product.to(input.dtype).exp().log1p(), reduction)
 
 
 class _LogSigmoid(Function):
@@ -792,6 +801,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     rows, classes = _frames(input, target, target_fits)
     if weight is not None and weight.numel() != classes:
         raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
+        )
     _check_floating("multi_margin_loss_cpu_kernel", input)
     _check_not_differentiable("multi_margin_loss", "weight", weight)
     if target.numel() and (target.min().item() < 0 or target.max().item() >= classes):
