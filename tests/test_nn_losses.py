@@ -7,6 +7,7 @@ by `grad` require grad, and the output is backpropagated with the same upstream 
 Kinks are hit exactly (hinges at 0, inputs of 0 and 1 for BCE), where the gradients must agree too.
 """
 
+import inspect
 import warnings
 
 import numpy as np
@@ -279,6 +280,26 @@ CASES = {  # id: (fn(t, *inputs), input specs)
         lambda t, x, y: F(t).soft_margin_loss(x, y.double(), reduction="none"),
         [grad(uniform((3, 4))), const(signs((3, 4)))],
     ),
+    "hinge_embedding legacy": (
+        lambda t, x, y: F(t).hinge_embedding_loss(x, y, size_average=False, reduce=False),
+        [grad(uniform((3, 4))), const(signs((3, 4)))],
+    ),
+    "multilabel_margin legacy": (
+        lambda t, x, y: F(t).multilabel_margin_loss(x, y, reduce=False),
+        [grad(LEVELS), LABELS],
+    ),
+    "soft_margin legacy": (
+        lambda t, x, y: F(t).soft_margin_loss(x, y, size_average=False),
+        [grad(uniform((3, 4))), const(signs((3, 4)))],
+    ),
+    "multilabel_soft_margin function legacy": (
+        lambda t, x, y: F(t).multilabel_soft_margin_loss(x, y, size_average=False),
+        [grad(uniform((2, 3))), const(fixed([[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]))],
+    ),
+    "cosine_embedding legacy": (
+        lambda t, a, b, y: F(t).cosine_embedding_loss(a, b, y, reduce=False),
+        [grad(uniform((4, 3))), grad(uniform((4, 3))), const(fixed([1.0, -1.0, -1.0, 1.0]))],
+    ),
     "triplet legacy": (
         lambda t, a, p, n: F(t).triplet_margin_loss(a, p, n, size_average=False),
         [grad(uniform((4, 3))), grad(uniform((4, 3))), grad(uniform((4, 3)))],
@@ -403,6 +424,26 @@ def test_legacy_flags_of_the_modules(fg, torch, flags):
         return result, [str(w.message) for w in caught]
 
     assert reductions(fg) == reductions(torch)
+
+
+FUNCTIONS = ["binary_cross_entropy", "kl_div", "poisson_nll_loss", "gaussian_nll_loss", "margin_ranking_loss"]
+FUNCTIONS += ["hinge_embedding_loss", "multilabel_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss"]
+FUNCTIONS += ["cosine_embedding_loss", "multi_margin_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss"]
+CLASSES = LEGACY + ["GaussianNLLLoss", "TripletMarginWithDistanceLoss", "NLLLoss2d"]
+
+
+def test_signatures_match_torch(fg, torch):
+    """Parameter names, kinds and defaults of the functions and of the modules' __init__ and forward."""
+
+    def signature(f):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(f).parameters.values()]
+
+    for name in FUNCTIONS:
+        assert signature(getattr(fg.nn.functional, name)) == signature(getattr(torch.nn.functional, name)), name
+    for name in CLASSES:
+        for method in ("__init__", "forward"):
+            ours, theirs = (getattr(getattr(t.nn, name), method) for t in (fg, torch))
+            assert signature(ours) == signature(theirs), f"{name}.{method}"
 
 
 # ---- errors
