@@ -499,7 +499,7 @@ def _loss_reduction(size_average, reduce, reduction):
 _ATEN_EPSILON = float(np.float32(1e-12))
 
 
-def _check_floating(kernel, input):
+def _check_floating_kernel(kernel, input):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
 
@@ -585,7 +585,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         )
     if weight is not None:
         weight = weight.expand(broadcast_shapes(target.size(), weight.size()))
-    _check_floating("binary_cross_entropy", input)
+    _check_floating_kernel("binary_cross_entropy", input)
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {SCALAR_TYPE_NAME[target.dtype]} but expected {SCALAR_TYPE_NAME[input.dtype]}")
     _check_not_differentiable("binary_cross_entropy", "weight", weight)
@@ -805,7 +805,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(
             f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
         )
-    _check_floating("multi_margin_loss_cpu_kernel", input)
+    _check_floating_kernel("multi_margin_loss_cpu_kernel", input)
     _check_not_differentiable("multi_margin_loss", "weight", weight)
     if target.numel() and (target.min().item() < 0 or target.max().item() >= classes):
         raise RuntimeError("target out of range")
