@@ -12,6 +12,7 @@ import math
 import multiprocessing
 import os
 import queue
+import time
 import warnings
 
 from ..._factories import empty
@@ -386,7 +387,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         for _ in range(self._prefetch_factor * self._num_workers):
             self._try_put_index()
 
-    def _try_get_data(self, timeout=_worker.MP_STATUS_CHECK_INTERVAL):
+    def _try_get_data(self, timeout):
         """(True, a worker's message), or (False, None) if none came within timeout; a RuntimeError
         when a worker died."""
         try:
@@ -405,15 +406,16 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             raise
 
     def _get_data(self):
-        if self._timeout > 0:
-            success, data = self._try_get_data(self._timeout)
-            if not success:
-                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
-            return data
+        """The next message of the workers. Waits in short steps, so that a worker's death is
+        noticed soon, up to the loader's timeout (if any)."""
+        deadline = time.monotonic() + self._timeout if self._timeout > 0 else math.inf
         while True:
-            success, data = self._try_get_data()
+            step = min(_worker.WORKER_POLL_INTERVAL, deadline - time.monotonic())
+            success, data = self._try_get_data(max(step, 0))
             if success:
                 return data
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
 
     def _skip_settled_tasks(self):
         """Moves _rcvd_idx past tasks that were yielded out of order, or that will never be answered

@@ -22,8 +22,13 @@ from .fetch import _DatasetKind
 
 __all__ = ["WorkerInfo", "get_worker_info"]
 
-# How long a blocked worker or main process waits before checking that the other side is alive.
+# How long the main process waits for a worker to exit.
 MP_STATUS_CHECK_INTERVAL = 5.0
+# How often a waiting main process checks that its workers live, and an idle worker that the loader
+# still wants it and that its parent lives. (The worker's None message can be lost when the iterator
+# dies in a garbage collection, the queue's feeder thread finalized first: the done event then ends
+# the worker without seconds of join timeouts.)
+WORKER_POLL_INTERVAL = 0.1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,16 +83,20 @@ class ExceptionWrapper:
         self.where = where
 
     def reraise(self):
+        # No local holds the exception: exception -> traceback -> this frame -> exception would be a
+        # cycle, keeping the iterator (and its workers) alive until a garbage collection.
+        raise self._exception()
+
+    def _exception(self):
         message = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
         if self.exc_type is KeyError:
-            message = KeyErrorMessage(message)
-        elif getattr(self.exc_type, "message", None):  # exceptions whose message is a keyword argument
-            raise self.exc_type(message=message)
+            return self.exc_type(KeyErrorMessage(message))
+        if getattr(self.exc_type, "message", None):  # exceptions whose message is a keyword argument
+            return self.exc_type(message=message)
         try:
-            exception = self.exc_type(message)
+            return self.exc_type(message)
         except Exception:  # a type that cannot be built from one message
-            raise RuntimeError(message) from None
-        raise exception
+            return RuntimeError(message)
 
 
 def _seed_worker(base_seed, worker_id):
@@ -127,9 +136,9 @@ def _worker_loop(
             init_error = ExceptionWrapper(where=where)  # the answer to the first task
         iteration_end = False
         parent = os.getppid()
-        while os.getppid() == parent:
+        while not done_event.is_set() and os.getppid() == parent:
             try:
-                task = index_queue.get(timeout=MP_STATUS_CHECK_INTERVAL)
+                task = index_queue.get(timeout=WORKER_POLL_INTERVAL)
             except queue.Empty:
                 continue
             if isinstance(task, _ResumeIteration):
@@ -140,7 +149,7 @@ def _worker_loop(
                 continue
             if task is None:  # the main process is done with this worker
                 break
-            if done_event.is_set() or iteration_end:
+            if iteration_end:
                 continue  # tasks sent after the end of the data: no answer is awaited
             task_id, index = task
             if init_error is not None:
