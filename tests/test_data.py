@@ -4,10 +4,14 @@ worker processes load what the main process loads, in order, and report errors a
 PyTorch's do."""
 
 import collections
+import contextlib
 import gc
+import io
 import os
 import random
 import re
+import subprocess
+import sys
 import threading
 import warnings
 
@@ -408,13 +412,25 @@ class Indexed:
 
 
 def test_workers_load_what_the_main_process_loads(fg):
-    def epochs(workers):
+    def epochs(workers, **options):
         loader = fg.utils.data.DataLoader(
-            tensors(fg), batch_size=2, shuffle=True, num_workers=workers, generator=fg.Generator().manual_seed(5)
+            tensors(fg), 2, shuffle=True, num_workers=workers, generator=fg.Generator().manual_seed(5), **options
         )
         return [plain(list(loader)) for _ in range(2)]
 
-    assert epochs(2) == epochs(0)
+    in_process = epochs(0)
+    assert epochs(2) == in_process
+    assert [sorted(epoch) for epoch in epochs(2, in_order=False)] == [sorted(epoch) for epoch in in_process]
+
+
+def test_more_workers_than_cpus_warns(fg, torch):
+    def messages(lib):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.utils.data.DataLoader(tensors(lib), num_workers=(os.cpu_count() or 1) + 1)
+        return [str(w.message) for w in caught]
+
+    assert messages(fg) == messages(torch) != []
 
 
 def test_worker_info_and_init_fn(fg, torch):
@@ -563,3 +579,40 @@ def test_dead_worker(fg):
         pytest.skip("PyTorch's SIGCHLD handler may report the death first, in other words")
     error_type, text = loading_error(fg.utils.data.DataLoader(Stalling(fg, exit=True), num_workers=1))
     assert error_type is RuntimeError and re.fullmatch(r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly", text)
+
+
+# A PyTorch program's data pipeline, through the imports programs use.
+SCRIPT = """
+import torch
+import torch.utils.data
+from torch.utils.data import DataLoader, Dataset, TensorDataset, random_split
+
+
+class Squares(Dataset):
+    def __len__(self):
+        return 5
+
+    def __getitem__(self, i):
+        info = torch.utils.data.get_worker_info()
+        return {"x": torch.tensor([float(i * i)]), "worker": -1 if info is None else info.id}
+
+
+for batch in DataLoader(Squares(), batch_size=2, num_workers=2):
+    print(batch["x"].tolist(), batch["worker"].tolist())
+pairs = TensorDataset(torch.arange(6).reshape(3, 2), torch.tensor([1.5, 2.5, 3.5]))
+print([(a.tolist(), b.tolist(), b.dtype == torch.float32) for a, b in torch.utils.data.DataLoader(pairs, batch_size=2)])
+print([len(part) for part in random_split(range(10), [0.5, 0.3, 0.2])])
+"""
+
+
+def test_pytorch_program_under_the_alias(torch, tmp_path):
+    """On fastgrad only: the alias is the same for the reference (a subprocess costs a second)."""
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
+    ours = subprocess.run([sys.executable, "-m", "fastgrad.run", str(script)], capture_output=True, text=True, env=env)
+    assert ours.returncode == 0, ours.stderr
+    theirs = io.StringIO()
+    with contextlib.redirect_stdout(theirs):  # the same program on PyTorch, here (already imported)
+        exec(compile(SCRIPT, str(script), "exec"), {"__name__": "__main__"})
+    assert ours.stdout == theirs.getvalue()

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import queue
 import time
+import typing
 import warnings
 
 from ..._factories import empty
@@ -57,10 +58,13 @@ def _cpu_count():
 _FROZEN_ATTRIBUTES = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
 
-class DataLoader:
+_T_co = typing.TypeVar("_T_co", covariant=True)
+
+
+class DataLoader(typing.Generic[_T_co]):
     """Iterates over `dataset` in batches of batch_size (None: sample by sample) in the order of
     `sampler` (sequential, or random with shuffle=True) or of `batch_sampler`, collated by
-    collate_fn, in num_workers worker processes (0: in this process)."""
+    collate_fn, in num_workers worker processes (0: in this process). Generic as PyTorch's."""
 
     _initialized = False
 
