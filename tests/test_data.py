@@ -8,6 +8,7 @@ import contextlib
 import gc
 import io
 import os
+import pickle
 import random
 import re
 import subprocess
@@ -368,6 +369,32 @@ def test_loader_argument_errors(fg, torch, options):
 @pytest.mark.parametrize("options", [{"shuffle": True}, {"sampler": [0]}, {"batch_sampler": [[0]]}])
 def test_iterable_dataset_argument_errors(fg, torch, options):
     same_error(fg, torch, lambda lib: lib.utils.data.DataLoader(Stream(lib, 0, 3), **options))
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda lib: lib.utils.data.Dataset()[0],
+        lambda lib: next(iter(lib.utils.data.Sampler())),
+        lambda lib: pickle.dumps(iter(lib.utils.data.DataLoader([1]))),
+        lambda lib: list(lib.utils.data.DataLoader(range(3), batch_size=2.0)),
+        lambda lib: len(
+            lib.utils.data.DataLoader(type("NoLen", (lib.utils.data.IterableDataset,), {"__iter__": iter})())
+        ),
+        lambda lib: lib.utils.data.default_collate([lib.zeros(2), lib.zeros(3)]),
+    ],
+)
+def test_base_classes_and_misuse(fg, torch, program):
+    same_error(fg, torch, program)
+
+
+def test_renamed_attribute_warns(fg, torch):
+    def program(lib):
+        with pytest.warns(FutureWarning) as caught:
+            sizes = lib.utils.data.ConcatDataset([[1], [2, 3]]).cummulative_sizes
+        return sizes, [str(w.message) for w in caught]
+
+    assert program(fg) == program(torch)
 
 
 def test_loader_attributes_are_frozen(fg, torch):
