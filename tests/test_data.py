@@ -460,6 +460,12 @@ def test_more_workers_than_cpus_warns(fg, torch):
     assert messages(fg) == messages(torch) != []
 
 
+def test_spawned_worker_gets_the_dataset_by_pickling(fg):
+    """A spawned worker imports the backend afresh and unpickles the dataset and collate_fn."""
+    loader = fg.utils.data.DataLoader(tensors(fg), batch_size=4, num_workers=1, multiprocessing_context="spawn")
+    assert plain(list(loader)) == plain(list(fg.utils.data.DataLoader(tensors(fg), batch_size=4)))
+
+
 def test_worker_info_and_init_fn(fg, torch):
     def program(lib):
         data = lib.utils.data
