@@ -157,14 +157,12 @@ def _worker_loop(
             else:
                 try:
                     data = fetcher.fetch(index)
-                except StopIteration:
-                    if dataset_kind != _DatasetKind.Iterable:
-                        data = ExceptionWrapper(where=where)
-                    else:
-                        data = _IterableDatasetStopIteration(worker_id)
+                except Exception as error:
+                    if isinstance(error, StopIteration) and dataset_kind == _DatasetKind.Iterable:
+                        data = _IterableDatasetStopIteration(worker_id)  # this copy of the stream has ended
                         iteration_end = True
-                except Exception:
-                    data = ExceptionWrapper(where=where)
+                    else:
+                        data = ExceptionWrapper(where=where)
             data_queue.put((task_id, data))
             del data, index, task  # hold no batch while waiting for the next task
     except KeyboardInterrupt:  # the main process handles Ctrl-C
