@@ -5,7 +5,7 @@ reference's tensors and primitives.
 """
 
 from . import functional, init
-from .container import ModuleList, Sequential
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .layers import (
     GELU,
     Dropout,
@@ -22,8 +22,10 @@ from .layers import (
     Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
+from .lazy import LazyLinear, LazyModuleMixin
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, UninitializedParameter
+from . import utils
 
 __all__ = [
     "Module",
@@ -52,4 +54,11 @@ __all__ = [
     "BCEWithLogitsLoss",
     "functional",
     "init",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "UninitializedParameter",
+    "LazyModuleMixin",
+    "LazyLinear",
+    "utils",
 ]

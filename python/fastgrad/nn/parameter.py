@@ -39,3 +39,48 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol):
         return type(self), (self.detach(), self.requires_grad)
+
+
+class UninitializedParameter(Parameter):
+    """A Parameter whose shape is not known yet (a lazy module's): it holds no data until
+    materialize(shape) gives it some and turns it into a plain Parameter."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return super().__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass  # __new__ made the whole object
+
+    def materialize(self, shape, device=None, dtype=None):
+        self.data = empty(shape, device=device, dtype=self.data.dtype if dtype is None else dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. "
+            "This error usually happens in `load_state_dict` when trying to load "
+            "an uninitialized parameter into an initialized one. "
+            "Call `forward` to initialize the parameters before accessing their attributes."
+        )
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    __str__ = __repr__
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, dtype=self.data.dtype)
+        return memo[id(self)]
+
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.requires_grad,)
+
+
+def is_lazy(param):
+    """Whether param is still uninitialized (its shape unknown)."""
+    return isinstance(param, UninitializedParameter)
