@@ -5,21 +5,11 @@ from ..._grad_mode import no_grad
 from ..._methods import FUNCTIONS
 from ..module import Module
 from . import parametrize
+from .weight_norm import norm_except_dim, weight_from_norm
 
 Tensor = _prims.Tensor
 
 __all__ = ["weight_norm", "spectral_norm"]
-
-
-def _norm_except_dim(v, dim):
-    """The 2-norm of v over every dim but `dim`, kept as a size-1 dim (over everything for dim -1)."""
-    if dim == -1:
-        return v.norm(2)
-    if dim == 0:
-        return v.contiguous().view(v.size(0), -1).norm(2, 1).view(v.size(0), *[1] * (v.dim() - 1))
-    if dim == v.dim() - 1:
-        return v.contiguous().view(-1, v.size(-1)).norm(2, 0).view(*[1] * (v.dim() - 1), v.size(-1))
-    return _norm_except_dim(v.transpose(0, dim), 0).transpose(0, dim)
 
 
 def _normalize(x, eps):
@@ -35,10 +25,10 @@ class _WeightNorm(Module):
         self.dim = -1 if dim is None else dim
 
     def forward(self, weight_g, weight_v):
-        return weight_v * (weight_g / _norm_except_dim(weight_v, self.dim))
+        return weight_from_norm(weight_g, weight_v, self.dim)
 
     def right_inverse(self, weight):
-        return _norm_except_dim(weight, self.dim), weight
+        return norm_except_dim(weight, self.dim), weight
 
 
 def weight_norm(module, name="weight", dim=0):
