@@ -3,6 +3,7 @@
 
 import warnings
 
+from ...autograd.function import Function
 from ..parameter import Parameter, UninitializedParameter
 
 __all__ = ["weight_norm", "remove_weight_norm"]
@@ -19,8 +20,32 @@ def norm_except_dim(v, dim):
     return norm_except_dim(v.transpose(0, dim), 0).transpose(0, dim)
 
 
+class WeightNormInterface(Function):
+    """g * v / ||v|| with PyTorch's fused backward (its _weight_norm_interface, used for the first
+    or last dim): per slice, grad_g = sum(grad_w * v) / norm and grad_v = a * grad_w - b * v, with
+    a = g / norm and b = a * grad_g / norm."""
+
+    @staticmethod
+    def forward(ctx, v, g, dim):
+        norms = norm_except_dim(v, dim)
+        ctx.save_for_backward(v, g, norms)
+        ctx.dim = dim
+        return v * (g / norms)
+
+    @staticmethod
+    def backward(ctx, grad_w):
+        v, g, norms = ctx.saved_tensors
+        other_dims = [d for d in range(v.dim()) if d != ctx.dim]
+        grad_g = (grad_w * v).sum(other_dims, keepdim=True) / norms
+        a = g / norms
+        b = a * grad_g / norms
+        return a * grad_w - b * v, grad_g, None
+
+
 def weight_from_norm(g, v, dim):
-    """g * v / ||v||, the norms over all dims but `dim`."""
+    """g * v / ||v||, the norms over all dims but `dim` (PyTorch's torch._weight_norm)."""
+    if 0 < v.dim() and dim in (0, v.dim() - 1):
+        return WeightNormInterface.apply(v, g, dim)
     return v * (g / norm_except_dim(v, dim))
 
 
