@@ -6,6 +6,7 @@ and what it returns (names, reprs, values, the hooks' call records, errors) is c
 """
 
 import collections
+import copy
 import pickle
 import re
 import warnings
@@ -663,3 +664,20 @@ def test_lazy_linear_loaded_checks_the_input_size(fg, torch):
         lazy(t.ones(1, 4))
 
     same_error(fg, torch, program)
+
+
+def test_hook_handles_of_a_copied_module(fg, torch):
+    def program(t):
+        calls = []
+        m = t.nn.Tanh()
+        handle = m.register_forward_hook(lambda mod, args, out: calls.append(mod is m))
+        twin = copy.deepcopy(m)
+        handle.remove()  # the original's hook only
+        m(t.ones(1))
+        twin(t.ones(1))
+        lazy = t.nn.LazyLinear(2)
+        lazy_twin = copy.deepcopy(lazy)
+        shapes = [tuple(module(t.ones(3, k)).shape) for module, k in ((lazy, 4), (lazy_twin, 5), (lazy_twin, 5))]
+        return calls, shapes, type(lazy_twin).__name__, lazy_twin.in_features
+
+    _same(fg, torch, program)

@@ -7,6 +7,7 @@ import collections.abc
 import functools
 import itertools
 import warnings
+import weakref
 
 from .. import _prims
 from .._grad_mode import no_grad
@@ -60,20 +61,38 @@ _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _hook_ids = itertools.count()  # one sequence for every hook dict, as torch.utils.hooks.RemovableHandle.next_id
 
 
+class _HookHandle(RemovableHandle):
+    """torch.utils.hooks.RemovableHandle: removes the hook `id` from its dict and from the dicts
+    flagging it (with_kwargs, always_call). It refers to them weakly and is copied and pickled
+    with them, so that the handles of a copied module remove hooks from the copy's dicts."""
+
+    def __init__(self, hooks, flag_dicts=()):
+        self.id = next(_hook_ids)
+        self.hooks_dict_ref = weakref.ref(hooks)
+        self.extra_dict_ref = tuple(weakref.ref(flags) for flags in flag_dicts)
+
+    def remove(self):
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            members = ref()
+            if members is not None:
+                members.pop(self.id, None)
+
+    def __getstate__(self):
+        return self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref)
+
+    def __setstate__(self, state):
+        hooks, self.id, flag_dicts = state
+        # a dict gone before pickling gives a dead reference
+        self.hooks_dict_ref = weakref.ref(collections.OrderedDict() if hooks is None else hooks)
+        self.extra_dict_ref = tuple(weakref.ref(flags) for flags in flag_dicts if flags is not None)
+
+
 def _add_hook(hooks, hook, prepend=False, flag_dicts=()):
-    """Stores hook in the ordered dict `hooks` under a new id (first when prepend); the handle's
-    remove() takes the id out of `hooks` and of the dicts flagging it (with_kwargs, always_call)."""
-    hook_id = next(_hook_ids)
-    hooks[hook_id] = hook
+    """Stores hook in the ordered dict `hooks` under a new id (first when prepend); returns its handle."""
+    handle = _HookHandle(hooks, flag_dicts)
+    hooks[handle.id] = hook
     if prepend:
-        hooks.move_to_end(hook_id, last=False)
-
-    def remove():
-        for members in (hooks, *flag_dicts):
-            members.pop(hook_id, None)
-
-    handle = RemovableHandle(remove)
-    handle.id = hook_id
+        hooks.move_to_end(handle.id, last=False)
     return handle
 
 
