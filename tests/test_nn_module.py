@@ -35,11 +35,6 @@ def _same(fg, torch, program):
     return same_on_both(fg, torch, lambda t: _torch_names(program(t)))
 
 
-def _global_hooks(t):
-    """Where the global module hooks live: torch.nn.modules.module, fastgrad.nn.module."""
-    return t.nn.modules.module if t.__name__ == "torch" else t.nn.module
-
-
 # ---- containers
 
 
@@ -368,7 +363,7 @@ def test_always_call_hooks_run_when_forward_raises(fg, torch):
 
 def test_global_forward_hooks_run_first_and_are_removable(fg, torch):
     def program(t):
-        global_hooks = _global_hooks(t)
+        global_hooks = t.nn.modules.module
         calls = []
         m = t.nn.ReLU()
         m.register_forward_pre_hook(lambda mod, args: calls.append("own pre"))
@@ -472,7 +467,7 @@ def test_backward_hook_results_are_checked(fg, torch):
 
 def test_global_backward_hooks(fg, torch):
     def program(t):
-        global_hooks = _global_hooks(t)
+        global_hooks = t.nn.modules.module
         rec = _Recorder()
         m = t.nn.Tanh()
         m.register_full_backward_hook(rec.full("own"))

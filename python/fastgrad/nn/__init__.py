@@ -25,7 +25,7 @@ from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELos
 from .lazy import LazyLinear, LazyModuleMixin
 from .module import Module
 from .parameter import Parameter, UninitializedParameter
-from . import utils
+from . import modules, utils
 
 __all__ = [
     "Module",
@@ -61,4 +61,5 @@ __all__ = [
     "LazyModuleMixin",
     "LazyLinear",
     "utils",
+    "modules",
 ]
