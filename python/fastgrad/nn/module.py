@@ -87,12 +87,16 @@ class _HookHandle(RemovableHandle):
         self.extra_dict_ref = tuple(weakref.ref(flags) for flags in flag_dicts if flags is not None)
 
 
-def _add_hook(hooks, hook, prepend=False, flag_dicts=()):
-    """Stores hook in the ordered dict `hooks` under a new id (first when prepend); returns its handle."""
-    handle = _HookHandle(hooks, flag_dicts)
+def _add_hook(hooks, hook, prepend=False, flags=()):
+    """Stores hook in the ordered dict `hooks` under a new id (first when prepend); returns its handle.
+    flags: (dict, on) pairs, the dicts marking hooks of a kind (with_kwargs, always_call) by their id."""
+    handle = _HookHandle(hooks, [flag_dict for flag_dict, _ in flags])
     hooks[handle.id] = hook
     if prepend:
         hooks.move_to_end(handle.id, last=False)
+    for flag_dict, on in flags:
+        if on:
+            flag_dict[handle.id] = True
     return handle
 
 
@@ -112,10 +116,8 @@ def register_module_forward_pre_hook(hook):
 
 def register_module_forward_hook(hook, *, with_kwargs=False, always_call=False):
     """hook(module, args, output) after every module's forward, as Module.register_forward_hook."""
-    flags = (_global_forward_hooks_with_kwargs, _global_forward_hooks_always_called)
-    handle = _add_hook(_global_forward_hooks, hook, flag_dicts=flags)
-    _flag(handle.id, (with_kwargs, always_call), flags)
-    return handle
+    flags = ((_global_forward_hooks_with_kwargs, with_kwargs), (_global_forward_hooks_always_called, always_call))
+    return _add_hook(_global_forward_hooks, hook, flags=flags)
 
 
 def register_module_full_backward_pre_hook(hook):
@@ -126,12 +128,6 @@ def register_module_full_backward_pre_hook(hook):
 def register_module_full_backward_hook(hook):
     """hook(module, grad_input, grad_output) for every module, as Module.register_full_backward_hook."""
     return _add_hook(_global_backward_hooks, hook)
-
-
-def _flag(hook_id, wanted, flag_dicts):
-    for on, flags in zip(wanted, flag_dicts):
-        if on:
-            flags[hook_id] = True
 
 
 class BackwardHookFunction(Function):
@@ -297,20 +293,7 @@ class Module:
         always_called_run = set()
         result = None
         try:
-            for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    new_args_kwargs = hook(self, args, kwargs)
-                    if new_args_kwargs is not None:
-                        if not (isinstance(new_args_kwargs, tuple) and len(new_args_kwargs) == 2):
-                            raise RuntimeError(
-                                "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
-                                f"but got {new_args_kwargs}."
-                            )
-                        args, kwargs = new_args_kwargs
-                else:
-                    new_args = hook(self, args)
-                    if new_args is not None:
-                        args = new_args if isinstance(new_args, tuple) else (new_args,)
+            args, kwargs = self._run_forward_pre_hooks(args, kwargs)
             backward_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
             backward_pre_hooks = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
             backward_hook = None
@@ -346,6 +329,24 @@ class Module:
                         )
             raise
 
+    def _run_forward_pre_hooks(self, args, kwargs):
+        """The arguments forward gets: as the pre-hooks (global ones first) replace them."""
+        for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+            if hook_id in self._forward_pre_hooks_with_kwargs:
+                new_args_kwargs = hook(self, args, kwargs)
+                if new_args_kwargs is not None:
+                    if not (isinstance(new_args_kwargs, tuple) and len(new_args_kwargs) == 2):
+                        raise RuntimeError(
+                            "forward pre-hook must return None or a tuple of (new_args, new_kwargs), "
+                            f"but got {new_args_kwargs}."
+                        )
+                    args, kwargs = new_args_kwargs
+            else:
+                new_args = hook(self, args)
+                if new_args is not None:
+                    args = new_args if isinstance(new_args, tuple) else (new_args,)
+        return args, kwargs
+
     def _forward_hooks_in_order(self):
         return [*_global_forward_hooks.items(), *self._forward_hooks.items()]
 
@@ -364,18 +365,13 @@ class Module:
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """hook(module, args) -> None or new args (hook(module, args, kwargs) -> None or (args, kwargs)
         with_kwargs), before forward."""
-        flags = (self._forward_pre_hooks_with_kwargs,)
-        handle = _add_hook(self._forward_pre_hooks, hook, prepend, flags)
-        _flag(handle.id, (with_kwargs,), flags)
-        return handle
+        return _add_hook(self._forward_pre_hooks, hook, prepend, ((self._forward_pre_hooks_with_kwargs, with_kwargs),))
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """hook(module, args, output) -> None or a new output (hook(module, args, kwargs, output)
         with_kwargs), after forward; always_call: also when forward raised."""
-        flags = (self._forward_hooks_with_kwargs, self._forward_hooks_always_called)
-        handle = _add_hook(self._forward_hooks, hook, prepend, flags)
-        _flag(handle.id, (with_kwargs, always_call), flags)
-        return handle
+        flags = ((self._forward_hooks_with_kwargs, with_kwargs), (self._forward_hooks_always_called, always_call))
+        return _add_hook(self._forward_hooks, hook, prepend, flags)
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """hook(module, grad_output) -> None or new grad_output, when the gradients of the outputs are known."""
