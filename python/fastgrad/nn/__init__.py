@@ -5,7 +5,7 @@ reference's tensors and primitives.
 """
 
 from . import functional, init
-from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .container import ModuleList, Sequential
 from .layers import (
     GELU,
     Dropout,
@@ -22,9 +22,11 @@ from .layers import (
     Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
-from .lazy import LazyLinear, LazyModuleMixin
 from .module import Module
-from .parameter import Parameter, UninitializedParameter
+from .parameter import Parameter
+from .container import ModuleDict, ParameterDict, ParameterList
+from .lazy import LazyLinear, LazyModuleMixin
+from .parameter import UninitializedParameter
 from . import modules, utils
 
 __all__ = [
