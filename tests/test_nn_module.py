@@ -661,7 +661,7 @@ def test_lazy_linear_loaded_checks_the_input_size(fg, torch):
     same_error(fg, torch, program)
 
 
-def test_hook_handles_of_a_copied_module(fg, torch):
+def test_hook_handles_of_a_copied_or_unpickled_module(fg, torch):
     def program(t):
         calls = []
         m = t.nn.Tanh()
@@ -672,7 +672,9 @@ def test_hook_handles_of_a_copied_module(fg, torch):
         twin(t.ones(1))
         lazy = t.nn.LazyLinear(2)
         lazy_twin = copy.deepcopy(lazy)
-        shapes = [tuple(module(t.ones(3, k)).shape) for module, k in ((lazy, 4), (lazy_twin, 5), (lazy_twin, 5))]
-        return calls, shapes, type(lazy_twin).__name__, lazy_twin.in_features
+        unpickled = pickle.loads(pickle.dumps(lazy))
+        calls_made = ((lazy, 4), (lazy_twin, 5), (lazy_twin, 5), (unpickled, 6), (unpickled, 6))
+        shapes = [tuple(module(t.ones(3, k)).shape) for module, k in calls_made]
+        return calls, shapes, [(type(m).__name__, m.in_features) for m in (lazy_twin, unpickled)]
 
     _same(fg, torch, program)
