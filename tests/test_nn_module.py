@@ -436,6 +436,23 @@ def test_full_backward_hooks_see_and_replace_gradients(fg, torch):
     _same(fg, torch, program)
 
 
+def test_backward_hooks_of_nested_modules(fg, torch):
+    def program(t):
+        rec = _Recorder()
+        net = t.nn.Sequential(t.nn.Linear(2, 2), t.nn.Tanh(), t.nn.Linear(2, 1))
+        with t.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(t.arange(p.numel(), dtype=t.float32).view_as(p) * 0.1 - 0.05 * i)
+        for name, module in [("net", net), ("linear", net[0]), ("tanh", net[1]), ("head", net[2])]:
+            module.register_full_backward_hook(rec.full(name))
+            module.register_full_backward_pre_hook(rec.pre(name + " pre"))
+        x = t.tensor([[0.5, -1.0]], requires_grad=True)
+        net(x).sum().backward()
+        return rec.calls, x.grad
+
+    _same(fg, torch, program)
+
+
 def test_full_backward_hook_when_no_input_requires_grad(fg, torch):
     def program(t):
         rec = _Recorder()
