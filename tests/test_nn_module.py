@@ -240,6 +240,23 @@ def test_lookup_errors(fg, torch, target):
     same_error(fg, torch, lambda t: getattr(_tree(t), method)(name))
 
 
+def test_buffer_marker(fg, torch):
+    def program(t):
+        m = t.nn.Module()
+        m.a = t.nn.Buffer(t.ones(2))
+        m.b = t.nn.Buffer(t.zeros(1, requires_grad=True), persistent=False)
+        m.c = t.nn.Buffer()
+        return [
+            type(m.a).__name__,
+            (isinstance(m.a, t.nn.Buffer), isinstance(t.ones(1), t.nn.Buffer), isinstance(m.a, t.Tensor)),
+            list(m.state_dict()),
+            [name for name, _ in m.named_buffers()],
+            m.b.requires_grad,
+        ]
+
+    _same(fg, torch, program)
+
+
 # ---- conversions and modes
 
 

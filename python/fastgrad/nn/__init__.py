@@ -26,7 +26,7 @@ from .module import Module
 from .parameter import Parameter
 from .container import ModuleDict, ParameterDict, ParameterList
 from .lazy import LazyLinear, LazyModuleMixin
-from .parameter import UninitializedParameter
+from .parameter import Buffer, UninitializedParameter
 from . import modules, utils
 
 __all__ = [
@@ -64,4 +64,5 @@ __all__ = [
     "LazyLinear",
     "utils",
     "modules",
+    "Buffer",
 ]

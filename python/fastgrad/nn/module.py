@@ -13,7 +13,7 @@ from .. import _prims
 from .._grad_mode import no_grad
 from .._hooks import RemovableHandle
 from ..autograd.function import Function
-from .parameter import Parameter, is_lazy
+from .parameter import Buffer, Parameter, is_lazy
 from fastgrad._types import float32
 
 Tensor = _prims.Tensor
@@ -494,13 +494,14 @@ class Module:
                     f"cannot assign '{_typename(value)}' as child module '{name}' (torch.nn.Module or None expected)"
                 )
             modules[name] = value
-        elif buffers is not None and name in buffers:
+        elif isinstance(value, Buffer) or buffers is not None and name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
                     f"cannot assign '{_typename(value)}' as buffer '{name}' "
                     "(torch.nn.Buffer, torch.Tensor or None expected)"
                 )
-            self.register_buffer(name, value, name not in self._non_persistent_buffers_set)
+            persistent = value.persistent if isinstance(value, Buffer) else name not in self._non_persistent_buffers_set
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
 

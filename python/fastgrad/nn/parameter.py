@@ -81,6 +81,26 @@ class UninitializedParameter(Parameter):
         return type(self), (self.requires_grad,)
 
 
+class _BufferMeta(type(Tensor)):  # the backend's metaclass (pybind11's for the C++ Tensor)
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:  # the tensors Buffer() marked
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A marker, as PyTorch's: Buffer(data, persistent=) returns a plain tensor (data detached) that a
+    module attribute assignment registers as a buffer, persistent or not."""
+
+    def __new__(cls, data=None, *, persistent=True):
+        if data is None:
+            data = empty(0)
+        tensor = data.detach().requires_grad_(data.requires_grad)
+        tensor.persistent = persistent
+        tensor._is_buffer = True
+        return tensor
+
+
 def is_lazy(param):
     """Whether param is still uninitialized (its shape unknown)."""
     return isinstance(param, UninitializedParameter)
