@@ -257,6 +257,18 @@ def test_buffer_marker(fg, torch):
     _same(fg, torch, program)
 
 
+def test_uninitialized_buffer(fg, torch):
+    def program(t):
+        m = t.nn.Module()
+        m.lazy = t.nn.UninitializedBuffer(persistent=False)
+        before = [repr(m.lazy), isinstance(m.lazy, t.nn.Buffer), list(m.state_dict()), list(m._buffers)]
+        m.lazy.materialize((2, 3), dtype=t.float64)
+        after = [type(m.lazy).__name__, tuple(m.lazy.shape), str(m.lazy.dtype), m.lazy.requires_grad]
+        return before, after
+
+    _same(fg, torch, program)
+
+
 # ---- conversions and modes
 
 

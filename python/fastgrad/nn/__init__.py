@@ -26,7 +26,7 @@ from .module import Module
 from .parameter import Parameter
 from .container import ModuleDict, ParameterDict, ParameterList
 from .lazy import LazyLinear, LazyModuleMixin
-from .parameter import Buffer, UninitializedParameter
+from .parameter import Buffer, UninitializedBuffer, UninitializedParameter
 from . import modules, utils
 
 __all__ = [
@@ -65,4 +65,5 @@ __all__ = [
     "utils",
     "modules",
     "Buffer",
+    "UninitializedBuffer",
 ]

@@ -41,18 +41,12 @@ class Parameter(Tensor):
         return type(self), (self.detach(), self.requires_grad)
 
 
-class UninitializedParameter(Parameter):
-    """A Parameter whose shape is not known yet (a lazy module's): it holds no data until
-    materialize(shape) gives it some and turns it into a plain Parameter."""
+class _Uninitialized(Tensor):
+    """What UninitializedParameter and UninitializedBuffer share: no data, no shape, until
+    materialize(shape) gives them data and turns them into cls_to_become. (A Tensor subclass, not a
+    mixin: only single-layout class trees allow the `__class__` assignments.)"""
 
     __slots__ = ()
-    cls_to_become = Parameter
-
-    def __new__(cls, requires_grad=True, device=None, dtype=None):
-        return super().__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
-
-    def __init__(self, requires_grad=True, device=None, dtype=None):
-        pass  # __new__ made the whole object
 
     def materialize(self, shape, device=None, dtype=None):
         self.data = empty(shape, device=device, dtype=self.data.dtype if dtype is None else dtype)
@@ -72,13 +66,26 @@ class UninitializedParameter(Parameter):
 
     __str__ = __repr__
 
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.requires_grad,)
+
     def __deepcopy__(self, memo):
         if id(self) not in memo:
             memo[id(self)] = type(self)(self.requires_grad, dtype=self.data.dtype)
         return memo[id(self)]
 
-    def __reduce_ex__(self, protocol):
-        return type(self), (self.requires_grad,)
+
+class UninitializedParameter(_Uninitialized, Parameter):
+    """A lazy module's Parameter whose shape is not known yet."""
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        pass  # __new__ made the whole object
 
 
 class _BufferMeta(type(Tensor)):  # the backend's metaclass (pybind11's for the C++ Tensor)
@@ -101,6 +108,23 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         return tensor
 
 
+class UninitializedBuffer(_Uninitialized):
+    """A lazy module's buffer whose shape is not known yet (a Buffer: assigning it registers it)."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None, persistent=True):
+        tensor = _finish(empty(0, device=device, dtype=dtype), requires_grad)
+        tensor.__class__ = cls
+        tensor.persistent = persistent
+        tensor._is_buffer = True
+        return tensor
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        pass  # __new__ made the whole object
+
+
 def is_lazy(param):
-    """Whether param is still uninitialized (its shape unknown)."""
-    return isinstance(param, UninitializedParameter)
+    """Whether param (a parameter or buffer) is still uninitialized (its shape unknown)."""
+    return isinstance(param, _Uninitialized)
