@@ -114,7 +114,17 @@ def _layout_dependent_view(program, ours, theirs):
 
 COMPOSED_FUNCTIONS = tuple(
     f"torch.nn.functional.{name}("
-    for name in ("leaky_relu", "mse_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits")
+    for name in (
+        "leaky_relu",
+        "mse_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "binary_cross_entropy_with_logits",
+        "soft_margin_loss",
+        "multi_margin_loss",
+        "multilabel_margin_loss",
+        "multilabel_soft_margin_loss",
+    )
 )
 
 
@@ -168,7 +178,8 @@ DIFFERENCES = [
         ),
     ),
     (
-        "leaky_relu, mse_loss, smooth_l1_loss, huber_loss and binary_cross_entropy_with_logits are composed of "
+        "leaky_relu, mse_loss, smooth_l1_loss, huber_loss, binary_cross_entropy_with_logits, soft_margin_loss, "
+        "multi_margin_loss, multilabel_margin_loss and multilabel_soft_margin_loss are composed of "
         "tensor ops, which save what they need (input - target, ...), not the function's inputs themselves: writing "
         "into those in place afterwards leaves fastgrad's backward valid (it gives the gradient at the values the "
         "function saw), where PyTorch's fused backward refuses",

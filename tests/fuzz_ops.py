@@ -541,6 +541,98 @@ for _t in [
     "torch.nn.functional.binary_cross_entropy_with_logits({a}, {b}{reduction})",
 ]:
     op(_t, a=tensor(), b=partner("a"), reduction=options("", ", reduction='sum'", ", reduction='none'"))
+_reduction = options("", ", reduction='sum'", ", reduction='none'")
+op(
+    "torch.nn.functional.binary_cross_entropy({a}.sigmoid(), {b}.sigmoid(){reduction})",
+    a=tensor(),
+    b=partner("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.kl_div({a}.log_softmax(-1), {b}{target}, reduction={reduction})",
+    a=tensor(min_rank=1),
+    b=partner("a"),
+    target=options(".softmax(-1)", ".log_softmax(-1), log_target=True"),
+    reduction=options("'sum'", "'none'", "'batchmean'"),
+)
+op(
+    "torch.nn.functional.poisson_nll_loss({a}, {b}.exp(){full}{reduction})",
+    a=tensor(),
+    b=partner("a"),
+    full=options("", ", full=True"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.gaussian_nll_loss({a}, {b}, {c}.exp(){reduction})",
+    a=tensor(),
+    b=partner("a"),
+    c=partner("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.multilabel_soft_margin_loss({a}, {b}.sigmoid(){reduction})",
+    a=tensor(min_rank=1),
+    b=partner("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.soft_margin_loss({a}, {b}.sign().detach(){reduction})",
+    a=tensor(),
+    b=partner("a"),
+    reduction=_reduction,
+)
+# hinges: the fuzzer's values (halves) put them at their kinks, where PyTorch's gradient takes a side
+op(
+    "torch.nn.functional.margin_ranking_loss({a}, {b}, {a}.sign().detach(){reduction}, margin=0.5)",
+    smooth=False,
+    a=tensor(),
+    b=partner("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.hinge_embedding_loss({a}, {b}.sign().detach(){reduction})",
+    smooth=False,
+    a=tensor(),
+    b=partner("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.cosine_embedding_loss({a}, {b}, {a}[:, 0].sign().detach(){reduction}, margin=0.25)",
+    smooth=False,
+    a=tensor(rank=2),
+    b=partner("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.multi_margin_loss({a}, {t}{p}{reduction})",
+    smooth=False,
+    a=tensor(rank=(2, 1)),
+    t=class_targets("a"),
+    p=options("", ", p=2, margin=0.5"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.multilabel_margin_loss({a}, {t}.unsqueeze(-1).expand_as({a}){reduction})",
+    smooth=False,
+    a=tensor(rank=(2, 1)),
+    t=class_targets("a"),
+    reduction=_reduction,
+)
+op(
+    "torch.nn.functional.triplet_margin_loss({a}, {b}, {c}{swap})",
+    smooth=False,
+    a=tensor(min_rank=1),
+    b=partner("a"),
+    c=partner("a"),
+    swap=options("", ", p=1, swap=True"),
+)
+op(
+    "torch.nn.functional.triplet_margin_with_distance_loss({a}, {b}, {c}, swap=True, reduction='none')",
+    smooth=False,
+    a=tensor(min_rank=1),
+    b=partner("a"),
+    c=partner("a"),
+)
 op("torch.nn.functional.linear({a}, {b}.t())", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
 op("torch.nn.functional.linear({a}, {b}.t(), {b}[0])", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
 op("torch.nn.functional.layer_norm({a}, {shape})", a=tensor(min_rank=1), shape=last_dims("a"))

@@ -26,6 +26,7 @@ SHARED = [
     "nn",
     "serialization",
     "optim",
+    "utils",
 ]
 _HERE = pathlib.Path(__file__).resolve().parent
 

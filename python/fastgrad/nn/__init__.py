@@ -22,6 +22,22 @@ from .layers import (
     Tanh,
 )
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
+from .loss import (
+    BCELoss,
+    CosineEmbeddingLoss,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    KLDivLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    NLLLoss2d,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from .module import Module
 from .parameter import Parameter
 from .container import ModuleDict, ParameterDict, ParameterList
@@ -56,6 +72,20 @@ __all__ = [
     "BCEWithLogitsLoss",
     "functional",
     "init",
+    "BCELoss",
+    "KLDivLoss",
+    "PoissonNLLLoss",
+    "GaussianNLLLoss",
+    "MarginRankingLoss",
+    "HingeEmbeddingLoss",
+    "MultiLabelMarginLoss",
+    "SoftMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "CosineEmbeddingLoss",
+    "MultiMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "NLLLoss2d",
     "ModuleDict",
     "ParameterList",
     "ParameterDict",

@@ -5,13 +5,16 @@ everything else is composed from tensor ops here, with PyTorch's formulas (so th
 and gradients by the chain rule), argument checks and messages.
 """
 
+import math
 import warnings
 
 import numpy as np
 
 from .. import _prims
+from .._methods import broadcast_shapes
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
-from .._factories import arange
+from .._factories import arange, ones_like
+from .._grad_mode import is_grad_enabled, no_grad
 from .._sampling import rand
 from ..autograd.function import Function
 from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, int64, promote_types
@@ -481,3 +484,379 @@ def binary_cross_entropy_with_logits(
     if weight is not None:
         loss = loss.mul_(weight)
     return _reduce(loss, reduction)
+
+
+def _loss_reduction(size_average, reduce, reduction):
+    """The reduction of a loss with legacy flags: checked up front, as PyTorch's _Reduction.get_enum does."""
+    if size_average is not None or reduce is not None:
+        return _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+# ATen's `constexpr float EPSILON = 1e-12`: a float, so float64 kernels see its float32 value
+_ATEN_EPSILON = float(np.float32(1e-12))
+
+
+def _check_floating_kernel(kernel, input):
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+
+
+def _check_not_differentiable(function, argument, tensor):
+    """PyTorch's autograd refuses a gradient for an argument its backward does not give one."""
+    if tensor is not None and tensor.requires_grad and is_grad_enabled():
+        raise RuntimeError(
+            f"The function '{function}' is not differentiable with respect to argument '{argument}'. "
+            "This input cannot have requires_grad True."
+        )
+
+
+def _check_unit_interval(name, tensor):
+    inside = (tensor >= 0) & (tensor <= 1)  # NaN is outside
+    if not inside.all().item():
+        raise RuntimeError(f"all elements of {name} should be between 0 and 1")
+
+
+def _weighted_mean(grad, weight, reduction, count):
+    """A BCE gradient term times the weight, over the element count for 'mean' (PyTorch's order)."""
+    if weight is not None:
+        grad = grad * weight
+    return grad / count if reduction == "mean" else grad
+
+
+class BinaryCrossEntropy(Function):
+    """ATen's binary_cross_entropy kernel and its backward formulas (not the chain rule through the
+    clamped logs: PyTorch's input gradient ignores the clamp, bounding the denominator instead)."""
+
+    @staticmethod
+    def forward(ctx, input, target, weight, reduction):
+        ctx.save_for_backward(input, target, weight)
+        ctx.reduction = reduction
+        log_x = input.log().clamp(min=-100)
+        log_1mx = (-input).log1p().clamp(min=-100)
+        loss = (target - 1) * log_1mx - target * log_x
+        if weight is not None:
+            loss = loss * weight
+        return _reduce(loss, reduction)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target, weight = ctx.saved_tensors
+        grad_input = BinaryCrossEntropyBackward.apply(grad, input, target, weight, ctx.reduction)
+        grad_target = _weighted_mean(-input.logit() * grad, weight, ctx.reduction, input.numel())
+        return grad_input, grad_target, None, None
+
+
+class BinaryCrossEntropyBackward(Function):
+    """The input's gradient of binary_cross_entropy, one node as PyTorch's, whose own gradients are
+    PyTorch's double-backward formulas (with their eps of 1e-12, a double here)."""
+
+    @staticmethod
+    def forward(ctx, grad, input, target, weight, reduction):
+        ctx.save_for_backward(grad, input, target, weight)
+        ctx.reduction = reduction
+        slope = grad * (input - target) / ((1 - input) * input).clamp(min=_ATEN_EPSILON)
+        return _weighted_mean(slope, weight, reduction, input.numel())
+
+    @staticmethod
+    def backward(ctx, gg):
+        grad, x, target, weight = ctx.saved_tensors
+        eps, count = 1e-12, x.numel()
+        curvature = (x * x - 2 * x * target + target) / ((x + eps).pow(2) * (1 - x + eps).pow(2))
+        d_input = _weighted_mean(curvature * (gg * grad), weight, ctx.reduction, count)
+        d_grad = _weighted_mean((x - target) / ((x + eps) * (1 - x + eps)) * gg, weight, ctx.reduction, count)
+        if grad.dim() == 0:  # the gradient of a reduced loss: a number
+            d_grad = d_grad.sum()
+        d_target = -gg * grad
+        if weight is not None:
+            d_target = d_target * weight
+        d_target = d_target / ((1 - x) * x).clamp(min=eps)
+        return d_grad, d_input, d_target / count if ctx.reduction == "mean" else d_target, None, None
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    if target.size() != input.size():
+        raise ValueError(
+            f"Using a target size ({target.size()}) that is different to the input size ({input.size()}) is "
+            "deprecated. Please ensure they have the same size."
+        )
+    if weight is not None:
+        weight = weight.expand(broadcast_shapes(target.size(), weight.size()))
+    _check_floating_kernel("binary_cross_entropy", input)
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {SCALAR_TYPE_NAME[target.dtype]} but expected {SCALAR_TYPE_NAME[input.dtype]}")
+    _check_not_differentiable("binary_cross_entropy", "weight", weight)
+    _check_unit_interval("input", input)
+    _check_unit_interval("target", target)
+    return BinaryCrossEntropy.apply(input, target, weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    if size_average is not None or reduce is not None:
+        summed_as = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn(
+            "reduction: 'mean' divides the total loss by both the batch size and the support size."
+            "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+            "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+            stacklevel=2,
+        )
+        summed_as = reduction
+    else:  # batchmean: a sum divided below
+        summed_as = _loss_reduction(None, None, "sum" if reduction == "batchmean" else reduction)
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    loss = target.exp() * (target - input) if log_target else target.xlogy(target) - target * input
+    loss = _reduce(loss, summed_as)
+    return loss / input.shape[0] if reduction == "batchmean" and input.dim() != 0 else loss
+
+
+def poisson_nll_loss(
+    input, target, log_input=True, full=False, size_average=None, eps=1e-8, reduce=None, reduction="mean"
+):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not a valid value for reduction")
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:  # Stirling's approximation of log(target!), for targets above 1
+        stirling = target * target.log() - target + 0.5 * ((2 * math.pi) * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, reduction)
+
+
+def _homoscedastic_var(input, var):
+    """var shaped to broadcast against input: one dim short (unsqueezed), or one mismatched dim."""
+    if var.size() == input.size():
+        return var
+    if input.size()[:-1] == var.size():
+        return var.unsqueeze(-1)
+    if input.dim() == var.dim() and sum(v for i, v in zip(input.size(), var.size()) if i != v) == 1:
+        return var
+    raise ValueError("var is of incorrect size")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * ones_like(input)
+    elif (var < 0).any().item():
+        raise ValueError("var has negative entry/entries")
+    var = _homoscedastic_var(input, var)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with no_grad():  # the clamp passes var's gradient through unchanged, as PyTorch's does
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(
+            "margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+            f"input1: {input1.size()}, input2: {input2.size()}, target: {target.size()} "
+        )
+    # margin is a double in PyTorch's signature: it makes an integer input's loss a float
+    return _reduce((-target * (input1 - input2) + float(margin)).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    margin_part = _prims.where(target != 1, (margin - input).clamp_min(0), 0.0)
+    return _reduce(margin_part + _prims.where(target != -1, input, 0.0), reduction)
+
+
+def _frames(input, target, target_fits):
+    """(rows, classes) of a multi-margin loss's input: a vector (or a number) is one row. PyTorch's
+    shape checks and messages."""
+    if input.dim() > 2 or input.dim() > 0 and input.shape[-1] == 0:
+        raise RuntimeError(
+            f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: {list(input.shape)}"
+        )
+    rows, classes = (1, input.numel()) if input.dim() <= 1 else tuple(input.shape)
+    target_fits(rows, classes)
+    if target.dtype is not int64:
+        raise RuntimeError(f"expected scalar type Long but found {SCALAR_TYPE_NAME[target.dtype]}")
+    return rows, classes
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """sum over the row's target classes j and the other classes i of max(0, 1 - (x[j] - x[i])),
+    divided by the number of classes. A row's targets are its leading non-negative entries."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+
+    def target_fits(rows, classes):
+        if input.dim() <= 1:
+            fits = target.dim() <= 1 and target.numel() == classes
+        else:
+            fits = list(target.shape) == [rows, classes]
+        if not fits:
+            raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: {list(input.shape)}")
+
+    rows, classes = _frames(input, target, target_fits)
+    if target.numel() and (target.min().item() < -1 or target.max().item() >= classes):
+        raise RuntimeError("argument #2 'target' is out of range")
+    x, labels = input.reshape(rows, classes), target.reshape(rows, classes)
+    is_label = (labels < 0).cumsum(1) == 0  # the leading entries, up to the first negative
+    labels = labels.clamp(min=0)
+    is_target = ((labels.unsqueeze(2) == arange(classes)) & is_label.unsqueeze(2)).any(1)
+    # z[r, j, i] = 1 - x[r, label j] + x[r, i], over label j and non-target class i; relu: no
+    # gradient at z = 0, as PyTorch's z > 0
+    z = 1 - x.gather(1, labels).unsqueeze(2) + x.unsqueeze(1)
+    pairs = is_label.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss_rows = _prims.where(pairs, z.relu(), 0.0).sum((1, 2)) / classes
+    return loss_rows.reshape(()) if input.dim() <= 1 else _reduce(loss_rows, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    shape = _prims.broadcast_shapes(input.shape, target.shape)
+    if list(shape) != list(input.shape):  # PyTorch writes the loss into a tensor shaped like the input
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
+    _check_not_differentiable("soft_margin_loss", "target", target)
+    # computed in place in a tensor like the input, as PyTorch does: of its dtype, a float one
+    product = -input * target
+    for result in (product, product.to(input.dtype).exp()):
+        if not can_cast(result.dtype, input.dtype):
+            raise RuntimeError(
+                f"result type {SCALAR_TYPE_NAME[result.dtype]} can't be cast to the desired output type "
+                f"{SCALAR_TYPE_NAME[input.dtype]}"
+            )
+    return _reduce(product.to(input.dtype).exp().log1p(), reduction)
+
+
+class _LogSigmoid(Function):
+    """log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), with PyTorch's forward and backward formulas
+    (the gradient at 0 is 1/2)."""
+
+    @staticmethod
+    def forward(ctx, input):
+        ctx.save_for_backward(input)
+        return input.clamp(max=0) - (-input.abs()).exp().log1p()
+
+    @staticmethod
+    def backward(ctx, grad):
+        (input,) = ctx.saved_tensors
+        negative = input < 0
+        z = _prims.where(negative, input, -input).exp()  # exp(-|x|), with -|x|'s slope -1 at 0 (a second derivative)
+        return grad * (negative.to(input.dtype) - _prims.where(negative, 1.0, -1.0) * (z / (1 + z)))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * _LogSigmoid.apply(input) + (1 - target) * _LogSigmoid.apply(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.dim() - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return _reduce(loss, reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    dim = target.dim()
+    if dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input1.dim() != dim + 1 or input2.dim() != dim + 1:
+        raise RuntimeError(
+            f"{dim}D target tensor expects {dim + 1}D input tensors, but found inputs with sizes "
+            f"{list(input1.shape)} and {list(input2.shape)}."
+        )
+    products = (input1 * input2).sum(dim)
+    squared_norms = [(x * x).sum(dim) + _ATEN_EPSILON for x in (input1, input2)]
+    cos = products / (squared_norms[0] * squared_norms[1]).sqrt()
+    similar = _prims.where(target == 1, 1 - cos, 0.0)
+    return _reduce(similar + _prims.where(target == -1, (cos - margin).clamp_min(0), 0.0), reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """sum over the classes i other than the target y of max(0, margin - x[y] + x[i])^p (times
+    weight[y]), divided by the number of classes."""
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    if p != 1 and p != 2:
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
+
+    def target_fits(rows, classes):
+        if target.dim() > 1 or target.numel() != rows:
+            raise RuntimeError(
+                "multi_margin_loss: target tensor should be 1-D with size equal to the number of input samples "
+                f"(batch size). Expected target size [{rows}], but got {list(target.shape)}. "
+                f"Input has shape {list(input.shape)}."
+            )
+
+    rows, classes = _frames(input, target, target_fits)
+    if weight is not None and weight.numel() != classes:
+        raise RuntimeError(f"inconsistent weight size, expected {classes} but got {list(weight.shape)}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(
+            f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
+        )
+    _check_floating_kernel("multi_margin_loss_cpu_kernel", input)
+    _check_not_differentiable("multi_margin_loss", "weight", weight)
+    if target.numel() and (target.min().item() < 0 or target.max().item() >= classes):
+        raise RuntimeError("target out of range")
+    x, labels = input.reshape(rows, classes), target.reshape(rows, 1)
+    # relu: no gradient at z = 0, as PyTorch's z > 0
+    hinge = (margin - x.gather(1, labels) + x).relu()
+    if p == 2:
+        hinge = hinge * hinge
+    if weight is not None:
+        hinge = hinge * weight[labels]
+    loss_rows = _prims.where(arange(classes) != labels, hinge, 0.0).sum(1) / classes
+    if reduction == "none":
+        return loss_rows if target.dim() > 0 else loss_rows.reshape(())
+    return _reduce(loss_rows, reduction)
+
+
+def _check_triplet_dims(anchor, positive, negative):
+    if not anchor.dim() == positive.dim() == negative.dim():
+        raise RuntimeError(
+            "The anchor, positive, and negative tensors are expected to have the same number of dimensions, but "
+            f"got: anchor {anchor.dim()}D, positive {positive.dim()}D, and negative {negative.dim()}D inputs"
+        )
+
+
+def _triplet_loss(anchor, positive, negative, distance, margin, swap, reduction):
+    """max(0, margin + d(anchor, positive) - d(anchor, negative)); with `swap`, the negative's
+    distance is the smaller of its distances to the anchor and to the positive."""
+    _check_triplet_dims(anchor, positive, negative)
+    to_negative = distance(anchor, negative)
+    if swap:
+        to_negative = to_negative.minimum(distance(positive, negative))
+    return _reduce((margin + distance(anchor, positive) - to_negative).clamp_min(0), reduction)
+
+
+def triplet_margin_loss(
+    anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None, reduce=None, reduction="mean"
+):
+    reduction = _loss_reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _triplet_loss(
+        anchor, positive, negative, lambda x1, x2: pairwise_distance(x1, x2, p, eps), margin, swap, reduction
+    )
+
+
+def triplet_margin_with_distance_loss(
+    anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False, reduction="mean"
+):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    distance = pairwise_distance if distance_function is None else distance_function
+    return _triplet_loss(anchor, positive, negative, distance, margin, swap, reduction)

@@ -1,12 +1,41 @@
-"""fastgrad.optim: torch.optim's Optimizer, SGD, Adam, AdamW and lr_scheduler (StepLR, CosineAnnealingLR).
+"""fastgrad.optim: torch.optim's Optimizer and optimizers (SGD, Adam, AdamW, Adagrad, Adadelta,
+Adamax, ASGD, LBFGS, NAdam, RAdam, RMSprop, Rprop, SparseAdam), lr_scheduler and swa_utils.
 
 Shared by both backends (see fastgrad._shared): fastgrad.reference.optim is this package over the
 reference's tensors.
 """
 
 from . import lr_scheduler
+from . import swa_utils
+from .adadelta import Adadelta
+from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler"]
+__all__ = [
+    "Adadelta",
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Adamax",
+    "ASGD",
+    "LBFGS",
+    "NAdam",
+    "Optimizer",
+    "RAdam",
+    "RMSprop",
+    "Rprop",
+    "SGD",
+    "SparseAdam",
+    "lr_scheduler",
+    "swa_utils",
+]

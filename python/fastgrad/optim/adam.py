@@ -1,8 +1,8 @@
 """Adam (with amsgrad, L2 or decoupled weight decay, maximize) and AdamW: torch.optim.Adam's
 single-tensor update, operation by operation."""
 
-from .optimizer import Optimizer, _fma, _lerp_
-from .._factories import tensor, zeros_like
+from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check_betas, _gradient, _lerp_, _new_step, _require
+from .._factories import zeros_like
 
 __all__ = ["Adam", "AdamW"]
 
@@ -24,16 +24,10 @@ class Adam(Optimizer):
         fused=None,
         decoupled_weight_decay=False,
     ):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _require(0.0 <= lr, f"Invalid learning rate: {lr}")
+        _require(0.0 <= eps, f"Invalid epsilon value: {eps}")
+        _check_betas(betas)
+        _require(0.0 <= weight_decay, f"Invalid weight_decay value: {weight_decay}")
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             # PyTorch also takes a pair of tensors (for capturable/compiled steps); fastgrad does not.
             raise ValueError("betas must be either both floats or both Tensors")
@@ -53,38 +47,29 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _update(self, param, group):
-        grad = -param.grad if group["maximize"] else param.grad
         state = self.state[param]
         if not state:
-            state["step"] = tensor(0.0)  # a float32 tensor, as PyTorch keeps it
+            state["step"] = _new_step()
             state["exp_avg"] = zeros_like(param)
             state["exp_avg_sq"] = zeros_like(param)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         beta1, beta2 = group["betas"]
-        lr, weight_decay = group["lr"], group["weight_decay"]
         state["step"] += 1
-
-        if weight_decay != 0:
-            if group["decoupled_weight_decay"]:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = _fma(weight_decay, param, grad)
+        grad = _gradient(param, group)
         _lerp_(exp_avg, grad, 1 - beta1)
-        # addcmul_(grad, grad, value=1 - beta2): (value * grad) * grad + exp_avg_sq, the last step fused
-        exp_avg_sq.mul_(beta2).copy_(_fma(grad * (1 - beta2), grad, exp_avg_sq))
+        _addcmul_(exp_avg_sq.mul_(beta2), grad, grad, 1 - beta2)
 
         step = state["step"].item()
-        step_size = lr / (1 - beta1**step)
+        step_size = group["lr"] / (1 - beta1**step)
         bias_correction2_sqrt = (1 - beta2**step) ** 0.5
         if group["amsgrad"]:  # normalize by the largest second moment so far
             max_exp_avg_sq = state["max_exp_avg_sq"]
             max_exp_avg_sq.copy_(max_exp_avg_sq.maximum(exp_avg_sq))
             exp_avg_sq = max_exp_avg_sq
         denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(group["eps"])
-        # addcdiv_(exp_avg, denom, value=-step_size): param + (value * exp_avg) / denom
-        param.add_(exp_avg * -step_size / denom)
+        _addcdiv_(param, exp_avg, denom, -step_size)
 
 
 class AdamW(Adam):

@@ -1,5 +1,6 @@
-"""Optimizer: the base of SGD, Adam and AdamW, with PyTorch's parameter groups, per-parameter state,
-zero_grad, state_dict / load_state_dict (the same format) and error messages.
+"""Optimizer: the base of every optimizer, with PyTorch's parameter groups, per-parameter state,
+zero_grad, state_dict / load_state_dict (the same format), step and state-dict hooks, and error
+messages.
 
 Written once for both backends (see fastgrad._shared): the update rules use nothing but tensor
 methods, so the reference runs the same code over its pure-Python tensors.
@@ -9,18 +10,80 @@ that float32 results round as PyTorch's do. PyTorch's CPU kernels compute add(al
 addcmul_ with fused multiply-adds (one rounding); fastgrad has no such op, and _fma below reproduces it.
 """
 
+import functools
+import itertools
 import struct
 import warnings
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from itertools import chain
 
 from .. import _prims
 from .._prims import Tensor
+from .._factories import tensor
 from .._grad_mode import enable_grad, no_grad
+from .._hooks import RemovableHandle
 from fastgrad._types import float32
 
-__all__ = ["Optimizer"]
+__all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
+
+
+class _RequiredParameter:
+    """The default of an option every parameter group must give (torch.optim.optimizer.required)."""
+
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+# Step hooks of every optimizer (of this backend), by handle number, in the order they run.
+_global_optimizer_pre_hooks = OrderedDict()
+_global_optimizer_post_hooks = OrderedDict()
+_hook_ids = itertools.count()
+
+
+def _add_hook(hooks, hook, prepend=False):
+    """Keeps `hook` in the ordered dict `hooks` (first when prepend) and returns its handle."""
+    key = next(_hook_ids)
+    hooks[key] = hook
+    if prepend:
+        hooks.move_to_end(key, last=False)
+    return RemovableHandle(lambda: hooks.pop(key, None))
+
+
+def register_optimizer_step_pre_hook(hook):
+    """hook(optimizer, args, kwargs) runs before every optimizer's step, before its own pre-hooks."""
+    return _add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """hook(optimizer, args, kwargs) runs after every optimizer's step, after its own post-hooks."""
+    return _add_hook(_global_optimizer_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """step(self, *args, **kwargs) between the global and the optimizer's step hooks. As PyTorch's,
+    the hooks see `args` with the optimizer first, and a pre-hook may return new (args, kwargs)."""
+
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        self = args[0]
+        for hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(
+                        f"{step} must return None or a tuple of (new_args, new_kwargs), but got {result}."
+                    )
+                args, kwargs = result
+        out = step(*args, **kwargs)
+        for hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+
+    hooked_step.hooked = True
+    return hooked_step
 
 
 def _typename(obj):
@@ -47,6 +110,17 @@ def _fma(a, b, c):
     return (b.double() * a + c.double()).float()
 
 
+def _addcmul_(target, tensor1, tensor2, value):
+    """target.addcmul_(tensor1, tensor2, value=value): (value * tensor1) * tensor2 + target, the last
+    step fused as in PyTorch's kernel."""
+    return target.copy_(_fma(tensor1 * value, tensor2, target))
+
+
+def _addcdiv_(target, tensor1, tensor2, value=1):
+    """target.addcdiv_(tensor1, tensor2, value=value): target + (value * tensor1) / tensor2."""
+    return target.add_(tensor1 * value / tensor2)
+
+
 def _lerp_(start, end, weight):
     """start.lerp_(end, weight) as PyTorch's kernel computes it: from the nearer end."""
     weight = _scalar_for(weight, start)
@@ -55,15 +129,62 @@ def _lerp_(start, end, weight):
     return start.copy_(_fma(weight - 1, end - start, end))
 
 
+def _require(condition, message):
+    """PyTorch's check of an optimizer option: ValueError(message) unless condition holds."""
+    if not condition:
+        raise ValueError(message)
+
+
+def _check_betas(betas):
+    for i, beta in enumerate(betas[:2]):
+        _require(0.0 <= beta < 1.0, f"Invalid beta parameter at index {i}: {beta}")
+
+
+def _new_step():
+    """A parameter's step count in its state: a tensor of the default dtype, as PyTorch keeps it."""
+    return tensor(0.0)
+
+
+def _gradient(param, group):
+    """param's gradient as the update uses it: negated when the group maximizes, plus weight_decay *
+    param (L2); with decoupled_weight_decay the decay shrinks param itself instead."""
+    grad = -param.grad if group["maximize"] else param.grad
+    weight_decay = group.get("weight_decay", 0)
+    if weight_decay != 0:
+        if group.get("decoupled_weight_decay"):
+            param.mul_(1 - group["lr"] * weight_decay)
+        else:
+            grad = _fma(weight_decay, param, grad)
+    return grad
+
+
+_HOOK_DICTS = (
+    "_optimizer_step_pre_hooks",
+    "_optimizer_step_post_hooks",
+    "_optimizer_state_dict_pre_hooks",
+    "_optimizer_state_dict_post_hooks",
+    "_optimizer_load_state_dict_pre_hooks",
+    "_optimizer_load_state_dict_post_hooks",
+)
+
+
 class Optimizer:
     """Holds parameter groups (dicts: 'params' and the options, defaults filled from `defaults`) and
-    per-parameter state (a dict per parameter, keyed by the tensor). Subclasses define _update."""
+    per-parameter state (a dict per parameter, keyed by the tensor). Subclasses define _update, or
+    their own step; every step runs the step hooks."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__ and not getattr(cls.step, "hooked", False):
+            cls.step = _with_step_hooks(cls.step)
 
     def __init__(self, params, defaults):
         for option in ("differentiable", "fused", "capturable"):
             if defaults.get(option):
                 raise NotImplementedError(f"{type(self).__name__}({option}=True) is not supported by fastgrad")
         self.defaults = defaults
+        for name in _HOOK_DICTS:
+            setattr(self, name, OrderedDict())
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be "
@@ -84,6 +205,8 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+        for name in _HOOK_DICTS:  # a copy or an unpickled optimizer starts without hooks
+            self.__dict__.setdefault(name, OrderedDict())
 
     def __repr__(self):
         text = self.__class__.__name__ + " ("
@@ -118,6 +241,8 @@ class Optimizer:
             if not (param.is_leaf or param.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             param_group.setdefault(name, default)
 
         params = param_group["params"]
@@ -155,6 +280,7 @@ class Optimizer:
                     g.requires_grad_(False)
             _prims.foreach_zero_(grads)
 
+    @_with_step_hooks
     def step(self, closure=None):
         """Update every parameter that has a gradient, without recording a graph. `closure`
         re-evaluates the loss (with grad enabled); its result is returned."""
@@ -179,21 +305,60 @@ class Optimizer:
         """One step for one parameter with its gradient, options from its group."""
         raise NotImplementedError
 
+    def register_step_pre_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None or new (args, kwargs), before each step."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook):
+        """hook(optimizer, args, kwargs) -> None, after each step."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, before state_dict() packs the state."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a state dict to return instead."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) -> None or a state dict to load instead (state_dict is a
+        shallow copy of the one given to load_state_dict)."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) -> None, after load_state_dict."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     def state_dict(self):
         """{'state': {index: state}, 'param_groups': [group with 'params' as indices]}: parameters are
-        numbered across groups in order. The state's tensors are the optimizer's own (not copies)."""
+        numbered by their place across the groups (one listed twice takes its last place, as in
+        PyTorch). The state's tensors are the optimizer's own (not copies)."""
+        for hook in self._optimizer_state_dict_pre_hooks.values():
+            hook(self)
         index = {}
         param_groups = []
+        start = 0
         for group in self.param_groups:
             packed = {k: v for k, v in group.items() if k != "params"}
-            for p in group["params"]:
-                index.setdefault(id(p), len(index))
+            index.update({id(p): i for i, p in enumerate(group["params"], start) if id(p) not in index})
             packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
             param_groups.append(packed)
         state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": param_groups}
+        state_dict = {"state": state, "param_groups": param_groups}
+        for hook in self._optimizer_state_dict_post_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict):
+        state_dict = state_dict.copy()
+        for hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -218,6 +383,8 @@ class Optimizer:
             if "param_names" in group and "param_names" not in saved:
                 saved["param_names"] = group["param_names"]
         self.__setstate__({"state": state, "param_groups": saved_groups})
+        for hook in self._optimizer_load_state_dict_post_hooks.values():
+            hook(self)
 
 
 def _cast(param, value, key=None):

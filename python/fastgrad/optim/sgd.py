@@ -2,7 +2,7 @@
 single-tensor update, operation by operation."""
 
 from .. import _prims
-from .optimizer import Optimizer, _fma
+from .optimizer import Optimizer, _fma, _gradient
 
 __all__ = ["SGD"]
 
@@ -52,9 +52,7 @@ class SGD(Optimizer):
             super()._update_group(params, group)
 
     def _update(self, param, group):
-        grad = -param.grad if group["maximize"] else param.grad
-        if group["weight_decay"] != 0:
-            grad = _fma(group["weight_decay"], param, grad)
+        grad = _gradient(param, group)
         momentum = group["momentum"]
         if momentum != 0:
             state = self.state[param]

@@ -32,7 +32,7 @@ The modules here replace the C++ core:
 The layers above the primitives are fastgrad's own modules, executed again with their relative
 imports bound to this package (see fastgrad._shared): _methods (PyTorch-style signatures: Tensor
 methods and module functions), _factories (tensor(), zeros(), rand(), ...), _grad_mode (no_grad,
-enable_grad, set_grad_enabled), autograd (gradcheck, Function, grad), nn, optim and serialization
+enable_grad, set_grad_enabled), autograd (gradcheck, Function, grad), nn, optim, utils.data and serialization
 (save, load). So fastgrad.reference.nn.Linear is the same class code as fastgrad.nn.Linear.
 viz (graph drawing) reads any backend's graph through the public API: fastgrad.reference.viz is
 fastgrad.viz's functions.
