@@ -707,6 +707,19 @@ def test_lazy_linear_loaded_checks_the_input_size(fg, torch):
     same_error(fg, torch, program)
 
 
+def test_removable_handle(fg, torch):
+    def program(t):
+        hooks, flags = collections.OrderedDict(), collections.OrderedDict()
+        handle = t.utils.hooks.RemovableHandle(hooks, extra_dict=flags)
+        hooks[handle.id], flags[handle.id] = "hook", True
+        with handle as entered:
+            kept = (list(hooks.values()), list(flags.values()), entered is handle)
+        module_handle = t.nn.ReLU().register_forward_hook(lambda *args: None)
+        return kept, len(hooks), len(flags), isinstance(module_handle, t.utils.hooks.RemovableHandle)
+
+    _same(fg, torch, program)
+
+
 def test_hook_handles_of_a_copied_or_unpickled_module(fg, torch):
     def program(t):
         calls = []

@@ -11,7 +11,7 @@ import weakref
 
 from .. import _prims
 from .._grad_mode import no_grad
-from .._hooks import RemovableHandle
+from .. import _hooks
 from ..autograd.function import Function
 from .parameter import Buffer, Parameter, is_lazy
 from fastgrad._types import float32
@@ -61,15 +61,17 @@ _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 _hook_ids = itertools.count()  # one sequence for every hook dict, as torch.utils.hooks.RemovableHandle.next_id
 
 
-class _HookHandle(RemovableHandle):
-    """torch.utils.hooks.RemovableHandle: removes the hook `id` from its dict and from the dicts
-    flagging it (with_kwargs, always_call). It refers to them weakly and is copied and pickled
-    with them, so that the handles of a copied module remove hooks from the copy's dicts."""
+class RemovableHandle(_hooks.RemovableHandle):
+    """torch.utils.hooks.RemovableHandle: removes the hook `id` from hooks_dict and from extra_dict
+    (a dict or a list of dicts: those flagging hooks as with_kwargs, always_call). It refers to them
+    weakly and is copied and pickled with them, so that the handles of a copied module remove hooks
+    from the copy's dicts."""
 
-    def __init__(self, hooks, flag_dicts=()):
+    def __init__(self, hooks_dict, *, extra_dict=None):
         self.id = next(_hook_ids)
-        self.hooks_dict_ref = weakref.ref(hooks)
-        self.extra_dict_ref = tuple(weakref.ref(flags) for flags in flag_dicts)
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        extra_dicts = [extra_dict] if isinstance(extra_dict, dict) else extra_dict or []
+        self.extra_dict_ref = tuple(weakref.ref(flags) for flags in extra_dicts)
 
     def remove(self):
         for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
@@ -90,7 +92,7 @@ class _HookHandle(RemovableHandle):
 def _add_hook(hooks, hook, prepend=False, flags=()):
     """Stores hook in the ordered dict `hooks` under a new id (first when prepend); returns its handle.
     flags: (dict, on) pairs, the dicts marking hooks of a kind (with_kwargs, always_call) by their id."""
-    handle = _HookHandle(hooks, [flag_dict for flag_dict, _ in flags])
+    handle = RemovableHandle(hooks, extra_dict=[flag_dict for flag_dict, _ in flags])
     hooks[handle.id] = hook
     if prepend:
         hooks.move_to_end(handle.id, last=False)
