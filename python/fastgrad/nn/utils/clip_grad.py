@@ -79,5 +79,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamps every gradient into [-clip_value, clip_value], in place."""
     clip_value = float(clip_value)
     with no_grad():
-        for grad in _by_dtype(_grads(parameters)):
+        for grad in _grads(parameters):
             grad.clamp_(min=-clip_value, max=clip_value)
