@@ -269,6 +269,46 @@ def test_uninitialized_buffer(fg, torch):
     _same(fg, torch, program)
 
 
+def test_set_submodule(fg, torch):
+    def program(t):
+        net = _tree(t)
+        net.set_submodule("b.0", t.nn.Tanh())
+        net.set_submodule("c", t.nn.GELU())
+        net.set_submodule("b.1", t.nn.Identity(), strict=True)
+        return [name for name, _ in net.named_modules()], type(net.b[0]).__name__
+
+    _same(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t, net: net.set_submodule("", t.nn.ReLU()),
+        lambda t, net: net.set_submodule("a", 3),
+        lambda t, net: net.set_submodule("b.x", t.nn.ReLU(), strict=True),
+        lambda t, net: net.set_submodule("a.weight", t.nn.ReLU()),
+        lambda t, net: net.set_submodule("x.y", t.nn.ReLU()),
+    ],
+    ids=["empty", "not a module", "strict", "over a parameter", "no parent"],
+)
+def test_set_submodule_errors(fg, torch, call):
+    ours = pytest.raises(Exception, call, fg, _tree(fg)).value
+    theirs = pytest.raises(Exception, call, torch, _tree(torch)).value
+    assert type(ours) is type(theirs)
+    assert re.sub(r"fastgrad\.(reference\.)?", "", str(ours)) == str(theirs).replace("torch.", "")
+
+
+def test_to_empty(fg, torch):
+    def program(t):
+        net = _tree(t)
+        weight = net.a.weight
+        assert net.to_empty(device="cpu", recurse=False) is net
+        net.to_empty(device="cpu")
+        return net.a.weight is weight, [(n, tuple(v.shape), str(v.dtype)) for n, v in net.state_dict().items()]
+
+    _same(fg, torch, program)
+
+
 # ---- conversions and modes
 
 

@@ -10,6 +10,7 @@ import warnings
 import weakref
 
 from .. import _prims
+from .._factories import empty_like
 from .._grad_mode import no_grad
 from .. import _hooks
 from ..autograd.function import Function
@@ -599,6 +600,20 @@ class Module:
             raise AttributeError(module._get_name() + " has no attribute `" + name + "`")
         return module, name
 
+    def set_submodule(self, target, module, strict=False):
+        """Puts module at the dotted path target (strict: where a submodule already is)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         module, name = self._get_member(target)
         param = getattr(module, name)
@@ -651,11 +666,12 @@ class Module:
 
     # ---- dtype conversion
 
-    def _apply(self, fn):
+    def _apply(self, fn, recurse=True):
         """Converts every parameter (in place: `.data`, so references to it stay valid), its grad and
-        every buffer."""
-        for module in self.children():
-            module._apply(fn)
+        every buffer (the children's too, if recurse)."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
         with no_grad():
             for param in self._parameters.values():
                 if param is not None:
@@ -695,6 +711,10 @@ class Module:
 
     def cpu(self):
         return self
+
+    def to_empty(self, *, device, recurse=True):
+        """Parameters and buffers replaced by uninitialized tensors of their shapes and dtypes."""
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def cuda(self, device=None):
         return self._apply(lambda t: t.cuda(device))
