@@ -6,6 +6,8 @@ import collections
 import collections.abc
 import functools
 import itertools
+import os
+import sys
 import warnings
 import weakref
 
@@ -59,6 +61,7 @@ def _check_member_name(kind, name, module, registry):
 
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _hook_ids = itertools.count()  # one sequence for every hook dict, as torch.utils.hooks.RemovableHandle.next_id
 
 
@@ -131,6 +134,15 @@ def register_module_full_backward_pre_hook(hook):
 def register_module_full_backward_hook(hook):
     """hook(module, grad_input, grad_output) for every module, as Module.register_full_backward_hook."""
     return _add_hook(_global_backward_hooks, hook)
+
+
+def _stacklevel_outside_package():
+    """For its caller's warnings.warn: the stacklevel of the first frame outside fastgrad (the
+    user's backward() call, however many frames the backend's engine adds)."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class BackwardHookFunction(Function):
@@ -211,7 +223,7 @@ class _BackwardHook:
                 "Full backward hook is firing when gradients are computed with respect to module outputs since "
                 "no inputs require gradients. See https://docs.pytorch.org/docs/main/generated/torch.nn.Module."
                 "html#torch.nn.Module.register_full_backward_hook for more details.",
-                stacklevel=5,
+                stacklevel=_stacklevel_outside_package(),
             )
             no_grads = (None,) * self.n_inputs
             for hook in self.hooks:
