@@ -40,6 +40,10 @@ from .loss import (
 )
 from .module import Module
 from .parameter import Parameter
+from .container import ModuleDict, ParameterDict, ParameterList
+from .lazy import LazyLinear, LazyModuleMixin
+from .parameter import Buffer, UninitializedBuffer, UninitializedParameter
+from . import modules, utils
 
 __all__ = [
     "Module",
@@ -82,4 +86,14 @@ __all__ = [
     "TripletMarginLoss",
     "TripletMarginWithDistanceLoss",
     "NLLLoss2d",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "UninitializedParameter",
+    "LazyModuleMixin",
+    "LazyLinear",
+    "utils",
+    "modules",
+    "Buffer",
+    "UninitializedBuffer",
 ]
