@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from op_helpers import gradcheck_for, rng_for, to_numpy
-from oracle_helpers import same_on_both
+from oracle_helpers import same_error, same_on_both
 from semantics_helpers import strip_module
 
 IGNORED = -100
@@ -461,6 +461,66 @@ def test_init_is_seeded(fg):
         return to_numpy(fg.nn.init.normal_(fg.empty(3, 4)))
 
     np.testing.assert_array_equal(draw(), draw())
+
+
+def test_structured_inits_match_torch(fg, torch):
+    """eye_ and dirac_ are deterministic: the same tensors as PyTorch's; and their argument errors."""
+    for shape, fill in [
+        ((2, 3), lambda t, x: t.nn.init.eye_(x)),
+        ((4, 2, 3), lambda t, x: t.nn.init.dirac_(x, groups=2)),
+        ((3, 2, 3, 3), lambda t, x: t.nn.init.dirac_(x)),
+        ((2, 2, 1, 3, 3), lambda t, x: t.nn.init.dirac_(x)),
+    ]:
+        np.testing.assert_array_equal(to_numpy(fill(fg, fg.empty(*shape))), fill(torch, torch.empty(*shape)).numpy())
+    for call in [
+        lambda t: t.nn.init.eye_(t.empty(2, 3, 4)),
+        lambda t: t.nn.init.dirac_(t.empty(2, 3)),
+        lambda t: t.nn.init.dirac_(t.empty(3, 2, 2), groups=2),
+        lambda t: t.nn.init.orthogonal_(t.empty(3)),
+        lambda t: t.nn.init.sparse_(t.empty(3), 0.1),
+    ]:
+        same_error(fg, torch, call)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (6, 2, 2)])
+def test_orthogonal_init(fg, shape):
+    fg.manual_seed(2)
+    q = to_numpy(fg.nn.init.orthogonal_(fg.empty(*shape), gain=2.0)).reshape(shape[0], -1)
+    small = min(q.shape)
+    gram = q @ q.T if q.shape[0] == small else q.T @ q
+    np.testing.assert_allclose(gram, 4.0 * np.eye(small), atol=1e-5)
+
+
+def test_trunc_normal_and_sparse_inits(fg):
+    fg.manual_seed(6)
+    values = to_numpy(fg.nn.init.trunc_normal_(fg.empty(300, 200), mean=0.5, std=1.0, a=-1.0, b=1.5))
+    assert values.min() >= -1.0 and values.max() <= 1.5
+    # the mean of N(0.5, 1) restricted to [-1, 1.5]: mu + (pdf(alpha) - pdf(beta)) / (cdf(beta) - cdf(alpha))
+    pdf = lambda z: math.exp(-z * z / 2) / math.sqrt(2 * math.pi)  # noqa: E731
+    cdf = lambda z: (1 + math.erf(z / math.sqrt(2))) / 2  # noqa: E731
+    assert abs(values.mean() - (0.5 + (pdf(-1.5) - pdf(1.0)) / (cdf(1.0) - cdf(-1.5)))) < 0.01
+    with pytest.warns(UserWarning, match="mean is more than 2 std from"):
+        fg.nn.init.trunc_normal_(fg.empty(3), mean=5.0)
+    sparse = to_numpy(fg.nn.init.sparse_(fg.empty(10, 40), sparsity=0.25, std=0.5))
+    assert ((sparse == 0).sum(0) == 3).all() and abs(sparse[sparse != 0].std() - 0.5) < 0.1
+
+
+def test_init_generator_and_deprecated_names(fg):
+    def draw(fill):
+        return to_numpy(fill(fg.empty(20, 30), generator=fg.Generator().manual_seed(9)))
+
+    init = fg.nn.init
+    for fill in (init.uniform_, init.normal_, init.trunc_normal_, init.orthogonal_, init.kaiming_uniform_,
+                 init.kaiming_normal_, init.xavier_uniform_, init.xavier_normal_):  # fmt: skip
+        np.testing.assert_array_equal(draw(fill), draw(fill))
+        p = fg.nn.Parameter(fg.empty(3, 4))
+        assert fill(p) is p and p.is_leaf and p.grad_fn is None
+    for old in ["uniform", "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform",
+                "kaiming_normal", "orthogonal", "sparse"]:  # fmt: skip
+        args = {"constant": (0.5,), "sparse": (0.5,)}.get(old, ())
+        message = f"`nn.init.{old}` is now deprecated in favor of `nn.init.{old}_`."
+        with pytest.warns(FutureWarning, match=re.escape(message)):
+            getattr(init, old)(fg.empty(3, 4), *args)
 
 
 UNIFORM_INITS = {  # name: (fill, expected bound for a (300, 200) tensor: fan_in 200, fan_out 300)

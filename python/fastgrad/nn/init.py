@@ -1,25 +1,101 @@
 """torch.nn.init: fills a tensor in place (under no_grad) with PyTorch's bounds and standard
-deviations; the numbers come from the backend's generator (fastgrad.rand / randn, so manual_seed
+deviations; the numbers come from the given generator or the backend's default one (so manual_seed
 makes them reproducible)."""
 
 import math
 import warnings
 
-from .._sampling import normal, rand
+from .. import linalg
+from .._factories import eye
 from .._grad_mode import no_grad
-
-
-def _fill_from(tensor, values):
-    with no_grad():
-        return tensor.copy_(values)
+from .._methods import diag, where
+from .._sampling import randperm
 
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
-    return _fill_from(tensor, rand(list(tensor.shape), dtype=tensor.dtype) * (b - a) + a)
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
-    return _fill_from(tensor, normal(mean, std, list(tensor.shape), dtype=tensor.dtype))
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """N(mean, std) restricted to [a, b]: values outside are drawn again until none is."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn(
+            "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+            "The distribution of values may be incorrect.",
+            stacklevel=2,
+        )
+    with no_grad():
+        lo, hi = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()  # the bounds as the dtype holds them
+        tensor.normal_(mean, std, generator=generator)
+        while (outside := (tensor < lo) | (tensor > hi)).any():
+            tensor.copy_(where(outside, tensor.new_empty(tensor.shape).normal_(mean, std, generator=generator), tensor))
+    return tensor
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """A (semi-)orthogonal matrix over the trailing dims flattened: Q of the QR factorisation of a
+    normal draw, its columns' signs fixed by R's diagonal so that Q is uniformly distributed."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+    if rows < cols:
+        flattened = flattened.t()
+    q, r = linalg.qr(flattened)
+    q = q * diag(r, 0).sign()
+    if rows < cols:
+        q = q.t()
+    with no_grad():
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Normal values with ceil(sparsity * rows) zeros in each column, at random rows."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for column in range(cols):
+            tensor[randperm(rows)[:num_zeros], column] = 0  # PyTorch draws these from the default generator
+    return tensor
+
+
+def eye_(tensor):
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(eye(*tensor.shape, dtype=tensor.dtype))
+
+
+def dirac_(tensor, groups=1):
+    """The identity of a convolution: in each group, output channel d passes input channel d through
+    the kernel's centre."""
+    dimensions = tensor.dim()
+    if dimensions not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.size(0) % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_channels_per_group = tensor.size(0) // groups
+    centre = tuple(size // 2 for size in tensor.shape[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min(out_channels_per_group, tensor.size(1))):
+                tensor[(g * out_channels_per_group + d, d, *centre)] = 1
+    return tensor
 
 
 def constant_(tensor, val):
@@ -87,11 +163,11 @@ def _xavier_std(tensor, gain):
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     bound = math.sqrt(3.0) * _xavier_std(tensor, gain)  # the uniform bounds with that standard deviation
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
-    return normal_(tensor, 0.0, _xavier_std(tensor, gain))
+    return normal_(tensor, 0.0, _xavier_std(tensor, gain), generator)
 
 
 def _kaiming_std(tensor, a, mode, nonlinearity):
@@ -104,9 +180,34 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     std = _kaiming_std(tensor, a, mode, nonlinearity)
-    return tensor if std is None else uniform_(tensor, -math.sqrt(3.0) * std, math.sqrt(3.0) * std)
+    return tensor if std is None else uniform_(tensor, -math.sqrt(3.0) * std, math.sqrt(3.0) * std, generator)
 
 
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     std = _kaiming_std(tensor, a, mode, nonlinearity)
-    return tensor if std is None else normal_(tensor, 0, std)
+    return tensor if std is None else normal_(tensor, 0, std, generator)
+
+
+def _deprecated(new):
+    """The pre-0.4 name without the trailing underscore, warning as PyTorch's does."""
+    old_name, new_name = new.__name__[:-1], new.__name__
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(
+            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.", FutureWarning, stacklevel=2
+        )
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
