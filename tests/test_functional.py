@@ -516,11 +516,11 @@ def test_init_generator_and_deprecated_names(fg):
         p = fg.nn.Parameter(fg.empty(3, 4))
         assert fill(p) is p and p.is_leaf and p.grad_fn is None
     for old in ["uniform", "normal", "constant", "xavier_uniform", "xavier_normal", "kaiming_uniform",
-                "kaiming_normal", "orthogonal", "sparse"]:  # fmt: skip
+                "kaiming_normal", "orthogonal", "sparse", "dirac"]:  # fmt: skip
         args = {"constant": (0.5,), "sparse": (0.5,)}.get(old, ())
         message = f"`nn.init.{old}` is now deprecated in favor of `nn.init.{old}_`."
         with pytest.warns(FutureWarning, match=re.escape(message)):
-            getattr(init, old)(fg.empty(3, 4), *args)
+            getattr(init, old)(fg.empty(3, 4, 3) if old == "dirac" else fg.empty(3, 4), *args)
 
 
 UNIFORM_INITS = {  # name: (fill, expected bound for a (300, 200) tensor: fan_in 200, fan_out 300)
