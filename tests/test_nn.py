@@ -433,6 +433,8 @@ def _layers(t):
         nn.LayerNorm(4),
         nn.LayerNorm([2, 3], eps=1e-3, elementwise_affine=False),
         nn.LayerNorm(2, bias=False),
+        nn.RMSNorm(4),
+        nn.RMSNorm([2, 3], eps=1e-6, elementwise_affine=False),
         nn.ReLU(),
         nn.ReLU(inplace=True),
         nn.LeakyReLU(),

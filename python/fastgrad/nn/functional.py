@@ -17,7 +17,7 @@ from .._factories import arange, ones_like
 from .._grad_mode import is_grad_enabled, no_grad
 from .._sampling import rand
 from ..autograd.function import Function
-from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, int64, promote_types
+from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, finfo, float32, float64, int64, promote_types
 
 Tensor = _prims.Tensor
 
@@ -113,6 +113,37 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     return NativeLayerNorm.apply(input, weight, bias, list(range(-len(shape), 0)), eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight: composed as PyTorch's CPU
+    path composes it (float16/bfloat16 computed in float32; eps None = the computing dtype's eps)."""
+    if not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError(
+            "rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            f"not {type(normalized_shape).__name__}"
+        )
+    shape = list(normalized_shape)
+    if input.dim() < len(shape):
+        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got {input.dim()}")
+    if list(input.shape)[input.dim() - len(shape) :] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={shape}, expected input with shape [*{', '.join(map(str, shape))}], "
+            f"but got input of size{list(input.shape)}"
+        )
+    if weight is not None and list(weight.shape) != shape:
+        raise RuntimeError(
+            f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+            f"{list(weight.shape)} and normalized_shape = {shape}"
+        )
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"rms_norm\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    upcast = input if input.dtype in (float32, float64) else input.float()
+    if eps is None:
+        eps = finfo(upcast.dtype).eps
+    rstd = upcast.pow(2).mean(list(range(-len(shape), 0)), keepdim=True).add(eps).rsqrt()
+    result = (upcast * rstd).type_as(input)
+    return result if weight is None else (result * weight).type_as(result)
 
 
 # layer_norm is one node, as PyTorch's, and so is its gradient (input, weight and bias together): a
