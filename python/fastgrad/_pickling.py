@@ -112,8 +112,15 @@ def _is_size(n):
     return isinstance(n, int) and not isinstance(n, bool) and n >= 0
 
 
+def _is_whole_storage(t):
+    """t is what _rebuild_storage makes: all of its storage, in order (the bounds below count on it)."""
+    if not isinstance(t, _prims.Tensor) or t.dim() != 1 or t.storage_offset() != 0:
+        return False
+    return tuple(_prims.strides(t)) == (1,) and t.numel() == _prims.storage_span(t)[1]
+
+
 def _rebuild_tensor(storage, shape, strides, storage_offset, requires_grad):
-    if not isinstance(storage, _prims.Tensor) or storage.dim() != 1:
+    if not _is_whole_storage(storage):
         _refuse("the storage is not one")
     if not (isinstance(shape, tuple) and isinstance(strides, tuple) and len(shape) == len(strides)):
         _refuse("shape and strides do not match")
