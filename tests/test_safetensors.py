@@ -154,17 +154,22 @@ def test_shared_memory_refused_as_by_the_package(fg, torch, package):
 
 @pytest.mark.parametrize(
     "tensors, metadata",
-    [([1], None), ({"a": [1.0]}, None), ({}, {"k": 1}), ({}, "meta")],
+    [([1], None), ({"a": [1.0]}, None), ({1: None}, None), ({}, {"k": 1}), ({}, {2: "v"}), ({}, "meta")],
 )
 def test_bad_arguments_to_save_as_the_package(fg, torch, package, tensors, metadata):
     import safetensors.torch
 
-    def error(save):
+    def error(lib, save):
+        named = (
+            {name: lib.ones(1) if value is None else value for name, value in tensors.items()}
+            if isinstance(tensors, dict)
+            else tensors
+        )
         with pytest.raises((ValueError, TypeError)) as info:
-            save(tensors, metadata=metadata)
+            save(named, metadata=metadata)
         return type(info.value), str(info.value)
 
-    assert error(fg.safetensors.save) == error(safetensors.torch.save)
+    assert error(fg, fg.safetensors.save) == error(torch, safetensors.torch.save)
 
 
 def header(entries, data=b"", raw=None):

@@ -94,14 +94,13 @@ def _check_no_shared_memory(tensors):
         )
 
 
-def _check_metadata(metadata):
-    if metadata is None:
-        return
-    if not isinstance(metadata, dict):
-        raise TypeError(f"argument 'metadata': '{type(metadata).__name__}' object is not an instance of 'dict'")
-    for item in (*metadata.keys(), *metadata.values()):
+def _check_strings(argument, mapping, values_too):
+    """The package's TypeError for an argument that is not a dict with str keys (and values, if values_too)."""
+    if not isinstance(mapping, dict):
+        raise TypeError(f"argument '{argument}': '{type(mapping).__name__}' object is not an instance of 'dict'")
+    for item in (*mapping, *(mapping.values() if values_too else ())):
         if not isinstance(item, str):
-            raise TypeError(f"argument 'metadata': '{type(item).__name__}' object is not an instance of 'str'")
+            raise TypeError(f"argument '{argument}': '{type(item).__name__}' object is not an instance of 'str'")
 
 
 def _serialize(tensors, metadata):
@@ -111,8 +110,10 @@ def _serialize(tensors, metadata):
     for name, t in tensors.items():
         if not isinstance(t, _prims.Tensor):
             raise ValueError(f"Key `{name}` is invalid, expected torch.Tensor but received {type(t)}")
-    _check_metadata(metadata)
     _check_no_shared_memory(tensors)
+    _check_strings("tensor_dict", tensors, values_too=False)  # checked in the package's order
+    if metadata is not None:
+        _check_strings("metadata", metadata, values_too=True)
     order = sorted(tensors, key=lambda name: (-_WRITE_ORDER[_FORMAT_NAME[tensors[name].dtype]], name))
     header = {} if metadata is None else {"__metadata__": metadata}
     arrays, offset = [], 0
