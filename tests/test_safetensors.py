@@ -208,6 +208,7 @@ REFUSED = {
         None, bytes(4), raw=b'{"a": %s, "a": %s}' % ((json.dumps(entry("F32", [1], 0, 4)).encode(),) * 2)
     ),
     "bool not 0 or 1": header({"a": entry("BOOL", [2], 0, 2)}, b"\x00\x02"),
+    "huge shape of no elements": header({"a": entry("F32", [0, 2**62], 0, 0)}),
     "too many dimensions": header({"a": entry("U8", [1] * 65, 0, 1)}, bytes(1)),
 }
 

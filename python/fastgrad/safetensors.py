@@ -57,7 +57,7 @@ _FORMAT_DTYPES = {
 _FORMAT_NAME = {dtype: name for name, dtype in _FORMAT_DTYPES.items() if dtype is not None}
 _WRITE_ORDER = {name: rank for rank, name in enumerate(_FORMAT_DTYPES)}
 _MAX_HEADER = 100_000_000  # the package's limit
-_SIZE_LIMIT = 2**64  # sizes are the package's usize
+_MAX_BYTES = 2**63 - 1  # numpy's arrays measure bytes in int64 (the package: in usize, 2**64 - 1)
 _MAX_DIMS = 64  # numpy's: tensors are built through numpy arrays
 _FRAMEWORKS = {"pt": "tensor", "torch": "tensor", "np": "numpy", "numpy": "numpy"}
 
@@ -135,7 +135,7 @@ def _serialize(tensors, metadata):
 def save(tensors, metadata=None):
     """The safetensors file of `tensors` ({name: Tensor}) and `metadata` ({str: str}), as bytes."""
     header, arrays = _serialize(tensors, metadata)
-    return b"".join([header, *(a.tobytes() for a in arrays)])
+    return b"".join([header, *arrays])  # contiguous arrays are bytes-like: one copy, into the result
 
 
 def save_file(tensors, filename, metadata=None):
@@ -174,7 +174,10 @@ class _Header:
         if not isinstance(parsed, dict):
             self._fail("invalid JSON in header: not an object")
         self.metadata = parsed.pop("__metadata__", None)
-        _check_header_metadata(self.metadata, self._fail)
+        if self.metadata is not None and not (
+            isinstance(self.metadata, dict) and all(isinstance(v, str) for v in self.metadata.values())
+        ):
+            self._fail("invalid JSON in header: __metadata__ must map strings to strings")
         self.entries = {name: self._entry(name, info) for name, info in parsed.items()}
         self.data = buffer[8 + length :]
         self._check_offsets()
@@ -210,11 +213,11 @@ class _Header:
             if begin != end or stop < begin:
                 self._fail(f"invalid offset for tensor `{name}`")
             end = stop
-            size = RAW_TYPES[_FORMAT_DTYPES[dtype_name]._name][1].itemsize
+            size = extent = RAW_TYPES[_FORMAT_DTYPES[dtype_name]._name][1].itemsize
             for n in shape:
-                size *= n
-                if size >= _SIZE_LIMIT or n >= _SIZE_LIMIT // 2:  # numpy's dimensions are int64
-                    self._fail("overflow computing buffer size from shape and/or element type")
+                size, extent = size * n, extent * max(n, 1)
+            if extent > _MAX_BYTES:  # numpy refuses such shapes even when a dimension is 0
+                self._fail("overflow computing buffer size from shape and/or element type")
             if size != stop - begin:
                 self._fail("invalid shape, data type, or offset for tensor")
         if end != len(self.data):
@@ -232,13 +235,6 @@ class _Header:
 
 def _all_sizes(values):
     return isinstance(values, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in values)
-
-
-def _check_header_metadata(metadata, fail):
-    if metadata is None:
-        return
-    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
-        fail("invalid JSON in header: __metadata__ must map strings to strings")
 
 
 def _map_file(filename):
