@@ -72,15 +72,17 @@ class _StorageData:
         return _rebuild_storage, (self.whole.dtype._name, payload)
 
 
-_storage_data = weakref.WeakValueDictionary()  # storage identity -> its live _StorageData
+# (storage identity, dtype) -> its live _StorageData (by dtype too: were a storage ever viewed as
+# another dtype, each would be pickled as its own, correct though not shared)
+_storage_data = weakref.WeakValueDictionary()
 
 
 def _storage_of(t):
     identity, numel = _prims.storage_span(t)
-    data = _storage_data.get(identity)
+    data = _storage_data.get((identity, t.dtype))
     if data is None:
         whole = _prims.on_storage_of(t, (numel,), (1,), 0)
-        data = _storage_data[identity] = _StorageData(whole)
+        data = _storage_data[identity, t.dtype] = _StorageData(whole)
     return data
 
 
