@@ -21,7 +21,7 @@ MODULE = (
     no_grad enable_grad set_grad_enabled is_grad_enabled inference_mode is_inference_mode_enabled
     autograd nn optim utils viz linalg
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
-    save load serialization config set_num_threads get_num_threads
+    save load serialization safetensors config set_num_threads get_num_threads
     cuda backends accelerator amp autocast set_printoptions return_types
     use_deterministic_algorithms are_deterministic_algorithms_enabled is_deterministic_algorithms_warn_only_enabled
 """.split()

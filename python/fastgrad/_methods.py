@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 
-from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
+from . import _pickling, _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._grad_mode import no_grad
 from fastgrad import _formatting, _meta, _optable, return_types  # backend-independent: the same module for both
 from fastgrad._types import (
@@ -196,15 +196,6 @@ def __array_wrap__(self, array, context=None, return_scalar=False):
 
 def __rmatmul__(self, other):
     return NotImplemented
-
-
-def __reduce_ex__(self, protocol):
-    return (_rebuild, (self.detach().numpy().copy(), self.requires_grad))
-
-
-def _rebuild(values, requires_grad):
-    t = _prims.from_numpy(values, share_memory=False)
-    return _prims.set_requires_grad(t, requires_grad) if requires_grad else t
 
 
 def __copy__(self):
@@ -2921,7 +2912,7 @@ TENSOR_ATTRIBUTES = {
     "__array_priority__": __array_priority__,
     "__array_wrap__": __array_wrap__,
     "__rmatmul__": __rmatmul__,
-    "__reduce_ex__": __reduce_ex__,
+    "__reduce_ex__": _pickling.reduce_tensor,
     "__deepcopy__": __deepcopy__,
     "__copy__": __copy__,
     "tolist": tolist,

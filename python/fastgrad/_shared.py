@@ -15,6 +15,7 @@ import sys
 # In import order: _factories uses _methods, _sampling uses both and random.
 SHARED = [
     "_grad_mode",
+    "_pickling",
     "_methods",
     "_hooks",
     "_factories",
@@ -25,6 +26,7 @@ SHARED = [
     "_linalg_ops",
     "nn",
     "serialization",
+    "safetensors",
     "optim",
     "utils",
 ]

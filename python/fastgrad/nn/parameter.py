@@ -7,6 +7,8 @@ identical to Tensor's, which is what lets `__class__` be assigned. Operations on
 new tensors of the plain Tensor type; in-place ones return the Parameter itself, as in PyTorch.
 """
 
+import pickle
+
 from .. import _prims
 from .._factories import _finish, empty
 
@@ -38,7 +40,10 @@ class Parameter(Tensor):
         return type(self)(self, self.requires_grad)
 
     def __reduce_ex__(self, protocol):
-        return type(self), (self.detach(), self.requires_grad)
+        # a subclass rebuilds through its own class; Parameter through the function below, so that
+        # loading a Parameter calls only fastgrad's rebuild functions (see fastgrad._pickling)
+        rebuild = _rebuild_parameter if type(self) is Parameter else type(self)
+        return rebuild, (self.detach(), self.requires_grad)
 
 
 class _Uninitialized(Tensor):
@@ -128,3 +133,9 @@ class UninitializedBuffer(_Uninitialized):
 def is_lazy(param):
     """Whether param (a parameter or buffer) is still uninitialized (its shape unknown)."""
     return isinstance(param, _Uninitialized)
+
+
+def _rebuild_parameter(data, requires_grad):
+    if type(data) is not Tensor or not isinstance(requires_grad, bool):
+        raise pickle.UnpicklingError("not a valid pickled fastgrad Parameter")
+    return Parameter(data, requires_grad)
