@@ -875,3 +875,16 @@ def test_logcumsumexp_of_a_0d_tensor_checks_its_saved_result(fg):
     y.log10_()
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+def test_tensordot_sums_a_dim_contracted_with_a_size_1_dim_before_saving(fg):
+    """Both contracted dims of size 1: PyTorch sums the first operand over it, so its mm saves that
+    sum, and an in-place change of the operand afterwards does not fail the backward."""
+    x = fg.tensor([[1.0], [2.0]], requires_grad=True)
+    y = fg.tensor([[3.0, 4.0, 5.0]], requires_grad=True)
+    a = (x * 2).fliplr()
+    product = fg.tensordot(a, y, dims=1)
+    a.mul_(3)
+    product.sum().backward()
+    assert values(x.grad) == [[24.0], [24.0]]
+    assert values(y.grad) == [[6.0, 6.0, 6.0]]

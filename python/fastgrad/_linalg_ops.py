@@ -227,11 +227,12 @@ def tensordot(a, b, dims=2, out=None):
                 f"contracted dimensions need to match, but first has size {size_a} in dim {da} and second has "
                 f"size {size_b} in dim {db}"
             )
-        # a size-1 dim broadcasts against the other's, as PyTorch's: that one is summed first
-        if size_a == 1 and size_b != 1:
-            b = _prims.sum(b, [db], True, None)
-        elif size_b == 1 and size_a != 1:
+        # a size-1 dim broadcasts against the other's, as PyTorch's: the other is summed first (a's
+        # when both are 1, so that the mm saves that sum, not a, as PyTorch's does)
+        if size_b == 1:
             a = _prims.sum(a, [da], True, None)
+        elif size_a == 1:
+            b = _prims.sum(b, [db], True, None)
     contracted_a = [_wrap_dim(d, a.dim()) for d in dims_a]
     contracted_b = [_wrap_dim(d, b.dim()) for d in dims_b]
     free_a = [d for d in range(a.dim()) if d not in contracted_a]
