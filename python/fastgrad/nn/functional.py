@@ -92,24 +92,34 @@ def dropout(input, p=0.5, training=True, inplace=False):
 # ---- normalization and lookup
 
 
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _checked_normalized_shape(op, input, normalized_shape, **params):
+    """normalized_shape as a list, after PyTorch's checks of it, of the input's trailing dims and of
+    the parameters' shapes (layer_norm and rms_norm word them slightly differently)."""
     if not isinstance(normalized_shape, (tuple, list)):
         raise TypeError(
-            "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints, "
             f"not {type(normalized_shape).__name__}"
         )
     shape = list(normalized_shape)
+    if op == "rms_norm" and input.dim() < len(shape):
+        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got {input.dim()}")
     if input.dim() < len(shape) or list(input.shape)[input.dim() - len(shape) :] != shape:
+        trailing = ("*, " if op == "layer_norm" else "*") + ", ".join(map(str, shape))
         raise RuntimeError(
-            f"Given normalized_shape={shape}, expected input with shape "
-            f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}"
+            f"Given normalized_shape={shape}, expected input with shape [{trailing}], "
+            f"but got input of size{list(input.shape)}"
         )
-    for name, tensor in (("weight", weight), ("bias", bias)):
+    for name, tensor in params.items():
         if tensor is not None and list(tensor.shape) != shape:
             raise RuntimeError(
                 f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
                 f"{list(tensor.shape)} and normalized_shape = {shape}"
             )
+    return shape
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    shape = _checked_normalized_shape("layer_norm", input, normalized_shape, weight=weight, bias=bias)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     return NativeLayerNorm.apply(input, weight, bias, list(range(-len(shape), 0)), eps)
@@ -118,24 +128,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight: composed as PyTorch's CPU
     path composes it (float16/bfloat16 computed in float32; eps None = the computing dtype's eps)."""
-    if not isinstance(normalized_shape, (tuple, list)):
-        raise TypeError(
-            "rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
-            f"not {type(normalized_shape).__name__}"
-        )
-    shape = list(normalized_shape)
-    if input.dim() < len(shape):
-        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got {input.dim()}")
-    if list(input.shape)[input.dim() - len(shape) :] != shape:
-        raise RuntimeError(
-            f"Given normalized_shape={shape}, expected input with shape [*{', '.join(map(str, shape))}], "
-            f"but got input of size{list(input.shape)}"
-        )
-    if weight is not None and list(weight.shape) != shape:
-        raise RuntimeError(
-            f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
-            f"{list(weight.shape)} and normalized_shape = {shape}"
-        )
+    shape = _checked_normalized_shape("rms_norm", input, normalized_shape, weight=weight)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"rms_norm\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     upcast = input if input.dtype in (float32, float64) else input.float()
