@@ -24,6 +24,7 @@ SHARED = [
     "linalg",
     "_linalg_ops",
     "nn",
+    "_torch_checkpoint",
     "serialization",
     "optim",
     "utils",
