@@ -140,6 +140,17 @@ class _StorageType:
         return f"StorageType(torch.{self.name})"
 
 
+class _TensorType:
+    """torch.Tensor in a weights-only load: the type _rebuild_from_type_v2 names, never called (a
+    call would allocate what the file asks)."""
+
+    def __repr__(self):
+        return "<class 'torch.Tensor'>"
+
+
+_TENSOR_TYPE = _TensorType()
+
+
 class _LoadedStorage:
     """A storage read from the file: a 1-D tensor over all its elements, which the tensors are views of."""
 
@@ -147,31 +158,27 @@ class _LoadedStorage:
         self.tensor = tensor
 
 
-def _check_geometry(storage, offset, size, stride):
+def _checked_offset(storage, offset, size, stride):
+    """The storage offset of a tensor of this geometry over the storage, refused (in PyTorch's words)
+    when the tensor reaches outside it."""
     if type(offset) is not int or offset < 0:
         raise RuntimeError(f"storage offset {offset!r} is not a non-negative integer")
     if not all(type(n) is int and n >= 0 for n in (*size, *stride)) or len(size) != len(stride):
         raise RuntimeError(f"invalid tensor geometry: size {size!r}, stride {stride!r}")
-    itemsize = storage.tensor.element_size()
     numel = storage.tensor.numel()
-    if 0 in size:
-        needed = offset
-    else:
-        needed = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
-    if needed > numel:
-        raise RuntimeError(
-            f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and itemsize "
-            f"{itemsize} requiring a storage size of {needed * itemsize} are out of bounds for storage of size "
-            f"{numel * itemsize}"
-        )
+    if 0 in size:  # no element to read: PyTorch accepts any offset; kept inside the storage here
+        return min(offset, numel)
+    if offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) > numel:
+        raise RuntimeError("Trying to resize storage that is not resizable")
+    return offset
 
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
     """A view of a loaded storage (torch._utils._rebuild_tensor_v2); hooks and metadata are not kept."""
     if type(storage) is not _LoadedStorage or not isinstance(size, tuple) or not isinstance(stride, tuple):
         raise UnpicklingError("malformed pickle: _rebuild_tensor_v2 expects a storage and size and stride tuples")
-    _check_geometry(storage, storage_offset, size, stride)
-    t = _prims.on_storage_of(storage.tensor, tuple(size), tuple(stride), storage_offset)
+    offset = _checked_offset(storage, storage_offset, size, stride)
+    t = _prims.on_storage_of(storage.tensor, tuple(size), tuple(stride), offset)
     return t.requires_grad_(True) if requires_grad else t
 
 
@@ -224,7 +231,7 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     if not any(func is f for f in _allowed_globals().values()) or not callable(func) or type(args) is not tuple:
         raise UnpicklingError(f"Trying to call reduce for unrecognized function {func}")
     result = func(*args)
-    if new_type not in (Tensor, Parameter) or not isinstance(result, new_type):
+    if not isinstance(result, Tensor) or not (new_type is _TENSOR_TYPE or new_type is type(result) is Parameter):
         raise UnpicklingError(f"a tensor of type {new_type} is not supported")
     for name, value in (state or {}).items():
         setattr(result, name, value)
@@ -239,7 +246,7 @@ def _allowed_globals():
         "collections.Counter": collections.Counter,
         "torch.nn.parameter.Parameter": Parameter,
         "torch.Size": Size,
-        "torch.Tensor": Tensor,
+        "torch.Tensor": _TENSOR_TYPE,
         "torch.device": device,
         "_codecs.encode": _encode,
         "builtins.bytearray": _bytearray,
@@ -322,7 +329,8 @@ def restore_location(map_location, location, storage):
 
 def _storage_from_bytes(buffer, offset, dtype, numel, big_endian, share):
     """A 1-D tensor of the storage's numel elements read from buffer[offset:]; share: over the buffer's
-    memory (an mmap) when the bytes are already fastgrad's layout."""
+    memory (an mmap) when the bytes are already fastgrad's layout. bfloat16 goes through float32, the
+    one way fastgrad builds it: every value is kept, but a NaN becomes fastgrad's NaN."""
     if dtype is bfloat16:  # numpy lacks it: the bits widened to the float32 of the same value
         bits = np.frombuffer(buffer, ">u2" if big_endian else "<u2", numel, offset).astype(np.uint32) << 16
         return _prims.to_dtype(_prims.from_numpy(bits.view(np.float32), share_memory=False), bfloat16)
@@ -388,8 +396,10 @@ class _StorageLoader:
         self.big_endian = order == b"big"
 
     def __call__(self, pid):
-        if type(pid) is not tuple or len(pid) != 5 or pid[0] not in ("storage", b"storage"):
-            raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {pid!r:.100}")
+        if type(pid) is tuple and pid and pid[0] not in ("storage", b"storage"):
+            raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
+        if type(pid) is not tuple or len(pid) != 5:
+            raise UnpicklingError(f"malformed storage id {pid!r:.200}")
         _, storage_type, key, location, numel = pid
         if isinstance(storage_type, dtype):  # PyTorch names newer dtypes directly
             storage_type = _StorageType(str(storage_type), storage_type)
