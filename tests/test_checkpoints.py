@@ -335,6 +335,16 @@ def test_safe_globals(fg, torch):
         fg.serialization.clear_safe_globals()
     assert fg.serialization.get_safe_globals() == []
 
+    def registry(lib):
+        """Whether the globals are allowed inside and after a safe_globals block over one added before."""
+        ours = {Point, collections.UserDict}
+        lib.serialization.add_safe_globals([Point])
+        with lib.serialization.safe_globals(list(ours)):
+            inside = ours <= set(lib.serialization.get_safe_globals())
+        return inside, ours & set(lib.serialization.get_safe_globals())
+
+    assert registry(fg) == registry(torch)
+
 
 # ---- refused files
 
@@ -381,6 +391,7 @@ def test_malformed_pickles_fail_as_in_pytorch(fg, torch, pkl):
         (b"\x80\x02h\x07.", "malformed pickle"),  # a memo entry never stored
         (b"\x80\x02X\xff\xff\xff\x7fab", "truncated"),
         (b"\x80\x02" + b"(" * 5000, "nested deeper than 1000"),
+        (b"\x80\x02c__builtin__\nset\n" + b"]" * 10**4 + b"a" * (10**4 - 1) + b"\x85\x85R.", "unhashable"),
         (b"\x80\x02K\x01", "truncated"),
         (b"\x80\x02X\x02\x00\x00\x00\xff\xfe.", "malformed pickle string"),
         (b"\x80\x02K\x01K\x02\x86Q.", "Only persistent_load of storage"),  # PyTorch: an AssertionError

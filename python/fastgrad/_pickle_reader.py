@@ -10,6 +10,7 @@ refused with PyTorch's weights_only wording, raised as pickle.UnpicklingError.
 import _compat_pickle
 import collections
 import pickle
+import reprlib
 import struct
 from pickle import UnpicklingError
 
@@ -112,8 +113,8 @@ class WeightsOnlyUnpickler:
             raise UnpicklingError(message)
         try:
             return func(*args)
-        except (TypeError, ValueError, OverflowError) as e:  # arguments a function does not take
-            raise UnpicklingError(f"malformed pickle: {func.__name__}{args!r:.200}: {e}") from None
+        except (TypeError, ValueError, OverflowError, AttributeError) as e:  # arguments a function does not take
+            raise UnpicklingError(f"malformed pickle: {func.__name__}{reprlib.repr(args)}: {e}") from None
 
     def set_items(self, target, items, opcode):
         if type(target) not in (dict, collections.OrderedDict, collections.Counter):
@@ -161,8 +162,8 @@ def _newobj(u):
         )
     try:
         u.push(cls.__new__(cls, *args))  # Parameter.__new__ builds the whole Parameter
-    except (TypeError, ValueError) as e:
-        raise UnpicklingError(f"malformed pickle: {cls.__name__}{args!r:.200}: {e}") from None
+    except (TypeError, ValueError, AttributeError) as e:
+        raise UnpicklingError(f"malformed pickle: {cls.__name__}{reprlib.repr(args)}: {e}") from None
 
 
 def _build(u):

@@ -26,6 +26,7 @@ import io
 import mmap as mmap_module
 import os
 import pickle
+import reprlib
 import struct
 import zipfile
 
@@ -99,13 +100,13 @@ def clear_safe_globals():
 
 @contextlib.contextmanager
 def safe_globals(safe_globals):
-    """add_safe_globals for the duration of a with block."""
-    added = set(safe_globals) - _safe_globals
-    _safe_globals.update(added)
+    """add_safe_globals for the duration of a with block (after which, as in PyTorch, these globals
+    are no longer allowed, even those added before)."""
+    _safe_globals.update(safe_globals)
     try:
         yield
     finally:
-        _safe_globals.difference_update(added)
+        _safe_globals.difference_update(safe_globals)
 
 
 def _user_globals():
@@ -213,7 +214,7 @@ def _bytearray(data=b""):
 
 def _build_attributes(instance, state):
     """BUILD on an OrderedDict or an allow-listed class: the state pickle's default __reduce_ex__ saves."""
-    if hasattr(instance, "__setstate__") and type(instance).__setstate__ is not object.__setstate__:
+    if hasattr(instance, "__setstate__"):
         instance.__setstate__(state)
         return
     slots = None
@@ -336,7 +337,7 @@ def _storage_from_bytes(buffer, offset, dtype, numel, big_endian, share):
         return _prims.to_dtype(_prims.from_numpy(bits.view(np.float32), share_memory=False), bfloat16)
     stored = np.dtype(NUMPY_TYPES[dtype]).newbyteorder(">" if big_endian else "<")
     values = np.frombuffer(buffer, stored, numel, offset)
-    if share and values.dtype.isnative:
+    if share and values.dtype.isnative and offset % stored.itemsize == 0:
         return _prims.from_numpy(values, share_memory=True)
     return _prims.from_numpy(values.astype(stored.newbyteorder("="), copy=True), share_memory=False)
 
@@ -399,16 +400,16 @@ class _StorageLoader:
         if type(pid) is tuple and pid and pid[0] not in ("storage", b"storage"):
             raise UnpicklingError(f"Only persistent_load of storage is allowed, but got {type(pid[0])}")
         if type(pid) is not tuple or len(pid) != 5:
-            raise UnpicklingError(f"malformed storage id {pid!r:.200}")
+            raise UnpicklingError(f"malformed storage id {reprlib.repr(pid)}")
         _, storage_type, key, location, numel = pid
         if isinstance(storage_type, dtype):  # PyTorch names newer dtypes directly
             storage_type = _StorageType(str(storage_type), storage_type)
         if not isinstance(storage_type, _StorageType):
-            raise UnpicklingError(f"malformed storage id: {storage_type!r:.100} is no storage type")
+            raise UnpicklingError(f"malformed storage id: {reprlib.repr(storage_type)} is no storage type")
         if storage_type.dtype is None:
             raise RuntimeError(f"load: fastgrad has no dtype for torch.{storage_type.name} storages")
         if type(key) is not str or type(location) is not str or type(numel) is not int or numel < 0:
-            raise UnpicklingError(f"malformed storage id {pid!r:.200}")
+            raise UnpicklingError(f"malformed storage id {reprlib.repr(pid)}")
         if key not in self.loaded:
             self.loaded[key] = self.load(key, storage_type.dtype, numel, location)
         storage = self.loaded[key]
@@ -559,13 +560,14 @@ def _storage_bytes(ref):
     return _prims.to_numpy(whole).astype(np.dtype(NUMPY_TYPES[ref.dtype]).newbyteorder("<"), copy=False).tobytes()
 
 
-def save(obj, out, archive_name, pickle_protocol):
+def save(obj, out, archive_name, pickle_protocol, byteorder_record=True):
     """Writes obj to the binary file `out` as torch.save does; archive_name: the zip's top folder."""
     pickled = io.BytesIO()
     pickler = _TorchPickler(pickled, pickle_protocol)
     pickler.dump(obj)
     records = [("data.pkl", pickled.getvalue()), (".format_version", b"1"), (".storage_alignment", b"64")]
-    records.append(("byteorder", b"little"))
+    if byteorder_record:
+        records.append(("byteorder", b"little"))
     records += [(f"data/{ref.key}", _storage_bytes(ref)) for ref in pickler.storages.values()]
     records.append(("version", b"3\n"))
     digest = hashlib.sha256(b"".join(data for _, data in records)).digest()

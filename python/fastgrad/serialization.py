@@ -119,7 +119,7 @@ def save(
         if isinstance(f, (str, os.PathLike)):
             archive_name = os.path.splitext(os.path.basename(os.fspath(f)))[0] or archive_name
         out = io.BytesIO()
-        _torch_checkpoint.save(obj, out, archive_name, pickle_protocol)
+        _torch_checkpoint.save(obj, out, archive_name, pickle_protocol, not _disable_byteorder_record)
         _write(f, out.getvalue())
     else:
         raise ValueError(f"save: format must be 'torch' or 'fastgrad', not {format!r}")
