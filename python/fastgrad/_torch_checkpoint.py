@@ -59,7 +59,7 @@ _ALIGNMENT = 64
 _PADDING_FIELD = 0x4246  # the zip extra field id PyTorch pads local headers with ("FB")
 _LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a zip local file header, up to its name
 
-UNSAFE_MESSAGE = (
+_UNSAFE_MESSAGE = (
     "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "
     "from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, "
     "but it can result in arbitrary code execution. Do it only if you got the file from a "
@@ -277,12 +277,12 @@ def _wo_message(message):
         return (
             "Weights only load failed. This file can still be loaded, to do so you have two options, "
             "\033[1mdo those steps only if you trust the source of the checkpoint\033[0m. "
-            f"\n\t(1) {UNSAFE_MESSAGE}\n\t(2) Alternatively, to load with `weights_only=True` please check "
+            f"\n\t(1) {_UNSAFE_MESSAGE}\n\t(2) Alternatively, to load with `weights_only=True` please check "
             "the recommended steps in the following error message.\n\tWeightsUnpickler error: "
             + message
             + _DOCS_MESSAGE
         )
-    updated = f"Weights only load failed. {UNSAFE_MESSAGE}\n"
+    updated = f"Weights only load failed. {_UNSAFE_MESSAGE}\n"
     if "is blocked" not in message:
         updated += (
             "Please file an issue with the following so that we can make "
@@ -339,7 +339,7 @@ def _storage_from_bytes(buffer, offset, dtype, numel, big_endian, share):
     values = np.frombuffer(buffer, stored, numel, offset)
     if share and values.dtype.isnative and offset % stored.itemsize == 0:
         return _prims.from_numpy(values, share_memory=True)
-    return _prims.from_numpy(values.astype(stored.newbyteorder("="), copy=True), share_memory=False)
+    return _prims.from_numpy(values.astype(stored.newbyteorder("="), copy=True), share_memory=True)  # its own copy
 
 
 class _Archive:

@@ -40,7 +40,6 @@ not kept: each tensor is saved as its own values.
 """
 
 import collections
-import contextlib
 import io
 import json
 import os
@@ -108,8 +107,9 @@ def save(
     format="torch",
 ):
     """Writes obj to f, a path or a binary file object: format="torch" (the default) as torch.save
-    does, anything pickle can save; format="fastgrad": tensors, dicts, lists, tuples, str, int,
-    float, bool, None and numpy scalars, nested, in fastgrad's data-only format."""
+    does, anything pickle can save (pickle_module is accepted for PyTorch's signature: fastgrad's
+    own pickler writes the file); format="fastgrad": tensors, dicts, lists, tuples, str, int, float,
+    bool, None and numpy scalars, nested, in fastgrad's data-only format."""
     if format == "fastgrad":
         _write(f, _encode_file(obj))
     elif format == "torch":
@@ -175,20 +175,21 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     is_path = isinstance(f, (str, os.PathLike))
     if mmap and not is_path:
         raise ValueError("f must be a file path in order to use the mmap argument")
-    with contextlib.ExitStack() as stack:
-        if is_path:
-            file = stack.enter_context(open(f, "rb"))
-        else:  # read from the current position on, into memory: zipfile needs to seek
-            file = io.BytesIO(bytes(f) if isinstance(f, (bytes, bytearray)) else f.read())
+    if is_path:
+        source = open(f, "rb")
+    else:  # read from the current position on, into memory: zipfile needs to seek
+        source = io.BytesIO(bytes(f) if isinstance(f, (bytes, bytearray)) else f.read())
+    with source as file:
         head = file.read(len(MAGIC))
         file.seek(0)
         if head[:2] == b"PK":
             mapped = _torch_checkpoint.open_mapped(f) if mmap else None
             return _torch_checkpoint.load(file, map_location, weights_only, mapped, pickle_load_args)
         if mmap:
+            name = f"{f}, " if isinstance(f, str) else ""
             raise RuntimeError(
                 "mmap can only be used with files saved with "
-                f"`torch.save({f if isinstance(f, str) else ''}, _use_new_zipfile_serialization=True), "
+                f"`torch.save({name}_use_new_zipfile_serialization=True), "
                 "please torch.save your checkpoint with this option in order to use mmap."
             )
         if head[:1] == b"\x80":  # a bare pickle: torch.save(..., _use_new_zipfile_serialization=False)
