@@ -254,6 +254,17 @@ def test_nested_containers_both_ways(fg, torch):
     assert isinstance(theirs["torch"][0], torch.Size) and theirs["torch"][1] is torch.float16
 
 
+def test_tensor_attributes_are_kept_and_dunders_refused(fg, torch):
+    t = torch.ones(2)
+    t.note = "x"
+    blob = torch_saved(torch, {"t": t})
+    assert fg.load(io.BytesIO(blob))["t"].note == torch.load(io.BytesIO(blob))["t"].note == "x"
+    records = records_of(blob)
+    records["data.pkl"] = records["data.pkl"].replace(text("note"), text("__class__"))
+    with pytest.raises(pickle.UnpicklingError, match="tensor attribute '__class__'"):
+        fg.load(io.BytesIO(zip_file(records)))
+
+
 def test_both_backends_write_the_same_bytes():
     assert fg_saved(fastgrad, every_dtype(fastgrad)) == fg_saved(fastgrad.reference, every_dtype(fastgrad.reference))
 

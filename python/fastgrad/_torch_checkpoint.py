@@ -235,6 +235,8 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     if not isinstance(result, Tensor) or not (new_type is _TENSOR_TYPE or new_type is type(result) is Parameter):
         raise UnpicklingError(f"a tensor of type {new_type} is not supported")
     for name, value in (state or {}).items():
+        if type(name) is not str or name.startswith("__"):  # an attribute, not the object's machinery
+            raise UnpicklingError(f"malformed pickle: tensor attribute {reprlib.repr(name)}")
         setattr(result, name, value)
     return result
 
