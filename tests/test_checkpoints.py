@@ -357,6 +357,17 @@ def test_safe_globals(fg, torch):
     assert registry(fg) == registry(torch)
 
 
+def test_unsafe_globals_in_checkpoint(fg, torch):
+    blob = torch_saved(torch, {"p": Point(1, 2), "s": frozenset([1]), "w": torch.ones(1), "n": {1}})
+    ours = fg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(blob))
+    assert ours == sorted(torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(blob)))
+    assert ours == ["builtins.frozenset", f"{__name__}.Point"]
+    with fg.serialization.safe_globals([Point]):
+        assert fg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(blob)) == ["builtins.frozenset"]
+    with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by torch.save"):
+        fg.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(b"FASTGRAD, not a zip"))
+
+
 # ---- refused files
 
 

@@ -26,6 +26,7 @@ import io
 import mmap as mmap_module
 import os
 import pickle
+import pickletools
 import reprlib
 import struct
 import zipfile
@@ -476,6 +477,25 @@ def load(file, map_location, weights_only, mapped, pickle_load_args):
         return WeightsOnlyUnpickler(data, allowed, builders, storages, api=_API).load()
     except UnpicklingError as e:
         raise UnpicklingError(_wo_message(str(e))) from None
+
+
+def unsafe_globals(file):
+    """The GLOBALs of the checkpoint's pickle that a weights-only load refuses, found by reading its
+    opcodes (what the pickle builds at run time, STACK_GLOBAL, is not seen), as PyTorch's function."""
+    if file.read(2) != b"PK":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    file.seek(0)
+    archive = _Archive(file, None)
+    if archive.has("constants.pkl"):
+        raise ValueError("Expected input to be a checkpoint returned by torch.save but got a torchscript checkpoint")
+    found = set()
+    try:
+        for opcode, argument, _ in pickletools.genops(archive.read("data.pkl")):
+            if opcode.name == "GLOBAL":
+                found.add(".".join(_global_name(*argument.split(" ", 1))))
+    except ValueError as e:  # pickletools' word for a damaged pickle
+        raise _corrupt(f"data.pkl: {e}") from None
+    return sorted(found - set(_allowed_globals()) - set(_user_globals()))
 
 
 def open_mapped(path):

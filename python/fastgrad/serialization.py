@@ -201,6 +201,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         return _decode_file(file.read())
 
 
+def get_unsafe_globals_in_checkpoint(f):
+    """The classes and functions (as "module.name") a PyTorch checkpoint needs that weights-only
+    loads do not allow: what add_safe_globals would have to allow-list."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as file:
+            return _torch_checkpoint.unsafe_globals(file)
+    return _torch_checkpoint.unsafe_globals(io.BytesIO(f.read()))
+
+
 def _check_map_location(map_location):
     """Every tensor in a fastgrad file was saved on the CPU: map_location must keep them there."""
     if callable(map_location) and not isinstance(map_location, (str, dict, device)):
