@@ -1,4 +1,5 @@
-"""fastgrad.save / fastgrad.load: bit-exact round trips, and refusal of damaged or hostile files."""
+"""fastgrad.save / fastgrad.load in fastgrad's own format (format="fastgrad"): bit-exact round trips,
+and refusal of damaged or hostile files. PyTorch's format, save's default: tests/test_checkpoints.py."""
 
 import io
 import json
@@ -16,13 +17,13 @@ import fastgrad.reference
 
 def roundtrip(fg, obj):
     buffer = io.BytesIO()
-    fg.save(obj, buffer)
+    fg.save(obj, buffer, format="fastgrad")
     return fg.load(io.BytesIO(buffer.getvalue()))
 
 
 def saved_bytes(fg, obj):
     buffer = io.BytesIO()
-    fg.save(obj, buffer)
+    fg.save(obj, buffer, format="fastgrad")
     return buffer.getvalue()
 
 
@@ -83,8 +84,8 @@ def test_requires_grad_is_kept_and_loaded_tensors_are_leaves(fg):
 
 def test_paths_and_file_objects(fg, tmp_path):
     t = fg.tensor([[1.0, 2.0]])
-    fg.save({"t": t}, tmp_path / "a.fg")
-    fg.save({"t": t}, str(tmp_path / "b.fg"))
+    fg.save({"t": t}, tmp_path / "a.fg", format="fastgrad")
+    fg.save({"t": t}, str(tmp_path / "b.fg"), format="fastgrad")
     assert fg.load(tmp_path / "a.fg")["t"].tolist() == [[1.0, 2.0]]
     assert fg.load(str(tmp_path / "b.fg"), map_location="cpu")["t"].tolist() == [[1.0, 2.0]]
     assert (tmp_path / "a.fg").read_bytes() == (tmp_path / "b.fg").read_bytes()
@@ -107,10 +108,10 @@ def test_both_backends_read_each_others_files():
 
 def test_unsupported_objects_are_refused(fg):
     with pytest.raises(TypeError, match="cannot save an object of type set"):
-        fg.save({1, 2}, io.BytesIO())
+        fg.save({1, 2}, io.BytesIO(), format="fastgrad")
     with pytest.raises(TypeError, match="cannot save an object of type function"):
-        fg.save({"f": lambda: 0}, io.BytesIO())
-    with pytest.raises(RuntimeError, match="only the CPU"):
+        fg.save({"f": lambda: 0}, io.BytesIO(), format="fastgrad")
+    with pytest.raises(RuntimeError, match="CUDA device"):
         fg.load(io.BytesIO(saved_bytes(fg, 1)), map_location="cuda")
 
 
@@ -186,7 +187,9 @@ def test_hostile_headers_are_refused(fg, header, data, message):
 
 def test_foreign_files_are_refused(fg):
     with pytest.raises(RuntimeError, match="magic"):
-        fg.load(io.BytesIO(b"PK\x03\x04 a zip file, as torch.save writes"))
+        fg.load(io.BytesIO(b"GIF89a an image"))
+    with pytest.raises(RuntimeError, match="not a valid PyTorch checkpoint"):
+        fg.load(io.BytesIO(b"PK\x03\x04 a damaged zip file"))
     with pytest.raises(RuntimeError, match="format version 2"):
         fg.load(io.BytesIO(forge(1, version=2)))
 
@@ -222,7 +225,11 @@ def test_module_and_optimizer_state_round_trip(fg, tmp_path):
     model, optimizer = model_and_optimizer()
     for _ in range(3):
         step(model, optimizer)
-    fg.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, tmp_path / "checkpoint.fg")
+    fg.save(
+        {"model": model.state_dict(), "optimizer": optimizer.state_dict()},
+        tmp_path / "checkpoint.fg",
+        format="fastgrad",
+    )
     expected = [step(model, optimizer) for _ in range(3)]
 
     resumed, resumed_optimizer = model_and_optimizer()
@@ -234,9 +241,10 @@ def test_module_and_optimizer_state_round_trip(fg, tmp_path):
         assert fg.equal(a, b)
 
 
-def torch_roundtrip(lib, obj, **load_options):
+def torch_roundtrip(lib, obj, format=None, **load_options):
+    """Saved and loaded by lib, in save's default format (format: fastgrad's save format)."""
     buffer = io.BytesIO()
-    lib.save(obj, buffer)
+    lib.save(obj, buffer, **({"format": format} if format else {}))
     return lib.load(io.BytesIO(buffer.getvalue()), **load_options)
 
 
@@ -284,11 +292,13 @@ def test_numpy_scalars_and_ordered_dicts_round_trip(fg, torch):
     obj = collections.OrderedDict(
         [("b", np.float32(1.5)), ("a", [np.int64(-3), np.bool_(True), np.float64(0.1), np.uint8(255), np.float16(2.5)])]
     )
-    ours, theirs = torch_roundtrip(fg, obj), torch_roundtrip(torch, obj, weights_only=False)
+    ours, theirs = torch_roundtrip(fg, obj, format="fastgrad"), torch_roundtrip(torch, obj, weights_only=False)
     assert type(ours) is type(theirs) is collections.OrderedDict and list(ours) == list(theirs) == ["b", "a"]
     assert [type(v) for v in ours["a"]] == [type(v) for v in theirs["a"]] and ours["a"] == theirs["a"]
     assert type(ours["b"]) is type(theirs["b"]) and ours["b"] == theirs["b"]
-    assert type(torch_roundtrip(fg, {"k": 1})) is dict
+    assert type(torch_roundtrip(fg, {"k": 1}, format="fastgrad")) is dict
+    ours = torch_roundtrip(fg, obj, weights_only=False)  # PyTorch's format: numpy scalars are pickled
+    assert type(ours) is collections.OrderedDict and ours == theirs
 
 
 def test_loaded_bools_whose_bytes_are_not_0_or_1_read_as_true(fg, torch):

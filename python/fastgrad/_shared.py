@@ -25,6 +25,7 @@ SHARED = [
     "linalg",
     "_linalg_ops",
     "nn",
+    "_torch_checkpoint",
     "serialization",
     "safetensors",
     "optim",

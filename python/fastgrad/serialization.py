@@ -1,7 +1,21 @@
-"""fastgrad.save / fastgrad.load: tensors and nested containers of them, in a file that is data only.
+"""fastgrad.save / fastgrad.load: PyTorch's checkpoint format, and fastgrad's own data-only format.
 
-PyTorch's files are pickles, and unpickling a hostile file runs its code. Ours hold no code: a JSON
-description of the object plus the tensors' raw bytes, checked before anything is built.
+save(obj, f) writes, by default (format="torch"), the zip torch.save writes: torch.load(f,
+weights_only=True) reads it into the same tensors (dtypes, strides, storage sharing between views,
+Parameters, OrderedDict state_dicts with their _metadata). format="fastgrad" writes fastgrad's own
+format (below), which holds no pickle at all. load(f) tells the formats apart by their first bytes
+and reads both; PyTorch's legacy (pre-1.6, non-zip) format is refused.
+
+load reads a PyTorch checkpoint, by default (weights_only=True), without executing pickle: its
+opcodes are interpreted by fastgrad._pickle_reader, which only builds containers, tensors and the
+types PyTorch's weights-only loader allows (see _torch_checkpoint), plus what add_safe_globals /
+safe_globals allow-list. Real pickle (which runs whatever the file asks) is used only with an
+explicit weights_only=False, as in PyTorch >= 2.6. map_location takes PyTorch's forms (str,
+device, dict, callable); only the CPU exists, so a storage bound elsewhere fails as in PyTorch on a
+machine without CUDA. mmap=True maps the file copy-on-write and builds storages over it when their
+bytes are already in fastgrad's layout.
+
+fastgrad's own format:
 
     offset 0   8 bytes   magic b"FASTGRAD"
            8   4 bytes   format version, uint32 little-endian (1)
@@ -26,15 +40,20 @@ not kept: each tensor is saved as its own values.
 """
 
 import collections
+import io
 import json
 import os
+import pickle
 import struct
+import warnings
 import zlib
 
 import numpy as np
 
+from . import _torch_checkpoint
 from ._prims import Tensor
 from ._factories import from_numpy
+from ._torch_checkpoint import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals  # noqa: F401
 from fastgrad._types import bool as bool_, device, float32, float64, int64
 from fastgrad._types import bfloat16, float16, int8, int16, int32, uint8
 
@@ -77,9 +96,44 @@ _NUMPY_SCALARS = {
 }
 
 
-def save(obj, f):
-    """Writes obj (tensors, dicts, lists, tuples, str, int, float, bool, None, nested) to f, a
-    path or a binary file object."""
+def save(
+    obj,
+    f,
+    pickle_module=pickle,
+    pickle_protocol=2,
+    _use_new_zipfile_serialization=True,
+    _disable_byteorder_record=False,
+    *,
+    format="torch",
+):
+    """Writes obj to f, a path or a binary file object: format="torch" (the default) as torch.save
+    does, anything pickle can save (pickle_module is accepted for PyTorch's signature: fastgrad's
+    own pickler writes the file); format="fastgrad": tensors, dicts, lists, tuples, str, int, float,
+    bool, None and numpy scalars, nested, in fastgrad's data-only format."""
+    if format == "fastgrad":
+        _write(f, _encode_file(obj))
+    elif format == "torch":
+        if not _use_new_zipfile_serialization:
+            raise ValueError("save: PyTorch's legacy (non-zip) format is not supported")
+        archive_name = "archive"
+        if isinstance(f, (str, os.PathLike)):
+            archive_name = os.path.splitext(os.path.basename(os.fspath(f)))[0] or archive_name
+        out = io.BytesIO()
+        _torch_checkpoint.save(obj, out, archive_name, pickle_protocol, not _disable_byteorder_record)
+        _write(f, out.getvalue())
+    else:
+        raise ValueError(f"save: format must be 'torch' or 'fastgrad', not {format!r}")
+
+
+def _write(f, blob):
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as out:
+            out.write(blob)
+    else:
+        f.write(blob)
+
+
+def _encode_file(obj):
     chunks, size = [], [0]
 
     def encode(o, depth):
@@ -106,42 +160,61 @@ def save(obj, f):
 
     header = json.dumps(encode(obj, 0), allow_nan=True).encode()
     body = header + b"".join(chunks)
-    blob = _PREAMBLE.pack(MAGIC, VERSION, zlib.crc32(body), len(header)) + body
-    if isinstance(f, (str, os.PathLike)):
-        with open(f, "wb") as out:
-            out.write(blob)
-    else:
-        f.write(blob)
+    return _PREAMBLE.pack(MAGIC, VERSION, zlib.crc32(body), len(header)) + body
 
 
-def load(f, map_location=None, *, weights_only=True):
-    """Reads what save() wrote. map_location takes PyTorch's forms but must lead to the CPU (the
-    only device); weights_only is accepted for PyTorch compatibility: a fastgrad file never holds code."""
-    _check_map_location(map_location)
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
+    """Reads what save() or torch.save wrote (see the module's docstring)."""
+    if weights_only is None:
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    if pickle_load_args and weights_only:
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    pickle_load_args.setdefault("encoding", "utf-8")
+    is_path = isinstance(f, (str, os.PathLike))
+    if mmap and not is_path:
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    if is_path:
+        source = open(f, "rb")
+    else:  # read from the current position on, into memory: zipfile needs to seek
+        source = io.BytesIO(bytes(f) if isinstance(f, (bytes, bytearray)) else f.read())
+    with source as file:
+        head = file.read(len(MAGIC))
+        file.seek(0)
+        if head[:2] == b"PK":
+            mapped = _torch_checkpoint.open_mapped(f) if mmap else None
+            return _torch_checkpoint.load(file, map_location, weights_only, mapped, pickle_load_args)
+        if mmap:
+            name = f"{f}, " if isinstance(f, str) else ""
+            raise RuntimeError(
+                "mmap can only be used with files saved with "
+                f"`torch.save({name}_use_new_zipfile_serialization=True), "
+                "please torch.save your checkpoint with this option in order to use mmap."
+            )
+        if head[:1] == b"\x80":  # a bare pickle: torch.save(..., _use_new_zipfile_serialization=False)
+            raise RuntimeError(
+                "load: PyTorch's legacy checkpoint format (before 1.6, not a zip) is not supported; re-save "
+                "the object with torch.save in a PyTorch >= 1.6 (its default zip format)"
+            )
+        _check_map_location(map_location)
+        return _decode_file(file.read())
+
+
+def get_unsafe_globals_in_checkpoint(f):
+    """The classes and functions (as "module.name") a PyTorch checkpoint needs that weights-only
+    loads do not allow: what add_safe_globals would have to allow-list."""
     if isinstance(f, (str, os.PathLike)):
-        with open(f, "rb") as src:
-            blob = src.read()
-    elif isinstance(f, (bytes, bytearray)):
-        blob = bytes(f)
-    else:
-        blob = f.read()
-    return _decode_file(blob)
+        with open(f, "rb") as file:
+            return _torch_checkpoint.unsafe_globals(file)
+    return _torch_checkpoint.unsafe_globals(io.BytesIO(f.read()))
 
 
 def _check_map_location(map_location):
-    """Every tensor in a fastgrad file was saved on the CPU: map_location must send 'cpu' to the CPU."""
-    if map_location is None or callable(map_location):
+    """Every tensor in a fastgrad file was saved on the CPU: map_location must keep them there."""
+    if callable(map_location) and not isinstance(map_location, (str, dict, device)):
         return  # PyTorch calls a callable with each storage and 'cpu'; with one device it can only keep it there
-    if isinstance(map_location, dict):  # {saved location: new location}, location strings as torch.load reads them
-        target = map_location.get("cpu", "cpu")
-        if not isinstance(target, str):
-            raise TypeError(f"expected string or bytes-like object, got '{type(target).__name__}'")
-    elif isinstance(map_location, (str, device)):
-        target = map_location
-    else:
-        raise TypeError(f"'{type(map_location).__name__}' object is not callable")  # PyTorch's wording
-    if str(target) != "cpu":  # as in PyTorch, 'cpu:0' is no location a CPU tensor is saved with
-        raise RuntimeError(f"load: map_location {map_location!r}: only the CPU exists")
+    _torch_checkpoint.restore_location(map_location, "cpu", None)
 
 
 def _corrupt(why):
@@ -150,7 +223,10 @@ def _corrupt(why):
 
 def _decode_file(blob):
     if len(blob) < _PREAMBLE.size or not blob.startswith(MAGIC):
-        raise _corrupt("missing the FASTGRAD magic: truncated, or written by something else")
+        raise _corrupt(
+            "missing the FASTGRAD magic, and not a PyTorch zip checkpoint either: truncated, or written by "
+            "something else"
+        )
     _, version, crc, header_len = _PREAMBLE.unpack_from(blob)
     if version != VERSION:
         raise RuntimeError(f"load: file format version {version}, this fastgrad reads version {VERSION}")
