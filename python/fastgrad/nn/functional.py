@@ -10,11 +10,11 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
+from .._methods import _recorded, _wrap_dim, cosine_similarity, pairwise_distance  # noqa: F401 (torch functions, here too)
 from .._factories import arange
 from .._sampling import rand
 from ..autograd.function import Function
-from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, int64, promote_types
+from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, float64, int64, promote_types
 
 Tensor = _prims.Tensor
 
@@ -84,6 +84,314 @@ def dropout(input, p=0.5, training=True, inplace=False):
     keep = rand(list(input.shape)) >= p
     scale = 1.0 / (1.0 - p) if p < 1 else 0.0
     return input.mul_(keep).mul_(scale) if inplace else input * keep * scale
+
+
+# ---- the other activations: each one node with PyTorch's name, value and derivative (the kinks
+# included); the backwards are written with ops on the saved input, so the double backward follows.
+
+
+def _check_floating(input, kernel):
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+
+
+def _activation(name, input, value, gradient, inplace=False):
+    """value(x) for x = input (computed without history) as the one node `name`, whose gradient is
+    gradient(grad, x). The in-place form computes it from a copy, so the saved input stays intact."""
+    source = input.clone() if inplace else input
+    (result,) = _recorded(name, [source], [value(source.detach())], [source], lambda grads, x: [gradient(grads[0], x)])
+    return input.copy_(result) if inplace else result
+
+
+def _float_product(dtype, a, b):
+    """a * b as PyTorch's kernels form it: in float32 arithmetic unless the tensor is float64."""
+    return a * b if dtype is float64 else float(np.float32(a) * np.float32(b))
+
+
+def _elu(name, input, alpha, scale, input_scale, inplace):
+    _check_floating(input, "elu_cpu")
+    negative = _float_product(input.dtype, alpha, scale)
+
+    def value(x):
+        return _prims.where(x > 0, x * scale, (x * input_scale).expm1() * negative)
+
+    def gradient(grad, x):
+        below = x.masked_fill(x > 0, 0.0)  # the exp of the unused side must not overflow
+        return _prims.where(x <= 0, grad * input_scale * negative * (below * input_scale).exp(), grad * scale)
+
+    return _activation(name, input, value, gradient, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _elu("EluBackward0", input, alpha, 1.0, 1.0, inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _elu("EluBackward0", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu("CeluBackward0", input, alpha, 1.0, 1.0 / alpha, inplace)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def _logistic(x):
+    return 1 / (1 + (-x).exp())
+
+
+def silu(input, inplace=False):
+    _check_floating(input, "silu_cpu")
+
+    def gradient(grad, x):
+        s = _logistic(x)
+        return grad * s * (1 + x * (1 - s))
+
+    return _activation("SiluBackward0", input, lambda x: x / (1 + (-x).exp()), gradient, inplace)
+
+
+def mish(input, inplace=False):
+    _check_floating(input, "mish_cpu")
+
+    def gradient(grad, x):
+        t = x.exp().log1p().tanh()
+        return grad * (t + x * _logistic(x) * (1 - t * t))
+
+    return _activation("MishBackward0", input, lambda x: x * x.exp().log1p().tanh(), gradient, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear (x) where beta x > threshold."""
+    _check_floating(input, "softplus_cpu")
+
+    def value(x):
+        return _prims.where(x * beta > threshold, x, (x * beta).exp().log1p() / beta)
+
+    def gradient(grad, x):
+        linear = x * beta > threshold
+        z = (x.masked_fill(linear, 0.0) * beta).exp()
+        return _prims.where(linear, grad, grad * z / (z + 1))
+
+    return _activation("SoftplusBackward0", input, value, gradient)
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return (-input).softmax(_softmax_dim("softmin", input, dim, _stacklevel), dtype=dtype)
+
+
+def _zero_where(mask, grad):
+    return _prims.where(mask, 0.0, grad)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not input.dtype.is_floating_point:  # the kernel reads the bounds as the input's integers
+        min_val, max_val = int(min_val), int(max_val)
+
+    def gradient(grad, x):
+        return _zero_where((x <= min_val) | (x >= max_val), grad)
+
+    return _activation("HardtanhBackward0", input, lambda x: x.clamp(min_val, max_val), gradient, inplace)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardswish(input, inplace=False):
+    _check_floating(input, "hardswish_cpu")
+
+    def gradient(grad, x):
+        return _prims.where(x <= -3, 0.0, _prims.where(x < 3, grad * (x / 3 + 0.5), grad))
+
+    return _activation("HardswishBackward0", input, lambda x: x * (x + 3).clamp(0, 6) / 6, gradient, inplace)
+
+
+_ONE_SIXTH = float(np.float32(1) / np.float32(6))  # PyTorch's backward uses float's 1/6 for every dtype
+
+
+def hardsigmoid(input, inplace=False):
+    _check_floating(input, "hardsigmoid_cpu")
+
+    def gradient(grad, x):
+        return _zero_where((x <= -3) | (x >= 3), grad * _ONE_SIXTH)
+
+    return _activation("HardsigmoidBackward0", input, lambda x: (x + 3).clamp(0, 6) / 6, gradient, inplace)
+
+
+def logsigmoid(input):
+    """min(x, 0) - log(1 + exp(-|x|)): no exp overflows."""
+    _check_floating(input, "log_sigmoid_cpu")
+
+    def gradient(grad, x):
+        z = (-x.abs()).exp()
+        share = z / (1 + z)
+        return grad * _prims.where(x < 0, 1 - share, share)
+
+    return _activation("LogSigmoidBackward0", input, lambda x: x.clamp(max=0) - (-x.abs()).exp().log1p(), gradient)
+
+
+def _check_shrink(input, lambd):
+    _check_floating(input, "softshrink_check")
+    if lambd < 0:
+        largest = np.finfo(np.float64 if input.dtype is float64 else np.float32).max
+        raise RuntimeError(
+            f"lambda must be in range [0, {largest:g}] for input dtype {SCALAR_TYPE_NAME[input.dtype]}, "
+            f"but found {lambd:g}"
+        )
+
+
+def _inside(x, lambd):
+    return (x >= -lambd) & (x <= lambd)
+
+
+def softshrink(input, lambd=0.5):
+    _check_shrink(input, lambd)
+
+    def value(x):  # x * 0 inside: a NaN stays NaN
+        return _prims.where(x > lambd, x - lambd, _prims.where(x < -lambd, x + lambd, x * 0))
+
+    return _activation("SoftshrinkBackward0", input, value, lambda grad, x: _zero_where(_inside(x, lambd), grad))
+
+
+def hardshrink(input, lambd=0.5):
+    _check_floating(input, "hardshrink_cpu")
+    return _activation(
+        "HardshrinkBackward0",
+        input,
+        lambda x: _prims.where(_inside(x, lambd), 0.0, x),
+        lambda grad, x: _zero_where(_inside(x, lambd), grad),
+    )
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def _thresholded(input, limit, value, inplace):
+    """value where input <= limit, the input elsewhere."""
+    if not input.dtype.is_floating_point:  # the kernel reads both as the input's integers
+        limit, value = int(limit), int(value)
+    return _activation(
+        "ThresholdBackward0",
+        input,
+        lambda x: _prims.where(x <= limit, value, x),
+        lambda grad, x: _zero_where(x <= limit, grad),
+        inplace,
+    )
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _thresholded(input, threshold, value, inplace)
+
+
+def threshold_(input, threshold, value):
+    return _thresholded(input, threshold, value, True)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), a and b the halves of the input along dim."""
+    _check_floating(input, "glu_cpu")
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    dim = _wrap_dim(dim, input.dim())
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+
+    def value(x):
+        a, b = x.chunk(2, dim)
+        return a * b.sigmoid()
+
+    def gradient(grad, x):
+        a, b = x.chunk(2, dim)
+        s = b.sigmoid()
+        return _prims.cat([grad * s, grad * a * s * (1 - s)], dim)
+
+    return _activation("GluBackward0", input, value, gradient)
+
+
+def prelu(input, weight):
+    """input where positive, weight * input elsewhere; weight holds one slope or one per channel (dim 1)."""
+    _check_floating(input, "prelu_cpu")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(
+            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{weight.numel()} and channel size = {channels}."
+        )
+    channel_shape = [-1 if d == 1 else 1 for d in range(input.dim())]
+
+    def slopes(w):  # the weight broadcast along the input's channel dim
+        return w.reshape(channel_shape) if input.dim() >= 2 else w.reshape([])
+
+    def value(x, w):
+        return _prims.where(x > 0, x, slopes(w) * x)
+
+    def backward(grads, x, w):
+        (grad,) = grads
+        positive = x > 0
+        grad_weight = _prims.where(positive, 0.0, x * grad)
+        kept = [d for d in range(x.dim()) if not (d == 1 and weight.numel() > 1)]
+        grad_weight = grad_weight.sum(kept) if kept else grad_weight
+        return [_prims.where(positive, grad, slopes(w) * grad), grad_weight.reshape(weight.shape)]
+
+    result = value(input.detach(), weight.detach())
+    return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Training: each non-positive element times a slope drawn uniformly from [lower, upper]; in
+    evaluation the mean slope, as leaky_relu."""
+    if training:
+        _check_floating(input, "rrelu_with_noise_out_cpu")
+    else:
+        _check_floating(input, "leaky_relu_cpu")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
+        noise = _prims.where(
+            input.detach() > 0, 1.0, rand(list(input.shape), dtype=input.dtype) * (upper - lower) + lower
+        )
+        return _activation("RreluWithNoiseBackward0", input, lambda x: x * noise, lambda grad, x: grad * noise, inplace)
+    slope = (lower + upper) / 2
+    return _activation(
+        "RreluWithNoiseBackward0",
+        input,
+        lambda x: _prims.where(x > 0, x, x * slope),
+        lambda grad, x: _prims.where(x > 0, grad, grad * slope),
+        inplace,
+    )
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 # ---- normalization and lookup
