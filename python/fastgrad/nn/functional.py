@@ -5,14 +5,17 @@ everything else is composed from tensor ops here, with PyTorch's formulas (so th
 and gradients by the chain rule), argument checks and messages.
 """
 
+import math
 import warnings
 
 import numpy as np
 
 from .. import _prims
+from .._methods import div as _div
 from .._methods import _recorded, _wrap_dim, cosine_similarity, pairwise_distance  # noqa: F401 (torch functions, here too)
-from .._factories import arange
+from .._factories import arange, from_numpy
 from .._sampling import rand
+from .._grad_mode import no_grad
 from ..autograd.function import Function
 from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, float64, int64, promote_types
 
@@ -84,6 +87,100 @@ def dropout(input, p=0.5, training=True, inplace=False):
     keep = rand(list(input.shape)) >= p
     scale = 1.0 / (1.0 - p) if p < 1 else 0.0
     return input.mul_(keep).mul_(scale) if inplace else input * keep * scale
+
+
+_SELU_NEGATIVE_LIMIT = 1.7580993408473766  # alpha dropout's alpha: SELU's scale * alpha
+
+
+def _check_probability(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _noisy(input, p, training, inplace, feature, alpha):
+    """PyTorch's _dropout_impl: a keep-with-probability-1-p noise (one draw per channel for the
+    feature forms), scaled by 1/(1-p), or for alpha dropout an affine map that keeps the mean and
+    variance of SELU activations (dropped values go to SELU's negative limit)."""
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    noise_shape = list(input.shape[:2]) + [1] * (input.dim() - 2) if feature else list(input.shape)
+    noise = (rand(noise_shape, dtype=input.dtype) >= p).to(input.dtype)
+    if not alpha:
+        noise = noise / (1 - p)
+        return input.mul_(noise) if inplace else input * noise
+    a = 1.0 / math.sqrt((_SELU_NEGATIVE_LIMIT**2 * p + 1) * (1 - p))
+    shift = (noise - 1) * (_SELU_NEGATIVE_LIMIT * a) + _SELU_NEGATIVE_LIMIT * a * p
+    noise = noise * a
+    return input.mul_(noise).add_(shift) if inplace else input * noise + shift
+
+
+def _channel_dropout(input, p, training, inplace, batched):
+    """Feature dropout of an input whose batch dim may be missing (then added for the draw)."""
+    if not batched:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = _noisy(input, p, training, inplace, feature=True, alpha=False)
+    if not batched:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    _check_probability(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs)."
+        )
+    return _channel_dropout(input, p, training, inplace, batched=input.dim() == 3)
+
+
+def _warn_dropout_rank(name, input, spatial):
+    if input.dim() not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that "
+            f"{name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, "
+            f"a channel dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            stacklevel=3,
+        )
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _check_probability(p)
+    _warn_dropout_rank("dropout2d", input, 2)
+    if input.dim() == 3:  # PyTorch keeps the historical (N, C, L) reading of a 3D input
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _noisy(input, p, training, inplace, feature=True, alpha=False)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    _check_probability(p)
+    _warn_dropout_rank("dropout3d", input, 3)
+    return _channel_dropout(input, p, training, inplace, batched=input.dim() == 5)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_probability(p)
+    return _noisy(input, p, training, inplace, feature=False, alpha=True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_probability(p)
+    return _noisy(input, p, training, inplace, feature=True, alpha=True)
 
 
 # ---- the other activations: each one node with PyTorch's name, value and derivative (the kinks
@@ -394,6 +491,143 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     return rrelu(input, lower, upper, training, inplace=True)
 
 
+# ---- normalize, padding and bilinear
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input divided by its p-norm along dim, the norm clamped below at eps."""
+    denominator = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denominator if out is None else _div(input, denominator, out=out)
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _check_pad(pad):
+    for position, amount in enumerate(pad):
+        if not isinstance(amount, int):
+            raise TypeError(
+                "pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                f"{type(amount).__name__} at pos {position}"
+            )
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+
+
+def _pad_constant(input, pad, value):
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but got "
+            f"padding length {len(pad)} and input of dimension {input.dim()}"
+        )
+    fill = 0 if value is None else value
+    if not input.dtype.is_floating_point:  # the value is read as the input's dtype
+        fill = bool(fill) if input.dtype is bool_ else int(fill)
+    result = input
+    for pair in range(len(pad) // 2):
+        dim, before, after = input.dim() - 1 - pair, pad[2 * pair], pad[2 * pair + 1]
+        crop_before, crop_after = max(-before, 0), max(-after, 0)
+        if crop_before or crop_after:  # negative padding crops
+            result = result.narrow(dim, crop_before, result.shape[dim] - crop_before - crop_after)
+        blocks = [
+            _prims.full([n if d == dim else size for d, size in enumerate(result.shape)], fill, input.dtype)
+            for n in (max(before, 0), max(after, 0))
+        ]
+        result = _prims.cat([blocks[0], result, blocks[1]], dim)
+    return result
+
+
+def _source_positions(mode, size, before, after):
+    """For each position of a padded dim, the input position it copies."""
+    positions = np.arange(-before, size + after)
+    if mode == "reflect":
+        positions = np.abs(positions)
+        return np.where(positions > size - 1, 2 * (size - 1) - positions, positions)
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    # circular: negative amounts crop first, and the padding wraps around what is left
+    kept = np.arange(max(-before, 0), size - max(-after, 0))
+    return kept[np.arange(-max(before, 0), len(kept) + max(after, 0)) % len(kept)]
+
+
+def _check_pad_sizes(input, pad, mode):
+    pairs = len(pad) // 2
+    if input.dim() not in (pairs + 1, pairs + 2) or pairs > 3:
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    shape = list(input.shape)
+    if mode != "circular" and 0 in shape[-pairs - 1 :]:
+        raise RuntimeError(
+            f"Expected {pairs + 1}D or {pairs + 2}D (batch mode) tensor with possibly 0 batch size and other "
+            f"non-zero dimensions for input, but got: {shape}"
+        )
+    for pair in range(pairs):
+        size, before, after = shape[-1 - pair], pad[2 * pair], pad[2 * pair + 1]
+        if mode == "reflect" and (before >= size or after >= size):
+            raise RuntimeError(
+                f"Argument #{4 + 2 * pair}: Padding size should be less than the corresponding input dimension, "
+                f"but got: padding ({before}, {after}) at dimension {input.dim() - 1 - pair} of input {shape}"
+            )
+        if mode == "circular":
+            if before > size or after > size:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if size + before + after <= 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+
+
+def pad(input, pad, mode="constant", value=None):
+    """PyTorch's F.pad: constant padding of any trailing dims (negative amounts crop); reflect,
+    replicate and circular padding of the last 1 to 3 dims, as gathers of input positions."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    pad = list(pad)
+    _check_pad(pad)
+    if mode == "constant":
+        return _pad_constant(input, pad, value)
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    _check_pad_sizes(input, pad, mode)
+    result = input
+    for pair in range(len(pad) // 2):
+        dim = input.dim() - 1 - pair
+        positions = _source_positions(mode, input.shape[dim], pad[2 * pair], pad[2 * pair + 1])
+        result = result.index_select(dim, from_numpy(positions.astype(np.int64)))
+    return result
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_o = sum_ij x1_i W_oij x2_j + b_o over the inputs' shared batch dims."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(
+                f"bilinear(): input batch dimensions do not match at dim {d}: "
+                f"got {input1.shape[d]} and {input2.shape[d]}"
+            )
+    out_features, in1_features, in2_features = weight.shape
+    for number, x, expected in ((1, input1, in1_features), (2, input2, in2_features)):
+        if x.shape[-1] != expected:
+            raise RuntimeError(
+                f"bilinear(): input{number} size does not match weight size: got {x.shape[-1]} but expected {expected}"
+            )
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_features):
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.shape[-1]} but expected {out_features}"
+        )
+    batch = list(input1.shape[:-1])
+    # x1 W: (rows, in1) @ (in1, out * in2), then the dot with x2 along in2
+    left = input1.reshape(-1, in1_features).matmul(weight.permute(1, 0, 2).reshape(in1_features, -1))
+    output = (left.reshape(-1, out_features, in2_features) * input2.reshape(-1, 1, in2_features)).sum(-1)
+    output = output.reshape(batch + [out_features])
+    return output if bias is None else output + bias
+
+
 # ---- normalization and lookup
 
 
@@ -509,9 +743,17 @@ def _padding_index(padding_idx, num_embeddings):
     return padding_idx % num_embeddings
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+def _renorm_rows(weight, input, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: each row that input looks up, whose norm exceeds max_norm, is
+    scaled in place (without history) to max_norm / (norm + 1e-7) of itself."""
+    rows = input.flatten().unique()
+    with no_grad():
+        norms = weight[rows].norm(norm_type, 1, keepdim=True)
+        scale = _prims.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = weight[rows] * scale
+
+
+def _check_indices(input, weight):
     if input.dtype is not int64:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
@@ -521,11 +763,138 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.numel() and (input.min().item() < 0 or input.max().item() >= weight.shape[0]):
         raise IndexError("index out of range in self")
-    if padding_idx is not None:
+
+
+def _lookup_scaled_by_frequency(input, weight, padding_row):
+    """weight[input] as PyTorch's EmbeddingBackward0 with scale_grad_by_freq: each looked-up row's
+    gradient divided by how often its index occurs in input (the padding row gets none)."""
+    flat = input.flatten()
+    counts = flat.bincount(minlength=weight.shape[0])
+
+    def backward(grads):
+        grad = grads[0].reshape(-1, weight.shape[1]) / counts[flat].unsqueeze(1).to(grads[0].dtype)
+        if padding_row is not None:
+            grad = grad.masked_fill((flat == padding_row).unsqueeze(1), 0.0)
+        return [_prims.full(list(weight.shape), 0, grad.dtype).index_add(0, flat, grad)]
+
+    return _recorded("EmbeddingBackward0", [weight], [weight.detach()[input]], [], backward)[0]
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
+    padding_row = None if padding_idx is None else _padding_index(padding_idx, weight.shape[0])
+    _check_indices(input, weight)
+    if max_norm is not None:
+        _renorm_rows(weight, input, max_norm, norm_type)
+    if scale_grad_by_freq:
+        return _lookup_scaled_by_frequency(input, weight, padding_row)
+    if padding_row is not None:
         # the padding row is read as it is, but passes no gradient back
-        is_padding = (arange(weight.shape[0]) == _padding_index(padding_idx, weight.shape[0])).unsqueeze(1)
+        is_padding = (arange(weight.shape[0]) == padding_row).unsqueeze(1)
         weight = _prims.where(is_padding, weight.detach(), weight)
     return weight[input]
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _bag_layout(input, offsets, include_last_offset, per_sample_weights):
+    """(the flat indices, the bag number of each, the number of bags, the flat per-sample weights)
+    for a 2D input (a bag per row) or a 1D input cut at offsets, with PyTorch's checks."""
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                f"sequences. However, found offsets of type {type(offsets)}"
+            )
+        bags, width = input.shape
+        flat_weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+        return input.reshape(-1), np.repeat(np.arange(bags), width), bags, flat_weights
+    if input.dim() != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.dim() != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    starts = offsets.tolist()
+    if starts and starts[0] != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+            f"However, got {starts[0]}"
+        )
+    if starts and starts[-1] > input.shape[0]:
+        raise RuntimeError(
+            f"offsets[-1] can not be greater than input's length {input.shape[0]}, but got offsets[-1] of {starts[-1]}"
+        )
+    ends = starts[1:] if include_last_offset else starts[1:] + [input.shape[0]]
+    bags = len(ends)
+    sizes = [end - start for start, end in zip(starts, ends)]
+    used = sum(sizes)  # include_last_offset: indices past the last offset belong to no bag
+    weights = None if per_sample_weights is None else per_sample_weights[:used]
+    return input[:used], np.repeat(np.arange(bags), sizes), bags, weights
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """Sums, means or maxima of bags of embeddings; padding_idx entries are left out of their bag
+    (an empty bag gives zeros)."""
+    if weight.dtype is int64 and input.dtype.is_floating_point:
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, ...)` "
+            "is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    indices, bag_of, bags, sample_weights = _bag_layout(input, offsets, include_last_offset, per_sample_weights)
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _renorm_rows(weight, indices, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+            f"(got mode='{mode}'). Please open a feature request on GitHub."
+        )
+    if padding_idx is not None:  # the padding entries are left out
+        kept = (indices != _padding_index(padding_idx, weight.shape[0])).numpy()
+        indices, bag_of = indices[from_numpy(kept)], bag_of[kept]
+        sample_weights = None if sample_weights is None else sample_weights[from_numpy(kept)]
+    rows = embedding(indices, weight, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    if sample_weights is not None:
+        rows = rows * sample_weights.unsqueeze(1)
+    bag_index = from_numpy(bag_of.astype(np.int64))
+    empty_bags = _prims.full([bags, weight.shape[1]], 0, rows.dtype)
+    if mode == "max":
+        spread = bag_index.unsqueeze(1).expand(-1, weight.shape[1])
+        return empty_bags.scatter_reduce(0, spread, rows, "amax", include_self=False)
+    sums = empty_bags.index_add(0, bag_index, rows)
+    if mode == "sum":
+        return sums
+    counts = np.bincount(bag_of, minlength=bags).clip(min=1)  # an empty bag's mean is 0
+    return sums / from_numpy(counts.astype(np.int64)).unsqueeze(1)
 
 
 def one_hot(tensor, num_classes=-1):
