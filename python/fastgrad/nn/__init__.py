@@ -20,6 +20,16 @@ from .layers import (
     Sigmoid,
     Softmax,
     Tanh,
+    AlphaDropout,
+    Bilinear,
+    CosineSimilarity,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    EmbeddingBag,
+    FeatureAlphaDropout,
+    PairwiseDistance,
+    Unflatten,
 )
 from .activation import (
     CELU,

@@ -58,11 +58,15 @@ class Mish(_Inplace):
 
 
 class Hardswish(_Inplace):
+    extra_repr = Module.extra_repr  # PyTorch shows no inplace here
+
     def forward(self, input):
         return F.hardswish(input, self.inplace)
 
 
 class Hardsigmoid(_Inplace):
+    extra_repr = Module.extra_repr  # PyTorch shows no inplace here
+
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
 
