@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _prims
 from .._methods import div as _div
-from .._methods import _recorded, _wrap_dim, cosine_similarity, pairwise_distance  # noqa: F401 (torch functions, here too)
+from .._methods import _recorded, _without_derivative, _wrap_dim, cosine_similarity, pairwise_distance  # noqa: F401 (torch functions, here too)
 from .._factories import arange, from_numpy
 from .._sampling import rand
 from .._grad_mode import no_grad
@@ -336,7 +336,12 @@ def hardsigmoid(input, inplace=False):
     _check_floating(input, "hardsigmoid_cpu")
 
     def gradient(grad, x):
-        return _zero_where((x <= -3) | (x >= 3), grad * _ONE_SIXTH)
+        # PyTorch's hardsigmoid_backward has no derivative: a double backward through it raises
+        def no_derivative():
+            return RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
+
+        result = _zero_where((x <= -3) | (x >= 3), grad.detach() * _ONE_SIXTH)
+        return _without_derivative([result], [grad, x], "torch::autograd::NotImplemented", no_derivative)[0]
 
     return _activation("HardsigmoidBackward0", input, lambda x: (x + 3).clamp(0, 6) / 6, gradient, inplace)
 
