@@ -107,6 +107,8 @@ INPLACE = {
     "hardsigmoid": (lambda F, x: F.hardsigmoid(x, inplace=True), lambda F, x: F.hardsigmoid(x)),
     "threshold_": (lambda F, x: F.threshold_(x, 0.5, 9.0), lambda F, x: F.threshold(x, 0.5, 9.0)),
     "rrelu_": (lambda F, x: F.rrelu_(x), lambda F, x: F.rrelu(x)),
+    "relu_": (lambda F, x: F.relu_(x), lambda F, x: F.relu(x)),
+    "leaky_relu_": (lambda F, x: F.leaky_relu_(x, 0.2), lambda F, x: F.leaky_relu(x, 0.2)),
 }
 
 

@@ -48,6 +48,14 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     return _maybe_inplace(input, _prims.where(input > 0, _prims.relu(input), input * negative_slope), inplace)
 
 
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
 def gelu(input, approximate="none"):
     return _prims.gelu(input, approximate)
 
