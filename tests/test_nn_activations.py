@@ -142,6 +142,8 @@ ERRORS = [
     lambda lib: lib.nn.functional.glu(lib.tensor(1.0)),
     lambda lib: lib.nn.functional.prelu(lib.ones(2, 3), lib.ones(2)),
     lambda lib: lib.nn.functional.prelu(lib.ones(2, 3), lib.ones(1, 3)),
+    lambda lib: lib.nn.functional.prelu(lib.ones(2, 3), lib.ones(3, dtype=lib.float64)),
+    lambda lib: lib.nn.functional.prelu(lib.tensor([1, 2]), lib.tensor([1])),
     lambda lib: lib.nn.functional.rrelu(lib.ones(2), 0.5, 0.1, training=True),
     lambda lib: lib.nn.functional.elu(lib.tensor([1, 2])),
     lambda lib: lib.nn.functional.silu(lib.tensor([1, 2])),

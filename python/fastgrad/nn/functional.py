@@ -11,8 +11,8 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import div as _div
-from .._methods import _recorded, _without_derivative, _wrap_dim, cosine_similarity, pairwise_distance  # noqa: F401 (torch functions, here too)
+from .._methods import _recorded, _without_derivative, _wrap_dim, div as _div
+from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy
 from .._sampling import rand
 from .._grad_mode import no_grad
@@ -448,6 +448,11 @@ def glu(input, dim=-1):
 def prelu(input, weight):
     """input where positive, weight * input elsewhere; weight holds one slope or one per channel (dim 1)."""
     _check_floating(input, "prelu_cpu")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {SCALAR_TYPE_NAME[input.dtype]} and "
+            f"{SCALAR_TYPE_NAME[weight.dtype]}"
+        )
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
     channels = input.shape[1] if input.dim() >= 2 else 1
