@@ -162,6 +162,8 @@ ERRORS = [
     lambda lib: lib.nn.functional.pad(lib.ones(2, 3, 4), (1,) * 6, "replicate"),
     lambda lib: lib.nn.functional.pad(lib.ones(4), (1, 1), "circular"),
     lambda lib: lib.nn.functional.pad(lib.ones(2, 0, 4), (1, 1), "reflect"),
+    lambda lib: lib.nn.functional.pad(lib.ones(2, 3, 4), (-2, -2), "replicate"),
+    lambda lib: lib.nn.functional.pad(lib.ones(2, 3, 4), (0, 0, -3, -1), "replicate"),
     lambda lib: lib.nn.functional.pad(lib.ones(2, 3, 4), (5, 1), "circular"),
     lambda lib: lib.nn.functional.pad(lib.ones(2, 3, 4), (-4, -1), "circular"),
     lambda lib: lib.nn.functional.bilinear(lib.ones(2, 3), lib.ones(2, 4), lib.ones(5, 3, 3)),

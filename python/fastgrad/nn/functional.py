@@ -584,18 +584,27 @@ def _check_pad_sizes(input, pad, mode):
             f"Expected {pairs + 1}D or {pairs + 2}D (batch mode) tensor with possibly 0 batch size and other "
             f"non-zero dimensions for input, but got: {shape}"
         )
-    for pair in range(pairs):
-        size, before, after = shape[-1 - pair], pad[2 * pair], pad[2 * pair + 1]
+    sizes = [shape[-1 - pair] for pair in range(pairs)]  # the padded dims, last first
+    padded = [size + pad[2 * pair] + pad[2 * pair + 1] for pair, size in enumerate(sizes)]
+    for pair, size in enumerate(sizes):
+        before, after = pad[2 * pair], pad[2 * pair + 1]
+        if mode == "circular":
+            if before > size or after > size:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if padded[pair] <= 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            continue
+        if pairs == 1 and padded[0] < 1:
+            raise RuntimeError(f"input (W: {size}) is too small. Calculated output W: {padded[0]}")
+        if padded[pair] < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {padded[pair]}: {shape[:-pairs] + padded[::-1]}"
+            )
         if mode == "reflect" and (before >= size or after >= size):
             raise RuntimeError(
                 f"Argument #{4 + 2 * pair}: Padding size should be less than the corresponding input dimension, "
                 f"but got: padding ({before}, {after}) at dimension {input.dim() - 1 - pair} of input {shape}"
             )
-        if mode == "circular":
-            if before > size or after > size:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
-            if size + before + after <= 0:
-                raise RuntimeError("Negative padding value is resulting in an empty dimension")
 
 
 def pad(input, pad, mode="constant", value=None):
