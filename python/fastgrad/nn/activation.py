@@ -24,20 +24,24 @@ class _Inplace(Module):
         return "inplace=True" if self.inplace else ""
 
 
-class ELU(Module):
+class _WithAlpha(Module):
+    """ELU and CELU's options (neither is the other's subclass in PyTorch)."""
+
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha = alpha
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.elu(input, self.alpha, self.inplace)
-
     def extra_repr(self):
         return f"alpha={self.alpha}" + _inplace_repr(self.inplace)
 
 
-class CELU(ELU):
+class ELU(_WithAlpha):
+    def forward(self, input):
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(_WithAlpha):
     def forward(self, input):
         return F.celu(input, self.alpha, self.inplace)
 
