@@ -251,6 +251,14 @@ def test_module_repr_attributes_and_state_dict_match_torch(fg, torch, build):
     }
 
 
+def test_module_class_hierarchy_matches_torch(fg, torch):
+    pairs = [("CELU", "ELU"), ("ReLU6", "Hardtanh"), ("Dropout2d", "Dropout"), ("Softshrink", "Hardshrink")]
+    for sub, base in pairs:
+        assert issubclass(getattr(fg.nn, sub), getattr(fg.nn, base)) == issubclass(
+            getattr(torch.nn, sub), getattr(torch.nn, base)
+        )
+
+
 def test_modules_call_their_functional_forms(fg, torch):
     data = rng_for("modules").normal(size=(2, 4, 3))
     for build in (lambda nn: nn.CELU(0.7), lambda nn: nn.Softmin(2), lambda nn: nn.GLU(1), lambda nn: nn.Softplus(3)):
