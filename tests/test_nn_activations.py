@@ -191,6 +191,8 @@ ERRORS = [
     lambda lib: lib.nn.functional.dropout2d(lib.ones(4), 1.5),
     lambda lib: lib.nn.functional.feature_alpha_dropout(lib.ones(4), 0.5, True),
     lambda lib: lib.nn.Dropout2d(-0.1),
+    lambda lib: lib.nn.CircularPad2d(1)(lib.ones(4, 4)),
+    lambda lib: lib.nn.Softmax2d()(lib.ones(4, 4)),
 ]
 
 
@@ -237,6 +239,13 @@ MODULES = [
     lambda nn: nn.Dropout3d(),
     lambda nn: nn.AlphaDropout(0.2),
     lambda nn: nn.FeatureAlphaDropout(0.2),
+    lambda nn: nn.Softmax2d(),
+    lambda nn: nn.ReflectionPad1d(2),
+    lambda nn: nn.ReplicationPad2d((1, 0, 2, 1)),
+    lambda nn: nn.CircularPad3d([1, 0, 1, 1, 0, 1]),
+    lambda nn: nn.ConstantPad2d(1, 2.5),
+    lambda nn: nn.ZeroPad1d((0, 3)),
+    lambda nn: nn.ZeroPad3d(1),
 ]
 
 
@@ -252,7 +261,15 @@ def test_module_repr_attributes_and_state_dict_match_torch(fg, torch, build):
 
 
 def test_module_class_hierarchy_matches_torch(fg, torch):
-    pairs = [("CELU", "ELU"), ("ReLU6", "Hardtanh"), ("Dropout2d", "Dropout"), ("Softshrink", "Hardshrink")]
+    pairs = [
+        ("CELU", "ELU"),
+        ("ReLU6", "Hardtanh"),
+        ("Dropout2d", "Dropout"),
+        ("Softshrink", "Hardshrink"),
+        ("ZeroPad2d", "ConstantPad2d"),
+        ("ZeroPad2d", "ConstantPad1d"),
+        ("CircularPad1d", "ReflectionPad1d"),
+    ]
     for sub, base in pairs:
         assert issubclass(getattr(fg.nn, sub), getattr(fg.nn, base)) == issubclass(
             getattr(torch.nn, sub), getattr(torch.nn, base)
@@ -329,6 +346,23 @@ def test_pad_matches_torch(fg, torch, shape, pad, mode, value):
     (ours, our_grad), (theirs, their_grad) = run(fg), run(torch)
     assert_close(to_numpy(ours), theirs.detach().numpy(), rtol=0, atol=0)
     assert_close(our_grad.numpy(), their_grad.numpy(), rtol=1e-15, what="gradients")
+
+
+PAD_LAYERS = [
+    (lambda nn: nn.ReflectionPad2d((1, 2, 0, 1)), (1, 2, 3, 4)),
+    (lambda nn: nn.ReplicationPad1d(3), (2, 4)),
+    (lambda nn: nn.CircularPad2d(1), (2, 3, 4)),
+    (lambda nn: nn.ConstantPad3d((1, 0, 0, 1, 2, 0), -1.5), (2, 2, 2, 3)),
+    (lambda nn: nn.ZeroPad2d((1, -1, 0, 2)), (3, 4)),
+    (lambda nn: nn.Softmax2d(), (2, 3, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("build, shape", PAD_LAYERS)
+def test_pad_layers_and_softmax2d_match_torch(fg, torch, build, shape):
+    data = rng_for("pad layers", shape).normal(size=shape)
+    ours, theirs = build(fg.nn)(fg.tensor(data)), build(torch.nn)(torch.tensor(data))
+    assert_close(to_numpy(ours), theirs.numpy(), rtol=1e-15, atol=0)
 
 
 def test_pad_of_integers_reads_the_value_as_an_integer(fg, torch):

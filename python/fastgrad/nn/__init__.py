@@ -19,6 +19,7 @@ from .layers import (
     ReLU,
     Sigmoid,
     Softmax,
+    Softmax2d,
     Tanh,
     AlphaDropout,
     Bilinear,
@@ -56,6 +57,23 @@ from .activation import (
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
 from .module import Module
 from .parameter import Parameter
+from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 
 __all__ = [
     "Module",
@@ -114,4 +132,20 @@ __all__ = [
     "Dropout3d",
     "AlphaDropout",
     "FeatureAlphaDropout",
+    "Softmax2d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
 ]

@@ -464,6 +464,15 @@ class Softmax(_SoftmaxModule):
         return F.softmax(input, self.dim, _stacklevel=5)
 
 
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of a 3D or 4D input."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
 class LogSoftmax(_SoftmaxModule):
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
