@@ -11,7 +11,7 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import _recorded, _without_derivative, _wrap_dim, div as _div
+from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, div as _div
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy
 from .._sampling import rand
@@ -30,22 +30,21 @@ def linear(input, weight, bias=None):
     return output if bias is None else output + bias
 
 
-def _maybe_inplace(input, result, inplace):
-    """The `inplace=True` form of an activation: the result written over the input."""
-    return input.copy_(result) if inplace else result
-
-
 def relu(input, inplace=False):
-    return _maybe_inplace(input, _prims.relu(input), inplace)
+    return input.relu_() if inplace else _prims.relu(input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"leaky_relu_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    # where, not max(x, a*x): the slope applies at 0 too, as PyTorch's backward does. relu on the
-    # kept side: its gradient refers to the input, so one taken with create_graph keeps a graph (with
-    # zero second derivative), as PyTorch's LeakyReluBackward does.
-    return _maybe_inplace(input, _prims.where(input > 0, _prims.relu(input), input * negative_slope), inplace)
+    _check_floating(input, "leaky_relu_cpu")
+    # the slope applies at 0 too, as PyTorch's backward does
+    return _activation(
+        f"LeakyReluBackward{int(inplace)}",
+        input,
+        lambda x: _prims.where(x > 0, x, x * negative_slope),
+        lambda grad, x: _prims.where(x > 0, grad, grad * negative_slope),
+        inplace,
+        piecewise_linear=True,
+    )
 
 
 def relu_(input):
@@ -200,12 +199,32 @@ def _check_floating(input, kernel):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
 
 
-def _activation(name, input, value, gradient, inplace=False):
+def _activation(name, input, value, gradient, inplace=False, piecewise_linear=False):
     """value(x) for x = input (computed without history) as the one node `name`, whose gradient is
-    gradient(grad, x). The in-place form computes it from a copy, so the saved input stays intact."""
-    source = input.clone() if inplace else input
-    (result,) = _recorded(name, [source], [value(source.detach())], [source], lambda grads, x: [gradient(grads[0], x)])
-    return input.copy_(result) if inplace else result
+    gradient(grad, x); inplace writes it over the input, as PyTorch's in-place form (the node then
+    saves a copy of the old values). A piecewise_linear activation's gradient is itself one node."""
+
+    def backward(grads, x):
+        if piecewise_linear:
+            return [_piecewise_linear_gradient(name, grads[0], x, lambda g: gradient(g, x))]
+        return [gradient(grads[0], x)]
+
+    def node(x):
+        return _recorded(name, [x], [value(x.detach())], [x], backward)[0]
+
+    return _in_place(node, input) if inplace else node(input)
+
+
+def _piecewise_linear_gradient(name, grad, x, scale):
+    """scale(grad), the gradient of a piecewise linear activation (scale multiplies by a constant per
+    piece of x), as PyTorch's node of the backward of node `name`: its own gradient is scale(gg)
+    for grad, and zeros for x, on which it depends only through the pieces."""
+
+    def backward(grads):
+        return [scale(grads[0]), _prims.full(list(x.shape), 0, x.dtype)]
+
+    double_name = name.rstrip("01") + "Backward0"  # EluBackward1 -> EluBackwardBackward0
+    return _recorded(double_name, [grad, x], [scale(grad.detach())], [], backward)[0]
 
 
 def _float_product(dtype, a, b):
@@ -213,7 +232,7 @@ def _float_product(dtype, a, b):
     return a * b if dtype is float64 else float(np.float32(a) * np.float32(b))
 
 
-def _elu(name, input, alpha, scale, input_scale, inplace):
+def _elu(node, input, alpha, scale, input_scale, inplace):
     _check_floating(input, "elu_cpu")
     negative = _float_product(input.dtype, alpha, scale)
 
@@ -224,11 +243,11 @@ def _elu(name, input, alpha, scale, input_scale, inplace):
         below = x.masked_fill(x > 0, 0.0)  # the exp of the unused side must not overflow
         return _prims.where(x <= 0, grad * input_scale * negative * (below * input_scale).exp(), grad * scale)
 
-    return _activation(name, input, value, gradient, inplace)
+    return _activation(f"{node}{int(inplace)}", input, value, gradient, inplace)
 
 
 def elu(input, alpha=1.0, inplace=False):
-    return _elu("EluBackward0", input, alpha, 1.0, 1.0, inplace)
+    return _elu("EluBackward", input, alpha, 1.0, 1.0, inplace)
 
 
 def elu_(input, alpha=1.0):
@@ -240,7 +259,7 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def selu(input, inplace=False):
-    return _elu("EluBackward0", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
+    return _elu("EluBackward", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
 
 
 def selu_(input):
@@ -250,7 +269,7 @@ def selu_(input):
 def celu(input, alpha=1.0, inplace=False):
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
-    return _elu("CeluBackward0", input, alpha, 1.0, 1.0 / alpha, inplace)
+    return _elu("CeluBackward", input, alpha, 1.0, 1.0 / alpha, inplace)
 
 
 def celu_(input, alpha=1.0):
@@ -317,7 +336,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     def gradient(grad, x):
         return _zero_where((x <= min_val) | (x >= max_val), grad)
 
-    return _activation("HardtanhBackward0", input, lambda x: x.clamp(min_val, max_val), gradient, inplace)
+    return _activation(
+        "HardtanhBackward0", input, lambda x: x.clamp(min_val, max_val), gradient, inplace, piecewise_linear=True
+    )
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
@@ -386,7 +407,13 @@ def softshrink(input, lambd=0.5):
     def value(x):  # x * 0 inside: a NaN stays NaN
         return _prims.where(x > lambd, x - lambd, _prims.where(x < -lambd, x + lambd, x * 0))
 
-    return _activation("SoftshrinkBackward0", input, value, lambda grad, x: _zero_where(_inside(x, lambd), grad))
+    return _activation(
+        "SoftshrinkBackward0",
+        input,
+        value,
+        lambda grad, x: _zero_where(_inside(x, lambd), grad),
+        piecewise_linear=True,
+    )
 
 
 def hardshrink(input, lambd=0.5):
@@ -396,6 +423,7 @@ def hardshrink(input, lambd=0.5):
         input,
         lambda x: _prims.where(_inside(x, lambd), 0.0, x),
         lambda grad, x: _zero_where(_inside(x, lambd), grad),
+        piecewise_linear=True,
     )
 
 
@@ -408,11 +436,12 @@ def _thresholded(input, limit, value, inplace):
     if not input.dtype.is_floating_point:  # the kernel reads both as the input's integers
         limit, value = int(limit), int(value)
     return _activation(
-        "ThresholdBackward0",
+        f"ThresholdBackward{int(inplace)}",
         input,
         lambda x: _prims.where(x <= limit, value, x),
         lambda grad, x: _zero_where(x <= limit, grad),
         inplace,
+        piecewise_linear=True,
     )
 
 
@@ -462,22 +491,39 @@ def prelu(input, weight):
             f"{weight.numel()} and channel size = {channels}."
         )
     channel_shape = [-1 if d == 1 else 1 for d in range(input.dim())]
+    per_channel = [d for d in range(input.dim()) if not (d == 1 and weight.numel() > 1)]
 
-    def slopes(w):  # the weight broadcast along the input's channel dim
+    def slopes(w):  # the weight (or a gradient like it) broadcast along the input's channel dim
         return w.reshape(channel_shape) if input.dim() >= 2 else w.reshape([])
 
-    def value(x, w):
-        return _prims.where(x > 0, x, slopes(w) * x)
+    def to_weight(t):  # a per-element term summed to the weight's shape
+        return (t.sum(per_channel) if per_channel else t).reshape(weight.shape)
+
+    def gradients(grad, x, w):
+        positive = x > 0  # as PyTorch's kernel: a NaN input takes the weight's side
+        return _prims.where(positive, grad, slopes(w) * grad), to_weight(_prims.where(positive, 0.0, x * grad))
+
+    def double_backward(grads, grad, x, w):
+        """The gradients of <gg_input, grad_input> + <gg_weight, grad_weight> for grad, x and w."""
+        gg_input, gg_weight = grads
+        positive = x > 0
+        zeros = _prims.full(list(x.shape), 0, x.dtype)
+        d_grad, d_x, d_w = zeros, zeros, None
+        if gg_input is not None:
+            d_grad = _prims.where(positive, gg_input, slopes(w) * gg_input)
+            d_w = to_weight(_prims.where(positive, 0.0, grad * gg_input))
+        if gg_weight is not None:
+            d_grad = d_grad + _prims.where(positive, 0.0, x * slopes(gg_weight))
+            d_x = _prims.where(positive, 0.0, grad * slopes(gg_weight))
+        return [d_grad, d_x, d_w]
 
     def backward(grads, x, w):
-        (grad,) = grads
-        positive = x > 0
-        grad_weight = _prims.where(positive, 0.0, x * grad)
-        kept = [d for d in range(x.dim()) if not (d == 1 and weight.numel() > 1)]
-        grad_weight = grad_weight.sum(kept) if kept else grad_weight
-        return [_prims.where(positive, grad, slopes(w) * grad), grad_weight.reshape(weight.shape)]
+        values = gradients(grads[0].detach(), x.detach(), w.detach())
+        return _recorded(
+            "PreluKernelBackwardBackward0", [grads[0], x, w], list(values), [grads[0], x, w], double_backward
+        )
 
-    result = value(input.detach(), weight.detach())
+    result = _prims.where(input.detach() > 0, input.detach(), slopes(weight.detach()) * input.detach())
     return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
 
 
@@ -490,18 +536,22 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         _check_floating(input, "leaky_relu_cpu")
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    node = f"RreluWithNoiseBackward{int(inplace)}"
     if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
         noise = _prims.where(
             input.detach() > 0, 1.0, rand(list(input.shape), dtype=input.dtype) * (upper - lower) + lower
         )
-        return _activation("RreluWithNoiseBackward0", input, lambda x: x * noise, lambda grad, x: grad * noise, inplace)
+        return _activation(
+            node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, piecewise_linear=True
+        )
     slope = (lower + upper) / 2
     return _activation(
-        "RreluWithNoiseBackward0",
+        node,
         input,
         lambda x: _prims.where(x > 0, x, x * slope),
         lambda grad, x: _prims.where(x > 0, grad, grad * slope),
         inplace,
+        piecewise_linear=True,
     )
 
 
