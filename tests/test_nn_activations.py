@@ -84,6 +84,22 @@ def test_activation_gradcheck_and_gradgradcheck(fg, name):
         assert gradcheck_for(fg, "gradgradcheck")(f, (x,))
 
 
+@pytest.mark.parametrize("name", [name for name in ACTIVATIONS if name != "hardsigmoid"])
+def test_gradient_with_create_graph_reaches_the_input_as_in_torch(fg, torch, name):
+    """A gradient taken with create_graph depends on the input, even where the activation is
+    piecewise linear (then with zero second derivative), as PyTorch's backward nodes do."""
+
+    def second_derivative(lib):
+        x = lib.tensor(SMOOTH, dtype=lib.float64, requires_grad=True)
+        (grad,) = lib.autograd.grad(ACTIVATIONS[name](lib.nn.functional, x).sum(), x, create_graph=True)
+        return lib.autograd.grad(grad.sum(), x)[0] if grad.requires_grad else None
+
+    ours, theirs = second_derivative(fg), second_derivative(torch)
+    assert (ours is None) == (theirs is None)
+    if theirs is not None:
+        assert_close(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-14, what="second derivatives")
+
+
 def test_hardsigmoid_has_no_double_backward(fg, torch):
     def program(lib):
         x = lib.tensor([0.5, 4.0], requires_grad=True)
