@@ -240,7 +240,8 @@ def _elu(node, input, alpha, scale, input_scale, inplace):
         return _prims.where(x > 0, x * scale, (x * input_scale).expm1() * negative)
 
     def gradient(grad, x):
-        below = x.masked_fill(x > 0, 0.0)  # the exp of the unused side must not overflow
+        # the exp of the unused side must not overflow; PyTorch's second derivative is 0 at 0
+        below = x.masked_fill(x >= 0, 0.0)
         return _prims.where(x <= 0, grad * input_scale * negative * (below * input_scale).exp(), grad * scale)
 
     return _activation(f"{node}{int(inplace)}", input, value, gradient, inplace)
@@ -309,7 +310,10 @@ def softplus(input, beta=1.0, threshold=20.0):
 
     def gradient(grad, x):
         linear = x * beta > threshold
-        z = (x.masked_fill(linear, 0.0) * beta).exp()
+        # exp(beta x) of the linear side must not overflow, and from the threshold on (at it too,
+        # as PyTorch's double backward) z does not vary with x
+        kept = x.detach().masked_fill(linear, 0.0)
+        z = (_prims.where(x * beta >= threshold, kept, x) * beta).exp()
         return _prims.where(linear, grad, grad * z / (z + 1))
 
     return _activation("SoftplusBackward0", input, value, gradient)
@@ -380,9 +384,11 @@ def logsigmoid(input):
     _check_floating(input, "log_sigmoid_cpu")
 
     def gradient(grad, x):
-        z = (-x.abs()).exp()
+        # z = exp(-|x|), from each side's own formula: its derivative at 0 is the right side's, as PyTorch's
+        negative = x < 0
+        z = _prims.where(negative, x.masked_fill(~negative, 0.0).exp(), (-x.masked_fill(negative, 0.0)).exp())
         share = z / (1 + z)
-        return grad * _prims.where(x < 0, 1 - share, share)
+        return grad * _prims.where(negative, 1 - share, share)
 
     return _activation("LogSigmoidBackward0", input, lambda x: x.clamp(max=0) - (-x.abs()).exp().log1p(), gradient)
 
