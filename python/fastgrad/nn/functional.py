@@ -1,8 +1,11 @@
-"""torch.nn.functional: activations, dropout, layer_norm, embedding, one_hot and the losses.
+"""torch.nn.functional: activations, the dropouts, normalize, pad, bilinear, layer_norm,
+embedding(_bag), one_hot and the losses.
 
 softmax, log_softmax, the negative log likelihood and gelu are the backend's fused primitives;
-everything else is composed from tensor ops here, with PyTorch's formulas (so the same values,
-and gradients by the chain rule), argument checks and messages.
+the other activations are each one node with PyTorch's name and derivative (written with tensor
+ops, so higher derivatives follow); everything else is composed from tensor ops here, with
+PyTorch's formulas (so the same values, and gradients by the chain rule), argument checks and
+messages.
 """
 
 import math
