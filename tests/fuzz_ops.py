@@ -533,6 +533,50 @@ for _t in [
 ]:
     op(_t, a=tensor(NUM))
 op("torch.nn.functional.leaky_relu({a}{slope})", weight=2, a=tensor(NUM), slope=options("", ", 0.2", ", -0.5", ", 1.5"))
+# the activations composed in nn.functional (integer inputs: their errors); those with kinks or
+# thresholds take PyTorch's conventions there, which finite differences do not see
+for _t in [
+    "torch.nn.functional.elu({a}{alpha})",
+    "torch.nn.functional.celu({a}{alpha})",
+    "torch.nn.functional.selu({a})",
+    "torch.nn.functional.silu({a})",
+    "torch.nn.functional.mish({a})",
+    "torch.nn.functional.softplus({a}{alpha})",
+    "torch.nn.functional.logsigmoid({a})",
+    "torch.nn.functional.softsign({a})",
+    "torch.nn.functional.tanhshrink({a})",
+]:
+    op(_t, a=tensor(NUM), alpha=options("", ", 0.5", ", 2.0"))
+op("torch.nn.functional.softplus({a}, 2, {t})", smooth=False, a=tensor(NUM), t=options("1.5", "-1.0"))
+for _t in [
+    "torch.nn.functional.hardtanh({a}{bounds})",
+    "torch.nn.functional.relu6({a})",
+    "torch.nn.functional.hardswish({a})",
+    "torch.nn.functional.hardsigmoid({a})",
+    "torch.nn.functional.rrelu({a}{bounds})",
+]:
+    op(_t, smooth=False, a=tensor(NUM), bounds=options("", ", -0.5, 0.5", ", 0.1, 0.3"))
+for _t in [
+    "torch.nn.functional.softshrink({a}{lambd})",
+    "torch.nn.functional.hardshrink({a}{lambd})",
+    "torch.nn.functional.threshold({a}, 0.5{lambd})",
+]:
+    op(_t, smooth=False, a=tensor(NUM), lambd=options(", 0.25", ", 1.0"))
+for _t in [
+    "torch.nn.functional.elu_({a})",
+    "torch.nn.functional.selu_({a})",
+    "torch.nn.functional.celu_({a}, 0.5)",
+    "torch.nn.functional.silu({a}, inplace=True)",
+]:
+    op(_t, statement=True, a=tensor(target=True))
+for _t in ["torch.nn.functional.hardtanh_({a}, -0.5, 0.5)", "torch.nn.functional.threshold_({a}, 0.0, 2.0)"]:
+    op(_t, statement=True, smooth=False, a=tensor(target=True))
+op("torch.nn.functional.softmin({a}, {d})", a=tensor(NUM), d=dim("a"))
+op("torch.nn.functional.normalize({a}, {p}, {d})", a=tensor(), p=options("2.0", "1.0", "3.0"), d=dim("a"))
+op("torch.nn.functional.pad({a}, {pad})", a=tensor(NUM), pad=options("(1, 2)", "(0, -1)", "[2, 0, 1, 1]"))
+op("torch.nn.functional.prelu({a}, {b}.reshape(-1)[:1])", smooth=False, a=tensor(), b=partner("a"))
+
+
 for _t in [
     "torch.nn.functional.mse_loss({a}, {b}{reduction})",
     "torch.nn.functional.l1_loss({a}, {b}{reduction})",

@@ -1,8 +1,11 @@
-"""torch.nn.functional: activations, dropout, layer_norm, embedding, one_hot and the losses.
+"""torch.nn.functional: activations, the dropouts, normalize, pad, bilinear, layer_norm,
+embedding(_bag), one_hot and the losses.
 
 softmax, log_softmax, the negative log likelihood and gelu are the backend's fused primitives;
-everything else is composed from tensor ops here, with PyTorch's formulas (so the same values,
-and gradients by the chain rule), argument checks and messages.
+the other activations are each one node with PyTorch's name and derivative (written with tensor
+ops, so higher derivatives follow); everything else is composed from tensor ops here, with
+PyTorch's formulas (so the same values, and gradients by the chain rule), argument checks and
+messages.
 """
 
 import math
@@ -11,11 +14,12 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import broadcast_shapes
+from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, broadcast_shapes, div as _div
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
-from .._factories import arange, ones_like
-from .._grad_mode import is_grad_enabled, no_grad
+from .._factories import arange, from_numpy, ones_like
+from .._grad_mode import is_grad_enabled
 from .._sampling import rand
+from .._grad_mode import no_grad
 from ..autograd.function import Function
 from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, can_cast, finfo, float32, float64, int64, promote_types
 
@@ -30,22 +34,29 @@ def linear(input, weight, bias=None):
     return output if bias is None else output + bias
 
 
-def _maybe_inplace(input, result, inplace):
-    """The `inplace=True` form of an activation: the result written over the input."""
-    return input.copy_(result) if inplace else result
-
-
 def relu(input, inplace=False):
-    return _maybe_inplace(input, _prims.relu(input), inplace)
+    return input.relu_() if inplace else _prims.relu(input)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"leaky_relu_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    # where, not max(x, a*x): the slope applies at 0 too, as PyTorch's backward does. relu on the
-    # kept side: its gradient refers to the input, so one taken with create_graph keeps a graph (with
-    # zero second derivative), as PyTorch's LeakyReluBackward does.
-    return _maybe_inplace(input, _prims.where(input > 0, _prims.relu(input), input * negative_slope), inplace)
+    _check_floating(input, "leaky_relu_cpu")
+    # the slope applies at 0 too, as PyTorch's backward does
+    return _activation(
+        f"LeakyReluBackward{int(inplace)}",
+        input,
+        lambda x: _prims.where(x > 0, x, x * negative_slope),
+        lambda grad, x: _prims.where(x > 0, grad, grad * negative_slope),
+        inplace,
+        piecewise_linear=True,
+    )
+
+
+def relu_(input):
+    return relu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return leaky_relu(input, negative_slope, inplace=True)
 
 
 def gelu(input, approximate="none"):
@@ -87,6 +98,621 @@ def dropout(input, p=0.5, training=True, inplace=False):
     keep = rand(list(input.shape)) >= p
     scale = 1.0 / (1.0 - p) if p < 1 else 0.0
     return input.mul_(keep).mul_(scale) if inplace else input * keep * scale
+
+
+_SELU_NEGATIVE_LIMIT = 1.7580993408473766  # alpha dropout's alpha: SELU's scale * alpha
+
+
+def _check_probability(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _noisy(input, p, training, inplace, feature, alpha):
+    """PyTorch's _dropout_impl: a keep-with-probability-1-p noise (one draw per channel for the
+    feature forms), scaled by 1/(1-p), or for alpha dropout an affine map that keeps the mean and
+    variance of SELU activations (dropped values go to SELU's negative limit)."""
+    if p == 0 or not training or input.numel() == 0:
+        return input
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1:
+        return input.mul_(0) if inplace else input * 0
+    noise_shape = list(input.shape[:2]) + [1] * (input.dim() - 2) if feature else list(input.shape)
+    noise = (rand(noise_shape, dtype=input.dtype) >= p).to(input.dtype)
+    if not alpha:
+        noise = noise / (1 - p)
+        return input.mul_(noise) if inplace else input * noise
+    a = 1.0 / math.sqrt((_SELU_NEGATIVE_LIMIT**2 * p + 1) * (1 - p))
+    shift = (noise - 1) * (_SELU_NEGATIVE_LIMIT * a) + _SELU_NEGATIVE_LIMIT * a * p
+    noise = noise * a
+    return input.mul_(noise).add_(shift) if inplace else input * noise + shift
+
+
+def _channel_dropout(input, p, training, inplace, batched):
+    """Feature dropout of an input whose batch dim may be missing (then added for the draw)."""
+    if not batched:
+        input = input.unsqueeze_(0) if inplace else input.unsqueeze(0)
+    result = _noisy(input, p, training, inplace, feature=True, alpha=False)
+    if not batched:
+        result = result.squeeze_(0) if inplace else result.squeeze(0)
+    return result
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    _check_probability(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension "
+            "(i.e. 2D or 3D inputs)."
+        )
+    return _channel_dropout(input, p, training, inplace, batched=input.dim() == 3)
+
+
+def _warn_dropout_rank(name, input, spatial):
+    if input.dim() not in (spatial + 1, spatial + 2):
+        warnings.warn(
+            f"{name}: Received a {input.dim()}-D input to {name}, which is deprecated "
+            "and will result in an error in a future release. To retain the behavior "
+            "and silence this warning, please use dropout instead. Note that "
+            f"{name} exists to provide channel-wise dropout on inputs with {spatial} spatial dimensions, "
+            f"a channel dimension, and an optional batch dimension (i.e. {spatial + 1}D or {spatial + 2}D inputs).",
+            stacklevel=3,
+        )
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _check_probability(p)
+    _warn_dropout_rank("dropout2d", input, 2)
+    if input.dim() == 3:  # PyTorch keeps the historical (N, C, L) reading of a 3D input
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise "
+            "1D dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret the "
+            "input as one without a batch dimension, i.e. shape (C, H, W). To maintain the 1D "
+            "channel-wise dropout behavior, please switch to using dropout1d instead.",
+            stacklevel=2,
+        )
+    return _noisy(input, p, training, inplace, feature=True, alpha=False)
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    _check_probability(p)
+    _warn_dropout_rank("dropout3d", input, 3)
+    return _channel_dropout(input, p, training, inplace, batched=input.dim() == 5)
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_probability(p)
+    return _noisy(input, p, training, inplace, feature=False, alpha=True)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_probability(p)
+    return _noisy(input, p, training, inplace, feature=True, alpha=True)
+
+
+# ---- the other activations: each one node with PyTorch's name, value and derivative (the kinks
+# included); the backwards are written with ops on the saved input, so the double backward follows.
+
+
+def _check_floating(input, kernel):
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+
+
+def _activation(name, input, value, gradient, inplace=False, piecewise_linear=False):
+    """value(x) for x = input (computed without history) as the one node `name`, whose gradient is
+    gradient(grad, x); inplace writes it over the input, as PyTorch's in-place form (the node then
+    saves a copy of the old values). A piecewise_linear activation's gradient is itself one node."""
+
+    def backward(grads, x):
+        if piecewise_linear:
+            return [_piecewise_linear_gradient(name, grads[0], x, lambda g: gradient(g, x))]
+        return [gradient(grads[0], x)]
+
+    def node(x):
+        return _recorded(name, [x], [value(x.detach())], [x], backward)[0]
+
+    return _in_place(node, input) if inplace else node(input)
+
+
+def _piecewise_linear_gradient(name, grad, x, scale):
+    """scale(grad), the gradient of a piecewise linear activation (scale multiplies by a constant per
+    piece of x), as PyTorch's node of the backward of node `name`: its own gradient is scale(gg)
+    for grad, and zeros for x, on which it depends only through the pieces."""
+
+    def backward(grads):
+        return [scale(grads[0]), _prims.full(list(x.shape), 0, x.dtype)]
+
+    double_name = name.rstrip("01") + "Backward0"  # EluBackward1 -> EluBackwardBackward0
+    return _recorded(double_name, [grad, x], [scale(grad.detach())], [], backward)[0]
+
+
+def _float_product(dtype, a, b):
+    """a * b as PyTorch's kernels form it: in float32 arithmetic unless the tensor is float64."""
+    return a * b if dtype is float64 else float(np.float32(a) * np.float32(b))
+
+
+def _elu(node, input, alpha, scale, input_scale, inplace):
+    _check_floating(input, "elu_cpu")
+    negative = _float_product(input.dtype, alpha, scale)
+
+    def value(x):
+        return _prims.where(x > 0, x * scale, (x * input_scale).expm1() * negative)
+
+    def gradient(grad, x):
+        # the exp of the unused side must not overflow; PyTorch's second derivative is 0 at 0
+        below = x.masked_fill(x >= 0, 0.0)
+        return _prims.where(x <= 0, grad * input_scale * negative * (below * input_scale).exp(), grad * scale)
+
+    return _activation(f"{node}{int(inplace)}", input, value, gradient, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _elu("EluBackward", input, alpha, 1.0, 1.0, inplace)
+
+
+def elu_(input, alpha=1.0):
+    return elu(input, alpha, inplace=True)
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    return _elu("EluBackward", input, _SELU_ALPHA, _SELU_SCALE, 1.0, inplace)
+
+
+def selu_(input):
+    return selu(input, inplace=True)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu("CeluBackward", input, alpha, 1.0, 1.0 / alpha, inplace)
+
+
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, inplace=True)
+
+
+def _logistic(x):
+    return 1 / (1 + (-x).exp())
+
+
+def silu(input, inplace=False):
+    _check_floating(input, "silu_cpu")
+
+    def gradient(grad, x):
+        s = _logistic(x)
+        return grad * s * (1 + x * (1 - s))
+
+    return _activation("SiluBackward0", input, lambda x: x / (1 + (-x).exp()), gradient, inplace)
+
+
+def mish(input, inplace=False):
+    _check_floating(input, "mish_cpu")
+
+    def gradient(grad, x):
+        t = x.exp().log1p().tanh()
+        return grad * (t + x * _logistic(x) * (1 - t * t))
+
+    return _activation("MishBackward0", input, lambda x: x * x.exp().log1p().tanh(), gradient, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, linear (x) where beta x > threshold."""
+    _check_floating(input, "softplus_cpu")
+
+    def value(x):
+        return _prims.where(x * beta > threshold, x, (x * beta).exp().log1p() / beta)
+
+    def gradient(grad, x):
+        linear = x * beta > threshold
+        # exp(beta x) of the linear side must not overflow, and from the threshold on (at it too,
+        # as PyTorch's double backward) z does not vary with x
+        kept = x.detach().masked_fill(linear, 0.0)
+        z = (_prims.where(x * beta >= threshold, kept, x) * beta).exp()
+        return _prims.where(linear, grad, grad * z / (z + 1))
+
+    return _activation("SoftplusBackward0", input, value, gradient)
+
+
+def softsign(input):
+    return input / (input.abs() + 1)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return (-input).softmax(_softmax_dim("softmin", input, dim, _stacklevel), dtype=dtype)
+
+
+def _zero_where(mask, grad):
+    return _prims.where(mask, 0.0, grad)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if not input.dtype.is_floating_point:  # the kernel reads the bounds as the input's integers
+        min_val, max_val = int(min_val), int(max_val)
+
+    def gradient(grad, x):
+        return _zero_where((x <= min_val) | (x >= max_val), grad)
+
+    return _activation(
+        "HardtanhBackward0", input, lambda x: x.clamp(min_val, max_val), gradient, inplace, piecewise_linear=True
+    )
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def relu6(input, inplace=False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardswish(input, inplace=False):
+    _check_floating(input, "hardswish_cpu")
+
+    def gradient(grad, x):
+        return _prims.where(x <= -3, 0.0, _prims.where(x < 3, grad * (x / 3 + 0.5), grad))
+
+    return _activation("HardswishBackward0", input, lambda x: x * (x + 3).clamp(0, 6) / 6, gradient, inplace)
+
+
+_ONE_SIXTH = float(np.float32(1) / np.float32(6))  # PyTorch's backward uses float's 1/6 for every dtype
+
+
+def hardsigmoid(input, inplace=False):
+    _check_floating(input, "hardsigmoid_cpu")
+
+    def gradient(grad, x):
+        # PyTorch's hardsigmoid_backward has no derivative: a double backward through it raises
+        def no_derivative():
+            return RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
+
+        result = _zero_where((x <= -3) | (x >= 3), grad.detach() * _ONE_SIXTH)
+        return _without_derivative([result], [grad, x], "torch::autograd::NotImplemented", no_derivative)[0]
+
+    return _activation("HardsigmoidBackward0", input, lambda x: (x + 3).clamp(0, 6) / 6, gradient, inplace)
+
+
+def logsigmoid(input):
+    """min(x, 0) - log(1 + exp(-|x|)): no exp overflows."""
+    _check_floating(input, "log_sigmoid_cpu")
+
+    def gradient(grad, x):
+        # z = exp(-|x|), from each side's own formula: its derivative at 0 is the right side's, as PyTorch's
+        negative = x < 0
+        z = _prims.where(negative, x.masked_fill(~negative, 0.0).exp(), (-x.masked_fill(negative, 0.0)).exp())
+        share = z / (1 + z)
+        return grad * _prims.where(negative, 1 - share, share)
+
+    return _activation("LogSigmoidBackward0", input, lambda x: x.clamp(max=0) - (-x.abs()).exp().log1p(), gradient)
+
+
+def _check_shrink(input, lambd):
+    _check_floating(input, "softshrink_check")
+    if lambd < 0:
+        largest = np.finfo(np.float64 if input.dtype is float64 else np.float32).max
+        raise RuntimeError(
+            f"lambda must be in range [0, {largest:g}] for input dtype {SCALAR_TYPE_NAME[input.dtype]}, "
+            f"but found {lambd:g}"
+        )
+
+
+def _inside(x, lambd):
+    return (x >= -lambd) & (x <= lambd)
+
+
+def softshrink(input, lambd=0.5):
+    _check_shrink(input, lambd)
+
+    def value(x):  # x * 0 inside: a NaN stays NaN
+        return _prims.where(x > lambd, x - lambd, _prims.where(x < -lambd, x + lambd, x * 0))
+
+    return _activation(
+        "SoftshrinkBackward0",
+        input,
+        value,
+        lambda grad, x: _zero_where(_inside(x, lambd), grad),
+        piecewise_linear=True,
+    )
+
+
+def hardshrink(input, lambd=0.5):
+    _check_floating(input, "hardshrink_cpu")
+    return _activation(
+        "HardshrinkBackward0",
+        input,
+        lambda x: _prims.where(_inside(x, lambd), 0.0, x),
+        lambda grad, x: _zero_where(_inside(x, lambd), grad),
+        piecewise_linear=True,
+    )
+
+
+def tanhshrink(input):
+    return input - input.tanh()
+
+
+def _thresholded(input, limit, value, inplace):
+    """value where input <= limit, the input elsewhere."""
+    if not input.dtype.is_floating_point:  # the kernel reads both as the input's integers
+        limit, value = int(limit), int(value)
+    return _activation(
+        f"ThresholdBackward{int(inplace)}",
+        input,
+        lambda x: _prims.where(x <= limit, value, x),
+        lambda grad, x: _zero_where(x <= limit, grad),
+        inplace,
+        piecewise_linear=True,
+    )
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _thresholded(input, threshold, value, inplace)
+
+
+def threshold_(input, threshold, value):
+    return _thresholded(input, threshold, value, True)
+
+
+def glu(input, dim=-1):
+    """a * sigmoid(b), a and b the halves of the input along dim."""
+    _check_floating(input, "glu_cpu")
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    dim = _wrap_dim(dim, input.dim())
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
+
+    def value(x):
+        a, b = x.chunk(2, dim)
+        return a * b.sigmoid()
+
+    def gradient(grad, x):
+        a, b = x.chunk(2, dim)
+        s = b.sigmoid()
+        return _prims.cat([grad * s, grad * a * s * (1 - s)], dim)
+
+    return _activation("GluBackward0", input, value, gradient)
+
+
+def prelu(input, weight):
+    """input where positive, weight * input elsewhere; weight holds one slope or one per channel (dim 1)."""
+    _check_floating(input, "prelu_cpu")
+    if weight.dtype is not input.dtype:
+        raise RuntimeError(
+            f"prelu: Type promoting not supported. Got {SCALAR_TYPE_NAME[input.dtype]} and "
+            f"{SCALAR_TYPE_NAME[weight.dtype]}"
+        )
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1 and weight.numel() != channels:
+        raise RuntimeError(
+            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+            f"{weight.numel()} and channel size = {channels}."
+        )
+    channel_shape = [-1 if d == 1 else 1 for d in range(input.dim())]
+    per_channel = [d for d in range(input.dim()) if not (d == 1 and weight.numel() > 1)]
+
+    def slopes(w):  # the weight (or a gradient like it) broadcast along the input's channel dim
+        return w.reshape(channel_shape) if input.dim() >= 2 else w.reshape([])
+
+    def to_weight(t):  # a per-element term summed to the weight's shape
+        return (t.sum(per_channel) if per_channel else t).reshape(weight.shape)
+
+    def gradients(grad, x, w):
+        positive = x > 0  # as PyTorch's kernel: a NaN input takes the weight's side
+        return _prims.where(positive, grad, slopes(w) * grad), to_weight(_prims.where(positive, 0.0, x * grad))
+
+    def double_backward(grads, grad, x, w):
+        """The gradients of <gg_input, grad_input> + <gg_weight, grad_weight> for grad, x and w."""
+        gg_input, gg_weight = grads
+        positive = x > 0
+        zeros = _prims.full(list(x.shape), 0, x.dtype)
+        d_grad, d_x, d_w = zeros, zeros, None
+        if gg_input is not None:
+            d_grad = _prims.where(positive, gg_input, slopes(w) * gg_input)
+            d_w = to_weight(_prims.where(positive, 0.0, grad * gg_input))
+        if gg_weight is not None:
+            d_grad = d_grad + _prims.where(positive, 0.0, x * slopes(gg_weight))
+            d_x = _prims.where(positive, 0.0, grad * slopes(gg_weight))
+        return [d_grad, d_x, d_w]
+
+    def backward(grads, x, w):
+        values = gradients(grads[0].detach(), x.detach(), w.detach())
+        return _recorded(
+            "PreluKernelBackwardBackward0", [grads[0], x, w], list(values), [grads[0], x, w], double_backward
+        )
+
+    result = _prims.where(input.detach() > 0, input.detach(), slopes(weight.detach()) * input.detach())
+    return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Training: each non-positive element times a slope drawn uniformly from [lower, upper]; in
+    evaluation the mean slope, as leaky_relu."""
+    if training:
+        _check_floating(input, "rrelu_with_noise_out_cpu")
+    else:
+        _check_floating(input, "leaky_relu_cpu")
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    node = f"RreluWithNoiseBackward{int(inplace)}"
+    if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
+        noise = _prims.where(
+            input.detach() > 0, 1.0, rand(list(input.shape), dtype=input.dtype) * (upper - lower) + lower
+        )
+        return _activation(
+            node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, piecewise_linear=True
+        )
+    slope = (lower + upper) / 2
+    return _activation(
+        node,
+        input,
+        lambda x: _prims.where(x > 0, x, x * slope),
+        lambda grad, x: _prims.where(x > 0, grad, grad * slope),
+        inplace,
+        piecewise_linear=True,
+    )
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+# ---- normalize, padding and bilinear
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input divided by its p-norm along dim, the norm clamped below at eps."""
+    denominator = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denominator if out is None else _div(input, denominator, out=out)
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def _check_pad(pad):
+    for position, amount in enumerate(pad):
+        if not isinstance(amount, int):
+            raise TypeError(
+                "pad(): argument 'pad' (position 2) must be tuple of ints, but found element of type "
+                f"{type(amount).__name__} at pos {position}"
+            )
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+
+
+def _pad_constant(input, pad, value):
+    if len(pad) // 2 > input.dim():
+        raise RuntimeError(
+            "Padding length should be less than or equal to two times the input dimension but got "
+            f"padding length {len(pad)} and input of dimension {input.dim()}"
+        )
+    fill = 0 if value is None else value
+    if not input.dtype.is_floating_point:  # the value is read as the input's dtype
+        fill = bool(fill) if input.dtype is bool_ else int(fill)
+    result = input
+    for pair in range(len(pad) // 2):
+        dim, before, after = input.dim() - 1 - pair, pad[2 * pair], pad[2 * pair + 1]
+        crop_before, crop_after = max(-before, 0), max(-after, 0)
+        if crop_before or crop_after:  # negative padding crops
+            result = result.narrow(dim, crop_before, result.shape[dim] - crop_before - crop_after)
+        blocks = [
+            _prims.full([n if d == dim else size for d, size in enumerate(result.shape)], fill, input.dtype)
+            for n in (max(before, 0), max(after, 0))
+        ]
+        result = _prims.cat([blocks[0], result, blocks[1]], dim)
+    return result
+
+
+def _source_positions(mode, size, before, after):
+    """For each position of a padded dim, the input position it copies."""
+    positions = np.arange(-before, size + after)
+    if mode == "reflect":
+        positions = np.abs(positions)
+        return np.where(positions > size - 1, 2 * (size - 1) - positions, positions)
+    if mode == "replicate":
+        return np.clip(positions, 0, size - 1)
+    # circular: negative amounts crop first, and the padding wraps around what is left
+    kept = np.arange(max(-before, 0), size - max(-after, 0))
+    return kept[np.arange(-max(before, 0), len(kept) + max(after, 0)) % len(kept)]
+
+
+def _check_pad_sizes(input, pad, mode):
+    pairs = len(pad) // 2
+    if input.dim() not in (pairs + 1, pairs + 2) or pairs > 3:
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.dim()}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)"
+        )
+    shape = list(input.shape)
+    if mode != "circular" and 0 in shape[-pairs - 1 :]:
+        raise RuntimeError(
+            f"Expected {pairs + 1}D or {pairs + 2}D (batch mode) tensor with possibly 0 batch size and other "
+            f"non-zero dimensions for input, but got: {shape}"
+        )
+    sizes = [shape[-1 - pair] for pair in range(pairs)]  # the padded dims, last first
+    padded = [size + pad[2 * pair] + pad[2 * pair + 1] for pair, size in enumerate(sizes)]
+    for pair, size in enumerate(sizes):
+        before, after = pad[2 * pair], pad[2 * pair + 1]
+        if mode == "circular":
+            if before > size or after > size:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if padded[pair] <= 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+            continue
+        if pairs == 1 and padded[0] < 1:
+            raise RuntimeError(f"input (W: {size}) is too small. Calculated output W: {padded[0]}")
+        if padded[pair] < 0:
+            raise RuntimeError(
+                f"Trying to create tensor with negative dimension {padded[pair]}: {shape[:-pairs] + padded[::-1]}"
+            )
+        if mode == "reflect" and (before >= size or after >= size):
+            raise RuntimeError(
+                f"Argument #{4 + 2 * pair}: Padding size should be less than the corresponding input dimension, "
+                f"but got: padding ({before}, {after}) at dimension {input.dim() - 1 - pair} of input {shape}"
+            )
+
+
+def pad(input, pad, mode="constant", value=None):
+    """PyTorch's F.pad: constant padding of any trailing dims (negative amounts crop); reflect,
+    replicate and circular padding of the last 1 to 3 dims, as gathers of input positions."""
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    pad = list(pad)
+    _check_pad(pad)
+    if mode == "constant":
+        return _pad_constant(input, pad, value)
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    _check_pad_sizes(input, pad, mode)
+    result = input
+    for pair in range(len(pad) // 2):
+        dim = input.dim() - 1 - pair
+        positions = _source_positions(mode, input.shape[dim], pad[2 * pair], pad[2 * pair + 1])
+        result = result.index_select(dim, from_numpy(positions.astype(np.int64)))
+    return result
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y_o = sum_ij x1_i W_oij x2_j + b_o over the inputs' shared batch dims."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for d in range(input1.dim() - 1):
+        if input1.shape[d] != input2.shape[d]:
+            raise RuntimeError(
+                f"bilinear(): input batch dimensions do not match at dim {d}: "
+                f"got {input1.shape[d]} and {input2.shape[d]}"
+            )
+    out_features, in1_features, in2_features = weight.shape
+    for number, x, expected in ((1, input1, in1_features), (2, input2, in2_features)):
+        if x.shape[-1] != expected:
+            raise RuntimeError(
+                f"bilinear(): input{number} size does not match weight size: got {x.shape[-1]} but expected {expected}"
+            )
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_features):
+        raise RuntimeError(
+            f"bilinear(): bias size does not match weight size: got {bias.shape[-1]} but expected {out_features}"
+        )
+    batch = list(input1.shape[:-1])
+    # x1 W: (rows, in1) @ (in1, out * in2), then the dot with x2 along in2
+    left = input1.reshape(-1, in1_features).matmul(weight.permute(1, 0, 2).reshape(in1_features, -1))
+    output = (left.reshape(-1, out_features, in2_features) * input2.reshape(-1, 1, in2_features)).sum(-1)
+    output = output.reshape(batch + [out_features])
+    return output if bias is None else output + bias
 
 
 # ---- normalization and lookup
@@ -228,9 +854,17 @@ def _padding_index(padding_idx, num_embeddings):
     return padding_idx % num_embeddings
 
 
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+def _renorm_rows(weight, input, max_norm, norm_type):
+    """PyTorch's embedding_renorm_: each row that input looks up, whose norm exceeds max_norm, is
+    scaled in place (without history) to max_norm / (norm + 1e-7) of itself."""
+    rows = input.flatten().unique()
+    with no_grad():
+        norms = weight[rows].norm(norm_type, 1, keepdim=True)
+        scale = _prims.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = weight[rows] * scale
+
+
+def _check_indices(input, weight):
     if input.dtype is not int64:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
@@ -240,11 +874,138 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if input.numel() and (input.min().item() < 0 or input.max().item() >= weight.shape[0]):
         raise IndexError("index out of range in self")
-    if padding_idx is not None:
+
+
+def _lookup_scaled_by_frequency(input, weight, padding_row):
+    """weight[input] as PyTorch's EmbeddingBackward0 with scale_grad_by_freq: each looked-up row's
+    gradient divided by how often its index occurs in input (the padding row gets none)."""
+    flat = input.flatten()
+    counts = flat.bincount(minlength=weight.shape[0])
+
+    def backward(grads):
+        grad = grads[0].reshape(-1, weight.shape[1]) / counts[flat].unsqueeze(1).to(grads[0].dtype)
+        if padding_row is not None:
+            grad = grad.masked_fill((flat == padding_row).unsqueeze(1), 0.0)
+        return [_prims.full(list(weight.shape), 0, grad.dtype).index_add(0, flat, grad)]
+
+    return _recorded("EmbeddingBackward0", [weight], [weight.detach()[input]], [], backward)[0]
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported")
+    padding_row = None if padding_idx is None else _padding_index(padding_idx, weight.shape[0])
+    _check_indices(input, weight)
+    if max_norm is not None:
+        _renorm_rows(weight, input, max_norm, norm_type)
+    if scale_grad_by_freq:
+        return _lookup_scaled_by_frequency(input, weight, padding_row)
+    if padding_row is not None:
         # the padding row is read as it is, but passes no gradient back
-        is_padding = (arange(weight.shape[0]) == _padding_index(padding_idx, weight.shape[0])).unsqueeze(1)
+        is_padding = (arange(weight.shape[0]) == padding_row).unsqueeze(1)
         weight = _prims.where(is_padding, weight.detach(), weight)
     return weight[input]
+
+
+_BAG_MODES = ("sum", "mean", "max")
+
+
+def _bag_layout(input, offsets, include_last_offset, per_sample_weights):
+    """(the flat indices, the bag number of each, the number of bags, the flat per-sample weights)
+    for a 2D input (a bag per row) or a 1D input cut at offsets, with PyTorch's checks."""
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError(
+                "if input is 2D, then offsets has to be None, as input is treated is a mini-batch of fixed length "
+                f"sequences. However, found offsets of type {type(offsets)}"
+            )
+        bags, width = input.shape
+        flat_weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+        return input.reshape(-1), np.repeat(np.arange(bags), width), bags, flat_weights
+    if input.dim() != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.dim() != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    starts = offsets.tolist()
+    if starts and starts[0] != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
+            f"However, got {starts[0]}"
+        )
+    if starts and starts[-1] > input.shape[0]:
+        raise RuntimeError(
+            f"offsets[-1] can not be greater than input's length {input.shape[0]}, but got offsets[-1] of {starts[-1]}"
+        )
+    ends = starts[1:] if include_last_offset else starts[1:] + [input.shape[0]]
+    bags = len(ends)
+    sizes = [end - start for start, end in zip(starts, ends)]
+    used = sum(sizes)  # include_last_offset: indices past the last offset belong to no bag
+    weights = None if per_sample_weights is None else per_sample_weights[:used]
+    return input[:used], np.repeat(np.arange(bags), sizes), bags, weights
+
+
+def embedding_bag(
+    input,
+    weight,
+    offsets=None,
+    max_norm=None,
+    norm_type=2,
+    scale_grad_by_freq=False,
+    mode="mean",
+    sparse=False,
+    per_sample_weights=None,
+    include_last_offset=False,
+    padding_idx=None,
+):
+    """Sums, means or maxima of bags of embeddings; padding_idx entries are left out of their bag
+    (an empty bag gives zeros)."""
+    if weight.dtype is int64 and input.dtype.is_floating_point:
+        warnings.warn(
+            "Argument order of nn.functional.embedding_bag was changed. Usage `embedding_bag(weight, input, ...)` "
+            "is deprecated, and should now be `embedding_bag(input, weight, ...)`.",
+            stacklevel=2,
+        )
+        weight, input = input, weight
+    if per_sample_weights is not None and input.size() != per_sample_weights.size():
+        raise ValueError(
+            f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, "
+            f"then it must have the same shape as the input ({input.shape})"
+        )
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    indices, bag_of, bags, sample_weights = _bag_layout(input, offsets, include_last_offset, per_sample_weights)
+    if mode not in _BAG_MODES:
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _renorm_rows(weight, indices, max_norm, norm_type)
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only supported for mode='sum' "
+            f"(got mode='{mode}'). Please open a feature request on GitHub."
+        )
+    if padding_idx is not None:  # the padding entries are left out
+        kept = (indices != _padding_index(padding_idx, weight.shape[0])).numpy()
+        indices, bag_of = indices[from_numpy(kept)], bag_of[kept]
+        sample_weights = None if sample_weights is None else sample_weights[from_numpy(kept)]
+    rows = embedding(indices, weight, scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+    if sample_weights is not None:
+        rows = rows * sample_weights.unsqueeze(1)
+    bag_index = from_numpy(bag_of.astype(np.int64))
+    empty_bags = _prims.full([bags, weight.shape[1]], 0, rows.dtype)
+    if mode == "max":
+        spread = bag_index.unsqueeze(1).expand(-1, weight.shape[1])
+        return empty_bags.scatter_reduce(0, spread, rows, "amax", include_self=False)
+    sums = empty_bags.index_add(0, bag_index, rows)
+    if mode == "sum":
+        return sums
+    counts = np.bincount(bag_of, minlength=bags).clip(min=1)  # an empty bag's mean is 0
+    return sums / from_numpy(counts.astype(np.int64)).unsqueeze(1)
 
 
 def one_hot(tensor, num_classes=-1):

@@ -4,6 +4,7 @@ torch.nn keeps them, so they follow .double() and appear in state_dict)."""
 import warnings
 
 from . import functional as F
+from .layers import PairwiseDistance
 from .module import Module
 
 
@@ -225,20 +226,6 @@ class TripletMarginLoss(_Loss):
             swap=self.swap,
             reduction=self.reduction,
         )
-
-
-class PairwiseDistance(Module):
-    """TripletMarginWithDistanceLoss's default distance (PyTorch's nn.PairwiseDistance, a child
-    module there); nn.PairwiseDistance proper is another change's: once both are in, this is that."""
-
-    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
-        super().__init__()
-        self.norm = p
-        self.eps = eps
-        self.keepdim = keepdim
-
-    def forward(self, x1, x2):
-        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
 
 class TripletMarginWithDistanceLoss(_Loss):
