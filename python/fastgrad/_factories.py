@@ -134,8 +134,8 @@ def _scan(data, depth, shape, dtypes, values):
         dtypes.add(int64)
     elif isinstance(data, numbers.Real):
         dtypes.add(get_default_dtype())
-    elif isinstance(data, str):
-        raise TypeError("new(): invalid data type 'str'")
+    elif isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
         raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     values.append(data)
@@ -156,17 +156,17 @@ def _is_numpy_readable(data):
 
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     check_cpu(device)
-    if isinstance(data, (bytes, bytearray, memoryview)):  # sequences of numbers, as PyTorch reads them
+    if isinstance(data, (bytearray, memoryview)):  # sequences of numbers, as PyTorch reads them (not bytes)
         data = data.tolist() if isinstance(data, memoryview) else list(data)
     elif _is_numpy_readable(data) and not _is_dlpack_producer(data):
         data = np.asarray(data)
-    if _is_dlpack_producer(data):  # copied, as PyTorch copies one that requires grad (detached)
+    if _is_dlpack_producer(data):  # another library's array, copied (one that requires grad detached first)
         t = _prims.clone(from_dlpack(data.detach() if getattr(data, "requires_grad", False) else data))
         t = t if dtype is None else _prims.to_dtype(t, dtype)
     elif isinstance(data, Tensor):
         warnings.warn(
-            "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
-            "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
             UserWarning,
             stacklevel=2,
         )

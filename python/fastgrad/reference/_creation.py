@@ -145,4 +145,6 @@ def from_dlpack(capsule):
             "might have already constructed a tensor from it once."
         )
     array = np.from_dlpack(_Capsule(capsule))
+    if array.dtype not in DTYPE_OF_NUMPY:  # the core's error type for it
+        raise RuntimeError(f"Unsupported dtype in DLTensor: {array.dtype}")
     return from_numpy(array if array.flags.writeable else array.copy(), share_memory=True)
