@@ -350,6 +350,18 @@ def test_numpy_refusals_unchanged(fg, torch, program):
     same_error(fg, torch, program)
 
 
+def test_no_buffer_protocol_as_pytorch(fg, torch):
+    """bytes() iterates a tensor's numbers, as PyTorch's (which has no buffer protocol): __array_interface__
+    and DLPack are the zero-copy ways out."""
+    assert bytes(fg.tensor([1, 2])) == bytes(torch.tensor([1, 2]))
+    same_error(fg, torch, lambda lib: memoryview(lib.ones(2)))
+
+
+def test_empty_tensors_both_ways(fg, torch):
+    assert np.from_dlpack(fg.ones(0, 3)).shape == (0, 3)
+    assert fg.from_dlpack(torch.ones(3, 0)[1:]).shape == fg.Size([2, 0])
+
+
 @pytest.mark.filterwarnings("ignore:__array__ implementation:DeprecationWarning")
 def test_numpy_force_and_copies(fg, torch):
     for lib in (fg, torch):
