@@ -76,6 +76,9 @@ Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar);
 Tensor tensor_from_numpy(py::array array, bool share_memory);
 py::array tensor_to_numpy(const Tensor& t);
 
+// DLPack capsules both ways (dlpack_bind.cpp).
+void bind_dlpack(py::module_& m);
+
 // Parsing x[key] (index_parse.cpp)
 IndexSpec parse_index(const Tensor& x, py::handle key);
 

@@ -139,5 +139,6 @@ PYBIND11_MODULE(_C, m) {
   bind_autograd(m);
   bind_tensor(m);
   bind_hooks(m);
+  bind_dlpack(m);
   guard_argument_errors(m);
 }

@@ -15,13 +15,15 @@ import numpy as np
 from . import _prims  # the backend: relative, so that the reference's copy of this module gets its own
 from ._methods import Tensor, _sizes, register
 from fastgrad._types import DTYPE_OF_NUMPY, NUMPY_TYPES, LEGACY_TYPE_NAME, Size, check_cpu, check_int_value
-from fastgrad._types import C_TYPE_NAME, float32, get_default_dtype, int64, bool as bool_, promote_types
+from fastgrad._types import C_TYPE_NAME, bfloat16, float32, get_default_dtype, int64, bool as bool_, promote_types
 
 # The factories each backend exports at its top level (both __init__.py import them with *).
 __all__ = [
     "tensor",
     "as_tensor",
     "from_numpy",
+    "from_dlpack",
+    "frombuffer",
     "zeros",
     "ones",
     "empty",
@@ -132,19 +134,39 @@ def _scan(data, depth, shape, dtypes, values):
         dtypes.add(int64)
     elif isinstance(data, numbers.Real):
         dtypes.add(get_default_dtype())
-    elif isinstance(data, str):
-        raise TypeError("new(): invalid data type 'str'")
+    elif isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     else:
         raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     values.append(data)
 
 
+def _is_dlpack_producer(data):
+    """Another library's array that DLPack shares (a PyTorch tensor, a JAX array, ...); fastgrad's
+    tensors and numpy's arrays and scalars have paths of their own."""
+    return hasattr(data, "__dlpack__") and not isinstance(data, (Tensor, np.ndarray, np.generic, type))
+
+
+def _is_numpy_readable(data):
+    """An object numpy reads as an array through its array protocols (e.g. a PIL image)."""
+    return not isinstance(data, (Tensor, np.ndarray, np.generic, type)) and (
+        hasattr(data, "__array_interface__") or hasattr(data, "__array__")
+    )
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     check_cpu(device)
-    if isinstance(data, Tensor):
+    if isinstance(data, (bytearray, memoryview)):  # sequences of numbers, as PyTorch reads them (not bytes)
+        data = data.tolist() if isinstance(data, memoryview) else list(data)
+    elif _is_numpy_readable(data) and not _is_dlpack_producer(data):
+        data = np.asarray(data)
+    if _is_dlpack_producer(data):  # another library's array, copied (one that requires grad detached first)
+        t = _prims.clone(from_dlpack(data.detach() if getattr(data, "requires_grad", False) else data))
+        t = t if dtype is None else _prims.to_dtype(t, dtype)
+    elif isinstance(data, Tensor):
         warnings.warn(
-            "To copy construct from a tensor, it is recommended to use sourceTensor.clone().detach() or "
-            "sourceTensor.clone().detach().requires_grad_(True), rather than torch.tensor(sourceTensor).",
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+            "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
             UserWarning,
             stacklevel=2,
         )
@@ -170,11 +192,17 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 
 def as_tensor(data, *, dtype=None, device=None):
     """data as a tensor, sharing memory where it can: a tensor is returned itself (or converted,
-    differentiably, to `dtype`), an ndarray whose dtype a tensor holds is shared as by from_numpy;
-    anything else is copied, as by tensor()."""
+    differentiably, to `dtype`), another library's array is shared through DLPack, an ndarray (or
+    what numpy reads as one) whose dtype a tensor holds is shared as by from_numpy; anything else is
+    copied, as by tensor()."""
     check_cpu(device)
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
+    if _is_dlpack_producer(data):
+        t = from_dlpack(data)
+        return t if dtype in (None, t.dtype) else _prims.to_dtype(t, dtype)
+    if _is_numpy_readable(data):
+        data = np.asarray(data)
     if isinstance(data, np.ndarray) and data.dtype in DTYPE_OF_NUMPY:
         t = from_numpy(data)
         return t if dtype in (None, t.dtype) else _prims.to_dtype(t, dtype)
@@ -198,6 +226,70 @@ def from_numpy(array):
         array = _writable_copy(array)
     _normalised_bools(array, in_place=True)
     return _prims.from_numpy(array, share_memory=True)
+
+
+def from_dlpack(ext_tensor, *, device=None, copy=None):
+    """A tensor over the memory of another library's array (anything with __dlpack__: numpy, PyTorch,
+    JAX, ...) or of a DLPack capsule, without a copy unless copy=True. Read-only memory is copied, as
+    by from_numpy."""
+    check_cpu(device)
+    if not hasattr(ext_tensor, "__dlpack__"):
+        if device is not None or copy is not None:
+            raise AssertionError("device and copy kwargs not supported when ext_tensor is already a DLPack capsule.")
+        return _prims.from_dlpack(ext_tensor)
+    try:
+        capsule = ext_tensor.__dlpack__(max_version=(1, 0), **({} if copy is None else {"copy": copy}))
+    except TypeError:  # a producer older than DLPack 1.0 takes neither: copied here instead
+        t = _prims.from_dlpack(ext_tensor.__dlpack__())
+        return _prims.clone(t) if copy else t
+    return _prims.from_dlpack(capsule)
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """A 1-d tensor over the memory of an object with the buffer protocol (bytearray, memoryview,
+    array.array, mmap, ...), from byte `offset`, `count` elements (-1: all). A read-only buffer is
+    copied (with PyTorch's warning), as from_numpy copies a read-only array; so is bfloat16, which
+    numpy cannot view."""
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    view = view.cast("B")  # a view that is not C-contiguous refuses: its bytes are no one run
+    length, item = view.nbytes, dtype.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(
+            f"offset ({offset} bytes) must be non-negative and no greater than buffer length ({length} bytes) minus 1"
+        )
+    if count < 0 and (length - offset) % item:
+        raise ValueError(
+            f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a multiple of element "
+            f"size ({item})"
+        )
+    count = (length - offset) // item if count < 0 else count
+    if offset + count * item > length:
+        raise ValueError(
+            f"requested buffer length ({count} * {item} bytes) after offset ({offset} bytes) must not be greater "
+            f"than actual buffer length ({length} bytes)"
+        )
+    array = np.frombuffer(view, dtype=np.uint8, count=count * item, offset=offset)
+    if view.readonly:
+        warnings.warn(
+            "The given buffer is not writable, and PyTorch does not support non-writable tensors. This means you "
+            "can write to the underlying (supposedly non-writable) buffer using the tensor. You may want to copy "
+            "the buffer to protect its data or make it writable before converting it to a tensor. This type of "
+            "warning will be suppressed for the rest of this program.",
+            UserWarning,
+            stacklevel=2,
+        )
+        array = array.copy()
+    if dtype is bfloat16:  # its bits are a float32's upper half: widened exactly, then narrowed back
+        wide = (array.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+        t = _prims.to_dtype(_prims.from_numpy(wide, share_memory=False), bfloat16)
+    else:
+        t = from_numpy(array.view(NUMPY_TYPES[dtype]))
+    return _finish(t, requires_grad)
 
 
 def _writable_copy(array):

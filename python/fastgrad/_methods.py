@@ -38,7 +38,7 @@ from fastgrad._types import (
     int64,
     bool as bool_,
 )
-from fastgrad._types import bfloat16, float16, iinfo, int8, int16, int32, uint8
+from fastgrad._types import DLDeviceType, bfloat16, float16, iinfo, int8, int16, int32, uint8
 
 Tensor = _prims.Tensor
 
@@ -187,6 +187,37 @@ def __array__(self, dtype=None, copy=None):
     copy=False refuses a dtype conversion (numpy raises the ValueError). A tensor that requires grad
     refuses, as numpy() does."""
     return np.array(numpy(self), dtype=dtype, copy=copy)
+
+
+def _array_interface(self):
+    """numpy's array interface (version 3) over self's memory, which self keeps alive for the array
+    numpy makes. Refused as numpy() refuses (requires grad; bfloat16, which numpy lacks). Memory the
+    backend cannot show numpy (the reference's float16, kept as float32) is no attribute, so numpy
+    falls back on __array__."""
+    array = numpy(self)
+    if array.flags.owndata:
+        raise AttributeError("'Tensor' object has no attribute '__array_interface__'")
+    return array.__array_interface__
+
+
+def __dlpack__(self, *, stream=-1, max_version=None, dl_device=None, copy=None):
+    """A DLPack capsule over self's memory (over a copy with copy=True): DLPack 1.x's
+    "dltensor_versioned" when the consumer's max_version is 1.0 or later, else the legacy
+    "dltensor". On the CPU, stream is -1 or None, as in PyTorch."""
+    if self.requires_grad:
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+    if stream is not None and builtins.type(stream) is not builtins.int:
+        raise TypeError("stream must be ``int`` or ``none``")
+    if stream is not None and stream != -1:
+        raise AssertionError("stream should be None on cpu.")
+    if dl_device is not None and dl_device[0] != DLDeviceType.kDLCPU:
+        raise BufferError(f"Can't export a CPU tensor to DLPack device {builtins.tuple(dl_device)}")
+    versioned = max_version is not None and max_version[0] >= 1
+    return _prims.to_dlpack(_prims.clone(self) if copy else self, versioned, builtins.bool(copy))
+
+
+def __dlpack_device__(self):
+    return (DLDeviceType.kDLCPU, 0)
 
 
 def __array_wrap__(self, array, context=None, return_scalar=False):
@@ -2911,6 +2942,9 @@ TENSOR_ATTRIBUTES = {
     "__array__": __array__,
     "__array_priority__": __array_priority__,
     "__array_wrap__": __array_wrap__,
+    "__array_interface__": property(_array_interface),
+    "__dlpack__": __dlpack__,
+    "__dlpack_device__": __dlpack_device__,
     "__rmatmul__": __rmatmul__,
     "__reduce_ex__": _pickling.reduce_tensor,
     "__deepcopy__": __deepcopy__,

@@ -1,6 +1,7 @@
 """dtypes, Size and device: the small value types of the public API."""
 
 import builtins
+import enum
 
 import numpy as np
 
@@ -170,6 +171,26 @@ class device:
 
     def __reduce__(self):
         return device, (self.type, self.index)
+
+
+class DLDeviceType(enum.IntEnum):
+    """DLPack's device types (dlpack.h), as torch.utils.dlpack.DLDeviceType; fastgrad's tensors are kDLCPU."""
+
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+    kDLOpenCL = 4
+    kDLVulkan = 7
+    kDLMetal = 8
+    kDLVPI = 9
+    kDLROCM = 10
+    kDLROCMHost = 11
+    kDLExtDev = 12
+    kDLCUDAManaged = 13
+    kDLOneAPI = 14
+    kDLWebGPU = 15
+    kDLHexagon = 16
+    kDLMAIA = 17
 
 
 def check_cpu(where):

@@ -4,13 +4,14 @@ functions with their PyTorch signatures (tensor, zeros, rand, ...) are fastgrad'
 """
 
 import builtins
+import ctypes
 import math
 
 import numpy as np
 
 from .._types import DTYPE_OF_NUMPY, float16, float64, int64, bool as bool_
 from ._storage import Storage, TYPECODE, cast
-from ._tensor import Tensor, full, new_tensor
+from ._tensor import Tensor, full, new_tensor, to_numpy
 
 
 def empty(shape, dtype):
@@ -109,3 +110,41 @@ def eye(n, m, dtype):
         raise RuntimeError(f"n must be greater or equal to 0, got {n if n < 0 else m}")
     values = [builtins.float(i == j) for i in range(n) for j in range(m)]
     return new_tensor(cast(values, float64, dtype), (n, m), dtype)
+
+
+# ---- DLPack, through numpy's (the reference has no C structs of its own)
+
+
+def to_dlpack(t, versioned, copied):
+    """A DLPack capsule over t's memory as numpy exports it (to_numpy shares it but for float16)."""
+    return to_numpy(t).__dlpack__(max_version=(1, 0) if versioned else None, copy=True if copied else None)
+
+
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.argtypes = (ctypes.py_object, ctypes.c_char_p)
+
+
+class _Capsule:
+    """A capsule behind the protocol numpy.from_dlpack takes (an object with __dlpack__)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def from_dlpack(capsule):
+    """A tensor over a DLPack capsule's memory, read by numpy; read-only memory is copied, as by the core."""
+    if not builtins.any(_capsule_is_valid(capsule, name) for name in (b"dltensor_versioned", b"dltensor")):
+        raise RuntimeError(
+            "from_dlpack received an invalid capsule. Note that DLTensor capsules can be consumed only once, so you "
+            "might have already constructed a tensor from it once."
+        )
+    array = np.from_dlpack(_Capsule(capsule))
+    if array.dtype not in DTYPE_OF_NUMPY:  # the core's error type for it
+        raise RuntimeError(f"Unsupported dtype in DLTensor: {array.dtype}")
+    return from_numpy(array if array.flags.writeable else array.copy(), share_memory=True)

@@ -1,9 +1,10 @@
-"""fastgrad.utils: torch.utils's data loading, as fastgrad.utils.data, and hooks.RemovableHandle.
+"""fastgrad.utils: torch.utils's data loading (fastgrad.utils.data), DLPack (fastgrad.utils.dlpack)
+and hooks.RemovableHandle.
 
 Shared by both backends (see fastgrad._shared): fastgrad.reference.utils.data batches the
 reference's tensors.
 """
 
-from . import data, hooks
+from . import data, dlpack, hooks
 
-__all__ = ["data", "hooks"]
+__all__ = ["data", "dlpack", "hooks"]
