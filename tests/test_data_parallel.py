@@ -73,6 +73,21 @@ def test_backward_and_zero_grad_work_in_the_buffer_as_in_pytorch(fg, torch):
     assert ours[1][0] == [2 * g for g in ours[0][0]] and any(ours[0][0])
 
 
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True:UserWarning")
+def test_create_graph_replaces_the_views_as_in_pytorch(fg, torch):
+    # With create_graph, PyTorch adds gradients out of place (a .grad with history is never written
+    # in place), so .grad stops being a view of the buffer.
+    def program(t):
+        params, loss = _model(t)
+        flat = _flatten(t, params)
+        loss().backward()
+        loss().backward(create_graph=True)
+        flat.zero_()
+        return flat, [p.grad for p in params if p.grad is not None]
+
+    same_on_both(fg, torch, program)
+
+
 def test_existing_gradients_are_copied_in(fg, torch, flatten_grads_):
     def grads_after_two_backwards(t):
         params, loss = _model(t)
