@@ -888,3 +888,14 @@ def test_tensordot_sums_a_dim_contracted_with_a_size_1_dim_before_saving(fg):
     product.sum().backward()
     assert values(x.grad) == [[24.0], [24.0]]
     assert values(y.grad) == [[6.0, 6.0, 6.0]]
+
+
+def test_dist_checks_its_saved_inputs(fg):
+    """DistBackward0 saves both inputs, as PyTorch's: one changed in place before backward is an
+    error (it saved their difference, so backward ran with values no longer there)."""
+    a, b = fg.tensor([1.0, 2.0, 4.0], requires_grad=True), fg.tensor([0.5, 1.0, 1.0], requires_grad=True)
+    x = a * 1
+    distance = fg.dist(x, b, 3)
+    x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        distance.backward()

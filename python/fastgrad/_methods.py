@@ -1529,16 +1529,21 @@ def _norm_backward(grad, x, p, norm, dims):
     return scaled * _prims.where(norm == 0, zero, grad / norm ** (p - 1))
 
 
-def _norm_node(name, inputs, difference, p, dims, keepdim):
-    """The p-norm of `difference` (inputs[0] - inputs[1], or one input) over `dims` as one node `name`."""
+def _norm_node(name, inputs, p, dims, keepdim):
+    """The p-norm of inputs[0] - inputs[1] (or of the one input) over `dims` as one node `name`, which
+    saves its inputs and result as PyTorch's (an input changed in place before backward is an error)."""
     p = builtins.float(p)
-    result = _prims.norm(difference.detach(), p, dims, keepdim)
 
-    def backward(grads, difference, result):
-        grad = _norm_backward(grads[0], difference, p, result, dims)
+    def difference(operands):  # with their graphs in backward: the node's own backward reaches both
+        return operands[0] if len(operands) == 1 else operands[0] - operands[1]
+
+    result = _prims.norm(difference([x.detach() for x in inputs]), p, dims, keepdim)
+
+    def backward(grads, *saved):
+        grad = _norm_backward(grads[0], difference(saved[:-1]), p, saved[-1], dims)
         return [grad] if len(inputs) == 1 else [grad, None if grad is None else -grad]
 
-    return _recorded(name, inputs, [result], [difference, result], backward)[0]
+    return _recorded(name, inputs, [result], [*inputs, result], backward)[0]
 
 
 def dist(input, other, p=2):
@@ -1549,14 +1554,13 @@ def dist(input, other, p=2):
             "norm(): input dtype should be either floating point or complex. Got "
             f"{SCALAR_TYPE_NAME[_prims.result_type(input, other)]} instead."
         )
-    # the difference keeps its graph: the node's backward reads it, so its own backward reaches both inputs
-    return _norm_node("DistBackward0", [input, other], input - other, p, [], False)
+    return _norm_node("DistBackward0", [input, other], p, [], False)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """The p-norm of x1 - x2 + eps along the last dim of the broadcast shape (PyTorch's at::norm)."""
     innermost = builtins.max(x1.dim(), x2.dim()) - 1
-    return _norm_node("NormBackward1", [x1 - x2 + eps], x1 - x2 + eps, p, [innermost], keepdim)
+    return _norm_node("NormBackward1", [x1 - x2 + eps], p, [innermost], keepdim)
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
