@@ -13,7 +13,7 @@ import pytest
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 PINNED = """
-import runpy, sys
+import os, runpy, sys
 import torch
 
 _draws = iter([(i * 0.6180339887498949) % 1.0 for i in range(1, 100000)])
@@ -27,24 +27,33 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 torch.multinomial = multinomial
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
+for script in sys.argv[1:]:  # each in turn, after a line with its name
+    print("=== " + os.path.basename(script), flush=True)
+    sys.argv = [script]
+    runpy.run_path(script, run_name="__main__")
 """
 
 
-def run(tmp_path, example, *command):
+def run_all(tmp_path, examples, *command):
+    """What each example prints, run one after another in one process (which pays the library's
+    import once): {example: its output}."""
     wrapper = tmp_path / "pinned.py"
     wrapper.write_text(PINNED, encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
     result = subprocess.run(
-        [sys.executable, *command, str(wrapper), os.path.join(EXAMPLES, example)],
+        [sys.executable, *command, str(wrapper), *(os.path.join(EXAMPLES, example) for example in examples)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
         env=env,
     )
     assert result.returncode == 0, result.stderr
-    return result.stdout
+    sections = result.stdout.split("=== ")[1:]
+    return {name: text for name, _, text in (section.partition("\n") for section in sections)}
+
+
+def run(tmp_path, example, *command):
+    return run_all(tmp_path, [example], *command)[example]
 
 
 NUMBER = re.compile(r"-?\d+\.\d+")
@@ -80,11 +89,15 @@ def test_example_prints_what_pytorch_prints(tmp_path, pytorch_prints, example, b
 
 # Re-creations of public programs' training flows (their own docstrings say which): each prints its
 # losses step by step from the same initial weights, which must be PyTorch's to float32 rounding.
-# On fastgrad only: the reference would take 2-6 s each for what the two above check already.
+# One test, so that each library runs them all in one process (one import of torch). On fastgrad
+# only: the reference would take 2-6 s each for what the two above check already.
 TRAINING_PROGRAMS = ["vae.py", "dqn_step.py", "transformer_copy.py", "makemore_mlp.py", "mingpt_trainer.py"]
 
 
-@pytest.mark.parametrize("example", TRAINING_PROGRAMS)
-def test_training_program_matches_pytorch_step_by_step(tmp_path, pytorch_prints, example):
-    ours = run(tmp_path, example, "-m", "fastgrad.run")
-    assert_same_output(ours, pytorch_prints(example))
+@pytest.mark.slow
+def test_training_programs_match_pytorch_step_by_step(tmp_path, torch):
+    theirs = run_all(tmp_path, TRAINING_PROGRAMS)
+    ours = run_all(tmp_path, TRAINING_PROGRAMS, "-m", "fastgrad.run")
+    assert list(ours) == TRAINING_PROGRAMS
+    for example in TRAINING_PROGRAMS:
+        assert_same_output(ours[example], theirs[example])

@@ -24,7 +24,7 @@ import fuzz_programs
 from fuzz_programs import OPS, assert_gradients_match_finite_differences, assert_same_outcome, programs, run
 
 EXAMPLES = int(os.environ.get("FASTGRAD_FUZZ_EXAMPLES", "1000"))
-PER_OP_EXAMPLES = max(2, EXAMPLES // 500)  # ~530 templates: 2 programs each by default
+PER_OP_EXAMPLES = max(3, EXAMPLES // 300)  # ~530 templates: 3 programs each by default
 SECOND_ORDER_EXAMPLES = max(10, EXAMPLES // 5)
 SEED = os.environ.get("FASTGRAD_FUZZ_SEED")
 BACKENDS = fuzz_programs.backends()
