@@ -9,8 +9,9 @@ and of fastgrad._C. The names in TYPED carry real types (what editors and mypy u
 their parameter names from the runtime signature where Python has one, and Any.
 
 The top level's op-table functions are put into its globals() at import, where a type checker does
-not see them: __init__.pyi declares them, and re-exports every other public name from the module that
-defines it (a checker reads those modules' own code). tests/test_stubs.py
+not see them: __init__.pyi declares them, types the creation functions (tensor, zeros, rand, ...) as
+returning a Tensor, and re-exports every other public name from the module that defines it (a checker
+reads those modules' own code). tests/test_stubs.py
 fails when the stub and the runtime disagree, so rerun this after adding a method or a binding.
 """
 
@@ -21,7 +22,7 @@ import sys
 import types
 
 import fastgrad
-from fastgrad import _C
+from fastgrad import _C, _factories, _sampling
 
 PACKAGE = pathlib.Path(fastgrad.__file__).parent
 
@@ -78,6 +79,11 @@ for _op in ("eq", "ne"):
     TYPED[f"__{_op}__"] = f"def __{_op}__(self, other: Any) -> Tensor: ...  # type: ignore[override]"
 for _op in ("neg", "pos", "abs", "invert"):
     TYPED[f"__{_op}__"] = f"def __{_op}__(self) -> Tensor: ..."
+
+
+# The functions that make a tensor: typed as returning one (their code is unannotated, so a checker
+# would infer Any and check nothing done with the result).
+CREATION = set(_factories.__all__) | set(_sampling.__all__)
 
 
 def is_public(name):
@@ -177,6 +183,8 @@ def render_package():
         value = getattr(fastgrad, name)
         if isinstance(value, types.ModuleType):
             imports.append(f"from . import {name} as {name}")
+        elif name in CREATION and not isinstance(value, type):
+            declarations.append(f"def {name}({parameters(value, bound=False)}) -> _Tensor: ...")
         elif defining_module(name, value):
             imports.append(f"from {defining_module(name, value)} import {name} as {name}")
         elif isinstance(value, type):  # the legacy tensor types, made in a loop: FloatTensor, ...

@@ -1,7 +1,13 @@
-"""fastgrad.__version__ from its one place, fastgrad.version as torch.version, and show_config()."""
+"""fastgrad.__version__ from its one place, fastgrad.version as torch.version, show_config(), and the
+release wheels' configuration ([tool.cibuildwheel])."""
 
 import pathlib
 import re
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    tomllib = None
 
 import pytest
 
@@ -56,3 +62,16 @@ def test_config_names_how_the_core_was_built(key):
 
     assert isinstance(fastgrad.config()[key], str) and fastgrad.reference.config()[key] is None
     assert fastgrad.config()["build_type"] in ("Release", "Debug", "RelWithDebInfo", "MinSizeRel")
+
+
+def test_release_wheels_cover_the_supported_pythons_with_runtime_dispatch():
+    if tomllib is None:
+        pytest.skip("tomllib is Python 3.11+")
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    oldest_minor = int(re.fullmatch(r">=3\.(\d+)", pyproject["project"]["requires-python"]).group(1))
+    cibuildwheel = pyproject["tool"]["cibuildwheel"]
+    assert cibuildwheel["build"] == [f"cp3{minor}-*" for minor in range(oldest_minor, 14)]
+    assert cibuildwheel["linux"]["archs"] == ["x86_64", "aarch64"] and cibuildwheel["macos"]["archs"] == ["arm64"]
+    # A wheel runs on every CPU of its architecture only if nothing is compiled for the build machine's.
+    assert "-march=native" not in (REPO / "CMakeLists.txt").read_text()
+    assert "march" not in str(cibuildwheel)
