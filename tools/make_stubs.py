@@ -11,8 +11,10 @@ their parameter names from the runtime signature where Python has one, and Any.
 The top level's op-table functions are put into its globals() at import, where a type checker does
 not see them: __init__.pyi declares them, types the creation functions (tensor, zeros, rand, ...) as
 returning a Tensor, and re-exports every other public name from the module that defines it (a checker
-reads those modules' own code). tests/test_stubs.py
-fails when the stub and the runtime disagree, so rerun this after adding a method or a binding.
+reads those modules' own code).
+
+tests/test_stubs.py fails when the stubs and the runtime disagree: rerun this after adding a method, a
+binding or a top-level name.
 """
 
 import inspect
@@ -118,11 +120,12 @@ def parameters(function, bound):
 
 
 def member_stub(name, value):
+    """The stub of a Tensor member; `value` as the class holds it (inspect.getattr_static)."""
     if name in TYPED:
         return TYPED[name]
-    if isinstance(value, (property, type(_C.Tensor.shape))) or inspect.isdatadescriptor(value):
+    if inspect.isdatadescriptor(value):  # a property or a C++ getter
         return f"@property\ndef {name}(self) -> Any: ..."
-    if isinstance(value, staticmethod) or isinstance(inspect.getattr_static(_C.Tensor, name), staticmethod):
+    if isinstance(value, staticmethod):
         return f"@staticmethod\ndef {name}({parameters(value, bound=False)}) -> Any: ..."
     return f"def {name}({parameters(value, bound=True)}) -> Any: ..."
 
@@ -187,7 +190,7 @@ def render_package():
             declarations.append(f"def {name}({parameters(value, bound=False)}) -> _Tensor: ...")
         elif defining_module(name, value):
             imports.append(f"from {defining_module(name, value)} import {name} as {name}")
-        elif isinstance(value, type):  # the legacy tensor types, made in a loop: FloatTensor, ...
+        elif isinstance(value, type):  # made in a loop: the legacy types (FloatTensor(2, 3) is a Tensor)
             declarations.append(f"class {name}(_Tensor): ...")
         else:
             declarations.append(f"def {name}({parameters(value, bound=False)}) -> Any: ...")
