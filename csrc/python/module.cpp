@@ -117,9 +117,13 @@ PYBIND11_MODULE(_C, m) {
         for (Isa isa : available_isas()) names.append(isa_name(isa));
         d["isas_available"] = names;
         d["num_threads"] = get_num_threads();
+        d["compiler"] = FASTGRAD_COMPILER;  // these three: defined by CMakeLists.txt
+        d["build_type"] = FASTGRAD_BUILD_TYPE;
+        d["cxx_flags"] = FASTGRAD_CXX_FLAGS;
         return d;
       },
-      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, and threads.");
+      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, threads, and how the module "
+      "was built (compiler, build type, flags).");
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
   m.def(
       "set_num_threads",

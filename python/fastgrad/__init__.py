@@ -38,6 +38,8 @@ from ._formatting import set_printoptions
 from .serialization import save, load
 from ._alias import alias_torch
 
-globals().update(_FUNCTIONS)
+from . import __config__, version
+from .__config__ import show_config
+from ._version import __version__
 
-__version__ = "0.1.0"
+globals().update(_FUNCTIONS)

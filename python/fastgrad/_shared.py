@@ -30,6 +30,7 @@ SHARED = [
     "safetensors",
     "optim",
     "utils",
+    "__config__",
 ]
 _HERE = pathlib.Path(__file__).resolve().parent
 

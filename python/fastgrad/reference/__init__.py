@@ -60,3 +60,6 @@ from .._formatting import set_printoptions  # noqa: E402
 from . import viz  # noqa: E402
 
 globals().update(_FUNCTIONS)
+from .__config__ import show_config  # noqa: E402  this backend's build: pure Python
+from .. import version  # noqa: E402  backend-independent: the package's version
+from .._version import __version__  # noqa: E402

@@ -523,8 +523,15 @@ def isclose(input, other, rtol, atol, equal_nan):
 
 
 def config():
-    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD; the recorded thread count."""
-    return {"isa": "python", "isas_available": ["python"], "num_threads": _num_threads}
+    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD, nothing compiled; the recorded thread count."""
+    return {
+        "isa": "python",
+        "isas_available": ["python"],
+        "num_threads": _num_threads,
+        "compiler": None,
+        "build_type": None,
+        "cxx_flags": None,
+    }
 
 
 # The pure-Python backend computes on the calling thread: set_num_threads validates and records
