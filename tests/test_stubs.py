@@ -1,6 +1,6 @@
 """The type stubs (fastgrad/_C.pyi, fastgrad/__init__.pyi, py.typed) against the runtime, so that they
 cannot fall behind silently: every name a stub declares exists, and every public name exists in a stub.
-tools/make_stubs.py regenerates them.
+.ci/make_stubs.py regenerates them.
 
 FASTGRAD_TYPECHECK=1 also runs mypy (when installed) over the examples and the demo with the stubs:
 about 10 s of CPU, too long for the default run.
