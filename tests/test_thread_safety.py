@@ -231,7 +231,7 @@ def test_a_python_thread_runs_while_a_long_kernel_runs(name, long_operands):
     try:
         counter.start()
         started.wait()
-        while len(calls) < 3 or calls[-1][1] - calls[0][0] < 0.3:
+        while len(calls) < 2 or calls[-1][1] - calls[0][0] < 0.1:
             t0 = time.perf_counter()
             kernel(a, big)
             calls.append((t0, time.perf_counter()))
