@@ -1,6 +1,6 @@
 """The normalization layers over channels (batch, instance, group, local response; layer norm over
 image dims) and the image helpers (pixel (un)shuffle, interpolate / Upsample) against PyTorch:
-values and gradients, float64 gradcheck, running statistics over training steps, train/eval
+values and gradients, float64 gradcheck and gradgradcheck, running statistics over training steps, train/eval
 behaviour, state_dicts loaded both ways, reprs, errors, and a small model trained step by step.
 
 A case is a function of (F, t, *inputs) run on both libraries with the same numpy data; the float
@@ -98,7 +98,7 @@ def test_values_and_gradients_match_pytorch(fg, torch, case, dtype):
         np.testing.assert_allclose(got, expected, **tolerance)
 
 
-GRADCHECKED = {  # float64 finite differences of the composed gradients
+GRADCHECKED = {  # float64 finite differences of the composed gradients, and of their gradients
     "batch_norm train": (
         lambda F, t, x, w, b: F.batch_norm(x, None, None, w, b, training=True),
         [(3, 2, 2), (2,), (2,)],
@@ -110,12 +110,13 @@ GRADCHECKED = {  # float64 finite differences of the composed gradients
 }
 
 
+@pytest.mark.parametrize("check", ["gradcheck", "gradgradcheck"])
 @pytest.mark.parametrize("case", list(GRADCHECKED))
-def test_gradcheck(fg, case):
+def test_gradcheck(fg, case, check):
     fn, shapes = GRADCHECKED[case]
     rng = rng_for("gradcheck", case)
     inputs = [fg.tensor(rng.uniform(-2, 2, size=shape), requires_grad=True) for shape in shapes]
-    assert gradcheck_for(fg)(lambda *xs: fn(fg.nn.functional, fg, *xs), inputs, eps=1e-6, atol=1e-5)
+    assert gradcheck_for(fg, check)(lambda *xs: fn(fg.nn.functional, fg, *xs), inputs, eps=1e-6, atol=1e-5)
 
 
 # ---- the modules: running statistics, modes, state_dicts, reprs
