@@ -322,6 +322,7 @@ ERRORS = {
     "empty output": lambda t: t.nn.functional.interpolate(_floats(t, 1, 1, 4, 5), scale_factor=0.1),
     "empty output 1d": lambda t: t.nn.functional.interpolate(_floats(t, 1, 1, 4), size=0, mode="linear"),
     "no channels": lambda t: t.nn.functional.interpolate(_floats(t, 2, 0, 2, 2), scale_factor=2),
+    "antialias nearest": lambda t: t.nn.functional.interpolate(_floats(t, 1, 1, 4, 4), 3, antialias=True),
     "integer interpolate": lambda t: t.nn.functional.interpolate(t.ones(1, 1, 2, dtype=t.long), 3, mode="linear"),
 }
 
@@ -331,6 +332,30 @@ def test_errors_match_pytorch(fg, torch, case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         same_error(fg, torch, ERRORS[case])
+
+
+def test_float16_batch_norm_with_float32_parameters(fg, torch):
+    """As PyTorch's kernel: normalized in float32, the output in float16, the float32 stats updated."""
+    x = rng_for("float16").standard_normal((4, 3, 5)).astype(np.float16)
+    results = []
+    for t in (fg, torch):
+        running_mean, running_var = t.zeros(3), t.ones(3)
+        out = t.nn.functional.batch_norm(t.tensor(x), running_mean, running_var, t.ones(3), t.zeros(3), True)
+        assert out.dtype == t.float16
+        results.append([to_numpy(out).astype(np.float32), to_numpy(running_mean), to_numpy(running_var)])
+    for got, expected in zip(*results):
+        np.testing.assert_allclose(got, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_deprecated_upsample_functions(fg):
+    F, x = fg.nn.functional, fg.arange(12.0).reshape(1, 1, 3, 4)
+    with pytest.warns(UserWarning, match="`nn.functional.upsample_bilinear` is deprecated"):
+        bilinear = F.upsample_bilinear(x, scale_factor=2)
+    assert fg.equal(bilinear, F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True))
+    with pytest.warns(UserWarning, match="`nn.functional.upsample_nearest` is deprecated"):
+        assert fg.equal(F.upsample_nearest(x, size=5), F.interpolate(x, size=5))
+    with pytest.warns(UserWarning, match="`nn.functional.upsample` is deprecated"):
+        assert fg.equal(F.upsample(x, (2, 2), mode="bilinear"), F.interpolate(x, (2, 2), mode="bilinear"))
 
 
 def test_instance_norm_warns_when_features_differ_without_affine(fg):

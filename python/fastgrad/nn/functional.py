@@ -1363,6 +1363,10 @@ def interpolate(
     if recompute_scale_factor:  # the output size from the factors, which the kernel then ignores
         output_size = [int(input.shape[i + 2] * scale_factors[i]) for i in range(dim)]
         scale_factors = None
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.dim() == 4):
+        raise ValueError(
+            "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
+        )
     if antialias:
         raise NotImplementedError("interpolate: antialias=True is not supported by fastgrad")
     if mode not in _INTERPOLATE_MODES or not 3 <= input.dim() <= 5:
