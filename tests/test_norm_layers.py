@@ -368,6 +368,7 @@ def test_empty_batch_leaves_the_running_stats(fg, torch):
         bn = t.nn.BatchNorm2d(2)
         assert bn(t.ones(0, 2, 3, 3)).shape == (0, 2, 3, 3)
         assert bn.running_mean.tolist() == [0.0, 0.0] and bn.running_var.tolist() == [1.0, 1.0]
+        assert t.nn.functional.batch_norm(t.ones(2, 0, 3), None, None, training=True).shape == (2, 0, 3)
 
 
 def test_upsample_empty_batch(fg):

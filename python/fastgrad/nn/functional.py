@@ -1047,7 +1047,7 @@ def _channel_sum(t):
 
 
 def _channel_mean(t):
-    return _channel_sum(t) / (t.numel() // t.shape[1])
+    return _channel_sum(t) / math.prod([t.shape[0], *t.shape[2:]])
 
 
 def _batch_statistics(x):
@@ -1068,8 +1068,8 @@ def _affine_gradients(grad, normalized, has_weight, has_bias):
 class NativeBatchNorm(Function):
     """(x - mean) / sqrt(var + eps) * weight + bias per channel, one node as PyTorch's, computed as
     x * scale + shift. mean and var are (C,) vectors without history: the batch's (`training`:
-    backward then differentiates through them, recomputed from the saved input) or the running
-    stats (constants). The backward is composed of ops, so gradients of any order follow."""
+    the backward differentiates through them, recomputed from the saved input when it records a
+    graph) or the running stats (constants). The backward is composed of ops, so gradients of any order follow."""
 
     @staticmethod
     def forward(ctx, input, weight, bias, mean, var, eps, training):
@@ -1086,7 +1086,7 @@ class NativeBatchNorm(Function):
     @staticmethod
     def backward(ctx, grad):
         input, weight, mean, var = ctx.saved_tensors
-        if ctx.training:  # the statistics as functions of the input, for higher derivatives
+        if ctx.training and is_grad_enabled():  # create_graph: the statistics as functions of the input
             mean, var = _batch_statistics(input)
         rstd = _channel_view((var + ctx.eps).rsqrt(), input)
         normalized = (input - _channel_view(mean, input)) * rstd
