@@ -1029,7 +1029,8 @@ def one_hot(tensor, num_classes=-1):
 #
 # Composed of tensor ops (so gradients of any order follow). Statistics per channel (dim 1) are
 # reduced over the trailing dims first, then over the batch: one reduction over the non-adjacent
-# dims (0, 2, ...) is about 60x slower in the reduce kernel than the two. For the same reason the
+# dims (0, 2, ...) is tens of times slower in today's reduce kernel than the two (770 against
+# 11 us for 8x16x32x32 float32). For the same reason the
 # per-channel scale and shift are one node whose backward reduces that way, instead of broadcasts
 # whose gradients the engine would sum over (0, 2, ...). A fused kernel (one pass for the
 # statistics, one for normalize + affine, one for the backward) would spare the intermediate
@@ -1216,6 +1217,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     batch, channels, *spatial = input.shape
     _verify_batch_size([batch * channels // num_groups, num_groups, *spatial])
+    if num_groups <= 0:
+        raise RuntimeError(f"Expected num groups to be greater than 0, got {num_groups}")
     if channels % num_groups:
         raise RuntimeError(
             "Expected number of channels in input to be divisible by num_groups, but got input of shape "
@@ -1245,6 +1248,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         raise ValueError(f"Expected 3D or higher dimensionality                          input (got {dim} dimensions)")
     if input.numel() == 0:
         return input
+    if size <= 0:  # PyTorch's average pooling's check
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {size} kW: 1")
     channels = input.shape[1]
     squares = pad(input.mul(input).movedim(1, -1), (size // 2, (size - 1) // 2)).movedim(-1, 1)
     window = squares.narrow(1, 0, channels)
@@ -1410,6 +1415,8 @@ def _resample(input, output_size, scale_factors, nearest, align_corners):
     spatial = input.dim() - 2
     input_size = list(input.shape[2:])
     if output_size is None:  # truncated, as ATen's conversion of size * factor to an integer
+        if not all(math.isfinite(size * factor) for size, factor in zip(input_size, scale_factors)):
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
         output_size = [int(size * factor) for size, factor in zip(input_size, scale_factors)]
     if min(input_size + output_size) <= 0:
         names = _SPATIAL_NAMES[spatial]
