@@ -1149,15 +1149,20 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     _check_batch_norm_dtypes(input, [tensor for _, tensor in named])
     # a float16 or bfloat16 input is normalized in float32, as PyTorch's kernel does
     x = input.float() if input.dtype in (float16, bfloat16) else input
-    weight, bias = (None if t is None else t.to(x.dtype) for t in (weight, bias))
+    weight, bias = (None if t is None else _in_dtype(t, x.dtype) for t in (weight, bias))
     if training:
         with no_grad():
             mean, var = _batch_statistics(x.detach())
         if input.numel():  # an empty batch leaves the running stats as they are, as PyTorch's
             _update_running_stats(running_mean, running_var, mean, var, input.numel() // channels, momentum)
     else:
-        mean, var = running_mean.detach().to(x.dtype), running_var.detach().to(x.dtype)
-    return NativeBatchNorm.apply(x, weight, bias, mean, var, eps, training).to(input.dtype)
+        mean, var = _in_dtype(running_mean.detach(), x.dtype), _in_dtype(running_var.detach(), x.dtype)
+    return _in_dtype(NativeBatchNorm.apply(x, weight, bias, mean, var, eps, training), input.dtype)
+
+
+def _in_dtype(tensor, dtype):
+    """tensor in dtype: itself when it has it (a cast costs more than a small batch's kernels)."""
+    return tensor if tensor.dtype is dtype else tensor.to(dtype)
 
 
 def _update_running_stats(running_mean, running_var, mean, var, count, momentum):
@@ -1165,10 +1170,10 @@ def _update_running_stats(running_mean, running_var, mean, var, count, momentum)
     variance's batch value is the unbiased one (count / (count - 1) times the biased)."""
     with no_grad():
         if running_mean is not None:
-            running_mean.mul_(1 - momentum).add_(mean.to(running_mean.dtype) * momentum)
+            running_mean.mul_(1 - momentum).add_(_in_dtype(mean, running_mean.dtype) * momentum)
         if running_var is not None:
             unbiased = var * (count / (count - 1))
-            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+            running_var.mul_(1 - momentum).add_(_in_dtype(unbiased, running_var.dtype) * momentum)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
