@@ -50,7 +50,10 @@ CASES = {  # id: (fn(F, t, *inputs), input shapes)
     "nearest recompute": (lambda F, t, x: F.interpolate(x, scale_factor=1.7, recompute_scale_factor=True), [(1, 2, 5)]),
     "nearest 2d": (lambda F, t, x: F.interpolate(x, size=(5, 2)), [(1, 2, 3, 4)]),
     "nearest same size": (lambda F, t, x: F.interpolate(x, scale_factor=1.2), [(1, 1, 3, 4)]),
+    "nearest 2d kept and doubled": (lambda F, t, x: F.interpolate(x, scale_factor=(1.03, 2.01)), [(1, 2, 5, 3)]),
     "nearest 3d": (lambda F, t, x: F.interpolate(x, scale_factor=(2, 1, 0.5)), [(1, 1, 2, 3, 4)]),
+    "nearest-exact": (lambda F, t, x: F.interpolate(x, scale_factor=(1.7, 0.6), mode="nearest-exact"), [(1, 2, 5, 7)]),
+    "nearest-exact size": (lambda F, t, x: F.interpolate(x, size=(3, 8), mode="nearest-exact"), [(1, 1, 3, 4)]),
     "linear": (lambda F, t, x: F.interpolate(x, size=7, mode="linear"), [(2, 2, 4)]),
     "linear corners": (lambda F, t, x: F.interpolate(x, size=7, mode="linear", align_corners=True), [(2, 2, 4)]),
     "bilinear": (lambda F, t, x: F.interpolate(x, scale_factor=1.5, mode="bilinear"), [(2, 2, 3, 4)]),
@@ -77,7 +80,15 @@ def _run(lib, fn, arrays, upstream):
 
 
 # float32 too where the computation has float32 steps of its own (statistics, source positions)
-IN_FLOAT32 = ["batch_norm train", "group_norm", "nearest 1d", "nearest 3d", "bilinear", "bilinear corners"]
+IN_FLOAT32 = [
+    "batch_norm train",
+    "group_norm",
+    "nearest 1d",
+    "nearest 3d",
+    "nearest-exact",
+    "bilinear",
+    "bilinear corners",
+]
 
 
 @pytest.mark.parametrize(
@@ -107,6 +118,8 @@ GRADCHECKED = {  # float64 finite differences of the composed gradients, and of 
     "group_norm": (lambda F, t, x, w: F.group_norm(x, 2, w), [(2, 4, 2), (4,)]),
     "local_response_norm": (lambda F, t, x: F.local_response_norm(x, 2, alpha=0.5), [(1, 3, 2)]),
     "bilinear": (lambda F, t, x: F.interpolate(x, size=(3, 2), mode="bilinear"), [(1, 1, 2, 3)]),
+    # the size doubles under a factor of 2.06: PyTorch's backward here is not its forward's
+    "nearest 1d doubled": (lambda F, t, x: F.interpolate(x, scale_factor=2.06), [(1, 2, 2)]),
 }
 
 
