@@ -109,6 +109,7 @@ def test_values_and_gradients_match_pytorch(fg, torch, case, dtype):
         np.testing.assert_allclose(got, expected, **tolerance)
 
 
+NEAREST_DOUBLED = "nearest 1d doubled"
 GRADCHECKED = {  # float64 finite differences of the composed gradients, and of their gradients
     "batch_norm train": (
         lambda F, t, x, w, b: F.batch_norm(x, None, None, w, b, training=True),
@@ -119,13 +120,16 @@ GRADCHECKED = {  # float64 finite differences of the composed gradients, and of 
     "local_response_norm": (lambda F, t, x: F.local_response_norm(x, 2, alpha=0.5), [(1, 3, 2)]),
     "bilinear": (lambda F, t, x: F.interpolate(x, size=(3, 2), mode="bilinear"), [(1, 1, 2, 3)]),
     # the size doubles under a factor of 2.06: PyTorch's backward here is not its forward's
-    "nearest 1d doubled": (lambda F, t, x: F.interpolate(x, scale_factor=2.06), [(1, 2, 2)]),
+    # (fastgrad's is: a documented difference)
+    NEAREST_DOUBLED: (lambda F, t, x: F.interpolate(x, scale_factor=2.06), [(1, 2, 2)]),
 }
 
 
 @pytest.mark.parametrize("check", ["gradcheck", "gradgradcheck"])
 @pytest.mark.parametrize("case", list(GRADCHECKED))
 def test_gradcheck(fg, case, check):
+    if case == NEAREST_DOUBLED and fg.__name__ == "torch":
+        pytest.skip("PyTorch's 1-D nearest backward reads other positions than its forward here")
     fn, shapes = GRADCHECKED[case]
     rng = rng_for("gradcheck", case)
     inputs = [fg.tensor(rng.uniform(-2, 2, size=shape), requires_grad=True) for shape in shapes]
