@@ -5,6 +5,10 @@ loop, whole results of a sum), so 1 and 2 threads must agree bit for bit. Two th
 work even on a one-core machine, so these tests exercise the split everywhere.
 """
 
+import functools
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -54,6 +58,53 @@ def test_set_num_threads_errors_as_torch(fg, torch, value):
     with pytest.raises(type(expected.value), match="^" + __import__("re").escape(str(expected.value)) + "$"):
         fg.set_num_threads(value)
     assert fg.get_num_threads() == saved and torch.get_num_threads() == torch_saved
+
+
+@functools.cache
+def threads_at_start(omp=None, mkl=None):
+    """The thread count fastgrad starts with under these OMP_NUM_THREADS and MKL_NUM_THREADS (None: unset)."""
+    child_env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    child_env.update({k: v for k, v in (("OMP_NUM_THREADS", omp), ("MKL_NUM_THREADS", mkl)) if v is not None})
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    # The extension alone (what fastgrad.get_num_threads calls): a tenth of the package's import time.
+    code = (
+        "import importlib.machinery as m, importlib.util as u\n"
+        "spec = m.PathFinder.find_spec('fastgrad._C', u.find_spec('fastgrad').submodule_search_locations)\n"
+        "core = u.module_from_spec(spec)\n"
+        "spec.loader.exec_module(core)\n"
+        "print(core.get_num_threads())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=child_env, capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+# PyTorch 2.13 (OpenMP build) at import, measured: MKL_NUM_THREADS wins over OMP_NUM_THREADS; a
+# count above the logical CPUs is cut to their number; 0, negative and non-numeric values are
+# ignored; blanks around the number and OpenMP's comma list (one count per nesting level) are read.
+@pytest.mark.parametrize(
+    "omp,mkl,expected",
+    [
+        ("1", None, 1),
+        (" 1 ", None, 1),
+        ("1,2", None, 1),
+        ("+1", None, 1),
+        ("1000", None, "cpus"),
+        ("0", None, "default"),
+        ("-2", None, "default"),
+        ("abc", None, "default"),
+        ("1abc", None, "default"),
+        ("1.5", None, "default"),
+        ("", None, "default"),
+        ("2", "1", 1),
+        ("1", "1000", "cpus"),
+        ("1", "0", 1),
+        ("1", "abc", 1),
+        ("0", "1", 1),
+    ],
+)
+def test_thread_count_from_environment_as_torch(omp, mkl, expected):
+    expected = {"cpus": os.cpu_count(), "default": threads_at_start()}.get(expected, expected)
+    assert threads_at_start(omp, mkl) == expected
 
 
 MATMUL_SHAPES = [

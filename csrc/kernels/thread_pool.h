@@ -14,8 +14,9 @@
 
 namespace fg {
 
-// The default is the number of physical cores (as PyTorch: hyperthreads share a core's FMA
-// units, so the compute-bound kernels gain nothing from them).
+// At start-up, as PyTorch: MKL_NUM_THREADS, else OMP_NUM_THREADS (a positive integer, capped at
+// the logical CPUs; other values are ignored), else the number of physical cores (hyperthreads
+// share a core's FMA units, so the compute-bound kernels gain nothing from them).
 int get_num_threads();
 // n >= 1; the workers are restarted (after any running job ends).
 void set_num_threads(int n);
