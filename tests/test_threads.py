@@ -176,6 +176,39 @@ def test_elementwise_bitwise_independent_of_threads(threads, name, dtype):
     assert same_bits(one, two)
 
 
+# Operands that are not one contiguous run: runs of a row (or a repeated value) per row, and
+# strided views the scalar loop walks; each result must equal numpy's (these ops round once).
+BROADCAST = {
+    "add_column": (lambda x, y: x + y[:, :1], lambda x, y: x + y[:, :1]),
+    "mul_row": (lambda x, y: x * y[:1], lambda x, y: x * y[:1]),
+    "sub_vector": (lambda x, y: x - y[0], lambda x, y: x - y[0]),
+    "div_0d_tensor": (lambda x, y: x / y[3, 5], lambda x, y: x / y[3, 5]),
+    "maximum_column_first": (lambda x, y: fastgrad.maximum(y[:, :1], x), lambda x, y: np.maximum(y[:, :1], x)),
+    "add_transposed": (lambda x, y: x.t() + y.t(), lambda x, y: x.T + y.T),
+    "mul_strided": (lambda x, y: x[:, 1::2] * y[:, 2::2], lambda x, y: x[:, 1::2] * y[:, 2::2]),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("name", sorted(BROADCAST))
+def test_broadcast_and_strided_elementwise_split_bitwise(threads, name, dtype):
+    rng = np.random.default_rng(6)
+    x_np = (rng.standard_normal((513, 1023)) * 100).astype(dtype)  # odd row length: chunks end mid-row
+    y_np = (rng.standard_normal((513, 1023)) * 100).astype(dtype)
+    if dtype == "int64":
+        y_np[y_np == 0] = 7
+    op, reference = BROADCAST[name]
+    x, y = fastgrad.tensor(x_np), fastgrad.tensor(y_np)
+    one, two = threads(lambda: op(x, y))
+    assert same_bits(one, two)
+    expected = reference(x_np, y_np)
+    if dtype == "int64" and name == "div_0d_tensor":
+        expected = x_np / y_np[3, 5]  # true division: float32, as PyTorch's default
+        np.testing.assert_allclose(two.numpy(), expected, rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(two.numpy(), expected)
+
+
 def test_elementwise_values_after_split(threads):
     x = np.arange(300001, dtype=np.float64)
     one, two = threads(lambda: fastgrad.tensor(x) * 2.0 + fastgrad.tensor(x))
@@ -200,6 +233,54 @@ def test_sum_bitwise_independent_of_threads(threads, shape, dim, dtype):
     assert same_bits(one, two)
     expected = x.numpy().astype(np.float64).sum(axis=dim)
     np.testing.assert_allclose(two.numpy(), expected, rtol=1e-5, atol=1e-4)
+
+
+# Reductions over views and middle dims: the vector sums over any strides (each result's blocks,
+# or its rows of results) and the plain loop (max, argmax, prod, integer sums) split by results.
+def transposed(shape):
+    return lambda x: x.reshape(shape[::-1]).t() if isinstance(x, fastgrad.Tensor) else x.reshape(shape[::-1]).T
+
+
+REDUCTIONS = [
+    ("sum", (1000, 300), 0, None),
+    ("sum", (300, 1000), 0, transposed((300, 1000))),  # contiguous blocks of a transposed view
+    ("sum", (300, 1000), 1, transposed((300, 1000))),  # rows of results of a transposed view
+    ("sum", (40, 50, 600), 1, None),  # a middle dim
+    ("sum", (8, 16, 33, 31), (0, 2, 3), None),  # per channel: several blocks each
+    ("sum", (1000, 3, 60), 1, None),  # short rows of results
+    ("mean", (50, 40, 600), (0, 2), None),
+    ("amax", (1000, 300), 0, None),
+    ("amax", (300, 1000), 1, transposed((300, 1000))),
+    ("argmax", (1000, 300), 0, None),
+    ("prod", (40, 2000), 0, None),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("op,shape,dim,view", REDUCTIONS)
+def test_strided_reductions_split_bitwise(threads, op, shape, dim, view, dtype):
+    if dtype == "int64" and op == "mean":
+        pytest.skip("mean is for floating types")
+    rng = np.random.default_rng(7)
+    x_np = rng.standard_normal(shape)
+    x_np = (x_np * 100).astype(dtype) if dtype == "int64" else (1 + x_np / 100 if op == "prod" else x_np).astype(dtype)
+    x = fastgrad.tensor(x_np)
+    if view is not None:
+        x, x_np = view(x), view(x_np)
+    assert not x.is_contiguous() or view is None
+
+    def run():
+        if op == "argmax":
+            return fastgrad.argmax(x, dim)
+        return getattr(x, op)(dim)
+
+    one, two = threads(run)
+    assert same_bits(one, two)
+    expected = getattr(np, op)(x_np.astype(np.float64) if dtype != "int64" else x_np, axis=dim)
+    if op in ("amax", "argmax") or dtype == "int64":
+        np.testing.assert_array_equal(two.numpy(), expected)
+    else:
+        np.testing.assert_allclose(two.numpy(), expected, rtol=1e-5, atol=1e-4)
 
 
 def test_python_threads_run_products_concurrently(threads):

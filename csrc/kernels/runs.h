@@ -3,6 +3,7 @@
 // That covers same-shape contiguous operands (one run), tensor-scalar, and row / column broadcasts
 // ([n, m] with [m]: n runs of m; [n, m] with [n, 1]: n runs, the second operand repeated).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -43,14 +44,32 @@ InnerRuns<N> inner_runs(const Dims& shape, const std::array<const int64_t*, N>& 
   return runs;
 }
 
-// Calls f(out_offset, offsets) for each run: out_offset into a contiguous output, offsets[k] into
-// operand k.
+// Calls f(out_offset, offsets, count) for the runs, or the pieces of runs, that cover the output
+// elements [lo, hi), in order: `count` elements from out_offset into a contiguous output, from
+// offsets[k] into operand k (its one value, when it repeats along the run).
 template <size_t N, class F>
-void for_each_run(const InnerRuns<N>& runs, F&& f) {
-  std::array<const int64_t*, N> strides;
-  for (size_t k = 0; k < N; ++k) strides[k] = runs.outer_strides[k].data();
-  for_each_offset<N>(runs.outer, strides,
-                     [&](int64_t i, const std::array<int64_t, N>& off) { f(i * runs.inner, off); });
+void for_each_run(const InnerRuns<N>& runs, int64_t lo, int64_t hi, F&& f) {
+  if (lo >= hi) return;
+  const int64_t ndim = static_cast<int64_t>(runs.outer.size());
+  Dims index(runs.outer.size(), 0);  // of the run holding element i
+  std::array<int64_t, N> base{};     // its start in each operand
+  for (int64_t d = ndim - 1, run = lo / runs.inner; d >= 0; run /= runs.outer[d], --d) {
+    index[d] = run % runs.outer[d];
+    for (size_t k = 0; k < N; ++k) base[k] += index[d] * runs.outer_strides[k][d];
+  }
+  for (int64_t i = lo; i < hi;) {
+    const int64_t start = i % runs.inner, count = std::min(runs.inner - start, hi - i);
+    std::array<int64_t, N> off = base;
+    for (size_t k = 0; k < N; ++k) off[k] += runs.broadcast[k] ? 0 : start;
+    f(i, off, count);
+    i += count;
+    for (int64_t d = ndim - 1; d >= 0; --d) {  // odometer step to the next run
+      for (size_t k = 0; k < N; ++k) base[k] += runs.outer_strides[k][d];
+      if (++index[d] < runs.outer[d]) break;
+      for (size_t k = 0; k < N; ++k) base[k] -= runs.outer_strides[k][d] * runs.outer[d];
+      index[d] = 0;
+    }
+  }
 }
 
 }  // namespace fg

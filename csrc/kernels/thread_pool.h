@@ -25,6 +25,10 @@ namespace detail {
 void run_parallel(int64_t begin, int64_t end, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn);
 }
 
+// Elementwise loops and sums split across threads into chunks of at least this many elements
+// (smaller ones cost more to hand out than they save).
+inline constexpr int64_t kParallelElements = 1 << 15;
+
 // fn(lo, hi) for consecutive chunks [lo, hi) covering [begin, end), each at least `grain` long
 // (except when the whole range is shorter).
 template <class F>
