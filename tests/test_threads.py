@@ -136,6 +136,23 @@ def test_matmul_bitwise_independent_of_threads(threads, sa, sb, dtype):
     )
 
 
+def test_column_split_never_leaves_one_column_to_a_thread():
+    """C of 129 columns split by 64-column tiles among 3 threads: a block of the last column alone
+    would be a matrix-vector product, whose elements are summed differently (gemm_impl.h)."""
+    rng = np.random.default_rng(8)
+    a = fastgrad.tensor(rng.standard_normal((8, 1100)).astype("float32"))
+    b = fastgrad.tensor(rng.standard_normal((1100, 129)).astype("float32"))
+    saved = fastgrad.get_num_threads()
+    try:
+        results = []
+        for n in (1, 3):
+            fastgrad.set_num_threads(n)
+            results.append(a @ b)
+    finally:
+        fastgrad.set_num_threads(saved)
+    assert same_bits(*results)
+
+
 def test_matmul_transposed_views_and_backward(threads):
     rng = np.random.default_rng(1)
     a = fastgrad.tensor(rng.standard_normal((400, 300)).astype("float32"), requires_grad=True)

@@ -50,26 +50,16 @@ InnerRuns<N> inner_runs(const Dims& shape, const std::array<const int64_t*, N>& 
 template <size_t N, class F>
 void for_each_run(const InnerRuns<N>& runs, int64_t lo, int64_t hi, F&& f) {
   if (lo >= hi) return;
-  const int64_t ndim = static_cast<int64_t>(runs.outer.size());
-  Dims index(runs.outer.size(), 0);  // of the run holding element i
-  std::array<int64_t, N> base{};     // its start in each operand
-  for (int64_t d = ndim - 1, run = lo / runs.inner; d >= 0; run /= runs.outer[d], --d) {
-    index[d] = run % runs.outer[d];
-    for (size_t k = 0; k < N; ++k) base[k] += index[d] * runs.outer_strides[k][d];
-  }
-  for (int64_t i = lo; i < hi;) {
-    const int64_t start = i % runs.inner, count = std::min(runs.inner - start, hi - i);
-    std::array<int64_t, N> off = base;
-    for (size_t k = 0; k < N; ++k) off[k] += runs.broadcast[k] ? 0 : start;
-    f(i, off, count);
-    i += count;
-    for (int64_t d = ndim - 1; d >= 0; --d) {  // odometer step to the next run
-      for (size_t k = 0; k < N; ++k) base[k] += runs.outer_strides[k][d];
-      if (++index[d] < runs.outer[d]) break;
-      for (size_t k = 0; k < N; ++k) base[k] -= runs.outer_strides[k][d] * runs.outer[d];
-      index[d] = 0;
-    }
-  }
+  std::array<const int64_t*, N> strides;
+  for (size_t k = 0; k < N; ++k) strides[k] = runs.outer_strides[k].data();
+  const int64_t inner = runs.inner;
+  for_each_offset<N>(
+      runs.outer, strides, lo / inner, (hi + inner - 1) / inner, [&](int64_t run, const std::array<int64_t, N>& at) {
+        const int64_t begin = std::max(lo - run * inner, int64_t(0)), end = std::min(hi - run * inner, inner);
+        std::array<int64_t, N> off = at;
+        for (size_t k = 0; k < N; ++k) off[k] += runs.broadcast[k] ? 0 : begin;
+        f(run * inner + begin, off, end - begin);
+      });
 }
 
 }  // namespace fg
