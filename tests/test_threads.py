@@ -13,6 +13,7 @@ import threading
 
 import numpy as np
 import pytest
+from semantics_helpers import run_python
 
 import fastgrad
 
@@ -105,6 +106,44 @@ def threads_at_start(omp=None, mkl=None):
 def test_thread_count_from_environment_as_torch(omp, mkl, expected):
     expected = {"cpus": os.cpu_count(), "default": threads_at_start()}.get(expected, expected)
     assert threads_at_start(omp, mkl) == expected
+
+
+def test_interop_threads_as_torch():
+    """Recorded only (fastgrad has no inter-op pool), with PyTorch 2.13's checks and messages: the
+    default is the CPU count, a bad value changes nothing, and a second setting is refused. In a
+    fresh interpreter: the setting is once per process, as PyTorch's."""
+    code = """
+import os
+import fastgrad, fastgrad.reference
+TWICE = "Error: cannot set number of interop threads after parallel work has started or set_num_interop_threads called"
+for fg in (fastgrad, fastgrad.reference):
+    assert fg.get_num_interop_threads() == (os.cpu_count() or 1)
+    for value, error, message in [
+        (0, RuntimeError, "set_num_interop_threads expects a positive integer"),
+        (-1, RuntimeError, "set_num_interop_threads expects a positive integer"),
+        (1.5, RuntimeError, "set_num_interop_threads expects an int, but got float"),
+        ("2", RuntimeError, "set_num_interop_threads expects an int, but got str"),
+        (True, RuntimeError, "set_num_interop_threads expects an int, but got bool"),
+        (10**10, ValueError, "Overflow when unpacking long"),
+    ]:
+        try:
+            fg.set_num_interop_threads(value)
+        except error as e:
+            assert str(e) == message, (value, str(e))
+        else:
+            raise AssertionError(value)
+    fg.set_num_interop_threads(3)
+    assert fg.get_num_interop_threads() == 3
+    try:
+        fg.set_num_interop_threads(1)
+    except RuntimeError as e:
+        assert str(e) == TWICE, str(e)
+    else:
+        raise AssertionError("set twice")
+    assert fg.get_num_interop_threads() == 3
+"""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
 
 
 MATMUL_SHAPES = [
