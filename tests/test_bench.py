@@ -7,7 +7,7 @@ import pytest
 
 from semantics_helpers import run_python
 
-GROUPS = ["op", "mlp", "matmul", "elementwise", "micrograd"]
+GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
 
 
@@ -52,6 +52,8 @@ def test_quick_run_prints_every_group():
         "matmul 64 x 64",
         "add ",
         "exp ",
+        "dot 256 float32",
+        "mv 256 x 256 float32",
         "micrograd step",
     ):
         assert any(n.startswith(expected) for n in names), expected
