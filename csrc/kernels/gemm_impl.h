@@ -89,25 +89,51 @@ T* scratch(int64_t count) {
   return buf.data;
 }
 
+// dst[p * ld_dst + r] = src[r * ld_src + p] for a W x W block (W = Vec<T>::kWidth): W row loads,
+// log2(W) rounds of interleaving row i with row i + W/2 (a perfect shuffle; after the last round
+// register p holds column p), W stores.
+template <class T>
+void transpose_block(const T* src, int64_t ld_src, T* dst, int64_t ld_dst) {
+  using V = Vec<T>;
+  constexpr int W = V::kWidth;
+  V v[W];
+  for (int r = 0; r < W; ++r) v[r] = V::load(src + r * ld_src);
+  for (int round = 1; round < W; round *= 2) {
+    V shuffled[W];
+    for (int i = 0; i < W / 2; ++i) {
+      shuffled[2 * i] = interleave_low(v[i], v[i + W / 2]);
+      shuffled[2 * i + 1] = interleave_high(v[i], v[i + W / 2]);
+    }
+    for (int i = 0; i < W; ++i) v[i] = shuffled[i];
+  }
+  for (int p = 0; p < W; ++p) v[p].store(dst + p * ld_dst);
+}
+
 // Packs `rows` x `depth` of a strided matrix into panels of `width` rows, each panel stored
 // depth-major (panel[p * width + r]) and zero-padded to `width` rows. A is packed with its rows as
 // panel rows; B is packed as B^T (its columns as panel rows), which is the same routine with the
-// strides swapped. Reads run along whichever stride is 1, so any view packs at about copying speed.
+// strides swapped. Reads run along whichever stride is 1, so any view packs at about copying speed:
+// a source whose depth is contiguous (a row-major A, a transposed B such as nn.Linear's W.t()) is
+// transposed in register blocks.
 template <class T>
 void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t depth_stride, int64_t width, T* dst) {
+  constexpr int64_t W = Vec<T>::kWidth;
   for (int64_t r0 = 0; r0 < rows; r0 += width, dst += width * depth) {
     int64_t n = std::min(width, rows - r0);
     const T* s = src + r0 * row_stride;
-    if (depth_stride == 1 && row_stride != 1) {  // a transpose, in strips of 16 so reads and writes stay in L1
-      for (int64_t p0 = 0; p0 < depth; p0 += 16)
-        for (int64_t r = 0; r < n; ++r)
-          for (int64_t p = p0; p < std::min(depth, p0 + 16); ++p) dst[p * width + r] = s[r * row_stride + p];
-    } else if (row_stride == 1) {  // row copies (spelled out so the compiler vectorizes them)
-      for (int64_t p = 0; p < depth; ++p)
-        for (int64_t r = 0; r < n; ++r) dst[p * width + r] = s[r + p * depth_stride];
+    auto copy = [&](int64_t r_begin, int64_t r_end, int64_t p_begin, int64_t p_end) {
+      for (int64_t p = p_begin; p < p_end; ++p)
+        for (int64_t r = r_begin; r < r_end; ++r) dst[p * width + r] = s[r * row_stride + p * depth_stride];
+    };
+    if (depth_stride == 1 && row_stride != 1) {
+      int64_t block_rows = n / W * W, block_depth = depth / W * W;
+      for (int64_t p = 0; p < block_depth; p += W)
+        for (int64_t r = 0; r < block_rows; r += W)
+          transpose_block(s + r * row_stride + p, row_stride, dst + p * width + r, width);
+      copy(0, block_rows, block_depth, depth);
+      for (int64_t r = block_rows; r < n; ++r) copy(r, r + 1, 0, depth);  // row by row: reads stay contiguous
     } else {
-      for (int64_t p = 0; p < depth; ++p)
-        for (int64_t r = 0; r < n; ++r) dst[p * width + r] = s[r * row_stride + p * depth_stride];
+      copy(0, n, 0, depth);  // row copies when row_stride == 1 (the compiler vectorizes them)
     }
     if (n < width)
       for (int64_t p = 0; p < depth; ++p)
