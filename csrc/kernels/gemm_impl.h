@@ -127,8 +127,8 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
     };
     if (depth_stride == 1 && row_stride != 1) {
       int64_t block_rows = n / W * W, block_depth = depth / W * W;
-      for (int64_t p = 0; p < block_depth; p += W)
-        for (int64_t r = 0; r < block_rows; r += W)
+      for (int64_t r = 0; r < block_rows; r += W)
+        for (int64_t p = 0; p < block_depth; p += W)
           transpose_block(s + r * row_stride + p, row_stride, dst + p * width + r, width);
       copy(0, block_rows, block_depth, depth);
       for (int64_t r = block_rows; r < n; ++r) copy(r, r + 1, 0, depth);  // row by row: reads stay contiguous
