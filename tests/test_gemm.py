@@ -163,6 +163,21 @@ def test_bits_do_not_depend_on_tiling(dtype):
     same(fastgrad.dot(a[4], b[:, 9]), c[4, 9])
 
 
+def test_cache_blocks_are_derived_from_the_detected_caches():
+    """The blocks keep their budgets (gemm_impl.h): the kRows x KC sliver of A in a quarter of L1d,
+    the MC x KC block of A in half of L2, whole micro-tiles per block."""
+    config = fastgrad.config()
+    caches = config["caches"]
+    assert caches["source"] in ("cpuid leaf 4", "cpuid leaf 0x8000001D", "sysconf", "fallback")
+    assert 0 < caches["l1d"] < caches["l2"] and caches["l3"] >= 0
+    for dtype, size in (("float32", 4), ("float64", 8)):
+        b = config["gemm_blocks"][dtype]
+        assert b["mr"] * b["kc"] * size <= max(caches["l1d"] // 4, 64 * b["mr"] * size)
+        assert b["mc"] * b["kc"] * size <= max(caches["l2"] // 2, b["mr"] * b["kc"] * size)
+        assert b["mc"] % b["mr"] == 0 and b["nc"] % b["nr"] == 0 and b["kc"] % 8 == 0
+    assert config["gemm_blocks"]["float32"]["kc"] == 2 * config["gemm_blocks"]["float64"]["kc"]
+
+
 def rounded(q, cast):
     """The rational q rounded to nearest (ties to even) in the type `cast`."""
     x = cast(float(q))  # within one ulp of the answer (float(q) is itself rounded once)

@@ -2,6 +2,7 @@
 // graph statistics. Tensor and op bindings live in tensor_bind.cpp.
 #include "autograd/arena.h"
 #include "autograd/grad_mode.h"
+#include "kernels/cpu_caches.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
@@ -120,10 +121,29 @@ PYBIND11_MODULE(_C, m) {
         d["compiler"] = FASTGRAD_COMPILER;  // these three: defined by CMakeLists.txt
         d["build_type"] = FASTGRAD_BUILD_TYPE;
         d["cxx_flags"] = FASTGRAD_CXX_FLAGS;
+        const CacheSizes& caches = cache_sizes();
+        py::dict cache_dict;
+        cache_dict["l1d"] = caches.l1d;
+        cache_dict["l2"] = caches.l2;
+        cache_dict["l3"] = caches.l3;
+        cache_dict["source"] = caches.source;
+        d["caches"] = cache_dict;
+        py::dict gemm_blocks;
+        for (auto [name, b] :
+             {std::pair{"float32", kernels().f32.gemm_blocks}, {"float64", kernels().f64.gemm_blocks}}) {
+          py::dict row;
+          row["mr"] = b.mr;
+          row["nr"] = b.nr;
+          row["kc"] = b.kc;
+          row["mc"] = b.mc;
+          row["nc"] = b.nc;
+          gemm_blocks[name] = row;
+        }
+        d["gemm_blocks"] = gemm_blocks;
         return d;
       },
-      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, threads, and how the module "
-      "was built (compiler, build type, flags).");
+      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, threads, how the module "
+      "was built (compiler, build type, flags), the CPU's data caches and the GEMM blocks derived from them.");
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
   m.def(
       "set_num_threads",
