@@ -277,10 +277,35 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, pack_a);
 }
 
+// The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
+// independent chains as the micro-kernel has accumulators, on registers only (x -> x * 0.999 + 0.001
+// stays near 1: no overflow, no denormals). Returns the flops done.
+template <class T>
+double fma_loop(int64_t iterations) {
+  using V = Vec<T>;
+  using gemm_detail::kRows, gemm_detail::kVecs;
+  V acc[kRows][kVecs];  // the micro-kernel's shape, so the compiler unrolls it the same way
+  for (int i = 0; i < kRows; ++i)
+    for (int v = 0; v < kVecs; ++v) acc[i][v] = V::broadcast(T(i + v));
+  const V scale = V::broadcast(T(0.999)), shift = V::broadcast(T(0.001));
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < kRows; ++i)
+      for (int v = 0; v < kVecs; ++v) acc[i][v] = fma(acc[i][v], scale, shift);
+  V total = V::broadcast(T(0));
+  for (int i = 0; i < kRows; ++i)
+    for (int v = 0; v < kVecs; ++v) total = total + acc[i][v];
+  T lanes[V::kWidth];
+  total.store(lanes);
+  volatile T sink = lanes[0];  // keeps the loop from being optimized away
+  (void)sink;
+  return 2.0 * kRows * kVecs * V::kWidth * double(iterations);
+}
+
 template <class T>
 void fill_gemm(TypedKernels<T>& k) {
   k.gemm = gemm<T>;
   k.gemm_blocks = gemm_detail::blocks<T>();
+  k.fma_loop = fma_loop<T>;
 }
 
 }  // namespace fg::simd::FG_ISA_NAMESPACE

@@ -40,6 +40,9 @@ struct GemmBlocks {
   int64_t mr, nr, kc, mc, nc, small_a_bytes;
 };
 
+// Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
+using FmaLoopKernel = double (*)(int64_t iterations);
+
 template <class T>
 struct TypedKernels {
   BinaryKernel<T> binary[static_cast<int>(VecBinary::Count)];
@@ -48,6 +51,7 @@ struct TypedKernels {
   AccumulateKernel<T> accumulate;
   GemmKernel<T> gemm;
   GemmBlocks gemm_blocks;
+  FmaLoopKernel fma_loop;
 };
 
 struct KernelTable {

@@ -1,5 +1,9 @@
 // The extension module: error translation, the registries of Python-side types, grad mode and
 // graph statistics. Tensor and op bindings live in tensor_bind.cpp.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
 #include "autograd/arena.h"
 #include "autograd/grad_mode.h"
 #include "kernels/cpu_caches.h"
@@ -17,6 +21,16 @@ PyObject* dtype_objects[kDTypes] = {};
 PyObject* size_type = nullptr;
 // set_num_threads caps larger requests here rather than start a million threads.
 constexpr int64_t kMaxThreads = 1024;
+
+double thread_seconds() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+#else
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+#endif
+}
 }  // namespace
 
 DType dtype_from_py(py::handle obj) {
@@ -144,6 +158,26 @@ PYBIND11_MODULE(_C, m) {
       },
       "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, threads, how the module "
       "was built (compiler, build type, flags), the CPU's data caches and the GEMM blocks derived from them.");
+  m.def(
+      "_fma_peak",
+      [](double seconds) {
+        // One thread's float32 FMA throughput on the active ISA, in GFLOP/s, for the bench's % of peak:
+        // the best of short bursts timed in this thread's CPU time where the OS has it (on a virtual
+        // machine wall time also counts the time the host runs other guests on this core).
+        py::gil_scoped_release release;
+        const FmaLoopKernel loop = kernels().f32.fma_loop;
+        constexpr int64_t kBurst = 1 << 16;
+        double best = 0, spent = 0;
+        do {
+          const double t0 = thread_seconds();
+          const double flops = loop(kBurst);
+          const double elapsed = thread_seconds() - t0;
+          spent += elapsed;
+          if (elapsed > 0) best = std::max(best, flops / elapsed / 1e9);
+        } while (spent < seconds);
+        return best;
+      },
+      py::arg("seconds") = 0.05);
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
   m.def(
       "set_num_threads",
