@@ -144,7 +144,7 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
       copy(0, block_rows, block_depth, depth);
       for (int64_t r = block_rows; r < n; ++r) copy(r, r + 1, 0, depth);  // row by row: reads stay contiguous
     } else {
-      copy(0, n, 0, depth);  // row copies when row_stride == 1 (the compiler vectorizes them)
+      copy(0, n, 0, depth);  // row copies when row_stride == 1 (the compiler vectorizes them), else strided
     }
     if (n < width)
       for (int64_t p = 0; p < depth; ++p)
