@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include "core/error.h"
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
 #endif
@@ -51,8 +55,21 @@ const char* cpuid_caches(CacheSizes& out) {
 }
 #endif
 
+// FASTGRAD_CACHE_SIZES=L1D,L2,L3 (bytes; L3 may be 0): another machine's blocking on this one.
+bool forced_caches(CacheSizes& out) {
+  const char* forced = std::getenv("FASTGRAD_CACHE_SIZES");
+  if (!forced || !*forced) return false;
+  long long l1d = 0, l2 = 0, l3 = -1;
+  char tail = 0;
+  if (std::sscanf(forced, "%lld,%lld,%lld%c", &l1d, &l2, &l3, &tail) != 3 || l1d <= 0 || l2 <= 0 || l3 < 0)
+    throw RuntimeError(cat("FASTGRAD_CACHE_SIZES=", forced, " is not three byte counts L1D,L2,L3 (L1D and L2 > 0)"));
+  out = {l1d, l2, l3, "FASTGRAD_CACHE_SIZES"};
+  return true;
+}
+
 CacheSizes detect() {
   CacheSizes sizes{0, 0, 0, nullptr};
+  if (forced_caches(sizes)) return sizes;
 #if defined(__x86_64__) || defined(_M_X64)
   if (const char* source = cpuid_caches(sizes)) {
     sizes.source = source;
