@@ -9,6 +9,7 @@ from semantics_helpers import run_python
 
 GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
+LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
 
 
 def bench(*args):
@@ -18,11 +19,15 @@ def bench(*args):
 
 
 def tables(output):
-    """{group: [row cells]} of every '### group' table in the output."""
+    """{group: [row cells]} of every '### group' table in the output (the matmul group's table of
+    operand layouts under its own title)."""
     found = {}
     for block in output.split("### ")[1:]:
         name, _, body = block.partition("\n")
         lines = [line for line in body.splitlines() if line.startswith("|")]
+        if name.startswith(LAYOUT_TITLE):
+            found[LAYOUT_TITLE] = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+            continue
         assert lines[0] == HEADER and set(lines[1]) <= set("|-")
         rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
         assert rows and all(len(r) == HEADER.count("|") - 1 for r in rows)
@@ -34,11 +39,13 @@ def tables(output):
 def test_quick_run_prints_every_group():
     output = bench("--quick")
     assert re.search(r"^Machine: CPU: .*; ISA: .*; numpy \S+; fastgrad \S+; torch .+$", output, re.MULTILINE)
+    assert re.search(r"^Per-core float32 FMA peak \(register-only loop, \w+\): [\d,.]+ GFLOP/s$", output, re.MULTILINE)
     found = tables(output)
+    layouts = found.pop(LAYOUT_TITLE)
     assert list(found) == GROUPS
     for rows in found.values():
         for name, fastgrad_time, *_, target, met in rows:
-            assert re.fullmatch(r"[\d,.]+ (µs|ms|GFLOP/s|Gelem/s)", fastgrad_time), fastgrad_time
+            assert re.fullmatch(r"[\d,.]+ (µs|ms|Gelem/s|GFLOP/s \(\d+% of peak\))", fastgrad_time), fastgrad_time
             # each target has a verdict, and a verdict needs a target
             assert len(target.split(", ")) == len(met.split(", "))
             assert set(met.split(", ")) <= {"met", "not met", "n/a", "-"}
@@ -57,9 +64,34 @@ def test_quick_run_prints_every_group():
         "micrograd step",
     ):
         assert any(n.startswith(expected) for n in names), expected
+    # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)
+    assert [row[0] for row in layouts] == ["64x784 @ 784x256", "256x1024 @ 1024x1024", "1x512 @ 512x512"]
+    for row in layouts:
+        assert re.fullmatch(r"[\d,.]+ µs", row[1]) and all(re.fullmatch(r"[\d,.]+ µs \([\d.]+x\)", c) for c in row[2:5])
+        assert row[-2] == "fastgrad <= 1.05x x @ W" and row[-1] in ("met", "not met")
     # the reference runs next to fastgrad, and its ratio is reported
     mlp = next(r for r in found["mlp"] if r[0].endswith("raw tensors"))
     assert mlp[4] != "-" and mlp[7].endswith("x")
+
+
+def test_numpy_blas_threads_follow_the_row():
+    """numpy's bundled OpenBLAS reads OPENBLAS_NUM_THREADS only at load: the bench sets its threads
+    per row through ctypes, so numpy's column in a two-thread row is numpy on two threads."""
+    import numpy as np
+
+    from fastgrad import bench
+
+    blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+    if "openblas" not in blas["name"]:
+        pytest.skip(f"numpy's BLAS is {blas['name']}")
+    assert bench.NUMPY_BLAS_THREADS is not None
+    assert bench.numpy_threads_known(1) and bench.numpy_threads_known(2)
+
+
+def test_fma_peak_is_a_positive_rate():
+    import fastgrad
+
+    assert 0 < fastgrad._C._fma_peak(0.001) < 1e5
 
 
 def test_unknown_group_is_an_error():

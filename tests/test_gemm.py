@@ -15,11 +15,13 @@ float64, which is added for the float64 comparisons.
 """
 
 import fractions
+import hashlib
 
 import numpy as np
 import pytest
 
 import fastgrad
+from semantics_helpers import run_python
 
 U = {np.float32: 2.0**-24, np.float64: 2.0**-53}
 ISA = fastgrad.config()["isa"]
@@ -187,6 +189,54 @@ def test_one_row_or_column_products_agree_in_every_form(dtype):
         fastgrad.tensor(np.stack([a_np[:1], a_np[1:2]])), fastgrad.tensor(np.stack([x_np[:, None]] * 2))
     )
     assert np.array_equal(stacked.numpy()[:, 0, 0], want[:2])
+
+
+def test_cache_blocks_are_derived_from_the_detected_caches():
+    """The blocks keep their budgets (gemm_impl.h): the kRows x KC sliver of A in a quarter of L1d,
+    the MC x KC block of A in half of L2, whole micro-tiles per block."""
+    config = fastgrad.config()
+    caches = config["caches"]
+    sources = ("cpuid leaf 4", "cpuid leaf 0x8000001D", "sysconf", "fallback", "FASTGRAD_CACHE_SIZES")
+    assert caches["source"] in sources
+    assert 0 < caches["l1d"] < caches["l2"] and caches["l3"] >= 0
+    for dtype, size in (("float32", 4), ("float64", 8)):
+        b = config["gemm_blocks"][dtype]
+        assert b["mr"] * b["kc"] * size <= max(caches["l1d"] // 4, 64 * b["mr"] * size)
+        assert b["mc"] * b["kc"] * size <= max(caches["l2"] // 2, b["mr"] * b["kc"] * size)
+        assert b["mc"] % b["mr"] == 0 and b["nc"] % b["nr"] == 0 and b["kc"] % 8 == 0
+    assert config["gemm_blocks"]["float32"]["kc"] == 2 * config["gemm_blocks"]["float64"]["kc"]
+
+
+def products_digest():
+    """sha256 of the bits of mm over float32 and float64, contiguous and transposed operands."""
+    rng = np.random.default_rng(5)
+    digest = hashlib.sha256()
+    for dtype in (np.float32, np.float64):
+        a, b = rng.standard_normal((150, 700)).astype(dtype), rng.standard_normal((700, 500)).astype(dtype)
+        for x, y in ((a, b), (a.T.copy().T, b.T.copy().T)):
+            digest.update(fastgrad.mm(fastgrad.tensor(x), fastgrad.tensor(y)).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def test_bits_do_not_depend_on_the_cache_blocks():
+    """A machine with small caches (FASTGRAD_CACHE_SIZES, read at import) has blocks small enough that
+    k = 700, m = 150 and n = 500 cross block edges they do not cross here; it computes the same bits."""
+    code = (
+        "import os; os.environ['FASTGRAD_CACHE_SIZES'] = '16384,131072,0'; import fastgrad, test_gemm\n"
+        "config = fastgrad.config()\n"
+        "assert config['caches'] == {'l1d': 16384, 'l2': 131072, 'l3': 0, 'source': 'FASTGRAD_CACHE_SIZES'}\n"
+        "b = config['gemm_blocks']['float32']\n"
+        "assert b['kc'] < 350 and b['mc'] < 150 and b['nc'] < 500, b\n"
+        "print(test_gemm.products_digest())"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [products_digest()]
+
+
+def test_malformed_cache_sizes_fail_the_import_with_the_reason():
+    result = run_python("import os; os.environ['FASTGRAD_CACHE_SIZES'] = '32k,1M'; import fastgrad")
+    assert result.returncode != 0 and "FASTGRAD_CACHE_SIZES=32k,1M is not three byte counts" in result.stderr
 
 
 def rounded(q, cast):

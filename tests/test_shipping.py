@@ -45,6 +45,9 @@ def test_show_config_prints_the_build_and_runtime(fg, capsys):
     assert f"Threads: {config['num_threads']}" in printed
     if config["compiler"] is not None:
         assert f"Compiler: {config['compiler']}\n" in printed and f"Build type: {config['build_type']}\n" in printed
+        blocks = config["gemm_blocks"]["float32"]
+        assert f"float32 {blocks['mr']}x{blocks['nr']} tiles, KC {blocks['kc']}, MC {blocks['mc']}" in printed
+        assert f"(from {config['caches']['source']})" in printed
 
 
 def test_show_config_follows_the_thread_count(fg):

@@ -27,6 +27,7 @@
 #include <new>
 #include <utility>
 
+#include "kernels/cpu_caches.h"
 #include "kernels/gemv_impl.h"
 #include "kernels/kernel_table.h"
 #include "kernels/simd.h"
@@ -52,26 +53,36 @@ constexpr int64_t tile_cols() {
   return int64_t(kVecs) * Vec<T>::kWidth;
 }
 
-// Cache blocks, chosen for this machine (AMD EPYC Zen 5; per core 48 KiB L1d, 1 MiB L2; 32 MiB L3)
-// and measured: the micro-kernel's kRows x KC sliver of A (12 KiB) stays in L1 while the KC x NR
-// panel of B (128 KiB) streams from L2, the MC x KC block of A fits in L2 next to it, and the KC x NC panel
-// of B in L3. Byte budgets, so float and double get the same footprint.
-constexpr int64_t kKcBytes = 2048;       // KC = 512 floats / 256 doubles
-constexpr int64_t kMcBytes = 1 << 19;    // MC * KC * sizeof(T) <= 512 KiB
-constexpr int64_t kNcBytes = 1 << 22;    // KC * NC * sizeof(T) <= 4 MiB
+// Cache blocks, derived once from the data cache sizes (cpu_caches.h) by the budgets measured on
+// an AMD EPYC Zen 5 (per core 48 KiB L1d, 1 MiB L2; 32 MiB L3: KC 512 floats, MC 252 rows, NC 2048
+// columns): the micro-kernel's kRows x KC sliver of A fills a quarter of L1 while the KC x NR panel
+// of B streams from L2, the MC x KC block of A fills half of L2 next to it, and the KC x NC panel of
+// B an eighth of L3 (at most four L2s; two without an L3). Byte budgets, so float and double get the
+// same footprint. The small path (A read in place, not packed) takes n up to 4 tile widths and A up
+// to a quarter of L2: measured faster than packing A at every square size up to 256 here.
+template <class T>
+GemmBlocks derive_blocks(const CacheSizes& caches) {
+  const int64_t l1d = std::clamp<int64_t>(caches.l1d, 16 << 10, 1 << 20);
+  const int64_t l2 = std::clamp<int64_t>(caches.l2, 128 << 10, 64 << 20);
+  const int64_t b_panel_bytes = caches.l3 > 0 ? std::clamp<int64_t>(caches.l3 / 8, l2, 4 * l2) : 2 * l2;
+  GemmBlocks b;
+  b.mr = kRows;
+  b.nr = tile_cols<T>();
+  b.kc = std::max<int64_t>(64, l1d / 4 / kRows / int64_t(sizeof(T)) / 8 * 8);
+  b.mc = std::max<int64_t>(kRows, l2 / 2 / (b.kc * int64_t(sizeof(T))) / kRows * kRows);
+  b.nc = std::max<int64_t>(b.nr, b_panel_bytes / (b.kc * int64_t(sizeof(T))) / b.nr * b.nr);
+  b.small_a_bytes = l2 / 4;
+  return b;
+}
 
-// The small path (A read in place, not packed) for n up to 4 tile widths and A up to 256 KiB (a
-// quarter of L2): measured faster than packing A at every square size up to 256 here.
+template <class T>
+const GemmBlocks& blocks() {
+  static const GemmBlocks b = derive_blocks<T>(cache_sizes());
+  return b;
+}
+
 template <class T>
 constexpr int64_t kSmallCols = 4 * tile_cols<T>();
-constexpr int64_t kSmallABytes = 256 * 1024;
-
-template <class T>
-struct Blocks {
-  static constexpr int64_t kc = kKcBytes / sizeof(T);
-  static constexpr int64_t mc = kMcBytes / (kc * sizeof(T)) / kRows * kRows;
-  static constexpr int64_t nc = kNcBytes / (kc * sizeof(T)) / tile_cols<T>() * tile_cols<T>();
-};
 
 // One growing, 64-byte aligned scratch buffer per thread and role (packed A, packed B).
 template <class T, int Role>
@@ -94,25 +105,51 @@ T* scratch(int64_t count) {
   return buf.data;
 }
 
+// dst[p * ld_dst + r] = src[r * ld_src + p] for a W x W block (W = Vec<T>::kWidth): W row loads,
+// log2(W) rounds of interleaving row i with row i + W/2 (a perfect shuffle; after the last round
+// register p holds column p), W stores.
+template <class T>
+void transpose_block(const T* src, int64_t ld_src, T* dst, int64_t ld_dst) {
+  using V = Vec<T>;
+  constexpr int W = V::kWidth;
+  V v[W];
+  for (int r = 0; r < W; ++r) v[r] = V::load(src + r * ld_src);
+  for (int round = 1; round < W; round *= 2) {
+    V shuffled[W];
+    for (int i = 0; i < W / 2; ++i) {
+      shuffled[2 * i] = interleave_low(v[i], v[i + W / 2]);
+      shuffled[2 * i + 1] = interleave_high(v[i], v[i + W / 2]);
+    }
+    for (int i = 0; i < W; ++i) v[i] = shuffled[i];
+  }
+  for (int p = 0; p < W; ++p) v[p].store(dst + p * ld_dst);
+}
+
 // Packs `rows` x `depth` of a strided matrix into panels of `width` rows, each panel stored
 // depth-major (panel[p * width + r]) and zero-padded to `width` rows. A is packed with its rows as
 // panel rows; B is packed as B^T (its columns as panel rows), which is the same routine with the
-// strides swapped. Reads run along whichever stride is 1, so any view packs at about copying speed.
+// strides swapped. Reads run along whichever stride is 1, so any view packs at about copying speed:
+// a source whose depth is contiguous (a row-major A, a transposed B such as nn.Linear's W.t()) is
+// transposed in register blocks.
 template <class T>
 void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t depth_stride, int64_t width, T* dst) {
+  constexpr int64_t W = Vec<T>::kWidth;
   for (int64_t r0 = 0; r0 < rows; r0 += width, dst += width * depth) {
     int64_t n = std::min(width, rows - r0);
     const T* s = src + r0 * row_stride;
-    if (depth_stride == 1 && row_stride != 1) {  // a transpose, in strips of 16 so reads and writes stay in L1
-      for (int64_t p0 = 0; p0 < depth; p0 += 16)
-        for (int64_t r = 0; r < n; ++r)
-          for (int64_t p = p0; p < std::min(depth, p0 + 16); ++p) dst[p * width + r] = s[r * row_stride + p];
-    } else if (row_stride == 1) {  // row copies (spelled out so the compiler vectorizes them)
-      for (int64_t p = 0; p < depth; ++p)
-        for (int64_t r = 0; r < n; ++r) dst[p * width + r] = s[r + p * depth_stride];
+    auto copy = [&](int64_t r_begin, int64_t r_end, int64_t p_begin, int64_t p_end) {
+      for (int64_t p = p_begin; p < p_end; ++p)
+        for (int64_t r = r_begin; r < r_end; ++r) dst[p * width + r] = s[r * row_stride + p * depth_stride];
+    };
+    if (depth_stride == 1 && row_stride != 1) {
+      int64_t block_rows = n / W * W, block_depth = depth / W * W;
+      for (int64_t r = 0; r < block_rows; r += W)
+        for (int64_t p = 0; p < block_depth; p += W)
+          transpose_block(s + r * row_stride + p, row_stride, dst + p * width + r, width);
+      copy(0, block_rows, block_depth, depth);
+      for (int64_t r = block_rows; r < n; ++r) copy(r, r + 1, 0, depth);  // row by row: reads stay contiguous
     } else {
-      for (int64_t p = 0; p < depth; ++p)
-        for (int64_t r = 0; r < n; ++r) dst[p * width + r] = s[r * row_stride + p * depth_stride];
+      copy(0, n, 0, depth);  // row copies when row_stride == 1 (the compiler vectorizes them), else strided
     }
     if (n < width)
       for (int64_t p = 0; p < depth; ++p)
@@ -186,18 +223,18 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
 template <class T, int Vecs>
 void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb,
                   int64_t csb, T* c, int64_t ldc, bool pack_a) {
-  using B = Blocks<T>;
+  const GemmBlocks& B = blocks<T>();
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  T* bpack = scratch<T, 0>(std::min(B::kc, k) * round_up(std::min(B::nc, n), nr));
-  T* apack = pack_a ? scratch<T, 1>(std::min(B::kc, k) * round_up(std::min(B::mc, m), kRows)) : nullptr;
-  for (int64_t jc = 0; jc < n; jc += B::nc) {
-    int64_t nc = std::min(B::nc, n - jc);
-    for (int64_t pc = 0; pc < k; pc += B::kc) {
-      int64_t kc = std::min(B::kc, k - pc);
+  T* bpack = scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr));
+  T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), kRows)) : nullptr;
+  for (int64_t jc = 0; jc < n; jc += B.nc) {
+    int64_t nc = std::min(B.nc, n - jc);
+    for (int64_t pc = 0; pc < k; pc += B.kc) {
+      int64_t kc = std::min(B.kc, k - pc);
       pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
-      for (int64_t ic = 0; ic < m; ic += B::mc) {
-        int64_t mc = std::min(B::mc, m - ic);
+      for (int64_t ic = 0; ic < m; ic += B.mc) {
+        int64_t mc = std::min(B.mc, m - ic);
         const T* ablock = a + ic * rsa + pc * csa;
         T* cblock = c + ic * ldc + jc;
         if (pack_a) {
@@ -232,13 +269,39 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   // block, which pays only when the copy is reused.
   if (kVecs >= 2 && n <= W) return gemm_blocked<T, 1>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, false);
   if (kVecs >= 4 && n <= 2 * W) return gemm_blocked<T, 2>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, false);
-  bool pack_a = n > tile_cols<T>() && !(n <= kSmallCols<T> && m * k * int64_t(sizeof(T)) <= kSmallABytes);
+  bool pack_a = n > tile_cols<T>() && !(n <= kSmallCols<T> && m * k * int64_t(sizeof(T)) <= blocks<T>().small_a_bytes);
   gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, pack_a);
+}
+
+// The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
+// independent chains as the micro-kernel has accumulators, on registers only (x -> x * 0.999 + 0.001
+// stays near 1: no overflow, no denormals). Returns the flops done.
+template <class T>
+double fma_loop(int64_t iterations) {
+  using V = Vec<T>;
+  using gemm_detail::kRows, gemm_detail::kVecs;
+  V acc[kRows][kVecs];  // the micro-kernel's shape, so the compiler unrolls it the same way
+  for (int i = 0; i < kRows; ++i)
+    for (int v = 0; v < kVecs; ++v) acc[i][v] = V::broadcast(T(i + v));
+  const V scale = V::broadcast(T(0.999)), shift = V::broadcast(T(0.001));
+  for (int64_t it = 0; it < iterations; ++it)
+    for (int i = 0; i < kRows; ++i)
+      for (int v = 0; v < kVecs; ++v) acc[i][v] = fma(acc[i][v], scale, shift);
+  V total = V::broadcast(T(0));
+  for (int i = 0; i < kRows; ++i)
+    for (int v = 0; v < kVecs; ++v) total = total + acc[i][v];
+  T lanes[V::kWidth];
+  total.store(lanes);
+  volatile T sink = lanes[0];  // keeps the loop from being optimized away
+  (void)sink;
+  return 2.0 * kRows * kVecs * V::kWidth * double(iterations);
 }
 
 template <class T>
 void fill_gemm(TypedKernels<T>& k) {
   k.gemm = gemm<T>;
+  k.gemm_blocks = gemm_detail::blocks<T>();
+  k.fma_loop = fma_loop<T>;
 }
 
 }  // namespace fg::simd::FG_ISA_NAMESPACE

@@ -34,6 +34,15 @@ template <class T>
 using GemmKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
                             int64_t rsb, int64_t csb, T* c, int64_t ldc);
 
+// The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
+// caches at load time; small_a_bytes: the largest A the small path reads in place.
+struct GemmBlocks {
+  int64_t mr, nr, kc, mc, nc, small_a_bytes;
+};
+
+// Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
+using FmaLoopKernel = double (*)(int64_t iterations);
+
 template <class T>
 struct TypedKernels {
   BinaryKernel<T> binary[static_cast<int>(VecBinary::Count)];
@@ -41,6 +50,8 @@ struct TypedKernels {
   SumKernel<T> sum;
   AccumulateKernel<T> accumulate;
   GemmKernel<T> gemm;
+  GemmBlocks gemm_blocks;
+  FmaLoopKernel fma_loop;
 };
 
 struct KernelTable {

@@ -7,7 +7,9 @@
 //   second operand when either is NaN), abs, neg, sqrt, round_nearest (to nearest even),
 //   ldexp(x, n) (x * 2^n, n integral, |n| < twice the largest normal exponent: a single rounding),
 //   frexp(x, e) (x = m * 2^e with m in [0.5, 1), for positive finite x including denormals),
-//   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, select(mask, a, b) (a where set).
+//   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, select(mask, a, b) (a where set),
+//   interleave_low(a, b) / interleave_high(a, b) (a0 b0 a1 b1 ... of the lower / upper halves, across
+//   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block).
 // Loads and stores are unaligned.
 #pragma once
 #include <cmath>
@@ -105,6 +107,8 @@ template <class T> bool eq(Vec<T> a, Vec<T> b) { return a.v == b.v; }
 template <class T> bool ne(Vec<T> a, Vec<T> b) { return a.v != b.v; }
 inline bool mask_or(bool a, bool b) { return a || b; }
 template <class T> Vec<T> select(bool m, Vec<T> a, Vec<T> b) { return m ? a : b; }
+template <class T> Vec<T> interleave_low(Vec<T> a, Vec<T>) { return a; }
+template <class T> Vec<T> interleave_high(Vec<T>, Vec<T> b) { return b; }
 
 #elif defined(FG_ISA_AVX2) || defined(FG_ISA_AVX512)
 #if defined(FG_ISA_AVX2) && !(defined(__AVX2__) && defined(__FMA__))
@@ -146,6 +150,19 @@ inline __m256 mask_or(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
 inline __m256d mask_or(__m256d a, __m256d b) { return _mm256_or_pd(a, b); }
 inline Vec<float> select(__m256 m, Vec<float> a, Vec<float> b) { return {_mm256_blendv_ps(b.v, a.v, m)}; }
 inline Vec<double> select(__m256d m, Vec<double> a, Vec<double> b) { return {_mm256_blendv_pd(b.v, a.v, m)}; }
+// unpacklo/hi interleave within each 128-bit lane; the lane permute puts the halves in order.
+inline Vec<float> interleave_low(Vec<float> a, Vec<float> b) {
+  return {_mm256_permute2f128_ps(_mm256_unpacklo_ps(a.v, b.v), _mm256_unpackhi_ps(a.v, b.v), 0x20)};
+}
+inline Vec<float> interleave_high(Vec<float> a, Vec<float> b) {
+  return {_mm256_permute2f128_ps(_mm256_unpacklo_ps(a.v, b.v), _mm256_unpackhi_ps(a.v, b.v), 0x31)};
+}
+inline Vec<double> interleave_low(Vec<double> a, Vec<double> b) {
+  return {_mm256_permute2f128_pd(_mm256_unpacklo_pd(a.v, b.v), _mm256_unpackhi_pd(a.v, b.v), 0x20)};
+}
+inline Vec<double> interleave_high(Vec<double> a, Vec<double> b) {
+  return {_mm256_permute2f128_pd(_mm256_unpacklo_pd(a.v, b.v), _mm256_unpackhi_pd(a.v, b.v), 0x31)};
+}
 inline Vec<float> round_nearest(Vec<float> a) {
   return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
 }
@@ -218,6 +235,20 @@ FG_AVX512_MASKS(double, pd, __mmask8)
 #undef FG_AVX512_MASKS
 inline __mmask16 mask_or(__mmask16 a, __mmask16 b) { return static_cast<__mmask16>(a | b); }
 inline __mmask8 mask_or(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(a | b); }
+// Two-source permutes: index i < kWidth picks a[i], kWidth + i picks b[i].
+inline Vec<float> interleave_low(Vec<float> a, Vec<float> b) {
+  return {_mm512_permutex2var_ps(a.v, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b.v)};
+}
+inline Vec<float> interleave_high(Vec<float> a, Vec<float> b) {
+  return {_mm512_permutex2var_ps(a.v, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
+                                 b.v)};
+}
+inline Vec<double> interleave_low(Vec<double> a, Vec<double> b) {
+  return {_mm512_permutex2var_pd(a.v, _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), b.v)};
+}
+inline Vec<double> interleave_high(Vec<double> a, Vec<double> b) {
+  return {_mm512_permutex2var_pd(a.v, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), b.v)};
+}
 #endif
 #undef FG_X86_VEC
 
@@ -247,6 +278,8 @@ inline uint64x2_t mask_not(uint64x2_t m) { return vreinterpretq_u64_u32(vmvnq_u3
   /* x86 semantics: b when either is NaN */                                                   \
   inline Vec<T> min(Vec<T> a, Vec<T> b) { return select(lt(a, b), a, b); }                    \
   inline Vec<T> max(Vec<T> a, Vec<T> b) { return select(gt(a, b), a, b); }                    \
+  inline Vec<T> interleave_low(Vec<T> a, Vec<T> b) { return {vzip1q_##Q(a.v, b.v)}; }         \
+  inline Vec<T> interleave_high(Vec<T> a, Vec<T> b) { return {vzip2q_##Q(a.v, b.v)}; }        \
   inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                  \
     T m[Vec<T>::kWidth];                                                                      \
     int k;                                                                                    \

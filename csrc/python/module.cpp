@@ -1,7 +1,12 @@
 // The extension module: error translation, the registries of Python-side types, grad mode and
 // graph statistics. Tensor and op bindings live in tensor_bind.cpp.
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+
 #include "autograd/arena.h"
 #include "autograd/grad_mode.h"
+#include "kernels/cpu_caches.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
@@ -16,6 +21,16 @@ PyObject* dtype_objects[kDTypes] = {};
 PyObject* size_type = nullptr;
 // set_num_threads caps larger requests here rather than start a million threads.
 constexpr int64_t kMaxThreads = 1024;
+
+double thread_seconds() {
+#if defined(CLOCK_THREAD_CPUTIME_ID)
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+#else
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+#endif
+}
 }  // namespace
 
 DType dtype_from_py(py::handle obj) {
@@ -120,10 +135,49 @@ PYBIND11_MODULE(_C, m) {
         d["compiler"] = FASTGRAD_COMPILER;  // these three: defined by CMakeLists.txt
         d["build_type"] = FASTGRAD_BUILD_TYPE;
         d["cxx_flags"] = FASTGRAD_CXX_FLAGS;
+        const CacheSizes& caches = cache_sizes();
+        py::dict cache_dict;
+        cache_dict["l1d"] = caches.l1d;
+        cache_dict["l2"] = caches.l2;
+        cache_dict["l3"] = caches.l3;
+        cache_dict["source"] = caches.source;
+        d["caches"] = cache_dict;
+        py::dict gemm_blocks;
+        for (auto [name, b] :
+             {std::pair{"float32", kernels().f32.gemm_blocks}, {"float64", kernels().f64.gemm_blocks}}) {
+          py::dict row;
+          row["mr"] = b.mr;
+          row["nr"] = b.nr;
+          row["kc"] = b.kc;
+          row["mc"] = b.mc;
+          row["nc"] = b.nc;
+          gemm_blocks[name] = row;
+        }
+        d["gemm_blocks"] = gemm_blocks;
         return d;
       },
-      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, threads, and how the module "
-      "was built (compiler, build type, flags).");
+      "The SIMD instruction set in use (FASTGRAD_ISA forces one), the ones available, threads, how the module "
+      "was built (compiler, build type, flags), the CPU's data caches and the GEMM blocks derived from them.");
+  m.def(
+      "_fma_peak",
+      [](double seconds) {
+        // One thread's float32 FMA throughput on the active ISA, in GFLOP/s, for the bench's % of peak:
+        // the best of short bursts timed in this thread's CPU time where the OS has it (on a virtual
+        // machine wall time also counts the time the host runs other guests on this core).
+        py::gil_scoped_release release;
+        const FmaLoopKernel loop = kernels().f32.fma_loop;
+        constexpr int64_t kBurst = 1 << 16;
+        double best = 0, spent = 0;
+        do {
+          const double t0 = thread_seconds();
+          const double flops = loop(kBurst);
+          const double elapsed = thread_seconds() - t0;
+          spent += elapsed;
+          if (elapsed > 0) best = std::max(best, flops / elapsed / 1e9);
+        } while (spent < seconds);
+        return best;
+      },
+      py::arg("seconds") = 0.05);
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
   m.def(
       "set_num_threads",

@@ -22,6 +22,7 @@ def show():
             f"Build type: {config['build_type']}",
             f"CXX flags: {config['cxx_flags'] or '(none)'}",
             f"{isa}; FASTGRAD_ISA forces one)",
+            cache_info(config),
         ]
     items = [
         f"Python {platform.python_version()} ({platform.python_implementation()}), numpy {numpy.__version__}",
@@ -30,6 +31,23 @@ def show():
         parallel_info(),
     ]
     return "\n".join([f"fastgrad {__version__}", *(f"  - {item}" for item in items)])
+
+
+def _size(n):
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n >> 10} KiB"
+
+
+def cache_info(config):
+    """The data caches the compiled core detected and the GEMM blocks it derived from them."""
+    caches = config["caches"]
+    levels = [f"L1d {_size(caches['l1d'])}", f"L2 {_size(caches['l2'])}"]
+    if caches["l3"]:
+        levels.append(f"L3 {_size(caches['l3'])}")
+    blocks = "; ".join(
+        f"{dtype} {b['mr']}x{b['nr']} tiles, KC {b['kc']}, MC {b['mc']}, NC {b['nc']}"
+        for dtype, b in config["gemm_blocks"].items()
+    )
+    return f"CPU caches: {', '.join(levels)} (from {caches['source']}); GEMM blocks: {blocks}"
 
 
 def parallel_info():

@@ -2,15 +2,20 @@
 fastgrad.reference, measured in one run with a fixed method (warm-up, then the median of several
 samples, each long enough to time). Prints markdown tables with a machine line and the ratios.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 python -m fastgrad.bench [--quick] [--only NAME]
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python -m fastgrad.bench [--quick] [--only NAME]
 
-(OPENBLAS_NUM_THREADS=1: numpy single-threaded like the others; it must be set before numpy is imported.)
+numpy's OpenBLAS runs on as many threads as the row says: OpenBLAS reads OPENBLAS_NUM_THREADS only
+when it loads, so the bench calls its set_num_threads through ctypes before each row; where numpy's
+BLAS is not a loaded OpenBLAS that exports it, numpy appears only in one-thread rows, and only when
+OPENBLAS_NUM_THREADS=1 was set before the run.
 
 A ratio is how many times faster fastgrad is than the peer (peer time / fastgrad time), so > 1 means
 fastgrad wins. Each row names its target (the goals of issue 5, in TARGETS) and whether it is met.
 """
 
 import argparse
+import ctypes
+import glob
 import importlib
 import os
 import platform
@@ -33,8 +38,8 @@ TARGETS = {
     "MLP 64-128-10": [("torch", 3.0), ("numpy", 1.0)],
     "MLP 784-256-10": [("torch", 1.3)],
     "matmul 64": [("numpy", 1.0)],
-    "matmul 256": [("numpy", 0.9)],
-    "matmul 1024": [("numpy", 0.9)],
+    # issue 20: at least 0.95x the faster of MKL (torch) and OpenBLAS (numpy), i.e. 0.95x each
+    **{f"matmul {n}": [("torch", 0.95), ("numpy", 0.95)] for n in (256, 512, 1024, 2048)},
     "add": [("numpy", 1.0)],
     "exp": [("numpy", 1.0)],
     "dot": [("numpy", 1.0)],  # issue 20
@@ -50,37 +55,48 @@ class Timer:
         self.min_seconds, self.samples = min_seconds, samples
 
     def __call__(self, fn):
-        fn()
-        calls = 1
-        while True:
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            if time.perf_counter() - start >= self.min_seconds or calls >= 1 << 20:
-                break
-            calls *= 2
-        times = []
+        return self.interleaved([fn])[0]
+
+    def interleaved(self, fns):
+        """The median of each of fns, their samples taken in turn (so a change in the machine's load
+        falls on all of them alike: for ratios between them)."""
+        counts = []
+        for fn in fns:
+            fn()
+            calls = 1
+            while True:
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                if time.perf_counter() - start >= self.min_seconds or calls >= 1 << 20:
+                    break
+                calls *= 2
+            counts.append(calls)
+        times = [[] for _ in fns]
         for _ in range(self.samples):
-            start = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            times.append((time.perf_counter() - start) / calls)
-        return statistics.median(times)
+            for fn, calls, samples in zip(fns, counts, times):
+                start = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                samples.append((time.perf_counter() - start) / calls)
+        return [statistics.median(samples) for samples in times]
 
 
 class Row:
     """One benchmark row: seconds per call for each backend that ran it; `work` (flops or elements
-    per call) turns times into a throughput in `unit`."""
+    per call) turns times into a throughput in `unit`, and `peak` (the same unit per second, for
+    the threads of the row) into a share of the machine's FMA peak."""
 
-    def __init__(self, name, work=None, unit=None):
-        self.name, self.work, self.unit, self.seconds = name, work, unit, {}
+    def __init__(self, name, work=None, unit=None, peak=None):
+        self.name, self.work, self.unit, self.peak, self.seconds = name, work, unit, peak, {}
 
     def show(self, backend):
         t = self.seconds.get(backend)
         if t is None:
             return "-"
         if self.work is not None:
-            return f"{self.work / t / 1e9:,.2f} {self.unit}"
+            share = f" ({self.work / t / self.peak:.0%} of peak)" if self.peak else ""
+            return f"{self.work / t / 1e9:,.2f} {self.unit}{share}"
         return f"{t * 1e6:,.1f} µs" if t < 1e-2 else f"{t * 1e3:,.1f} ms"
 
     def ratio(self, peer):
@@ -226,6 +242,34 @@ def matmul(n):
     return make
 
 
+# Issue 23: a product with a transposed operand (nn.Linear's x @ W.t() with W stored (out, in), and
+# the backward's A^T G and G B^T) against the contiguous x @ W: m x k @ k x n.
+LAYOUT_SHAPES = ((64, 784, 256), (256, 1024, 1024), (1, 512, 512), (32, 64, 128), (256, 256, 256), (1024, 1024, 1024))
+LAYOUT_FORMS = ("x @ W", "x @ W.t()", "x.t() @ W", "x.t() @ W.t()")
+LAYOUT_TARGET = 1.05  # each transposed form's time at most this times x @ W's
+
+
+def matmul_layout(m, k, n, form):
+    """x @ W in one of LAYOUT_FORMS: a transposed operand is the .t() view of a contiguous tensor
+    holding the transpose (so the values are those of x and W)."""
+
+    def make(lib, rng):
+        x = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((k, n)).astype(np.float32)
+        x_t, w_t = "x.t()" in form, "W.t()" in form
+        x = lib.tensor(np.ascontiguousarray(x.T) if x_t else x)
+        w = lib.tensor(np.ascontiguousarray(w.T) if w_t else w)
+        if x_t and w_t:
+            return lambda: x.t() @ w.t()
+        if x_t:
+            return lambda: x.t() @ w
+        if w_t:
+            return lambda: x @ w.t()
+        return lambda: x @ w
+
+    return make
+
+
 def elementwise(op, n):
     def make(lib, rng):
         a = rng.standard_normal(n).astype(np.float32)
@@ -316,7 +360,7 @@ def groups(quick):
         ],
         "matmul": [
             (f"matmul {n} x {n} float32", matmul(n), 2 * n**3, "GFLOP/s", NUMPY_TOO if n <= 64 else NUMPY_TOO[:3])
-            for n in ((64, 256) if quick else (64, 256, 1024))
+            for n in ((64, 256) if quick else (64, 256, 512, 1024, 2048))
         ],
         "elementwise": [
             (
@@ -344,25 +388,81 @@ def groups(quick):
 # --- running and reporting ------------------------------------------------------------------------
 
 
+OPENBLAS_SET_THREADS = (
+    "scipy_openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "openblas_set_num_threads",
+)
+
+
+def find_numpy_blas_threads():
+    """A function setting the threads of numpy's OpenBLAS through ctypes (the library numpy loaded,
+    found in /proc/self/maps or numpy's bundled libraries), or None where there is none to call;
+    each candidate is checked by reading the count back."""
+    np.ones((2, 2)) @ np.ones((2, 2))  # numpy loads its BLAS on first use on some builds
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            paths = [line.split()[-1] for line in f if "openblas" in line.rsplit("/", 1)[-1].lower()]
+    except OSError:
+        pass
+    numpy_dir = os.path.dirname(np.__file__)
+    for bundle in (os.path.join(numpy_dir, os.pardir, "numpy.libs"), os.path.join(numpy_dir, ".dylibs")):
+        paths += sorted(glob.glob(os.path.join(bundle, "*openblas*")))
+    for path in dict.fromkeys(paths):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in OPENBLAS_SET_THREADS:
+            setter, getter = getattr(lib, name, None), getattr(lib, name.replace("_set_", "_get_"), None)
+            if setter is None or getter is None:
+                continue
+            before = getter()
+            setter(1)
+            if getter() == 1:
+                setter(before)
+                return setter
+    return None
+
+
+NUMPY_BLAS_THREADS = find_numpy_blas_threads()
+
+
 def set_threads(n, torch):
-    """Threads for fastgrad (when it has a pool) and torch; False if fastgrad cannot change them."""
+    """Threads for fastgrad (when it has a pool), torch and numpy's OpenBLAS (when the bench can set
+    them); False if fastgrad cannot change them."""
     if torch is not None:
         torch.set_num_threads(n)
+    if NUMPY_BLAS_THREADS is not None:
+        NUMPY_BLAS_THREADS(n)
     if hasattr(fastgrad, "set_num_threads"):
         fastgrad.set_num_threads(n)
         return True
     return n == 1
 
 
-def run_group(rows, libs, timer, reference_timer, threads, torch):
+def numpy_threads_known(n):
+    """Whether numpy's BLAS runs on n threads in a row of n threads."""
+    if NUMPY_BLAS_THREADS is not None:
+        return True
+    return n == 1 and os.environ.get("OPENBLAS_NUM_THREADS") == "1"
+
+
+def run_group(rows, libs, timer, reference_timer, threads, torch, peak=None):
+    """peak: one thread's FMA peak in FLOP/s, for the rows that count flops."""
     results = []
     for name, make, work, unit, backends in rows:
         for n in threads:
             if not set_threads(n, torch):
                 continue
-            row = Row(name if len(threads) == 1 else f"{name}, {n} thread{'s' * (n > 1)}", work, unit)
+            row_peak = peak * n if peak and unit == "GFLOP/s" else None
+            row = Row(name if len(threads) == 1 else f"{name}, {n} thread{'s' * (n > 1)}", work, unit, row_peak)
             for backend in backends:
-                if backend not in libs or (n > 1 and backend in ("numpy", "reference")):
+                if backend not in libs or (n > 1 and backend == "reference"):
+                    continue
+                if backend == "numpy" and work is not None and not numpy_threads_known(n):
                     continue
                 step = make(libs[backend], np.random.default_rng(0))
                 row.seconds[backend] = (reference_timer if backend == "reference" else timer)(step)
@@ -384,7 +484,12 @@ def machine_line(torch):
         f"ISA: {config.get('isa', 'n/a')}",
         f"fastgrad threads: {config.get('num_threads', 1)}",
         f"torch threads: {torch.get_num_threads() if torch else '-'}",
-        f"numpy BLAS threads: {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}",
+        "numpy BLAS threads: "
+        + (
+            "as the row says (set through OpenBLAS's set_num_threads)"
+            if NUMPY_BLAS_THREADS is not None
+            else os.environ.get("OPENBLAS_NUM_THREADS", "default")
+        ),
         f"python {platform.python_version()}",
         f"numpy {np.__version__}",
         f"fastgrad {fastgrad.__version__}",
@@ -411,6 +516,34 @@ def table(title, rows):
         cells.append(
             ", ".join("n/a" if r is None else ("met" if r >= goal else "not met") for _, goal, r in goals) or "-"
         )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def layout_table(shapes, libs, timer, torch):
+    """Issue 23's rows: each form of LAYOUT_FORMS, its time and its ratio to x @ W, one thread."""
+    set_threads(1, torch)
+    backends = [b for b in ("fastgrad", "torch") if b in libs]
+    lines = [
+        "### matmul: a transposed operand against x @ W (float32, one thread; time and ratio to x @ W)",
+        "",
+        "| m x k @ k x n | "
+        + " | ".join(f"{b} {form}" for b in backends for form in LAYOUT_FORMS)
+        + " | target | met |",
+        "|---|" + "---|" * (len(backends) * len(LAYOUT_FORMS) + 2),
+    ]
+    for m, k, n in shapes:
+        cells, met = [f"{m}x{k} @ {k}x{n}"], True
+        for backend in backends:
+            seconds = timer.interleaved(
+                [matmul_layout(m, k, n, form)(libs[backend], np.random.default_rng(0)) for form in LAYOUT_FORMS]
+            )
+            for form, t in zip(LAYOUT_FORMS, seconds):
+                ratio = t / seconds[0]
+                cells.append(f"{t * 1e6:,.1f} µs" + ("" if form == LAYOUT_FORMS[0] else f" ({ratio:.2f}x)"))
+                if backend == "fastgrad" and ratio > LAYOUT_TARGET:
+                    met = False
+        cells += [f"fastgrad <= {LAYOUT_TARGET:g}x x @ W", "met" if met else "not met"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -460,7 +593,15 @@ def main(argv=None):
         if only and name not in only:
             continue
         group_threads = threads if name in ("elementwise", "matmul") else (1,)
-        print(table(name, run_group(rows, libs, timer, reference_timer, group_threads, torch)) + "\n", flush=True)
+        peak = None
+        if name == "matmul":
+            peak = fastgrad._C._fma_peak(0.1) * 1e9
+            isa = fastgrad.config()["isa"]
+            print(f"Per-core float32 FMA peak (register-only loop, {isa}): {peak / 1e9:,.1f} GFLOP/s\n")
+        print(table(name, run_group(rows, libs, timer, reference_timer, group_threads, torch, peak)) + "\n", flush=True)
+        if name == "matmul":
+            shapes = LAYOUT_SHAPES[:3] if args.quick else LAYOUT_SHAPES
+            print(layout_table(shapes, libs, timer, torch) + "\n", flush=True)
 
 
 if __name__ == "__main__":

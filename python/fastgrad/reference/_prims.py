@@ -523,7 +523,8 @@ def isclose(input, other, rtol, atol, equal_nan):
 
 
 def config():
-    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD, nothing compiled; the recorded thread count."""
+    """fastgrad._C.config()'s keys for the pure-Python backend: no SIMD, nothing compiled (no cache-blocked
+    GEMM); the recorded thread count."""
     return {
         "isa": "python",
         "isas_available": ["python"],
@@ -531,6 +532,8 @@ def config():
         "compiler": None,
         "build_type": None,
         "cxx_flags": None,
+        "caches": None,
+        "gemm_blocks": None,
     }
 
 
