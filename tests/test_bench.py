@@ -52,6 +52,8 @@ def test_quick_run_prints_every_group():
         "matmul 64 x 64",
         "add ",
         "exp ",
+        "tanh ",
+        "sigmoid ",
         "micrograd step",
     ):
         assert any(n.startswith(expected) for n in names), expected
