@@ -81,18 +81,20 @@ Isa active_isa() {
   return isa;
 }
 
-const KernelTable& kernels() {
-  static const KernelTable& table = []() -> const KernelTable& {
-    switch (active_isa()) {
+const KernelTable& kernel_table(Isa isa) {
+  switch (isa) {
 #if defined(__x86_64__) || defined(_M_X64)
-      case Isa::Avx2: return simd::avx2::kernel_table();
-      case Isa::Avx512: return simd::avx512::kernel_table();
+    case Isa::Avx2: return simd::avx2::kernel_table();
+    case Isa::Avx512: return simd::avx512::kernel_table();
 #elif defined(__aarch64__)
-      case Isa::Neon: return simd::neon::kernel_table();
+    case Isa::Neon: return simd::neon::kernel_table();
 #endif
-      default: return simd::scalar::kernel_table();
-    }
-  }();
+    default: return simd::scalar::kernel_table();
+  }
+}
+
+const KernelTable& kernels() {
+  static const KernelTable& table = kernel_table(active_isa());
   return table;
 }
 

@@ -5,6 +5,8 @@
 
 namespace fg {
 
+struct KernelTable;
+
 enum class Isa { Scalar, Avx2, Avx512, Neon };
 
 const char* isa_name(Isa isa);
@@ -13,5 +15,7 @@ std::vector<Isa> available_isas();
 // The ISA in use, chosen on first call. An unknown or unavailable FASTGRAD_ISA throws
 // RuntimeError (so `import fastgrad` fails with the reason) instead of silently testing another path.
 Isa active_isa();
+// The kernels compiled for `isa`, which must be available (kernels() is the active ISA's).
+const KernelTable& kernel_table(Isa isa);
 
 }  // namespace fg

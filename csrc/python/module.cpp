@@ -10,6 +10,7 @@
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
+#include "kernels/ulp_scan.h"
 #include "python/bindings.h"
 
 namespace fg {
@@ -178,6 +179,28 @@ PYBIND11_MODULE(_C, m) {
         return best;
       },
       py::arg("seconds") = 0.05);
+  m.def(
+      "_ulp_scan",
+      [](const std::string& name, const std::string& isa, uint64_t start, uint64_t stop, uint64_t step) {
+        const std::pair<const char*, VecUnary> ops[] = {
+            {"exp", VecUnary::Exp}, {"log", VecUnary::Log}, {"tanh", VecUnary::Tanh}, {"sigmoid", VecUnary::Sigmoid}};
+        auto op = std::find_if(std::begin(ops), std::end(ops), [&](const auto& o) { return name == o.first; });
+        if (op == std::end(ops)) throw ValueError(cat("_ulp_scan: unknown function ", name));
+        const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon};
+        auto chosen = std::find_if(std::begin(isas), std::end(isas), [&](Isa i) { return isa == isa_name(i); });
+        if (chosen == std::end(isas)) throw ValueError(cat("_ulp_scan: unknown ISA ", isa));
+        UlpScan scan;
+        {
+          py::gil_scoped_release released;
+          scan = ulp_scan(op->second, *chosen, start, stop, step);
+        }
+        float worst;
+        std::memcpy(&worst, &scan.worst_bits, sizeof worst);
+        return py::make_tuple(scan.max_ulp, worst, scan.checked);
+      },
+      "The largest error in ulps of a float32 kernel (exp, log, tanh, sigmoid) of one ISA over the inputs with bit "
+      "patterns start, start + step, ... < stop, against double evaluation: (max_ulp, worst input, inputs checked). "
+      "For tests (kernels/ulp_scan.h).");
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
   m.def(
       "set_num_threads",

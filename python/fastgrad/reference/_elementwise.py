@@ -140,14 +140,6 @@ def _sigmoid(x):
     return 1.0 / (1.0 + _exp(-x))
 
 
-def _sigmoid_values(values, dtype):
-    """1 / (1 + exp(-x)); in float32 each of the three steps rounds, as in the core's float kernel."""
-    if compute_type(dtype) is not float32:
-        return list(map(_sigmoid, values))
-    denominators = cast([1.0 + e for e in cast([_exp(-v) for v in values], float64, float32)], float64, float32)
-    return [1.0 / d for d in denominators]
-
-
 def _pow(x, y):
     """C's pow: overflow gives +-inf, a zero base with a negative exponent a signed inf, a negative
     base with a fractional exponent NaN."""
@@ -829,7 +821,7 @@ class TanhBackward0(Function):
 class SigmoidBackward0(Function):
     def forward(self, x):
         dtype = float_type(x._dtype)
-        out = new_tensor(_sigmoid_values(cast(read(x), x._dtype, dtype), dtype), x._shape, dtype)
+        out = unary(_sigmoid, x, dtype)
         self.save(out, is_output=True)
         return out
 
