@@ -30,8 +30,29 @@ Tensor = _prims.Tensor
 
 
 def linear(input, weight, bias=None):
-    output = input.matmul(weight.t())
-    return output if bias is None else output + bias
+    """x @ W.t() + b as PyTorch routes it (ATen's linear), with its nodes: a 2-D input and a bias are
+    one addmm (AddmmBackward0, the bias added in the product's epilogue); a contiguous input of
+    another rank, with a contiguous bias that is a vector once squeezed, is viewed as 2-D around
+    that addmm (ViewBackward0 on either side); otherwise matmul, then the bias added in place
+    (AddBackward0)."""
+    for position, (name, value) in enumerate((("input", input), ("weight", weight), ("bias", bias)), 1):
+        if not isinstance(value, Tensor) and (value is not None or name != "bias"):
+            raise TypeError(
+                f"linear(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}"
+            )
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and {weight.dim()}D"
+        )
+    if bias is None:
+        return input.matmul(weight.t())
+    if input.dim() == 2:
+        return _prims.addmm(bias, input, weight.t(), 1, 1)
+    if input.is_contiguous() and bias.is_contiguous() and (bias.dim() == 1 or bias.squeeze().dim() == 1):
+        rows = math.prod(input.shape[:-1])  # not -1: a dim may be 0
+        output = _prims.addmm(bias, input.view(rows, input.shape[-1]), weight.t(), 1, 1)
+        return output.view(*input.shape[:-1], output.shape[1])
+    return input.matmul(weight.t()).add_(bias)
 
 
 def relu(input, inplace=False):
