@@ -354,8 +354,6 @@ op("torch.inner({a}, {b})", a=tensor(rank=1), b=matmul_partner("a", "dot"))
 op("torch.einsum('ij,jk->ik', {a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mm"))
 op("torch.tensordot({a}, {b}, dims=1)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
 op("torch.addmm({a} @ {b}, {a}, {b}, beta=0.5)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
-op("torch.addmm({b}[0], {a}, {b}, alpha=-1.5)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
-op("{a}[:, :1].addmm({a}, {b}, beta=2)", a=tensor(rank=2), b=matmul_partner("a", "mm"))
 op("torch.baddbmm({a} @ {b}, {a}, {b}, alpha=2)", a=tensor(rank=3), b=matmul_partner("a", "bmm"))
 op("torch.addmv({a} @ {b}, {a}, {b})", a=tensor(rank=2), b=matmul_partner("a", "mv"))
 # shapes and views

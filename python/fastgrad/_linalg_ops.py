@@ -1,8 +1,7 @@
 """The module functions and Tensor methods of linear algebra (the op-table rows naming
-`_linalg_ops.<f>`): products with beta and alpha (addmv, addr, baddbmm, addbmm; addmm is the
-backend's primitive, fused with F.linear), contractions (tensordot, inner,
-einsum), cross, cdist, and PyTorch's top-level forms of fastgrad.linalg's decompositions (det,
-inverse, cholesky, svd, qr, ...).
+`_linalg_ops.<f>`): products with beta and alpha (addmv, addr, baddbmm, addbmm; addmm, F.linear's
+op, is a backend primitive), contractions (tensordot, inner, einsum), cross, cdist, and PyTorch's
+top-level forms of fastgrad.linalg's decompositions (det, inverse, cholesky, svd, qr, ...).
 
 Written once for both backends (a shared module, see _shared): a contraction is one GEMM (the
 backend's mm or bmm) after a permute and a reshape, never a Python loop over elements. An op whose
@@ -46,8 +45,8 @@ def _check_scalar_type(first, *others):
 
 
 class _ScaledProduct(Function):
-    """beta * input + alpha * product(a, b), PyTorch's add-products (addmm, addmv, addr, baddbmm,
-    addbmm); a subclass gives the product and its gradients for a and b."""
+    """beta * input + alpha * product(a, b), PyTorch's add-products (addmv, addr, baddbmm, addbmm);
+    a subclass gives the product and its gradients for a and b."""
 
     @classmethod
     def forward(cls, ctx, input, a, b, beta, alpha):
