@@ -40,23 +40,31 @@ struct ScaledAdd {
   Scalar beta, alpha;
 };
 
+// Rows at least this long take the add kernel (a call per row); shorter ones (F.linear's last layer
+// is often 10 wide) the loop: measured 0.5 us faster on 64 rows of 10.
+constexpr int64_t kKernelRow = 64;
+
 // Applies `add` to C[r0:r1, c0:c1] (rows ldc apart) once each element's k-chain is complete, while
-// the block is still in cache. With alpha = beta = 1 it is the add kernel itself, so the bits are
-// those of a separate `a @ b + input`; beta = 0 ignores input (NaN too) and alpha = 0 the product,
-// as PyTorch's (BLAS) addmm.
+// the block is still in cache. With alpha = beta = 1 each element becomes c + x, the bits of a
+// separate `a @ b + input` (the add kernel, or the loop: 1 * v is exact); beta = 0 ignores input
+// (NaN too) and alpha = 0 the product, as PyTorch's (BLAS) addmm.
 template <class T>
 void scaled_add(const ScaledAdd& add, T* c, int64_t ldc, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
   const T beta = add.beta.to<T>(), alpha = add.alpha.to<T>();
   const int64_t row_stride = add.input->strides[0], col_stride = add.input->strides[1];
   const T* x = add.input->data_as<T>() + r0 * row_stride + c0 * col_stride;
   const int64_t cols = c1 - c0;
+  const BinaryKernel<T> add_kernel = [&]() -> BinaryKernel<T> {
+    if constexpr (std::is_floating_point_v<T>)
+      if (alpha == T(1) && beta == T(1) && col_stride <= 1 && cols >= kKernelRow)
+        return kernels().of<T>().binary[static_cast<int>(VecBinary::Add)];
+    return nullptr;
+  }();
   for (int64_t i = r0; i < r1; ++i, x += row_stride) {
     T* row = c + i * ldc + c0;
-    if constexpr (std::is_floating_point_v<T>) {
-      if (alpha == T(1) && beta == T(1) && col_stride <= 1) {
-        kernels().of<T>().binary[static_cast<int>(VecBinary::Add)](row, false, x, col_stride == 0, row, cols);
-        continue;
-      }
+    if (add_kernel) {
+      add_kernel(row, false, x, col_stride == 0, row, cols);
+      continue;
     }
     for (int64_t j = 0; j < cols; ++j) {
       const T product = static_cast<T>(wrap_mul(alpha, row[j]));
@@ -249,7 +257,11 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
     throw RuntimeError(cat("self and mat2 must have the same dtype, but got ", scalar_type_name(input->dtype), " and ",
                            scalar_type_name(mat2->dtype)));
   const int64_t n = mat1->shape[0], k = mat1->shape[1], m = mat2->shape[1];
-  ScaledAdd add{expand(alias(input), {n, m}), beta, alpha};
+  ScaledAdd add{Tensor(), beta, alpha};
+  {
+    GradModeGuard no_grad(false);  // a view to read the input through, not part of the graph
+    add.input = expand(input, {n, m});
+  }
   require_not_bool(mat1, "addmm_impl_cpu_", n * k * m);
   Tensor out = product(mat1, {0, mat1->strides[0], mat1->strides[1]}, mat2, {0, mat2->strides[0], mat2->strides[1]}, 1,
                        n, k, m, {n, m}, &add);
