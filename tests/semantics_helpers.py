@@ -52,8 +52,9 @@ def graph_names(grad_fn):
     return [None if fn is None else node_name(fn) for fn, _ in grad_fn.next_functions]
 
 
-def run_python(code, timeout=300):
-    """Run `code` in a fresh interpreter that imports modules as this one does; return CompletedProcess.
+def run_python(code, timeout=300, stdin=None):
+    """Run `code` in a fresh interpreter that imports modules as this one does, `stdin` its input;
+    return CompletedProcess.
 
     The child gets this process's sys.path, so it finds the same backend module. Warnings are
     reported on stderr and never turned into errors (the seed code reads `.grad` of non-leaf
@@ -67,6 +68,7 @@ def run_python(code, timeout=300):
     with tempfile.TemporaryDirectory() as cwd:
         return subprocess.run(
             [sys.executable, "-c", code],
+            input=stdin,
             capture_output=True,
             text=True,
             encoding="utf-8",

@@ -2,7 +2,11 @@
 backend: values against numpy in float64 over shapes around the micro-tile and cache-block edges,
 every operand layout (transposed and strided views are packed in place), and its numerical
 contract: each element of C is one chain over k in increasing order, so the bits do not depend on
-how C is cut into tiles and blocks (which is what keeps results identical for any thread count).
+how C is cut into tiles and blocks (which is what keeps results identical for any thread count) --
+except in products with one output row or column (m == 1 or n == 1: dot, mv, a row vector times a
+matrix; csrc/kernels/gemv_impl.h), where each element is 32 interleaved chains over k combined in a
+fixed tree, so the bits depend on neither the layout nor the thread count, but differ in the last
+places from the same element computed inside a larger product.
 
 Tolerance: a chain of k multiply-adds in precision u (2^-24 float32, 2^-53 float64) is within
 gamma_k * sum_p |a_ip| |b_pj| of the exact value, gamma_k = k u / (1 - k u) (Higham, Accuracy and
@@ -140,9 +144,10 @@ def test_int64_products_are_exact():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_bits_do_not_depend_on_tiling(dtype):
-    """Every way of cutting the same product -- row or column slices (other tiles, the small path
-    instead of the packed one), the transposed problem, other operand layouts, mv, bmm -- gives the
-    same bits, because each element is the same chain over k whatever the blocking."""
+    """Every way of cutting the same product into products of two or more rows and columns -- row
+    or column slices (other tiles, the small path instead of the packed one), the transposed
+    problem, other operand layouts, bmm -- gives the same bits, because each element is the same
+    chain over k whatever the blocking."""
     rng = np.random.default_rng(3)
     m, n, k = 150, 300, 1100  # packed path, k crosses KC 2 (float) or 4 (double) times
     a = fastgrad.tensor(rng.standard_normal((m, k)).astype(dtype))
@@ -154,13 +159,34 @@ def test_bits_do_not_depend_on_tiling(dtype):
 
     same(fastgrad.mm(a[7:20], b), c[7:20])
     same(fastgrad.mm(a, b[:, 5:40]), c[:, 5:40])
-    same(fastgrad.mm(a[1:2], b[:, 250:]), c[1:2, 250:])
+    same(fastgrad.mm(a[1:3], b[:, 250:]), c[1:3, 250:])
+    same(fastgrad.mm(a[1:3], b[:, 250:252]), c[1:3, 250:252])
     same(fastgrad.mm(b.t(), a.t()).t(), c)
     same(fastgrad.mm(a.t().contiguous().t(), b.t().contiguous().t()), c)
-    same(fastgrad.mv(a, b[:, 17].contiguous()), c[:, 17])
-    same(fastgrad.mv(b.t(), a[3]), c[3])
     same(fastgrad.bmm(fastgrad.stack([a[:40], a[40:80]]), fastgrad.stack([b, b])), np.stack([c[:40], c[40:80]]))
-    same(fastgrad.dot(a[4], b[:, 9]), c[4, 9])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_row_or_column_products_agree_in_every_form(dtype):
+    """dot, mv, a row vector times a matrix, one-row / one-column mm and bmm, in every operand layout:
+    the same bits for the same element (each is the same fixed set of chains, gemv_impl.h)."""
+    rng = np.random.default_rng(5)
+    m, k = 75, 1100  # 75 rows: whole groups of rows and of output vectors, and single ones
+    a_np = rng.standard_normal((m, k)).astype(dtype)
+    x_np = rng.standard_normal(k).astype(dtype)
+    want = fastgrad.mv(fastgrad.tensor(a_np), fastgrad.tensor(x_np)).numpy()
+    for a_layout, a in layouts(a_np, rng):
+        for x_layout, x in layouts(x_np[:, None], rng):
+            name = (a_layout, x_layout)
+            assert np.array_equal(fastgrad.mv(a, x[:, 0]).numpy(), want), name
+            assert np.array_equal(fastgrad.mm(a, x).numpy()[:, 0], want), name
+            assert np.array_equal(fastgrad.mm(x.t(), a.t()).numpy()[0], want), name  # the outputs in the lanes
+            assert np.array_equal(fastgrad.matmul(x[:, 0], a.t()).numpy(), want), name
+            assert fastgrad.dot(a[37], x[:, 0]).item() == want[37], name
+    stacked = fastgrad.bmm(
+        fastgrad.tensor(np.stack([a_np[:1], a_np[1:2]])), fastgrad.tensor(np.stack([x_np[:, None]] * 2))
+    )
+    assert np.array_equal(stacked.numpy()[:, 0, 0], want[:2])
 
 
 def rounded(q, cast):
@@ -189,6 +215,38 @@ def chain(a_row, b_col, fused):
         else:
             c = x * y + c
     return c
+
+
+def interleaved_chains(a_row, b_col, fused, chains=32):
+    """Chain r takes the products p = r, r + chains, ... (`chain`); then chain j += chain j + w for
+    w = chains / 2, ..., 1, each sum rounded to the operands' type."""
+    partial = [chain(a_row[r::chains], b_col[r::chains], fused) for r in range(chains)]
+    w = chains // 2
+    while w:
+        for j in range(w):
+            partial[j] = partial[j] + partial[j + w]
+        w //= 2
+    return partial[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_row_or_column_products_are_interleaved_chains(dtype):
+    """The documented contract for m == 1 or n == 1, checked exactly (fused as in the test below),
+    for k below, at and past whole blocks of 32 and for each way gemv_impl.h reads the operands."""
+    rng = np.random.default_rng(6)
+    fused = ISA != "scalar"
+    for k in (1, 5, 32, 33, 1100):
+        a = rng.standard_normal((70, k)).astype(dtype)
+        x = rng.standard_normal(k).astype(dtype)
+        ta, tx = fastgrad.tensor(a), fastgrad.tensor(x)
+        by_rows = fastgrad.mv(ta, tx).numpy()
+        by_columns = fastgrad.matmul(tx, fastgrad.tensor(np.ascontiguousarray(a.T))).numpy()
+        strided = dict(layouts(a, rng))["strided"]  # neither stride 1: rows gathered
+        gathered = fastgrad.mv(strided, fastgrad.tensor(np.repeat(x, 2))[::2]).numpy()
+        for i in (0, 3, 69):
+            want = interleaved_chains(a[i], x, fused)
+            assert by_rows[i] == want and by_columns[i] == want and gathered[i] == want, (k, i)
+        assert fastgrad.dot(ta[5], tx).item() == interleaved_chains(a[5], x, fused)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])

@@ -5,9 +5,12 @@ dtype the op returns, on both backends, for every call of a table op that the op
 The check runs the cases with each table op (function, method, and the operators that call it)
 wrapped: the wrapper asks the rule first, from the arguments as they are, then runs the op."""
 
+import importlib
+
 import numpy as np
 import pytest
 
+from conftest import BACKENDS
 from fastgrad import _meta, _optable
 import test_composed_ops
 from op_cases import CASES, NONDIFF_CASES, NOT_IN_CASES
@@ -80,6 +83,22 @@ class RuleChecker:
         return call
 
 
+@pytest.fixture(scope="module")
+def rule_checkers():
+    """The backends' ops wrapped once for this file's tests (about 1,000 attributes each: setting and
+    restoring them for each of its 1,300 tests took most of their time)."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        yield {name: RuleChecker(importlib.import_module(name), monkeypatch) for name in BACKENDS}
+
+
+@pytest.fixture
+def checker(fg, rule_checkers):
+    """fg's RuleChecker, its record of calls empty."""
+    checker = rule_checkers[fg.__name__]
+    checker.calls.clear()
+    return checker
+
+
 def run_case(fg, case):
     arrays = make_arrays(case.shapes, case.domain, np.float32, case.name)
     case.fn(fg, *[fg.tensor(a, requires_grad=True) for a in arrays])
@@ -97,16 +116,14 @@ ALL_CASES = (
 
 
 @pytest.mark.parametrize("run,case", ALL_CASES)
-def test_rules_give_the_ops_shapes_and_dtypes(fg, monkeypatch, run, case):
-    checker = RuleChecker(fg, monkeypatch)
+def test_rules_give_the_ops_shapes_and_dtypes(fg, checker, run, case):
     run(fg, case)
     for name, expected, got in checker.calls:
         assert expected == got, name
 
 
-def test_every_op_has_op_cases(fg, monkeypatch):
+def test_every_op_has_op_cases(fg, checker):
     """Every op of the table is called by some op case, or op_cases.NOT_IN_CASES says where it is tested."""
-    checker = RuleChecker(fg, monkeypatch)
     for case in CASES + NONDIFF_CASES:
         run_case(fg, case)
     called = {name for name, _, _ in checker.calls}
@@ -135,10 +152,10 @@ ROW_NAMES = {row.name for row in _optable.OPS}
         lambda m: m.cat([m.ones(2, dtype=m.int64), m.ones(3)]),
     ],
 )
-def test_rules_follow_dtype_promotion(fg, torch, monkeypatch, program):
+def test_rules_follow_dtype_promotion(fg, torch, checker, program):
     """Integer and bool operands, number operands, dtype= arguments: beyond the float32 op cases."""
     assert str(program(torch).dtype).split(".")[-1] == repr(program(fg).dtype).split(".")[-1]
-    checker = RuleChecker(fg, monkeypatch)
+    checker.calls.clear()
     program(fg)
     assert checker.calls
     for name, expected, got in checker.calls:

@@ -92,6 +92,9 @@ def test_protocol_5_sends_storages_out_of_band_without_copies(fg):
     assert loaded_base[0].item() == -7.0
     received[40:44] = np.float32(-8.0).tobytes()
     assert loaded_view[0].item() == -8.0
+    # any object with the buffer protocol, as transports hand them back (Ray: its own SubBuffer type)
+    loaded_base, loaded_view = pickle.loads(data, buffers=[np.frombuffer(buffers[0].raw(), np.uint8)])
+    assert loaded_base.tolist() == base.tolist() and loaded_view.tolist() == base[10:20].tolist()
     # in-band, the storage's bytes are written once
     in_band = pickle.dumps([base, base[10:20]], protocol=5)
     assert base.numpy().nbytes < len(in_band) < base.numpy().nbytes + 400

@@ -7,10 +7,14 @@
 // increasing order, started from zero, c = fma(a[i][k-1], b[k-1][j], ... fma(a[i][0], b[0][j], 0)).
 // The micro-kernel keeps that chain across KC blocks by reloading C into its accumulators instead
 // of adding partial sums, so the bits do not depend on the block sizes, the micro-tile shape, the
-// small or packed path, the orientation (mv runs as the transposed problem), or (later) how
-// threads split m and n. Across ISAs the only difference is simd.h's fma: fused on AVX2, AVX-512
-// and NEON, a multiply then an add on the scalar ISA (baseline x86-64 has no fused multiply-add).
-// The price: a dot product (m = n = 1) is one dependent chain, bound by the FMA latency.
+// small or packed path, the operands' layouts, or how threads split m and n. Across ISAs the only
+// difference is simd.h's fma: fused on AVX2, AVX-512 and NEON, a multiply then an add on the scalar
+// ISA (baseline x86-64 has no fused multiply-add).
+// The exception: a C of one row or one column (m == 1 or n == 1: dot, mv, a row vector times a
+// matrix) is computed by gemv_impl.h, each element as 32 interleaved chains combined in a fixed
+// tree -- one chain would be bound by the FMA latency. Those products therefore differ in the last
+// bits from the same elements computed inside a larger C; so a caller that splits C across threads
+// must never cut a block of one row or column out of a C that has more (matmul.cpp's splits don't).
 //
 // Included once per ISA translation unit, inside that ISA's namespace (see isa.h / simd.h). No
 // out-of-line library templates (std::copy, std::fill): the linker could merge an AVX-512 copy into
@@ -23,6 +27,7 @@
 #include <new>
 #include <utility>
 
+#include "kernels/gemv_impl.h"
 #include "kernels/kernel_table.h"
 #include "kernels/simd.h"
 
@@ -220,17 +225,8 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
       for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
     return;
   }
-  if (m == 1 && n == 1) {  // dot: the chain alone (latency bound; packing would only add work)
-    Vec<T> acc = Vec<T>::broadcast(T(0));
-    for (int64_t p = 0; p < k; ++p) acc = fma(Vec<T>::broadcast(a[p * csa]), Vec<T>::broadcast(b[p * rsb]), acc);
-    T lanes[W];
-    acc.store(lanes);
-    c[0] = lanes[0];
-    return;
-  }
-  // One column (mv) of an A with strided rows: the transposed problem C^T = B^T A^T puts the m
-  // outputs in the vector lanes and packs A^T with contiguous reads; same chains, same bits.
-  if (n == 1 && ldc == 1 && csa != 1) return gemm<T>(1, m, k, b, csb, rsb, a, csa, rsa, c, m);
+  if (m == 1) return gemv<T>(n, k, b, csb, rsb, a, csa, c, 1);  // c[j] = sum_p B[p][j] A[0][p]
+  if (n == 1) return gemv<T>(m, k, a, rsa, csa, b, rsb, c, ldc);
   // A narrow C gets a narrower tile rather than columns of padding. A is read in place unless it
   // meets several column tiles and is too big to stay in cache: packing copies it once per column
   // block, which pays only when the copy is reused.

@@ -3,6 +3,7 @@
 // That covers same-shape contiguous operands (one run), tensor-scalar, and row / column broadcasts
 // ([n, m] with [m]: n runs of m; [n, m] with [n, 1]: n runs, the second operand repeated).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -43,14 +44,22 @@ InnerRuns<N> inner_runs(const Dims& shape, const std::array<const int64_t*, N>& 
   return runs;
 }
 
-// Calls f(out_offset, offsets) for each run: out_offset into a contiguous output, offsets[k] into
-// operand k.
+// Calls f(out_offset, offsets, count) for the runs, or the pieces of runs, that cover the output
+// elements [lo, hi), in order: `count` elements from out_offset into a contiguous output, from
+// offsets[k] into operand k (its one value, when it repeats along the run).
 template <size_t N, class F>
-void for_each_run(const InnerRuns<N>& runs, F&& f) {
+void for_each_run(const InnerRuns<N>& runs, int64_t lo, int64_t hi, F&& f) {
+  if (lo >= hi) return;
   std::array<const int64_t*, N> strides;
   for (size_t k = 0; k < N; ++k) strides[k] = runs.outer_strides[k].data();
-  for_each_offset<N>(runs.outer, strides,
-                     [&](int64_t i, const std::array<int64_t, N>& off) { f(i * runs.inner, off); });
+  const int64_t inner = runs.inner;
+  for_each_offset<N>(
+      runs.outer, strides, lo / inner, (hi + inner - 1) / inner, [&](int64_t run, const std::array<int64_t, N>& at) {
+        const int64_t begin = std::max(lo - run * inner, int64_t(0)), end = std::min(hi - run * inner, inner);
+        std::array<int64_t, N> off = at;
+        for (size_t k = 0; k < N; ++k) off[k] += runs.broadcast[k] ? 0 : begin;
+        f(run * inner + begin, off, end - begin);
+      });
 }
 
 }  // namespace fg

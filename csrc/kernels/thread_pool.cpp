@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <fstream>
 #include <mutex>
@@ -37,6 +39,29 @@ int physical_cores() {
   }
   return std::max<int>(1, static_cast<int>(cores.size()));
 #endif
+}
+
+// The thread count the environment variable `name` asks for: a positive decimal integer, blanks
+// around it allowed, and of a comma-separated list (OpenMP's form: one count per nesting level) the
+// first entry. 0 when unset or anything else ("0", "-2", "abc", "1.5"): ignored, as PyTorch does.
+int env_threads(const char* name) {
+  const char* text = std::getenv(name);
+  if (!text) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(text, &end, 10);
+  if (end == text || errno == ERANGE || n <= 0) return 0;
+  while (*end == ' ' || *end == '\t') ++end;
+  if (*end != '\0' && *end != ',') return 0;
+  return static_cast<int>(std::min<long long>(n, std::max(1u, std::thread::hardware_concurrency())));
+}
+
+// The count at start-up, as PyTorch decides it: MKL_NUM_THREADS, else OMP_NUM_THREADS (each capped
+// at the logical CPUs: PyTorch turns OMP_NUM_THREADS=1000 into their number), else the physical cores.
+int initial_threads() {
+  for (const char* name : {"MKL_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (int n = env_threads(name)) return n;
+  return physical_cores();
 }
 
 thread_local bool in_worker = false;
@@ -119,7 +144,7 @@ struct Pool {
 };
 
 // Never destroyed: worker threads may still wait on it at interpreter exit.
-Pool* pool = new Pool(physical_cores());
+Pool* pool = new Pool(initial_threads());
 
 // A forked child has none of the parent's workers (and maybe a lock held by one): it starts a
 // fresh pool and abandons the old one.

@@ -14,8 +14,9 @@
 
 namespace fg {
 
-// The default is the number of physical cores (as PyTorch: hyperthreads share a core's FMA
-// units, so the compute-bound kernels gain nothing from them).
+// At start-up, as PyTorch: MKL_NUM_THREADS, else OMP_NUM_THREADS (a positive integer, capped at
+// the logical CPUs; other values are ignored), else the number of physical cores (hyperthreads
+// share a core's FMA units, so the compute-bound kernels gain nothing from them).
 int get_num_threads();
 // n >= 1; the workers are restarted (after any running job ends).
 void set_num_threads(int n);
@@ -23,6 +24,10 @@ void set_num_threads(int n);
 namespace detail {
 void run_parallel(int64_t begin, int64_t end, int64_t chunks, const std::function<void(int64_t, int64_t)>& fn);
 }
+
+// Elementwise loops and sums split across threads into chunks of at least this many elements
+// (smaller ones cost more to hand out than they save).
+inline constexpr int64_t kParallelElements = 1 << 15;
 
 // fn(lo, hi) for consecutive chunks [lo, hi) covering [begin, end), each at least `grain` long
 // (except when the whole range is shorter).

@@ -28,27 +28,21 @@ Scalar stored_scalar(const Scalar& s, DType dtype);
 
 // Below this many elements per run, the strided loop beats a kernel call per run.
 inline constexpr int64_t kMinRun = 16;
-// A contiguous loop splits across threads into chunks of at least this many elements (each
-// element is computed alone, so the split never changes a result).
-inline constexpr int64_t kParallelElements = 1 << 15;
 
 // out = a op b with the vector kernel, when the operands split into long enough runs (runs.h).
 // + - * / maximum minimum are exact, so this gives the scalar lambdas' results bit for bit.
+// Long loops split across threads by elements, whole runs or pieces of one (each element is
+// computed alone, so the split never changes a result).
 template <class T>
 bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* as, const T* b, const int64_t* bs,
                    T* out) {
   InnerRuns<2> runs = inner_runs<2>(shape, {as, bs});
   if (runs.inner < kMinRun && !runs.outer.empty()) return false;
   BinaryKernel<T> kernel = kernels().of<T>().binary[static_cast<int>(op)];
-  if (runs.outer.empty()) {  // one run: long ones split across threads
-    parallel_for(0, runs.inner, kParallelElements, [&](int64_t lo, int64_t hi) {
-      kernel(a + (runs.broadcast[0] ? 0 : lo), runs.broadcast[0], b + (runs.broadcast[1] ? 0 : lo), runs.broadcast[1],
-             out + lo, hi - lo);
+  parallel_for(0, element_count(shape), kParallelElements, [&](int64_t lo, int64_t hi) {
+    for_each_run(runs, lo, hi, [&](int64_t o, const std::array<int64_t, 2>& off, int64_t count) {
+      kernel(a + off[0], runs.broadcast[0], b + off[1], runs.broadcast[1], out + o, count);
     });
-    return true;
-  }
-  for_each_run(runs, [&](int64_t o, const std::array<int64_t, 2>& off) {
-    kernel(a + off[0], runs.broadcast[0], b + off[1], runs.broadcast[1], out + o, runs.inner);
   });
   return true;
 }

@@ -118,11 +118,12 @@ Tensor product(const Tensor& a, MatrixView as, const Tensor& b, MatrixView bs, i
       } else if (n >= m) {  // blocks of rows (each thread packs all of B: cheap next to its share of the work)
         for (int64_t p = 0; p < batch; ++p)
           parallel_for(0, n, kParallelRows, [&](int64_t lo, int64_t hi) { block(p, lo, hi, 0, m); });
-      } else {  // blocks of whole column tiles
-        const int64_t tiles = (m + kParallelCols - 1) / kParallelCols;
+      } else {  // blocks of whole column tiles, the last one taking the remainder: a block of one
+                // column out of a wider C would be computed as a matrix-vector product (gemm_impl.h)
+        const int64_t tiles = std::max<int64_t>(1, m / kParallelCols);
         for (int64_t p = 0; p < batch; ++p)
           parallel_for(0, tiles, 1, [&](int64_t lo, int64_t hi) {
-            block(p, 0, n, lo * kParallelCols, std::min(m, hi * kParallelCols));
+            block(p, 0, n, lo * kParallelCols, hi == tiles ? m : hi * kParallelCols);
           });
       }
     } else {

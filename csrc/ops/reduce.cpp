@@ -17,7 +17,9 @@ namespace fg {
 
 namespace {
 
-// Calls f(out_index, position_in_block, value) over x, reduced dims innermost.
+// Calls f(out_index, position_in_block, value) over x, reduced dims innermost. Long loops split
+// across threads by whole results: each result's block is visited in the same order for any
+// thread count, and f may write only to its out_index's state.
 template <class T, class F>
 void visit_reduced(const Tensor& x, const std::vector<bool>& mask, F&& f) {
   Shape shape, strides;
@@ -30,8 +32,18 @@ void visit_reduced(const Tensor& x, const std::vector<bool>& mask, F&& f) {
         if (pass == 1) block *= x->shape[d];
       }
   const T* data = x->data_as<T>();
-  for_each_offset<1>(shape, {strides.data()},
-                     [&](int64_t i, const std::array<int64_t, 1>& o) { f(i / block, i % block, data[o[0]]); });
+  if (block == 0) return;
+  const int64_t results = element_count(shape) / block;
+  parallel_for(0, results, std::max<int64_t>(1, kParallelElements / block), [&](int64_t lo, int64_t hi) {
+    int64_t out = lo, r = 0;
+    for_each_offset<1>(shape, {strides.data()}, lo * block, hi * block, [&](int64_t, const std::array<int64_t, 1>& o) {
+      f(out, r, data[o[0]]);
+      if (++r == block) {
+        r = 0;
+        ++out;
+      }
+    });
+  });
 }
 
 int64_t block_size(const Tensor& x, const std::vector<bool>& mask) {
@@ -74,38 +86,69 @@ Tensor store(const std::vector<A>& acc, const Shape& shape, DType dtype) {
   return out;
 }
 
-// Sums of at least this many elements in all split across threads, by whole results.
-constexpr int64_t kParallelElements = 1 << 15;
+// The dims of x that `mask` marks as `reduced` (or not), size-1 dims left out, in dim order: the
+// trailing ones that x lays out as one contiguous block count `dense` elements (1 if none), the
+// dims before them are listed with their strides. `all()`: every one of them, the block as one dim.
+struct DimGroup {
+  Shape shape, strides;
+  int64_t dense = 1;
 
-// Float sums of contiguous x by the vector kernels, when the reduced dims are all inner (each
-// result sums one run, at least kMinRow long, in the kernel's fixed lane order) or all outer (each
-// result sums a column in row order). False for other layouts, left to visit_reduced.
-template <class T>
-bool vector_sum(const Tensor& x, const std::vector<bool>& mask, std::vector<double>& acc) {
-  constexpr int64_t kMinRow = 16;  // shorter rows: the plain loop beats a kernel call per row
-  if (!x->is_contiguous() || x->numel() == 0) return false;
-  bool seen_kept = false, seen_reduced = false, reduced_inner = true, reduced_outer = true;
-  for (int64_t d = 0; d < x->dim(); ++d) {
-    if (x->shape[d] == 1) continue;  // either kind
-    if (mask[d]) {
-      reduced_outer = reduced_outer && !seen_kept;
-      seen_reduced = true;
-    } else {
-      reduced_inner = reduced_inner && !seen_reduced;
-      seen_kept = true;
+  DimGroup(const Tensor& x, const std::vector<bool>& mask, bool reduced) {
+    for (int64_t d = 0; d < x->dim(); ++d)
+      if (mask[d] == reduced && x->shape[d] != 1) {
+        shape.push_back(x->shape[d]);
+        strides.push_back(x->strides[d]);
+      }
+    while (!shape.empty() && strides.back() == dense) {
+      dense *= shape.back();
+      shape.resize(shape.size() - 1);
+      strides.resize(strides.size() - 1);
     }
   }
-  const int64_t block = block_size(x, mask), kept = x->numel() / block;
+  std::pair<Shape, Shape> all() const {
+    std::pair<Shape, Shape> dims{shape, strides};
+    dims.first.push_back(dense);
+    dims.second.push_back(1);
+    return dims;
+  }
+};
+
+// Float sums by the vector kernels, for any strides, when the reduced dims end in a contiguous
+// block of at least kMinRow elements (each result sums its blocks in order, each block in the sum
+// kernel's fixed lane order) or else the kept dims end in one (each result sums its elements in
+// the reduced dims' row-major order, a row of results at a time). False for other layouts, left
+// to visit_reduced. Threads split the results only, never one result's sum: its order stays the
+// same for any count.
+template <class T>
+bool vector_sum(const Tensor& x, const std::vector<bool>& mask, std::vector<double>& acc) {
+  constexpr int64_t kMinRow = 16;  // shorter blocks: the plain loop beats a kernel call per block
+  if (x->numel() == 0) return false;
+  const DimGroup reduced(x, mask, true), kept(x, mask, false);
+  const int64_t block = block_size(x, mask), results = x->numel() / block;
   const TypedKernels<T>& k = kernels().of<T>();
   const T* data = x->data_as<T>();
-  // Threads split the results only, never one result's sum: its order stays the same for any count.
-  if (reduced_inner && block >= kMinRow) {
-    parallel_for(0, kept, kParallelElements / block + 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t o = lo; o < hi; ++o) acc[o] = k.sum(data + o * block, block);
+  if (reduced.dense >= kMinRow) {
+    const auto [kept_shape, kept_strides] = kept.all();
+    parallel_for(0, results, kParallelElements / block + 1, [&](int64_t lo, int64_t hi) {
+      for_each_offset<1>(kept_shape, {kept_strides.data()}, lo, hi, [&](int64_t o, const std::array<int64_t, 1>& at) {
+        for_each_offset<1>(reduced.shape, {reduced.strides.data()}, [&](int64_t, const std::array<int64_t, 1>& from) {
+          acc[o] += k.sum(data + at[0] + from[0], reduced.dense);
+        });
+      });
     });
-  } else if (reduced_outer) {
-    parallel_for(0, kept, std::max(kParallelElements / block, int64_t(64)), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = 0; r < block; ++r) k.accumulate(acc.data() + lo, data + r * kept + lo, hi - lo);
+  } else if (kept.dense > 1) {
+    const auto [reduced_shape, reduced_strides] = reduced.all();
+    const int64_t row = kept.dense;  // results per row, adjacent in memory
+    parallel_for(0, results, std::max(kParallelElements / block, int64_t(64)), [&](int64_t lo, int64_t hi) {
+      for_each_offset<1>(kept.shape, {kept.strides.data()}, lo / row, (hi + row - 1) / row,
+                         [&](int64_t q, const std::array<int64_t, 1>& at) {
+                           const int64_t begin = std::max(lo - q * row, int64_t(0)), end = std::min(hi - q * row, row);
+                           for_each_offset<1>(reduced_shape, {reduced_strides.data()},
+                                              [&](int64_t, const std::array<int64_t, 1>& from) {
+                                                k.accumulate(acc.data() + q * row + begin,
+                                                             data + at[0] + from[0] + begin, end - begin);
+                                              });
+                         });
     });
   } else {
     return false;

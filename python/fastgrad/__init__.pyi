@@ -72,6 +72,7 @@ from fastgrad._types import float64 as float64
 from fastgrad._methods import float_power as float_power
 from fastgrad._methods import floor_divide as floor_divide
 from fastgrad._types import get_default_dtype as get_default_dtype
+from fastgrad._methods import get_num_interop_threads as get_num_interop_threads
 from fastgrad._C import get_num_threads as get_num_threads
 from fastgrad.random import get_rng_state as get_rng_state
 from fastgrad._types import half as half
@@ -158,6 +159,7 @@ from . import serialization as serialization
 from fastgrad._C import set_anomaly_enabled as set_anomaly_enabled
 from fastgrad._types import set_default_dtype as set_default_dtype
 from fastgrad._grad_mode import set_grad_enabled as set_grad_enabled
+from fastgrad._methods import set_num_interop_threads as set_num_interop_threads
 from fastgrad._C import set_num_threads as set_num_threads
 from fastgrad._formatting import set_printoptions as set_printoptions
 from fastgrad.random import set_rng_state as set_rng_state

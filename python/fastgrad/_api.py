@@ -22,6 +22,7 @@ MODULE = (
     autograd nn optim utils viz linalg
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
     save load serialization safetensors config set_num_threads get_num_threads
+    set_num_interop_threads get_num_interop_threads
     show_config version
     cuda backends accelerator amp autocast set_printoptions return_types
     use_deterministic_algorithms are_deterministic_algorithms_enabled is_deterministic_algorithms_warn_only_enabled

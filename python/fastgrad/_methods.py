@@ -2983,10 +2983,40 @@ TENSOR_ATTRIBUTES = {
     "__rrshift__": _rrshift,
     "__irshift__": bitwise_right_shift_,
 }
+# PyTorch's inter-op pool runs TorchScript's parallel forks, which fastgrad does not have: the count
+# is only recorded, so that scripts setting it run unchanged, with PyTorch's checks (an int, positive,
+# set at most once). Its default is PyTorch's: the CPUs, whatever OMP_NUM_THREADS says.
+_interop_threads = None
+
+
+def get_num_interop_threads():
+    return _interop_threads or os.cpu_count() or 1
+
+
+def set_num_interop_threads(n):
+    global _interop_threads
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise RuntimeError(f"set_num_interop_threads expects an int, but got {builtins.type(n).__name__}")
+    if not -(2**63) <= n < 2**63:
+        raise ValueError("Overflow when unpacking long long")
+    if not -(2**31) <= n < 2**31:
+        raise ValueError("Overflow when unpacking long")
+    if n <= 0:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    if _interop_threads is not None:
+        raise RuntimeError(
+            "Error: cannot set number of interop threads after parallel work has started or "
+            "set_num_interop_threads called"
+        )
+    _interop_threads = n
+
+
 FUNCTIONS = {  # exported by the package
     "config": _prims.config,  # the backend's build and runtime configuration (SIMD ISA, threads)
     "set_num_threads": _prims.set_num_threads,
     "get_num_threads": _prims.get_num_threads,
+    "set_num_interop_threads": set_num_interop_threads,
+    "get_num_interop_threads": get_num_interop_threads,
 }
 
 

@@ -102,9 +102,10 @@ def _rebuild_storage(dtype_name, payload):
     dtype, stored = RAW_TYPES[dtype_name]
     if isinstance(payload, str):
         payload = payload.encode("latin-1")
-    if not isinstance(payload, (bytes, bytearray, memoryview, pickle.PickleBuffer)):
+    try:  # out-of-band data comes back as whatever buffer type the transport made (Ray: its SubBuffer)
+        raw = memoryview(payload).cast("B")
+    except TypeError:
         _refuse(f"storage data of type {type(payload).__name__}")
-    raw = memoryview(payload).cast("B")
     if raw.nbytes % stored.itemsize:
         _refuse(f"{raw.nbytes} bytes of storage are no whole number of {dtype_name} elements")
     return tensor_from_raw(np.frombuffer(raw, dtype=stored), dtype)

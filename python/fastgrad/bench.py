@@ -37,6 +37,8 @@ TARGETS = {
     "matmul 1024": [("numpy", 0.9)],
     "add": [("numpy", 1.0)],
     "exp": [("numpy", 1.0)],
+    "dot": [("numpy", 1.0)],  # issue 20
+    "mv": [("numpy", 1.0)],
 }
 
 
@@ -255,6 +257,19 @@ def elementwise(op, n):
     return make
 
 
+def matrix_vector(n, matrix):
+    """x . y for two n-vectors, or A @ x for an n x n matrix A (`matrix`)."""
+
+    def make(lib, rng):
+        a = rng.standard_normal((n, n) if matrix else n).astype(np.float32)
+        x = rng.standard_normal(n).astype(np.float32)
+        if lib is not np:
+            a, x = lib.tensor(a), lib.tensor(x)
+        return (lambda: a @ x) if matrix else (lambda: lib.dot(a, x))
+
+    return make
+
+
 def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
     """karpathy's micrograd demo on 0-d tensors: an MLP of scalar neurons (ReLU hidden layers, linear
     output), max-margin loss over a few points, backward, SGD on every scalar parameter."""
@@ -333,6 +348,14 @@ def groups(quick):
             )
             for op in ("add", "exp")
             for n in (small, big)
+        ],
+        "mv": [
+            (f"dot {n} float32", matrix_vector(n, False), 2 * n, "GFLOP/s", NUMPY_TOO[:3])
+            for n in ((256, 4096) if quick else (256, 1024, 4096))
+        ]
+        + [
+            (f"mv {n} x {n} float32", matrix_vector(n, True), 2 * n * n, "GFLOP/s", NUMPY_TOO[:3])
+            for n in ((256, 1024) if quick else (256, 1024, 4096))
         ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
     }
@@ -438,7 +461,7 @@ def main(argv=None):
         action="append",
         default=[],
         metavar="NAME",
-        help="run only these groups (op, mlp, matmul, elementwise, micrograd); repeatable",
+        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd); repeatable",
     )
     args = parser.parse_args(argv)
     selected = groups(args.quick)
