@@ -352,7 +352,7 @@ case("median(0) of 0-d", lambda m, x: x.median(0).values, [()], "MedianBackward1
 for _name, _sa, _sb, _grad_fn in [
     ("1-D@1-D", (4,), (4,), "DotBackward0"),
     ("2-D@1-D", (3, 4), (4,), "MvBackward0"),
-    ("1-D@2-D", (3,), (3, 4), ("SqueezeBackward4", "SqueezeBackward1")),
+    ("1-D@2-D", (3,), (3, 4), "SqueezeBackward4"),
     ("2-D@2-D", (3, 4), (4, 2), "MmBackward0"),
     ("3-D@3-D", (2, 3, 4), (2, 4, 2), "UnsafeViewBackward0"),
     ("3-D@3-D batch broadcast", (1, 3, 4), (2, 4, 2), ("CloneBackward0", "UnsafeViewBackward0")),
@@ -369,6 +369,18 @@ case("torch.mm", lambda m, a, b: m.mm(a, b), [(3, 4), (4, 2)], "MmBackward0")
 case("Tensor.mm", lambda m, a, b: a.mm(b), [(1, 4), (4, 3)], "MmBackward0")
 case("torch.bmm", lambda m, a, b: m.bmm(a, b), [(2, 3, 4), (2, 4, 2)], "BmmBackward0")
 case("Tensor.mv", lambda m, a, b: a.mv(b), [(3, 4), (4,)], "MvBackward0")
+
+# --- F.linear as PyTorch routes it: one addmm for a 2-D input with a bias (added in the product's
+# epilogue), viewed as 2-D around it for other ranks; matmul without a bias
+for _name, _shapes, _grad_fn in [
+    ("F.linear", [(3, 4), (2, 4), (2,)], "AddmmBackward0"),
+    ("F.linear column bias", [(3, 4), (2, 4), (3, 1)], "AddmmBackward0"),
+    ("F.linear 3-D", [(2, 3, 4), (2, 4), (2,)], "ViewBackward0"),
+    ("F.linear vector", [(4,), (2, 4), (2,)], "ViewBackward0"),
+    ("F.linear no bias", [(3, 4), (2, 4)], "MmBackward0"),
+    ("F.linear vector no bias", [(4,), (2, 4)], "SqueezeBackward4"),
+]:
+    case(_name, lambda m, *xs: m.nn.functional.linear(*xs), _shapes, _grad_fn)
 
 # --- shape ops ------------------------------------------------------------------------------------
 for _name, _fn, _shapes, _grad_fn in [
@@ -922,6 +934,8 @@ def _spd(m, a):
 for _name, _fn, _shapes, _grad_fn in [
     ("torch.addmm", lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2), [(3, 2), (3, 4), (4, 2)], "AddmmBackward0"),
     ("Tensor.addmm broadcast", lambda m, c, a, b: c.addmm(a, b), [(2,), (3, 4), (4, 2)], "AddmmBackward0"),
+    ("torch.addmm column", lambda m, c, a, b: m.addmm(c, a, b, alpha=-1), [(3, 1), (3, 4), (4, 2)], "AddmmBackward0"),
+    ("torch.addmm beta=0", lambda m, c, a, b: m.addmm(c, a, b, beta=0), [(), (3, 4), (4, 2)], "AddmmBackward0"),
     ("torch.addmv", lambda m, c, a, b: m.addmv(c, a, b, alpha=3), [(3,), (3, 4), (4,)], "AddmvBackward0"),
     ("Tensor.addr", lambda m, c, a, b: c.addr(a, b, beta=2), [(3, 4), (3,), (4,)], "AddrBackward0"),
     (

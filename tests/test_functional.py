@@ -60,6 +60,20 @@ CASES = {  # id: (fn(F, t, *inputs), input specs)
     "linear": (lambda F, t, x, w, b: F.linear(x, w, b), [_floats((2, 3, 4)), _floats((5, 4)), _floats((5,))]),
     "linear no bias": (lambda F, t, x, w: F.linear(x, w), [_floats((3, 4)), _floats((2, 4))]),
     "linear vector": (lambda F, t, x, w, b: F.linear(x, w, b), [_floats((4,)), _floats((2, 4)), _floats((2,))]),
+    "linear matrix": (lambda F, t, x, w, b: F.linear(x, w, b), [_floats((3, 4)), _floats((5, 4)), _floats((5,))]),
+    "linear column bias": (
+        lambda F, t, x, w, b: F.linear(x, w, b),
+        [_floats((3, 4)), _floats((5, 4)), _floats((3, 1))],
+    ),
+    "linear 4-d": (lambda F, t, x, w, b: F.linear(x, w, b), [_floats((2, 2, 3, 4)), _floats((5, 4)), _floats((1, 5))]),
+    "linear batch bias": (
+        lambda F, t, x, w, b: F.linear(x, w, b),
+        [_floats((2, 3, 4)), _floats((5, 4)), _floats((3, 5))],
+    ),
+    "linear transposed input": (
+        lambda F, t, x, w, b: F.linear(x.transpose(0, 1), w, b),
+        [_floats((3, 2, 4)), _floats((5, 4)), _floats((5,))],
+    ),
     "relu": (lambda F, t, x: F.relu(x), [_floats((3, 4))]),
     "leaky_relu": (lambda F, t, x: F.leaky_relu(x), [_floats((3, 4))]),
     "leaky_relu 0.2": (lambda F, t, x: F.leaky_relu(x, 0.2), [_floats((3, 4))]),
@@ -306,6 +320,55 @@ def test_fused_grad_fn_names(fg, torch, fn, node):
     assert fn(fg.nn.functional, fg).grad_fn.name() == fn(torch.nn.functional, torch).grad_fn.name() == node
 
 
+def _first_nodes(out):
+    """The names of out's grad_fn and of the nodes down its first edge that is not a leaf's or W.t()'s."""
+    names, node = [], out.grad_fn
+    while node is not None and "AccumulateGrad" not in node.name():
+        names.append(node.name())
+        inner = [n for n, _ in node.next_functions if n is not None and n.name() != "TBackward0"]
+        node = next((n for n in inner if "AccumulateGrad" not in n.name()), None)
+    return names
+
+
+# PyTorch's routing of linear: addmm for a 2-D input with a bias; a contiguous input of another rank
+# viewed as 2-D around it when the bias is contiguous and a vector once squeezed; else matmul and an
+# in-place add. (Not here: a non-contiguous input, whose reshape PyTorch records as
+# UnsafeViewBackward0 over the copy where fastgrad's reshape records ViewBackward0.)
+@pytest.mark.parametrize(
+    "x_shape, bias_shape",
+    [
+        ((2, 3), (4,)),
+        ((2, 3), (2, 1)),
+        ((2, 3), ()),
+        ((2, 3), None),
+        ((0, 3), (4,)),
+        ((5, 2, 3), (4,)),
+        ((5, 2, 3), (1, 4)),
+        ((5, 2, 3), (1, 1)),
+        ((5, 2, 3), (2, 4)),
+        ((5, 2, 3), None),
+        ((2, 2, 2, 3), (1,)),
+        ((3,), (4,)),
+        ((3,), ()),
+        ((3,), None),
+    ],
+)
+def test_linear_nodes_as_pytorch(fg, torch, x_shape, bias_shape):
+    def nodes(t):
+        x, w = t.ones(x_shape, requires_grad=True), t.ones(4, 3, requires_grad=True)
+        bias = None if bias_shape is None else t.ones(bias_shape, requires_grad=True)
+        return _first_nodes(t.nn.functional.linear(x, w, bias))
+
+    assert nodes(fg) == nodes(torch)
+
+
+def test_linear_layer_is_one_addmm(fg):
+    layer = fg.nn.Linear(3, 4)
+    assert layer(fg.ones(2, 3)).grad_fn.name() == "AddmmBackward0"
+    with fg.no_grad():
+        assert layer(fg.ones(2, 3)).grad_fn is None
+
+
 def test_implicit_softmax_dim_warns(fg):
     x = fg.tensor([[1.0, 2.0], [3.0, 5.0]])
     with pytest.warns(UserWarning, match="Implicit dimension choice for softmax has been deprecated"):
@@ -397,6 +460,16 @@ ERRORS = {
     "embedding float indices": lambda F, t: F.embedding(t.tensor([1.0]), t.ones(3, 2)),
     "embedding index too large": lambda F, t: F.embedding(t.tensor([3]), t.ones(3, 2)),
     "embedding negative index": lambda F, t: F.embedding(t.tensor([-1]), t.ones(3, 2)),
+    "linear shapes": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 5), t.ones(4)),
+    "linear vector shapes": lambda F, t: F.linear(t.ones(3), t.ones(4, 5), t.ones(4)),
+    "linear bias size": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3), t.ones(5)),
+    "linear bias rank": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3), t.ones(1, 1, 4)),
+    "linear bias broadcast": lambda F, t: F.linear(t.ones(3), t.ones(4, 3), t.ones(2, 4)),
+    "linear bias dtype": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3), t.ones(4, dtype=t.float64)),
+    "linear weight dtype": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3, dtype=t.float64)),
+    "linear bias number": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3), 3),
+    "linear 0-d input": lambda F, t: F.linear(t.ones(()), t.ones(4, 3)),
+    "linear 3-d weight": lambda F, t: F.linear(t.ones(2, 3), t.ones(1, 4, 3)),
     "embedding padding_idx": lambda F, t: F.embedding(t.tensor([1]), t.ones(3, 2), padding_idx=-4),
     "one_hot float": lambda F, t: F.one_hot(t.tensor([1.0])),
     "one_hot negative": lambda F, t: F.one_hot(t.tensor([-1])),

@@ -311,3 +311,29 @@ def test_each_element_is_one_k_ordered_chain(dtype):
     fused = ISA != "scalar"
     for i, j in [(0, 0), (5, 63), (6, 64), (19, 299), (13, 170)]:
         assert c[i, j] == chain(a[i], b[:, j], fused), (i, j)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_addmm_adds_after_the_chain_with_the_bits_of_a_separate_add(dtype, threads):
+    """addmm (F.linear's op) adds its input to each element of C once its k-chain is complete, in the
+    product's epilogue: the bits of mm followed by +, for every input layout (a bias row, a column, a
+    full matrix, a transposed one, a scalar), the small and packed paths, a weight used as W.t(), and
+    C split between threads. beta and alpha scale as the separate ops do."""
+    rng = np.random.default_rng(5)
+    saved = fastgrad.get_num_threads()
+    fastgrad.set_num_threads(threads)
+    try:
+        for m, n, k in [(5, 6, 7), (64, 10, 256), (64, 256, 784), (300, 300, 300), (4, 5, 0), (0, 5, 3)]:
+            a = fastgrad.tensor(rng.standard_normal((m, k)).astype(dtype))
+            weight = fastgrad.tensor(rng.standard_normal((n, k)).astype(dtype))
+            product = fastgrad.mm(a, weight.t())
+            for shape in [(n,), (m, 1), (m, n), (1, n), ()]:
+                bias = fastgrad.tensor(rng.standard_normal(shape).astype(dtype))
+                assert np.array_equal(fastgrad.addmm(bias, a, weight.t()).numpy(), (product + bias).numpy()), shape
+            column_major = fastgrad.tensor(rng.standard_normal((n, m)).astype(dtype)).t()
+            assert np.array_equal(fastgrad.addmm(column_major, a, weight.t()).numpy(), (product + column_major).numpy())
+            scaled = fastgrad.addmm(column_major, a, weight.t(), beta=0.5, alpha=-3)
+            assert np.array_equal(scaled.numpy(), (product * -3 + column_major * 0.5).numpy())
+    finally:
+        fastgrad.set_num_threads(saved)

@@ -62,6 +62,11 @@ ERRORS = [
     lambda m: m.linalg.solve(m.ones(2, 2), m.ones(2, dtype=m.float64)),
     lambda m: m.addmm(m.ones(2, 2), m.ones(2, 3, dtype=m.float64), m.ones(3, 2)),
     lambda m: m.addmm(m.ones(2, 2, dtype=m.int64), m.ones(2, 3), m.ones(3, 2)),
+    lambda m: m.addmm(m.ones(2), m.ones(2, 3), m.ones(4, 5)),
+    lambda m: m.addmm(m.ones(5), m.ones(2, 3), m.ones(3, 4)),
+    lambda m: m.addmm(m.ones(2, 3, 4), m.ones(2, 3), m.ones(3, 4)),
+    lambda m: m.addmm(m.ones(2), m.ones(3, 2), m.ones(2)),
+    lambda m: m.addmm(m.ones(2, 2, dtype=m.bool), m.ones(2, 2, dtype=m.bool), m.ones(2, 2, dtype=m.bool)),
     lambda m: m.addmv(m.ones(2), m.ones(2, 3, dtype=m.float64), m.ones(3, dtype=m.float64)),
     lambda m: m.baddbmm(m.ones(1, 2, 2), m.ones(1, 2, 3, dtype=m.float64), m.ones(1, 3, 2, dtype=m.float64)),
     lambda m: m.vdot(m.ones(2), m.ones(2, dtype=m.float64)),
@@ -82,6 +87,43 @@ ERRORS = [
 @pytest.mark.parametrize("program", ERRORS)
 def test_errors_as_pytorch(fg, torch, program):
     same_error(fg, torch, program)
+
+
+def test_addmm_scalars_as_pytorch(fg, torch):
+    """beta = 0 ignores the input (NaN too) and alpha = 0 the product (inf too), as PyTorch's BLAS
+    addmm; integer tensors take beta and alpha truncated to integers; a 16-bit float adds in float32."""
+
+    def program(m):
+        ones = m.ones(2, 3)
+        return [
+            m.addmm(m.full((2, 2), float("nan")), ones, m.ones(3, 2), beta=0),
+            m.addmm(m.ones(2, 2), m.full((2, 3), float("inf")), m.ones(3, 2), alpha=0, beta=2),
+            m.addmm(m.ones(2, 2), ones, m.ones(3, 2), alpha=0, beta=0),
+            m.addmm(m.ones(2, dtype=m.int64), ones.long(), m.ones(3, 2, dtype=m.int64), beta=0.5, alpha=2.9),
+            m.addmm(m.full((2, 1), 3, dtype=m.int64), ones.long() * 2**62, m.ones(3, 2, dtype=m.int64)),  # wraps
+            m.addmm(m.ones(1, 2, dtype=m.bfloat16), ones.bfloat16(), m.ones(3, 2, dtype=m.bfloat16), alpha=0.5),
+            m.addmm(m.tensor(1.5), m.ones(2, 0), m.ones(0, 2), beta=2),
+        ]
+
+    same_on_both(fg, torch, program)
+    with pytest.raises(TypeError, match="addmm"):  # PyTorch's TypeError lists its overloads
+        fg.addmm(fg.ones(2), fg.ones(2, 2), fg.ones(2, 2), beta="x")
+
+
+def test_addmm_gradients_as_pytorch(fg, torch):
+    """The input's gradient is summed back to its broadcast shape and scaled by beta; the operands'
+    are scaled by alpha, the transposed one (a linear layer's W.t()) in its own layout."""
+    upstream = RNG.standard_normal((3, 3))
+
+    def program(m):
+        input = m.tensor(WIDE[:, :1], requires_grad=True)
+        mat1 = m.tensor(WIDE[:, 1:3], requires_grad=True)
+        weight = m.tensor(WIDE[:, 2:], requires_grad=True)
+        out = m.addmm(input, mat1, weight.t(), beta=0.5, alpha=-2)
+        out.backward(m.tensor(upstream))
+        return [out.grad_fn.name(), out, input.grad, mat1.grad, weight.grad, weight.grad.is_contiguous()]
+
+    same_on_both(fg, torch, program)
 
 
 SINGULAR = [  # PyTorch's LinAlgError, a RuntimeError, with its message

@@ -523,3 +523,15 @@ ERRORS = {
 @pytest.mark.parametrize("case", ERRORS)
 def test_errors_match_torch(fg, torch, case):
     same_error(fg, torch, lambda t: ERRORS[case](t.nn.functional, t))
+
+
+def test_multi_margin_loss_skips_nan_margins(fg, torch):
+    """PyTorch's kernel adds a class's margin only when it tests > 0, so a NaN one adds nothing (nor a gradient)."""
+    results = []
+    for t in (fg, torch):
+        x = t.tensor([[0.1, 0.2, float("nan")], [0.3, -1.0, 2.0]], requires_grad=True)
+        loss = t.nn.functional.multi_margin_loss(x, t.tensor([2, 0]), p=2, reduction="none")
+        loss.sum().backward()
+        results.append((to_numpy(loss.detach()), to_numpy(x.grad)))
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)

@@ -308,6 +308,8 @@ Tensor dot(const Tensor& a, const Tensor& b);
 Tensor mv(const Tensor& a, const Tensor& b);
 Tensor mm(const Tensor& a, const Tensor& b);
 Tensor bmm(const Tensor& a, const Tensor& b);
+// beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape (PyTorch's addmm).
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha);
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 // ---- fused neural-network ops (ops/nn.cpp). Their backwards are direct loops too (as PyTorch's

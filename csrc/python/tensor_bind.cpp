@@ -759,6 +759,14 @@ void bind_tensor(py::module_& m) {
   m.def("dot", [](const Tensor& a, const Tensor& b) { return product(fg::dot, a, b); });
   m.def("mv", [](const Tensor& a, const Tensor& b) { return product(fg::mv, a, b); });
   m.def("mm", [](const Tensor& a, const Tensor& b) { return product(fg::mm, a, b); });
+  m.def("addmm", [](const Tensor& input, const Tensor& a, const Tensor& b, py::handle beta, py::handle alpha) {
+    Scalar scalars[2];
+    for (auto [i, name, value] : {std::tuple{0, "beta", beta}, std::tuple{1, "alpha", alpha}})
+      if (!scalar_from_py(value, scalars[i]))
+        throw TypeError(cat("addmm(): argument '", name, "' must be Number, not ", type_name(value)));
+    auto op = [&](const Tensor& x, const Tensor& y) { return fg::addmm(input, x, y, scalars[0], scalars[1]); };
+    return product(op, a, b);
+  });
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return product(fg::matmul, a, b); });
 

@@ -1,11 +1,11 @@
 """The module functions and Tensor methods of linear algebra (the op-table rows naming
-`_linalg_ops.<f>`): products with beta and alpha (addmm, ...), contractions (tensordot, inner,
-einsum), cross, cdist, and PyTorch's top-level forms of fastgrad.linalg's decompositions (det,
-inverse, cholesky, svd, qr, ...).
+`_linalg_ops.<f>`): products with beta and alpha (addmv, addr, baddbmm, addbmm; addmm, F.linear's
+op, is a backend primitive), contractions (tensordot, inner, einsum), cross, cdist, and PyTorch's
+top-level forms of fastgrad.linalg's decompositions (det, inverse, cholesky, svd, qr, ...).
 
 Written once for both backends (a shared module, see _shared): a contraction is one GEMM (the
 backend's mm or bmm) after a permute and a reshape, never a Python loop over elements. An op whose
-PyTorch node has its own name (AddmmBackward0, ...) is an autograd.Function named so by
+PyTorch node has its own name (AddmvBackward0, ...) is an autograd.Function named so by
 fastgrad.linalg's _node, with its backward in differentiable ops (second derivatives work).
 """
 
@@ -45,8 +45,8 @@ def _check_scalar_type(first, *others):
 
 
 class _ScaledProduct(Function):
-    """beta * input + alpha * product(a, b), PyTorch's add-products (addmm, addmv, addr, baddbmm,
-    addbmm); a subclass gives the product and its gradients for a and b."""
+    """beta * input + alpha * product(a, b), PyTorch's add-products (addmv, addr, baddbmm, addbmm);
+    a subclass gives the product and its gradients for a and b."""
 
     @classmethod
     def forward(cls, ctx, input, a, b, beta, alpha):
@@ -61,31 +61,8 @@ class _ScaledProduct(Function):
         return _scaled(grad, ctx.beta), _scaled(grad_a, ctx.alpha), _scaled(grad_b, ctx.alpha), None, None
 
 
-@_node("AddmmBackward0")
-class _Addmm(_ScaledProduct):
-    product = staticmethod(lambda mat1, mat2: _prims.mm(mat1, mat2))
-
-    @staticmethod
-    def product_grads(grad, mat1, mat2):
-        return grad.mm(_mT(mat2)), _mT(mat1).mm(grad)
-
-
-def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
-    for arg, tensor in (("mat1", mat1), ("mat2", mat2)):
-        if tensor.dim() != 2:
-            raise RuntimeError(f"{arg} must be a matrix, got {tensor.dim()}-D tensor")
-    if mat1.shape[1] != mat2.shape[0]:
-        m, k = mat1.shape
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({m}x{k} and {mat2.shape[0]}x{mat2.shape[1]})")
-    if mat1.dtype is not mat2.dtype:
-        raise RuntimeError("mat1 and mat2 must have the same dtype, but got {} and {}".format(*_names(mat1, mat2)))
-    _check_self_dtype(input, mat2)
-    input = _prims.expand(input, [mat1.shape[0], mat2.shape[1]])
-    return _with_out(_Addmm.apply(input, mat1, mat2, beta, alpha), out)
-
-
 def _check_self_dtype(input, mat2):
-    """addmm and addbmm: the added input in the product's dtype."""
+    """addbmm (as the primitive addmm): the added input in the product's dtype."""
     if input.dtype is not mat2.dtype:
         raise RuntimeError("self and mat2 must have the same dtype, but got {} and {}".format(*_names(input, mat2)))
 

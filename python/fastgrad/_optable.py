@@ -539,7 +539,7 @@ op("dot(Tensor input, Tensor tensor)",
 
 # ---- linear algebra (fastgrad.linalg: products with beta/alpha, contractions, decompositions)
 op("addmm(Tensor input, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1)",
-   "function method out", "_linalg_ops.addmm", "addmm")
+   "function method out", "_prims.addmm", "addmm")
 op("addmv(Tensor input, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1)",
    "function method out", "_linalg_ops.addmv", "addmm")
 op("addr(Tensor input, Tensor vec1, Tensor vec2, *, Scalar beta=1, Scalar alpha=1)",

@@ -36,7 +36,7 @@ TARGETS = {
     "op forward+backward": [("torch", 8.0), ("numpy", 1.0)],
     "micrograd step": [("torch", 20.0)],
     "MLP 64-128-10": [("torch", 3.0), ("numpy", 1.0)],
-    "MLP 784-256-10": [("torch", 1.3)],
+    "MLP 784-256-10 b64 step": [("torch", 1.3)],
     "matmul 64": [("numpy", 1.0)],
     # issue 20: at least 0.95x the faster of MKL (torch) and OpenBLAS (numpy), i.e. 0.95x each
     **{f"matmul {n}": [("torch", 0.95), ("numpy", 0.95)] for n in (256, 512, 1024, 2048)},
@@ -163,8 +163,9 @@ def mlp_data(rng, sizes, batch):
 LR = 0.1
 
 
-def mlp_raw(lib, rng, sizes=(64, 128, 10), batch=32):
-    """One SGD step of a one-hidden-layer MLP with softmax cross-entropy, written with raw tensors."""
+def mlp_raw(lib, rng, sizes=(64, 128, 10), batch=32, forward_only=False):
+    """One SGD step of a one-hidden-layer MLP with softmax cross-entropy, written with raw tensors
+    (weights stored (in, out)); `forward_only`: the logits under no_grad."""
     x, labels, weights = mlp_data(rng, sizes, batch)
     if lib is np:
         return mlp_numpy(x, labels, weights)
@@ -172,9 +173,15 @@ def mlp_raw(lib, rng, sizes=(64, 128, 10), batch=32):
     params = [lib.tensor(w, requires_grad=True) for w in weights]
     rows = lib.arange(batch)
 
-    def step():
+    def forward():
         w1, b1, w2, b2 = params
-        logits = (x @ w1 + b1).relu() @ w2 + b2
+        return (x @ w1 + b1).relu() @ w2 + b2
+
+    if forward_only:
+        return _under_no_grad(lib, forward)
+
+    def step():
+        logits = forward()
         shifted = logits - logits.amax(dim=1, keepdim=True)
         log_probs = shifted - shifted.exp().sum(dim=1, keepdim=True).log()
         loss = -log_probs[rows, labels].mean()
@@ -186,6 +193,14 @@ def mlp_raw(lib, rng, sizes=(64, 128, 10), batch=32):
         return loss.item()
 
     return step
+
+
+def _under_no_grad(lib, fn):
+    def call():
+        with lib.no_grad():
+            return fn()
+
+    return call
 
 
 def mlp_numpy(x, labels, weights):
@@ -217,13 +232,16 @@ def mlp_numpy(x, labels, weights):
     return step
 
 
-def mlp_nn(lib, rng, sizes=(64, 128, 10), batch=32):
-    """The same step with nn.Linear layers, cross_entropy and optim.SGD."""
+def mlp_nn(lib, rng, sizes=(64, 128, 10), batch=32, forward_only=False):
+    """The same step with nn.Linear layers (weights stored (out, in)), cross_entropy and optim.SGD;
+    `forward_only`: the logits under no_grad."""
     x, labels, weights = mlp_data(rng, sizes, batch)
     if lib is np:
         return mlp_numpy(x, labels, weights)
     x, labels = lib.tensor(x), lib.tensor(labels)
     model = lib.nn.Sequential(lib.nn.Linear(sizes[0], sizes[1]), lib.nn.ReLU(), lib.nn.Linear(sizes[1], sizes[2]))
+    if forward_only:
+        return _under_no_grad(lib, lambda: model(x))
     optimizer = lib.optim.SGD(model.parameters(), lr=LR)
     loss_fn = lib.nn.functional.cross_entropy
 
@@ -342,6 +360,11 @@ def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
     return step
 
 
+def _mlp_784(make, forward_only=False):
+    """Issue 23's pair: the same 784-256-10 MLP (batch 64) as nn.Linear layers and as raw tensors."""
+    return lambda lib, rng: make(lib, rng, (784, 256, 10), 64, forward_only)
+
+
 # name -> [(row name, make(lib, rng) -> fn, work, unit, backends)]
 NUMPY_TOO = ("fastgrad", "torch", "numpy", "reference")
 NO_NUMPY = ("fastgrad", "torch", "reference")
@@ -358,13 +381,10 @@ def groups(quick):
         "mlp": [
             ("MLP 64-128-10 b32 step, raw tensors", mlp_raw, None, None, NUMPY_TOO),
             ("MLP 64-128-10 b32 step, nn.Linear+optim.SGD", mlp_nn, None, None, NO_NUMPY),
-            (
-                "MLP 784-256-10 b64 step, nn.Linear+optim.SGD",
-                lambda lib, rng: mlp_nn(lib, rng, (784, 256, 10), 64),
-                None,
-                None,
-                NUMPY_TOO[:3],
-            ),
+            ("MLP 784-256-10 b64 step, nn.Linear+optim.SGD", _mlp_784(mlp_nn), None, None, NUMPY_TOO[:3]),
+            ("MLP 784-256-10 b64 step, raw tensors", _mlp_784(mlp_raw), None, None, NUMPY_TOO[:3]),
+            ("MLP 784-256-10 b64 forward no_grad, nn.Linear", _mlp_784(mlp_nn, True), None, None, NO_NUMPY[:2]),
+            ("MLP 784-256-10 b64 forward no_grad, raw tensors", _mlp_784(mlp_raw, True), None, None, NO_NUMPY[:2]),
         ],
         "matmul": [
             (f"matmul {n} x {n} float32", matmul(n), 2 * n**3, "GFLOP/s", NUMPY_TOO if n <= 64 else NUMPY_TOO[:3])
@@ -510,6 +530,22 @@ def fmt_ratio(r):
     return "-" if r is None else f"{r:,.2f}x"
 
 
+def form_ratios(rows):
+    """Issue 23's target under the mlp table: the nn.Linear form's time over the raw form's, per
+    backend, for each pair of rows that differ only in the form (within 5%: at most 1.05)."""
+    times = {row.name: row.seconds for row in rows}
+    lines = []
+    for name, linear in times.items():
+        what, _, form = name.partition(", ")
+        raw = times.get(f"{what}, raw tensors")
+        if form.startswith("nn.Linear") and raw:
+            ratios = ", ".join(
+                f"{b} {linear[b] / raw[b]:.2f}" for b in ("fastgrad", "torch") if b in linear and b in raw
+            )
+            lines.append(f"- {what}: nn.Linear / raw tensors time: {ratios} (issue 23 target: fastgrad <= 1.05)")
+    return "\n".join(lines)
+
+
 def table(title, rows):
     lines = [
         f"### {title}",
@@ -606,10 +642,13 @@ def main(argv=None):
             peak = fastgrad._C._fma_peak(0.1) * 1e9
             isa = fastgrad.config()["isa"]
             print(f"Per-core float32 FMA peak (register-only loop, {isa}): {peak / 1e9:,.1f} GFLOP/s\n")
-        print(table(name, run_group(rows, libs, timer, reference_timer, group_threads, torch, peak)) + "\n", flush=True)
+        results = run_group(rows, libs, timer, reference_timer, group_threads, torch, peak)
+        print(table(name, results) + "\n", flush=True)
         if name == "matmul":
             shapes = LAYOUT_SHAPES[:3] if args.quick else LAYOUT_SHAPES
             print(layout_table(shapes, libs, timer, torch) + "\n", flush=True)
+        if name == "mlp":
+            print(form_ratios(results) + "\n", flush=True)
 
 
 if __name__ == "__main__":

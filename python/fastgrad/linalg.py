@@ -1,5 +1,5 @@
 """fastgrad.linalg: PyTorch's torch.linalg (norms, inv, det, solve, cholesky, qr, eigh, svd, pinv,
-...). The module functions and Tensor methods of linear algebra (addmm, einsum, det, svd, ...) are
+...). The module functions and Tensor methods of linear algebra (addmv, einsum, det, svd, ...) are
 fastgrad._linalg_ops, over this module.
 
 Written once for both backends (a shared module, see _shared). An op whose PyTorch node has its own

@@ -32,8 +32,32 @@ Tensor = _prims.Tensor
 
 
 def linear(input, weight, bias=None):
-    output = input.matmul(weight.t())
-    return output if bias is None else output + bias
+    """x @ W.t() + b as PyTorch routes it (ATen's linear), with its nodes: a 2-D input and a bias are
+    one addmm (AddmmBackward0, the bias added in the product's epilogue); a contiguous input of
+    another rank, with a contiguous bias that is a vector once squeezed, is viewed as 2-D around
+    that addmm (ViewBackward0 on either side); otherwise matmul, then the bias added in place
+    (AddBackward0)."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        position, name, value = next(
+            (i, name, x)
+            for i, (name, x) in enumerate([("input", input), ("weight", weight), ("bias", bias)], 1)
+            if not isinstance(x, Tensor) and (x is not None or name != "bias")
+        )
+        raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}")
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and {weight.dim()}D"
+        )
+    if bias is None:
+        return input.matmul(weight.t())
+    if input.dim() == 2:
+        return _prims.addmm(bias, input, weight.t(), 1, 1)
+    vector_bias = bias.dim() == 1 or sum(size != 1 for size in bias.shape) == 1  # PyTorch: bias.squeeze().dim() == 1
+    if vector_bias and input.is_contiguous() and bias.is_contiguous():
+        rows = math.prod(input.shape[:-1])  # not -1: a dim may be 0
+        output = _prims.addmm(bias, input.view(rows, input.shape[-1]), weight.t(), 1, 1)
+        return output.view(*input.shape[:-1], output.shape[1])
+    return input.matmul(weight.t()).add_(bias)
 
 
 def relu(input, inplace=False):
@@ -2076,8 +2100,9 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if target.numel() and (target.min().item() < 0 or target.max().item() >= classes):
         raise RuntimeError("target out of range")
     x, labels = input.reshape(rows, classes), target.reshape(rows, 1)
-    # relu: no gradient at z = 0, as PyTorch's z > 0
-    hinge = (margin - x.gather(1, labels) + x).relu()
+    # only z > 0 counts, and gets a gradient, as PyTorch's kernel tests it (so a NaN z adds nothing)
+    z = margin - x.gather(1, labels) + x
+    hinge = _prims.where(z > 0, z, 0.0)
     if p == 2:
         hinge = hinge * hinge
     if weight is not None:

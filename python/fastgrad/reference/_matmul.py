@@ -1,15 +1,16 @@
-"""Matrix products. dot, mv, mm and bmm are the recorded primitives, each with its own backward;
-matmul applies PyTorch's rank rules on top of them."""
+"""Matrix products. dot, mv, mm, bmm and addmm are the recorded primitives, each with its own
+backward; matmul applies PyTorch's rank rules on top of them."""
 
 import itertools
 import operator
 from array import array
 
-from .._types import bool as bool_, int64, float32
-from ._autograd import Function
-from ._storage import TYPECODE
+from .._types import SCALAR_TYPE_NAME, bool as bool_, compute_type, int64, float32
+from ._autograd import Function, no_grad
+from ._inplace import squeeze_
+from ._storage import TYPECODE, cast_scalar
 from ._shape import expand, reshape, squeeze, t, transpose, unsqueeze, UnsafeViewBackward0
-from ._tensor import broadcast_shapes, element_offsets, new_tensor, numel_of
+from ._tensor import broadcast_shapes, element_offsets, new_tensor, numel_of, read
 
 _C_TYPE_NAME = {bool_: "bool", int64: "long int", float32: "float"}
 
@@ -38,10 +39,12 @@ def _rows(x, strides, batch, rows, cols):
     return [[values[r * cols : (r + 1) * cols] for r in range(p * rows, (p + 1) * rows)] for p in range(batch)]
 
 
-def _product(a, a_strides, b, b_strides, batch, n, k, m, out_shape):
+def _product(a, a_strides, b, b_strides, batch, n, k, m, out_shape, epilogue=None):
     """out[p] = a[p] @ b[p] with a read as (batch, n, k) and b as (batch, k, m) through the given
     strides, in the core's i-k-j order: row i of the result accumulates a[i, q] * b[q, :] over q,
-    each product and partial sum taken in the operands' own type (so float32 rounds every step)."""
+    each product and partial sum taken in the operands' own type (so float32 rounds every step).
+    `epilogue(values, in_type)`: what addmm does to the complete products (row-major) before they
+    are stored."""
     in_type = (lambda values: array(TYPECODE[a._dtype], values)) if a._dtype.is_floating_point else list
     out = []
     for a_rows, b_rows in zip(_rows(a, a_strides, batch, n, k), _rows(b, b_strides, batch, k, m)):
@@ -50,7 +53,7 @@ def _product(a, a_strides, b, b_strides, batch, n, k, m, out_shape):
             for a_iq, b_row in zip(row, b_rows):
                 total = in_type(map(operator.add, total, in_type(map(operator.mul, itertools.repeat(a_iq), b_row))))
             out.extend(total)
-    return new_tensor(out, out_shape, a._dtype)
+    return new_tensor(epilogue(out, in_type) if epilogue else out, out_shape, a._dtype)
 
 
 def _dims_str(x):
@@ -134,6 +137,53 @@ class MmBackward0(Product):
         )
 
 
+class AddmmBackward0(Function):
+    """beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape, as one node
+    (F.linear's op). The core adds in the product's epilogue; here the same steps after the products:
+    alpha * c + beta * x, each rounded to the compute type (so beta = alpha = 1 is exactly c + x);
+    beta = 0 ignores the input (NaN too) and alpha = 0 the product, as PyTorch's addmm."""
+
+    def forward(self, input, mat1, mat2, beta, alpha):
+        for name, mat in (("mat1", mat1), ("mat2", mat2)):
+            if mat.dim() != 2:
+                raise RuntimeError(f"{name} must be a matrix, got {mat.dim()}-D tensor")
+        if mat1._shape[1] != mat2._shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({_dims_str(mat1)} and {_dims_str(mat2)})")
+        for first, second, name in ((mat1, mat2, "mat1"), (input, mat2, "self")):
+            if first._dtype is not second._dtype:
+                kinds = SCALAR_TYPE_NAME[first._dtype], SCALAR_TYPE_NAME[second._dtype]
+                raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {kinds[0]} and {kinds[1]}")
+        (n, k), m = mat1._shape, mat2._shape[1]
+        with no_grad():
+            addend = read(expand(input, (n, m)))
+        _require_not_bool(mat1, "addmm_impl_cpu_", n * k * m)
+        self.save(mat1)
+        self.save(mat2)
+        self.beta, self.alpha = beta, alpha
+        compute = compute_type(mat1._dtype)
+        beta, alpha = cast_scalar(beta, compute), cast_scalar(alpha, compute)
+
+        def scaled_add(values, in_type):
+            product = in_type(alpha * c for c in values)
+            if beta == 0:
+                return product
+            scaled_input = in_type(beta * x for x in addend)
+            return scaled_input if alpha == 0 else in_type(map(operator.add, product, scaled_input))
+
+        return _product(mat1, (0, *mat1._strides), mat2, (0, *mat2._strides), 1, n, k, m, (n, m), scaled_add)
+
+    def backward(self, g):
+        def scaled(x, factor):
+            return x if factor == 1 else x * factor
+
+        mat1, mat2 = self.unpack(0), self.unpack(1)
+        return (
+            self.reduce(0, scaled(g, self.beta)) if self.needs_input_grad(0) else None,
+            scaled(mm(g, t(mat2)), self.alpha) if self.needs_input_grad(1) else None,
+            scaled(mm(t(mat1), g), self.alpha) if self.needs_input_grad(2) else None,
+        )
+
+
 class BmmBackward0(Product):
     def check(self, a, b):
         if a.dim() != 3:
@@ -174,6 +224,10 @@ def bmm(a, b):
     return BmmBackward0.run(a, b)
 
 
+def addmm(input, mat1, mat2, beta, alpha):
+    return AddmmBackward0.run(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
 def _unsafe_view(x, shape):
     return UnsafeViewBackward0.run(x, shape=shape)
 
@@ -189,7 +243,7 @@ def matmul(a, b):
     if ranks == (2, 1):
         return mv(a, b)
     if ranks == (1, 2):
-        return squeeze(mm(unsqueeze(a, 0), b), [0])
+        return squeeze_(mm(unsqueeze(a, 0), b), [0])  # in place, as PyTorch (SqueezeBackward4)
     if ranks == (2, 2):
         return mm(a, b)
     if a.dim() >= 3 and b.dim() <= 2:  # (..., n, k) @ (k, m): one mm over the folded leading dims

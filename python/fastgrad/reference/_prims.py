@@ -66,6 +66,17 @@ def _tensor_args(name, op):
     return checked
 
 
+def addmm(input, mat1, mat2, beta, alpha):
+    """beta * input + alpha * (mat1 @ mat2): three tensors and two numbers, as the core's binding takes them."""
+    args = (input, mat1, mat2, beta, alpha)
+    if not builtins.all(isinstance(x, Tensor) for x in args[:3]):
+        raise _invalid_arguments("addmm", args, "Tensor, Tensor, Tensor, object, object")
+    for name, value in (("beta", beta), ("alpha", alpha)):
+        if number_or_none(value) is None:
+            raise TypeError(f"addmm(): argument '{name}' must be Number, not {builtins.type(value).__name__}")
+    return _matmul.addmm(input, mat1, mat2, number_or_none(beta), number_or_none(alpha))
+
+
 def _dim_reduction(name, op):
     """op(x, dim, keepdim) for a dim that is None or an int, as the core's binding takes it."""
 
