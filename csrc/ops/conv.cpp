@@ -1,4 +1,4 @@
-// 2-D convolution (conv1d is its height-1 case), lowered onto the packed GEMM as Caffe's im2col:
+// 2-D convolution, and 1-D as its height-1 case (3-D input and weight), lowered onto the packed GEMM as Caffe's im2col:
 // per image and group, the receptive fields are unfolded into a column buffer cols (K x P, K =
 // in-channels-per-group * kh * kw, P = output pixels) and out = W_g (Og x K) @ cols. The backward:
 // grad_weight_g = sum over images of G_g (Og x P) @ cols^T, grad_input = col2im(W_g^T @ G_g), and
@@ -32,10 +32,10 @@ Tensor dense(const Tensor& t) {
 
 // The sizes of one convolution: input (n, c, h, w), weight (o, c / groups, kh, kw), output (n, o, oh, ow).
 struct ConvGeometry {
-  int64_t n, c, h, w, o, kh, kw, oh, ow, groups;
-  ConvParams p;
-  int64_t cg() const { return c / groups; }   // input channels per group
-  int64_t og() const { return o / groups; }   // output channels per group
+  int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1;
+  ConvParams p{};
+  int64_t cg() const { return c / groups; }  // input channels per group
+  int64_t og() const { return o / groups; }  // output channels per group
   int64_t k() const { return cg() * kh * kw; }  // the GEMM's inner dimension
   int64_t pixels() const { return oh * ow; }
   // A 1x1 kernel, stride 1, no padding: an image's group slice is already its column matrix.
@@ -45,22 +45,20 @@ struct ConvGeometry {
 };
 
 ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p) {
-  if (input->dim() != 4 || weight->dim() != 4) throw RuntimeError("convolution: expected 4-D input and weight");
+  const int64_t dims = input->dim();
+  if ((dims != 3 && dims != 4) || weight->dim() != dims)
+    throw RuntimeError("convolution: expected 3-D or 4-D input and weight of the same rank");
+  if (dims == 3 && (p.stride[0] != 1 || p.padding[0] != 0 || p.dilation[0] != 1))
+    throw RuntimeError("convolution: a 1-D convolution's height stride, padding and dilation must be 1, 0, 1");
   if (input->dtype != DType::Float32 && input->dtype != DType::Float64)
     throw not_implemented_for("slow_conv2d_cpu", input->dtype);
   if (weight->dtype != input->dtype || (bias && bias->dtype != input->dtype))
     throw RuntimeError("convolution: input, weight and bias must have the same dtype");
-  ConvGeometry g{input->shape[0],
-                 input->shape[1],
-                 input->shape[2],
-                 input->shape[3],
-                 weight->shape[0],
-                 weight->shape[2],
-                 weight->shape[3],
-                 0,
-                 0,
-                 p.groups,
-                 p};
+  // A 1-D convolution is the 2-D one of a height-1 image and kernel.
+  const int64_t h = dims == 4 ? input->shape[2] : 1, kh = dims == 4 ? weight->shape[2] : 1;
+  ConvGeometry g;
+  g.n = input->shape[0], g.c = input->shape[1], g.h = h, g.w = input->shape.back();
+  g.o = weight->shape[0], g.kh = kh, g.kw = weight->shape.back(), g.groups = p.groups, g.p = p;
   for (int d = 0; d < 2; ++d)
     if (p.stride[d] < 1 || p.padding[d] < 0 || p.dilation[d] < 1)
       throw RuntimeError("convolution: invalid stride, padding or dilation");
@@ -224,7 +222,7 @@ GradList ConvolutionBackward0::apply(GradList&& grads) {
   Tensor grad = dense(grads[0]);
   Tensor no_bias;
   ConvGeometry g = geometry(input, weight, no_bias, params);
-  GradList out(next_edges.size());
+  GradList out(3);
   dispatch_floating(input->dtype, [&](auto tag) {
     using T = decltype(tag);
     if (needs_input_grad(0)) {
@@ -246,15 +244,16 @@ GradList ConvolutionBackward0::apply(GradList&& grads) {
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params) {
   ConvGeometry g = geometry(input, weight, bias, params);
   Tensor in = dense(input), w = dense(weight), b = bias ? dense(bias) : Tensor();
-  Tensor out = empty({g.n, g.o, g.oh, g.ow}, input->dtype);
+  Tensor out = empty(input->dim() == 4 ? Shape{g.n, g.o, g.oh, g.ow} : Shape{g.n, g.o, g.ow}, input->dtype);
   dispatch_floating(input->dtype, [&](auto tag) {
     using T = decltype(tag);
     conv_forward<T>(g, in->data_as<T>(), w->data_as<T>(), b ? b->data_as<T>() : nullptr, out->data_as<T>());
   });
-  // Without a bias the node has two edges (needs_input_grad(2) is then false).
+  // Without a bias, its edge is empty (as PyTorch's next_functions shows it: (None, 0)).
   auto* node = bias ? record<ConvolutionBackward0>(out, {&input, &weight, &bias})
                     : record<ConvolutionBackward0>(out, {&input, &weight});
   if (node) {
+    if (!bias) node->next_edges.push_back(Edge{});
     node->save(input);
     node->save(weight);
     node->params = params;
