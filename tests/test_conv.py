@@ -180,3 +180,126 @@ def test_double_backward_is_refused_with_a_clear_error(fg):
 def test_same_padding_of_an_even_kernel_warns_as_pytorch(fg):
     with pytest.warns(UserWarning, match="Using padding='same' with even kernel lengths and odd dilation"):
         fg.nn.functional.conv1d(fg.ones(1, 1, 5), fg.ones(1, 1, 2), padding="same")
+
+
+# ---- the modules
+
+
+MODULES = {  # id: (constructor(nn), input shape)
+    "Conv2d": (lambda nn: nn.Conv2d(3, 4, 3), (2, 3, 6, 5)),
+    "Conv2d options": (
+        lambda nn: nn.Conv2d(4, 6, (2, 3), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2, bias=False),
+        (2, 4, 7, 8),
+    ),
+    "Conv2d same": (lambda nn: nn.Conv2d(2, 3, (2, 3), padding="same"), (1, 2, 5, 5)),
+    "Conv2d reflect": (lambda nn: nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="reflect"), (2, 2, 5, 6)),
+    "Conv2d replicate same": (lambda nn: nn.Conv2d(2, 2, 4, padding="same", padding_mode="replicate"), (1, 2, 5, 5)),
+    "Conv2d circular": (lambda nn: nn.Conv2d(1, 2, 3, stride=2, padding=1, padding_mode="circular"), (2, 1, 6, 5)),
+    "Conv2d unbatched": (lambda nn: nn.Conv2d(3, 2, 2), (3, 4, 4)),
+    "Conv1d": (lambda nn: nn.Conv1d(2, 4, 3, stride=2, padding=1), (3, 2, 9)),
+    "Conv1d depthwise reflect": (lambda nn: nn.Conv1d(3, 6, 3, padding=2, groups=3, padding_mode="reflect"), (2, 3, 7)),
+}
+
+
+def _module_run(lib, name, arrays):
+    """The module with arrays[1:] as its parameters: its repr, state_dict keys, output and gradients."""
+    constructor, _ = MODULES[name]
+    module = constructor(lib.nn).double()
+    with lib.no_grad():
+        for p, values in zip(module.parameters(), arrays[1:]):
+            p.copy_(lib.tensor(values))
+    x = lib.tensor(arrays[0], requires_grad=True)
+    out = module(x)
+    (out**2).sum().backward()
+    grads = [to_numpy(x.grad)] + [to_numpy(p.grad) for p in module.parameters()]
+    return repr(module), list(module.state_dict()), [to_numpy(out)] + grads
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_modules_match_pytorch(fg, torch, name):
+    constructor, shape = MODULES[name]
+    rng = rng_for("module", name)
+    shapes = [tuple(p.shape) for p in constructor(torch.nn).parameters()]
+    arrays = [rng.uniform(-2, 2, size=s) for s in [shape] + shapes]
+    (our_repr, our_keys, ours), (their_repr, their_keys, theirs) = (
+        _module_run(lib, name, arrays) for lib in (fg, torch)
+    )
+    assert our_repr == their_repr and our_keys == their_keys
+    for got, expected in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_default_initialization_is_kaiming_uniform_and_bias_by_fan_in(fg):
+    """weight uniform in +-1/sqrt(fan_in) (kaiming_uniform_ with a=sqrt(5)), bias the same bound."""
+    fg.manual_seed(0)
+    conv = fg.nn.Conv2d(8, 16, 3, groups=2)  # fan_in = 4 * 3 * 3
+    bound = 1 / 6
+    weight, bias = to_numpy(conv.weight), to_numpy(conv.bias)
+    assert weight.shape == (16, 4, 3, 3) and bias.shape == (16,)
+    for values in (weight, bias):
+        assert np.abs(values).max() <= bound and np.abs(values).max() > 0.8 * bound
+    assert abs(weight.std() - bound / np.sqrt(3)) < 0.01  # a uniform's standard deviation
+
+
+MODULE_ERRORS = {
+    "groups": lambda nn: nn.Conv2d(4, 4, 3, groups=0),
+    "in_channels": lambda nn: nn.Conv2d(3, 4, 3, groups=2),
+    "out_channels": lambda nn: nn.Conv2d(4, 3, 3, groups=2),
+    "padding string": lambda nn: nn.Conv1d(4, 4, 3, padding="full"),
+    "same strided": lambda nn: nn.Conv2d(4, 4, 3, stride=2, padding="same"),
+    "padding_mode": lambda nn: nn.Conv2d(4, 4, 3, padding_mode="wrap"),
+}
+
+
+@pytest.mark.parametrize("case", list(MODULE_ERRORS))
+def test_module_errors_match_pytorch(fg, torch, case):
+    same_error(fg, torch, lambda lib: MODULE_ERRORS[case](lib.nn))
+
+
+def test_lazy_conv_takes_in_channels_from_the_first_input(fg):
+    conv = fg.nn.LazyConv2d(5, 3, groups=1)
+    out = conv(fg.ones(2, 3, 6, 6))
+    assert type(conv) is fg.nn.Conv2d and conv.in_channels == 3
+    assert tuple(conv.weight.shape) == (5, 3, 3, 3) and tuple(out.shape) == (2, 5, 4, 4)
+    unbatched = fg.nn.LazyConv1d(2, 2, bias=False)
+    assert tuple(unbatched(fg.ones(4, 5)).shape) == (2, 4) and tuple(unbatched.weight.shape) == (2, 4, 2)
+
+
+# ---- a small convolutional network trained as in PyTorch
+
+
+def _lenet_steps(lib, weights, batches, targets):
+    """Conv2d -> ReLU -> Conv2d -> Flatten -> Linear from the given weights, 3 SGD steps of
+    cross-entropy; the losses and the final parameters."""
+    nn = lib.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 6, 3, stride=2, padding=1), nn.Flatten(), nn.Linear(6 * 4 * 4, 5)
+    ).double()
+    with lib.no_grad():
+        for p, values in zip(model.parameters(), weights, strict=True):
+            p.copy_(lib.tensor(values))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for batch, target in zip(batches, targets, strict=True):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(lib.tensor(batch)), lib.tensor(target))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, [to_numpy(p) for p in model.parameters()]
+
+
+def test_lenet_style_training_matches_pytorch_step_by_step(fg, torch):
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 6, 3, stride=2, padding=1), torch.nn.Flatten()
+    )
+    weights = [p.detach().double().numpy() for p in reference.parameters()]
+    rng = rng_for("lenet")
+    weights += [rng.uniform(-0.2, 0.2, size=(5, 96)), rng.uniform(-0.2, 0.2, size=(5,))]
+    batches = [rng.standard_normal((4, 1, 10, 10)) for _ in range(3)]
+    targets = [rng.integers(0, 5, size=4) for _ in range(3)]
+    (our_losses, ours), (their_losses, theirs) = (_lenet_steps(lib, weights, batches, targets) for lib in (fg, torch))
+    np.testing.assert_allclose(our_losses, their_losses, rtol=1e-10)
+    for got, expected in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
