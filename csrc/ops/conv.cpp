@@ -59,8 +59,11 @@ ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& b
   ConvGeometry g;
   g.n = input->shape[0], g.c = input->shape[1], g.h = h, g.w = input->shape.back();
   g.o = weight->shape[0], g.kh = kh, g.kw = weight->shape.back(), g.groups = p.groups, g.p = p;
+  // Bounded so that no size computed from them overflows int64 (PyTorch's checks are in Python).
+  constexpr int64_t kMaxParam = int64_t(1) << 31;
   for (int d = 0; d < 2; ++d)
-    if (p.stride[d] < 1 || p.padding[d] < 0 || p.dilation[d] < 1)
+    if (p.stride[d] < 1 || p.padding[d] < 0 || p.dilation[d] < 1 || p.stride[d] > kMaxParam ||
+        p.padding[d] > kMaxParam || p.dilation[d] > kMaxParam)
       throw RuntimeError("convolution: invalid stride, padding or dilation");
   if (g.groups < 1 || g.o % g.groups != 0 || g.c % g.groups != 0 || weight->shape[1] != g.c / g.groups)
     throw RuntimeError("convolution: weight and input channels do not match groups");

@@ -1383,6 +1383,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims):
     if dims == 1:  # the primitive's sizes are (height, width): a 1-D convolution is its height-1 case
         stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
     out = _prims.convolution(input, weight, bias, *stride, *padding, *dilation, groups)
+    if input.shape[1] == 0:  # PyTorch's result for an input of no channels has none either
+        out = out[:, :0]
     return out if batched else out.squeeze(0)
 
 

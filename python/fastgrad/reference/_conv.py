@@ -25,7 +25,7 @@ class _Geometry:
             weight._shape if self.dims == 4 else (*weight._shape[:2], 1, weight._shape[2])
         )
         self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-        if min(stride) < 1 or min(padding) < 0 or min(dilation) < 1:
+        if min(stride) < 1 or min(padding) < 0 or min(dilation) < 1 or max(*stride, *padding, *dilation) > 2**31:
             raise RuntimeError("convolution: invalid stride, padding or dilation")
         if groups < 1 or self.o % groups or self.c % groups or self.cg != self.c // groups:
             raise RuntimeError("convolution: weight and input channels do not match groups")
