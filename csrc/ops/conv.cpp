@@ -74,41 +74,48 @@ ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& b
   return g;
 }
 
-// Calls f(row, y, x, pixel) for every element of a K x P column matrix of one group: row indexes
-// (channel, ky, kx), pixel the output position, (y, x) the input position it reads (possibly in the
-// padding). The one traversal shared by im2col and col2im, so both walk the same positions in the
-// same order.
-template <class F>
-void for_each_column_entry(const ConvGeometry& g, F&& f) {
-  int64_t row = 0;
+// Calls f(column, input_row, x0, lo, hi) for every output row of every (channel, ky, kx) row of a
+// K x P column matrix of one group: `column` points at that output row's ow entries, `input_row` at
+// the input row it reads (nullptr when that row is in the padding), and entry ox reads input x =
+// x0 + ox * stride, inside the image for ox in [lo, hi) only. The one traversal shared by im2col and
+// col2im, so both walk the same positions in the same order; the in-bounds range is computed once per
+// row, so the inner loops are plain strided copies (contiguous at stride 1).
+template <class T, class Column, class F>
+void for_each_column_row(const ConvGeometry& g, Column* cols, T* image, F&& f) {
+  const int64_t sx = g.p.stride[1];
   for (int64_t ch = 0; ch < g.cg(); ++ch)
     for (int64_t ky = 0; ky < g.kh; ++ky)
-      for (int64_t kx = 0; kx < g.kw; ++kx, ++row)
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1];
+        // ox in [lo, hi) <=> 0 <= x0 + ox * sx < w
+        const int64_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
+        const int64_t hi = std::max(lo, std::min(g.ow, g.w - x0 <= 0 ? 0 : (g.w - x0 + sx - 1) / sx));
+        for (int64_t oy = 0; oy < g.oh; ++oy, cols += g.ow) {
           const int64_t y = oy * g.p.stride[0] - g.p.padding[0] + ky * g.p.dilation[0];
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            const int64_t x = ox * g.p.stride[1] - g.p.padding[1] + kx * g.p.dilation[1];
-            f(ch, row, y, x, oy * g.ow + ox);
-          }
+          f(cols, y >= 0 && y < g.h ? image + (ch * g.h + y) * g.w : nullptr, x0, lo, hi);
         }
+      }
 }
 
 // cols (K x P) = the receptive fields of one group of one image (`image` points at its first channel).
 template <class T>
 void im2col(const ConvGeometry& g, const T* image, T* cols) {
-  const int64_t p = g.pixels();
-  for_each_column_entry(g, [&](int64_t ch, int64_t row, int64_t y, int64_t x, int64_t pixel) {
-    const bool inside = y >= 0 && y < g.h && x >= 0 && x < g.w;
-    cols[row * p + pixel] = inside ? image[(ch * g.h + y) * g.w + x] : T(0);
+  const int64_t sx = g.p.stride[1];
+  for_each_column_row(g, cols, image, [&](T* column, const T* input_row, int64_t x0, int64_t lo, int64_t hi) {
+    if (!input_row) lo = hi = g.ow;
+    for (int64_t ox = 0; ox < lo; ++ox) column[ox] = T(0);
+    for (int64_t ox = lo; ox < hi; ++ox) column[ox] = input_row[x0 + ox * sx];
+    for (int64_t ox = hi; ox < g.ow; ++ox) column[ox] = T(0);
   });
 }
 
 // image += the column matrix folded back onto the input positions it was read from (fixed order).
 template <class T>
 void col2im(const ConvGeometry& g, const T* cols, T* image) {
-  const int64_t p = g.pixels();
-  for_each_column_entry(g, [&](int64_t ch, int64_t row, int64_t y, int64_t x, int64_t pixel) {
-    if (y >= 0 && y < g.h && x >= 0 && x < g.w) image[(ch * g.h + y) * g.w + x] += cols[row * p + pixel];
+  const int64_t sx = g.p.stride[1];
+  for_each_column_row(g, cols, image, [&](const T* column, T* input_row, int64_t x0, int64_t lo, int64_t hi) {
+    if (input_row)
+      for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
   });
 }
 
