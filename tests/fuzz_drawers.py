@@ -545,6 +545,22 @@ def indices_into(of):
     return drawer
 
 
+def conv_weight(of):
+    """A convolution weight for input `of` (rank 3: conv1d, 4: conv2d): its channels (dim 1) and
+    kernel sizes up to the input's spatial sizes, mostly; now and then too many channels or too big."""
+
+    def drawer(g, got):
+        shape, dtype = g.meta(got[of])
+        channels = shape[1] if len(shape) > 1 else 1
+        kernel = tuple(g.integer(1, max(n, 1)) for n in shape[2:])
+        if g.rarely(8):
+            channels += 1
+        wanted = (g.choice([1, 2, 3]), channels) + kernel
+        return g.pick((dtype,), lambda s: s == wanted, lambda: wanted)
+
+    return drawer
+
+
 # scatter/gather/index family (issue 13)
 def _along(g, got, of, d):
     """`of`'s shape (a 0-d one as [1]) and the dim `d` drawn for it, wrapped."""

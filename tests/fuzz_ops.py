@@ -11,6 +11,7 @@ from fuzz_drawers import (
     bool_partner,
     cat_args,
     class_targets,
+    conv_weight,
     dim,
     expand_sizes,
     flatten_args,
@@ -686,6 +687,11 @@ op("torch.nn.functional.cross_entropy({a}, {t})", weight=2, a=tensor(rank=(2, 1)
 op("torch.nn.functional.cross_entropy({a}, {t}, label_smoothing=0.1)", a=tensor(rank=2), t=class_targets("a"))
 op("torch.nn.functional.nll_loss({a}.log_softmax(-1), {t})", a=tensor(rank=(2, 1)), t=class_targets("a", ignore=True))
 op("torch.nn.functional.embedding({i}, {a})", a=tensor(rank=2), i=indices_into("a"))
+op("torch.nn.functional.conv1d({a}, {w}, {w}[:, 0, 0]{options})", a=tensor(rank=3), w=conv_weight("a"),
+   options=options("", ", padding=1", ", stride=2", ", padding='same'", ", dilation=2, padding='valid'"))  # fmt: skip
+op("torch.nn.functional.conv2d({a}, {w}{options})", a=tensor(rank=4), w=conv_weight("a"),
+   options=options("", ", padding=(1, 0)", ", stride=(2, 1)", ", padding='same'", ", groups=2",
+                   ", dilation=2"))  # fmt: skip
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
 
 

@@ -288,6 +288,19 @@ case(
     "SumBackward1",
     layouts=LAYOUTS[:1],
 )
+case(
+    "F.conv2d(stride,padding,groups)",
+    lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=1, groups=2),
+    [(2, 4, 4, 3), (2, 2, 2, 2), (2,)],
+    "ConvolutionBackward0",
+)
+case(
+    "F.conv1d(dilation,same)",
+    lambda m, x, w: m.nn.functional.conv1d(x, w, padding="same", dilation=2),
+    [(2, 2, 5), (3, 2, 3)],
+    "ConvolutionBackward0",
+    layouts=LAYOUTS[:2],
+)
 case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
 for _p in [1, 3, 0.5, float("inf")]:
     case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])

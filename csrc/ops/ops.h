@@ -326,4 +326,13 @@ enum class GeluApproximation { None, Tanh };
 GeluApproximation gelu_approximation_from_name(const std::string& name);  // "none" | "tanh", else RuntimeError
 Tensor gelu(const Tensor& x, GeluApproximation approximate);
 
+// ---- convolution (ops/conv.cpp): input (N, C, H, W), weight (O, C / groups, kh, kw), bias (O) or
+// undefined; float32 and float64. 3-D input and weight (N, C, W) / (O, C / groups, kw) are the
+// 1-D convolution, with the height's stride, padding and dilation 1, 0, 1. PyTorch's argument
+// checks are the caller's (nn/functional.py).
+struct ConvParams {
+  int64_t stride[2], padding[2], dilation[2], groups;
+};
+Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params);
+
 }  // namespace fg

@@ -778,6 +778,18 @@ void bind_tensor(py::module_& m) {
     // One log-probability read per sample.
     return by_elements(target->numel(), fg::nll_loss, input, target, weight.value_or(Tensor()), r, ignore_index);
   });
+  // convolution(input, weight, bias or None, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups)
+  m.def("convolution", [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias, int64_t sh, int64_t sw,
+                          int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
+    ConvParams params{{sh, sw}, {ph, pw}, {dh, dw}, groups};
+    // Work: every input element meets every weight element of its group, at most.
+    const double work = double(input->numel()) * double(weight->numel()) / double(std::max<int64_t>(groups, 1));
+    auto op = [](const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p) {
+      return fg::convolution(x, w, b, p);
+    };
+    const Tensor b = bias.value_or(Tensor());
+    return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params) : op(input, weight, b, params);
+  });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
   });

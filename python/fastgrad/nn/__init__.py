@@ -111,6 +111,7 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from .conv import Conv1d, Conv2d, LazyConv1d, LazyConv2d
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -230,4 +231,8 @@ __all__ = [
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
+    "Conv1d",
+    "Conv2d",
+    "LazyConv1d",
+    "LazyConv2d",
 ]

@@ -10,6 +10,7 @@ messages.
 """
 
 import math
+import operator
 import warnings
 
 import numpy as np
@@ -1285,6 +1286,141 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     for offset in range(1, size):  # in the window's order, as PyTorch's average pooling sums
         window = window + squares.narrow(1, offset, channels)
     return input / (window / size).mul(alpha).add(k).pow(beta)
+
+
+# ---- convolution: conv1d and conv2d are the backend's one primitive
+# (_prims.convolution: im2col and the GEMM in C++, the definition in the reference). The checks
+# are PyTorch's (its F.conv*d batchify, _convolution_mode and check_shape_forward), on the user's
+# shapes, so the messages name them.
+
+
+def _conv_sizes(value, name, dims, weight_dims):
+    """stride/padding/dilation as a tuple of ints: one int becomes `dims` of them (conv{dims}d's
+    int[dims] argument); the convolution then takes 1 or one per spatial dim of the weight."""
+    values = (
+        [operator.index(value)] * dims if not isinstance(value, (tuple, list)) else [operator.index(v) for v in value]
+    )
+    if len(values) not in (1, weight_dims):
+        raise RuntimeError(
+            f"expected {name} to be a single integer value or a list of {weight_dims} values to match the "
+            f"convolution dimensions, but got {name}={values}"
+        )
+    return tuple(values * weight_dims if len(values) == 1 else values)
+
+
+def _size_str(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups):
+    """PyTorch's check_shape_forward, in its order (input batched)."""
+    if weight.dim() != input.dim():
+        raise RuntimeError(
+            f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
+            f"{_size_str(weight.shape)}, but got {input.dim()}-dimensional input of size {_size_str(input.shape)} "
+            "instead"
+        )
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    out_channels = weight.shape[0]
+    if out_channels < groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got weight of size "
+            f"{_size_str(weight.shape)} instead"
+        )
+    if out_channels % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of "
+            f"size [{_size_str(weight.shape)}] instead"
+        )
+    if input.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {_size_str(weight.shape)}, expected input{_size_str(input.shape)} "
+            f"to have {weight.shape[1] * groups} channels, but got {input.shape[1]} channels instead"
+        )
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given weight of size {_size_str(weight.shape)}, expected bias to be 1-dimensional with {out_channels} "
+            f"elements, but got bias of size {_size_str(bias.shape)} instead"
+        )
+    spatial = list(zip(input.shape[2:], weight.shape[2:], padding, dilation))
+    padded = [size + 2 * p for size, _, p, _ in spatial]
+    kernel = [d * (k - 1) + 1 for _, k, _, d in spatial]
+    if any(p < k for p, k in zip(padded, kernel)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel size: "
+            f"({' x '.join(map(str, kernel))}). Kernel size can't be greater than actual input size"
+        )
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, dims):
+    if input.dim() not in (dims + 1, dims + 2):
+        raise RuntimeError(
+            f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to conv{dims}d, but got input of size: "
+            f"{_size_str(input.shape)}"
+        )
+    batched = input.dim() == dims + 2
+    if not batched:
+        input = input.unsqueeze(0)
+    weight_dims = max(weight.dim() - 2, 1)  # the rank check comes later, with PyTorch's message
+    stride = _conv_sizes(stride, "stride", dims, weight_dims)
+    dilation = _conv_sizes(dilation, "dilation", dims, weight_dims)
+    groups = operator.index(groups)
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+        if padding == "same" and any(s != 1 for s in stride):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        # 'same': a total of d * (k - 1) per dim, half on each side and the odd one on the right
+        # (PyTorch pads the input for it, then convolves with the symmetric part).
+        totals = [d * (k - 1) if padding == "same" else 0 for d, k in zip(dilation, weight.shape[2:])]
+        padding = tuple(t // 2 for t in totals)
+        if any(t % 2 for t in totals):
+            warnings.warn(
+                "Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy of "
+                "the input be created",
+                UserWarning,
+                stacklevel=3,
+            )
+            extra = []
+            for t in reversed(totals):
+                extra += [0, t % 2]
+            input = pad(input, extra)
+    else:
+        padding = _conv_sizes(padding, "padding", dims, weight_dims)
+    _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups)
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
+        )
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(
+            f"Input type ({_C_TYPE_NAME.get(input.dtype, input.dtype)}) and bias type "
+            f"({_C_TYPE_NAME.get(bias.dtype, bias.dtype)}) should be the same"
+        )
+    if dims == 1:  # the primitive's sizes are (height, width): a 1-D convolution is its height-1 case
+        stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
+    out = _prims.convolution(input, weight, bias, *stride, *padding, *dilation, groups)
+    if input.shape[1] == 0:  # PyTorch's result for an input of no channels has none either
+        out = out[:, :0]
+    return out if batched else out.squeeze(0)
+
+
+_C_TYPE_NAME = {float32: "float", float64: "double"}
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
 # ---- image helpers: pixel (un)shuffle, interpolate

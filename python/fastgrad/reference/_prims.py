@@ -13,7 +13,7 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _rounding, _scan, _shape, _sort
+from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _rounding, _scan, _shape, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -490,6 +490,21 @@ def gelu(x, approximate):
     if not isinstance(x, Tensor) or not isinstance(approximate, str):
         raise _invalid_arguments("gelu", (x, approximate), "Tensor, str")
     return _nn.gelu(x, approximate)
+
+
+def convolution(input, weight, bias, *sizes):
+    args = (input, weight, bias, *sizes)
+    if not (
+        isinstance(input, Tensor)
+        and isinstance(weight, Tensor)
+        and (bias is None or isinstance(bias, Tensor))
+        and len(sizes) == 7
+        and all(_int_like(v) for v in sizes)
+    ):
+        raise _invalid_arguments(
+            "convolution", args, "Tensor, Tensor, Tensor | None, int, int, int, int, int, int, int"
+        )
+    return _conv.convolution(input, weight, bias, *map(operator.index, sizes))
 
 
 def set_requires_grad(t, flag):

@@ -1,0 +1,313 @@
+"""Convolution (F.conv1d, F.conv2d and the Conv1d/Conv2d modules) against PyTorch: values and the
+input, weight and bias gradients over a table of cases on both backends, float64 gradcheck, results
+bitwise independent of the thread count, and PyTorch's errors.
+
+A case is a function of (F, x, w, b) run on both libraries with the same numpy data; the output is
+backpropagated with the same upstream gradient.
+"""
+
+import numpy as np
+import pytest
+
+from op_helpers import gradcheck_for, rng_for, to_numpy
+from oracle_helpers import same_error
+
+# PyTorch's (and fastgrad's) warning for 'same' with an even kernel: checked once, below.
+pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same' with even kernel lengths")
+
+CASES = {  # id: (fn(F, x, w, b), input shape, weight shape, has bias)
+    "2d plain": (lambda F, x, w, b: F.conv2d(x, w, b), (2, 3, 6, 5), (4, 3, 3, 3), True),
+    "2d no bias": (lambda F, x, w, b: F.conv2d(x, w), (2, 3, 5, 5), (2, 3, 2, 3), False),
+    "2d stride padding": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=(2, 3), padding=(1, 2)),
+        (2, 2, 7, 8),
+        (3, 2, 3, 3),
+        True,
+    ),
+    "2d stride over kernel": (lambda F, x, w, b: F.conv2d(x, w, b, stride=3), (1, 2, 7, 7), (2, 2, 2, 2), True),
+    "2d dilation": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, dilation=(2, 1)), (2, 2, 7, 6), (3, 2, 3, 2), True),
+    "2d groups": (lambda F, x, w, b: F.conv2d(x, w, b, groups=2), (2, 4, 5, 5), (6, 2, 3, 3), True),
+    "2d depthwise": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, groups=3), (2, 3, 5, 4), (6, 1, 3, 3), True),
+    "2d pointwise": (lambda F, x, w, b: F.conv2d(x, w, b), (3, 4, 3, 5), (5, 4, 1, 1), True),
+    "2d pointwise groups": (lambda F, x, w, b: F.conv2d(x, w, b, groups=2), (2, 4, 3, 2), (2, 2, 1, 1), True),
+    "2d same odd": (lambda F, x, w, b: F.conv2d(x, w, b, padding="same"), (2, 2, 5, 6), (3, 2, 3, 3), True),
+    "2d same even": (lambda F, x, w, b: F.conv2d(x, w, b, padding="same"), (2, 2, 5, 6), (3, 2, 2, 4), True),
+    "2d same dilated": (
+        lambda F, x, w, b: F.conv2d(x, w, b, padding="same", dilation=(1, 3)),
+        (1, 2, 5, 9),
+        (2, 2, 3, 2),
+        True,
+    ),
+    "2d valid": (lambda F, x, w, b: F.conv2d(x, w, b, padding="valid"), (2, 2, 5, 6), (3, 2, 3, 3), True),
+    "2d unbatched": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1), (3, 4, 5), (2, 3, 3, 3), True),
+    "2d size-1 dims": (lambda F, x, w, b: F.conv2d(x, w, b), (1, 1, 1, 4), (2, 1, 1, 2), True),
+    "1d plain": (lambda F, x, w, b: F.conv1d(x, w, b), (2, 3, 9), (4, 3, 3), True),
+    "1d stride padding dilation": (
+        lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=3, dilation=2),
+        (2, 2, 11),
+        (3, 2, 4),
+        True,
+    ),
+    "1d groups": (lambda F, x, w, b: F.conv1d(x, w, groups=2), (3, 4, 7), (4, 2, 3), False),
+    "1d same even": (lambda F, x, w, b: F.conv1d(x, w, b, padding="same"), (2, 2, 7), (3, 2, 4), True),
+    "1d unbatched": (lambda F, x, w, b: F.conv1d(x, w, b, padding=(1,)), (3, 6), (2, 3, 3), True),
+}
+
+
+def _run(lib, case, arrays, upstream):
+    """The output, its grad_fn's name and the input, weight and bias gradients."""
+    fn, _, _, has_bias = CASES[case]
+    x, w = (lib.tensor(a, requires_grad=True) for a in arrays[:2])
+    b = lib.tensor(arrays[2], requires_grad=True) if has_bias else None
+    out = fn(lib.nn.functional, x, w, b)
+    (out * lib.tensor(upstream(out.shape))).sum().backward()
+    grads = [to_numpy(x.grad), to_numpy(w.grad)] + ([to_numpy(b.grad)] if has_bias else [])
+    return [to_numpy(out)] + grads, out.grad_fn.name()
+
+
+def _arrays(case, dtype):
+    _, x_shape, w_shape, _ = CASES[case]
+    rng = rng_for(case, dtype)
+    return [rng.uniform(-2, 2, size=shape).astype(dtype) for shape in (x_shape, w_shape, (w_shape[0],))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_values_and_gradients_match_pytorch(fg, torch, case, dtype):
+    arrays = _arrays(case, dtype)
+
+    def upstream(shape):
+        return rng_for(case, "upstream").uniform(-1, 1, size=tuple(shape)).astype(dtype)
+
+    (ours, our_node), (theirs, their_node) = _run(fg, case, arrays, upstream), _run(torch, case, arrays, upstream)
+    assert our_node.rsplit("::", 1)[-1] == their_node
+    tolerance = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for got, expected in zip(ours, theirs, strict=True):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, **tolerance)
+
+
+def test_grad_fn_is_convolution_backward_with_pytorchs_edges(fg, torch):
+    for lib in (fg, torch):
+        w = lib.ones(2, 1, 3, requires_grad=True)
+        out = lib.nn.functional.conv1d(lib.ones(1, 1, 5), w)
+        assert out.grad_fn.name().rsplit("::", 1)[-1] == "ConvolutionBackward0"
+        edges = out.grad_fn.next_functions
+        assert len(edges) == 3 and edges[0][0] is None and edges[2][0] is None and edges[1][0] is not None
+
+
+GRADCHECKED = {  # float64 finite differences: (fn(F, x, w, b), shapes)
+    "2d": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=(2, 1)),
+        [(2, 2, 4, 5), (2, 2, 2, 3), (2,)],
+    ),
+    "2d groups same": (
+        lambda F, x, w, b: F.conv2d(x, w, b, padding="same", groups=2),
+        [(1, 4, 3, 3), (2, 2, 2, 2), (2,)],
+    ),
+    "1d": (lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=1), [(2, 2, 5), (3, 2, 3), (3,)]),
+}
+
+
+@pytest.mark.parametrize("case", list(GRADCHECKED))
+def test_gradcheck(fg, case):
+    fn, shapes = GRADCHECKED[case]
+    rng = rng_for("gradcheck", case)
+    inputs = [fg.tensor(rng.uniform(-2, 2, size=shape), requires_grad=True) for shape in shapes]
+    assert gradcheck_for(fg)(lambda *xs: fn(fg.nn.functional, *xs), inputs, eps=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_results_do_not_depend_on_the_thread_count(dtype):
+    """The batch is split into whole images and the weight gradient summed in image order, so 1, 2
+    and 3 threads give the same bits (a batch over several waves of images, big enough to split)."""
+    import fastgrad
+
+    rng = rng_for("threads", dtype)
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in ((19, 6, 12, 12), (8, 6, 3, 3), (8,))]
+    upstream = rng.standard_normal((19, 8, 10, 10)).astype(dtype)
+    results, before = [], fastgrad.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            fastgrad.set_num_threads(threads)
+            x, w, b = (fastgrad.tensor(a, requires_grad=True) for a in arrays)
+            out = fastgrad.nn.functional.conv2d(x, w, b)
+            out.backward(fastgrad.tensor(upstream))
+            results.append([to_numpy(t) for t in (out, x.grad, w.grad, b.grad)])
+    finally:
+        fastgrad.set_num_threads(before)
+    for other in results[1:]:
+        for got, expected in zip(other, results[0], strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+ERRORS = {  # id: program(lib) that PyTorch rejects
+    "channels": lambda t: t.nn.functional.conv2d(t.ones(1, 4, 5, 5), t.ones(8, 3, 3, 3)),
+    "kernel too big": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 2, 2), t.ones(8, 3, 3, 3)),
+    "kernel too big dilated": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), dilation=3),
+    "kernel too big 1d": lambda t: t.nn.functional.conv1d(t.ones(1, 3, 2), t.ones(8, 3, 3)),
+    "channels 1d": lambda t: t.nn.functional.conv1d(t.ones(1, 4, 5), t.ones(8, 3, 3)),
+    "input rank": lambda t: t.nn.functional.conv2d(t.ones(3, 2), t.ones(8, 3, 3, 3)),
+    "weight rank": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3)),
+    "bias size": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), t.ones(7)),
+    "same strided": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), stride=2, padding="same"),
+    "padding string": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), padding="foo"),
+    "negative padding": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), padding=-1),
+    "zero stride": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), stride=0),
+    "zero dilation": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), dilation=0),
+    "zero groups": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), groups=0),
+    "groups over out channels": lambda t: t.nn.functional.conv2d(t.ones(1, 2, 5, 5), t.ones(1, 2, 3, 3), groups=2),
+    "groups not dividing": lambda t: t.nn.functional.conv2d(t.ones(1, 6, 5, 5), t.ones(3, 3, 3, 3), groups=2),
+    "stride length": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), stride=(1, 2, 3)),
+    "weight dtype": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5, dtype=t.float64), t.ones(8, 3, 3, 3)),
+    "bias dtype": lambda t: t.nn.functional.conv2d(t.ones(1, 3, 5, 5), t.ones(8, 3, 3, 3), t.ones(8, dtype=t.float64)),
+}
+
+
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_errors_match_pytorch(fg, torch, case):
+    same_error(fg, torch, ERRORS[case])
+
+
+def test_double_backward_is_refused_with_a_clear_error(fg):
+    x = fg.ones(1, 1, 3, 3, requires_grad=True)
+    out = fg.nn.functional.conv2d(x, fg.ones(1, 1, 2, 2, requires_grad=True))
+    with pytest.raises(NotImplementedError, match="double backward"):
+        fg.autograd.grad(out.sum(), x, create_graph=True)
+
+
+@pytest.mark.filterwarnings("error")
+def test_same_padding_of_an_even_kernel_warns_as_pytorch(fg):
+    with pytest.warns(UserWarning, match="Using padding='same' with even kernel lengths and odd dilation"):
+        fg.nn.functional.conv1d(fg.ones(1, 1, 5), fg.ones(1, 1, 2), padding="same")
+
+
+# ---- the modules
+
+
+MODULES = {  # id: (constructor(nn), input shape)
+    "Conv2d": (lambda nn: nn.Conv2d(3, 4, 3), (2, 3, 6, 5)),
+    "Conv2d options": (
+        lambda nn: nn.Conv2d(4, 6, (2, 3), stride=(2, 1), padding=(1, 2), dilation=(1, 2), groups=2, bias=False),
+        (2, 4, 7, 8),
+    ),
+    "Conv2d same": (lambda nn: nn.Conv2d(2, 3, (2, 3), padding="same"), (1, 2, 5, 5)),
+    "Conv2d reflect": (lambda nn: nn.Conv2d(2, 3, 3, padding=(1, 2), padding_mode="reflect"), (2, 2, 5, 6)),
+    "Conv2d replicate same": (lambda nn: nn.Conv2d(2, 2, 4, padding="same", padding_mode="replicate"), (1, 2, 5, 5)),
+    "Conv2d circular": (lambda nn: nn.Conv2d(1, 2, 3, stride=2, padding=1, padding_mode="circular"), (2, 1, 6, 5)),
+    "Conv2d unbatched": (lambda nn: nn.Conv2d(3, 2, 2), (3, 4, 4)),
+    "Conv1d": (lambda nn: nn.Conv1d(2, 4, 3, stride=2, padding=1), (3, 2, 9)),
+    "Conv1d depthwise reflect": (lambda nn: nn.Conv1d(3, 6, 3, padding=2, groups=3, padding_mode="reflect"), (2, 3, 7)),
+}
+
+
+def _module_run(lib, name, arrays):
+    """The module with arrays[1:] as its parameters: its repr, state_dict keys, output and gradients."""
+    constructor, _ = MODULES[name]
+    module = constructor(lib.nn).double()
+    with lib.no_grad():
+        for p, values in zip(module.parameters(), arrays[1:]):
+            p.copy_(lib.tensor(values))
+    x = lib.tensor(arrays[0], requires_grad=True)
+    out = module(x)
+    (out**2).sum().backward()
+    grads = [to_numpy(x.grad)] + [to_numpy(p.grad) for p in module.parameters()]
+    return repr(module), list(module.state_dict()), [to_numpy(out)] + grads
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_modules_match_pytorch(fg, torch, name):
+    constructor, shape = MODULES[name]
+    rng = rng_for("module", name)
+    shapes = [tuple(p.shape) for p in constructor(torch.nn).parameters()]
+    arrays = [rng.uniform(-2, 2, size=s) for s in [shape] + shapes]
+    (our_repr, our_keys, ours), (their_repr, their_keys, theirs) = (
+        _module_run(lib, name, arrays) for lib in (fg, torch)
+    )
+    assert our_repr == their_repr and our_keys == their_keys
+    for got, expected in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_default_initialization_is_kaiming_uniform_and_bias_by_fan_in(fg):
+    """weight uniform in +-1/sqrt(fan_in) (kaiming_uniform_ with a=sqrt(5)), bias the same bound."""
+    fg.manual_seed(0)
+    conv = fg.nn.Conv2d(8, 16, 3, groups=2)  # fan_in = 4 * 3 * 3
+    bound = 1 / 6
+    weight, bias = to_numpy(conv.weight), to_numpy(conv.bias)
+    assert weight.shape == (16, 4, 3, 3) and bias.shape == (16,)
+    for values in (weight, bias):
+        assert np.abs(values).max() <= bound and np.abs(values).max() > 0.8 * bound
+    assert abs(weight.std() - bound / np.sqrt(3)) < 0.01  # a uniform's standard deviation
+
+
+MODULE_ERRORS = {
+    "groups": lambda nn: nn.Conv2d(4, 4, 3, groups=0),
+    "in_channels": lambda nn: nn.Conv2d(3, 4, 3, groups=2),
+    "out_channels": lambda nn: nn.Conv2d(4, 3, 3, groups=2),
+    "same strided": lambda nn: nn.Conv2d(4, 4, 3, stride=2, padding="same"),
+}
+
+
+@pytest.mark.parametrize("case", list(MODULE_ERRORS))
+def test_module_errors_match_pytorch(fg, torch, case):
+    same_error(fg, torch, lambda lib: MODULE_ERRORS[case](lib.nn))
+
+
+def test_module_errors_naming_a_set_match_pytorch(fg):
+    """PyTorch's message shows a Python set, whose order changes with the hash seed: checked up to it."""
+    with pytest.raises(ValueError, match=r"^Invalid padding string 'full', should be one of \{'(same|valid)', '"):
+        fg.nn.Conv1d(4, 4, 3, padding="full")
+    with pytest.raises(
+        ValueError, match=r"^padding_mode must be one of \{.*'circular'.*\}, but got padding_mode='wrap'$"
+    ):
+        fg.nn.Conv2d(4, 4, 3, padding_mode="wrap")
+
+
+def test_lazy_conv_takes_in_channels_from_the_first_input(fg):
+    conv = fg.nn.LazyConv2d(5, 3, groups=1)
+    out = conv(fg.ones(2, 3, 6, 6))
+    assert type(conv) is fg.nn.Conv2d and conv.in_channels == 3
+    assert tuple(conv.weight.shape) == (5, 3, 3, 3) and tuple(out.shape) == (2, 5, 4, 4)
+    unbatched = fg.nn.LazyConv1d(2, 2, bias=False)
+    assert tuple(unbatched(fg.ones(4, 5)).shape) == (2, 4) and tuple(unbatched.weight.shape) == (2, 4, 2)
+
+
+# ---- a small convolutional network trained as in PyTorch
+
+
+def _lenet_steps(lib, weights, batches, targets):
+    """Conv2d -> ReLU -> Conv2d -> Flatten -> Linear from the given weights, 3 SGD steps of
+    cross-entropy; the losses and the final parameters."""
+    nn = lib.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Conv2d(4, 6, 3, stride=2, padding=1), nn.Flatten(), nn.Linear(6 * 4 * 4, 5)
+    ).double()
+    with lib.no_grad():
+        for p, values in zip(model.parameters(), weights, strict=True):
+            p.copy_(lib.tensor(values))
+    optimizer = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for batch, target in zip(batches, targets, strict=True):
+        optimizer.zero_grad()
+        loss = nn.functional.cross_entropy(model(lib.tensor(batch)), lib.tensor(target))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, [to_numpy(p) for p in model.parameters()]
+
+
+def test_lenet_style_training_matches_pytorch_step_by_step(fg, torch):
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 6, 3, stride=2, padding=1), torch.nn.Flatten()
+    )
+    weights = [p.detach().double().numpy() for p in reference.parameters()]
+    rng = rng_for("lenet")
+    weights += [rng.uniform(-0.2, 0.2, size=(5, 96)), rng.uniform(-0.2, 0.2, size=(5,))]
+    batches = [rng.standard_normal((4, 1, 10, 10)) for _ in range(3)]
+    targets = [rng.integers(0, 5, size=4) for _ in range(3)]
+    (our_losses, ours), (their_losses, theirs) = (_lenet_steps(lib, weights, batches, targets) for lib in (fg, torch))
+    np.testing.assert_allclose(our_losses, their_losses, rtol=1e-10)
+    for got, expected in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
