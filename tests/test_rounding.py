@@ -19,6 +19,7 @@ PROGRAMS = {
     "round(decimals=2)": lambda m, x: m.round(x, decimals=2),
     "round(decimals=-1)": lambda m, x: x.round(decimals=-1),
     "round(decimals=50)": lambda m, x: x.round(decimals=50),  # 10^50 is inf in float32
+    "round(decimals=int64 min)": lambda m, x: x.round(decimals=-(2**63)),  # its negation overflowed
     "frac": lambda m, x: m.frac(x),
     "sgn": lambda m, x: x.sgn(),
     "nan_to_num": lambda m, x: m.nan_to_num(x),

@@ -48,7 +48,7 @@ GradList RoundBackward1::apply(GradList&& grads) { return {zeros_like(grads[0])}
 Tensor round(const Tensor& x, int64_t decimals) {
   require_floating(x, "round_cpu");
   const bool negative = decimals < 0;
-  const double ten_pow = std::pow(10.0, static_cast<double>(negative ? -decimals : decimals));
+  const double ten_pow = std::pow(10.0, std::fabs(static_cast<double>(decimals)));  // -INT64_MIN overflows
   Tensor out = unary_map(x, x->dtype, [negative, ten_pow](auto v) {
     using T = decltype(v);
     if constexpr (std::is_floating_point_v<T>) {

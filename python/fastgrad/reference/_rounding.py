@@ -65,7 +65,8 @@ class RoundBackward1(Function):
     def forward(self, x, decimals):
         _require(x, "round_cpu", x._dtype.is_floating_point)
         compute = float64 if x._dtype is float64 else float32
-        p = cast_scalar(10.0 ** abs(decimals), compute)
+        # 10^|d| past the double range is inf, as C's pow gives it (Python's ** raises instead)
+        p = cast_scalar(10.0 ** abs(decimals) if abs(decimals) <= 308 else math.inf, compute)
 
         def rounded(v):
             scaled = cast_scalar(v / p if decimals < 0 else v * p, compute)
