@@ -109,6 +109,16 @@ void im2col(const ConvGeometry& g, const T* image, T* cols) {
   });
 }
 
+// The GEMM operand of group `grp` of image `i` of `in`: its receptive fields unfolded into `cols`, or
+// for a pointwise (1x1, stride 1, unpadded) kernel the image itself.
+template <class T>
+const T* group_columns(const ConvGeometry& g, const T* in, int64_t i, int64_t grp, std::vector<T>& cols) {
+  const T* image = in + (i * g.groups + grp) * g.cg() * g.h * g.w;
+  if (g.pointwise()) return image;
+  im2col(g, image, cols.data());
+  return cols.data();
+}
+
 // image += the column matrix folded back onto the input positions it was read from (fixed order).
 template <class T>
 void col2im(const ConvGeometry& g, const T* cols, T* image) {
@@ -132,17 +142,12 @@ constexpr int64_t kImagesPerWave = 8;
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   GemmKernel<T> gemm = kernels().of<T>().gemm;
-  const int64_t p = g.pixels(), k = g.k(), in_group = g.cg() * g.h * g.w;
+  const int64_t p = g.pixels(), k = g.k();
   parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
     std::vector<T> cols(g.pointwise() ? 0 : k * p);
     for (int64_t i = lo; i < hi; ++i)
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* image = in + (i * g.groups + grp) * in_group;
-        const T* columns = image;
-        if (!g.pointwise()) {
-          im2col(g, image, cols.data());
-          columns = cols.data();
-        }
+        const T* columns = group_columns(g, in, i, grp, cols);
         T* c = out + (i * g.o + grp * g.og()) * p;
         gemm(g.og(), p, k, w + grp * g.og() * k, k, 1, columns, p, 1, c, p);
         if (b)
@@ -179,7 +184,7 @@ void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
 template <class T>
 void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
   GemmKernel<T> gemm = kernels().of<T>().gemm;
-  const int64_t p = g.pixels(), k = g.k(), in_group = g.cg() * g.h * g.w, per_image = g.o * k;
+  const int64_t p = g.pixels(), k = g.k(), per_image = g.o * k;
   std::vector<T> partial(std::min(g.n, kImagesPerWave) * per_image);
   for (int64_t first = 0; first < g.n; first += kImagesPerWave) {
     const int64_t last = std::min(g.n, first + kImagesPerWave);
@@ -187,12 +192,7 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
       std::vector<T> cols(g.pointwise() ? 0 : k * p);
       for (int64_t i = lo; i < hi; ++i)
         for (int64_t grp = 0; grp < g.groups; ++grp) {
-          const T* image = in + (i * g.groups + grp) * in_group;
-          const T* columns = image;
-          if (!g.pointwise()) {
-            im2col(g, image, cols.data());
-            columns = cols.data();
-          }
+          const T* columns = group_columns(g, in, i, grp, cols);
           // The transposed product cols (K x P) @ G_g^T (P x Og), G_g^T read through G_g's strides:
           // cols, the larger operand, is then read along its rows (measured faster than G_g @ cols^T).
           gemm(k, g.og(), p, columns, p, 1, grad + (i * g.o + grp * g.og()) * p, 1, p,
