@@ -315,6 +315,7 @@ op("{a}.nanquantile(0.25, interpolation={i})", a=tensor(), i=options("'lower'", 
 op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
 op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))
 op("torch.argsort({a}, {d}, descending=True)", a=tensor(ANY), d=dim("a"))
+op("torch.msort({a})", a=tensor(ANY))
 op("torch.topk({a}, {k}, {d}).values", a=tensor(NUM), k=options("0", "1", "2", "3"), d=dim("a"))
 op("{a}.topk({k}, largest=False)[1]", a=tensor(NUM), k=options("1", "2"))
 op("{a}.kthvalue({k}, {d}).values", a=tensor(NUM), k=options("1", "2", "3"), d=dim("a"))

@@ -341,6 +341,8 @@ for _name, _fn, _grad_fn in [
     ("sort().values", lambda m, x: x.sort().values, "SortBackward0"),
     ("torch.sort(x,0,descending)[0]", lambda m, x: m.sort(x, 0, descending=True)[0], "SortBackward0"),
     ("sort(dim=1,stable)", lambda m, x: x.sort(dim=1, stable=True).values, "SortBackward1"),
+    ("torch.msort", lambda m, x: m.msort(x), "SortBackward0"),
+    ("msort()", lambda m, x: x.msort(), "SortBackward0"),
     ("topk(2).values", lambda m, x: x.topk(2).values, "TopkBackward0"),
     ("torch.topk(x,2,0,largest=False)[0]", lambda m, x: m.topk(x, 2, 0, largest=False)[0], "TopkBackward0"),
     ("topk(3,dim=1)", lambda m, x: x.topk(3, dim=1).values, "TopkBackward0"),

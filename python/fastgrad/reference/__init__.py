@@ -42,6 +42,7 @@ fastgrad.viz's functions.
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from .._types import int32, int16, int8, uint8, float16, bfloat16, int, short, half
 from .._types import finfo, iinfo, promote_types, result_type, can_cast, get_default_dtype, set_default_dtype
+from math import e, inf, nan, pi  # torch.e, torch.inf, torch.nan, torch.pi
 from ._tensor import Tensor
 from .._shared import load_shared_into
 
