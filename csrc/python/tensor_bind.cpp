@@ -367,6 +367,9 @@ void bind_tensor(py::module_& m) {
                                  throw RuntimeError("Inference tensors do not track version counter.");
                                return t->version();
                              })
+      // A view's base: the tensor that owns its memory (None for a tensor that is not a view).
+      .def_property_readonly("_base", [](const Tensor& t) { return t->view_base; })
+      .def("_is_view", [](const Tensor& t) { return bool(t->view_base); })
       .def("is_inference", [](const Tensor& t) { return t->storage->inference(); })
       .def_property_readonly("output_nr", [](const Tensor& t) { return t->output_nr; })
       .def("dim", [](const Tensor& t) { return t->dim(); })
