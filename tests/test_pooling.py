@@ -143,11 +143,17 @@ def test_gradcheck_and_gradgradcheck(fg, case):
         (lambda F, x: F.adaptive_max_pool2d(x, 2), "AdaptiveMaxPool2DBackwardBackward0"),
     ],
 )
-def test_the_gradient_records_pytorchs_double_backward_node(fg, op, node):
-    x = fg.ones(1, 1, 4, 4, requires_grad=True)
-    out = op(fg.nn.functional, x)
-    (grad,) = fg.autograd.grad(out, x, fg.ones(out.shape, requires_grad=True), create_graph=True)
-    assert grad.grad_fn.name() == node
+def test_the_gradient_records_pytorchs_double_backward_node(fg, torch, op, node):
+    """The gradient is an op of the upstream gradient and of the pool's input (whose derivative is
+    zero), as PyTorch's: recorded even when the upstream gradient needs none."""
+    for lib in (fg, torch):
+        x = lib.ones(1, 1, 4, 4, requires_grad=True)
+        (grad,) = lib.autograd.grad(op(lib.nn.functional, x).sum(), x, create_graph=True)
+        assert grad.grad_fn.name() == node
+        edges = grad.grad_fn.next_functions
+        assert len(edges) == 2 and edges[0][0] is None and edges[1][0] is not None
+        (second,) = lib.autograd.grad(grad.sum(), x)
+        np.testing.assert_array_equal(to_numpy(second), np.zeros((1, 1, 4, 4), np.float32))
 
 
 def test_results_do_not_depend_on_the_thread_count():

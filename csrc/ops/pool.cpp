@@ -271,16 +271,25 @@ struct AveragePool {
   }
 };
 
+// The forward saves its input (as PyTorch): the backward op takes it as a second input, with a zero
+// gradient (PyTorch's avg_pool2d_backward(grad, self) and max_pool2d_with_indices_backward(grad,
+// self, ...)), so that the gradient it records has the same edges. `self` describes that input.
 struct AveragePoolNode : Node {
   AveragePool pool;
-  int64_t in_h = 0, in_w = 0;
+  InputMeta self;
 };
 
-// Max pooling and gather_planes: the gradient is scattered (added) at the saved indices into planes
-// of in_h x in_w, by an op recorded under scatter_name.
+// Max pooling and gather_planes: the gradient is scattered (added) at the saved indices (saved[0])
+// into planes of in_h x in_w, by an op recorded under scatter_name. A max pool also saves its input
+// (saved[1]), the scatter's second input.
 struct PlaneSelectNode : Node {
   int64_t in_h = 0, in_w = 0;
   const char* scatter_name = "";
+};
+
+// scatter_planes: with a second edge (to the max pool's input) when it is a max pool's gradient.
+struct PlaneScatterNode : Node {
+  InputMeta self;
 };
 
 }  // namespace
@@ -288,7 +297,7 @@ struct PlaneSelectNode : Node {
 FG_NODE_UNNAMED(AveragePoolBackward, AveragePoolNode);
 FG_NODE_UNNAMED(AveragePoolBackwardBackward, AveragePoolNode);
 FG_NODE_UNNAMED(PlaneSelectBackward, PlaneSelectNode);
-FG_NODE_UNNAMED(PlaneScatterBackward, Node);
+FG_NODE_UNNAMED(PlaneScatterBackward, PlaneScatterNode);
 
 namespace {
 
@@ -307,12 +316,14 @@ Tensor average_pool(const Tensor& x, const AveragePool& pool) {
   out = cast_values(out, x->dtype);
   if (auto* node = record<AveragePoolBackward>(out, {&x}, pool.forward_name())) {
     node->pool = pool;
-    node->in_h = in_h, node->in_w = in_w;
+    node->save(x);
   }
   return out;
 }
 
-Tensor average_pool_backward(const Tensor& grad, int64_t in_h, int64_t in_w, const AveragePool& pool) {
+// The gradient of average_pool(self) from `grad`.
+Tensor average_pool_backward(const Tensor& grad, const Tensor& self, const AveragePool& pool) {
+  const int64_t in_h = self->shape[self->dim() - 2], in_w = self->shape.back();
   const DType computed = compute_type(grad->dtype);
   const Windows win = pool.windows(in_h, in_w);
   Tensor g = cast_values(dense(grad), computed);
@@ -322,9 +333,9 @@ Tensor average_pool_backward(const Tensor& grad, int64_t in_h, int64_t in_w, con
     avg_pool_backward<T>(win, pool.rule, plane_count(grad), in_h, in_w, g->data_as<T>(), gin->data_as<T>());
   });
   gin = cast_values(gin, grad->dtype);
-  if (auto* node = record<AveragePoolBackwardBackward>(gin, {&grad}, pool.backward_name())) {
+  if (auto* node = record<AveragePoolBackwardBackward>(gin, {&grad, &self}, pool.backward_name())) {
     node->pool = pool;
-    node->in_h = in_h, node->in_w = in_w;
+    node->self = InputMeta::of(self);
   }
   return gin;
 }
@@ -334,8 +345,9 @@ Tensor gather_planes(const Tensor& values, const Tensor& indices);
 // out (leading dims of `values`, h, w) = 0, then out[plane][indices[i]] = values[i] (added with
 // `accumulate`) for the elements i of each plane of `values` and `indices` (same shape). Recorded
 // under node_name; its gradient is the gather at the same indices.
+// A max pool's gradient passes the pool's input as `self` (an edge with a zero gradient); else undefined.
 Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, int64_t w, bool accumulate,
-                      const char* node_name) {
+                      const char* node_name, const Tensor& self) {
   if (values->dim() < 2 || indices->shape != values->shape || indices->dtype != DType::Int64)
     throw RuntimeError("scatter_planes: expected values and int64 indices of the same shape");
   const DType computed = pooled_type(values, "max_unpool2d", false);
@@ -356,7 +368,12 @@ Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, in
     });
   });
   out = cast_values(out, values->dtype);
-  if (auto* node = record<PlaneScatterBackward>(out, {&values}, node_name)) node->save(indices);
+  auto* node = self ? record<PlaneScatterBackward>(out, {&values, &self}, node_name)
+                    : record<PlaneScatterBackward>(out, {&values}, node_name);
+  if (node) {
+    node->save(indices);
+    if (self) node->self = InputMeta::of(self);
+  }
   return out;
 }
 
@@ -410,19 +427,31 @@ std::pair<Tensor, Tensor> indexed_max_pool(const Tensor& x, int64_t out_h, int64
     node->in_h = in_h, node->in_w = in_w;
     node->scatter_name = backward_name;
     node->save(indices, true);
+    node->save(x);
   }
   return {out, indices};
 }
 
 }  // namespace
 
-GradList AveragePoolBackward::apply(GradList&& grads) { return {average_pool_backward(grads[0], in_h, in_w, pool)}; }
-GradList AveragePoolBackwardBackward::apply(GradList&& grads) { return {average_pool(grads[0], pool)}; }
+GradList AveragePoolBackward::apply(GradList&& grads) { return {average_pool_backward(grads[0], unpack(0), pool)}; }
+GradList AveragePoolBackwardBackward::apply(GradList&& grads) {
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = average_pool(grads[0], pool);
+  if (needs_input_grad(1)) out[1] = zeros(self.shape, self.dtype);
+  return out;
+}
 
 GradList PlaneSelectBackward::apply(GradList&& grads) {
-  return {scatter_planes(grads[0], unpack(0), in_h, in_w, true, scatter_name)};
+  const Tensor self = saved.size() > 1 ? unpack(1) : Tensor();
+  return {scatter_planes(grads[0], unpack(0), in_h, in_w, true, scatter_name, self)};
 }
-GradList PlaneScatterBackward::apply(GradList&& grads) { return {gather_planes(grads[0], unpack(0))}; }
+GradList PlaneScatterBackward::apply(GradList&& grads) {
+  GradList out(next_edges.size());
+  if (needs_input_grad(0)) out[0] = gather_planes(grads[0], unpack(0));
+  if (needs_input_grad(1)) out[1] = zeros(self.shape, self.dtype);
+  return out;
+}
 
 std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const PoolParams& p) {
   check_pool_input(x, "max_pool2d");
@@ -474,7 +503,7 @@ Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w) {
 Tensor max_unpool2d(const Tensor& x, const Tensor& indices, int64_t out_h, int64_t out_w) {
   check_pool_input(x, "max_unpool2d");
   if (out_h < 0 || out_w < 0) throw RuntimeError("max_unpool2d: invalid output size");
-  return scatter_planes(x, indices, out_h, out_w, false, "MaxUnpool2DBackward0");
+  return scatter_planes(x, indices, out_h, out_w, false, "MaxUnpool2DBackward0", Tensor());
 }
 
 }  // namespace fg

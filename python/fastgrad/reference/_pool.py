@@ -15,7 +15,7 @@ import math
 from .._types import compute_type, float32, float64, int64
 from ._autograd import Function
 from ._nn import _not_implemented_for
-from ._tensor import new_tensor, read
+from ._tensor import full, new_tensor, read
 
 
 class _Axis:
@@ -80,6 +80,10 @@ def _taps(wy, wx, width, oy, ox):
             yield row + wx.first[ox] + tx * wx.step
 
 
+def _zeros(shape, dtype):
+    return full(shape, 0.0, dtype)
+
+
 def _planes(shape):
     return math.prod(shape[:-2])
 
@@ -123,9 +127,10 @@ def _check_plane_indices(indices, h, w):
 
 class _ScatterPlanes(Function):
     """out (values' leading dims, h, w) = 0, then out[plane][indices[i]] = values[i] (added with
-    `accumulate`) for the elements i of each plane."""
+    `accumulate`) for the elements i of each plane. A max pool's gradient also takes the pool's
+    input (an edge with a zero gradient, as PyTorch's max_pool2d_with_indices_backward(grad, self))."""
 
-    def forward(self, values, indices, h, w, accumulate):
+    def forward(self, values, *pool_input, indices, h, w, accumulate):
         if values.dim() < 2 or indices._shape != values._shape or indices._dtype is not int64:
             raise RuntimeError("scatter_planes: expected values and int64 indices of the same shape")
         _check_pooled_type(values, "max_unpool2d", False)
@@ -142,7 +147,10 @@ class _ScatterPlanes(Function):
         return new_tensor(out, _with_plane(values._shape, h, w), values._dtype)
 
     def backward(self, gg):
-        return GatherBackward0.run(gg, indices=self.unpack(0))
+        grad = GatherBackward0.run(gg, indices=self.unpack(0)) if self.needs_input_grad(0) else None
+        if len(self.inputs) == 1:
+            return grad
+        return grad, _zeros(*self.inputs[1]) if self.needs_input_grad(1) else None
 
 
 class MaxPool2DWithIndicesBackwardBackward0(_ScatterPlanes):
@@ -168,7 +176,8 @@ class _SelectPlanes(Function):
     scatter = ScatterAddBackward0
 
     def backward(self, grad):
-        return self.scatter.run(grad, indices=self.unpack(0), h=self.in_h, w=self.in_w, accumulate=True)
+        pool_input = self._saved[1:] and [self.unpack(1)]  # a max pool's input (saved after the indices)
+        return self.scatter.run(grad, *pool_input, indices=self.unpack(0), h=self.in_h, w=self.in_w, accumulate=True)
 
 
 class GatherBackward0(_SelectPlanes):
@@ -217,6 +226,7 @@ class _IndexedMaxPool(_SelectPlanes):
         shape = _with_plane(x._shape, out_h, out_w)
         indices = new_tensor(indices, shape, int64)
         self.save(indices, is_output=True)
+        self.save(x)
         return new_tensor(out, shape, x._dtype), indices
 
 
@@ -266,7 +276,7 @@ class _AvgPoolForward(Function):
         _check_input(x, op)
         _check_pooled_type(x, op, False)
         self.pool = pool
-        self.in_h, self.in_w = h, w = x._shape[-2:]
+        h, w = x._shape[-2:]
         out_h, out_w = pool.output_size(h, w)
         wy, wx = pool.windows(h, w)
         xs, out = read(x), []
@@ -279,11 +289,12 @@ class _AvgPoolForward(Function):
                 # A window wholly in the padding gives 0, as PyTorch (it skips the division).
                 empty_window = wy.taps[oy] == 0 or wx.taps[ox] == 0
                 out.append(0.0 if empty_window else total / pool.divisor_of(wy, wx, oy, ox))
+        self.save(x)
         return new_tensor(out, _with_plane(x._shape, out_h, out_w), x._dtype)
 
     def backward(self, grad):
         node = AdaptiveAvgPool2DBackwardBackward0 if self.pool.adaptive else AvgPool2DBackwardBackward0
-        return node.run(grad, pool=self.pool, h=self.in_h, w=self.in_w)
+        return node.run(grad, self.unpack(0), pool=self.pool)
 
 
 class AvgPool2DBackward0(_AvgPoolForward):
@@ -295,10 +306,12 @@ class AdaptiveAvgPool2DBackward0(_AvgPoolForward):
 
 
 class _AvgPoolBackward(Function):
-    """Each output's gradient over its divisor, added to every input of its window."""
+    """Each output's gradient over its divisor, added to every input of its window. Takes the pool's
+    input too (an edge with a zero gradient, as PyTorch's avg_pool2d_backward(grad, self))."""
 
-    def forward(self, grad, pool, h, w):
+    def forward(self, grad, pool_input, pool):
         self.pool = pool
+        h, w = pool_input._shape[-2:]
         wy, wx = pool.windows(h, w)
         gs, out = read(grad), []
         for p in range(_planes(grad._shape)):
@@ -312,7 +325,11 @@ class _AvgPoolBackward(Function):
         return new_tensor(out, _with_plane(grad._shape, h, w), grad._dtype)
 
     def backward(self, gg):
-        return (AdaptiveAvgPool2DBackward0 if self.pool.adaptive else AvgPool2DBackward0).run(gg, pool=self.pool)
+        node = AdaptiveAvgPool2DBackward0 if self.pool.adaptive else AvgPool2DBackward0
+        return (
+            node.run(gg, pool=self.pool) if self.needs_input_grad(0) else None,
+            _zeros(*self.inputs[1]) if self.needs_input_grad(1) else None,
+        )
 
 
 class AvgPool2DBackwardBackward0(_AvgPoolBackward):
