@@ -694,6 +694,25 @@ op("torch.nn.functional.conv2d({a}, {w}{options})", a=tensor(rank=4), w=conv_wei
    options=options("", ", padding=(1, 0)", ", stride=(2, 1)", ", padding='same'", ", groups=2",
                    ", dilation=2"))  # fmt: skip
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
+# pooling (issue 16): many drawn shapes are too small for the window (PyTorch's errors); a window's
+# maximum may be tied, where the gradient takes PyTorch's first-maximum convention
+op("torch.nn.functional.max_pool2d({a}{options})", a=tensor(rank=(3, 4)), smooth=False,
+   options=options(", 2", ", 3, 2, 1", ", (2, 1), ceil_mode=True", ", 2, 1, dilation=2"))  # fmt: skip
+op("torch.nn.functional.max_pool1d({a}{options})", a=tensor(rank=(2, 3)), smooth=False,
+   options=options(", 2", ", 3, 2, 1, ceil_mode=True", ", 2, dilation=2"))  # fmt: skip
+op("torch.nn.functional.avg_pool2d({a}{options})", a=tensor(rank=(3, 4)),
+   options=options(", 2", ", 3, 2, 1", ", 3, 2, 1, ceil_mode=True, count_include_pad=False",
+                   ", 2, divisor_override=3"))  # fmt: skip
+op("torch.nn.functional.avg_pool1d({a}{options})", a=tensor(rank=(2, 3)), options=options(", 2", ", 3, 2, 1, True"))
+op("torch.nn.functional.adaptive_avg_pool2d({a}, {size})", a=tensor(rank=(3, 4)),
+   size=options("1", "2", "(3, 2)", "(None, 1)"))  # fmt: skip
+op("torch.nn.functional.adaptive_max_pool2d({a}, {size})", a=tensor(rank=(3, 4)), smooth=False,
+   size=options("1", "2", "(3, 2)"))  # fmt: skip
+op("torch.nn.functional.adaptive_avg_pool1d({a}, {size})", a=tensor(rank=(2, 3)), size=options("1", "3"))
+op("torch.nn.functional.adaptive_max_pool1d({a}, {size})", a=tensor(rank=(2, 3)), smooth=False,
+   size=options("1", "3"))  # fmt: skip
+op("torch.nn.functional.max_unpool2d(*torch.nn.functional.max_pool2d({a}, 2, return_indices=True), 2)",
+   a=tensor(rank=(3, 4)), smooth=False)  # fmt: skip
 
 
 # scatter/gather/index family (issue 13): sources drawn by gather/index_select have the index's shape

@@ -301,6 +301,33 @@ case(
     "ConvolutionBackward0",
     layouts=LAYOUTS[:2],
 )
+case(
+    "F.max_pool2d(3,2,1,ceil)",
+    lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+    [(2, 3, 5, 6)],
+    "MaxPool2DWithIndicesBackward0",
+)
+case("F.max_pool1d(2,dilation)", lambda m, x: m.nn.functional.max_pool1d(x, 2, 1, dilation=2), X3, "SqueezeBackward1")
+case(
+    "F.avg_pool2d(3,2,1,exclude pad)",
+    lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+    [(2, 3, 5, 6)],
+    "AvgPool2DBackward0",
+)
+case("F.avg_pool1d(2)", lambda m, x: m.nn.functional.avg_pool1d(x, 2), X3, "SqueezeBackward1", layouts=LAYOUTS[:2])
+case(
+    "F.adaptive_avg_pool2d((3,2))",
+    lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+    [(2, 3, 5, 4)],
+    "AdaptiveAvgPool2DBackward0",
+)
+case(
+    "F.adaptive_max_pool2d(unbatched)",
+    lambda m, x: m.nn.functional.adaptive_max_pool2d(x, 2),
+    X3,
+    "AdaptiveMaxPool2DBackward0",
+    layouts=LAYOUTS[:2],
+)
 case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
 for _p in [1, 3, 0.5, float("inf")]:
     case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])

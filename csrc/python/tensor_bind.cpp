@@ -793,6 +793,24 @@ void bind_tensor(py::module_& m) {
     const Tensor b = bias.value_or(Tensor());
     return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params) : op(input, weight, b, params);
   });
+  // pooling (ops/pool.cpp): the max pools return (values, indices)
+  m.def("max_pool2d", [](const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         int64_t dh, int64_t dw, bool ceil_mode) {
+    return unary(fg::max_pool2d, x, PoolParams{{kh, kw}, {sh, sw}, {ph, pw}, {dh, dw}, ceil_mode});
+  });
+  // avg_pool2d(x, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad, divisor_override or 0)
+  m.def("avg_pool2d", [](const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    return unary(fg::avg_pool2d, x, PoolParams{{kh, kw}, {sh, sw}, {ph, pw}, {1, 1}, ceil_mode}, count_include_pad,
+                 divisor_override);
+  });
+  m.def("adaptive_avg_pool2d",
+        [](const Tensor& x, int64_t oh, int64_t ow) { return unary(fg::adaptive_avg_pool2d, x, oh, ow); });
+  m.def("adaptive_max_pool2d",
+        [](const Tensor& x, int64_t oh, int64_t ow) { return unary(fg::adaptive_max_pool2d, x, oh, ow); });
+  m.def("max_unpool2d", [](const Tensor& x, const Tensor& indices, int64_t oh, int64_t ow) {
+    return by_elements(double(x->numel()) + double(oh) * double(ow), fg::max_unpool2d, x, indices, oh, ow);
+  });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
   });

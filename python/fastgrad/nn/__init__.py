@@ -112,6 +112,20 @@ from .padding import (
     ZeroPad3d,
 )
 from .conv import Conv1d, Conv2d, LazyConv1d, LazyConv2d
+from .pooling import (
+    MaxPool1d,
+    MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    LPPool1d,
+    LPPool2d,
+)
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -235,4 +249,16 @@ __all__ = [
     "Conv2d",
     "LazyConv1d",
     "LazyConv2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "LPPool1d",
+    "LPPool2d",
 ]
