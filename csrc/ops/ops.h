@@ -3,6 +3,7 @@
 // backward with create_graph (run in grad mode) records them: gradients of gradients. The few
 // backwards that are direct loops are ops with a node of their own, which defines their derivative.
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -334,5 +335,15 @@ struct ConvParams {
   int64_t stride[2], padding[2], dilation[2], groups;
 };
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params);
+// The transposed convolution of input (N, Ci, H, W) by weight (Ci, Co / groups, kh, kw), bias (Co) or
+// undefined: the input gradient of the convolution by `weight` whose output has input's size, of size
+// (H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1 (and so for W).
+// ConvolutionBackward0, as PyTorch's.
+Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params,
+                      const std::array<int64_t, 2>& output_padding);
+// The weight gradient (O, C / groups, kh, kw) of convolution(input, weight, params) given `grad`, the
+// gradient of its output: an op of its own so that the convolution's double backward can differentiate it.
+Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const ConvParams& params, int64_t kh,
+                               int64_t kw);
 
 }  // namespace fg
