@@ -308,13 +308,6 @@ Tensor fit_spatial(const Tensor& t, const Shape& shape) {
   return out;
 }
 
-// A bias's gradient: grad summed over every dim but the channels (dim 1), as a recorded op.
-Tensor sum_but_channels(const Tensor& grad) {
-  std::vector<int64_t> dims{0};
-  for (int64_t d = 2; d < grad->dim(); ++d) dims.push_back(d);
-  return sum(grad, dims, false);
-}
-
 // The output_padding that makes the transposed convolution of `grad` (a convolution's output
 // gradient) as large as that convolution's input `input_shape`: the rows and columns its stride skipped.
 std::array<int64_t, 2> output_padding_to(const Shape& input_shape, const Tensor& grad, const Shape& weight_shape,
@@ -339,10 +332,8 @@ GradList recorded_convolution_backward(const ConvolutionNode& node, const Tensor
   if (node.needs_input_grad(0))
     out[0] = conv_transpose(grad, weight, Tensor(), node.params,
                             output_padding_to(input->shape, grad, weight->shape, node.params));
-  if (node.needs_input_grad(1))
-    out[1] = convolution_weight_grad(grad, input, node.params, input->dim() == 4 ? weight->shape[2] : 1,
-                                     weight->shape.back());
-  if (node.needs_input_grad(2)) out[2] = sum_but_channels(grad);
+  if (node.needs_input_grad(1)) out[1] = convolution_weight_grad(grad, input, weight, node.params);
+  if (node.needs_input_grad(2)) out[2] = convolution_bias_grad(grad, input, weight);
   return out;
 }
 
@@ -352,6 +343,10 @@ struct ConvTransposeNode : Node {
 
 struct ConvolutionWeightGradNode : Node {
   ConvParams params;
+};
+
+struct ConvolutionBiasGradNode : Node {
+  Shape grad_shape;
 };
 
 }  // namespace
@@ -366,10 +361,8 @@ GradList ConvTransposeBackward::apply(GradList&& grads) {
   const Tensor grad_conv =
       needs_input_grad(0) || needs_input_grad(1) ? convolution(grad, weight, Tensor(), params) : Tensor();
   if (needs_input_grad(0)) out[0] = fit_spatial(grad_conv, input->shape);
-  if (needs_input_grad(1))
-    out[1] = convolution_weight_grad(fit_spatial(input, grad_conv->shape), grad, params,
-                                     input->dim() == 4 ? weight->shape[2] : 1, weight->shape.back());
-  if (needs_input_grad(2)) out[2] = sum_but_channels(grad);
+  if (needs_input_grad(1)) out[1] = convolution_weight_grad(fit_spatial(input, grad_conv->shape), grad, weight, params);
+  if (needs_input_grad(2)) out[2] = convolution_bias_grad(grad, input, weight);
   return out;
 }
 
@@ -429,14 +422,13 @@ Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& b
   return out;
 }
 
-// Saves the output gradient and the input; edges to both. PyTorch shows the weight gradient of a
-// convolution's double backward under this name.
+// Saves the output gradient and the input; edges to both and to the weight (which gets no gradient).
 FG_NODE_NAMED(ConvolutionWeightGradBackward, ConvolutionWeightGradNode, "ConvolutionBackwardBackward0");
 GradList ConvolutionWeightGradBackward::apply(GradList&& grads) {
   // grad_weight is bilinear in (grad, input): its gradient along grad is the convolution of input by
   // the incoming weight-shaped gradient, along input the transposed convolution of grad by it.
   const Tensor grad = unpack(0), input = unpack(1), grad_grad_weight = grads[0];
-  GradList out(2);
+  GradList out(3);
   if (needs_input_grad(0)) out[0] = convolution(input, grad_grad_weight, Tensor(), params);
   if (needs_input_grad(1))
     out[1] = conv_transpose(grad, grad_grad_weight, Tensor(), params,
@@ -444,11 +436,12 @@ GradList ConvolutionWeightGradBackward::apply(GradList&& grads) {
   return out;
 }
 
-Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const ConvParams& params, int64_t kh,
-                               int64_t kw) {
+Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                               const ConvParams& params) {
   const int64_t dims = input->dim();
-  if ((dims != 3 && dims != 4) || grad->dim() != dims || params.groups < 1 || kh < 1 || kw < 1)
-    throw RuntimeError("convolution_weight_grad: expected 3-D or 4-D grad and input of the same rank");
+  if ((dims != 3 && dims != 4) || grad->dim() != dims || weight->dim() != dims || params.groups < 1)
+    throw RuntimeError("convolution_weight_grad: expected 3-D or 4-D grad, input and weight");
+  const int64_t kh = dims == 4 ? weight->shape[2] : 1, kw = weight->shape.back();
   const Shape shape = dims == 4 ? Shape{grad->shape[1], input->shape[1] / params.groups, kh, kw}
                                 : Shape{grad->shape[1], input->shape[1] / params.groups, kw};
   Tensor grad_weight = input->shape[0] == 0 ? zeros(shape, input->dtype) : empty(shape, input->dtype);
@@ -460,12 +453,38 @@ Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const Co
     using T = decltype(tag);
     conv_grad_weight<T>(g, gd->data_as<T>(), in->data_as<T>(), grad_weight->data_as<T>());
   });
-  if (auto* node = record<ConvolutionWeightGradBackward>(grad_weight, {&grad, &input})) {
+  if (auto* node = record<ConvolutionWeightGradBackward>(grad_weight, {&grad, &input, &weight})) {
     node->save(grad);
     node->save(input);
     node->params = params;
   }
   return grad_weight;
+}
+
+// Edges to grad, input and weight; only grad gets a gradient: the incoming one spread over its pixels.
+FG_NODE_NAMED(ConvolutionBiasGradBackward, ConvolutionBiasGradNode, "ConvolutionBackwardBackward0");
+GradList ConvolutionBiasGradBackward::apply(GradList&& grads) {
+  GradList out(3);
+  if (needs_input_grad(0)) {
+    Shape channels(grad_shape.size(), 1);
+    channels[1] = grad_shape[1];
+    out[0] = expand(reshape(grads[0], channels), grad_shape);
+  }
+  return out;
+}
+
+Tensor convolution_bias_grad(const Tensor& grad, const Tensor& input, const Tensor& weight) {
+  if (grad->dim() < 2) throw RuntimeError("convolution_bias_grad: expected a gradient with channels");
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < grad->dim(); ++d) dims.push_back(d);
+  Tensor grad_bias;
+  {
+    GradModeGuard no_grad(false);
+    grad_bias = sum(grad, dims, false);
+  }
+  if (auto* node = record<ConvolutionBiasGradBackward>(grad_bias, {&grad, &input, &weight}))
+    node->grad_shape = grad->shape;
+  return grad_bias;
 }
 
 }  // namespace fg

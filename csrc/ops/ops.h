@@ -341,9 +341,11 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
 // ConvolutionBackward0, as PyTorch's.
 Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params,
                       const std::array<int64_t, 2>& output_padding);
-// The weight gradient (O, C / groups, kh, kw) of convolution(input, weight, params) given `grad`, the
-// gradient of its output: an op of its own so that the convolution's double backward can differentiate it.
-Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const ConvParams& params, int64_t kh,
-                               int64_t kw);
+// The weight and bias gradients of convolution(input, weight, bias, params) given `grad`, the gradient
+// of its output: ops of their own so that the convolution's double backward can differentiate them.
+// Recorded (ConvolutionBackwardBackward0, as PyTorch's) when any of grad, input, weight requires grad,
+// as PyTorch records its one node for the three gradients.
+Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const Tensor& weight, const ConvParams& params);
+Tensor convolution_bias_grad(const Tensor& grad, const Tensor& input, const Tensor& weight);
 
 }  // namespace fg
