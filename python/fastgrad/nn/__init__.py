@@ -111,7 +111,16 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from .conv import Conv1d, Conv2d, LazyConv1d, LazyConv2d
+from .conv import (
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+)
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -235,4 +244,8 @@ __all__ = [
     "Conv2d",
     "LazyConv1d",
     "LazyConv2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
 ]
