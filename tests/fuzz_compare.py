@@ -142,18 +142,6 @@ TORCH_BUGS.append(
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
     (
-        "convolution has no double backward yet (the next part of issue 16): a second derivative through "
-        "conv1d/conv2d raises NotImplementedError",
-        lambda program, ours, theirs: (
-            _raised_at(ours, "double backward (create_graph=True) is not supported yet")
-            and _uses(
-                program,
-                "torch.nn.functional.conv1d({a}, {w}, {w}[:, 0, 0]{options})",
-                "torch.nn.functional.conv2d({a}, {w}{options})",
-            )
-        ),
-    ),
-    (
         "topk, kthvalue, median(dim) and mode of tied values: PyTorch leaves which tied position it reports (and "
         "so gets the gradient) unspecified; fastgrad reports the first in index order (mode: the last)",
         lambda program, ours, theirs: (

@@ -693,6 +693,12 @@ op("torch.nn.functional.conv1d({a}, {w}, {w}[:, 0, 0]{options})", a=tensor(rank=
 op("torch.nn.functional.conv2d({a}, {w}{options})", a=tensor(rank=4), w=conv_weight("a"),
    options=options("", ", padding=(1, 0)", ", stride=(2, 1)", ", padding='same'", ", groups=2",
                    ", dilation=2"))  # fmt: skip
+# a convolution's weight (out, in, *k) transposed is a transposed convolution's (in, out, *k)
+op("torch.nn.functional.conv_transpose1d({a}, {w}.transpose(0, 1){options})", a=tensor(rank=3), w=conv_weight("a"),
+   options=options("", ", padding=1", ", stride=2, output_padding=1", ", dilation=2, output_padding=1"))  # fmt: skip
+op("torch.nn.functional.conv_transpose2d({a}, {w}.transpose(0, 1), {w}[:, 0, 0, 0]{options})", a=tensor(rank=4),
+   w=conv_weight("a"), options=options("", ", padding=(1, 0)", ", stride=(2, 1), output_padding=(1, 0)",
+                                       ", dilation=2", ", stride=3, output_padding=2"))  # fmt: skip
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
 # pooling (issue 16): many drawn shapes are too small for the window (PyTorch's errors); a window's
 # maximum may be tied, where the gradient takes PyTorch's first-maximum convention

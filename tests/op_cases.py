@@ -328,6 +328,19 @@ case(
     "AdaptiveMaxPool2DBackward0",
     layouts=LAYOUTS[:2],
 )
+case(
+    "F.conv_transpose2d(stride,output_padding,groups)",
+    lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2),
+    [(2, 4, 3, 3), (4, 1, 2, 2), (2,)],
+    "ConvolutionBackward0",
+)
+case(
+    "F.conv_transpose1d(dilation,output_padding)",
+    lambda m, x, w: m.nn.functional.conv_transpose1d(x, w, stride=2, output_padding=1, dilation=2),
+    [(2, 2, 4), (2, 3, 3)],
+    "ConvolutionBackward0",
+    layouts=LAYOUTS[:2],
+)
 case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
 for _p in [1, 3, 0.5, float("inf")]:
     case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])

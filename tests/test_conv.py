@@ -169,11 +169,50 @@ def test_errors_match_pytorch(fg, torch, case):
     same_error(fg, torch, ERRORS[case])
 
 
-def test_double_backward_is_refused_with_a_clear_error(fg):
-    x = fg.ones(1, 1, 3, 3, requires_grad=True)
-    out = fg.nn.functional.conv2d(x, fg.ones(1, 1, 2, 2, requires_grad=True))
-    with pytest.raises(NotImplementedError, match="double backward"):
-        fg.autograd.grad(out.sum(), x, create_graph=True)
+GRADGRADCHECKED = {  # float64 second derivatives: (fn(F, x, w, b), shapes); every parameter somewhere
+    "2d stride padding groups": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=(1, 0), groups=2),
+        [(1, 4, 4, 3), (2, 2, 2, 2), (2,)],
+    ),
+    "2d dilation leftover rows": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=2, dilation=(2, 1)),
+        [(2, 1, 6, 4), (2, 1, 2, 2), (2,)],
+    ),
+    "1d stride padding dilation": (
+        lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=1, dilation=2),
+        [(1, 2, 6), (2, 2, 2), (2,)],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(GRADGRADCHECKED))
+def test_gradgradcheck(fg, case):
+    fn, shapes = GRADGRADCHECKED[case]
+    rng = rng_for("gradgradcheck", case)
+    inputs = [fg.tensor(rng.uniform(-2, 2, size=shape), requires_grad=True) for shape in shapes]
+    assert gradcheck_for(fg, "gradgradcheck")(lambda *xs: fn(fg.nn.functional, *xs), inputs)
+
+
+def _second_order(lib, arrays):
+    """The gradients of (sum of squares of conv2d's input and weight gradients) w.r.t. input and weight."""
+    x, w, b = (lib.tensor(a, requires_grad=True) for a in arrays)
+    out = lib.nn.functional.conv2d(x, w, b, stride=2, padding=1, groups=2)
+    gx, gw, gb = lib.autograd.grad((out * out).sum(), (x, w, b), create_graph=True)
+    names = [t.grad_fn.name().rsplit("::", 1)[-1] for t in (gx, gw)]
+    gx2, gw2 = lib.autograd.grad((gx * gx).sum() + (gw * gw).sum() + (gb * gb).sum(), (x, w))
+    return names, [to_numpy(t) for t in (gx, gw, gb, gx2, gw2)]
+
+
+def test_double_backward_matches_pytorch(fg, torch):
+    """The first-order gradients are recorded ops: the input's a transposed convolution
+    (ConvolutionBackward0), the weight's ConvolutionBackwardBackward0 as PyTorch names it."""
+    rng = rng_for("double backward")
+    arrays = [rng.uniform(-1, 1, size=s) for s in ((2, 4, 5, 4), (4, 2, 3, 3), (4,))]
+    (our_names, ours), (their_names, theirs) = (_second_order(lib, arrays) for lib in (fg, torch))
+    assert our_names == ["ConvolutionBackward0", "ConvolutionBackwardBackward0"]
+    assert their_names[1] == our_names[1]
+    for got, expected in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.filterwarnings("error")

@@ -148,11 +148,7 @@ NN = [
         [(2, 3, 2)],
     ),
 ]
-# Ops whose double backward is not written yet: their first-order gradient raises NotImplementedError
-# under create_graph (tests/test_conv.py checks that). Convolution's is the next part of issue 16.
-FIRST_ORDER_ONLY = {"ConvolutionBackward0"}
-SECOND_ORDER_CASES = [c for c in CASES if c.grad_fn not in FIRST_ORDER_ONLY]
-PROGRAMS = [Program(c.name, c.fn, c.shapes, c.domain) for c in SECOND_ORDER_CASES] + NN
+PROGRAMS = [Program(c.name, c.fn, c.shapes, c.domain) for c in CASES] + NN
 
 
 def _tuple(value):
@@ -181,7 +177,7 @@ def _one_view_layout(index, case):
 
 LAYOUT_PARAMS = [
     pytest.param(c, layout, id=f"{c.name}-{layout}")
-    for c, layout in ((c, _one_view_layout(i, c)) for i, c in enumerate(SECOND_ORDER_CASES))
+    for c, layout in ((c, _one_view_layout(i, c)) for i, c in enumerate(CASES))
     if layout is not None
 ]
 

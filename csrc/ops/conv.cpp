@@ -226,13 +226,15 @@ struct ConvolutionNode : Node {
   ConvParams params;
 };
 
+// Under create_graph: the gradients of convolution(input, weight, bias) as recorded ops (defined below).
+GradList recorded_convolution_backward(const ConvolutionNode& node, const Tensor& grad);
+
 }  // namespace
 
 // Saves input and weight; edges to input, weight and bias (bias's edge is empty without one).
 FG_NODE_FROM(ConvolutionBackward0, ConvolutionNode);
 GradList ConvolutionBackward0::apply(GradList&& grads) {
-  if (grad_enabled())
-    throw NotImplementedError("convolution: double backward (create_graph=True) is not supported yet");
+  if (grad_enabled()) return recorded_convolution_backward(*this, grads[0]);
   Tensor input = dense(unpack(0)), weight = dense(unpack(1));
   Tensor grad = dense(grads[0]);
   Tensor no_bias;
@@ -274,6 +276,215 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     node->params = params;
   }
   return out;
+}
+
+// ---- transposed convolution, and the weight gradient as an op (for double backward)
+//
+// A transposed convolution is the input gradient of the convolution that maps its output back to its
+// input (same weight, stride, padding, dilation, groups): its forward is that convolution's
+// conv_grad_input, its input gradient that convolution's forward, its weight gradient that
+// convolution's weight gradient with the roles of input and output gradient swapped.
+
+namespace {
+
+// A transposed convolution's output size along one dim, without output_padding.
+int64_t transposed_extent(int64_t in, int64_t k, int64_t stride, int64_t padding, int64_t dilation) {
+  return (in - 1) * stride - 2 * padding + dilation * (k - 1) + 1;
+}
+
+// t (n, c, [h,] w) cropped, or extended with zeros, at the bottom and right to the spatial sizes of
+// `shape`; recorded (slice, cat) in grad mode.
+Tensor fit_spatial(const Tensor& t, const Shape& shape) {
+  Tensor out = t;
+  for (int64_t dim = 2; dim < t->dim(); ++dim) {
+    const int64_t have = out->shape[dim], want = shape[dim];
+    if (have > want) out = slice(out, dim, 0, want, 1);
+    if (have < want) {
+      Shape rest = out->shape;
+      rest[dim] = want - have;
+      out = cat({out, zeros(rest, out->dtype)}, dim);
+    }
+  }
+  return out;
+}
+
+// The output_padding that makes the transposed convolution of `grad` (a convolution's output
+// gradient) as large as that convolution's input `input_shape`: the rows and columns its stride skipped.
+std::array<int64_t, 2> output_padding_to(const Shape& input_shape, const Tensor& grad, const Shape& weight_shape,
+                                         const ConvParams& p) {
+  std::array<int64_t, 2> output_padding{0, 0};
+  for (int64_t dim = 2; dim < grad->dim(); ++dim) {
+    const int d = int(dim + 4 - grad->dim()) - 2;  // the parameters' index: height 0, width 1
+    output_padding[d] = input_shape[dim] - transposed_extent(grad->shape[dim], weight_shape[dim], p.stride[d],
+                                                             p.padding[d], p.dilation[d]);
+  }
+  return output_padding;
+}
+
+// The output shape of the convolution of geometry g (of `dims` dims, 3 or 4).
+Shape convolution_output_shape(const ConvGeometry& g, int64_t dims) {
+  return dims == 4 ? Shape{g.n, g.o, g.oh, g.ow} : Shape{g.n, g.o, g.ow};
+}
+
+GradList recorded_convolution_backward(const ConvolutionNode& node, const Tensor& grad) {
+  const Tensor input = node.unpack(0), weight = node.unpack(1);
+  GradList out(3);
+  if (node.needs_input_grad(0))
+    out[0] = conv_transpose(grad, weight, Tensor(), node.params,
+                            output_padding_to(input->shape, grad, weight->shape, node.params));
+  if (node.needs_input_grad(1)) out[1] = convolution_weight_grad(grad, input, weight, node.params);
+  if (node.needs_input_grad(2)) out[2] = convolution_bias_grad(grad, input, weight);
+  return out;
+}
+
+struct ConvTransposeNode : Node {
+  ConvParams params;
+};
+
+struct ConvolutionWeightGradNode : Node {
+  ConvParams params;
+};
+
+struct ConvolutionBiasGradNode : Node {
+  Shape grad_shape;
+};
+
+}  // namespace
+
+// Saves input and weight; edges to input, weight and bias. PyTorch shows it as ConvolutionBackward0 too.
+FG_NODE_NAMED(ConvTransposeBackward, ConvTransposeNode, "ConvolutionBackward0");
+GradList ConvTransposeBackward::apply(GradList&& grads) {
+  const Tensor input = unpack(0), weight = unpack(1), grad = grads[0];
+  // The convolution of grad has input's rows and columns, and any that output_padding added past the
+  // stride: the input gradient crops them, the weight gradient reads them as zero inputs.
+  GradList out(3);
+  const Tensor grad_conv =
+      needs_input_grad(0) || needs_input_grad(1) ? convolution(grad, weight, Tensor(), params) : Tensor();
+  if (needs_input_grad(0)) out[0] = fit_spatial(grad_conv, input->shape);
+  if (needs_input_grad(1)) out[1] = convolution_weight_grad(fit_spatial(input, grad_conv->shape), grad, weight, params);
+  if (needs_input_grad(2)) out[2] = convolution_bias_grad(grad, input, weight);
+  return out;
+}
+
+Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params,
+                      const std::array<int64_t, 2>& output_padding) {
+  const int64_t dims = input->dim();
+  if ((dims != 3 && dims != 4) || weight->dim() != dims)
+    throw RuntimeError("conv_transpose: expected 3-D or 4-D input and weight of the same rank");
+  if (params.groups < 1 || params.groups > std::max<int64_t>(weight->shape[0], 1) ||
+      input->shape[1] != weight->shape[0])
+    throw RuntimeError("conv_transpose: weight and input channels do not match groups");
+  if (dims == 3 && output_padding[0] != 0)
+    throw RuntimeError("conv_transpose: a 1-D convolution's height output_padding must be 0");
+  Shape shape = input->shape;
+  shape[1] = weight->shape[1] * params.groups;
+  constexpr double kMaxExtent = double(int64_t(1) << 50);
+  for (int64_t dim = 2; dim < dims; ++dim) {
+    const int d = int(dim + 4 - dims) - 2;
+    const int64_t in = input->shape[dim], k = weight->shape[dim];
+    // stride, padding and dilation are checked by geometry() below, on the output this size gives
+    if (output_padding[d] < 0 || output_padding[d] > (int64_t(1) << 31) || in < 1 || k < 1 ||
+        double(in) * double(params.stride[d]) + double(k) * double(params.dilation[d]) > kMaxExtent)
+      throw RuntimeError("conv_transpose: invalid output_padding or sizes");
+    shape[dim] = transposed_extent(in, k, params.stride[d], params.padding[d], params.dilation[d]) + output_padding[d];
+    if (shape[dim] < 1) throw RuntimeError("conv_transpose: output size is too small");
+  }
+  if (bias && (bias->dim() != 1 || bias->shape[0] != shape[1]))
+    throw RuntimeError("conv_transpose: bias size mismatch");
+  if (bias && bias->dtype != input->dtype)
+    throw RuntimeError("convolution: input, weight and bias must have the same dtype");
+  Tensor out = zeros(shape, input->dtype);
+  const ConvGeometry g = geometry(out, weight, Tensor(), params);
+  Tensor x, w = dense(weight), b = bias ? dense(bias) : Tensor();
+  {
+    GradModeGuard no_grad(false);
+    x = dense(fit_spatial(input, convolution_output_shape(g, dims)));
+  }
+  dispatch_floating(input->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T* o = out->data_as<T>();
+    conv_grad_input<T>(g, x->data_as<T>(), w->data_as<T>(), o);
+    if (b) {
+      const T* bv = b->data_as<T>();
+      const int64_t pixels = g.h * g.w;
+      for (int64_t plane = 0; plane < g.n * g.c; ++plane)
+        for (int64_t q = 0; q < pixels; ++q) o[plane * pixels + q] += bv[plane % g.c];
+    }
+  });
+  auto* node = bias ? record<ConvTransposeBackward>(out, {&input, &weight, &bias})
+                    : record<ConvTransposeBackward>(out, {&input, &weight});
+  if (node) {
+    if (!bias) node->next_edges.push_back(Edge{});
+    node->save(input);
+    node->save(weight);
+    node->params = params;
+  }
+  return out;
+}
+
+// Saves the output gradient and the input; edges to both and to the weight (which gets no gradient).
+FG_NODE_NAMED(ConvolutionWeightGradBackward, ConvolutionWeightGradNode, "ConvolutionBackwardBackward0");
+GradList ConvolutionWeightGradBackward::apply(GradList&& grads) {
+  // grad_weight is bilinear in (grad, input): its gradient along grad is the convolution of input by
+  // the incoming weight-shaped gradient, along input the transposed convolution of grad by it.
+  const Tensor grad = unpack(0), input = unpack(1), grad_grad_weight = grads[0];
+  GradList out(3);
+  if (needs_input_grad(0)) out[0] = convolution(input, grad_grad_weight, Tensor(), params);
+  if (needs_input_grad(1))
+    out[1] = conv_transpose(grad, grad_grad_weight, Tensor(), params,
+                            output_padding_to(input->shape, grad, grad_grad_weight->shape, params));
+  return out;
+}
+
+Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                               const ConvParams& params) {
+  const int64_t dims = input->dim();
+  if ((dims != 3 && dims != 4) || grad->dim() != dims || weight->dim() != dims || params.groups < 1)
+    throw RuntimeError("convolution_weight_grad: expected 3-D or 4-D grad, input and weight");
+  const int64_t kh = dims == 4 ? weight->shape[2] : 1, kw = weight->shape.back();
+  const Shape shape = dims == 4 ? Shape{grad->shape[1], input->shape[1] / params.groups, kh, kw}
+                                : Shape{grad->shape[1], input->shape[1] / params.groups, kw};
+  Tensor grad_weight = input->shape[0] == 0 ? zeros(shape, input->dtype) : empty(shape, input->dtype);
+  const ConvGeometry g = geometry(input, grad_weight, Tensor(), params);
+  if (grad->shape != convolution_output_shape(g, dims) || grad->dtype != input->dtype)
+    throw RuntimeError("convolution_weight_grad: grad is not the convolution's output gradient");
+  const Tensor gd = dense(grad), in = dense(input);
+  dispatch_floating(input->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    conv_grad_weight<T>(g, gd->data_as<T>(), in->data_as<T>(), grad_weight->data_as<T>());
+  });
+  if (auto* node = record<ConvolutionWeightGradBackward>(grad_weight, {&grad, &input, &weight})) {
+    node->save(grad);
+    node->save(input);
+    node->params = params;
+  }
+  return grad_weight;
+}
+
+// Edges to grad, input and weight; only grad gets a gradient: the incoming one spread over its pixels.
+FG_NODE_NAMED(ConvolutionBiasGradBackward, ConvolutionBiasGradNode, "ConvolutionBackwardBackward0");
+GradList ConvolutionBiasGradBackward::apply(GradList&& grads) {
+  GradList out(3);
+  if (needs_input_grad(0)) {
+    Shape channels(grad_shape.size(), 1);
+    channels[1] = grad_shape[1];
+    out[0] = expand(reshape(grads[0], channels), grad_shape);
+  }
+  return out;
+}
+
+Tensor convolution_bias_grad(const Tensor& grad, const Tensor& input, const Tensor& weight) {
+  if (grad->dim() < 2) throw RuntimeError("convolution_bias_grad: expected a gradient with channels");
+  std::vector<int64_t> dims{0};
+  for (int64_t d = 2; d < grad->dim(); ++d) dims.push_back(d);
+  Tensor grad_bias;
+  {
+    GradModeGuard no_grad(false);
+    grad_bias = sum(grad, dims, false);
+  }
+  if (auto* node = record<ConvolutionBiasGradBackward>(grad_bias, {&grad, &input, &weight}))
+    node->grad_shape = grad->shape;
+  return grad_bias;
 }
 
 }  // namespace fg

@@ -3,6 +3,7 @@
 // backward with create_graph (run in grad mode) records them: gradients of gradients. The few
 // backwards that are direct loops are ops with a node of their own, which defines their derivative.
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -334,6 +335,18 @@ struct ConvParams {
   int64_t stride[2], padding[2], dilation[2], groups;
 };
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params);
+// The transposed convolution of input (N, Ci, H, W) by weight (Ci, Co / groups, kh, kw), bias (Co) or
+// undefined: the input gradient of the convolution by `weight` whose output has input's size, of size
+// (H - 1) * stride - 2 * padding + dilation * (kh - 1) + output_padding + 1 (and so for W).
+// ConvolutionBackward0, as PyTorch's.
+Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& params,
+                      const std::array<int64_t, 2>& output_padding);
+// The weight and bias gradients of convolution(input, weight, bias, params) given `grad`, the gradient
+// of its output: ops of their own so that the convolution's double backward can differentiate them.
+// Recorded (ConvolutionBackwardBackward0, as PyTorch's) when any of grad, input, weight requires grad,
+// as PyTorch records its one node for the three gradients.
+Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const Tensor& weight, const ConvParams& params);
+Tensor convolution_bias_grad(const Tensor& grad, const Tensor& input, const Tensor& weight);
 
 // ---- pooling (ops/pool.cpp) over the last two dims of a (C, H, W) or (N, C, H, W) input; a 1-D
 // pool is the caller's height-1 case. float32 and float64 (float16 and bfloat16 computed in

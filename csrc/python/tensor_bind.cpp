@@ -811,6 +811,21 @@ void bind_tensor(py::module_& m) {
   m.def("max_unpool2d", [](const Tensor& x, const Tensor& indices, int64_t oh, int64_t ow) {
     return by_elements(double(x->numel()) + double(oh) * double(ow), fg::max_unpool2d, x, indices, oh, ow);
   });
+  // conv_transpose(input, weight, bias or None, stride_h, stride_w, pad_h, pad_w, output_pad_h, output_pad_w,
+  // dilation_h, dilation_w, groups)
+  m.def("conv_transpose",
+        [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias, int64_t sh, int64_t sw, int64_t ph,
+           int64_t pw, int64_t oph, int64_t opw, int64_t dh, int64_t dw, int64_t groups) {
+          ConvParams params{{sh, sw}, {ph, pw}, {dh, dw}, groups};
+          const std::array<int64_t, 2> output_padding{oph, opw};
+          // Work: every input element meets every weight element of its group, at most.
+          const double work = double(input->numel()) * double(weight->numel()) / double(std::max<int64_t>(groups, 1));
+          auto op = [](const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p,
+                       const std::array<int64_t, 2>& op) { return fg::conv_transpose(x, w, b, p, op); };
+          const Tensor b = bias.value_or(Tensor());
+          return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params, output_padding)
+                                                 : op(input, weight, b, params, output_padding);
+        });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
   });

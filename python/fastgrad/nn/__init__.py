@@ -111,7 +111,16 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from .conv import Conv1d, Conv2d, LazyConv1d, LazyConv2d
+from .conv import (
+    Conv1d,
+    Conv2d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+)
 from .pooling import (
     MaxPool1d,
     MaxPool2d,
@@ -261,4 +270,8 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "LPPool1d",
     "LPPool2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
 ]

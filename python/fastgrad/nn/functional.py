@@ -1314,8 +1314,9 @@ def _size_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups):
-    """PyTorch's check_shape_forward, in its order (input batched)."""
+def _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups, output_padding=None):
+    """PyTorch's check_shape_forward, in its order (input batched); with output_padding, for the
+    transposed convolution (weight (in, out / groups, *kernel))."""
     if weight.dim() != input.dim():
         raise RuntimeError(
             f"Expected {weight.dim()}-dimensional input for {weight.dim()}-dimensional weight "
@@ -1324,9 +1325,11 @@ def _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups):
         )
     if any(p < 0 for p in padding):
         raise RuntimeError("negative padding is not supported")
+    if output_padding is not None and any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
     if any(s <= 0 for s in stride):
         raise RuntimeError("non-positive stride is not supported")
-    if any(d <= 0 for d in dilation):
+    if output_padding is None and any(d <= 0 for d in dilation):
         raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
@@ -1341,6 +1344,9 @@ def _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups):
             f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got weight of "
             f"size [{_size_str(weight.shape)}] instead"
         )
+    if output_padding is not None:
+        _check_conv_transpose_channels(input, weight, bias, groups)
+        return
     if input.shape[1] != weight.shape[1] * groups:
         raise RuntimeError(
             f"Given groups={groups}, weight of size {_size_str(weight.shape)}, expected input{_size_str(input.shape)} "
@@ -1397,15 +1403,7 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims):
     else:
         padding = _conv_sizes(padding, "padding", dims, weight_dims)
     _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups)
-    if input.dtype != weight.dtype:
-        raise RuntimeError(
-            f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
-        )
-    if bias is not None and bias.dtype != input.dtype:
-        raise RuntimeError(
-            f"Input type ({_C_TYPE_NAME.get(input.dtype, input.dtype)}) and bias type "
-            f"({_C_TYPE_NAME.get(bias.dtype, bias.dtype)}) should be the same"
-        )
+    _check_conv_dtypes(input, weight, bias)
     if dims == 1:  # the primitive's sizes are (height, width): a 1-D convolution is its height-1 case
         stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
     out = _prims.convolution(input, weight, bias, *stride, *padding, *dilation, groups)
@@ -1417,12 +1415,112 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims):
 _C_TYPE_NAME = {float32: "float", float64: "double"}
 
 
+def _check_conv_dtypes(input, weight, bias):
+    if input.dtype != weight.dtype:
+        raise RuntimeError(
+            f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
+        )
+    if bias is not None and bias.dtype != input.dtype:
+        raise RuntimeError(
+            f"Input type ({_C_TYPE_NAME.get(input.dtype, input.dtype)}) and bias type "
+            f"({_C_TYPE_NAME.get(bias.dtype, bias.dtype)}) should be the same"
+        )
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+# ---- transposed convolution: the backend's primitive _prims.conv_transpose (the input gradient of
+# the convolution by the same weight), with PyTorch's checks (check_shape_forward, then
+# slow_conv_transpose2d's shape check, which sees a 1-D convolution as 2-D of height 1).
+
+
+def _check_conv_transpose_channels(input, weight, bias, groups):
+    """check_shape_forward's transposed branch: weight (in, out / groups, *kernel)."""
+    if input.shape[1] != weight.shape[0]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_size_str(weight.shape)}, expected input{_size_str(input.shape)} "
+            f"to have {weight.shape[0]} channels, but got {input.shape[1]} channels instead"
+        )
+    out_channels = weight.shape[1] * groups
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != out_channels):
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {_size_str(weight.shape)}, expected bias to be 1-dimensional with "
+            f"{out_channels} elements, but got bias of size {_size_str(bias.shape)} instead"
+        )
+
+
+def _conv_transpose_output_sizes(input, weight, stride, padding, output_padding, dilation):
+    """(H - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1 per spatial dim."""
+    return [
+        (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+        for size, k, s, p, op, d in zip(input.shape[2:], weight.shape[2:], stride, padding, output_padding, dilation)
+    ]
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, dims):
+    if input.dim() not in (dims + 1, dims + 2):
+        raise RuntimeError(
+            f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to conv_transpose{dims}d, but got "
+            f"input of size: {_size_str(input.shape)}"
+        )
+    batched = input.dim() == dims + 2
+    if not batched:
+        input = input.unsqueeze(0)
+    if weight.dim() < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    weight_dims = weight.dim() - 2
+    stride, padding, output_padding, dilation = (
+        _conv_sizes(value, name, dims, weight_dims)
+        for value, name in (
+            (stride, "stride"),
+            (padding, "padding"),
+            (output_padding, "output_padding"),
+            (dilation, "dilation"),
+        )
+    )
+    groups = operator.index(groups)
+    _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups, output_padding)
+    # slow_conv_transpose2d's messages name a height and a width: a 1-D convolution's height is 1 high
+    planar = [(1, 0, 0, 1), *zip(stride, padding, output_padding, dilation)][-2:]
+    (sh, _, oph, dh), (sw, _, opw, dw) = planar
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dh}, dilation_width: {dw}")
+    if (oph >= sh and oph >= dh) or (opw >= sw and opw >= dw):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            f"output_padding_height: {oph} output_padding_width: {opw} stride_height: {sh} stride_width: {sw} "
+            f"dilation_height: {dh} dilation_width: {dw}"
+        )
+    _check_conv_dtypes(input, weight, bias)
+    if input.numel() == 0 and input.shape[0] != 0 and input.shape[1] != 0:
+        raise RuntimeError(
+            f"Only zero batch or zero channel inputs are supported, but got input shape: {_size_str(input.shape)}"
+        )
+    sizes = _conv_transpose_output_sizes(input, weight, stride, padding, output_padding, dilation)
+    if min(sizes) < 1:
+        planar_in, planar_out = [1, *input.shape[2:]][-2:], [1, *sizes][-2:]
+        raise RuntimeError(
+            f"Given input size per channel: ({' x '.join(map(str, planar_in))}). Calculated output size per channel: "
+            f"({' x '.join(map(str, planar_out))}). Output size is too small"
+        )
+    if dims == 1:  # the primitive's sizes are (height, width): a 1-D convolution is its height-1 case
+        stride, padding, output_padding, dilation = (1, *stride), (0, *padding), (0, *output_padding), (1, *dilation)
+    out = _prims.conv_transpose(input, weight, bias, *stride, *padding, *output_padding, *dilation, groups)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
 # ---- image helpers: pixel (un)shuffle, interpolate

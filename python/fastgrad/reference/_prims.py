@@ -505,7 +505,26 @@ def convolution(input, weight, bias, *sizes):
         raise _invalid_arguments(
             "convolution", args, "Tensor, Tensor, Tensor | None, int, int, int, int, int, int, int"
         )
-    return _conv.convolution(input, weight, bias, *map(operator.index, sizes))
+    stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups = map(operator.index, sizes)
+    return _conv.convolution(
+        input, weight, bias, (stride_h, stride_w), (pad_h, pad_w), (dilation_h, dilation_w), groups
+    )
+
+
+def conv_transpose(input, weight, bias, *sizes):
+    args = (input, weight, bias, *sizes)
+    if not (
+        isinstance(input, Tensor)
+        and isinstance(weight, Tensor)
+        and (bias is None or isinstance(bias, Tensor))
+        and len(sizes) == 9
+        and all(_int_like(v) for v in sizes)
+    ):
+        raise _invalid_arguments(
+            "conv_transpose", args, "Tensor, Tensor, Tensor | None, int, int, int, int, int, int, int, int, int"
+        )
+    sh, sw, ph, pw, oph, opw, dh, dw, groups = map(operator.index, sizes)
+    return _conv.conv_transpose(input, weight, bias, (sh, sw), (ph, pw), (oph, opw), (dh, dw), groups)
 
 
 def _pool_primitive(name, signature, kinds):

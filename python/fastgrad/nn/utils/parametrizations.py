@@ -3,6 +3,7 @@
 from ... import _prims
 from ..._grad_mode import no_grad
 from ..._methods import FUNCTIONS
+from ..conv import ConvTranspose1d, ConvTranspose2d
 from ..module import Module
 from . import parametrize
 from .weight_norm import norm_except_dim, weight_from_norm
@@ -103,6 +104,7 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
         raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
-    # PyTorch's transposed convolutions (dim 1 there) are not in this library
-    parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim or 0, eps))
+    if dim is None:  # a transposed convolution's output channels are its weight's dim 1
+        dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d)) else 0
+    parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
     return module
