@@ -3,13 +3,14 @@
 // NativeBatchNormBackward0, NativeGroupNormBackward0).
 //
 // Forward: one pass for the statistics of each unit (a channel for batch norm, an (n, group) block
-// for group norm), summing x - shift and its square in double with the unit's first element as the
-// shift (the shifted-data variance: no cancellation when the mean is large against the spread),
-// then one pass for the normalization and the affine together, y = x * scale + shift per (n, c)
-// plane. Backward: one pass for the sums of dy and dy * (x - mean) per unit (batch norm) or per
-// plane (group norm), then one pass for grad_input = k1 * dy + k2 * x + k3, PyTorch's formulas
-// with the saved mean and 1 / std. In a backward with create_graph the gradients are composed of
-// tensor ops instead (the same formulas), so gradients of any order follow.
+// for group norm), summing x - shift and its square with the unit's first element as the shift
+// (the shifted-data variance: no cancellation when the mean is large against the spread), blocks
+// of kBlock elements in the input's type and the blocks in double; then one pass for the
+// normalization and the affine together, y = x * scale + shift per (n, c) plane. Backward: one
+// pass for the sums of dy and dy * (x - mean) per unit (batch norm) or per plane (group norm), then
+// one pass for grad_input = k1 * dy + k2 * (x - mean) + k3, PyTorch's formulas with the saved mean
+// and 1 / std. In a backward with create_graph the gradients are composed of tensor ops instead
+// (the same formulas), so gradients of any order follow.
 //
 // Every sum runs in one thread in an order fixed by the shape alone (lane l of kLanes independent
 // chains takes the elements l, l + kLanes, ... of each row; the lanes are added in order at the
@@ -51,22 +52,31 @@ int64_t grain_for(int64_t elements_each) {
   return std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, elements_each));
 }
 
-// Two sums in double over rows of elements, in kLanes independent chains (see the top comment).
+// Two sums over rows of elements, in kLanes independent chains (see the top comment): each block of
+// up to kBlock elements is summed in T (so that the loop vectorizes), and the block's lanes are then
+// added in double (so a long row loses no more than a block's rounding).
 constexpr int kLanes = 8;
+constexpr int64_t kBlock = 128;
+template <class T>
 struct LaneSums {
   double first[kLanes] = {}, second[kLanes] = {};
   // Adds term(i) = (a, b) for i in [begin, begin + len).
   template <class F>
   void add(F& term, int64_t begin, int64_t len) {
-    int64_t i = 0;
-    for (; i + kLanes <= len; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        auto [a, b] = term(begin + i + l);
-        first[l] += a, second[l] += b;
+    for (int64_t block = 0; block < len; block += kBlock) {
+      const int64_t end = std::min(len, block + kBlock);
+      T a[kLanes] = {}, b[kLanes] = {};
+      int64_t i = block;
+      for (; i + kLanes <= end; i += kLanes)
+        for (int l = 0; l < kLanes; ++l) {
+          auto [u, v] = term(begin + i + l);
+          a[l] += u, b[l] += v;
+        }
+      for (int l = 0; i < end; ++i, ++l) {
+        auto [u, v] = term(begin + i);
+        a[l] += u, b[l] += v;
       }
-    for (int l = 0; i < len; ++i, ++l) {
-      auto [a, b] = term(begin + i);
-      first[l] += a, second[l] += b;
+      for (int l = 0; l < kLanes; ++l) first[l] += double(a[l]), second[l] += double(b[l]);
     }
   }
   std::pair<double, double> totals() const {
@@ -77,7 +87,7 @@ struct LaneSums {
 };
 
 // Per channel c: the sums over its N * S elements of term(offset, c) = (a, b).
-template <class F>
+template <class T, class F>
 void per_channel_sums(const Planes& p, F&& term, double* first, double* second) {
   if (p.s == 1) {  // (N, C): each row's channels side by side, one chain per channel (vectorizes across them)
     std::fill(first, first + p.c, 0.0);
@@ -85,14 +95,14 @@ void per_channel_sums(const Planes& p, F&& term, double* first, double* second) 
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t c = 0; c < p.c; ++c) {
         auto [a, b] = term(n * p.c + c, c);
-        first[c] += a, second[c] += b;
+        first[c] += double(a), second[c] += double(b);
       }
     return;
   }
   parallel_for(0, p.c, grain_for(p.n * p.s), [&](int64_t lo, int64_t hi) {
     for (int64_t c = lo; c < hi; ++c) {
       auto of_channel = [&](int64_t i) { return term(i, c); };
-      LaneSums lanes;
+      LaneSums<T> lanes;
       for (int64_t n = 0; n < p.n; ++n) lanes.add(of_channel, (n * p.c + c) * p.s, p.s);
       std::tie(first[c], second[c]) = lanes.totals();
     }
@@ -100,12 +110,12 @@ void per_channel_sums(const Planes& p, F&& term, double* first, double* second) 
 }
 
 // Per row r of `rows` contiguous rows of `len` elements: the sums of term(offset, r) = (a, b).
-template <class F>
+template <class T, class F>
 void per_row_sums(int64_t rows, int64_t len, F&& term, double* first, double* second) {
   parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       auto of_row = [&](int64_t i) { return term(i, r); };
-      LaneSums lanes;
+      LaneSums<T> lanes;
       lanes.add(of_row, r * len, len);
       std::tie(first[r], second[r]) = lanes.totals();
     }
@@ -155,12 +165,13 @@ void plane_affine(const Planes& p, const PlaneCoefficients<T>& k, const T* u, co
 
 // The mean and 1 / sqrt(var + eps) of each unit, from the sums of x - shift and its square over
 // `count` elements; the biased variance in `var` (when given).
-void finish_moments(int64_t units, int64_t count, const double* shift, const double* sum, const double* squares,
-                    double eps, double* mean, double* invstd, double* var) {
+template <class T>
+void finish_moments(int64_t units, int64_t count, const T* shift, const double* sum, const double* squares, double eps,
+                    double* mean, double* invstd, double* var) {
   for (int64_t u = 0; u < units; ++u) {
     const double m = sum[u] / double(count);
     const double v = std::max(0.0, squares[u] / double(count) - m * m);
-    mean[u] = shift[u] + m;
+    mean[u] = double(shift[u]) + m;
     invstd[u] = 1.0 / std::sqrt(v + eps);
     if (var) var[u] = v;
   }
@@ -265,14 +276,11 @@ GradList NativeBatchNormBackward0::apply(GradList&& grads) {
     using T = decltype(tag);
     const T *xs = x->data_as<T>(), *g = dy->data_as<T>();
     const std::vector<double> mean = values_of<T>(saved_mean), invstd = values_of<T>(saved_invstd);
+    const T* centre = saved_mean->data_as<T>();  // the mean as the sums' terms use it
     std::vector<double> sum_dy(p.c), sum_dy_xmu(p.c);
-    per_channel_sums(
-        p,
-        [&](int64_t i, int64_t c) {
-          const double d = double(g[i]);
-          return std::pair{d, d * (double(xs[i]) - mean[c])};
-        },
-        sum_dy.data(), sum_dy_xmu.data());
+    per_channel_sums<T>(
+        p, [&](int64_t i, int64_t c) { return std::pair{g[i], g[i] * (xs[i] - centre[c])}; }, sum_dy.data(),
+        sum_dy_xmu.data());
     const T* w = weight ? dense(weight)->data_as<T>() : nullptr;
     if (needs_input_grad(0)) {
       // training: (dy - (x - mean) * invstd^2 * sum(dy (x - mean)) / M - sum(dy) / M) * invstd * w;
@@ -318,13 +326,14 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     const T* xs = x->data_as<T>();
     std::vector<double> mean(p.c), invstd(p.c);
     if (training) {
-      std::vector<double> shift(p.c, 0.0), sum(p.c), squares(p.c), var(p.c);
+      std::vector<T> shift(p.c, T(0));
+      std::vector<double> sum(p.c), squares(p.c), var(p.c);
       if (count > 0)
-        for (int64_t c = 0; c < p.c; ++c) shift[c] = double(xs[c * p.s]);
-      per_channel_sums(
+        for (int64_t c = 0; c < p.c; ++c) shift[c] = xs[c * p.s];
+      per_channel_sums<T>(
           p,
           [&](int64_t i, int64_t c) {
-            const double d = double(xs[i]) - shift[c];
+            const T d = xs[i] - shift[c];
             return std::pair{d, d * d};
           },
           sum.data(), squares.data());
@@ -387,14 +396,12 @@ GradList NativeGroupNormBackward0::apply(GradList&& grads) {
     using T = decltype(tag);
     const T *xs = x->data_as<T>(), *g = dy->data_as<T>();
     const std::vector<double> mean = values_of<T>(saved_mean), invstd = values_of<T>(saved_invstd);
+    const T* centre = saved_mean->data_as<T>();  // the mean as the sums' terms use it
     // Per (n, c) plane: the sums of dy and dy * (x - mean of its group).
     std::vector<double> sum_dy(p.n * p.c), sum_dy_xmu(p.n * p.c);
-    per_row_sums(
+    per_row_sums<T>(
         p.n * p.c, p.s,
-        [&](int64_t i, int64_t plane) {
-          const double d = double(g[i]);
-          return std::pair{d, d * (double(xs[i]) - mean[plane / per_group])};
-        },
+        [&](int64_t i, int64_t plane) { return std::pair{g[i], g[i] * (xs[i] - centre[plane / per_group])}; },
         sum_dy.data(), sum_dy_xmu.data());
     const T* w = weight ? dense(weight)->data_as<T>() : nullptr;
     if (needs_input_grad(0)) {
@@ -445,13 +452,14 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   dispatch_floating(input->dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* xs = x->data_as<T>();
-    std::vector<double> shift(units, 0.0), sum(units), squares(units), mean(units), invstd(units);
+    std::vector<T> shift(units, T(0));
+    std::vector<double> sum(units), squares(units), mean(units), invstd(units);
     if (group_size > 0)
-      for (int64_t u = 0; u < units; ++u) shift[u] = double(xs[u * group_size]);
-    per_row_sums(
+      for (int64_t u = 0; u < units; ++u) shift[u] = xs[u * group_size];
+    per_row_sums<T>(
         units, group_size,
         [&](int64_t i, int64_t u) {
-          const double d = double(xs[i]) - shift[u];
+          const T d = xs[i] - shift[u];
           return std::pair{d, d * d};
         },
         sum.data(), squares.data());
