@@ -693,6 +693,16 @@ op("torch.nn.functional.conv2d({a}, {w}{options})", a=tensor(rank=4), w=conv_wei
    options=options("", ", padding=(1, 0)", ", stride=(2, 1)", ", padding='same'", ", groups=2",
                    ", dilation=2"))  # fmt: skip
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
+# the fused normalizations (issue 16); per-channel vectors drawn from the input's first value of each
+# channel (so they exist whenever the input has values) or its detached statistics (running stats)
+_CHANNELS = "{a}.transpose(0, 1).flatten(1)"
+op(f"torch.nn.functional.batch_norm({{a}}, None, None, {_CHANNELS}[:, 0], {_CHANNELS}[:, -1], training=True)",
+   a=tensor(min_rank=2))  # fmt: skip
+op(f"torch.nn.functional.batch_norm({{a}}, {_CHANNELS}.detach().mean(1), {_CHANNELS}.detach().var(1) + 1, "
+   f"{_CHANNELS}[:, 0])", a=tensor(min_rank=2))  # fmt: skip
+op(f"torch.nn.functional.group_norm({{a}}, 1, {_CHANNELS}[:, 0])", a=tensor(min_rank=2))
+op(f"torch.nn.functional.group_norm({{a}}, 1, None, {_CHANNELS}[:, -1], eps=1e-3)", a=tensor(min_rank=2))
+op("torch.nn.functional.instance_norm({a})", a=tensor(min_rank=3))
 
 
 # scatter/gather/index family (issue 13): sources drawn by gather/index_select have the index's shape

@@ -281,7 +281,8 @@ GradList NativeBatchNormBackward0::apply(GradList&& grads) {
     per_channel_sums<T>(
         p, [&](int64_t i, int64_t c) { return std::pair{g[i], g[i] * (xs[i] - centre[c])}; }, sum_dy.data(),
         sum_dy_xmu.data());
-    const T* w = weight ? dense(weight)->data_as<T>() : nullptr;
+    const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
+    const T* w = weight ? w_dense->data_as<T>() : nullptr;
     if (needs_input_grad(0)) {
       // training: (dy - (x - mean) * invstd^2 * sum(dy (x - mean)) / M - sum(dy) / M) * invstd * w;
       // evaluation: dy * invstd * w.
@@ -352,8 +353,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
       for (int64_t c = 0; c < p.c; ++c) invstd[c] = 1.0 / std::sqrt(var[c] + eps);
     }
     // y = x * scale + shift, scale = invstd * w, shift = b - mean * scale
-    const T* w = weight ? dense(weight)->data_as<T>() : nullptr;
-    const T* b = bias ? dense(bias)->data_as<T>() : nullptr;
+    const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
+    const T* w = weight ? w_dense->data_as<T>() : nullptr;
+    const Tensor b_dense = bias ? dense(bias) : Tensor();
+    const T* b = bias ? b_dense->data_as<T>() : nullptr;
     std::vector<T> scale(p.c), offset(p.c);
     for (int64_t c = 0; c < p.c; ++c) {
       const double sc = invstd[c] * (w ? double(w[c]) : 1.0);
@@ -380,7 +383,7 @@ GradList NativeGroupNormBackward0::apply(GradList&& grads) {
   Tensor input = unpack(0), weight = saved[1].defined() ? unpack(1) : Tensor();
   Tensor saved_mean = unpack(2), saved_invstd = unpack(3);
   const Planes p(input->shape);
-  const int64_t per_group = p.c / groups, group_size = per_group * p.s;
+  const int64_t units = p.c == 0 ? 0 : p.n * groups, per_group = p.c / groups, group_size = per_group * p.s;
   GradList out(3);
   if (grad_enabled()) {  // create_graph: the same formulas as tensor ops
     Tensor xg = reshape(input, {p.n, groups, group_size}), g = reshaped_as_planes(grads[0], p);
@@ -403,12 +406,13 @@ GradList NativeGroupNormBackward0::apply(GradList&& grads) {
         p.n * p.c, p.s,
         [&](int64_t i, int64_t plane) { return std::pair{g[i], g[i] * (xs[i] - centre[plane / per_group])}; },
         sum_dy.data(), sum_dy_xmu.data());
-    const T* w = weight ? dense(weight)->data_as<T>() : nullptr;
+    const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
+    const T* w = weight ? w_dense->data_as<T>() : nullptr;
     if (needs_input_grad(0)) {
       // Per (n, group), with dy scaled by the weight: grad_input = (w dy - (x - mean) * invstd^2 *
       // sum(w dy (x - mean)) / D - sum(w dy) / D) * invstd, D = C / G * S.
       std::vector<T> k1(p.n * p.c), k2(p.n * p.c), center(p.n * p.c), k3(p.n * p.c);
-      for (int64_t unit = 0; unit < p.n * groups; ++unit) {
+      for (int64_t unit = 0; unit < units; ++unit) {
         double weighted_dy = 0, weighted_dy_xmu = 0;
         for (int64_t plane = unit * per_group; plane < (unit + 1) * per_group; ++plane) {
           const double wc = w ? double(w[plane % p.c]) : 1.0;
@@ -447,7 +451,8 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
   for (const Tensor* t : {&weight, &bias})
     if (*t && ((*t)->dtype != input->dtype || (*t)->numel() != p.c))
       throw RuntimeError("group_norm: weight and bias must have the input's dtype and one value per channel");
-  const int64_t units = p.n * groups, per_group = p.c / groups, group_size = per_group * p.s;
+  // Without channels there are no groups to normalize (and `groups` may be any size).
+  const int64_t units = p.c == 0 ? 0 : p.n * groups, per_group = p.c / groups, group_size = per_group * p.s;
   Tensor x = dense(input), out = empty(input->shape, input->dtype), saved_mean, saved_invstd;
   dispatch_floating(input->dtype, [&](auto tag) {
     using T = decltype(tag);
@@ -466,8 +471,10 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     finish_moments(units, std::max<int64_t>(group_size, 1), shift.data(), sum.data(), squares.data(), eps, mean.data(),
                    invstd.data(), nullptr);
     // y = x * scale + shift per (n, c): scale = invstd[n, g] * w[c], shift = b[c] - mean[n, g] * scale
-    const T* w = weight ? dense(weight)->data_as<T>() : nullptr;
-    const T* b = bias ? dense(bias)->data_as<T>() : nullptr;
+    const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
+    const T* w = weight ? w_dense->data_as<T>() : nullptr;
+    const Tensor b_dense = bias ? dense(bias) : Tensor();
+    const T* b = bias ? b_dense->data_as<T>() : nullptr;
     std::vector<T> scale(p.n * p.c), offset(p.n * p.c);
     for (int64_t plane = 0; plane < p.n * p.c; ++plane) {
       const int64_t c = plane % p.c, unit = plane / per_group;

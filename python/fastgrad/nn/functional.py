@@ -1078,6 +1078,10 @@ def _check_batch_norm_dtypes(input, tensors):
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """ATen's batch_norm (F.batch_norm less its Python-level checks; instance_norm calls it too)."""
+    if input.numel() == 0:  # PyTorch's: no statistics and no checks; a result that keeps the gradient chain
+        output = input.clone()
+        output = output if weight is None else output * weight[0]
+        return output if bias is None else output + bias[0]
     channels = input.shape[1] if input.dim() > 1 else 0
     for name, tensor in (("running_mean", running_mean), ("running_var", running_var)):
         if tensor is None and not training:

@@ -168,7 +168,8 @@ class NativeGroupNormBackward0(_Normalization):
             raise RuntimeError("group_norm: the channels must split into groups")
         self.groups = groups
         xs, size = read(input), c // groups * s
-        moments = [_moments(xs[u * size : (u + 1) * size]) if size else (0.0, 0.0) for u in range(n * groups)]
+        units = n * groups if c else 0  # without channels there are no groups (and `groups` may be any size)
+        moments = [_moments(xs[u * size : (u + 1) * size]) if size else (0.0, 0.0) for u in range(units)]
         mean = [m for m, _ in moments]
         invstd = [1 / math.sqrt(v + eps) for _, v in moments]
         per_group = c // groups
@@ -190,7 +191,7 @@ class NativeGroupNormBackward0(_Normalization):
                 grouped = scaled.reshape(n, groups, per_group * s)
                 grad_input = _projected_gradient(grouped, xhat, rstd, [2]).reshape(input._shape)
             return grad_input, *self._affine_gradients_composed(g, xhat.reshape(n, c, s))
-        return self._gradients(grad, lambda plane: plane // per_group, n * groups, per_group * s, True)
+        return self._gradients(grad, lambda plane: plane // per_group, n * groups if c else 0, per_group * s, True)
 
 
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
