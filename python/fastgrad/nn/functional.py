@@ -513,20 +513,24 @@ def glu(input, dim=-1):
 
 def prelu(input, weight):
     """input where positive, weight * input elsewhere; weight holds one slope or one per channel (dim 1)."""
-    _check_floating(input, "prelu_cpu")
+    # PyTorch's order: its at::prelu checks the dtypes and shapes, then its kernel the dtype's kind
     if weight.dtype is not input.dtype:
         raise RuntimeError(
             f"prelu: Type promoting not supported. Got {SCALAR_TYPE_NAME[input.dtype]} and "
             f"{SCALAR_TYPE_NAME[weight.dtype]}"
         )
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        if weight.numel() != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                f"{weight.numel()} and channel size = {channels}."
+            )
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
-    channels = input.shape[1] if input.dim() >= 2 else 1
-    if weight.numel() != 1 and weight.numel() != channels:
-        raise RuntimeError(
-            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-            f"{weight.numel()} and channel size = {channels}."
-        )
+    _check_floating(input, "prelu_cpu")
     channel_shape = [-1 if d == 1 else 1 for d in range(input.dim())]
     per_channel = [d for d in range(input.dim()) if not (d == 1 and weight.numel() > 1)]
 
