@@ -351,6 +351,17 @@ def _public_callables(module, names=None):
     return [(name, getattr(module, name)) for name in names if callable(getattr(module, name, None))]
 
 
+# The fused primitives that nn.functional calls after its own checks, called directly: their checks
+# must keep any arguments from reading out of bounds. Stand-ins with the bindings' signatures.
+def _batch_norm_primitive(input, weight, bias, running_mean, running_var, training, momentum, eps): ...
+
+
+def _group_norm_primitive(input, weight, bias, groups, eps): ...
+
+
+PRIMITIVES = {"batch_norm": _batch_norm_primitive, "group_norm": _group_norm_primitive}
+
+
 def targets():
     found = []
     for name, obj in _public_callables(fg, _api.MODULE):
@@ -366,6 +377,7 @@ def targets():
     # the pooling functions nn.functional re-exports from its own file
     pooling = fg.nn._functional_pooling.__all__
     found += [(f"fg.nn.functional.{name}", obj, "") for name, obj in _public_callables(fg.nn.functional, pooling)]
+    found += [(f"fg._prims.{name}", signature, "") for name, signature in PRIMITIVES.items()]
     for name in ["backward", "grad", "gradcheck", "gradgradcheck"]:
         found.append((f"fg.autograd.{name}", getattr(fg.autograd, name), ""))
     for name in ["SGD", "Adam", "AdamW"]:

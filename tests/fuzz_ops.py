@@ -719,6 +719,17 @@ op("torch.nn.functional.adaptive_max_pool1d({a}, {size})", a=tensor(rank=(2, 3))
    size=options("1", "3"))  # fmt: skip
 op("torch.nn.functional.max_unpool2d(*torch.nn.functional.max_pool2d({a}, 2, return_indices=True), 2)",
    a=tensor(rank=(3, 4)), smooth=False)  # fmt: skip
+# the fused normalizations (issue 16); per-channel vectors drawn from the input's first value of each
+# channel (so they exist whenever the input has values) or its detached statistics (running stats)
+_CHANNELS = "{a}.transpose(0, 1).flatten(1)"
+op(f"torch.nn.functional.batch_norm({{a}}, None, None, {_CHANNELS}[:, 0], {_CHANNELS}[:, -1], training=True)",
+   a=tensor(min_rank=2))  # fmt: skip
+op(f"torch.nn.functional.batch_norm({{a}}, {_CHANNELS}.detach().mean(1), {_CHANNELS}.detach().var(1) + 1, "
+   f"{_CHANNELS}[:, 0])", a=tensor(min_rank=2))  # fmt: skip
+op(f"torch.nn.functional.group_norm({{a}}, 1, {_CHANNELS}[:, 0])", a=tensor(min_rank=2))
+# (not a bias without a weight: PyTorch's backward of that raises "tensor does not have a device")
+op(f"torch.nn.functional.group_norm({{a}}, 1, {_CHANNELS}[:, 0], {_CHANNELS}[:, -1], eps=1e-3)", a=tensor(min_rank=2))
+op("torch.nn.functional.instance_norm({a})", a=tensor(min_rank=3))
 
 
 # scatter/gather/index family (issue 13): sources drawn by gather/index_select have the index's shape

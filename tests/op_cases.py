@@ -341,6 +341,27 @@ case(
     "ConvolutionBackward0",
     layouts=LAYOUTS[:2],
 )
+# (without a bias: PyTorch records the double backward of batch norm as one node, so its bias's
+# gradient has a graph under create_graph; fastgrad's, a sum of the incoming gradient, has none)
+case(
+    "F.batch_norm(training)",
+    lambda m, x, w: m.nn.functional.batch_norm(x, None, None, w, training=True),
+    [(3, 2, 4), (2,)],
+    "NativeBatchNormBackward0",
+)
+case(
+    "F.batch_norm(eval)",
+    lambda m, x, w: m.nn.functional.batch_norm(x, m.zeros_like(w) + 0.5, m.ones_like(w) * 2, w),
+    [(4, 3), (3,)],
+    "NativeBatchNormBackward0",
+    layouts=LAYOUTS[:2],
+)
+case(
+    "F.group_norm",
+    lambda m, x, w, b: m.nn.functional.group_norm(x, 2, w, b),
+    [(2, 4, 3, 2), (4,), (4,)],
+    "NativeGroupNormBackward0",
+)
 case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
 for _p in [1, 3, 0.5, float("inf")]:
     case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])

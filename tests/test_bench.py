@@ -7,7 +7,7 @@ import pytest
 
 from semantics_helpers import run_python
 
-GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd"]
+GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
 LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
 
@@ -64,6 +64,8 @@ def test_quick_run_prints_every_group():
         "tanh ",
         "sigmoid ",
         "micrograd step",
+        "BatchNorm2d (8, 16, 28, 28) forward+backward",
+        "GroupNorm 8 groups",
     ):
         assert any(n.startswith(expected) for n in names), expected
     # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)

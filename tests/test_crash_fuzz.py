@@ -148,3 +148,12 @@ def test_tensor_with_no_arguments_is_empty(fg):
 
 def test_torch_tensor_with_no_arguments_is_empty(torch):
     assert torch.Tensor().shape == (0,)
+
+
+def test_in_place_bitwise_of_an_integer_tensor_with_history(fg):
+    """eq_ with an operand that requires grad gives an integer tensor a history (as PyTorch's); a
+    bitwise op on it in place then records nothing (it used to read the missing node: a crash)."""
+    v = fg.tensor([0, 1, 2])
+    v.eq_(fg.zeros(3, requires_grad=True))
+    v &= v
+    assert v.tolist() == [1, 0, 0]

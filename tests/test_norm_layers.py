@@ -117,6 +117,15 @@ GRADCHECKED = {  # float64 finite differences of the composed gradients, and of 
     ),
     "instance_norm": (lambda F, t, x: F.instance_norm(x), [(2, 2, 3)]),
     "group_norm": (lambda F, t, x, w: F.group_norm(x, 2, w), [(2, 4, 2), (4,)]),
+    "batch_norm eval": (
+        lambda F, t, x, w: F.batch_norm(x, t.zeros(2, dtype=x.dtype), t.full((2,), 2.0, dtype=x.dtype), w),
+        [(3, 2, 2), (2,)],
+    ),
+    "batch_norm 2d bias": (
+        lambda F, t, x, b: F.batch_norm(x, None, None, None, b, training=True),
+        [(2, 2, 1, 3), (2,)],
+    ),
+    "group_norm bias 2d": (lambda F, t, x, w, b: F.group_norm(x, 1, w, b), [(2, 2, 2, 1), (2,), (2,)]),
     "local_response_norm": (lambda F, t, x: F.local_response_norm(x, 2, alpha=0.5), [(1, 3, 2)]),
     "bilinear": (lambda F, t, x: F.interpolate(x, size=(3, 2), mode="bilinear"), [(1, 1, 2, 3)]),
     # the size doubles under a factor of 2.06: PyTorch's backward here is not its forward's
@@ -431,3 +440,100 @@ def test_linear_batch_norm_model_trains_as_pytorch(fg, torch):
     assert params.keys() == expected[2].keys()
     for key, value in expected[2].items():
         np.testing.assert_allclose(params[key], value, rtol=1e-4, atol=1e-6, err_msg=key)
+
+
+# ---- the fused kernels (csrc/ops/normalization.cpp and its twin reference/_norm.py)
+
+
+def _norm_program(F, t, kind, x, w, b):
+    if kind == "batch_norm":
+        mean, var = t.zeros(x.shape[1], dtype=x.dtype), t.ones(x.shape[1], dtype=x.dtype)
+        return [F.batch_norm(x, mean, var, w, b, training=True, momentum=0.2), mean, var]
+    return [F.group_norm(x, 2, w, b)]
+
+
+FUSED = {  # id: (kind, input shape): rows of one value per channel, rows longer than a summing block
+    "batch_norm rows": ("batch_norm", (37, 6)),
+    "batch_norm planes": ("batch_norm", (3, 4, 15, 13)),
+    "group_norm planes": ("group_norm", (3, 4, 15, 13)),
+    "group_norm rows": ("group_norm", (5, 6, 1)),
+}
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["contiguous", "transposed"])
+@pytest.mark.parametrize("case", list(FUSED))
+def test_float32_kernels_far_from_zero_match_pytorchs_float64(fg, torch, case, transposed):
+    """Values, gradients and running stats of a float32 input whose mean is 300 times its spread,
+    within a few float32 roundings of the input's size of PyTorch's float64 results (a variance
+    taken as E[x^2] - E[x]^2 in float32 would be off by 300^2 float32 roundings); also for a
+    transposed (non-contiguous) input."""
+    kind, shape = FUSED[case]
+    rng = rng_for("fused", case)
+    x = (rng.standard_normal(shape) + 300).astype(np.float32)
+    w, b = (rng.uniform(0.5, 2, size=shape[1]).astype(np.float32) for _ in range(2))
+    upstream = rng.standard_normal(shape).astype(np.float32)
+    results = []
+    for t, dtype in ((fg, "float32"), (torch, "float64")):
+        x_in, w_in, b_in, up_in = (a.astype(dtype) for a in (x, w, b, upstream))
+        xt = t.tensor(x_in.swapaxes(0, -1).copy()).swapaxes(0, -1) if transposed else t.tensor(x_in)
+        xt.requires_grad_()
+        wt, bt = t.tensor(w_in, requires_grad=True), t.tensor(b_in, requires_grad=True)
+        outputs = _norm_program(t.nn.functional, t, kind, xt, wt, bt)
+        outputs[0].backward(t.tensor(up_in))
+        results.append([to_numpy(o) for o in outputs] + [to_numpy(g.grad) for g in (xt, wt, bt)])
+    for got, expected in zip(*results, strict=True):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["batch_norm", "group_norm"])
+def test_kernels_do_not_depend_on_the_thread_count(kind, dtype):
+    """Each sum runs in one thread in a fixed order, so 1, 2 and 3 threads give the same bits (an
+    input big enough to split: channels, rows and samples)."""
+    import fastgrad
+
+    rng = rng_for("norm threads", kind, dtype)
+    x, upstream = (rng.standard_normal((6, 4, 64, 96)).astype(dtype) for _ in range(2))
+    w, b = (rng.standard_normal(4).astype(dtype) for _ in range(2))
+    results, before = [], fastgrad.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            fastgrad.set_num_threads(threads)
+            xt, wt, bt = (fastgrad.tensor(a, requires_grad=True) for a in (x, w, b))
+            outputs = _norm_program(fastgrad.nn.functional, fastgrad, kind, xt, wt, bt)
+            outputs[0].backward(fastgrad.tensor(upstream))
+            results.append([to_numpy(t) for t in outputs + [xt.grad, wt.grad, bt.grad]])
+    finally:
+        fastgrad.set_num_threads(before)
+    for other in results[1:]:
+        for got, expected in zip(other, results[0], strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "program,name",
+    [
+        (lambda t, x, w: t.nn.functional.batch_norm(x, None, None, w, None, training=True), "NativeBatchNormBackward0"),
+        (lambda t, x, w: t.nn.functional.group_norm(x, 2, None, w), "NativeGroupNormBackward0"),
+    ],
+    ids=["batch_norm", "group_norm"],
+)
+def test_one_node_with_pytorchs_name_and_edges(fg, torch, program, name):
+    """One node for the whole normalization, its edges (input, weight, bias) empty where PyTorch's are."""
+    edges = []
+    for t in (fg, torch):
+        x, w = t.ones(2, 4, 3, requires_grad=True), t.ones(4, requires_grad=True)
+        out = program(t, x, w)
+        assert out.grad_fn.name() == name
+        edges.append([None if fn is None else fn.name() for fn, _ in out.grad_fn.next_functions])
+    assert edges[0] == edges[1]
+
+
+def test_running_stats_are_updated_in_place(fg):
+    """The running stats are written in place, bumping their version (a saved copy would see it)."""
+    bn = fg.nn.BatchNorm1d(3)
+    mean, version = bn.running_mean, bn.running_mean._version
+    bn(fg.tensor(np.arange(12.0, dtype=np.float32).reshape(4, 3)))
+    assert bn.running_mean is mean and mean._version > version
+    np.testing.assert_allclose(to_numpy(mean), [0.45, 0.55, 0.65], rtol=1e-6)

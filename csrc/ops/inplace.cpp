@@ -174,7 +174,9 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
   check_castable(result->dtype, self);
   copy_values(self, result);
   self->bump_version();
-  if (recording) {
+  // An op without a derivative (bitwise ops of integer tensors that require grad after an eq_) records
+  // no node: self keeps its history.
+  if (recording && result->grad_fn) {
     for (SavedTensor& saved : result->grad_fn->saved) saved.move_output(result, self);
     rebase_history(self, {result->grad_fn, result->output_nr});
   }

@@ -365,4 +365,14 @@ Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
 // Each plane of x written into a zero plane of out_h x out_w at its indices (max pooling's).
 Tensor max_unpool2d(const Tensor& x, const Tensor& indices, int64_t out_h, int64_t out_w);
 
+// ---- batch and group normalization (ops/normalization.cpp): input (N, C, *), float32 and float64;
+// weight, bias and the running stats (C) in its dtype, or undefined. batch_norm normalizes each
+// channel with the batch's statistics (`training`: the running stats, when given, move `momentum`
+// of the way to the batch's mean and unbiased variance, in place) or with the running stats;
+// group_norm each (sample, group of C / groups consecutive channels). PyTorch's argument checks are
+// the caller's (nn/functional.py).
+Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                  const Tensor& running_var, bool training, double momentum, double eps);
+Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t groups, double eps);
+
 }  // namespace fg

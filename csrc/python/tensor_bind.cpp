@@ -826,6 +826,21 @@ void bind_tensor(py::module_& m) {
           return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params, output_padding)
                                                  : op(input, weight, b, params, output_padding);
         });
+  // batch_norm(input, weight, bias, running_mean, running_var (each None or a tensor), training, momentum, eps)
+  m.def("batch_norm", [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias,
+                         std::optional<Tensor> running_mean, std::optional<Tensor> running_var, bool training,
+                         double momentum, double eps) {
+    // Two passes over the input (statistics, then the normalization).
+    return by_elements(2.0 * double(input->numel()), fg::batch_norm, input, weight.value_or(Tensor()),
+                       bias.value_or(Tensor()), running_mean.value_or(Tensor()), running_var.value_or(Tensor()),
+                       training, momentum, eps);
+  });
+  // group_norm(input, weight or None, bias or None, groups, eps)
+  m.def("group_norm",
+        [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias, int64_t groups, double eps) {
+          return by_elements(2.0 * double(input->numel()), fg::group_norm, input, weight.value_or(Tensor()),
+                             bias.value_or(Tensor()), groups, eps);
+        });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
   });

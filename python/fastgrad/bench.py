@@ -360,6 +360,49 @@ def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
     return step
 
 
+# --- the cnn group's normalization rows (issue 16) ------------------------------------------------
+
+# (row name, the layer from an nn module, input shape)
+NORM_LAYERS = [
+    ("BatchNorm1d (8, 256)", lambda nn: nn.BatchNorm1d(256), (8, 256)),
+    ("BatchNorm1d (64, 256)", lambda nn: nn.BatchNorm1d(256), (64, 256)),
+    ("BatchNorm2d (8, 16, 28, 28)", lambda nn: nn.BatchNorm2d(16), (8, 16, 28, 28)),
+    ("BatchNorm2d (64, 16, 28, 28)", lambda nn: nn.BatchNorm2d(16), (64, 16, 28, 28)),
+    ("BatchNorm2d (64, 64, 8, 8)", lambda nn: nn.BatchNorm2d(64), (64, 64, 8, 8)),
+    ("GroupNorm 8 groups (8, 32, 16, 16)", lambda nn: nn.GroupNorm(8, 32), (8, 32, 16, 16)),
+    ("InstanceNorm2d affine (8, 16, 28, 28)", lambda nn: nn.InstanceNorm2d(16, affine=True), (8, 16, 28, 28)),
+]
+
+
+def norm_layer(layer, shape, backward):
+    """A training-mode normalization layer on a float32 batch: its forward (recorded: the layer's
+    parameters require grad), or forward and backward of a fixed upstream gradient."""
+
+    def make(lib, rng):
+        module = layer(lib.nn)
+        x = lib.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=backward)
+        if not backward:
+            return lambda: module(x)
+        upstream = lib.tensor(rng.standard_normal(shape).astype(np.float32))
+        return lambda: module(x).backward(upstream)
+
+    return make
+
+
+def norm_rows():
+    return [
+        (
+            f"{name} {'forward+backward' if backward else 'forward'}",
+            norm_layer(layer, shape, backward),
+            None,
+            None,
+            NO_NUMPY[:2],
+        )
+        for name, layer, shape in NORM_LAYERS
+        for backward in (False, True)
+    ]
+
+
 def _mlp_784(make, forward_only=False):
     """Issue 23's pair: the same 784-256-10 MLP (batch 64) as nn.Linear layers and as raw tensors."""
     return lambda lib, rng: make(lib, rng, (784, 256, 10), 64, forward_only)
@@ -410,6 +453,7 @@ def groups(quick):
             for n in ((256, 1024) if quick else (256, 1024, 4096))
         ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
+        "cnn": norm_rows(),
     }
 
 
@@ -602,7 +646,7 @@ def main(argv=None):
         action="append",
         default=[],
         metavar="NAME",
-        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd); repeatable",
+        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd, cnn); repeatable",
     )
     args = parser.parse_args(argv)
     selected = groups(args.quick)

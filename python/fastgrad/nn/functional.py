@@ -515,20 +515,24 @@ def glu(input, dim=-1):
 
 def prelu(input, weight):
     """input where positive, weight * input elsewhere; weight holds one slope or one per channel (dim 1)."""
-    _check_floating(input, "prelu_cpu")
+    # PyTorch's order: its at::prelu checks the dtypes and shapes, then its kernel the dtype's kind
     if weight.dtype is not input.dtype:
         raise RuntimeError(
             f"prelu: Type promoting not supported. Got {SCALAR_TYPE_NAME[input.dtype]} and "
             f"{SCALAR_TYPE_NAME[weight.dtype]}"
         )
+    channels = input.shape[1] if input.dim() >= 2 else 1
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        if weight.numel() != channels:
+            raise RuntimeError(
+                "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                f"{weight.numel()} and channel size = {channels}."
+            )
     if weight.dim() > 1:
         raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
-    channels = input.shape[1] if input.dim() >= 2 else 1
-    if weight.numel() != 1 and weight.numel() != channels:
-        raise RuntimeError(
-            "Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-            f"{weight.numel()} and channel size = {channels}."
-        )
+    _check_floating(input, "prelu_cpu")
     channel_shape = [-1 if d == 1 else 1 for d in range(input.dim())]
     per_channel = [d for d in range(input.dim()) if not (d == 1 and weight.numel() > 1)]
 
@@ -1054,95 +1058,10 @@ def one_hot(tensor, num_classes=-1):
 
 # ---- batch, instance and group normalization, local response normalization
 #
-# Composed of tensor ops (so gradients of any order follow). Statistics per channel (dim 1) are
-# reduced over the trailing dims first, then over the batch: one reduction over the non-adjacent
-# dims (0, 2, ...) is tens of times slower in today's reduce kernel than the two (770 against
-# 11 us for 8x16x32x32 float32). For the same reason the
-# per-channel scale and shift are one node whose backward reduces that way, instead of broadcasts
-# whose gradients the engine would sum over (0, 2, ...). A fused kernel (one pass for the
-# statistics, one for normalize + affine, one for the backward) would spare the intermediate
-# tensors each call makes here.
-
-
-def _channel_view(vector, input):
-    """A per-channel vector (C,) viewed to broadcast along input's dim 1."""
-    return vector.reshape([-1 if d == 1 else 1 for d in range(input.dim())])
-
-
-def _channel_sum(t):
-    """t summed over every dim but 1: a (C,) vector."""
-    return (t.sum(list(range(2, t.dim()))) if t.dim() > 2 else t).sum(0)
-
-
-def _channel_mean(t):
-    return _channel_sum(t) / math.prod([t.shape[0], *t.shape[2:]])
-
-
-def _batch_statistics(x):
-    """The mean and biased variance of each channel, (C,) vectors."""
-    mean = _channel_mean(x)
-    centered = x - _channel_view(mean, x)
-    return mean, _channel_mean(centered * centered)
-
-
-def _affine_gradients(grad, normalized, has_weight, has_bias):
-    """The weight's and bias's gradients of normalized * weight + bias, per channel."""
-    return (
-        _channel_sum(grad * normalized) if has_weight else None,
-        _channel_sum(grad) if has_bias else None,
-    )
-
-
-class NativeBatchNorm(Function):
-    """(x - mean) / sqrt(var + eps) * weight + bias per channel, one node as PyTorch's, computed as
-    x * scale + shift. mean and var are (C,) vectors without history: the batch's (`training`:
-    the backward differentiates through them, recomputed from the saved input when it records a
-    graph) or the running stats (constants). The backward is composed of ops, so gradients of any order follow."""
-
-    @staticmethod
-    def forward(ctx, input, weight, bias, mean, var, eps, training):
-        ctx.save_for_backward(input, weight, mean, var)
-        ctx.eps, ctx.training, ctx.has_bias = eps, training, bias is not None
-        scale = (var + eps).rsqrt()
-        if weight is not None:
-            scale = scale * weight
-        shift = -mean * scale
-        if bias is not None:
-            shift = shift + bias
-        return input * _channel_view(scale, input) + _channel_view(shift, input)
-
-    @staticmethod
-    def backward(ctx, grad):
-        input, weight, mean, var = ctx.saved_tensors
-        if ctx.training and is_grad_enabled():  # create_graph: the statistics as functions of the input
-            mean, var = _batch_statistics(input)
-        rstd = _channel_view((var + ctx.eps).rsqrt(), input)
-        normalized = (input - _channel_view(mean, input)) * rstd
-        scaled = grad if weight is None else grad * _channel_view(weight, grad)
-        if ctx.training:  # projected off the channel's mean and off the normalized input
-            centred = scaled - _channel_view(_channel_mean(scaled), scaled)
-            grad_input = rstd * (centred - normalized * _channel_view(_channel_mean(scaled * normalized), scaled))
-        else:
-            grad_input = scaled * rstd
-        grad_weight, grad_bias = _affine_gradients(grad, normalized, weight is not None, ctx.has_bias)
-        return grad_input, grad_weight, grad_bias, None, None, None, None
-
-
-class ChannelAffine(Function):
-    """input * weight + bias per channel, one node (see above)."""
-
-    @staticmethod
-    def forward(ctx, input, weight, bias):
-        ctx.save_for_backward(input, weight)
-        ctx.has_bias = bias is not None
-        output = input if weight is None else input * _channel_view(weight, input)
-        return output if bias is None else output + _channel_view(bias, input)
-
-    @staticmethod
-    def backward(ctx, grad):
-        input, weight = ctx.saved_tensors
-        grad_input = grad if weight is None else grad * _channel_view(weight, grad)
-        return grad_input, *_affine_gradients(grad, input, weight is not None, ctx.has_bias)
+# batch_norm and group_norm are the backend's fused primitives (_prims.batch_norm, _prims.group_norm:
+# one pass for the statistics, one for normalize + affine, one node whose backward is one pass too;
+# csrc/ops/normalization.cpp, the definitions in reference/_norm.py). instance_norm is batch_norm of
+# the batch folded into the channels, as PyTorch's. The checks and messages are PyTorch's, here.
 
 
 def _verify_batch_size(size):
@@ -1165,6 +1084,10 @@ def _check_batch_norm_dtypes(input, tensors):
 
 def _batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps):
     """ATen's batch_norm (F.batch_norm less its Python-level checks; instance_norm calls it too)."""
+    if input.numel() == 0:  # PyTorch's: no statistics and no checks; a result that keeps the gradient chain
+        output = input.clone()
+        output = output if weight is None else output * weight[0]
+        return output if bias is None else output + bias[0]
     channels = input.shape[1] if input.dim() > 1 else 0
     for name, tensor in (("running_mean", running_mean), ("running_var", running_var)):
         if tensor is None and not training:
@@ -1177,30 +1100,13 @@ def _batch_norm(input, running_mean, running_var, weight, bias, training, moment
     # a float16 or bfloat16 input is normalized in float32, as PyTorch's kernel does
     x = input.float() if input.dtype in (float16, bfloat16) else input
     weight, bias = (None if t is None else _in_dtype(t, x.dtype) for t in (weight, bias))
-    if training:
-        with no_grad():
-            mean, var = _batch_statistics(x.detach())
-        if input.numel():  # an empty batch leaves the running stats as they are, as PyTorch's
-            _update_running_stats(running_mean, running_var, mean, var, input.numel() // channels, momentum)
-    else:
-        mean, var = _in_dtype(running_mean.detach(), x.dtype), _in_dtype(running_var.detach(), x.dtype)
-    return _in_dtype(NativeBatchNorm.apply(x, weight, bias, mean, var, eps, training), input.dtype)
+    output = _prims.batch_norm(x, weight, bias, running_mean, running_var, training, momentum, eps)
+    return _in_dtype(output, input.dtype)
 
 
 def _in_dtype(tensor, dtype):
     """tensor in dtype: itself when it has it (a cast costs more than a small batch's kernels)."""
     return tensor if tensor.dtype is dtype else tensor.to(dtype)
-
-
-def _update_running_stats(running_mean, running_var, mean, var, count, momentum):
-    """running = (1 - momentum) running + momentum batch, in place and without history; the
-    variance's batch value is the unbiased one (count / (count - 1) times the biased)."""
-    with no_grad():
-        if running_mean is not None:
-            running_mean.mul_(1 - momentum).add_(_in_dtype(mean, running_mean.dtype) * momentum)
-        if running_var is not None:
-            unbiased = var * (count / (count - 1))
-            running_var.mul_(1 - momentum).add_(_in_dtype(unbiased, running_var.dtype) * momentum)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
@@ -1264,11 +1170,10 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             )
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"GroupNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    # each (sample, group) a channel of one batch_norm sample: its statistics reduce over one
-    # contiguous dim (1.5x faster than layer_norm's forward and backward here)
-    folded = input.reshape(1, batch * num_groups, channels // num_groups * math.prod(spatial))
-    output = _batch_norm(folded, None, None, None, None, True, 0.0, eps).reshape(input.shape)
-    return output if weight is None and bias is None else ChannelAffine.apply(output, weight, bias)
+    # a float16 or bfloat16 input is normalized in float32, as PyTorch's kernel does
+    x = input.float() if input.dtype in (float16, bfloat16) else input
+    weight, bias = (None if t is None else _in_dtype(t, x.dtype) for t in (weight, bias))
+    return _in_dtype(_prims.group_norm(x, weight, bias, num_groups, eps), input.dtype)
 
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):

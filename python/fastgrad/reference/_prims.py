@@ -13,7 +13,8 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _pool, _reduce, _rounding, _scan, _shape
+from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _norm, _pool, _reduce, _rounding
+from . import _scan, _shape
 from . import _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
@@ -562,6 +563,39 @@ avg_pool2d = _pool_primitive(
 adaptive_avg_pool2d = _pool_primitive("adaptive_avg_pool2d", "Tensor, int, int", ["tensor", "int", "int"])
 adaptive_max_pool2d = _pool_primitive("adaptive_max_pool2d", "Tensor, int, int", ["tensor", "int", "int"])
 max_unpool2d = _pool_primitive("max_unpool2d", "Tensor, Tensor, int, int", ["tensor", "tensor", "int", "int"])
+
+
+def _optional_tensors(*values):
+    return all(v is None or isinstance(v, Tensor) for v in values)
+
+
+def _float_like(value):
+    """What the core's bindings take for a double: numbers with __float__ or __index__."""
+    return hasattr(builtins.type(value), "__float__") or _int_like(value)
+
+
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    args = (input, weight, bias, running_mean, running_var, training, momentum, eps)
+    if not (
+        isinstance(input, Tensor)
+        and _optional_tensors(weight, bias, running_mean, running_var)
+        and isinstance(training, bool)
+        and _float_like(momentum)
+        and _float_like(eps)
+    ):
+        raise _invalid_arguments(
+            "batch_norm",
+            args,
+            "Tensor, Tensor | None, Tensor | None, Tensor | None, Tensor | None, bool, float, float",
+        )
+    return _norm.batch_norm(input, weight, bias, running_mean, running_var, training, float(momentum), float(eps))
+
+
+def group_norm(input, weight, bias, groups, eps):
+    args = (input, weight, bias, groups, eps)
+    if not (isinstance(input, Tensor) and _optional_tensors(weight, bias) and _int_like(groups) and _float_like(eps)):
+        raise _invalid_arguments("group_norm", args, "Tensor, Tensor | None, Tensor | None, int, float")
+    return _norm.group_norm(input, weight, bias, operator.index(groups), float(eps))
 
 
 def set_requires_grad(t, flag):

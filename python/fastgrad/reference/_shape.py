@@ -119,9 +119,9 @@ def reshape(x, shape):
 
 
 class UnsafeViewBackward0(ViewBackward0):
-    """A reshape of a fresh copy (matmul's result, reshape's copy), under the name PyTorch gives it. As PyTorch's _unsafe_view,
-    it shares x's memory but is not a view for autograd (x is an intermediate nobody else sees), so
-    an in-place write to the result rewrites its own history."""
+    """A reshape of a fresh copy (matmul's result, reshape's copy), under the name PyTorch gives it.
+    As PyTorch's _unsafe_view, it shares x's memory but is not a view for autograd (x is an
+    intermediate nobody else sees), so an in-place write to the result rewrites its own history."""
 
     def forward(self, x, shape):
         with no_grad():
