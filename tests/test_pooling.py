@@ -285,3 +285,22 @@ def test_unpool_modules_invert_the_pool_as_pytorch(fg, torch):
     assert results[0][:2] == results[1][:2]
     for got, expected in zip(results[0][2:], results[1][2:], strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+BITWISE = ["max2d 3x3 s2 p1", "max2d dilation", "avg2d ceil", "avg2d pad exclude", "adaptive avg2d", "adaptive max2d"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_core_and_the_reference_give_the_same_bits(dtype):
+    """Both take each window's sum in double in the same order and round once (the core's tap-major
+    rows too), so values and gradients agree to the bit."""
+    import fastgrad
+    import fastgrad.reference
+
+    for case in BITWISE:
+        data = rng_for("bitwise", case, dtype).uniform(-2, 2, size=CASES[case][1]).astype(dtype)
+        results = []
+        for lib in (fastgrad, fastgrad.reference):
+            results.append(_run(lib, case, data, lambda shape: np.full(tuple(shape), 0.3, dtype))[0])
+        for got, expected in zip(*results, strict=True):
+            np.testing.assert_array_equal(got, expected)

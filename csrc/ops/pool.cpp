@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -161,6 +162,20 @@ void check_output_size(int64_t h, int64_t w, const char* op, bool adaptive) {
   if (adaptive ? h < 0 || w < 0 : h < 1 || w < 1) throw RuntimeError(cat(op, ": output size is too small"));
 }
 
+// The columns [lo, hi) of a row of outputs whose windows hold all their `kernel` taps: their first
+// taps are `stride` apart, so a row of them is pooled tap-major, a loop over the outputs with a fixed
+// stride for each tap (none for adaptive windows, or for windows of more taps than an int32 counts).
+std::pair<int64_t, int64_t> full_columns(const Windows& win) {
+  const AxisWindows& wx = win.x;
+  int64_t lo = 0, hi = 0;
+  if (wx.kernel > 0 && double(wx.kernel) * double(win.y.kernel) < 2147483647.0) {
+    while (lo < wx.size() && wx.taps[lo] != wx.kernel) ++lo;
+    hi = lo;
+    while (hi < wx.size() && wx.taps[hi] == wx.kernel) ++hi;
+  }
+  return {lo, hi};
+}
+
 // Max pooling of `count` outputs that all read a full row of `kernel` taps, `step` apart, of the
 // input row `row` (their first taps `stride` apart): for each, the largest value so far (`best`)
 // and the number of its tap in the window (`tap`), updated with this row's taps numbered from
@@ -190,14 +205,8 @@ template <class T>
 void max_pool(const Windows& win, int64_t planes, int64_t in_h, int64_t in_w, const T* in, T* out, int64_t* indices) {
   const int64_t in_plane = in_h * in_w, out_plane = win.out_plane(), ow = win.x.size();
   const T lowest = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  // The columns [full_lo, full_hi) whose windows hold all kernel taps (none for adaptive windows, or
-  // for windows of more taps than an int32 tap number holds).
-  int64_t full_lo = 0, full_hi = 0;
-  if (win.x.kernel > 0 && double(win.x.kernel) * double(win.y.kernel) < 2147483647.0) {
-    while (full_lo < ow && win.x.taps[full_lo] != win.x.kernel) ++full_lo;
-    full_hi = full_lo;
-    while (full_hi < ow && win.x.taps[full_hi] == win.x.kernel) ++full_hi;
-  }
+  int64_t full_lo, full_hi;
+  std::tie(full_lo, full_hi) = full_columns(win);
   auto row_kernel = win.x.stride == 1   ? max_pool_row<T, 1>
                     : win.x.stride == 2 ? max_pool_row<T, 2>
                                         : max_pool_row<T, 0>;
@@ -255,14 +264,30 @@ template <class T>
 void avg_pool(const Windows& win, const AverageRule& rule, int64_t planes, int64_t in_h, int64_t in_w, const T* in,
               T* out) {
   const int64_t in_plane = in_h * in_w, out_plane = win.out_plane();
+  int64_t full_lo, full_hi;
+  std::tie(full_lo, full_hi) = full_columns(win);
   for_each_plane(planes, double(in_plane + out_plane) + double(win.taps_per_plane()), [&](int64_t p) {
     const T* src = in + p * in_plane;
     T* dst = out + p * out_plane;
+    std::vector<double> sums(full_hi - full_lo);
     for (int64_t oy = 0; oy < win.y.size(); ++oy)
       for (int64_t ox = 0; ox < win.x.size(); ++ox) {
+        // A window wholly in the padding gives 0, as PyTorch (it skips the division).
+        if (ox == full_lo && full_hi > full_lo && win.y.taps[oy] > 0) {
+          // Tap-major: each output's sum still takes its taps in the order below.
+          std::fill(sums.begin(), sums.end(), 0.0);
+          for (int64_t ty = 0; ty < win.y.taps[oy]; ++ty) {
+            const T* row = src + (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo];
+            for (int64_t tx = 0; tx < win.x.kernel; ++tx)
+              for (int64_t j = 0; j < full_hi - full_lo; ++j) sums[j] += double(row[tx + j * win.x.stride]);
+          }
+          const double divisor = rule.of(win, oy, full_lo);  // the same for every full column
+          for (int64_t j = 0; j < full_hi - full_lo; ++j) *dst++ = static_cast<T>(sums[j] / divisor);
+          ox = full_hi - 1;
+          continue;
+        }
         double sum = 0;
         for_each_tap(win.y, win.x, in_w, oy, ox, [&](int64_t at) { sum += double(src[at]); });
-        // A window wholly in the padding gives 0, as PyTorch (it skips the division).
         const bool empty_window = win.y.taps[oy] == 0 || win.x.taps[ox] == 0;
         *dst++ = empty_window ? T(0) : static_cast<T>(sum / rule.of(win, oy, ox));
       }
@@ -275,11 +300,27 @@ template <class T>
 void avg_pool_backward(const Windows& win, const AverageRule& rule, int64_t planes, int64_t in_h, int64_t in_w,
                        const T* grad, T* gin) {
   const int64_t in_plane = in_h * in_w, out_plane = win.out_plane();
+  // Windows that do not overlap along the row: tap-major over a row of full columns adds to each
+  // input in the same order as output by output (each input takes at most one output of the row).
+  int64_t full_lo, full_hi;
+  std::tie(full_lo, full_hi) = full_columns(win);
+  if (win.x.stride < win.x.kernel) full_lo = full_hi = 0;
   for_each_plane(planes, double(in_plane + out_plane) + double(win.taps_per_plane()), [&](int64_t p) {
-    std::vector<double> acc(in_plane, 0.0);
+    std::vector<double> acc(in_plane, 0.0), shares(full_hi - full_lo);
     const T* g = grad + p * out_plane;
     for (int64_t oy = 0; oy < win.y.size(); ++oy)
       for (int64_t ox = 0; ox < win.x.size(); ++ox) {
+        if (ox == full_lo && full_hi > full_lo) {
+          const double divisor = rule.of(win, oy, full_lo);
+          for (int64_t j = 0; j < full_hi - full_lo; ++j) shares[j] = double(*g++) / divisor;
+          for (int64_t ty = 0; ty < win.y.taps[oy]; ++ty) {
+            double* row = acc.data() + (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo];
+            for (int64_t tx = 0; tx < win.x.kernel; ++tx)
+              for (int64_t j = 0; j < full_hi - full_lo; ++j) row[tx + j * win.x.stride] += shares[j];
+          }
+          ox = full_hi - 1;
+          continue;
+        }
         const double share = double(*g++) / rule.of(win, oy, ox);
         for_each_tap(win.y, win.x, in_w, oy, ox, [&](int64_t at) { acc[at] += share; });
       }
