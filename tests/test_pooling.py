@@ -202,6 +202,11 @@ ERRORS = {  # id: program(lib) that PyTorch rejects
     "max1d kernel length": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 4), (1, 2)),
     "max1d pad": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 4), 3, padding=2),
     "max1d too small": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 2), 3),
+    # with indices, PyTorch checks ranks and lengths, then leaves the rest to max_pool2d (its messages)
+    "max1d indices rank": lambda t: t.nn.functional.max_pool1d(t.ones(2), 1, return_indices=True),
+    "max1d indices kernel length": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 4), (1, 2), return_indices=True),
+    "max1d indices pad": lambda t: t.nn.functional.max_pool1d_with_indices(t.ones(1, 1, 4), 3, padding=2),
+    "max1d indices too small": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 2), 3, return_indices=True),
     "avg2d pad": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 4, 4), 3, padding=2),
     "avg2d too small": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 2, 2), 3),
     "avg2d divisor": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 4, 4), 2, divisor_override=0),
@@ -211,6 +216,8 @@ ERRORS = {  # id: program(lib) that PyTorch rejects
     "avg1d too small": lambda t: t.nn.functional.avg_pool1d(t.ones(1, 1, 2), 3),
     "avg2d int32": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 4, 4, dtype=t.int32), 2),
     "adaptive avg2d rank": lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(2, 2), 2),
+    "adaptive avg2d tuple rank": lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(2, 2), (2, None)),
+    "adaptive max2d tuple rank": lambda t: t.nn.functional.adaptive_max_pool2d(t.ones(3), (2, 2)),
     "adaptive avg2d negative": lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(1, 2, 2), -1),
     "adaptive avg1d rank": lambda t: t.nn.functional.adaptive_avg_pool1d(t.ones(2), 1),
     "adaptive max2d rank": lambda t: t.nn.functional.adaptive_max_pool2d(t.ones(2, 2), 1),
@@ -304,3 +311,14 @@ def test_the_core_and_the_reference_give_the_same_bits(dtype):
             results.append(_run(lib, case, data, lambda shape: np.full(tuple(shape), 0.3, dtype))[0])
         for got, expected in zip(*results, strict=True):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_a_window_wholly_in_the_padding_gives_a_clear_error_in_backward(fg):
+    """A dilated window can miss the input entirely: as PyTorch, its value is -inf and its index the
+    first tap (outside the plane); PyTorch's backward then writes outside the gradient's plane, while
+    fastgrad's refuses the index."""
+    x = fg.ones(1, 2, 1, requires_grad=True)
+    out, indices = fg.nn.functional.max_pool1d(x, 3, padding=1, dilation=2, ceil_mode=True, return_indices=True)
+    assert to_numpy(out).tolist() == [[[-np.inf], [-np.inf]]] and to_numpy(indices).tolist() == [[[1], [1]]]
+    with pytest.raises(RuntimeError, match=r"^Found an invalid max index: 1 \(output volumes are of size 1x1\)"):
+        out.sum().backward()
