@@ -225,6 +225,14 @@ ERRORS = {  # id: program(lib) that PyTorch rejects
     "unpool bad index": lambda t: t.nn.functional.max_unpool2d(
         t.ones(1, 1, 2, 2), t.full((1, 1, 2, 2), 150, dtype=t.int64), 2
     ),
+    # an empty output takes no index (PyTorch checks none); its gradient's gather refuses them
+    "unpool empty output backward": lambda t: (
+        t.nn.functional.max_unpool2d(
+            t.ones(1, 1, 1, 1, requires_grad=True), t.zeros(1, 1, 1, 1, dtype=t.int64), 2, 1, 1
+        )
+        .sum()
+        .backward()
+    ),
     "unpool index dtype": lambda t: t.nn.functional.max_unpool2d(t.ones(1, 1, 2, 2), t.ones(1, 1, 2, 2), 2),
     "unpool index shape": lambda t: t.nn.functional.max_unpool2d(
         t.ones(1, 1, 2, 2), t.zeros(1, 1, 2, 1, dtype=t.int64), 2

@@ -329,9 +329,15 @@ void avg_pool_backward(const Windows& win, const AverageRule& rule, int64_t plan
   });
 }
 
+// PyTorch's errors for indices outside an h x w plane: it names the last invalid one (its kernel
+// writes the valid ones and keeps going), or, for an empty plane, the first.
 void check_plane_indices(const Tensor& indices, int64_t h, int64_t w) {
   const int64_t* idx = indices->data_as<int64_t>();
-  for (int64_t i = 0; i < indices->numel(); ++i)
+  const int64_t n = indices->numel();
+  // (PyTorch gathers from the planes flattened into one dim, the rank's second last.)
+  if (n > 0 && h * w == 0)
+    throw RuntimeError(cat("index ", idx[0], " is out of bounds for dimension ", indices->dim() - 2, " with size 0"));
+  for (int64_t i = n - 1; i >= 0; --i)
     if (idx[i] < 0 || idx[i] >= h * w)
       throw RuntimeError(cat("Found an invalid max index: ", idx[i], " (output volumes are of size ", h, "x", w, ")"));
 }
@@ -444,6 +450,20 @@ Tensor gather_planes(const Tensor& values, const Tensor& indices);
 // out (leading dims of `values`, h, w) = 0, then out[plane][indices[i]] = values[i] (added with
 // `accumulate`) for the elements i of each plane of `values` and `indices` (same shape). Recorded
 // under node_name; its gradient is the gather at the same indices.
+// scatter_planes's result in values' dtype, recorded under node_name (with the max pool's input
+// as a second edge when `self` is defined).
+Tensor finish_scatter(Tensor out, const Tensor& values, const Tensor& indices, const char* node_name,
+                      const Tensor& self) {
+  out = cast_values(out, values->dtype);
+  auto* node = self ? record<PlaneScatterBackward>(out, {&values, &self}, node_name)
+                    : record<PlaneScatterBackward>(out, {&values}, node_name);
+  if (node) {
+    node->save(indices);
+    if (self) node->self = InputMeta::of(self);
+  }
+  return out;
+}
+
 // A max pool's gradient passes the pool's input as `self` (an edge with a zero gradient); else undefined.
 Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, int64_t w, bool accumulate,
                       const char* node_name, const Tensor& self) {
@@ -451,6 +471,8 @@ Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, in
     throw RuntimeError("scatter_planes: expected values and int64 indices of the same shape");
   const DType computed = pooled_type(values, "max_unpool2d", false);
   Tensor out = empty(with_plane(values->shape, h, w), computed);
+  // Into empty planes nothing is written, and PyTorch checks no index.
+  if (h * w == 0) return finish_scatter(out, values, indices, node_name, self);
   Tensor v = cast_values(dense(values), computed), idx = dense(indices);
   check_plane_indices(idx, h, w);
   const int64_t planes = plane_count(values), in_plane = values->shape[values->dim() - 2] * values->shape.back();
@@ -466,14 +488,7 @@ Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, in
       for (int64_t i = 0; i < h * w; ++i) dst[p * h * w + i] = static_cast<T>(acc[i]);
     });
   });
-  out = cast_values(out, values->dtype);
-  auto* node = self ? record<PlaneScatterBackward>(out, {&values, &self}, node_name)
-                    : record<PlaneScatterBackward>(out, {&values}, node_name);
-  if (node) {
-    node->save(indices);
-    if (self) node->self = InputMeta::of(self);
-  }
-  return out;
+  return finish_scatter(out, values, indices, node_name, self);
 }
 
 // out[i] = values[plane][indices[i]] for the elements i of each plane of `indices`: the gradient of
