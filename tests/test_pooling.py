@@ -202,6 +202,11 @@ ERRORS = {  # id: program(lib) that PyTorch rejects
     "max1d kernel length": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 4), (1, 2)),
     "max1d pad": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 4), 3, padding=2),
     "max1d too small": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 2), 3),
+    # with indices, PyTorch checks ranks and lengths, then leaves the rest to max_pool2d (its messages)
+    "max1d indices rank": lambda t: t.nn.functional.max_pool1d(t.ones(2), 1, return_indices=True),
+    "max1d indices kernel length": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 4), (1, 2), return_indices=True),
+    "max1d indices pad": lambda t: t.nn.functional.max_pool1d_with_indices(t.ones(1, 1, 4), 3, padding=2),
+    "max1d indices too small": lambda t: t.nn.functional.max_pool1d(t.ones(1, 1, 2), 3, return_indices=True),
     "avg2d pad": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 4, 4), 3, padding=2),
     "avg2d too small": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 2, 2), 3),
     "avg2d divisor": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 4, 4), 2, divisor_override=0),
@@ -211,12 +216,22 @@ ERRORS = {  # id: program(lib) that PyTorch rejects
     "avg1d too small": lambda t: t.nn.functional.avg_pool1d(t.ones(1, 1, 2), 3),
     "avg2d int32": lambda t: t.nn.functional.avg_pool2d(t.ones(1, 1, 4, 4, dtype=t.int32), 2),
     "adaptive avg2d rank": lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(2, 2), 2),
+    "adaptive avg2d tuple rank": lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(2, 2), (2, None)),
+    "adaptive max2d tuple rank": lambda t: t.nn.functional.adaptive_max_pool2d(t.ones(3), (2, 2)),
     "adaptive avg2d negative": lambda t: t.nn.functional.adaptive_avg_pool2d(t.ones(1, 2, 2), -1),
     "adaptive avg1d rank": lambda t: t.nn.functional.adaptive_avg_pool1d(t.ones(2), 1),
     "adaptive max2d rank": lambda t: t.nn.functional.adaptive_max_pool2d(t.ones(2, 2), 1),
     "adaptive max2d empty": lambda t: t.nn.functional.adaptive_max_pool2d(t.ones(1, 2, 0, 3), 1),
     "unpool bad index": lambda t: t.nn.functional.max_unpool2d(
         t.ones(1, 1, 2, 2), t.full((1, 1, 2, 2), 150, dtype=t.int64), 2
+    ),
+    # an empty output takes no index (PyTorch checks none); its gradient's gather refuses them
+    "unpool empty output backward": lambda t: (
+        t.nn.functional.max_unpool2d(
+            t.ones(1, 1, 1, 1, requires_grad=True), t.zeros(1, 1, 1, 1, dtype=t.int64), 2, 1, 1
+        )
+        .sum()
+        .backward()
     ),
     "unpool index dtype": lambda t: t.nn.functional.max_unpool2d(t.ones(1, 1, 2, 2), t.ones(1, 1, 2, 2), 2),
     "unpool index shape": lambda t: t.nn.functional.max_unpool2d(
@@ -285,3 +300,33 @@ def test_unpool_modules_invert_the_pool_as_pytorch(fg, torch):
     assert results[0][:2] == results[1][:2]
     for got, expected in zip(results[0][2:], results[1][2:], strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+BITWISE = ["max2d 3x3 s2 p1", "max2d dilation", "avg2d ceil", "avg2d pad exclude", "adaptive avg2d", "adaptive max2d"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_core_and_the_reference_give_the_same_bits(dtype):
+    """Both take each window's sum in double in the same order and round once (the core's tap-major
+    rows too), so values and gradients agree to the bit."""
+    import fastgrad
+    import fastgrad.reference
+
+    for case in BITWISE:
+        data = rng_for("bitwise", case, dtype).uniform(-2, 2, size=CASES[case][1]).astype(dtype)
+        results = []
+        for lib in (fastgrad, fastgrad.reference):
+            results.append(_run(lib, case, data, lambda shape: np.full(tuple(shape), 0.3, dtype))[0])
+        for got, expected in zip(*results, strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_a_window_wholly_in_the_padding_gives_a_clear_error_in_backward(fg):
+    """A dilated window can miss the input entirely: as PyTorch, its value is -inf and its index the
+    first tap (outside the plane); PyTorch's backward then writes outside the gradient's plane, while
+    fastgrad's refuses the index."""
+    x = fg.ones(1, 2, 1, requires_grad=True)
+    out, indices = fg.nn.functional.max_pool1d(x, 3, padding=1, dilation=2, ceil_mode=True, return_indices=True)
+    assert to_numpy(out).tolist() == [[[-np.inf], [-np.inf]]] and to_numpy(indices).tolist() == [[[1], [1]]]
+    with pytest.raises(RuntimeError, match=r"^Found an invalid max index: 1 \(output volumes are of size 1x1\)"):
+        out.sum().backward()

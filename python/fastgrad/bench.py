@@ -408,6 +408,54 @@ def _mlp_784(make, forward_only=False):
     return lambda lib, rng: make(lib, rng, (784, 256, 10), 64, forward_only)
 
 
+# --- the cnn group (issue 16) ----------------------------------------------------------------------
+
+
+# pooling rows: the pool of a float32 (64, 16, 28, 28) batch (a LeNet/MNIST-sized activation), forward
+# and backward of the sum of its output, or the forward alone without grad
+POOL_SHAPE = (64, 16, 28, 28)
+POOLS = {
+    "max_pool2d 2x2": lambda F, x: F.max_pool2d(x, 2),
+    "max_pool2d 3x3 s2 p1": lambda F, x: F.max_pool2d(x, 3, 2, 1),
+    "avg_pool2d 2x2": lambda F, x: F.avg_pool2d(x, 2),
+    "adaptive_avg_pool2d 7x7": lambda F, x: F.adaptive_avg_pool2d(x, 7),
+}
+
+
+def pool_step(pool, backward):
+    def make(lib, rng):
+        data = rng.standard_normal(POOL_SHAPE).astype(np.float32)
+        x = lib.tensor(data, requires_grad=backward)
+        F = lib.nn.functional
+
+        def forward_backward():
+            POOLS[pool](F, x).sum().backward()
+            x.grad = None
+
+        def forward():
+            with lib.no_grad():
+                return POOLS[pool](F, x)
+
+        return forward_backward if backward else forward
+
+    return make
+
+
+def pool_rows():
+    shape = "x".join(map(str, POOL_SHAPE))
+    return [
+        (
+            f"{pool} {'forward+backward' if backward else 'forward no_grad'} {shape}",
+            pool_step(pool, backward),
+            None,
+            None,
+            ("fastgrad", "torch"),
+        )  # fmt: skip
+        for pool in POOLS
+        for backward in (True, False)
+    ]
+
+
 # name -> [(row name, make(lib, rng) -> fn, work, unit, backends)]
 NUMPY_TOO = ("fastgrad", "torch", "numpy", "reference")
 NO_NUMPY = ("fastgrad", "torch", "reference")
@@ -453,7 +501,7 @@ def groups(quick):
             for n in ((256, 1024) if quick else (256, 1024, 4096))
         ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
-        "cnn": norm_rows(),
+        "cnn": pool_rows() + norm_rows(),
     }
 
 

@@ -177,21 +177,31 @@ def _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode):
     return k, s, p, d
 
 
-def _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode):
+def _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, with_indices):
+    """PyTorch's max_pool1d checks its arguments itself (with its own messages); its
+    max_pool1d_with_indices (also max_pool1d's return_indices) checks their ranks and lengths, and
+    leaves the rest to max_pool2d on the unsqueezed input."""
     _check_tensor(input, "max_pool1d")
-    k, s, p, d = _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
-    out, indices = _prims.max_pool2d(input.unsqueeze(-2), 1, k, 1, s, 0, p, 1, d, bool(ceil_mode))
+    if not with_indices:
+        k, s, p, d = _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+        out, indices = _prims.max_pool2d(input.unsqueeze(-2), 1, k, 1, s, 0, p, 1, d, bool(ceil_mode))
+        return out.squeeze(-2), indices.squeeze(-2)
+    _check_dim_range(input, "max_pool1d", 2, 4)
+    k = _one_int(kernel_size, "max_pool1d", "kernel_size")
+    s = k if stride is None or _int_list(stride) == [] else _one_int(stride, "max_pool1d", "stride")
+    p, d = _one_int(padding, "max_pool1d", "padding"), _one_int(dilation, "max_pool1d", "dilation")
+    out, indices = _max_pool2d(input.unsqueeze(-2), (1, k), (1, s), (0, p), (1, d), ceil_mode)
     return out.squeeze(-2), indices.squeeze(-2)
 
 
 def max_pool1d_with_indices(
     input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False
 ):
-    return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out = _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    out = _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     return out if return_indices else out[0]
 
 
@@ -248,8 +258,12 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def _adaptive_output_size(input, output_size, dims):
-    """output_size as `dims` ints; None entries (2-D) keep the input's size."""
-    sizes = list(output_size) if isinstance(output_size, (tuple, list)) else [output_size] * dims
+    """output_size as `dims` ints; None entries keep the input's size (PyTorch's _list_with_default)."""
+    if not isinstance(output_size, (tuple, list)):
+        return [operator.index(output_size)] * dims
+    sizes = list(output_size)
+    if input.dim() <= len(sizes):
+        raise ValueError(f"Input dimension should be at least {len(sizes) + 1}")
     return [input.shape[d - len(sizes)] if v is None else operator.index(v) for d, v in enumerate(sizes)]
 
 

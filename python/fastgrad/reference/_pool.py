@@ -117,7 +117,13 @@ def _check_pooled_type(x, kernel, integers):
 
 
 def _check_plane_indices(indices, h, w):
-    for i in read(indices):
+    """PyTorch's errors for indices outside an h x w plane: it names the last invalid one (its kernel
+    writes the valid ones and keeps going), or, for an empty plane, the first."""
+    values = read(indices)
+    if values and h * w == 0:
+        # (PyTorch gathers from the planes flattened into one dim, the rank's second last.)
+        raise RuntimeError(f"index {values[0]} is out of bounds for dimension {indices.dim() - 2} with size 0")
+    for i in reversed(values):
         if not 0 <= i < h * w:
             raise RuntimeError(f"Found an invalid max index: {i} (output volumes are of size {h}x{w})")
 
@@ -134,11 +140,12 @@ class _ScatterPlanes(Function):
         if values.dim() < 2 or indices._shape != values._shape or indices._dtype is not int64:
             raise RuntimeError("scatter_planes: expected values and int64 indices of the same shape")
         _check_pooled_type(values, "max_unpool2d", False)
-        _check_plane_indices(indices, h, w)
+        if h * w:  # into empty planes nothing is written, and PyTorch checks no index
+            _check_plane_indices(indices, h, w)
         vs, at = read(values), read(indices)
         plane = values._shape[-2] * values._shape[-1]
         out = []
-        for p in range(_planes(values._shape)):
+        for p in range(_planes(values._shape) if h * w else 0):
             acc = [0.0] * (h * w)
             for i in range(p * plane, (p + 1) * plane):
                 acc[at[i]] = acc[at[i]] + vs[i] if accumulate else float(vs[i])
