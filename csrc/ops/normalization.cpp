@@ -19,6 +19,7 @@
 // the checks here only keep direct calls from reading out of bounds.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -52,31 +53,65 @@ int64_t grain_for(int64_t elements_each) {
   return std::max<int64_t>(1, kParallelElements / std::max<int64_t>(1, elements_each));
 }
 
-// Two sums over rows of elements, in kLanes independent chains (see the top comment): each block of
-// up to kBlock elements is summed in T (so that the loop vectorizes), and the block's lanes are then
-// added in double (so a long row loses no more than a block's rounding).
+// The two sums of a pass over the elements i of a unit u: of a = p[i] - s1[u] and of a * (q[i] -
+// s2[u]). The statistics: p = q = x, s1 = s2 = the unit's shift; the backward: p = dy, s1 = 0,
+// q = x, s2 = the unit's mean.
+template <class T>
+struct SumTerms {
+  const T *p, *s1, *q, *s2;
+  std::pair<T, T> at(int64_t i, int64_t u) const {
+    const T a = p[i] - s1[u];
+    return {a, a * (q[i] - s2[u])};
+  }
+};
+
+// The sums over rows of elements, in kLanes independent chains (see the top comment): each block
+// of up to kBlock elements is summed in T, in 16-byte vectors (the baseline's width; written as
+// vectors because the compiler keeps lane arrays in memory), and the block's lanes are then added
+// in double (so a long row loses no more than a block's rounding).
 constexpr int kLanes = 8;
 constexpr int64_t kBlock = 128;
+// 16 bytes of T as one vector (GCC's and Clang's vector extension).
+template <class T>
+struct Vector16;
+template <>
+struct Vector16<float> {
+  typedef float type __attribute__((vector_size(16)));
+};
+template <>
+struct Vector16<double> {
+  typedef double type __attribute__((vector_size(16)));
+};
+
 template <class T>
 struct LaneSums {
+  using Vec = typename Vector16<T>::type;
+  static constexpr int kWidth = 16 / sizeof(T), kVectors = kLanes / kWidth;
   double first[kLanes] = {}, second[kLanes] = {};
-  // Adds term(i) = (a, b) for i in [begin, begin + len).
-  template <class F>
-  void add(F& term, int64_t begin, int64_t len) {
+  // Adds the terms of unit u's elements [begin, begin + len).
+  void add(const SumTerms<T>& t, int64_t u, int64_t begin, int64_t len) {
+    const T s1 = t.s1[u], s2 = t.s2[u];
+    const T *p = t.p + begin, *q = t.q + begin;
     for (int64_t block = 0; block < len; block += kBlock) {
       const int64_t end = std::min(len, block + kBlock);
-      T a[kLanes] = {}, b[kLanes] = {};
+      Vec a[kVectors] = {}, b[kVectors] = {};
       int64_t i = block;
       for (; i + kLanes <= end; i += kLanes)
-        for (int l = 0; l < kLanes; ++l) {
-          auto [u, v] = term(begin + i + l);
-          a[l] += u, b[l] += v;
+        for (int v = 0; v < kVectors; ++v) {
+          Vec x, y;
+          std::memcpy(&x, p + i + v * kWidth, sizeof(Vec));
+          std::memcpy(&y, q + i + v * kWidth, sizeof(Vec));
+          const Vec d = x - s1;
+          a[v] += d, b[v] += d * (y - s2);
         }
+      T lane_a[kLanes], lane_b[kLanes];
+      std::memcpy(lane_a, a, sizeof(a));
+      std::memcpy(lane_b, b, sizeof(b));
       for (int l = 0; i < end; ++i, ++l) {
-        auto [u, v] = term(begin + i);
-        a[l] += u, b[l] += v;
+        auto [da, db] = t.at(begin + i, u);
+        lane_a[l] += da, lane_b[l] += db;
       }
-      for (int l = 0; l < kLanes; ++l) first[l] += double(a[l]), second[l] += double(b[l]);
+      for (int l = 0; l < kLanes; ++l) first[l] += double(lane_a[l]), second[l] += double(lane_b[l]);
     }
   }
   std::pair<double, double> totals() const {
@@ -86,37 +121,37 @@ struct LaneSums {
   }
 };
 
-// Per channel c: the sums over its N * S elements of term(offset, c) = (a, b).
-template <class T, class F>
-void per_channel_sums(const Planes& p, F&& term, double* first, double* second) {
+// Per channel c: the sums of the terms over its N * S elements (unit c).
+template <class T>
+void per_channel_sums(const Planes& p, const SumTerms<T>& t, double* first, double* second) {
   if (p.s == 1) {  // (N, C): each row's channels side by side, one chain per channel (vectorizes across them)
     std::fill(first, first + p.c, 0.0);
     std::fill(second, second + p.c, 0.0);
     for (int64_t n = 0; n < p.n; ++n)
       for (int64_t c = 0; c < p.c; ++c) {
-        auto [a, b] = term(n * p.c + c, c);
+        auto [a, b] = t.at(n * p.c + c, c);
         first[c] += double(a), second[c] += double(b);
       }
     return;
   }
   parallel_for(0, p.c, grain_for(p.n * p.s), [&](int64_t lo, int64_t hi) {
     for (int64_t c = lo; c < hi; ++c) {
-      auto of_channel = [&](int64_t i) { return term(i, c); };
       LaneSums<T> lanes;
-      for (int64_t n = 0; n < p.n; ++n) lanes.add(of_channel, (n * p.c + c) * p.s, p.s);
+      for (int64_t n = 0; n < p.n; ++n) lanes.add(t, c, (n * p.c + c) * p.s, p.s);
       std::tie(first[c], second[c]) = lanes.totals();
     }
   });
 }
 
-// Per row r of `rows` contiguous rows of `len` elements: the sums of term(offset, r) = (a, b).
-template <class T, class F>
-void per_row_sums(int64_t rows, int64_t len, F&& term, double* first, double* second) {
+// Per row r of `rows` contiguous rows of `len` elements: the sums of the terms of unit
+// r / rows_per_unit over the row.
+template <class T>
+void per_row_sums(int64_t rows, int64_t len, int64_t rows_per_unit, const SumTerms<T>& t, double* first,
+                  double* second) {
   parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
-      auto of_row = [&](int64_t i) { return term(i, r); };
       LaneSums<T> lanes;
-      lanes.add(of_row, r * len, len);
+      lanes.add(t, r / rows_per_unit, r * len, len);
       std::tie(first[r], second[r]) = lanes.totals();
     }
   });
@@ -278,9 +313,8 @@ GradList NativeBatchNormBackward0::apply(GradList&& grads) {
     const std::vector<double> mean = values_of<T>(saved_mean), invstd = values_of<T>(saved_invstd);
     const T* centre = saved_mean->data_as<T>();  // the mean as the sums' terms use it
     std::vector<double> sum_dy(p.c), sum_dy_xmu(p.c);
-    per_channel_sums<T>(
-        p, [&](int64_t i, int64_t c) { return std::pair{g[i], g[i] * (xs[i] - centre[c])}; }, sum_dy.data(),
-        sum_dy_xmu.data());
+    const std::vector<T> no_shift(p.c, T(0));
+    per_channel_sums<T>(p, {g, no_shift.data(), xs, centre}, sum_dy.data(), sum_dy_xmu.data());
     const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
     const T* w = weight ? w_dense->data_as<T>() : nullptr;
     if (needs_input_grad(0)) {
@@ -331,13 +365,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
       std::vector<double> sum(p.c), squares(p.c), var(p.c);
       if (count > 0)
         for (int64_t c = 0; c < p.c; ++c) shift[c] = xs[c * p.s];
-      per_channel_sums<T>(
-          p,
-          [&](int64_t i, int64_t c) {
-            const T d = xs[i] - shift[c];
-            return std::pair{d, d * d};
-          },
-          sum.data(), squares.data());
+      per_channel_sums<T>(p, {xs, shift.data(), xs, shift.data()}, sum.data(), squares.data());
       finish_moments(p.c, std::max<int64_t>(count, 1), shift.data(), sum.data(), squares.data(), eps, mean.data(),
                      invstd.data(), var.data());
       if (count > 0) {  // an empty batch leaves the running stats as they are, as PyTorch's
@@ -402,10 +430,8 @@ GradList NativeGroupNormBackward0::apply(GradList&& grads) {
     const T* centre = saved_mean->data_as<T>();  // the mean as the sums' terms use it
     // Per (n, c) plane: the sums of dy and dy * (x - mean of its group).
     std::vector<double> sum_dy(p.n * p.c), sum_dy_xmu(p.n * p.c);
-    per_row_sums<T>(
-        p.n * p.c, p.s,
-        [&](int64_t i, int64_t plane) { return std::pair{g[i], g[i] * (xs[i] - centre[plane / per_group])}; },
-        sum_dy.data(), sum_dy_xmu.data());
+    const std::vector<T> no_shift(units, T(0));
+    per_row_sums<T>(p.n * p.c, p.s, per_group, {g, no_shift.data(), xs, centre}, sum_dy.data(), sum_dy_xmu.data());
     const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
     const T* w = weight ? w_dense->data_as<T>() : nullptr;
     if (needs_input_grad(0)) {
@@ -461,13 +487,7 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     std::vector<double> sum(units), squares(units), mean(units), invstd(units);
     if (group_size > 0)
       for (int64_t u = 0; u < units; ++u) shift[u] = xs[u * group_size];
-    per_row_sums<T>(
-        units, group_size,
-        [&](int64_t i, int64_t u) {
-          const T d = xs[i] - shift[u];
-          return std::pair{d, d * d};
-        },
-        sum.data(), squares.data());
+    per_row_sums<T>(units, group_size, 1, {xs, shift.data(), xs, shift.data()}, sum.data(), squares.data());
     finish_moments(units, std::max<int64_t>(group_size, 1), shift.data(), sum.data(), squares.data(), eps, mean.data(),
                    invstd.data(), nullptr);
     // y = x * scale + shift per (n, c): scale = invstd[n, g] * w[c], shift = b[c] - mean[n, g] * scale
