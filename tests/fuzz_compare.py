@@ -191,6 +191,17 @@ DIFFERENCES = [
         ),
     ),
     (
+        "the same composed losses have a second derivative (that of their tensor ops), where PyTorch's fused "
+        "backward of some (multi_margin_loss, multilabel_margin_loss) has none: 'derivative for "
+        "aten::multi_margin_loss_backward is not implemented'",
+        lambda program, ours, theirs: (
+            ours.error is None
+            and _raised_at(theirs, "_backward is not implemented")
+            and theirs.error[0] == "backward"
+            and any(op.template.startswith(COMPOSED_FUNCTIONS) for op in program.ops)
+        ),
+    ),
+    (
         "an op on a view made under no_grad whose memory was written since, when the op also has another error (a "
         "dtype it refuses): PyTorch reports the view first (its autograd layer runs before the kernel), fastgrad the "
         "other error",
