@@ -181,7 +181,7 @@ def render_package():
         "__version__: str",
         "",
     ]
-    imports, declarations = [], []  # imports first: a stub is a module too (E402)
+    imports, constants, declarations = [], [], []  # imports first: a stub is a module too (E402)
     for name in sorted(n for n in dir(fastgrad) if not n.startswith("_")):
         value = getattr(fastgrad, name)
         if isinstance(value, types.ModuleType):
@@ -192,9 +192,11 @@ def render_package():
             imports.append(f"from {defining_module(name, value)} import {name} as {name}")
         elif isinstance(value, type):  # made in a loop: the legacy types (FloatTensor(2, 3) is a Tensor)
             declarations.append(f"class {name}(_Tensor): ...")
+        elif isinstance(value, float):  # the constants e, inf, nan, pi
+            constants.append(f"{name}: float")
         else:
             declarations.append(f"def {name}({parameters(value, bound=False)}) -> Any: ...")
-    lines += imports + [""] + declarations
+    lines += imports + [""] + constants + [""] + declarations
     return "\n".join(lines) + "\n"
 
 

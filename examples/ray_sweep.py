@@ -17,7 +17,6 @@ Ray instance with one worker per core: the script runs unchanged on this machine
 """
 
 import itertools
-import os
 import time
 
 import fastgrad

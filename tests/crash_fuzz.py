@@ -363,6 +363,9 @@ def targets():
         (fg.viz, "fg.viz"),
     ]:
         found += [(f"{path}.{name}", obj, "") for name, obj in _public_callables(module)]
+    # the pooling functions nn.functional re-exports from its own file
+    pooling = fg.nn._functional_pooling.__all__
+    found += [(f"fg.nn.functional.{name}", obj, "") for name, obj in _public_callables(fg.nn.functional, pooling)]
     for name in ["backward", "grad", "gradcheck", "gradgradcheck"]:
         found.append((f"fg.autograd.{name}", getattr(fg.autograd, name), ""))
     for name in ["SGD", "Adam", "AdamW"]:

@@ -315,6 +315,7 @@ op("{a}.nanquantile(0.25, interpolation={i})", a=tensor(), i=options("'lower'", 
 op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
 op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))
 op("torch.argsort({a}, {d}, descending=True)", a=tensor(ANY), d=dim("a"))
+op("torch.msort({a})", a=tensor(ANY))
 op("torch.topk({a}, {k}, {d}).values", a=tensor(NUM), k=options("0", "1", "2", "3"), d=dim("a"))
 op("{a}.topk({k}, largest=False)[1]", a=tensor(NUM), k=options("1", "2"))
 op("{a}.kthvalue({k}, {d}).values", a=tensor(NUM), k=options("1", "2", "3"), d=dim("a"))
@@ -704,6 +705,25 @@ op("torch.nn.functional.unfold({a}, {options})", a=tensor(rank=4),
 op("torch.nn.functional.fold(torch.nn.functional.unfold({a}, 2{options}), {a}.shape[-2:], 2{options})",
    a=tensor(rank=4), options=options("", ", stride=2", ", padding=1"))  # fmt: skip
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
+# pooling (issue 16): many drawn shapes are too small for the window (PyTorch's errors); a window's
+# maximum may be tied, where the gradient takes PyTorch's first-maximum convention
+op("torch.nn.functional.max_pool2d({a}{options})", a=tensor(rank=(3, 4)), smooth=False,
+   options=options(", 2", ", 3, 2, 1", ", (2, 1), ceil_mode=True", ", 2, 1, dilation=2"))  # fmt: skip
+op("torch.nn.functional.max_pool1d({a}{options})", a=tensor(rank=(2, 3)), smooth=False,
+   options=options(", 2", ", 3, 2, 1, ceil_mode=True", ", 2, dilation=2"))  # fmt: skip
+op("torch.nn.functional.avg_pool2d({a}{options})", a=tensor(rank=(3, 4)),
+   options=options(", 2", ", 3, 2, 1", ", 3, 2, 1, ceil_mode=True, count_include_pad=False",
+                   ", 2, divisor_override=3"))  # fmt: skip
+op("torch.nn.functional.avg_pool1d({a}{options})", a=tensor(rank=(2, 3)), options=options(", 2", ", 3, 2, 1, True"))
+op("torch.nn.functional.adaptive_avg_pool2d({a}, {size})", a=tensor(rank=(3, 4)),
+   size=options("1", "2", "(3, 2)", "(None, 1)"))  # fmt: skip
+op("torch.nn.functional.adaptive_max_pool2d({a}, {size})", a=tensor(rank=(3, 4)), smooth=False,
+   size=options("1", "2", "(3, 2)"))  # fmt: skip
+op("torch.nn.functional.adaptive_avg_pool1d({a}, {size})", a=tensor(rank=(2, 3)), size=options("1", "3"))
+op("torch.nn.functional.adaptive_max_pool1d({a}, {size})", a=tensor(rank=(2, 3)), smooth=False,
+   size=options("1", "3"))  # fmt: skip
+op("torch.nn.functional.max_unpool2d(*torch.nn.functional.max_pool2d({a}, 2, return_indices=True), 2)",
+   a=tensor(rank=(3, 4)), smooth=False)  # fmt: skip
 
 
 # scatter/gather/index family (issue 13): sources drawn by gather/index_select have the index's shape

@@ -302,6 +302,33 @@ case(
     layouts=LAYOUTS[:2],
 )
 case(
+    "F.max_pool2d(3,2,1,ceil)",
+    lambda m, x: m.nn.functional.max_pool2d(x, 3, 2, 1, ceil_mode=True),
+    [(2, 3, 5, 6)],
+    "MaxPool2DWithIndicesBackward0",
+)
+case("F.max_pool1d(2,dilation)", lambda m, x: m.nn.functional.max_pool1d(x, 2, 1, dilation=2), X3, "SqueezeBackward1")
+case(
+    "F.avg_pool2d(3,2,1,exclude pad)",
+    lambda m, x: m.nn.functional.avg_pool2d(x, 3, 2, 1, count_include_pad=False),
+    [(2, 3, 5, 6)],
+    "AvgPool2DBackward0",
+)
+case("F.avg_pool1d(2)", lambda m, x: m.nn.functional.avg_pool1d(x, 2), X3, "SqueezeBackward1", layouts=LAYOUTS[:2])
+case(
+    "F.adaptive_avg_pool2d((3,2))",
+    lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 2)),
+    [(2, 3, 5, 4)],
+    "AdaptiveAvgPool2DBackward0",
+)
+case(
+    "F.adaptive_max_pool2d(unbatched)",
+    lambda m, x: m.nn.functional.adaptive_max_pool2d(x, 2),
+    X3,
+    "AdaptiveMaxPool2DBackward0",
+    layouts=LAYOUTS[:2],
+)
+case(
     "F.conv_transpose2d(stride,output_padding,groups)",
     lambda m, x, w, b: m.nn.functional.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1, groups=2),
     [(2, 4, 3, 3), (4, 1, 2, 2), (2,)],
@@ -361,6 +388,8 @@ for _name, _fn, _grad_fn in [
     ("sort().values", lambda m, x: x.sort().values, "SortBackward0"),
     ("torch.sort(x,0,descending)[0]", lambda m, x: m.sort(x, 0, descending=True)[0], "SortBackward0"),
     ("sort(dim=1,stable)", lambda m, x: x.sort(dim=1, stable=True).values, "SortBackward1"),
+    ("torch.msort", lambda m, x: m.msort(x), "SortBackward0"),
+    ("msort()", lambda m, x: x.msort(), "SortBackward0"),
     ("topk(2).values", lambda m, x: x.topk(2).values, "TopkBackward0"),
     ("torch.topk(x,2,0,largest=False)[0]", lambda m, x: m.topk(x, 2, 0, largest=False)[0], "TopkBackward0"),
     ("topk(3,dim=1)", lambda m, x: x.topk(3, dim=1).values, "TopkBackward0"),

@@ -18,6 +18,23 @@ def test_demo_learns_the_spiral(capsys):
     assert "fastgrad.reference" in out and "x faster" in out
 
 
+def test_demo_cnn_learns_the_bars(capsys):
+    accuracy, losses = demo.main(["--model", "cnn", "--epochs", "5", "--compare-steps", "0"])
+    out = capsys.readouterr().out
+    assert accuracy > 0.95 and losses[-1] < losses[0] / 10
+    assert "CNN conv 8-pool-conv 16-pool-64-3" in out and "epoch   5/5" in out and "x faster" not in out
+
+
+def test_cnn_training_runs_the_same_on_the_reference():
+    x, y = demo.bars(images_per_class=10, seed=1)
+    assert x.shape == (30, 1, 12, 12) and np.bincount(y).tolist() == [10, 10, 10]
+    results = [
+        demo.train(m, x, y, epochs=1, hidden=8, seed=3, model="cnn", batch_size=10)[1]
+        for m in (fastgrad, fastgrad.reference)
+    ]
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-4)
+
+
 def test_training_runs_the_same_on_the_reference():
     x, y = demo.spiral(points_per_class=100, seed=1)
     results = [demo.train(m, x, y, epochs=2, hidden=8, seed=3)[1] for m in (fastgrad, fastgrad.reference)]
@@ -42,7 +59,16 @@ def test_command_line_prints_plain_lines_when_not_a_terminal(tmp_path):
     assert (tmp_path / "demo.png").exists() or "matplotlib is not installed" in run.stdout
 
 
-@pytest.mark.parametrize("args", [["--epochs", "0"], ["--backend", "numpy"], ["--hidden", "-3"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--epochs", "0"],
+        ["--backend", "numpy"],
+        ["--hidden", "-3"],
+        ["--model", "rnn"],
+        ["--model", "cnn", "--plot", "x"],
+    ],
+)
 def test_bad_options_are_refused(args):
     with pytest.raises(SystemExit) as e:
         demo.main(args)

@@ -3,6 +3,7 @@ vectors, grids, splits, stacks, diff): what the op cases of tests/op_cases.py do
 PyTorch on both backends: views and copies, the several results of one call, the argument forms,
 second derivatives through the ops' own nodes, and errors."""
 
+import importlib
 import warnings
 
 import numpy as np
@@ -287,3 +288,30 @@ def test_errors_match_torch(fg, torch, call):
 @pytest.mark.parametrize("shape", [(2,), (2, 2)])
 def test_trace_refuses_bools_before_checking_the_dim(fg, torch, shape):
     same_error(fg, torch, lambda m: m.trace(m.zeros(shape, dtype=m.bool)))
+
+
+VIEW_OR_NOT = {
+    "view": lambda x: x.view(6),
+    "t": lambda x: x.t(),
+    "index": lambda x: x[1],
+    "view of a view": lambda x: x.t()[0],
+    "expand": lambda x: x[:1].expand(3, 3),
+    "add": lambda x: x + 1,
+    "clone": lambda x: x.clone(),
+    "detach": lambda x: x.detach(),
+    "reshape that copies": lambda x: x.t().reshape(6),
+}
+
+
+@pytest.mark.parametrize("make", VIEW_OR_NOT.values(), ids=VIEW_OR_NOT.keys())
+@pytest.mark.parametrize("backend", ["fastgrad", "fastgrad.reference"])
+def test_base_and_is_view_as_pytorch(torch, backend, make):
+    """_base is the tensor owning a view's memory (the base of a view of a view too), None otherwise;
+    a reshape that has to copy returns the copy, not a view of it (UnsafeViewBackward0)."""
+    m = importlib.import_module(backend)
+    flags = []
+    for lib in (torch, m):
+        base = lib.arange(6.0, requires_grad=True).reshape(2, 3)  # a view of arange's result
+        y = make(base)
+        flags.append((y._is_view(), y._base is base._base if y._is_view() else y._base, y.requires_grad))
+    assert flags[1] == flags[0]

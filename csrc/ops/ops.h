@@ -355,4 +355,21 @@ Tensor unfold_blocks(const Tensor& input, const std::array<int64_t, 2>& kernel, 
 Tensor fold_blocks(const Tensor& input, const std::array<int64_t, 2>& output_size, const std::array<int64_t, 2>& kernel,
                    const ConvParams& params);
 
+// ---- pooling (ops/pool.cpp) over the last two dims of a (C, H, W) or (N, C, H, W) input; a 1-D
+// pool is the caller's height-1 case. float32 and float64 (float16 and bfloat16 computed in
+// float32); max pooling also int64 (and the integer types computed in it). The max pools return
+// (values, int64 indices into each H x W plane), as PyTorch. PyTorch's argument checks are the
+// caller's (nn/functional.py).
+struct PoolParams {
+  int64_t kernel[2], stride[2], padding[2], dilation[2];
+  bool ceil_mode;
+};
+std::pair<Tensor, Tensor> max_pool2d(const Tensor& x, const PoolParams& params);
+std::pair<Tensor, Tensor> adaptive_max_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+// divisor_override 0: none. The dilation is 1.
+Tensor avg_pool2d(const Tensor& x, const PoolParams& params, bool count_include_pad, int64_t divisor_override);
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+// Each plane of x written into a zero plane of out_h x out_w at its indices (max pooling's).
+Tensor max_unpool2d(const Tensor& x, const Tensor& indices, int64_t out_h, int64_t out_w);
+
 }  // namespace fg

@@ -111,7 +111,7 @@ Tensor unsafe_view(const Tensor& x, const Shape& shape) {
 Tensor reshape(const Tensor& x, const Shape& requested) {
   Shape shape = infer_shape(requested, x->numel());
   if (view_strides(x, shape)) return view(x, shape);
-  return view(clone(x), shape);
+  return unsafe_view(clone(x), shape);  // as PyTorch: the copy is nobody else's, so not a view
 }
 
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {

@@ -367,6 +367,9 @@ void bind_tensor(py::module_& m) {
                                  throw RuntimeError("Inference tensors do not track version counter.");
                                return t->version();
                              })
+      // A view's base: the tensor that owns its memory (None for a tensor that is not a view).
+      .def_property_readonly("_base", [](const Tensor& t) { return t->view_base; })
+      .def("_is_view", [](const Tensor& t) { return bool(t->view_base); })
       .def("is_inference", [](const Tensor& t) { return t->storage->inference(); })
       .def_property_readonly("output_nr", [](const Tensor& t) { return t->output_nr; })
       .def("dim", [](const Tensor& t) { return t->dim(); })
@@ -789,6 +792,24 @@ void bind_tensor(py::module_& m) {
     };
     const Tensor b = bias.value_or(Tensor());
     return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params) : op(input, weight, b, params);
+  });
+  // pooling (ops/pool.cpp): the max pools return (values, indices)
+  m.def("max_pool2d", [](const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         int64_t dh, int64_t dw, bool ceil_mode) {
+    return unary(fg::max_pool2d, x, PoolParams{{kh, kw}, {sh, sw}, {ph, pw}, {dh, dw}, ceil_mode});
+  });
+  // avg_pool2d(x, kh, kw, sh, sw, ph, pw, ceil_mode, count_include_pad, divisor_override or 0)
+  m.def("avg_pool2d", [](const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                         bool ceil_mode, bool count_include_pad, int64_t divisor_override) {
+    return unary(fg::avg_pool2d, x, PoolParams{{kh, kw}, {sh, sw}, {ph, pw}, {1, 1}, ceil_mode}, count_include_pad,
+                 divisor_override);
+  });
+  m.def("adaptive_avg_pool2d",
+        [](const Tensor& x, int64_t oh, int64_t ow) { return unary(fg::adaptive_avg_pool2d, x, oh, ow); });
+  m.def("adaptive_max_pool2d",
+        [](const Tensor& x, int64_t oh, int64_t ow) { return unary(fg::adaptive_max_pool2d, x, oh, ow); });
+  m.def("max_unpool2d", [](const Tensor& x, const Tensor& indices, int64_t oh, int64_t ow) {
+    return by_elements(double(x->numel()) + double(oh) * double(ow), fg::max_unpool2d, x, indices, oh, ow);
   });
   // conv_transpose(input, weight, bias or None, stride_h, stride_w, pad_h, pad_w, output_pad_h, output_pad_w,
   // dilation_h, dilation_w, groups)

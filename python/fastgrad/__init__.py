@@ -14,6 +14,7 @@ the core's primitives; fastgrad.reference runs the same modules over its own (se
 from ._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from ._types import int32, int16, int8, uint8, float16, bfloat16, int, short, half
 from ._types import finfo, iinfo, promote_types, result_type, can_cast, get_default_dtype, set_default_dtype
+from math import e, inf, nan, pi  # torch.e, torch.inf, torch.nan, torch.pi
 from ._prims import Tensor
 from ._grad_mode import (
     no_grad,

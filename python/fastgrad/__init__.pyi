@@ -132,6 +132,7 @@ from fastgrad._methods import masked_scatter as masked_scatter
 from fastgrad._methods import masked_select as masked_select
 from fastgrad._methods import meshgrid as meshgrid
 from fastgrad._methods import movedim as movedim
+from fastgrad._methods import msort as msort
 from . import nn as nn
 from fastgrad._grad_mode import no_grad as no_grad
 from fastgrad._methods import nonzero as nonzero
@@ -191,6 +192,11 @@ from fastgrad._methods import vstack as vstack
 from fastgrad._methods import where as where
 from fastgrad._methods import xlogy as xlogy
 from fastgrad._methods import xlogy_ as xlogy_
+
+e: float
+inf: float
+nan: float
+pi: float
 
 class BFloat16Tensor(_Tensor): ...
 class BoolTensor(_Tensor): ...

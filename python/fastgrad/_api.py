@@ -11,7 +11,7 @@ MODULE = (
     """
     Size Tensor device dtype bool int64 float32 float64 long float double
     int32 int16 int8 uint8 float16 bfloat16 int short half
-    finfo iinfo promote_types result_type can_cast get_default_dtype set_default_dtype
+    finfo iinfo promote_types result_type can_cast get_default_dtype set_default_dtype e inf nan pi
     tensor as_tensor from_numpy from_dlpack frombuffer zeros ones empty full zeros_like ones_like empty_like full_like
     FloatTensor DoubleTensor LongTensor BoolTensor
     IntTensor ShortTensor CharTensor ByteTensor HalfTensor BFloat16Tensor

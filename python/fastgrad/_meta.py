@@ -229,6 +229,10 @@ def sort(input, dim=-1, descending=False, **options):
     return Meta(tuple(input.shape), input.dtype), Meta(tuple(input.shape), int64)
 
 
+def msort(input):
+    return Meta(tuple(input.shape), input.dtype)
+
+
 def argsort(input, dim=-1, descending=False, **options):
     return Meta(tuple(input.shape), int64)
 

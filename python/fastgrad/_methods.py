@@ -620,6 +620,11 @@ def sort(input, dim=-1, descending=False, *, stable=None):
     return return_types.sort(_prims.sort(input, _index(dim), descending, stable))
 
 
+def msort(input, *, out=None):
+    """The values of sort along dim 0 (SortBackward0, as PyTorch's msort)."""
+    return _with_out(_prims.sort(input, 0, False, None)[0], out)
+
+
 def argsort(input, dim=-1, descending=False, *, stable=False):
     return _prims.argsort(input, _index(dim), descending)
 

@@ -514,6 +514,7 @@ op("log_softmax(Tensor input, int dim, ScalarType? dtype=None)",
 # ---- sorting and selection (named tuples of values and indices)
 op("sort(Tensor input, int dim=-1, bool descending=False, *, bool? stable=None)",
    "function method", "_methods.sort", "sort")
+op("msort(Tensor input)", "function method out", "_methods.msort", "msort")
 op("argsort(Tensor input, int dim=-1, bool descending=False, *, bool stable=False)",
    "function method", "_methods.argsort", "argsort")
 op("topk(Tensor input, int k, int dim=-1, bool largest=True, bool sorted=True)",

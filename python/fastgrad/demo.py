@@ -1,12 +1,13 @@
-"""`python -m fastgrad.demo`: train a small MLP classifier, then measure what the C++ core buys.
+"""`python -m fastgrad.demo`: train a small classifier, then measure what the C++ core buys.
 
-The data is a 3-class spiral (deterministic, from numpy); the model, loss and optimizer are
-written as for PyTorch (nn.Sequential, nn.CrossEntropyLoss, optim.Adam). After training, the same
-training steps run on fastgrad.reference, the pure-Python implementation, and the speed ratio is
-printed.
+The data is a 3-class spiral for the MLP (--model mlp, the default) or 12x12 images of bars in
+three orientations for the CNN (--model cnn: two Conv2d/ReLU/MaxPool2d stages and two Linear
+layers), both deterministic, from numpy; the model, loss and optimizer are written as for PyTorch
+(nn.Sequential, nn.CrossEntropyLoss, optim.Adam). After training, the same training steps run on
+fastgrad.reference, the pure-Python implementation, and the speed ratio is printed.
 
-    python -m fastgrad.demo [--epochs N] [--hidden H] [--seed S] [--backend fastgrad|reference]
-                            [--plot PATH]
+    python -m fastgrad.demo [--model mlp|cnn] [--epochs N] [--hidden H] [--seed S]
+                            [--backend fastgrad|reference] [--compare-steps N] [--plot PATH]
 """
 
 import argparse
@@ -31,13 +32,32 @@ def spiral(points_per_class=1000, seed=0):
     return x.astype(np.float32), arm.astype(np.int64)
 
 
-def make_model(torch, hidden):
-    return torch.nn.Sequential(
-        torch.nn.Linear(2, hidden),
-        torch.nn.ReLU(),
-        torch.nn.Linear(hidden, hidden),
-        torch.nn.ReLU(),
-        torch.nn.Linear(hidden, CLASSES),
+def bars(images_per_class=300, seed=0, side=12):
+    """Noisy side x side images of one bar, horizontal, vertical or diagonal (the class), at a random
+    place: (x float32 (n, 1, side, side), y int64 (n,))."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(CLASSES), images_per_class)
+    rows, cols = np.mgrid[:side, :side]
+    offset = rng.integers(-side // 3, side // 3 + 1, y.size)[:, None, None]
+    along = [rows - side // 2, cols - side // 2, rows - cols]  # zero on the bar through the centre
+    distance = np.stack([along[label] for label in y]) - offset
+    x = np.exp(-(distance**2) / 1.5) + rng.normal(0, 0.5, distance.shape)
+    return x[:, None].astype(np.float32), y.astype(np.int64)
+
+
+DATA = {"mlp": spiral, "cnn": bars}
+
+
+def make_model(torch, hidden, model="mlp"):
+    nn = torch.nn
+    if model == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(16 * 3 * 3, hidden), nn.ReLU(), nn.Linear(hidden, CLASSES),
+        )  # fmt: skip
+    return nn.Sequential(
+        nn.Linear(2, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, CLASSES)
     )
 
 
@@ -60,10 +80,10 @@ class Progress:
         self.out.flush()
 
 
-def train(torch, x, y, *, epochs, hidden, seed, batch_size=100, progress=None):
+def train(torch, x, y, *, epochs, hidden, seed, model="mlp", batch_size=100, progress=None):
     """Trains on (x, y) with minibatches; returns (model, losses per epoch, seconds per step)."""
     torch.manual_seed(seed)
-    model = make_model(torch, hidden)
+    model = make_model(torch, hidden, model)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
     inputs, targets = torch.from_numpy(x), torch.from_numpy(y)
@@ -94,9 +114,9 @@ def accuracy(torch, model, x, y):
     return float((predicted == y).mean())
 
 
-def seconds_per_step(torch, x, y, hidden, seed, steps):
+def seconds_per_step(torch, x, y, hidden, seed, steps, model="mlp"):
     """Median time of `steps` training steps (batch 100) on a backend."""
-    return train(torch, x[: steps * 100], y[: steps * 100], epochs=1, hidden=hidden, seed=seed)[2]
+    return train(torch, x[: steps * 100], y[: steps * 100], epochs=1, hidden=hidden, seed=seed, model=model)[2]
 
 
 def plot(path, torch, model, x, y, losses):
@@ -124,7 +144,8 @@ def plot(path, torch, model, x, y, losses):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m fastgrad.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--model", choices=sorted(DATA), default="mlp", help="the spiral MLP or the bars CNN")
+    parser.add_argument("--epochs", type=int, help="default: 40 for the MLP, 8 for the CNN")
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backend", choices=sorted(BACKENDS), default="fastgrad")
@@ -132,22 +153,36 @@ def main(argv=None):
     parser.add_argument(
         "--compare-steps",
         type=int,
-        default=20,
-        help="training steps timed on the other backend for the speed ratio (0: skip)",
+        help="training steps timed on the other backend for the speed ratio (0: skip; default: 20 for "
+        "the MLP, 2 for the CNN, whose pure-Python convolutions take seconds a step)",
     )
     args = parser.parse_args(argv)
+    cnn = args.model == "cnn"
+    args.epochs = (8 if cnn else 40) if args.epochs is None else args.epochs
+    args.compare_steps = (2 if cnn else 20) if args.compare_steps is None else args.compare_steps
+    if cnn and args.plot:
+        parser.error("--plot draws the spiral's decision regions: it needs --model mlp")
     if args.epochs < 1 or args.hidden < 1 or args.compare_steps < 0:
         parser.error("--epochs and --hidden must be positive, --compare-steps not negative")
 
     torch = importlib.import_module(BACKENDS[args.backend])
-    x, y = spiral(seed=args.seed)
-    print(
-        f"{BACKENDS[args.backend]}: 3-class spiral, {len(y)} points; MLP 2-{args.hidden}-{args.hidden}-3, "
-        f"Adam, batch 100, {args.epochs} epochs"
+    x, y = DATA[args.model](seed=args.seed)
+    task = (
+        f"3 kinds of bars, {len(y)} 12x12 images; CNN conv 8-pool-conv 16-pool-{args.hidden}-3"
+        if cnn
+        else f"3-class spiral, {len(y)} points; MLP 2-{args.hidden}-{args.hidden}-3"
     )
+    print(f"{BACKENDS[args.backend]}: {task}, Adam, batch 100, {args.epochs} epochs")
     started = time.perf_counter()
     model, losses, step_time = train(
-        torch, x, y, epochs=args.epochs, hidden=args.hidden, seed=args.seed, progress=Progress(args.epochs)
+        torch,
+        x,
+        y,
+        epochs=args.epochs,
+        hidden=args.hidden,
+        seed=args.seed,
+        model=args.model,
+        progress=Progress(args.epochs),
     )
     final = accuracy(torch, model, x, y)
     print(
@@ -157,7 +192,7 @@ def main(argv=None):
     if args.compare_steps:
         other_name = "reference" if args.backend == "fastgrad" else "fastgrad"
         other = importlib.import_module(BACKENDS[other_name])
-        other_time = seconds_per_step(other, x, y, args.hidden, args.seed, args.compare_steps)
+        other_time = seconds_per_step(other, x, y, args.hidden, args.seed, args.compare_steps, args.model)
         fast, slow = sorted([(step_time, BACKENDS[args.backend]), (other_time, BACKENDS[other_name])])
         print(
             f"median training step: {BACKENDS[args.backend]} {step_time * 1e6:,.0f} µs, "

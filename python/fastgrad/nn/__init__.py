@@ -122,6 +122,20 @@ from .conv import (
     LazyConvTranspose1d,
     LazyConvTranspose2d,
 )
+from .pooling import (
+    MaxPool1d,
+    MaxPool2d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    AvgPool1d,
+    AvgPool2d,
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    LPPool1d,
+    LPPool2d,
+)
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -245,6 +259,18 @@ __all__ = [
     "Conv2d",
     "LazyConv1d",
     "LazyConv2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "LPPool1d",
+    "LPPool2d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "LazyConvTranspose1d",

@@ -28,6 +28,8 @@ from fastgrad._types import promote_types
 
 Tensor = _prims.Tensor
 
+from ._functional_pooling import *  # noqa: E402, F403  max/avg/adaptive/lp pooling, max_unpool: its __all__
+
 
 # ---- activations
 

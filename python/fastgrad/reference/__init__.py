@@ -26,6 +26,7 @@ The modules here replace the C++ core:
     _index        x[key], x[key] = value, advanced indexing
     _nn           softmax, log_softmax, nll_loss, gelu: the fused ops of nn.functional
     _conv         convolution (conv1d and conv2d of nn.functional)
+    _pool         max, average and adaptive pooling, max_unpool2d (the pools of nn.functional)
     _creation     from_numpy, full, arange, linspace, eye: the creation primitives
     _prims        the primitives under fastgrad._prims's names (the core's bindings): operators and
                   the methods bound on Tensor, argument checks, isclose
@@ -42,6 +43,7 @@ fastgrad.viz's functions.
 from .._types import Size, device, dtype, bool, int64, float32, float64, long, float, double
 from .._types import int32, int16, int8, uint8, float16, bfloat16, int, short, half
 from .._types import finfo, iinfo, promote_types, result_type, can_cast, get_default_dtype, set_default_dtype
+from math import e, inf, nan, pi  # torch.e, torch.inf, torch.nan, torch.pi
 from ._tensor import Tensor
 from .._shared import load_shared_into
 

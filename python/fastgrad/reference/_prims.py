@@ -13,7 +13,8 @@ import math
 import operator
 
 from .._types import bool as bool_, float32, float64
-from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _reduce, _rounding, _scan, _shape, _sort
+from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _pool, _reduce, _rounding, _scan, _shape
+from . import _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -538,6 +539,43 @@ def col2im(input, *sizes):
         raise _invalid_arguments("col2im", (input, *sizes), "Tensor, int, int, int, int, int, int, int, int, int, int")
     oh, ow, kh, kw, dh, dw, ph, pw, sh, sw = map(operator.index, sizes)
     return _conv.col2im(input, (oh, ow), (kh, kw), (dh, dw), (ph, pw), (sh, sw))
+
+
+def _pool_primitive(name, signature, kinds):
+    """The primitive _pool.<name>, its arguments checked as the core's binding checks them: `kinds`
+    names each one's type ("tensor", "int" or "bool")."""
+    checks = {
+        "tensor": lambda v: isinstance(v, Tensor),
+        "int": _int_like,
+        "bool": lambda v: isinstance(v, builtins.bool),
+    }
+    function = getattr(_pool, name)
+
+    def primitive(*args):
+        if len(args) != len(kinds) or not all(checks[kind](v) for kind, v in zip(kinds, args)):
+            raise _invalid_arguments(name, args, signature)
+        return function(
+            *(
+                v if kind == "tensor" else builtins.bool(v) if kind == "bool" else operator.index(v)
+                for kind, v in zip(kinds, args)
+            )
+        )
+
+    primitive.__name__ = name
+    return primitive
+
+
+max_pool2d = _pool_primitive(
+    "max_pool2d", "Tensor, int, int, int, int, int, int, int, int, bool", ["tensor"] + ["int"] * 8 + ["bool"]
+)
+avg_pool2d = _pool_primitive(
+    "avg_pool2d",
+    "Tensor, int, int, int, int, int, int, bool, bool, int",
+    ["tensor"] + ["int"] * 6 + ["bool"] * 2 + ["int"],
+)
+adaptive_avg_pool2d = _pool_primitive("adaptive_avg_pool2d", "Tensor, int, int", ["tensor", "int", "int"])
+adaptive_max_pool2d = _pool_primitive("adaptive_max_pool2d", "Tensor, int, int", ["tensor", "int", "int"])
+max_unpool2d = _pool_primitive("max_unpool2d", "Tensor, Tensor, int, int", ["tensor", "tensor", "int", "int"])
 
 
 def set_requires_grad(t, flag):

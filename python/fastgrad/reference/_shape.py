@@ -113,11 +113,13 @@ def view(x, shape):
 
 def reshape(x, shape):
     shape = _infer_shape(shape, x.numel())
-    return view(x if _view_strides(x, shape) is not None else clone(x), shape)
+    if _view_strides(x, shape) is not None:
+        return view(x, shape)
+    return UnsafeViewBackward0.run(clone(x), shape=shape)  # as PyTorch: the copy is nobody else's, so not a view
 
 
 class UnsafeViewBackward0(ViewBackward0):
-    """The reshape at the end of matmul, under the name PyTorch gives it. As PyTorch's _unsafe_view,
+    """A reshape of a fresh copy (matmul's result, reshape's copy), under the name PyTorch gives it. As PyTorch's _unsafe_view,
     it shares x's memory but is not a view for autograd (x is an intermediate nobody else sees), so
     an in-place write to the result rewrites its own history."""
 

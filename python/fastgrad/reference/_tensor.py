@@ -292,6 +292,14 @@ class Tensor:
             raise RuntimeError("Inference tensors do not track version counter.")
         return self._storage.version
 
+    @property
+    def _base(self):
+        """A view's base: the tensor that owns its memory (None for a tensor that is not a view)."""
+        return self._view_base
+
+    def _is_view(self):
+        return self._view_base is not None
+
     def is_inference(self):
         return self._storage.inference
 

@@ -1,8 +1,8 @@
 """torch.nn.modules: the path by which PyTorch programs reach the files of nn's classes and the global
 hooks (torch.nn.modules.module.register_module_forward_hook); here, those files' fastgrad twins."""
 
-from .. import container, lazy, module, normalization, upsampling
+from .. import container, lazy, module, normalization, pooling, upsampling
 
 batchnorm = instancenorm = normalization  # PyTorch's files of the batch and instance norms (their base classes)
 
-__all__ = ["batchnorm", "container", "instancenorm", "lazy", "module", "normalization", "upsampling"]
+__all__ = ["batchnorm", "container", "instancenorm", "lazy", "module", "normalization", "pooling", "upsampling"]
