@@ -82,6 +82,16 @@ TORCH_BUGS = [
             and _uses(program, "{a}.bmm({b})", "{a} @ {b}", "torch.matmul({a}, {b})")
         ),
     ),
+    (
+        "adaptive average pooling of an input with an empty channel dim: the forward gives the empty result, its "
+        "backward then refuses it (Expected grad_output to have non-zero size for non-batch dimensions)",
+        lambda program, ours, theirs: (
+            ours.error is None
+            and theirs.error is not None
+            and theirs.error[0] == "backward"
+            and _raised_at(theirs, "Expected grad_output to have non-zero size for non-batch dimensions")
+        ),
+    ),
 ]
 
 
