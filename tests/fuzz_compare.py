@@ -82,6 +82,16 @@ TORCH_BUGS = [
             and _uses(program, "{a}.bmm({b})", "{a} @ {b}", "torch.matmul({a}, {b})")
         ),
     ),
+    (
+        "adaptive average pooling of an input with an empty channel dim: the forward gives the empty result, its "
+        "backward then refuses it (Expected grad_output to have non-zero size for non-batch dimensions)",
+        lambda program, ours, theirs: (
+            ours.error is None
+            and theirs.error is not None
+            and theirs.error[0] == "backward"
+            and _raised_at(theirs, "Expected grad_output to have non-zero size for non-batch dimensions")
+        ),
+    ),
 ]
 
 
@@ -186,6 +196,17 @@ DIFFERENCES = [
         lambda program, ours, theirs: (
             ours.error is None
             and _raised_at(theirs, "modified by an inplace operation")
+            and theirs.error[0] == "backward"
+            and any(op.template.startswith(COMPOSED_FUNCTIONS) for op in program.ops)
+        ),
+    ),
+    (
+        "the same composed losses have a second derivative (that of their tensor ops), where PyTorch's fused "
+        "backward of some (multi_margin_loss, multilabel_margin_loss) has none: 'derivative for "
+        "aten::multi_margin_loss_backward is not implemented'",
+        lambda program, ours, theirs: (
+            ours.error is None
+            and _raised_at(theirs, "_backward is not implemented")
             and theirs.error[0] == "backward"
             and any(op.template.startswith(COMPOSED_FUNCTIONS) for op in program.ops)
         ),

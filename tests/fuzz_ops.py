@@ -699,6 +699,11 @@ op("torch.nn.functional.conv_transpose1d({a}, {w}.transpose(0, 1){options})", a=
 op("torch.nn.functional.conv_transpose2d({a}, {w}.transpose(0, 1), {w}[:, 0, 0, 0]{options})", a=tensor(rank=4),
    w=conv_weight("a"), options=options("", ", padding=(1, 0)", ", stride=(2, 1), output_padding=(1, 0)",
                                        ", dilation=2", ", stride=3, output_padding=2"))  # fmt: skip
+op("torch.nn.functional.unfold({a}, {options})", a=tensor(rank=4),
+   options=options("1", "(2, 1)", "2, padding=1", "2, stride=2, dilation=(1, 2)"))  # fmt: skip
+# the blocks of a 2x2 kernel fold back onto the image they came from (stride 1 or 2, so the sizes fit)
+op("torch.nn.functional.fold(torch.nn.functional.unfold({a}, 2{options}), {a}.shape[-2:], 2{options})",
+   a=tensor(rank=4), options=options("", ", stride=2", ", padding=1"))  # fmt: skip
 op("torch.nn.functional.one_hot({i}, 5).float() * {a}.sum()", a=tensor(), i=indices_into("a"))
 # pooling (issue 16): many drawn shapes are too small for the window (PyTorch's errors); a window's
 # maximum may be tied, where the gradient takes PyTorch's first-maximum convention

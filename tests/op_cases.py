@@ -362,6 +362,13 @@ case(
     [(2, 4, 3, 2), (4,), (4,)],
     "NativeGroupNormBackward0",
 )
+case(
+    "F.unfold(dilation,padding,stride)",
+    lambda m, x: m.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),
+    [(2, 3, 4, 5)],
+    "Im2ColBackward0",
+)
+case("F.fold(overlapping)", lambda m, x: m.nn.functional.fold(x, (4, 5), 2), [(2, 8, 12)], "Col2ImBackward0")
 case("torch.dist(a,b)", lambda m, a, b: m.dist(a, b), [(3, 4), (4,)], "DistBackward0", layouts=LAYOUTS[:2])
 for _p in [1, 3, 0.5, float("inf")]:
     case(f"dist(p={_p})", lambda m, a, b, p=_p: a.dist(b, p), [(3, 4), (3, 4)], "DistBackward0", layouts=LAYOUTS[:1])

@@ -487,4 +487,91 @@ Tensor convolution_bias_grad(const Tensor& grad, const Tensor& input, const Tens
   return grad_bias;
 }
 
+// ---- F.unfold and F.fold: the column matrices of a convolution with one output channel, per image
+
+namespace {
+
+// The geometry of kernel-sized blocks sliding over `images` (N, C, H, W): a one-output-channel convolution's.
+ConvGeometry block_geometry(const Tensor& images, const std::array<int64_t, 2>& kernel, const ConvParams& p) {
+  if (kernel[0] < 1 || kernel[1] < 1 || kernel[0] > (int64_t(1) << 31) || kernel[1] > (int64_t(1) << 31))
+    throw RuntimeError("im2col: kernel size should be greater than zero");
+  const Tensor one_filter = empty({1, images->shape[1], kernel[0], kernel[1]}, images->dtype);
+  ConvParams one_group = p;
+  one_group.groups = 1;
+  return geometry(images, one_filter, Tensor(), one_group);
+}
+
+struct BlocksNode : Node {
+  std::array<int64_t, 2> kernel{}, image_size{};
+  ConvParams params{};
+};
+
+}  // namespace
+
+FG_NODE_FROM(Im2ColBackward0, BlocksNode);
+GradList Im2ColBackward0::apply(GradList&& grads) { return {fold_blocks(grads[0], image_size, kernel, params)}; }
+
+FG_NODE_FROM(Col2ImBackward0, BlocksNode);
+GradList Col2ImBackward0::apply(GradList&& grads) { return {unfold_blocks(grads[0], kernel, params)}; }
+
+Tensor unfold_blocks(const Tensor& input, const std::array<int64_t, 2>& kernel, const ConvParams& params) {
+  const bool batched = input->dim() == 4;
+  if (!batched && input->dim() != 3) throw RuntimeError("im2col: expected a 3-D or 4-D input");
+  Tensor images;
+  {
+    GradModeGuard no_grad(false);
+    images = batched ? dense(input) : reshape(dense(input), {1, input->shape[0], input->shape[1], input->shape[2]});
+  }
+  const ConvGeometry g = block_geometry(images, kernel, params);
+  const int64_t k = g.k(), p = g.pixels(), image = g.c * g.h * g.w;
+  Tensor out = empty(batched ? Shape{g.n, k, p} : Shape{k, p}, input->dtype);
+  dispatch_floating(input->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = images->data_as<T>();
+    T* cols = out->data_as<T>();
+    parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, cols + i * k * p);
+    });
+  });
+  if (auto* node = record<Im2ColBackward0>(out, {&input})) {
+    node->kernel = kernel;
+    node->image_size = {g.h, g.w};
+    node->params = params;
+  }
+  return out;
+}
+
+Tensor fold_blocks(const Tensor& input, const std::array<int64_t, 2>& output_size, const std::array<int64_t, 2>& kernel,
+                   const ConvParams& params) {
+  const bool batched = input->dim() == 3;
+  if (!batched && input->dim() != 2) throw RuntimeError("col2im: expected a 2-D or 3-D input");
+  const int64_t n = batched ? input->shape[0] : 1, rows = input->shape[batched ? 1 : 0];
+  constexpr int64_t kMaxSize = int64_t(1) << 31;
+  if (kernel[0] < 1 || kernel[1] < 1 || kernel[0] > kMaxSize || kernel[1] > kMaxSize ||
+      rows % (kernel[0] * kernel[1]) != 0)
+    throw RuntimeError("col2im: the input's rows are not a multiple of the kernel's size");
+  if (output_size[0] < 1 || output_size[1] < 1 || output_size[0] > kMaxSize || output_size[1] > kMaxSize)
+    throw RuntimeError("col2im: invalid output size");
+  Tensor images = zeros({n, rows / (kernel[0] * kernel[1]), output_size[0], output_size[1]}, input->dtype);
+  const ConvGeometry g = block_geometry(images, kernel, params);
+  const int64_t k = g.k(), p = g.pixels(), image = g.c * g.h * g.w;
+  if (input->shape.back() != p) throw RuntimeError("col2im: the input's columns are not the number of blocks");
+  const Tensor cols = dense(input);
+  dispatch_floating(input->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = cols->data_as<T>();
+    T* out = images->data_as<T>();
+    parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) col2im<T>(g, in + i * k * p, out + i * image);
+    });
+  });
+  Tensor out = batched ? images : reshape(images, {g.c, g.h, g.w});
+  if (auto* node = record<Col2ImBackward0>(out, {&input})) {
+    node->kernel = kernel;
+    node->image_size = output_size;
+    node->params = params;
+  }
+  return out;
+}
+
 }  // namespace fg

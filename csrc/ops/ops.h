@@ -347,6 +347,13 @@ Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& b
 // as PyTorch records its one node for the three gradients.
 Tensor convolution_weight_grad(const Tensor& grad, const Tensor& input, const Tensor& weight, const ConvParams& params);
 Tensor convolution_bias_grad(const Tensor& grad, const Tensor& input, const Tensor& weight);
+// F.unfold: the kernel-sized blocks of images ((N,) C, H, W) as columns ((N,) C * kh * kw, L), zero where
+// they reach into the padding (Im2ColBackward0); F.fold: the columns summed back onto images of
+// `output_size` (Col2ImBackward0). Each is the other's backward. Only the stride, padding and dilation
+// of `params` are read.
+Tensor unfold_blocks(const Tensor& input, const std::array<int64_t, 2>& kernel, const ConvParams& params);
+Tensor fold_blocks(const Tensor& input, const std::array<int64_t, 2>& output_size, const std::array<int64_t, 2>& kernel,
+                   const ConvParams& params);
 
 // ---- pooling (ops/pool.cpp) over the last two dims of a (C, H, W) or (N, C, H, W) input; a 1-D
 // pool is the caller's height-1 case. float32 and float64 (float16 and bfloat16 computed in

@@ -841,6 +841,24 @@ void bind_tensor(py::module_& m) {
           return by_elements(2.0 * double(input->numel()), fg::group_norm, input, weight.value_or(Tensor()),
                              bias.value_or(Tensor()), groups, eps);
         });
+  // im2col(input, kernel_h, kernel_w, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w): F.unfold
+  m.def("im2col", [](const Tensor& input, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t ph, int64_t pw,
+                     int64_t sh, int64_t sw) {
+    auto op = [](const Tensor& x, const std::array<int64_t, 2>& k, const ConvParams& p) {
+      return fg::unfold_blocks(x, k, p);
+    };
+    return by_elements(double(input->numel()) * double(kh) * double(kw), op, input, std::array<int64_t, 2>{kh, kw},
+                       ConvParams{{sh, sw}, {ph, pw}, {dh, dw}, 1});
+  });
+  // col2im(input, output_h, output_w, kernel_h, kernel_w, dilation_h, dilation_w, pad_h, pad_w, stride_h,
+  // stride_w): F.fold
+  m.def("col2im", [](const Tensor& input, int64_t oh, int64_t ow, int64_t kh, int64_t kw, int64_t dh, int64_t dw,
+                     int64_t ph, int64_t pw, int64_t sh, int64_t sw) {
+    auto op = [](const Tensor& x, const std::array<int64_t, 2>& o, const std::array<int64_t, 2>& k,
+                 const ConvParams& p) { return fg::fold_blocks(x, o, k, p); };
+    return by_elements(double(input->numel()), op, input, std::array<int64_t, 2>{oh, ow},
+                       std::array<int64_t, 2>{kh, kw}, ConvParams{{sh, sw}, {ph, pw}, {dh, dw}, 1});
+  });
   m.def("gelu", [](const Tensor& x, const std::string& approximate) {
     return unary(fg::gelu, x, gelu_approximation_from_name(approximate));
   });

@@ -111,6 +111,7 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from .fold import Fold, Unfold
 from .conv import (
     Conv1d,
     Conv2d,
@@ -274,4 +275,6 @@ __all__ = [
     "ConvTranspose2d",
     "LazyConvTranspose1d",
     "LazyConvTranspose2d",
+    "Fold",
+    "Unfold",
 ]

@@ -1428,6 +1428,126 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
+# ---- unfold and fold: im2col and col2im (the backend's _prims.im2col / col2im), with PyTorch's checks
+# (im2col_shape_check and col2im_shape_check, in their orders).
+
+
+def _pair_argument(value, name):
+    """PyTorch's int[2] argument: one int for both, or exactly two."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(value)}")
+        return tuple(operator.index(v) for v in value)
+    value = operator.index(value)
+    return value, value
+
+
+def _check_block_parameters(kernel, dilation, padding, stride, order):
+    messages = {
+        "kernel": (
+            kernel[0] > 0 and kernel[1] > 0,
+            f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} kernel_width: {kernel[1]}",
+        ),
+        "dilation": (
+            dilation[0] > 0 and dilation[1] > 0,
+            "dilation should be greater than zero, but got "
+            f"dilation_height: {dilation[0]} dilation_width: {dilation[1]}",
+        ),
+        "padding": (
+            padding[0] >= 0 and padding[1] >= 0,
+            f"padding should be non-negative, but got pad_height: {padding[0]} pad_width: {padding[1]}",
+        ),
+        "stride": (
+            stride[0] > 0 and stride[1] > 0,
+            f"stride should be greater than zero, but got stride_height: {stride[0]} stride_width: {stride[1]}",
+        ),
+    }
+    for name in order:
+        valid, message = messages[name]
+        if not valid:
+            raise RuntimeError(message)
+
+
+def _check_block_dtype(input, kernel_name):
+    if input.dtype not in (float32, float64):
+        raise NotImplementedError(f"\"{kernel_name}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+
+
+def _blocks(size, kernel, dilation, padding, stride):
+    """How many kernel-sized blocks fit along a dim (PyTorch's div_rtn: rounded down)."""
+    return (size + 2 * padding - (dilation * (kernel - 1) + 1)) // stride + 1
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    kernel, dilation, padding, stride = (
+        _pair_argument(v, n)
+        for v, n in ((kernel_size, "kernel_size"), (dilation, "dilation"), (padding, "padding"), (stride, "stride"))
+    )
+    _check_block_parameters(kernel, dilation, padding, stride, ("kernel", "dilation", "padding", "stride"))
+    if input.dim() < 3:  # PyTorch's check reads size(1) and size(2) first: its IndexError
+        input.size(max(input.dim(), 1))
+    batch = 1 if input.dim() == 4 else 0
+    if input.dim() not in (3, 4) or 0 in input.shape[batch:]:
+        raise RuntimeError(
+            "Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
+            f"input, but got: {_size_str(input.shape)}"
+        )
+    height, width = input.shape[-2:]
+    blocks = [_blocks(*args) for args in zip((height, width), kernel, dilation, padding, stride)]
+    if min(blocks) < 1:
+        raise RuntimeError(
+            f"Given input with spatial size ({height}, {width}), kernel_size=({kernel[0]}, {kernel[1]}), "
+            f"dilation=({dilation[0]}, {dilation[1]}), padding=({padding[0]}, {padding[1]}), calculated shape of the "
+            f"array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one."
+        )
+    _check_block_dtype(input, "im2col_out_cpu")
+    return _prims.im2col(input, *kernel, *dilation, *padding, *stride)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    output_size, kernel, dilation, padding, stride = (
+        _pair_argument(v, n)
+        for v, n in (
+            (output_size, "output_size"),
+            (kernel_size, "kernel_size"),
+            (dilation, "dilation"),
+            (padding, "padding"),
+            (stride, "stride"),
+        )
+    )
+    _check_block_parameters(kernel, dilation, padding, stride, ("kernel", "stride", "dilation", "padding"))
+    batch = 1 if input.dim() == 3 else 0
+    if input.dim() not in (2, 3) or 0 in input.shape[batch:]:
+        raise RuntimeError(
+            "Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero dimensions for "
+            f"input, but got: {_size_str(input.shape)}"
+        )
+    rows, columns = input.shape[batch:]
+    if rows % (kernel[0] * kernel[1]):
+        raise RuntimeError(
+            "Expected size of input's dimension 1 to be divisible by the product of kernel_size, but got "
+            f"input.size(1)={rows} and kernel_size=({kernel[0]}, {kernel[1]})."
+        )
+    blocks = [_blocks(*args) for args in zip(output_size, kernel, dilation, padding, stride)]
+    given = (
+        f"Given output_size=({output_size[0]}, {output_size[1]}), kernel_size=({kernel[0]}, {kernel[1]}), "
+        f"dilation=({dilation[0]}, {dilation[1]}), padding=({padding[0]}, {padding[1]}), "
+        f"stride=({stride[0]}, {stride[1]}), "
+    )
+    if columns != blocks[0] * blocks[1]:
+        raise RuntimeError(
+            f"{given}expected size of input's dimension 2 to match the calculated number of sliding blocks "
+            f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got input.size(2)={columns}."
+        )
+    if min(blocks) < 1:
+        raise RuntimeError(
+            f"{given}calculated shape of the array of sliding blocks as ({blocks[0]}, {blocks[1]}), which is too "
+            "small (non-positive)."
+        )
+    _check_block_dtype(input, "col2im_out_cpu")
+    return _prims.col2im(input, *output_size, *kernel, *dilation, *padding, *stride)
+
+
 # ---- image helpers: pixel (un)shuffle, interpolate
 
 

@@ -310,3 +310,77 @@ def conv_transpose(input, weight, bias, stride, padding, output_padding, dilatio
         dilation=dilation,
         groups=groups,
     )
+
+
+# ---- F.unfold and F.fold: the column matrices of a convolution with one output channel, per image
+
+
+def _block_geometry(images_shape, kernel, stride, padding, dilation):
+    """Kernel-sized blocks sliding over images (N, C, H, W): a one-output-channel convolution's
+    geometry, whose taps(b, 0, oy, ox) are (input offset, column row) pairs."""
+    if min(kernel) < 1 or max(kernel) > 2**31:
+        raise RuntimeError("im2col: kernel size should be greater than zero")
+    return _Geometry(images_shape, (1, images_shape[1], *kernel), stride, padding, dilation, 1)
+
+
+class Im2ColBackward0(Function):
+    def forward(self, input, kernel, stride, padding, dilation):
+        if input.dim() not in (3, 4):
+            raise RuntimeError("im2col: expected a 3-D or 4-D input")
+        if input._dtype not in (float32, float64):
+            raise _not_implemented_for("slow_conv2d_cpu", input._dtype)
+        images_shape = input._shape if input.dim() == 4 else (1, *input._shape)
+        g = _block_geometry(images_shape, kernel, stride, padding, dilation)
+        rows, columns = g.cg * g.kh * g.kw, g.oh * g.ow
+        xs, out = read(input), [0.0] * (g.n * rows * columns)
+        for b in range(g.n):
+            for oy in range(g.oh):
+                for ox in range(g.ow):
+                    for i, row in g.taps(b, 0, oy, ox):
+                        out[(b * rows + row) * columns + oy * g.ow + ox] = xs[i]
+        self.params = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+        self.image_size = (g.h, g.w)
+        shape = (g.n, rows, columns) if input.dim() == 4 else (rows, columns)
+        return new_tensor(out, shape, input._dtype)
+
+    def backward(self, grad):
+        return Col2ImBackward0.run(grad, output_size=self.image_size, **self.params)
+
+
+class Col2ImBackward0(Function):
+    def forward(self, input, output_size, kernel, stride, padding, dilation):
+        if input.dim() not in (2, 3):
+            raise RuntimeError("col2im: expected a 2-D or 3-D input")
+        if input._dtype not in (float32, float64):
+            raise _not_implemented_for("slow_conv2d_cpu", input._dtype)
+        n, rows, columns = input._shape if input.dim() == 3 else (1, *input._shape)
+        if min(kernel) < 1 or max(kernel) > 2**31 or rows % (kernel[0] * kernel[1]):
+            raise RuntimeError("col2im: the input's rows are not a multiple of the kernel's size")
+        if min(output_size) < 1 or max(output_size) > 2**31:
+            raise RuntimeError("col2im: invalid output size")
+        channels = rows // (kernel[0] * kernel[1])
+        g = _block_geometry((n, channels, *output_size), kernel, stride, padding, dilation)
+        if columns != g.oh * g.ow:
+            raise RuntimeError("col2im: the input's columns are not the number of blocks")
+        cols, out = read(input), [0.0] * (n * channels * g.h * g.w)
+        for b in range(g.n):
+            for oy in range(g.oh):
+                for ox in range(g.ow):
+                    for i, row in g.taps(b, 0, oy, ox):
+                        out[i] += cols[(b * rows + row) * columns + oy * g.ow + ox]
+        self.params = dict(kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+        shape = (n, channels, *output_size) if input.dim() == 3 else (channels, *output_size)
+        return new_tensor(out, shape, input._dtype)
+
+    def backward(self, grad):
+        return Im2ColBackward0.run(grad, **self.params)
+
+
+def im2col(input, kernel, dilation, padding, stride):
+    return Im2ColBackward0.run(input, kernel=kernel, stride=stride, padding=padding, dilation=dilation)
+
+
+def col2im(input, output_size, kernel, dilation, padding, stride):
+    return Col2ImBackward0.run(
+        input, output_size=output_size, kernel=kernel, stride=stride, padding=padding, dilation=dilation
+    )

@@ -528,6 +528,20 @@ def conv_transpose(input, weight, bias, *sizes):
     return _conv.conv_transpose(input, weight, bias, (sh, sw), (ph, pw), (oph, opw), (dh, dw), groups)
 
 
+def im2col(input, *sizes):
+    if not (isinstance(input, Tensor) and len(sizes) == 8 and all(_int_like(v) for v in sizes)):
+        raise _invalid_arguments("im2col", (input, *sizes), "Tensor, int, int, int, int, int, int, int, int")
+    kh, kw, dh, dw, ph, pw, sh, sw = map(operator.index, sizes)
+    return _conv.im2col(input, (kh, kw), (dh, dw), (ph, pw), (sh, sw))
+
+
+def col2im(input, *sizes):
+    if not (isinstance(input, Tensor) and len(sizes) == 10 and all(_int_like(v) for v in sizes)):
+        raise _invalid_arguments("col2im", (input, *sizes), "Tensor, int, int, int, int, int, int, int, int, int, int")
+    oh, ow, kh, kw, dh, dw, ph, pw, sh, sw = map(operator.index, sizes)
+    return _conv.col2im(input, (oh, ow), (kh, kw), (dh, dw), (ph, pw), (sh, sw))
+
+
 def _pool_primitive(name, signature, kinds):
     """The primitive _pool.<name>, its arguments checked as the core's binding checks them: `kinds`
     names each one's type ("tensor", "int" or "bool")."""
