@@ -7,7 +7,7 @@ import pytest
 
 from semantics_helpers import run_python
 
-GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd"]
+GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
 LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
 
@@ -64,6 +64,8 @@ def test_quick_run_prints_every_group():
         "tanh ",
         "sigmoid ",
         "micrograd step",
+        "conv2d 3x3 16->16 32x32 b8 fwd+bwd",
+        "conv2d 5x5 6->16 14x14 b64 forward",
     ):
         assert any(n.startswith(expected) for n in names), expected
     # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)

@@ -118,14 +118,17 @@ def test_gradcheck(fg, case):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_results_do_not_depend_on_the_thread_count(dtype):
-    """The batch is split into whole images and the weight gradient summed in image order, so 1, 2
-    and 3 threads give the same bits (a batch over several waves of images, big enough to split)."""
+@pytest.mark.parametrize("channels, side", [(6, 12), (2, 34)], ids=["blocks of images", "waves of images"])
+def test_results_do_not_depend_on_the_thread_count(dtype, channels, side):
+    """The batch is split into whole blocks of images and the weight gradient summed in block order,
+    so 1, 2 and 3 threads give the same bits: small images go several to a GEMM (the forward's
+    blocks shrink with the thread count), 32x32 outputs one to a GEMM over several waves of blocks."""
     import fastgrad
 
     rng = rng_for("threads", dtype)
-    arrays = [rng.standard_normal(shape).astype(dtype) for shape in ((19, 6, 12, 12), (8, 6, 3, 3), (8,))]
-    upstream = rng.standard_normal((19, 8, 10, 10)).astype(dtype)
+    shapes = ((19, channels, side, side), (8, channels, 3, 3), (8,))
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    upstream = rng.standard_normal((19, 8, side - 2, side - 2)).astype(dtype)
     results, before = [], fastgrad.get_num_threads()
     try:
         for threads in (1, 2, 3):
