@@ -14,6 +14,7 @@
 // shared Python layer (nn/functional.py, which sees the user's shapes); the checks here only keep
 // direct calls from reading out of bounds.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "autograd/node.h"
@@ -102,38 +103,125 @@ void for_each_column_row(const ConvGeometry& g, Column* cols, int64_t ld, T* ima
       }
 }
 
+// Rows of an image are short (a 12-wide row of 5x5 taps is 10 copies): a loop whose trip count the
+// compiler cannot know spends more on its vector prologue and scalar tail than on the copy. These
+// move fixed-size chunks of kChunk elements (32 bytes) instead.
+template <class T>
+constexpr int64_t kChunk = 32 / int64_t(sizeof(T));
+
+// dst[0, n) = src[0, n): chunks, the last one overlapping the one before (a copy may write an
+// element twice).
+template <class T>
+inline void copy_row(const T* src, T* dst, int64_t n) {
+  constexpr int64_t C = kChunk<T>, H = C / 2;
+  if (n >= C) {
+    for (int64_t i = 0; i + C < n; i += C) std::memcpy(dst + i, src + i, C * sizeof(T));
+    std::memcpy(dst + n - C, src + n - C, C * sizeof(T));
+  } else if (n >= H) {
+    std::memcpy(dst, src, H * sizeof(T));
+    std::memcpy(dst + n - H, src + n - H, H * sizeof(T));
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
+// dst[0, n) += src[0, n): whole chunks (each element added once, so no overlap), then the rest.
+template <class T>
+inline void add_row(const T* src, T* dst, int64_t n) {
+  constexpr int64_t C = kChunk<T>;
+  int64_t i = 0;
+  for (; i + C <= n; i += C) {
+    T a[C], b[C];
+    std::memcpy(a, dst + i, sizeof a);
+    std::memcpy(b, src + i, sizeof b);
+    for (int64_t j = 0; j < C; ++j) a[j] += b[j];
+    std::memcpy(dst + i, a, sizeof a);
+  }
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
+// Stride 1 with the output as wide as the input ('same' width, as 3x3 padding 1): the in-image
+// part of a (channel, ky, kx) row of cols is the input plane shifted by a constant, so it is one
+// contiguous run across all output rows (a small image's rows are each too short to copy well).
+// Calls f(row, plane, shift, oy0, oy1, lo, hi) for each (channel, ky, kx) row of one group: entry
+// j = oy * ow + ox of `row` reads plane[j + shift] when oy is in [oy0, oy1) and ox in [lo, hi),
+// and is padding otherwise.
+bool joined_rows(const ConvGeometry& g) { return g.p.stride[0] == 1 && g.p.stride[1] == 1 && g.ow == g.w; }
+
+template <class T, class Row, class F>
+void for_each_joined_row(const ConvGeometry& g, Row* cols, int64_t ld, T* image, F&& f) {
+  for (int64_t ch = 0; ch < g.cg(); ++ch)
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx, cols += ld) {
+        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1], y0 = ky * g.p.dilation[0] - g.p.padding[0];
+        const int64_t lo = std::clamp<int64_t>(-x0, 0, g.ow), hi = std::clamp<int64_t>(g.w - x0, lo, g.ow);
+        const int64_t oy0 = std::clamp<int64_t>(-y0, 0, g.oh), oy1 = std::clamp<int64_t>(g.h - y0, oy0, g.oh);
+        // (oy + y0) * w + x0 + ox = j + y0 * w + x0, as ow == w
+        f(cols, image + ch * g.h * g.w, y0 * g.w + x0, oy0, oy1, lo, hi);
+      }
+}
+
+// The entries of output rows [oy0, oy1) of a joined row outside columns [lo, hi) (the ones its
+// contiguous run passes over at the rows' edges) set to zero.
+template <class T>
+void zero_row_edges(const ConvGeometry& g, T* row, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+  if (lo == 0 && hi == g.ow) return;
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    T* r = row + oy * g.ow;
+    for (int64_t ox = 0; ox < lo; ++ox) r[ox] = T(0);
+    for (int64_t ox = hi; ox < g.ow; ++ox) r[ox] = T(0);
+  }
+}
+
 // cols (K x P, rows ld apart) = the receptive fields of one group of one image (`image` points at
-// its first channel). Stride 1 gets its own copy loop: a contiguous one the compiler vectorizes.
+// its first channel).
 template <class T>
 void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
+  if (joined_rows(g)) {
+    for_each_joined_row(g, cols, ld, image,
+                        [&](T* row, const T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+                          std::fill(row, row + oy0 * g.ow, T(0));
+                          std::fill(row + oy1 * g.ow, row + g.pixels(), T(0));
+                          if (oy1 > oy0 && hi > lo) {
+                            const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
+                            copy_row(plane + (begin + shift), row + begin, end - begin);
+                          }
+                          zero_row_edges(g, row, oy0, oy1, lo, hi);
+                        });
+    return;
+  }
   const int64_t sx = g.p.stride[1];
   for_each_column_row(g, cols, ld, image, [&](T* column, const T* input_row, int64_t x0, int64_t lo, int64_t hi) {
-    if (!input_row) {
-      for (int64_t ox = 0; ox < g.ow; ++ox) column[ox] = T(0);
-      return;
-    }
+    if (!input_row) lo = hi = g.ow;
     for (int64_t ox = 0; ox < lo; ++ox) column[ox] = T(0);
-    const T* src = input_row + x0;
-    if (sx == 1)
-      for (int64_t ox = lo; ox < hi; ++ox) column[ox] = src[ox];
+    if (hi > lo && sx == 1) copy_row(input_row + x0 + lo, column + lo, hi - lo);
     else
-      for (int64_t ox = lo; ox < hi; ++ox) column[ox] = src[ox * sx];
+      for (int64_t ox = lo; ox < hi; ++ox) column[ox] = input_row[x0 + ox * sx];
     for (int64_t ox = hi; ox < g.ow; ++ox) column[ox] = T(0);
   });
 }
 
 // image += the column matrix (rows ld apart) folded back onto the input positions it was read from
-// (fixed order).
+// (fixed order). Joined rows have their padding entries zeroed first (cols is scratch), so that one
+// contiguous run adds them: zeros, onto the edges of the neighbouring rows.
 template <class T>
-void col2im(const ConvGeometry& g, const T* cols, int64_t ld, T* image) {
+void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
+  if (joined_rows(g)) {
+    for_each_joined_row(g, cols, ld, image,
+                        [&](T* row, T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+                          if (oy1 == oy0 || hi == lo) return;
+                          const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
+                          zero_row_edges(g, row, oy0, oy1, lo, hi);
+                          add_row(row + begin, plane + (begin + shift), end - begin);
+                        });
+    return;
+  }
   const int64_t sx = g.p.stride[1];
   for_each_column_row(g, cols, ld, image, [&](const T* column, T* input_row, int64_t x0, int64_t lo, int64_t hi) {
     if (!input_row) return;
-    T* dst = input_row + x0;
-    if (sx == 1)
-      for (int64_t ox = lo; ox < hi; ++ox) dst[ox] += column[ox];
+    if (sx == 1) add_row(column + lo, input_row + x0 + lo, hi - lo);
     else
-      for (int64_t ox = lo; ox < hi; ++ox) dst[ox * sx] += column[ox];
+      for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
   });
 }
 
