@@ -305,8 +305,93 @@ const T* block_grad(const ConvGeometry& g, const T* grad, int64_t first, int64_t
   return block;
 }
 
+// Depthwise convolutions (every group one input channel, as MobileNet's 3x3 layers: groups ==
+// channels > 1) skip the lowering: K is only kh * kw, too short a GEMM. They run the direct kernels
+// of depthwise_impl.h plane by plane, on each input plane padded with zeros into a scratch buffer.
+bool depthwise(const ConvGeometry& g) { return g.groups > 1 && g.groups == g.c; }
+
+DepthwisePlane depthwise_plane(const ConvGeometry& g) {
+  return {
+      g.oh, g.ow, g.kh, g.kw, g.p.stride[0], g.p.stride[1], g.p.dilation[0], g.p.dilation[1], g.w + 2 * g.p.padding[1]};
+}
+
+// The padded plane's size: every row and column a tap reads, with the padding on both sides.
+int64_t padded_plane_size(const ConvGeometry& g) { return (g.h + 2 * g.p.padding[0]) * (g.w + 2 * g.p.padding[1]); }
+
+// padded = the plane (h x w) inside a border of zeros (padding rows and columns on each side).
+template <class T>
+void pad_plane(const ConvGeometry& g, const T* plane, T* padded) {
+  const int64_t ld = g.w + 2 * g.p.padding[1];
+  std::fill(padded, padded + padded_plane_size(g), T(0));
+  for (int64_t y = 0; y < g.h; ++y)
+    std::copy_n(plane + y * g.w, g.w, padded + (y + g.p.padding[0]) * ld + g.p.padding[1]);
+}
+
+// Threads split the (image, channel) planes.
+template <class T>
+void depthwise_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_forward;
+  const DepthwisePlane plane = depthwise_plane(g);
+  const int64_t p = g.pixels(), taps = g.kh * g.kw;
+  parallel_for(0, g.n * g.c, parallel_worth_it(g) ? 1 : g.n * g.c, [&](int64_t lo, int64_t hi) {
+    T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
+    for (int64_t nc = lo; nc < hi; ++nc) {
+      pad_plane(g, in + nc * g.h * g.w, padded);
+      for (int64_t oc = nc % g.c * g.og(); oc < (nc % g.c + 1) * g.og(); ++oc) {
+        T* dst = out + (nc / g.c * g.o + oc) * p;
+        kernel(plane, padded, w + oc * taps, dst);
+        if (b)
+          for (int64_t q = 0; q < p; ++q) dst[q] += b[oc];
+      }
+    }
+  });
+}
+
+template <class T>
+void depthwise_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
+  DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_grad_input;
+  const DepthwisePlane plane = depthwise_plane(g);
+  const int64_t p = g.pixels(), taps = g.kh * g.kw;
+  parallel_for(0, g.n * g.c, parallel_worth_it(g) ? 1 : g.n * g.c, [&](int64_t lo, int64_t hi) {
+    T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
+    for (int64_t nc = lo; nc < hi; ++nc) {
+      std::fill(padded, padded + padded_plane_size(g), T(0));
+      for (int64_t oc = nc % g.c * g.og(); oc < (nc % g.c + 1) * g.og(); ++oc)
+        kernel(plane, grad + (nc / g.c * g.o + oc) * p, w + oc * taps, padded);
+      for (int64_t y = 0; y < g.h; ++y)
+        std::copy_n(padded + (y + g.p.padding[0]) * plane.ld + g.p.padding[1], g.w, gin + (nc * g.h + y) * g.w);
+    }
+  });
+}
+
+// Threads split the channels; each output channel's lanes run over the images in order, then are
+// summed (in double, a fixed order) once.
+template <class T>
+void depthwise_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
+  DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_grad_weight;
+  SumKernel<T> sum_kernel = kernels().of<T>().sum;
+  const DepthwisePlane plane = depthwise_plane(g);
+  const int64_t p = g.pixels(), taps = g.kh * g.kw, lanes = taps * g.ow;
+  parallel_for(0, g.c, parallel_worth_it(g) ? 1 : g.c, [&](int64_t lo, int64_t hi) {
+    T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
+    T* acc = scratch<T, Scratch::Block>(g.og() * lanes);
+    for (int64_t ch = lo; ch < hi; ++ch) {
+      std::fill(acc, acc + g.og() * lanes, T(0));
+      for (int64_t i = 0; i < g.n; ++i) {
+        pad_plane(g, in + (i * g.c + ch) * g.h * g.w, padded);
+        for (int64_t j = 0; j < g.og(); ++j)
+          kernel(plane, grad + (i * g.o + ch * g.og() + j) * p, padded, acc + j * lanes);
+      }
+      for (int64_t j = 0; j < g.og(); ++j)
+        for (int64_t tap = 0; tap < taps; ++tap)
+          gw[(ch * g.og() + j) * taps + tap] = static_cast<T>(sum_kernel(acc + j * lanes + tap * g.ow, g.ow));
+    }
+  });
+}
+
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k();
   for_each_block(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
@@ -332,6 +417,7 @@ void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T*
 // grad_input: per block of images and group, cols = W_g^T @ G_g, folded back image by image.
 template <class T>
 void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
+  if (depthwise(g)) return depthwise_grad_input(g, grad, w, gin);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k(), image_stride = g.c * g.h * g.w;
   for_each_block(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
@@ -360,6 +446,7 @@ constexpr int64_t kBlocksPerWave = 8;
 // depend on the thread count.
 template <class T>
 void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
+  if (depthwise(g)) return depthwise_grad_weight(g, grad, in, gw);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t k = g.k(), per_block = g.o * k, images = images_per_block<T>(g);
   const int64_t blocks = (g.n + images - 1) / images;
