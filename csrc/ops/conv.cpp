@@ -227,13 +227,38 @@ void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
 
 // One growing buffer per thread and role, so each call's column matrices reuse pages already
 // mapped (a fresh vector per call zero-filled and faulted in its pages: measured a third of a
-// small forward).
+// small forward). Those past kRetainedScratchBytes are freed when their pass ends (parallel_over),
+// so one large convolution does not keep its column matrix on every thread.
 enum class Scratch { Columns, Block };
+constexpr size_t kRetainedScratchBytes = 4 << 20;
+
+template <class T, Scratch Role>
+std::vector<T>& scratch_buffer() {
+  thread_local std::vector<T> buffer;
+  return buffer;
+}
+
 template <class T, Scratch Role>
 T* scratch(int64_t count) {
-  thread_local std::vector<T> buffer;
+  std::vector<T>& buffer = scratch_buffer<T, Role>();
   if (int64_t(buffer.size()) < count) buffer.resize(count);
   return buffer.data();
+}
+
+template <class T>
+void trim_scratch() {
+  for (std::vector<T>* buffer : {&scratch_buffer<T, Scratch::Columns>(), &scratch_buffer<T, Scratch::Block>()})
+    if (buffer->size() * sizeof(T) > kRetainedScratchBytes) std::vector<T>().swap(*buffer);
+}
+
+// fn(lo, hi) over chunks of [begin, end), split across threads when `parallel`; each thread's
+// large scratch buffers are freed after its chunk.
+template <class T, class F>
+void parallel_over(int64_t begin, int64_t end, bool parallel, F&& fn) {
+  parallel_for(begin, end, parallel ? 1 : end - begin, [&](int64_t lo, int64_t hi) {
+    fn(lo, hi);
+    trim_scratch<T>();
+  });
 }
 
 // A block of images is lowered onto one GEMM, their pixels side by side as the columns of one
@@ -266,10 +291,10 @@ int64_t images_per_thread_block(const ConvGeometry& g) {
 }
 
 // Calls f(first, count) for the blocks of `per_block` images, blocks split across threads.
-template <class F>
+template <class T, class F>
 void for_each_block(const ConvGeometry& g, int64_t per_block, F&& f) {
   const int64_t blocks = (g.n + per_block - 1) / per_block;
-  parallel_for(0, blocks, parallel_worth_it(g) ? 1 : blocks, [&](int64_t lo, int64_t hi) {
+  parallel_over<T>(0, blocks, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     for (int64_t blk = lo; blk < hi; ++blk) f(blk * per_block, std::min(per_block, g.n - blk * per_block));
   });
 }
@@ -333,7 +358,7 @@ void depthwise_forward(const ConvGeometry& g, const T* in, const T* w, const T* 
   DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_forward;
   const DepthwisePlane plane = depthwise_plane(g);
   const int64_t p = g.pixels(), taps = g.kh * g.kw;
-  parallel_for(0, g.n * g.c, parallel_worth_it(g) ? 1 : g.n * g.c, [&](int64_t lo, int64_t hi) {
+  parallel_over<T>(0, g.n * g.c, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
     for (int64_t nc = lo; nc < hi; ++nc) {
       pad_plane(g, in + nc * g.h * g.w, padded);
@@ -352,7 +377,7 @@ void depthwise_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* g
   DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_grad_input;
   const DepthwisePlane plane = depthwise_plane(g);
   const int64_t p = g.pixels(), taps = g.kh * g.kw;
-  parallel_for(0, g.n * g.c, parallel_worth_it(g) ? 1 : g.n * g.c, [&](int64_t lo, int64_t hi) {
+  parallel_over<T>(0, g.n * g.c, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
     for (int64_t nc = lo; nc < hi; ++nc) {
       std::fill(padded, padded + padded_plane_size(g), T(0));
@@ -372,7 +397,7 @@ void depthwise_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T*
   SumKernel<T> sum_kernel = kernels().of<T>().sum;
   const DepthwisePlane plane = depthwise_plane(g);
   const int64_t p = g.pixels(), taps = g.kh * g.kw, lanes = taps * g.ow;
-  parallel_for(0, g.c, parallel_worth_it(g) ? 1 : g.c, [&](int64_t lo, int64_t hi) {
+  parallel_over<T>(0, g.c, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
     T* acc = scratch<T, Scratch::Block>(g.og() * lanes);
     for (int64_t ch = lo; ch < hi; ++ch) {
@@ -394,7 +419,7 @@ void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T*
   if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k();
-  for_each_block(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
+  for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       int64_t ld;
       const T* columns = block_columns(g, in, first, count, grp, ld);
@@ -420,7 +445,7 @@ void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
   if (depthwise(g)) return depthwise_grad_input(g, grad, w, gin);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k(), image_stride = g.c * g.h * g.w;
-  for_each_block(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
+  for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       int64_t ldg;
       const T* gg = block_grad(g, grad, first, count, grp, ldg);
@@ -453,7 +478,7 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
   std::vector<T> partial(std::min(blocks, kBlocksPerWave) * per_block);
   for (int64_t first = 0; first < blocks; first += kBlocksPerWave) {
     const int64_t last = std::min(blocks, first + kBlocksPerWave);
-    parallel_for(first, last, parallel_worth_it(g) ? 1 : last - first, [&](int64_t lo, int64_t hi) {
+    parallel_over<T>(first, last, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
       for (int64_t blk = lo; blk < hi; ++blk) {
         const int64_t count = std::min(images, g.n - blk * images);
         for (int64_t grp = 0; grp < g.groups; ++grp) {
