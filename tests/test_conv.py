@@ -28,6 +28,15 @@ CASES = {  # id: (fn(F, x, w, b), input shape, weight shape, has bias)
     "2d dilation": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, dilation=(2, 1)), (2, 2, 7, 6), (3, 2, 3, 2), True),
     "2d groups": (lambda F, x, w, b: F.conv2d(x, w, b, groups=2), (2, 4, 5, 5), (6, 2, 3, 3), True),
     "2d depthwise": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, groups=3), (2, 3, 5, 4), (6, 1, 3, 3), True),
+    # depthwise (groups == channels): the direct kernels, with rows past a vector width and tails
+    "2d depthwise wide": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, groups=3), (1, 3, 4, 37), (3, 1, 3, 3), True),
+    "2d depthwise strided dilated": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=(2, 3), padding=(2, 1), dilation=(1, 2), groups=4),
+        (2, 4, 9, 40),
+        (4, 1, 3, 3),
+        True,
+    ),
+    "1d depthwise": (lambda F, x, w, b: F.conv1d(x, w, b, padding=2, groups=4), (2, 4, 21), (8, 1, 5), True),
     "2d pointwise": (lambda F, x, w, b: F.conv2d(x, w, b), (3, 4, 3, 5), (5, 4, 1, 1), True),
     "2d pointwise groups": (lambda F, x, w, b: F.conv2d(x, w, b, groups=2), (2, 4, 3, 2), (2, 2, 1, 1), True),
     "2d same odd": (lambda F, x, w, b: F.conv2d(x, w, b, padding="same"), (2, 2, 5, 6), (3, 2, 3, 3), True),
@@ -106,6 +115,10 @@ GRADCHECKED = {  # float64 finite differences: (fn(F, x, w, b), shapes)
         [(1, 4, 3, 3), (2, 2, 2, 2), (2,)],
     ),
     "1d": (lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=1), [(2, 2, 5), (3, 2, 3), (3,)]),
+    "2d depthwise": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=(1, 2), padding=1, dilation=(2, 1), groups=2),
+        [(2, 2, 5, 5), (4, 1, 2, 3), (4,)],
+    ),
 }
 
 
@@ -118,20 +131,26 @@ def test_gradcheck(fg, case):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_results_do_not_depend_on_the_thread_count(dtype):
-    """The batch is split into whole images and the weight gradient summed in image order, so 1, 2
-    and 3 threads give the same bits (a batch over several waves of images, big enough to split)."""
+@pytest.mark.parametrize(
+    "channels, side, groups", [(6, 12, 1), (2, 34, 1), (4, 37, 4)], ids=["blocks of images", "waves", "depthwise"]
+)
+def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups):
+    """The batch is split into whole blocks of images and the weight gradient summed in block order,
+    so 1, 2 and 3 threads give the same bits: small images go several to a GEMM (the forward's
+    blocks shrink with the thread count), 32x32 outputs one to a GEMM over several waves of blocks;
+    the depthwise kernels split the planes (and the channels, for the weight gradient)."""
     import fastgrad
 
     rng = rng_for("threads", dtype)
-    arrays = [rng.standard_normal(shape).astype(dtype) for shape in ((19, 6, 12, 12), (8, 6, 3, 3), (8,))]
-    upstream = rng.standard_normal((19, 8, 10, 10)).astype(dtype)
+    shapes = ((19, channels, side, side), (8, channels // groups, 3, 3), (8,))
+    arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
+    upstream = rng.standard_normal((19, 8, side - 2, side - 2)).astype(dtype)
     results, before = [], fastgrad.get_num_threads()
     try:
         for threads in (1, 2, 3):
             fastgrad.set_num_threads(threads)
             x, w, b = (fastgrad.tensor(a, requires_grad=True) for a in arrays)
-            out = fastgrad.nn.functional.conv2d(x, w, b)
+            out = fastgrad.nn.functional.conv2d(x, w, b, groups=groups)
             out.backward(fastgrad.tensor(upstream))
             results.append([to_numpy(t) for t in (out, x.grad, w.grad, b.grad)])
     finally:
@@ -139,6 +158,37 @@ def test_results_do_not_depend_on_the_thread_count(dtype):
     for other in results[1:]:
         for got, expected in zip(other, results[0], strict=True):
             np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
+def test_depthwise_kernels_under_every_isa(isa):
+    """The depthwise cases and their thread-count check rerun in a child under a forced ISA (the
+    direct kernels are compiled once per ISA; the main run covers this process's own)."""
+    import os
+    import subprocess
+    import sys
+
+    import fastgrad
+
+    config = fastgrad.config()
+    if isa not in config["isas_available"] or isa == config["isa"] or os.environ.get("FASTGRAD_ISA"):
+        pytest.skip(f"{isa}: not available, or this process's ISA")
+    child = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "depthwise", os.path.abspath(__file__)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
+            "FASTGRAD_ISA": isa,
+            "FASTGRAD_TEST_BACKENDS": "fastgrad",
+        },
+    )
+    assert child.returncode == 0, child.stdout[-4000:] + child.stderr[-2000:]
+    assert " passed" in child.stdout
 
 
 ERRORS = {  # id: program(lib) that PyTorch rejects

@@ -40,6 +40,17 @@ struct GemmBlocks {
   int64_t mr, nr, kc, mc, nc, small_a_bytes;
 };
 
+// One plane of a depthwise convolution (depthwise_impl.h): an output of oh x ow, taps kh x kw with
+// strides sy, sx and dilations dy, dx, over an input plane padded with zeros, its rows ld apart.
+struct DepthwisePlane {
+  int64_t oh, ow, kh, kw, sy, sx, dy, dx, ld;
+};
+// forward(plane, in, w, out): out = the taps w over the padded plane in;
+// grad_input(plane, grad, w, gin): the padded plane gin += grad spread back through the taps;
+// grad_weight(plane, grad, in, acc): acc (kh * kw rows of ow lanes) += grad times the plane it read.
+template <class T>
+using DepthwiseKernel = void (*)(const DepthwisePlane& plane, const T* a, const T* b, T* c);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -52,6 +63,7 @@ struct TypedKernels {
   GemmKernel<T> gemm;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
+  DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;
 };
 
 struct KernelTable {

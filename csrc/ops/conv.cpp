@@ -1,16 +1,20 @@
 // 2-D convolution, and 1-D as its height-1 case (3-D input and weight), lowered onto the packed GEMM as Caffe's im2col:
-// per image and group, the receptive fields are unfolded into a column buffer cols (K x P, K =
-// in-channels-per-group * kh * kw, P = output pixels) and out = W_g (Og x K) @ cols. The backward:
-// grad_weight_g = sum over images of G_g (Og x P) @ cols^T, grad_input = col2im(W_g^T @ G_g), and
-// grad_bias the sum of G over images and pixels.
+// per block of images and group, the receptive fields are unfolded into a column matrix cols
+// (K x images * P, K = in-channels-per-group * kh * kw, P = output pixels, the images' pixels side by
+// side) and out = W_g (Og x K) @ cols. The backward: grad_weight_g = the sum over blocks of
+// G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g), and grad_bias the sum of G over
+// images and pixels.
 //
-// Threads split the batch into whole images. Every output element is computed by one thread in an
-// order that does not depend on how many there are: the weight gradient's per-image products are
-// summed image by image (0, 1, 2, ...) after each wave of kImagesPerWave images, so its bits do
-// not depend on the thread count either. The argument checks with PyTorch's messages are in the
+// Threads split the batch into whole blocks of images. Every output element is computed by one
+// thread in an order that does not depend on how many there are: a forward or input-gradient
+// element is one GEMM chain (whose bits do not depend on the blocking), and the weight gradient's
+// per-block products, over blocks fixed by the geometry alone, are summed block by block (0, 1,
+// 2, ...) after each wave of kBlocksPerWave blocks, so its bits do not depend on the thread count
+// either. The argument checks with PyTorch's messages are in the
 // shared Python layer (nn/functional.py, which sees the user's shapes); the checks here only keep
 // direct calls from reading out of bounds.
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "autograd/node.h"
@@ -75,149 +79,440 @@ ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& b
 }
 
 // Calls f(column, input_row, x0, lo, hi) for every output row of every (channel, ky, kx) row of a
-// K x P column matrix of one group: `column` points at that output row's ow entries, `input_row` at
-// the input row it reads (nullptr when that row is in the padding), and entry ox reads input x =
-// x0 + ox * stride, inside the image for ox in [lo, hi) only. The one traversal shared by im2col and
-// col2im, so both walk the same positions in the same order; the in-bounds range is computed once per
-// row, so the inner loops are plain strided copies (contiguous at stride 1).
+// K x P column matrix of one group of one image, row r starting at cols + r * ld: `column` points at
+// that output row's ow entries, `input_row` at the input row it reads (nullptr when that row is in
+// the padding), and entry ox reads input x = x0 + ox * stride, inside the image for ox in [lo, hi)
+// only. The one traversal shared by im2col and col2im, so both walk the same positions in the same
+// order; the in-bounds range is computed once per row, so the inner loops are plain strided copies
+// (contiguous at stride 1).
 template <class T, class Column, class F>
-void for_each_column_row(const ConvGeometry& g, Column* cols, T* image, F&& f) {
+void for_each_column_row(const ConvGeometry& g, Column* cols, int64_t ld, T* image, F&& f) {
   const int64_t sx = g.p.stride[1];
   for (int64_t ch = 0; ch < g.cg(); ++ch)
     for (int64_t ky = 0; ky < g.kh; ++ky)
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
+      for (int64_t kx = 0; kx < g.kw; ++kx, cols += ld) {
         const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1];
         // ox in [lo, hi) <=> 0 <= x0 + ox * sx < w
         const int64_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
         const int64_t hi = std::max(lo, std::min(g.ow, g.w - x0 <= 0 ? 0 : (g.w - x0 + sx - 1) / sx));
-        for (int64_t oy = 0; oy < g.oh; ++oy, cols += g.ow) {
+        Column* column = cols;
+        for (int64_t oy = 0; oy < g.oh; ++oy, column += g.ow) {
           const int64_t y = oy * g.p.stride[0] - g.p.padding[0] + ky * g.p.dilation[0];
-          f(cols, y >= 0 && y < g.h ? image + (ch * g.h + y) * g.w : nullptr, x0, lo, hi);
+          f(column, y >= 0 && y < g.h ? image + (ch * g.h + y) * g.w : nullptr, x0, lo, hi);
         }
       }
 }
 
-// cols (K x P) = the receptive fields of one group of one image (`image` points at its first channel).
+// Rows of an image are short (a 12-wide row of 5x5 taps is 10 copies): a loop whose trip count the
+// compiler cannot know spends more on its vector prologue and scalar tail than on the copy. These
+// move fixed-size chunks of kChunk elements (32 bytes) instead.
 template <class T>
-void im2col(const ConvGeometry& g, const T* image, T* cols) {
+constexpr int64_t kChunk = 32 / int64_t(sizeof(T));
+
+// dst[0, n) = src[0, n): chunks, the last one overlapping the one before (a copy may write an
+// element twice).
+template <class T>
+inline void copy_row(const T* src, T* dst, int64_t n) {
+  constexpr int64_t C = kChunk<T>, H = C / 2;
+  if (n >= C) {
+    for (int64_t i = 0; i + C < n; i += C) std::memcpy(dst + i, src + i, C * sizeof(T));
+    std::memcpy(dst + n - C, src + n - C, C * sizeof(T));
+  } else if (n >= H) {
+    std::memcpy(dst, src, H * sizeof(T));
+    std::memcpy(dst + n - H, src + n - H, H * sizeof(T));
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+  }
+}
+
+// dst[0, n) += src[0, n): whole chunks (each element added once, so no overlap), then the rest.
+template <class T>
+inline void add_row(const T* src, T* dst, int64_t n) {
+  constexpr int64_t C = kChunk<T>;
+  int64_t i = 0;
+  for (; i + C <= n; i += C) {
+    T a[C], b[C];
+    std::memcpy(a, dst + i, sizeof a);
+    std::memcpy(b, src + i, sizeof b);
+    for (int64_t j = 0; j < C; ++j) a[j] += b[j];
+    std::memcpy(dst + i, a, sizeof a);
+  }
+  for (; i < n; ++i) dst[i] += src[i];
+}
+
+// Stride 1 with the output as wide as the input ('same' width, as 3x3 padding 1): the in-image
+// part of a (channel, ky, kx) row of cols is the input plane shifted by a constant, so it is one
+// contiguous run across all output rows (a small image's rows are each too short to copy well).
+// Calls f(row, plane, shift, oy0, oy1, lo, hi) for each (channel, ky, kx) row of one group: entry
+// j = oy * ow + ox of `row` reads plane[j + shift] when oy is in [oy0, oy1) and ox in [lo, hi),
+// and is padding otherwise.
+bool joined_rows(const ConvGeometry& g) { return g.p.stride[0] == 1 && g.p.stride[1] == 1 && g.ow == g.w; }
+
+template <class T, class Row, class F>
+void for_each_joined_row(const ConvGeometry& g, Row* cols, int64_t ld, T* image, F&& f) {
+  for (int64_t ch = 0; ch < g.cg(); ++ch)
+    for (int64_t ky = 0; ky < g.kh; ++ky)
+      for (int64_t kx = 0; kx < g.kw; ++kx, cols += ld) {
+        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1], y0 = ky * g.p.dilation[0] - g.p.padding[0];
+        const int64_t lo = std::clamp<int64_t>(-x0, 0, g.ow), hi = std::clamp<int64_t>(g.w - x0, lo, g.ow);
+        const int64_t oy0 = std::clamp<int64_t>(-y0, 0, g.oh), oy1 = std::clamp<int64_t>(g.h - y0, oy0, g.oh);
+        // (oy + y0) * w + x0 + ox = j + y0 * w + x0, as ow == w
+        f(cols, image + ch * g.h * g.w, y0 * g.w + x0, oy0, oy1, lo, hi);
+      }
+}
+
+// The entries of output rows [oy0, oy1) of a joined row outside columns [lo, hi) (the ones its
+// contiguous run passes over at the rows' edges) set to zero.
+template <class T>
+void zero_row_edges(const ConvGeometry& g, T* row, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+  if (lo == 0 && hi == g.ow) return;
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    T* r = row + oy * g.ow;
+    for (int64_t ox = 0; ox < lo; ++ox) r[ox] = T(0);
+    for (int64_t ox = hi; ox < g.ow; ++ox) r[ox] = T(0);
+  }
+}
+
+// cols (K x P, rows ld apart) = the receptive fields of one group of one image (`image` points at
+// its first channel).
+template <class T>
+void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
+  if (joined_rows(g)) {
+    for_each_joined_row(g, cols, ld, image,
+                        [&](T* row, const T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+                          std::fill(row, row + oy0 * g.ow, T(0));
+                          std::fill(row + oy1 * g.ow, row + g.pixels(), T(0));
+                          if (oy1 > oy0 && hi > lo) {
+                            const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
+                            copy_row(plane + (begin + shift), row + begin, end - begin);
+                          }
+                          zero_row_edges(g, row, oy0, oy1, lo, hi);
+                        });
+    return;
+  }
   const int64_t sx = g.p.stride[1];
-  for_each_column_row(g, cols, image, [&](T* column, const T* input_row, int64_t x0, int64_t lo, int64_t hi) {
+  for_each_column_row(g, cols, ld, image, [&](T* column, const T* input_row, int64_t x0, int64_t lo, int64_t hi) {
     if (!input_row) lo = hi = g.ow;
     for (int64_t ox = 0; ox < lo; ++ox) column[ox] = T(0);
-    for (int64_t ox = lo; ox < hi; ++ox) column[ox] = input_row[x0 + ox * sx];
+    if (hi > lo && sx == 1) copy_row(input_row + x0 + lo, column + lo, hi - lo);
+    else
+      for (int64_t ox = lo; ox < hi; ++ox) column[ox] = input_row[x0 + ox * sx];
     for (int64_t ox = hi; ox < g.ow; ++ox) column[ox] = T(0);
   });
 }
 
-// The GEMM operand of group `grp` of image `i` of `in`: its receptive fields unfolded into `cols`, or
-// for a pointwise (1x1, stride 1, unpadded) kernel the image itself.
+// image += the column matrix (rows ld apart) folded back onto the input positions it was read from
+// (fixed order). Joined rows have their padding entries zeroed first (cols is scratch), so that one
+// contiguous run adds them: zeros, onto the edges of the neighbouring rows.
 template <class T>
-const T* group_columns(const ConvGeometry& g, const T* in, int64_t i, int64_t grp, std::vector<T>& cols) {
-  const T* image = in + (i * g.groups + grp) * g.cg() * g.h * g.w;
-  if (g.pointwise()) return image;
-  im2col(g, image, cols.data());
-  return cols.data();
-}
-
-// image += the column matrix folded back onto the input positions it was read from (fixed order).
-template <class T>
-void col2im(const ConvGeometry& g, const T* cols, T* image) {
+void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
+  if (joined_rows(g)) {
+    for_each_joined_row(g, cols, ld, image,
+                        [&](T* row, T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+                          if (oy1 == oy0 || hi == lo) return;
+                          const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
+                          zero_row_edges(g, row, oy0, oy1, lo, hi);
+                          add_row(row + begin, plane + (begin + shift), end - begin);
+                        });
+    return;
+  }
   const int64_t sx = g.p.stride[1];
-  for_each_column_row(g, cols, image, [&](const T* column, T* input_row, int64_t x0, int64_t lo, int64_t hi) {
-    if (input_row)
+  for_each_column_row(g, cols, ld, image, [&](const T* column, T* input_row, int64_t x0, int64_t lo, int64_t hi) {
+    if (!input_row) return;
+    if (sx == 1) add_row(column + lo, input_row + x0 + lo, hi - lo);
+    else
       for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
   });
 }
 
-// Whole images per thread once an image's multiply-adds make waking the pool worth it.
-constexpr double kParallelConvWork = 1 << 18;
-int64_t image_grain(const ConvGeometry& g) {
-  const double work = double(g.o) * double(g.k()) * double(g.pixels());
-  return work * double(g.n) >= kParallelConvWork ? 1 : g.n;
+// One growing buffer per thread and role, so each call's column matrices reuse pages already
+// mapped (a fresh vector per call zero-filled and faulted in its pages: measured a third of a
+// small forward). Those past kRetainedScratchBytes are freed when their pass ends (parallel_over),
+// so one large convolution does not keep its column matrix on every thread.
+enum class Scratch { Columns, Block };
+constexpr size_t kRetainedScratchBytes = 4 << 20;
+
+template <class T, Scratch Role>
+std::vector<T>& scratch_buffer() {
+  thread_local std::vector<T> buffer;
+  return buffer;
 }
 
-// Images whose weight-gradient products are held at once before being summed in image order.
-constexpr int64_t kImagesPerWave = 8;
+template <class T, Scratch Role>
+T* scratch(int64_t count) {
+  std::vector<T>& buffer = scratch_buffer<T, Role>();
+  if (int64_t(buffer.size()) < count) buffer.resize(count);
+  return buffer.data();
+}
+
+template <class T>
+void trim_scratch() {
+  for (std::vector<T>* buffer : {&scratch_buffer<T, Scratch::Columns>(), &scratch_buffer<T, Scratch::Block>()})
+    if (buffer->size() * sizeof(T) > kRetainedScratchBytes) std::vector<T>().swap(*buffer);
+}
+
+// fn(lo, hi) over chunks of [begin, end), split across threads when `parallel`; each thread's
+// large scratch buffers are freed after its chunk.
+template <class T, class F>
+void parallel_over(int64_t begin, int64_t end, bool parallel, F&& fn) {
+  parallel_for(begin, end, parallel ? 1 : end - begin, [&](int64_t lo, int64_t hi) {
+    fn(lo, hi);
+    trim_scratch<T>();
+  });
+}
+
+// A block of images is lowered onto one GEMM, their pixels side by side as the columns of one
+// K x (images * P) matrix: a small image alone would leave the GEMM's column panels part empty and
+// pay its per-call costs for little work. A block aims at kBlockColumns columns with its column
+// matrix at most kBlockBytes (half of a 1 MiB L2). A pointwise kernel's operand is the image
+// itself, so its blocks are single images.
+constexpr int64_t kBlockColumns = 1024;
+constexpr int64_t kBlockBytes = 1 << 19;
+template <class T>
+int64_t images_per_block(const ConvGeometry& g) {
+  if (g.pointwise() || g.n == 0) return 1;
+  const int64_t by_columns = (kBlockColumns + g.pixels() - 1) / g.pixels();
+  const int64_t by_bytes = kBlockBytes / (g.k() * g.pixels() * int64_t(sizeof(T)));
+  return std::clamp<int64_t>(std::min(by_columns, by_bytes), 1, g.n);
+}
+
+// Whole blocks per thread once the multiply-adds make waking the pool worth it.
+constexpr double kParallelConvWork = 1 << 18;
+bool parallel_worth_it(const ConvGeometry& g) {
+  return double(g.o) * double(g.k()) * double(g.pixels()) * double(g.n) >= kParallelConvWork;
+}
+
+// A block small enough that every thread gets one: for the passes whose bits do not depend on the
+// blocking (each element is one GEMM chain, or one image's fixed col2im order).
+template <class T>
+int64_t images_per_thread_block(const ConvGeometry& g) {
+  const int64_t threads = parallel_worth_it(g) ? get_num_threads() : 1;
+  return std::max<int64_t>(1, std::min(images_per_block<T>(g), (g.n + threads - 1) / threads));
+}
+
+// Calls f(first, count) for the blocks of `per_block` images, blocks split across threads.
+template <class T, class F>
+void for_each_block(const ConvGeometry& g, int64_t per_block, F&& f) {
+  const int64_t blocks = (g.n + per_block - 1) / per_block;
+  parallel_over<T>(0, blocks, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    for (int64_t blk = lo; blk < hi; ++blk) f(blk * per_block, std::min(per_block, g.n - blk * per_block));
+  });
+}
+
+// The GEMM operand of group `grp` of `count` images from `first`: their receptive fields unfolded
+// side by side into a K x (count * P) matrix (returned with its row stride in ld), or for a
+// pointwise kernel (count 1) the image itself.
+template <class T>
+const T* block_columns(const ConvGeometry& g, const T* in, int64_t first, int64_t count, int64_t grp, int64_t& ld) {
+  const int64_t p = g.pixels(), image_stride = g.c * g.h * g.w;
+  const T* image = in + first * image_stride + grp * g.cg() * g.h * g.w;
+  ld = count * p;
+  if (g.pointwise()) return image;
+  T* cols = scratch<T, Scratch::Columns>(g.k() * ld);
+  for (int64_t b = 0; b < count; ++b) im2col(g, image + b * image_stride, cols + b * p, ld);
+  return cols;
+}
+
+// Group `grp` of the output gradient of `count` images from `first` as one Og x (count * P) matrix
+// (returned with its row stride in ld): gathered side by side, or read in place for one image.
+template <class T>
+const T* block_grad(const ConvGeometry& g, const T* grad, int64_t first, int64_t count, int64_t grp, int64_t& ld) {
+  const int64_t p = g.pixels();
+  const T* src = grad + (first * g.o + grp * g.og()) * p;
+  if (count == 1) {
+    ld = p;
+    return src;
+  }
+  ld = count * p;
+  T* block = scratch<T, Scratch::Block>(g.og() * ld);
+  for (int64_t b = 0; b < count; ++b)
+    for (int64_t oc = 0; oc < g.og(); ++oc) std::copy_n(src + (b * g.o + oc) * p, p, block + oc * ld + b * p);
+  return block;
+}
+
+// Depthwise convolutions (every group one input channel, as MobileNet's 3x3 layers: groups ==
+// channels > 1) skip the lowering: K is only kh * kw, too short a GEMM. They run the direct kernels
+// of depthwise_impl.h plane by plane, on each input plane padded with zeros into a scratch buffer.
+bool depthwise(const ConvGeometry& g) { return g.groups > 1 && g.groups == g.c; }
+
+DepthwisePlane depthwise_plane(const ConvGeometry& g) {
+  return {
+      g.oh, g.ow, g.kh, g.kw, g.p.stride[0], g.p.stride[1], g.p.dilation[0], g.p.dilation[1], g.w + 2 * g.p.padding[1]};
+}
+
+// The padded plane's size: every row and column a tap reads, with the padding on both sides.
+int64_t padded_plane_size(const ConvGeometry& g) { return (g.h + 2 * g.p.padding[0]) * (g.w + 2 * g.p.padding[1]); }
+
+// padded = the plane (h x w) inside a border of zeros (padding rows and columns on each side).
+template <class T>
+void pad_plane(const ConvGeometry& g, const T* plane, T* padded) {
+  const int64_t ld = g.w + 2 * g.p.padding[1];
+  std::fill(padded, padded + padded_plane_size(g), T(0));
+  for (int64_t y = 0; y < g.h; ++y)
+    std::copy_n(plane + y * g.w, g.w, padded + (y + g.p.padding[0]) * ld + g.p.padding[1]);
+}
+
+// Threads split the (image, channel) planes.
+template <class T>
+void depthwise_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_forward;
+  const DepthwisePlane plane = depthwise_plane(g);
+  const int64_t p = g.pixels(), taps = g.kh * g.kw;
+  parallel_over<T>(0, g.n * g.c, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
+    for (int64_t nc = lo; nc < hi; ++nc) {
+      pad_plane(g, in + nc * g.h * g.w, padded);
+      for (int64_t oc = nc % g.c * g.og(); oc < (nc % g.c + 1) * g.og(); ++oc) {
+        T* dst = out + (nc / g.c * g.o + oc) * p;
+        kernel(plane, padded, w + oc * taps, dst);
+        if (b)
+          for (int64_t q = 0; q < p; ++q) dst[q] += b[oc];
+      }
+    }
+  });
+}
+
+template <class T>
+void depthwise_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
+  DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_grad_input;
+  const DepthwisePlane plane = depthwise_plane(g);
+  const int64_t p = g.pixels(), taps = g.kh * g.kw;
+  parallel_over<T>(0, g.n * g.c, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
+    for (int64_t nc = lo; nc < hi; ++nc) {
+      std::fill(padded, padded + padded_plane_size(g), T(0));
+      for (int64_t oc = nc % g.c * g.og(); oc < (nc % g.c + 1) * g.og(); ++oc)
+        kernel(plane, grad + (nc / g.c * g.o + oc) * p, w + oc * taps, padded);
+      for (int64_t y = 0; y < g.h; ++y)
+        std::copy_n(padded + (y + g.p.padding[0]) * plane.ld + g.p.padding[1], g.w, gin + (nc * g.h + y) * g.w);
+    }
+  });
+}
+
+// Threads split the channels; each output channel's lanes run over the images in order, then are
+// summed (in double, a fixed order) once.
+template <class T>
+void depthwise_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
+  DepthwiseKernel<T> kernel = kernels().of<T>().depthwise_grad_weight;
+  SumKernel<T> sum_kernel = kernels().of<T>().sum;
+  const DepthwisePlane plane = depthwise_plane(g);
+  const int64_t p = g.pixels(), taps = g.kh * g.kw, lanes = taps * g.ow;
+  parallel_over<T>(0, g.c, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    T* padded = scratch<T, Scratch::Columns>(padded_plane_size(g));
+    T* acc = scratch<T, Scratch::Block>(g.og() * lanes);
+    for (int64_t ch = lo; ch < hi; ++ch) {
+      std::fill(acc, acc + g.og() * lanes, T(0));
+      for (int64_t i = 0; i < g.n; ++i) {
+        pad_plane(g, in + (i * g.c + ch) * g.h * g.w, padded);
+        for (int64_t j = 0; j < g.og(); ++j)
+          kernel(plane, grad + (i * g.o + ch * g.og() + j) * p, padded, acc + j * lanes);
+      }
+      for (int64_t j = 0; j < g.og(); ++j)
+        for (int64_t tap = 0; tap < taps; ++tap)
+          gw[(ch * g.og() + j) * taps + tap] = static_cast<T>(sum_kernel(acc + j * lanes + tap * g.ow, g.ow));
+    }
+  });
+}
 
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k();
-  parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
-    std::vector<T> cols(g.pointwise() ? 0 : k * p);
-    for (int64_t i = lo; i < hi; ++i)
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* columns = group_columns(g, in, i, grp, cols);
-        T* c = out + (i * g.o + grp * g.og()) * p;
-        gemm(g.og(), p, k, w + grp * g.og() * k, k, 1, columns, p, 1, c, p);
-        if (b)
-          for (int64_t oc = 0; oc < g.og(); ++oc)
-            for (int64_t q = 0; q < p; ++q) c[oc * p + q] += b[grp * g.og() + oc];
-      }
+  for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      int64_t ld;
+      const T* columns = block_columns(g, in, first, count, grp, ld);
+      // One image's product goes straight to the output; a block's to a buffer, then to its images.
+      T* dst = out + (first * g.o + grp * g.og()) * p;
+      T* product = count == 1 ? dst : scratch<T, Scratch::Block>(g.og() * ld);
+      gemm(g.og(), ld, k, w + grp * g.og() * k, k, 1, columns, ld, 1, product, ld);
+      for (int64_t img = 0; img < count; ++img)
+        for (int64_t oc = 0; oc < g.og(); ++oc) {
+          const T* from = product + oc * ld + img * p;
+          T* to = dst + (img * g.o + oc) * p;
+          if (b)
+            for (int64_t q = 0; q < p; ++q) to[q] = from[q] + b[grp * g.og() + oc];
+          else if (from != to) std::copy_n(from, p, to);
+        }
+    }
   });
 }
 
-// grad_input: per image and group, cols = W_g^T @ G_g, folded back by col2im.
+// grad_input: per block of images and group, cols = W_g^T @ G_g, folded back image by image.
 template <class T>
 void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
+  if (depthwise(g)) return depthwise_grad_input(g, grad, w, gin);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
-  const int64_t p = g.pixels(), k = g.k(), in_group = g.cg() * g.h * g.w;
-  parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
-    std::vector<T> cols(g.pointwise() ? 0 : k * p);
-    for (int64_t i = lo; i < hi; ++i)
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        T* image = gin + (i * g.groups + grp) * in_group;
-        const T* gg = grad + (i * g.o + grp * g.og()) * p;
-        // W_g^T (K x Og) read through W_g's strides: row stride 1, column stride K.
-        if (g.pointwise()) {
-          gemm(k, p, g.og(), w + grp * g.og() * k, 1, k, gg, p, 1, image, p);
-          continue;
-        }
-        gemm(k, p, g.og(), w + grp * g.og() * k, 1, k, gg, p, 1, cols.data(), p);
-        col2im(g, cols.data(), image);
+  const int64_t p = g.pixels(), k = g.k(), image_stride = g.c * g.h * g.w;
+  for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      int64_t ldg;
+      const T* gg = block_grad(g, grad, first, count, grp, ldg);
+      T* image = gin + first * image_stride + grp * g.cg() * g.h * g.w;
+      // W_g^T (K x Og) read through W_g's strides: row stride 1, column stride K.
+      if (g.pointwise()) {
+        gemm(k, p, g.og(), w + grp * g.og() * k, 1, k, gg, ldg, 1, image, p);
+        continue;
       }
+      const int64_t ld = count * p;
+      T* cols = scratch<T, Scratch::Columns>(k * ld);
+      gemm(k, ld, g.og(), w + grp * g.og() * k, 1, k, gg, ldg, 1, cols, ld);
+      for (int64_t img = 0; img < count; ++img) col2im(g, cols + img * p, ld, image + img * image_stride);
+    }
   });
 }
 
-// grad_weight: per wave of images, each image's products G_g @ cols^T in parallel, then summed into
-// gw in image order.
+// Blocks whose weight-gradient products are held at once before being summed in block order.
+constexpr int64_t kBlocksPerWave = 8;
+
+// grad_weight: per wave of blocks (of images_per_block images, fixed by the geometry alone), each
+// block's product G_g @ cols^T in parallel, then summed into gw in block order: so the bits do not
+// depend on the thread count.
 template <class T>
 void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
+  if (depthwise(g)) return depthwise_grad_weight(g, grad, in, gw);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
-  const int64_t p = g.pixels(), k = g.k(), per_image = g.o * k;
-  std::vector<T> partial(std::min(g.n, kImagesPerWave) * per_image);
-  for (int64_t first = 0; first < g.n; first += kImagesPerWave) {
-    const int64_t last = std::min(g.n, first + kImagesPerWave);
-    parallel_for(first, last, image_grain(g) == 1 ? 1 : last - first, [&](int64_t lo, int64_t hi) {
-      std::vector<T> cols(g.pointwise() ? 0 : k * p);
-      for (int64_t i = lo; i < hi; ++i)
+  const int64_t k = g.k(), per_block = g.o * k, images = images_per_block<T>(g);
+  const int64_t blocks = (g.n + images - 1) / images;
+  std::vector<T> partial(std::min(blocks, kBlocksPerWave) * per_block);
+  for (int64_t first = 0; first < blocks; first += kBlocksPerWave) {
+    const int64_t last = std::min(blocks, first + kBlocksPerWave);
+    parallel_over<T>(first, last, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+      for (int64_t blk = lo; blk < hi; ++blk) {
+        const int64_t count = std::min(images, g.n - blk * images);
         for (int64_t grp = 0; grp < g.groups; ++grp) {
-          const T* columns = group_columns(g, in, i, grp, cols);
-          // The transposed product cols (K x P) @ G_g^T (P x Og), G_g^T read through G_g's strides:
-          // cols, the larger operand, is then read along its rows (measured faster than G_g @ cols^T).
-          gemm(k, g.og(), p, columns, p, 1, grad + (i * g.o + grp * g.og()) * p, 1, p,
-               partial.data() + (i - first) * per_image + grp * g.og() * k, g.og());
+          int64_t ld, ldg;
+          const T* columns = block_columns(g, in, blk * images, count, grp, ld);
+          const T* gg = block_grad(g, grad, blk * images, count, grp, ldg);
+          // The transposed product cols (K x count*P) @ G_g^T (count*P x Og), G_g^T read through
+          // G_g's strides: cols, the larger operand, is then read along its rows (measured faster
+          // than G_g @ cols^T).
+          gemm(k, g.og(), ld, columns, ld, 1, gg, 1, ldg, partial.data() + (blk - first) * per_block + grp * g.og() * k,
+               g.og());
         }
+      }
     });
-    for (int64_t i = first; i < last; ++i)
+    for (int64_t blk = first; blk < last; ++blk)
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* part = partial.data() + (i - first) * per_image + grp * g.og() * k;  // K x Og
+        const T* part = partial.data() + (blk - first) * per_block + grp * g.og() * k;  // K x Og
         T* dst = gw + grp * g.og() * k;  // Og x K
         for (int64_t oc = 0; oc < g.og(); ++oc)
           for (int64_t r = 0; r < k; ++r)
-            dst[oc * k + r] = i == 0 ? part[r * g.og() + oc] : dst[oc * k + r] + part[r * g.og() + oc];
+            dst[oc * k + r] = blk == 0 ? part[r * g.og() + oc] : dst[oc * k + r] + part[r * g.og() + oc];
       }
   }
 }
 
-// grad_bias[o] = the sum of G[:, o] over images then pixels, in double, rounded once.
+// grad_bias[o] = the sum of G[:, o] over images (each image's pixels summed by the SIMD sum kernel,
+// in double and a fixed order), rounded once.
 template <class T>
 void conv_grad_bias(const ConvGeometry& g, const T* grad, T* gb) {
+  SumKernel<T> sum_kernel = kernels().of<T>().sum;
   const int64_t p = g.pixels();
   for (int64_t oc = 0; oc < g.o; ++oc) {
     double sum = 0;
-    for (int64_t i = 0; i < g.n; ++i)
-      for (int64_t q = 0; q < p; ++q) sum += grad[(i * g.o + oc) * p + q];
+    for (int64_t i = 0; i < g.n; ++i) sum += sum_kernel(grad + (i * g.o + oc) * p, p);
     gb[oc] = static_cast<T>(sum);
   }
 }
@@ -529,8 +824,8 @@ Tensor unfold_blocks(const Tensor& input, const std::array<int64_t, 2>& kernel, 
     using T = decltype(tag);
     const T* in = images->data_as<T>();
     T* cols = out->data_as<T>();
-    parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, cols + i * k * p);
+    parallel_over<T>(0, g.n, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, cols + i * k * p, p);
     });
   });
   if (auto* node = record<Im2ColBackward0>(out, {&input})) {
@@ -561,8 +856,13 @@ Tensor fold_blocks(const Tensor& input, const std::array<int64_t, 2>& output_siz
     using T = decltype(tag);
     const T* in = cols->data_as<T>();
     T* out = images->data_as<T>();
-    parallel_for(0, g.n, image_grain(g), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) col2im<T>(g, in + i * k * p, out + i * image);
+    // col2im zeroes the padding entries of the columns it folds: each image's go through scratch.
+    parallel_over<T>(0, g.n, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+      T* image_cols = scratch<T, Scratch::Columns>(k * p);
+      for (int64_t i = lo; i < hi; ++i) {
+        std::copy(in + i * k * p, in + (i + 1) * k * p, image_cols);
+        col2im<T>(g, image_cols, p, out + i * image);
+      }
     });
   });
   Tensor out = batched ? images : reshape(images, {g.c, g.h, g.w});

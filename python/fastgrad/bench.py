@@ -50,6 +50,8 @@ TARGETS = {
     "exp 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
     "tanh 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
     "sigmoid 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
+    # issue 16: Conv2d forward+backward faster than PyTorch for 3x3 convs of 16-64 channels on 32x32
+    **{f"conv2d 3x3 {c}->{c} 32x32 b{n} fwd+bwd": [("torch", 1.0)] for c in (16, 32, 64) for n in (8, 64)},
 }
 
 
@@ -389,6 +391,35 @@ def norm_layer(layer, shape, backward):
     return make
 
 
+# Issue 16's convolutions: (batch, in channels, out channels, image side, kernel side, padding). The
+# 3x3 convs of 16-64 channels on 32x32 images, and LeNet-5's two (1->6 5x5 on 28x28 padded to keep
+# the size; 6->16 5x5 on the 14x14 pooled maps).
+CONV_SHAPES = [(n, c, c, 32, 3, 1) for c in (16, 32, 64) for n in (8, 64)] + [
+    (n, c, o, side, 5, pad) for n in (8, 64) for c, o, side, pad in ((1, 6, 28, 2), (6, 16, 14, 0))
+]
+
+
+def conv2d(n, c, o, side, k, pad, backward):
+    """F.conv2d with a bias; with `backward`, the output's sum backpropagated to the input, weight
+    and bias (their gradients reset each call, so none accumulates)."""
+
+    def make(lib, rng):
+        x = lib.tensor(rng.standard_normal((n, c, side, side)).astype(np.float32), requires_grad=backward)
+        w = lib.tensor(rng.standard_normal((o, c, k, k)).astype(np.float32) * 0.1, requires_grad=backward)
+        b = lib.tensor(np.zeros(o, np.float32), requires_grad=backward)
+        conv = lib.nn.functional.conv2d
+        if not backward:
+            return _under_no_grad(lib, lambda: conv(x, w, b, padding=pad))
+
+        def step():
+            x.grad = w.grad = b.grad = None
+            conv(x, w, b, padding=pad).sum().backward()
+
+        return step
+
+    return make
+
+
 def norm_rows():
     return [
         (
@@ -401,6 +432,20 @@ def norm_rows():
         for name, layer, shape in NORM_LAYERS
         for backward in (False, True)
     ]
+
+
+def conv_rows(quick):
+    """Forward+backward of every CONV_SHAPES row, and LeNet's forward alone; the work counts the
+    forward's multiply-adds once per pass (forward, input gradient, weight gradient)."""
+    rows = []
+    for n, c, o, side, k, pad in CONV_SHAPES[:2] + CONV_SHAPES[-2:] if quick else CONV_SHAPES:
+        out_side = side + 2 * pad - k + 1
+        flops = 2 * n * o * out_side * out_side * c * k * k
+        name = f"conv2d {k}x{k} {c}->{o} {side}x{side} b{n}"
+        rows.append((f"{name} fwd+bwd", conv2d(n, c, o, side, k, pad, True), 3 * flops, "GFLOP/s", NO_NUMPY[:2]))
+        if k == 5:
+            rows.append((f"{name} forward", conv2d(n, c, o, side, k, pad, False), flops, "GFLOP/s", NO_NUMPY[:2]))
+    return rows
 
 
 def _mlp_784(make, forward_only=False):
@@ -501,7 +546,7 @@ def groups(quick):
             for n in ((256, 1024) if quick else (256, 1024, 4096))
         ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
-        "cnn": pool_rows() + norm_rows(),
+        "cnn": conv_rows(quick) + pool_rows() + norm_rows(),
     }
 
 
@@ -728,9 +773,9 @@ def main(argv=None):
     for name, rows in selected.items():
         if only and name not in only:
             continue
-        group_threads = threads if name in ("elementwise", "matmul") else (1,)
+        group_threads = threads if name in ("elementwise", "matmul", "cnn") else (1,)
         peak = None
-        if name == "matmul":
+        if name in ("matmul", "cnn"):
             peak = fastgrad._C._fma_peak(0.1) * 1e9
             isa = fastgrad.config()["isa"]
             print(f"Per-core float32 FMA peak (register-only loop, {isa}): {peak / 1e9:,.1f} GFLOP/s\n")
