@@ -68,6 +68,9 @@ def test_quick_run_prints_every_group():
         "GroupNorm 8 groups",
         "conv2d 3x3 16->16 32x32 b8 fwd+bwd",
         "conv2d 5x5 6->16 14x14 b64 forward",
+        "LeNet-5 b8 step",
+        "LeNet-5 b64 step",
+        "max_pool2d 2x2 forward+backward",
     ):
         assert any(n.startswith(expected) for n in names), expected
     # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)

@@ -52,6 +52,9 @@ TARGETS = {
     "sigmoid 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
     # issue 16: Conv2d forward+backward faster than PyTorch for 3x3 convs of 16-64 channels on 32x32
     **{f"conv2d 3x3 {c}->{c} 32x32 b{n} fwd+bwd": [("torch", 1.0)] for c in (16, 32, 64) for n in (8, 64)},
+    # issue 16: a LeNet-5 training step at least 2x PyTorch's at batch 8, 1.2x at batch 64
+    "LeNet-5 b8 step": [("torch", 2.0)],
+    "LeNet-5 b64 step": [("torch", 1.2)],
 }
 
 
@@ -362,6 +365,80 @@ def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
     return step
 
 
+# --- the cnn group's whole models (issue 16) ------------------------------------------------------
+
+
+def lenet(batch):
+    """An SGD training step of LeNet-5 on 1x28x28 images: Conv 1->6 5x5 (padded to keep 28x28), ReLU,
+    MaxPool 2, Conv 6->16 5x5, ReLU, MaxPool 2, Linear 400-120-84-10, cross-entropy."""
+
+    def make(lib, rng):
+        nn = lib.nn
+        model = nn.Sequential(
+            nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+            nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10),
+        )  # fmt: skip
+        optimizer = lib.optim.SGD(model.parameters(), lr=LR)
+        x = lib.tensor(rng.standard_normal((batch, 1, 28, 28)).astype(np.float32))
+        labels = lib.tensor(rng.integers(0, 10, batch))
+
+        def step():
+            optimizer.zero_grad()
+            loss = lib.nn.functional.cross_entropy(model(x), labels)
+            loss.backward()
+            optimizer.step()
+            return loss.item()
+
+        return step
+
+    return make
+
+
+def dcgan(lib, rng, batch=16, latent=64, width=32):
+    """A DCGAN step at 32x32 as pytorch/examples' dcgan: the discriminator on a real and a detached
+    fake batch, then the generator (ConvTranspose2d/Conv2d 4x4, BatchNorm2d, ReLU/LeakyReLU, BCE,
+    Adam with betas (0.5, 0.999))."""
+    nn = lib.nn
+    generator = nn.Sequential(
+        nn.ConvTranspose2d(latent, width * 4, 4, 1, 0, bias=False), nn.BatchNorm2d(width * 4), nn.ReLU(True),
+        nn.ConvTranspose2d(width * 4, width * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(width * 2), nn.ReLU(True),
+        nn.ConvTranspose2d(width * 2, width, 4, 2, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(True),
+        nn.ConvTranspose2d(width, 3, 4, 2, 1, bias=False), nn.Tanh(),
+    )  # fmt: skip
+    discriminator = nn.Sequential(
+        nn.Conv2d(3, width, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, True),
+        nn.Conv2d(width, width * 2, 4, 2, 1, bias=False), nn.BatchNorm2d(width * 2), nn.LeakyReLU(0.2, True),
+        nn.Conv2d(width * 2, width * 4, 4, 2, 1, bias=False), nn.BatchNorm2d(width * 4), nn.LeakyReLU(0.2, True),
+        nn.Conv2d(width * 4, 1, 4, 1, 0, bias=False), nn.Sigmoid(), nn.Flatten(0),
+    )  # fmt: skip
+    adam = {"lr": 2e-4, "betas": (0.5, 0.999)}
+    opt_d, opt_g = lib.optim.Adam(discriminator.parameters(), **adam), lib.optim.Adam(generator.parameters(), **adam)
+    real = lib.tensor(rng.uniform(-1, 1, (batch, 3, 32, 32)).astype(np.float32))
+    noise = lib.tensor(rng.standard_normal((batch, latent, 1, 1)).astype(np.float32))
+    ones, zeros = lib.ones(batch), lib.zeros(batch)
+    bce = lib.nn.functional.binary_cross_entropy
+
+    def step():
+        opt_d.zero_grad()
+        fake = generator(noise)
+        loss_d = bce(discriminator(real), ones) + bce(discriminator(fake.detach()), zeros)
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_g = bce(discriminator(fake), ones)
+        loss_g.backward()
+        opt_g.step()
+        return loss_g.item()
+
+    return step
+
+
+def model_rows(quick):
+    rows = [(f"LeNet-5 b{n} step (SGD)", lenet(n), None, None, NO_NUMPY[:2]) for n in (8, 64)]
+    return rows if quick else rows + [("DCGAN 32x32 b16 G+D step (Adam)", dcgan, None, None, NO_NUMPY[:2])]
+
+
 # --- the cnn group's normalization rows (issue 16) ------------------------------------------------
 
 # (row name, the layer from an nn module, input shape)
@@ -420,7 +497,8 @@ def conv2d(n, c, o, side, k, pad, backward):
     return make
 
 
-def norm_rows():
+def norm_rows(quick):
+    """Every layer forward and forward+backward; --quick: BatchNorm2d's and GroupNorm's forward+backward."""
     return [
         (
             f"{name} {'forward+backward' if backward else 'forward'}",
@@ -431,6 +509,7 @@ def norm_rows():
         )
         for name, layer, shape in NORM_LAYERS
         for backward in (False, True)
+        if not quick or (backward and name.startswith(("BatchNorm2d (8", "GroupNorm")))
     ]
 
 
@@ -486,7 +565,8 @@ def pool_step(pool, backward):
     return make
 
 
-def pool_rows():
+def pool_rows(quick):
+    """Every pool forward+backward and forward; --quick: the 2x2 max pool's."""
     shape = "x".join(map(str, POOL_SHAPE))
     return [
         (
@@ -496,7 +576,7 @@ def pool_rows():
             None,
             ("fastgrad", "torch"),
         )  # fmt: skip
-        for pool in POOLS
+        for pool in (list(POOLS)[:1] if quick else POOLS)
         for backward in (True, False)
     ]
 
@@ -546,7 +626,7 @@ def groups(quick):
             for n in ((256, 1024) if quick else (256, 1024, 4096))
         ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
-        "cnn": conv_rows(quick) + pool_rows() + norm_rows(),
+        "cnn": model_rows(quick) + conv_rows(quick) + pool_rows(quick) + norm_rows(quick),
     }
 
 
