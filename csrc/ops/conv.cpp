@@ -652,11 +652,13 @@ GradList ConvTransposeBackward::apply(GradList&& grads) {
   const Tensor input = unpack(0), weight = unpack(1), grad = grads[0];
   // The convolution of grad has input's rows and columns, and any that output_padding added past the
   // stride: the input gradient crops them, the weight gradient reads them as zero inputs.
+  // The weight gradient needs only that convolution's output shape, not its values.
   GradList out(3);
-  const Tensor grad_conv =
-      needs_input_grad(0) || needs_input_grad(1) ? convolution(grad, weight, Tensor(), params) : Tensor();
-  if (needs_input_grad(0)) out[0] = fit_spatial(grad_conv, input->shape);
-  if (needs_input_grad(1)) out[1] = convolution_weight_grad(fit_spatial(input, grad_conv->shape), grad, weight, params);
+  if (needs_input_grad(0)) out[0] = fit_spatial(convolution(grad, weight, Tensor(), params), input->shape);
+  if (needs_input_grad(1)) {
+    const Shape conv_shape = convolution_output_shape(geometry(grad, weight, Tensor(), params), grad->dim());
+    out[1] = convolution_weight_grad(fit_spatial(input, conv_shape), grad, weight, params);
+  }
   if (needs_input_grad(2)) out[2] = convolution_bias_grad(grad, input, weight);
   return out;
 }
