@@ -73,6 +73,26 @@ def test_var_std_gradient_without_degrees_of_freedom(fg, op, correction, dim, ex
     assert_values(x.grad, expected)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mean_of_std_mean_and_var_mean_is_nan_after_an_infinite_element(fg, dtype):
+    # the mean was the plain one (inf for [inf, inf], from lgamma of zeros); PyTorch's comes from its
+    # running (Welford) mean, which inf - inf or finite - inf makes nan unless the infinity is last
+    dtype = getattr(fg, dtype)
+    spread, mean = fg.std_mean(fg.tensor([0.0, 0.0], dtype=dtype).lgamma())
+    assert_values(spread, nan)
+    assert_values(mean, nan)
+    x = fg.tensor([[1.0, inf, 2.0], [1.0, 2.0, -inf], [inf, -inf, 1.0], [nan, 1.0, 1.0]], dtype=dtype)
+    assert_values(fg.var_mean(x, 1)[1], [nan, -inf, nan, nan])
+    assert_values(fg.std_mean(x, 0, keepdim=True, correction=0)[1], [[nan, nan, nan]])
+    assert_values(fg.var_mean(x[:2, :2])[1], nan)
+    assert_values(fg.var_mean(x[1:3, :2].t(), dim=(0, 1))[1], nan)
+    last_inf = fg.tensor([[1.0, 2.0], [3.0, -inf]], dtype=dtype).t()
+    assert_values(fg.var_mean(last_inf, dim=(1, 0))[1], -inf)  # the infinity is last in every dim
+    assert_values(fg.var_mean(last_inf, 1)[1], [2.0, -inf])
+    assert_values(fg.var_mean(last_inf, 1)[0], [2.0, nan])
+    assert_values(fg.var_mean(fg.tensor([inf], dtype=dtype))[1], inf)
+
+
 def test_std_gradient_is_zero_where_std_is_zero(fg):
     # was NaN (0 / 0); PyTorch masks it to 0
     assert values(grad_of(fg, [3.0, 3.0], lambda x: x.std())) == [0.0, 0.0]

@@ -1479,6 +1479,18 @@ def aminmax(input, *, dim=None, keepdim=False):
     return return_types.aminmax((low, high))
 
 
+def _welford_mean(x, dims, keepdim):
+    """The mean of std_mean / var_mean as PyTorch's running (Welford) mean has it: once that mean is
+    infinite the next element makes it nan (inf - inf, or finite - inf), so it is nan wherever an
+    element before the last one along the reduced dims is not finite; elsewhere it is the plain mean.
+    `dims` reduces at least one element."""
+    mean = _prims.mean(x, dims, keepdim)
+    last = x[tuple(slice(-1, None) if m else slice(None) for m in _reduced_dims(dims, x.dim()))]
+    nonfinite_count = _prims.sum((x - x) != 0, dims, True, None)  # x - x is nan where x is inf or nan
+    earlier_nonfinite = _prims.reshape(nonfinite_count > ((last - last) != 0), builtins.list(mean.shape))
+    return _prims.where(earlier_nonfinite, _prims.full([], math.nan, x.dtype), mean)
+
+
 def _with_mean(name, input, dim, unbiased, keepdim, correction):
     """std_mean / var_mean: both results from one node, as PyTorch's (a plain tuple)."""
     if not input.dtype.is_floating_point:
@@ -1486,8 +1498,8 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
     dim, correction = _correction(dim, unbiased, correction)
     dims, x = _dims(dim), input.detach()
     spread = getattr(_prims, name.partition("_")[0])(x, dims, builtins.float(correction), keepdim)
-    mean = _prims.mean(x, dims, keepdim)
     count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
+    mean = _welford_mean(x, dims, keepdim) if count else _prims.mean(x, dims, keepdim)
 
     def backward(grads, x, *saved_std):
         """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
