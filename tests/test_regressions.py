@@ -919,3 +919,54 @@ def test_dist_checks_its_saved_inputs(fg):
     x.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         distance.backward()
+
+
+# ---- in-place comparisons with an operand that requires grad ------------------------------------
+
+
+@pytest.mark.parametrize("op", ["eq_", "ne_", "lt_", "le_", "gt_", "ge_"])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32"])
+def test_in_place_comparison_records_its_node_whatever_the_dtype(fg, op, dtype):
+    # as PyTorch's: the comparison's node (its gradient is zeros) even into an integer or bool tensor
+    v = fg.tensor([1, 2], dtype=getattr(fg, dtype))
+    other = fg.tensor([1.5, 2.0], requires_grad=True)
+    assert getattr(v, op)(other) is v
+    assert (v.requires_grad, v.is_leaf, v.grad_fn.name()) == (True, False, f"{op[:2].title()}Backward1")
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["v + 1", "-v", "v.clone()", "v.sum()", "v.view(-1)", "v[0]", "v.unbind()", "v.clamp(0, 1)", "v.cumsum(0)",
+     "fg.where(v > 0, v, v)", "fg.cat([v, v])", "v.max()", "v.unsqueeze_(0)"],
+)  # fmt: skip
+def test_ops_giving_an_integer_tensor_with_history_a_node_raise(fg, expr):
+    # an integer tensor requires grad after eq_ with an operand that does; an op that would record
+    # a node for an integer result raised nothing (and recorded it)
+    v = fg.tensor([1, 2])
+    v.eq_(fg.tensor([1.5, 2.0], requires_grad=True))
+    with pytest.raises(RuntimeError, match="^Autograd not support dtype: Long$"):
+        eval(expr)
+
+
+def test_integer_tensor_with_history_in_ops_without_a_node(fg):
+    # ops without a derivative give it no node, and in-place ops write through it keeping a history
+    v = fg.tensor([1, 2])
+    v.eq_(fg.tensor([1.5, 2.0], requires_grad=True))
+    assert [t.requires_grad for t in (v == 1, v & v, ~v, v // 2, v.argmax(), v.to(fg.int32))] == [False] * 6
+    assert fg.where(v > 0, v, fg.tensor([0.5, 0.5], requires_grad=True)).grad_fn.name() == "WhereBackward0"
+    v &= v
+    v //= 1
+    assert v.grad_fn.name() == "EqBackward1"
+    v.add_(1)
+    assert v.grad_fn.name() == "AddBackward0"
+    v.masked_fill_(v > 1, 5)
+    assert (v.tolist(), v.requires_grad) == ([1, 5], True)
+
+
+def test_in_place_comparison_into_a_float_tensor_passes_zero_gradients(fg):
+    x = fg.zeros(2)
+    other = fg.tensor([1.5, 0.0], requires_grad=True)
+    x.eq_(other)
+    fg.where(x > 0, x, 2 * x).sum().backward()
+    assert values(x) == [0.0, 1.0]
+    assert values(other.grad) == [0.0, 0.0]

@@ -186,6 +186,18 @@ Edge gradient_edge(const Tensor& t) {
   return {std::move(made), 0};
 }
 
+namespace {
+thread_local bool computing_in_place_result = false;
+}  // namespace
+
+InPlaceResultGuard::InPlaceResultGuard() : previous_(computing_in_place_result) { computing_in_place_result = true; }
+InPlaceResultGuard::~InPlaceResultGuard() { computing_in_place_result = previous_; }
+
+void check_differentiable_output(const Tensor& out) {
+  if (!is_floating(out->dtype) && !computing_in_place_result)
+    throw RuntimeError(cat("Autograd not support dtype: ", scalar_type_name(out->dtype)));
+}
+
 bool should_record(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   bool any = false;
