@@ -97,7 +97,8 @@ std::string producer_name(const char* node_name) {
 
 Tensor SavedTensor::unpack(const Node* owner) const {
   Tensor t = unpack(owner->name());
-  if (is_output_ && grad_enabled()) {
+  // An integer output (max's indices) has no history, as in PyTorch, where it is not differentiable.
+  if (is_output_ && grad_enabled() && is_floating(t->dtype)) {
     // A temporary holding its owner: the owner itself still holds only the history-free alias.
     Tensor with_history = alias(t);
     with_history->grad_fn = NodeRef(const_cast<Node*>(owner));

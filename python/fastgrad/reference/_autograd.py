@@ -176,20 +176,17 @@ class Function:
     _hooks = None  # NodeHooks, from the first registration on
 
     @classmethod
-    def run(cls, *inputs, _in_place_result=False, **params):
+    def run(cls, *inputs, **params):
         """The op on `inputs` (tensors, or Python numbers for the second operand of arithmetic),
         recorded when grad mode is on and some input requires grad. An op with several results
-        (max(dim) gives values and indices) returns the differentiable one first. The result of an
-        in-place write (`_in_place_result`) may be recorded with an integer dtype (see
-        check_differentiable_output)."""
+        (max(dim) gives values and indices) returns the differentiable one first."""
         node = cls()
         result = node.forward(*inputs, **params)
         if should_record(inputs):
             out = result if isinstance(result, Tensor) else result[0]
             if not (cls.records_integer_result or out._dtype.is_floating_point):
                 return result
-            if not _in_place_result:
-                check_differentiable_output(out)
+            check_differentiable_output(out)
             node.connect(inputs)
             out._grad_fn, out._output_nr = node, 0
         return result
@@ -387,9 +384,27 @@ def check_differentiable_output(out):
     """PyTorch's check when an op gives its output a node: the output is of a floating dtype. An
     integer tensor has a history only after an in-place comparison into it (eq_) with an operand that
     requires grad; as PyTorch, out-of-place ops on it then raise, while in-place ones write through it
-    (PyTorch's rebase_history makes no such check)."""
-    if not out._dtype.is_floating_point:
+    (computing_in_place_result: PyTorch's rebase_history makes no such check)."""
+    if not out._dtype.is_floating_point and not _in_place_result.active:
         raise RuntimeError(f"Autograd not support dtype: {SCALAR_TYPE_NAME[out._dtype]}")
+
+
+class _InPlaceResult(threading.local):
+    active = False
+
+
+_in_place_result = _InPlaceResult()
+
+
+@contextlib.contextmanager
+def computing_in_place_result():
+    """While open, the ops on this thread compute the result of an in-place write (_apply_inplace),
+    which check_differentiable_output lets through."""
+    outer, _in_place_result.active = _in_place_result.active, True
+    try:
+        yield
+    finally:
+        _in_place_result.active = outer
 
 
 def should_record(inputs):
