@@ -1497,6 +1497,9 @@ def _welford_mean(x, dims, keepdim):
     element before the last one along the reduced dims is not finite; elsewhere it is the plain mean.
     `dims` reduces at least one element."""
     mean = _prims.mean(x, dims, keepdim)
+    finite = (mean - mean) == 0  # a finite mean has only finite elements: then nothing to do
+    if _prims.sum(finite, [], False, None).item() == finite.numel():
+        return mean
     last = x[tuple(slice(-1, None) if m else slice(None) for m in _reduced_dims(dims, x.dim()))]
     nonfinite_count = _prims.sum((x - x) != 0, dims, True, None)  # x - x is nan where x is inf or nan
     earlier_nonfinite = _prims.reshape(nonfinite_count > ((last - last) != 0), builtins.list(mean.shape))
