@@ -73,6 +73,26 @@ def test_var_std_gradient_without_degrees_of_freedom(fg, op, correction, dim, ex
     assert_values(x.grad, expected)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_mean_of_std_mean_and_var_mean_is_nan_after_an_infinite_element(fg, dtype):
+    # the mean was the plain one (inf for [inf, inf], from lgamma of zeros); PyTorch's comes from its
+    # running (Welford) mean, which inf - inf or finite - inf makes nan unless the infinity is last
+    dtype = getattr(fg, dtype)
+    spread, mean = fg.std_mean(fg.tensor([0.0, 0.0], dtype=dtype).lgamma())
+    assert_values(spread, nan)
+    assert_values(mean, nan)
+    x = fg.tensor([[1.0, inf, 2.0], [1.0, 2.0, -inf], [inf, -inf, 1.0], [nan, 1.0, 1.0]], dtype=dtype)
+    assert_values(fg.var_mean(x, 1)[1], [nan, -inf, nan, nan])
+    assert_values(fg.std_mean(x, 0, keepdim=True, correction=0)[1], [[nan, nan, nan]])
+    assert_values(fg.var_mean(x[:2, :2])[1], nan)
+    assert_values(fg.var_mean(x[1:3, :2].t(), dim=(0, 1))[1], nan)
+    last_inf = fg.tensor([[1.0, 2.0], [3.0, -inf]], dtype=dtype).t()
+    assert_values(fg.var_mean(last_inf, dim=(1, 0))[1], -inf)  # the infinity is last in every dim
+    assert_values(fg.var_mean(last_inf, 1)[1], [2.0, -inf])
+    assert_values(fg.var_mean(last_inf, 1)[0], [2.0, nan])
+    assert_values(fg.var_mean(fg.tensor([inf], dtype=dtype))[1], inf)
+
+
 def test_std_gradient_is_zero_where_std_is_zero(fg):
     # was NaN (0 / 0); PyTorch masks it to 0
     assert values(grad_of(fg, [3.0, 3.0], lambda x: x.std())) == [0.0, 0.0]
@@ -899,3 +919,54 @@ def test_dist_checks_its_saved_inputs(fg):
     x.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         distance.backward()
+
+
+# ---- in-place comparisons with an operand that requires grad ------------------------------------
+
+
+@pytest.mark.parametrize("op", ["eq_", "ne_", "lt_", "le_", "gt_", "ge_"])
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32"])
+def test_in_place_comparison_records_its_node_whatever_the_dtype(fg, op, dtype):
+    # as PyTorch's: the comparison's node (its gradient is zeros) even into an integer or bool tensor
+    v = fg.tensor([1, 2], dtype=getattr(fg, dtype))
+    other = fg.tensor([1.5, 2.0], requires_grad=True)
+    assert getattr(v, op)(other) is v
+    assert (v.requires_grad, v.is_leaf, v.grad_fn.name()) == (True, False, f"{op[:2].title()}Backward1")
+
+
+@pytest.mark.parametrize(
+    "expr",
+    ["v + 1", "-v", "v.clone()", "v.sum()", "v.view(-1)", "v[0]", "v.unbind()", "v.clamp(0, 1)", "v.cumsum(0)",
+     "fg.where(v > 0, v, v)", "fg.cat([v, v])", "v.max()", "v.unsqueeze_(0)"],
+)  # fmt: skip
+def test_ops_giving_an_integer_tensor_with_history_a_node_raise(fg, expr):
+    # an integer tensor requires grad after eq_ with an operand that does; an op that would record
+    # a node for an integer result raised nothing (and recorded it)
+    v = fg.tensor([1, 2])
+    v.eq_(fg.tensor([1.5, 2.0], requires_grad=True))
+    with pytest.raises(RuntimeError, match="^Autograd not support dtype: Long$"):
+        eval(expr)
+
+
+def test_integer_tensor_with_history_in_ops_without_a_node(fg):
+    # ops without a derivative give it no node, and in-place ops write through it keeping a history
+    v = fg.tensor([1, 2])
+    v.eq_(fg.tensor([1.5, 2.0], requires_grad=True))
+    assert [t.requires_grad for t in (v == 1, v & v, ~v, v // 2, v.argmax(), v.to(fg.int32))] == [False] * 6
+    assert fg.where(v > 0, v, fg.tensor([0.5, 0.5], requires_grad=True)).grad_fn.name() == "WhereBackward0"
+    v &= v
+    v //= 1
+    assert v.grad_fn.name() == "EqBackward1"
+    v.add_(1)
+    assert v.grad_fn.name() == "AddBackward0"
+    v.masked_fill_(v > 1, 5)
+    assert (v.tolist(), v.requires_grad) == ([1, 5], True)
+
+
+def test_in_place_comparison_into_a_float_tensor_passes_zero_gradients(fg):
+    x = fg.zeros(2)
+    other = fg.tensor([1.5, 0.0], requires_grad=True)
+    x.eq_(other)
+    fg.where(x > 0, x, 2 * x).sum().backward()
+    assert values(x) == [0.0, 1.0]
+    assert values(other.grad) == [0.0, 0.0]

@@ -97,7 +97,8 @@ std::string producer_name(const char* node_name) {
 
 Tensor SavedTensor::unpack(const Node* owner) const {
   Tensor t = unpack(owner->name());
-  if (is_output_ && grad_enabled()) {
+  // An integer output (max's indices) has no history, as in PyTorch, where it is not differentiable.
+  if (is_output_ && grad_enabled() && is_floating(t->dtype)) {
     // A temporary holding its owner: the owner itself still holds only the history-free alias.
     Tensor with_history = alias(t);
     with_history->grad_fn = NodeRef(const_cast<Node*>(owner));
@@ -184,6 +185,18 @@ Edge gradient_edge(const Tensor& t) {
   if (NodeRef existing = living()) return {std::move(existing), 0};
   t->grad_accumulator = static_cast<AccumulateGrad*>(made.get());
   return {std::move(made), 0};
+}
+
+namespace {
+thread_local bool computing_in_place_result = false;
+}  // namespace
+
+InPlaceResultGuard::InPlaceResultGuard() : previous_(computing_in_place_result) { computing_in_place_result = true; }
+InPlaceResultGuard::~InPlaceResultGuard() { computing_in_place_result = previous_; }
+
+void check_differentiable_output(const Tensor& out) {
+  if (!is_floating(out->dtype) && !computing_in_place_result)
+    throw RuntimeError(cat("Autograd not support dtype: ", scalar_type_name(out->dtype)));
 }
 
 bool should_record(std::initializer_list<const Tensor*> inputs) {

@@ -186,9 +186,29 @@ void retain_output(const Tensor& t);
 // Does any input require grad while grad mode is on? Then ops record a node. Refreshes stale views.
 bool should_record(std::initializer_list<const Tensor*> inputs);
 
+// PyTorch's check when an op gives its output a node: the output is of a floating dtype. An integer
+// tensor has a history only after an in-place comparison into it (eq_) with an operand that requires
+// grad; as PyTorch, out-of-place ops on it then raise, while in-place ones write through it
+// (InPlaceResultGuard: PyTorch's rebase_history makes no such check).
+void check_differentiable_output(const Tensor& out);
+
+// While alive, the ops on this thread compute the result of an in-place write (apply_inplace), which
+// check_differentiable_output lets through.
+class InPlaceResultGuard {
+ public:
+  InPlaceResultGuard();
+  ~InPlaceResultGuard();
+  InPlaceResultGuard(const InPlaceResultGuard&) = delete;
+  InPlaceResultGuard& operator=(const InPlaceResultGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Makes `node` (freshly allocated) the grad_fn of `out`, with one edge per input.
 template <class N>
 N* attach(N* node, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  check_differentiable_output(out);
   for (const Tensor* in : inputs) node->next_edges.push_back(gradient_edge(*in));
   out->grad_fn = NodeRef(node);
   out->output_nr = 0;
@@ -210,6 +230,7 @@ N* record_many(const Tensor& out, const std::vector<Tensor>& inputs, const char*
   bool any = false;
   for (const Tensor& in : inputs) any = should_record({&in}) || any;
   if (!any) return nullptr;
+  check_differentiable_output(out);
   N* node = make_node<N>(name);
   for (const Tensor& in : inputs) node->next_edges.push_back(gradient_edge(in));
   out->grad_fn = NodeRef(node);

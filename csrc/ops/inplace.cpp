@@ -170,7 +170,11 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
     check_broadcast_fits(self, *other);
   }
   bool recording = other ? should_record({&self, other}) : should_record({&self});
-  Tensor result = op(recording && reads_self ? snapshot(self) : self);
+  Tensor result;
+  {
+    InPlaceResultGuard in_place;
+    result = op(recording && reads_self ? snapshot(self) : self);
+  }
   check_castable(result->dtype, self);
   copy_values(self, result);
   self->bump_version();

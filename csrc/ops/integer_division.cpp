@@ -107,7 +107,8 @@ Tensor div(const Tensor& a, const Scalar& s, Rounding rounding) {
 
 // The node of an op PyTorch has no derivative for (floor_divide, number % tensor): the result
 // requires grad, and backward through it raises. As PyTorch's, it has edges only to the inputs
-// that require grad.
+// that require grad. An integer result (of an integer tensor with a history, see
+// check_differentiable_output) gets none, as PyTorch's: it does not require grad.
 struct NoDerivativeNode : Node {
   const char* op = "";
 };
@@ -115,6 +116,7 @@ FG_NODE_NAMED(NotImplemented, NoDerivativeNode, "torch::autograd::NotImplemented
 GradList NotImplemented::apply(GradList&&) { throw RuntimeError(cat("derivative for ", op, " is not implemented")); }
 namespace {
 Tensor without_derivative(const Tensor& out, const char* op, std::initializer_list<const Tensor*> inputs) {
+  if (!is_floating(out->dtype)) return out;
   std::vector<Tensor> differentiable;
   for (const Tensor* t : inputs)
     if ((*t)->requires_grad()) differentiable.push_back(*t);

@@ -577,6 +577,7 @@ Tensor arg_extreme(const Tensor& x, std::optional<int64_t> dim, bool keepdim, bo
   if (!dim) {
     if (x->numel() == 0)  // IndexError here, where max() says RuntimeError: as PyTorch
       throw IndexError(cat(op, "(): Expected reduction dim to be specified for input.numel() == 0."));
+    GradModeGuard no_grad(false);  // positions have no gradient: no node for the reshape
     Tensor flat = reshape(x, {-1});
     Tensor r = extreme(flat, {true}, false, want_max).second;
     return keepdim ? reshape(r, Shape(x->dim(), 1)) : r;

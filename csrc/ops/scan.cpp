@@ -68,10 +68,9 @@ DType scan_dtype(const Tensor& x, std::optional<DType> dtype, const char* kernel
   return out;
 }
 
-// x in the scan's dtype; as PyTorch, a gradient cannot flow into an integer result.
+// x in the scan's dtype (an integer result of an x that requires grad is refused when it is
+// recorded: check_differentiable_output).
 Tensor converted(const Tensor& x, DType dtype) {
-  if (!is_floating(dtype) && should_record({&x}))
-    throw RuntimeError(cat("Autograd not support dtype: ", scalar_type_name(dtype)));
   GradModeGuard no_grad(false);
   return to_dtype(x, dtype);
 }

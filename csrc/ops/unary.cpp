@@ -233,6 +233,7 @@ Tensor clamp(const Tensor& x, const Tensor& min, const Tensor& max) {
   if (min) any = should_record({&min}) || any;
   if (max) any = should_record({&max}) || any;
   if (!any) return out;
+  check_differentiable_output(out);
   auto* node = make_node<ClampBackward0>();
   for (const Tensor* t : {&x, &min, &max}) node->next_edges.push_back(*t ? gradient_edge(*t) : Edge{});
   out->grad_fn = NodeRef(node);

@@ -17,6 +17,7 @@ import math
 import operator
 import sys
 import os
+import threading
 import warnings
 
 import numpy as np
@@ -858,7 +859,9 @@ def masked_fill(input, mask, value):
 
 
 def masked_fill_(self, mask, value):
-    return self.copy_(masked_fill(self, mask, value))
+    # An integer self takes no gradient: filled from its detached values, its history (after an eq_,
+    # see _recorded) does not reach masked_fill, which PyTorch's in-place form does not refuse.
+    return self.copy_(masked_fill(self if self.dtype.is_floating_point else self.detach(), mask, value))
 
 
 def _truth_of(input, result):
@@ -1371,6 +1374,14 @@ def index_put(input, indices, values, accumulate=False):
 # ---- reductions and set ops of issue 13 (logsumexp, nansum, aminmax, std_mean, quantile, unique, ...)
 
 
+def _check_differentiable(outputs):
+    """The backends' check_differentiable_output for the outputs (or None) of a node recorded here:
+    only an in-place result (_in_place) may be of an integer dtype."""
+    for out in outputs:
+        if out is not None and not out.dtype.is_floating_point and not _in_place_result.active:
+            raise RuntimeError(f"Autograd not support dtype: {SCALAR_TYPE_NAME[out.dtype]}")
+
+
 def _recorded(name, inputs, outputs, saved, backward):
     """Gives `outputs`, computed from detached inputs, the one node `name` (PyTorch's node of the op)
     when grad mode is on and an input requires grad. backward(grads, *saved) returns a gradient per
@@ -1378,6 +1389,7 @@ def _recorded(name, inputs, outputs, saved, backward):
     gives the node its double backward."""
     if not (_prims.is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
         return outputs
+    _check_differentiable(outputs)
     saved_tensors = []  # the node's saved tensors, once it is recorded
 
     def run(grads):
@@ -1479,6 +1491,21 @@ def aminmax(input, *, dim=None, keepdim=False):
     return return_types.aminmax((low, high))
 
 
+def _welford_mean(x, dims, keepdim):
+    """The mean of std_mean / var_mean as PyTorch's running (Welford) mean has it: once that mean is
+    infinite the next element makes it nan (inf - inf, or finite - inf), so it is nan wherever an
+    element before the last one along the reduced dims is not finite; elsewhere it is the plain mean.
+    `dims` reduces at least one element."""
+    mean = _prims.mean(x, dims, keepdim)
+    finite = (mean - mean) == 0  # a finite mean has only finite elements: then nothing to do
+    if _prims.sum(finite, [], False, None).item() == finite.numel():
+        return mean
+    last = x[tuple(slice(-1, None) if m else slice(None) for m in _reduced_dims(dims, x.dim()))]
+    nonfinite_count = _prims.sum((x - x) != 0, dims, True, None)  # x - x is nan where x is inf or nan
+    earlier_nonfinite = _prims.reshape(nonfinite_count > ((last - last) != 0), builtins.list(mean.shape))
+    return _prims.where(earlier_nonfinite, _prims.full([], math.nan, x.dtype), mean)
+
+
 def _with_mean(name, input, dim, unbiased, keepdim, correction):
     """std_mean / var_mean: both results from one node, as PyTorch's (a plain tuple)."""
     if not input.dtype.is_floating_point:
@@ -1486,8 +1513,8 @@ def _with_mean(name, input, dim, unbiased, keepdim, correction):
     dim, correction = _correction(dim, unbiased, correction)
     dims, x = _dims(dim), input.detach()
     spread = getattr(_prims, name.partition("_")[0])(x, dims, builtins.float(correction), keepdim)
-    mean = _prims.mean(x, dims, keepdim)
     count = math.prod(n for n, m in zip(input.shape, _reduced_dims(dims, input.dim())) if m)
+    mean = _welford_mean(x, dims, keepdim) if count else _prims.mean(x, dims, keepdim)
 
     def backward(grads, x, *saved_std):
         """PyTorch's std_mean / var_mean backward: a term for each result that a gradient reached."""
@@ -1899,6 +1926,7 @@ def _recorded_views(name, input, parts, join):
         def backward(grads):
             return [join([_prims.full(list(p.shape), 0, p.dtype) if g is None else g for p, g in zip(parts, grads)])]
 
+        _check_differentiable(parts)
         _prims.record_function(backward, name, [input], list(parts), [])
     return parts
 
@@ -2452,6 +2480,17 @@ def _sum_to(grad, shape):
     return _prims.reshape(_prims.sum(grad, dims, True, None), list(shape)) if dims else grad
 
 
+class _InPlaceResult(threading.local):
+    """Whether this thread computes the result of an in-place composite (_in_place): as PyTorch's
+    in-place nodes, its node may have an integer output (an integer tensor with a history, see
+    _recorded)."""
+
+    active = False
+
+
+_in_place_result = _InPlaceResult()
+
+
 def _in_place(op, self, *args, _elementwise=True, **kwargs):
     """self.<op>_(*args, **kwargs) as PyTorch's in-place form: op runs on a copy of self's old values
     that carries self's history (so op's own node, with its edge to that history and its saved
@@ -2459,7 +2498,13 @@ def _in_place(op, self, *args, _elementwise=True, **kwargs):
     and history, bumping self's version once. The tensor arguments of an _elementwise op must
     broadcast to self's shape; those of an indexing op (put_, ...) need not."""
     sources = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
-    return _prims.write_result_(self, op(_prims.inplace_input(self, sources, _elementwise), *args, **kwargs))
+    old_values = _prims.inplace_input(self, sources, _elementwise)
+    outer, _in_place_result.active = _in_place_result.active, True
+    try:
+        result = op(old_values, *args, **kwargs)
+    finally:
+        _in_place_result.active = outer
+    return _prims.write_result_(self, result)
 
 
 def _bounded(node, input, bound, keeps_input, gives_bound, clamped):

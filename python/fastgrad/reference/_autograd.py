@@ -24,7 +24,7 @@ import warnings
 import weakref
 
 from .._anomaly import forward_traceback, warn_failed_node
-from .._types import LEGACY_TYPE_NAME
+from .._types import LEGACY_TYPE_NAME, SCALAR_TYPE_NAME
 from ._tensor import Tensor, alias, full
 
 # ---- grad mode: a per-thread flag, as in PyTorch (a new thread starts with grad on)
@@ -161,6 +161,9 @@ class Function:
     per input, None for inputs that get none)."""
 
     scalar_edge = True  # a Python-number operand shows as an empty edge, as PyTorch wraps it in a tensor
+    # False for ops that, as PyTorch's, give an integer result (of an integer tensor with a history,
+    # see check_differentiable_output) no node instead of raising: it does not require grad.
+    records_integer_result = True
     num_outputs = 1
     # A node that no gradient reached is skipped: the built-in formulas would return no gradient (as
     # PyTorch's do for undefined inputs). A custom Function still runs, on zeros, as in PyTorch.
@@ -181,6 +184,9 @@ class Function:
         result = node.forward(*inputs, **params)
         if should_record(inputs):
             out = result if isinstance(result, Tensor) else result[0]
+            if not (cls.records_integer_result or out._dtype.is_floating_point):
+                return result
+            check_differentiable_output(out)
             node.connect(inputs)
             out._grad_fn, out._output_nr = node, 0
         return result
@@ -372,6 +378,33 @@ def gradient_edge(t):
         sink = AccumulateGrad(t)
         t._accumulator = weakref.ref(sink)
     return sink, 0
+
+
+def check_differentiable_output(out):
+    """PyTorch's check when an op gives its output a node: the output is of a floating dtype. An
+    integer tensor has a history only after an in-place comparison into it (eq_) with an operand that
+    requires grad; as PyTorch, out-of-place ops on it then raise, while in-place ones write through it
+    (computing_in_place_result: PyTorch's rebase_history makes no such check)."""
+    if not out._dtype.is_floating_point and not _in_place_result.active:
+        raise RuntimeError(f"Autograd not support dtype: {SCALAR_TYPE_NAME[out._dtype]}")
+
+
+class _InPlaceResult(threading.local):
+    active = False
+
+
+_in_place_result = _InPlaceResult()
+
+
+@contextlib.contextmanager
+def computing_in_place_result():
+    """While open, the ops on this thread compute the result of an in-place write (_apply_inplace),
+    which check_differentiable_output lets through."""
+    outer, _in_place_result.active = _in_place_result.active, True
+    try:
+        yield
+    finally:
+        _in_place_result.active = outer
 
 
 def should_record(inputs):

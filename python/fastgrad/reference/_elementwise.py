@@ -566,6 +566,7 @@ class NoDerivative(Function):
     and backward through it raises. As PyTorch's, the node has edges only to the inputs that require grad."""
 
     op = ""
+    records_integer_result = False
 
     def connect(self, inputs, edges=None):
         return super().connect(inputs, [gradient_edge(x) for x in inputs if isinstance(x, Tensor) and x.requires_grad])
@@ -657,7 +658,8 @@ def fmod(a, b):
     return (FmodBackward1 if isinstance(b, Tensor) else FmodBackward0).run(a, b)
 
 
-# ---- bitwise ops: bool and integer tensors only (so never recorded: they cannot require grad)
+# ---- bitwise ops: bool and integer tensors only, never recorded (they require grad only after an eq_
+# into them, see check_differentiable_output)
 
 
 def _check_bitwise_dtype(name, dtype):
@@ -669,6 +671,7 @@ class Bitwise(Function):
     """a & b, a | b, a ^ b: `name` is bitwise_and, bitwise_or or bitwise_xor."""
 
     OPS = {"bitwise_and": operator.and_, "bitwise_or": operator.or_, "bitwise_xor": operator.xor}
+    records_integer_result = False
 
     def forward(self, a, b, name):
         if isinstance(b, Tensor):
@@ -679,6 +682,8 @@ class Bitwise(Function):
 
 
 class BitwiseNot(Function):
+    records_integer_result = False
+
     def forward(self, x):
         _check_bitwise_dtype("bitwise_not", x._dtype)
         return unary(operator.not_ if x._dtype is bool_ else operator.invert, x, x._dtype)

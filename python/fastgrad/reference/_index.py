@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from .._types import bool as bool_, int32, int64
-from ._autograd import Function, no_grad, should_record
+from ._autograd import Function, check_differentiable_output, no_grad, should_record
 from ._elementwise import clone, to_dtype
 from ._inplace import (
     assert_no_internal_overlap,
@@ -515,6 +515,7 @@ def gather(x, dim, index, name, checked=None):
     out = node.forward(x, dim, index)
     node.save(checked)
     if should_record((x,)):
+        check_differentiable_output(out)
         node.connect((x,))
         out._grad_fn, out._output_nr = node, 0
     return out

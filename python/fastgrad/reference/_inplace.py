@@ -7,6 +7,7 @@ the storage's version, which is how a stale saved tensor is detected in backward
 from .._types import bool as bool_, int64
 from ._autograd import (
     CustomFunction,
+    computing_in_place_result,
     Function,
     gradient_edge,
     is_grad_enabled,
@@ -219,11 +220,14 @@ def _apply_inplace(node_class, self, operands, reads_self, **params):
         if isinstance(operand, Tensor):
             _check_broadcast_fits(self, operand)
     recording = should_record((self, *operands))
-    result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
+    with computing_in_place_result():
+        result = node_class.run(_snapshot(self) if recording and reads_self else self, *operands, **params)
     _check_castable(result._dtype, self)
     copy_values(self, result)
     self._storage.version += 1
-    if recording:
+    # An op without a derivative (floor_divide_, bitwise ops of integer tensors that require grad after an
+    # eq_) records no node: self keeps its history.
+    if recording and result._grad_fn is not None:
         for saved in result._grad_fn._saved:
             saved.move_output(result, self)
         rebase_history(self, (result._grad_fn, result._output_nr))

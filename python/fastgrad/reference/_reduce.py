@@ -410,7 +410,7 @@ def arg_extreme(x, dim, keepdim, want_max, op):
     if dim is None:
         if x.numel() == 0:  # IndexError here, where max() says RuntimeError: as PyTorch
             raise IndexError(f"{op}(): Expected reduction dim to be specified for input.numel() == 0.")
-        flat = reshape(x, (-1,))
+        flat = reshape(x.detach(), (-1,))  # positions have no gradient: no node for the reshape
         positions = extreme(flat, [True], False, want_max)[1]
         return reshape(positions, (1,) * x.dim()) if keepdim else positions
     mask = reduction_mask([dim], x.dim())

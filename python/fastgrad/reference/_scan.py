@@ -8,7 +8,7 @@ import math
 import sys
 
 from .._types import bool as bool_, float32, float64, int64
-from ._autograd import Function, is_grad_enabled, no_grad, should_record
+from ._autograd import Function, is_grad_enabled, no_grad
 from ._elementwise import to_dtype, where
 from ._index import index_put_
 from ._inplace import _apply_inplace
@@ -16,7 +16,6 @@ from ._matmul import _c_type_name
 from ._nn import _not_implemented_for
 from ._reduce import sum
 from ._shape import cat, reshape
-from ._storage import SCALAR_TYPE_NAME
 from ._tensor import full, new_tensor, read, wrap_dim
 
 _LOWEST = {float32: -3.4028234663852886e38, float64: -sys.float_info.max}
@@ -66,9 +65,8 @@ def _scan_dtype(x, dtype, kernel):
 
 
 def _converted(x, dtype):
-    """x in the scan's dtype; as PyTorch, a gradient cannot flow into an integer result."""
-    if not dtype.is_floating_point and should_record((x,)):
-        raise RuntimeError(f"Autograd not support dtype: {SCALAR_TYPE_NAME[dtype]}")
+    """x in the scan's dtype (an integer result of an x that requires grad is refused when it is
+    recorded: check_differentiable_output)."""
     with no_grad():
         return to_dtype(x, dtype)
 
