@@ -203,6 +203,7 @@ bool should_record(std::initializer_list<const Tensor*> inputs) {
   if (!grad_enabled()) return false;
   bool any = false;
   for (const Tensor* in : inputs) {
+    if (!*in) continue;  // an absent optional input (no bias)
     refresh_view_history(*in);
     any = any || (*in)->requires_grad();
   }

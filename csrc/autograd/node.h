@@ -205,11 +205,12 @@ class InPlaceResultGuard {
   bool previous_;
 };
 
-// Makes `node` (freshly allocated) the grad_fn of `out`, with one edge per input.
+// Makes `node` (freshly allocated) the grad_fn of `out`, with one edge per input. An absent optional
+// input (an empty Tensor: no bias) gets an empty edge, as PyTorch's next_functions shows it: (None, 0).
 template <class N>
 N* attach(N* node, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
   check_differentiable_output(out);
-  for (const Tensor* in : inputs) node->next_edges.push_back(gradient_edge(*in));
+  for (const Tensor* in : inputs) node->next_edges.push_back(*in ? gradient_edge(*in) : Edge{});
   out->grad_fn = NodeRef(node);
   out->output_nr = 0;
   return node;

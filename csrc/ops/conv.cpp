@@ -27,13 +27,6 @@ namespace fg {
 
 namespace {
 
-Tensor dense(const Tensor& t) {
-  if (t->is_contiguous()) return t;
-  Tensor out = empty(t->shape, t->dtype);
-  copy_values(out, t);
-  return out;
-}
-
 // The sizes of one convolution: input (n, c, h, w), weight (o, c / groups, kh, kw), output (n, o, oh, ow).
 struct ConvGeometry {
   int64_t n = 0, c = 0, h = 0, w = 0, o = 0, kh = 0, kw = 0, oh = 0, ow = 0, groups = 1;
@@ -521,6 +514,18 @@ struct ConvolutionNode : Node {
   ConvParams params;
 };
 
+// Records node N (the convolution's or the transposed one's) for out = op(input, weight, bias), with
+// what its backward reads. Without a bias, its edge is empty (PyTorch's next_functions: (None, 0)).
+template <class N>
+void record_convolution(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                        const ConvParams& params) {
+  if (auto* node = record<N>(out, {&input, &weight, &bias})) {
+    node->save(input);
+    node->save(weight);
+    node->params = params;
+  }
+}
+
 // Under create_graph: the gradients of convolution(input, weight, bias) as recorded ops (defined below).
 GradList recorded_convolution_backward(const ConvolutionNode& node, const Tensor& grad);
 
@@ -561,15 +566,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
     using T = decltype(tag);
     conv_forward<T>(g, in->data_as<T>(), w->data_as<T>(), b ? b->data_as<T>() : nullptr, out->data_as<T>());
   });
-  // Without a bias, its edge is empty (as PyTorch's next_functions shows it: (None, 0)).
-  auto* node = bias ? record<ConvolutionBackward0>(out, {&input, &weight, &bias})
-                    : record<ConvolutionBackward0>(out, {&input, &weight});
-  if (node) {
-    if (!bias) node->next_edges.push_back(Edge{});
-    node->save(input);
-    node->save(weight);
-    node->params = params;
-  }
+  record_convolution<ConvolutionBackward0>(out, input, weight, bias, params);
   return out;
 }
 
@@ -708,14 +705,7 @@ Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& b
         for (int64_t q = 0; q < pixels; ++q) o[plane * pixels + q] += bv[plane % g.c];
     }
   });
-  auto* node = bias ? record<ConvTransposeBackward>(out, {&input, &weight, &bias})
-                    : record<ConvTransposeBackward>(out, {&input, &weight});
-  if (node) {
-    if (!bias) node->next_edges.push_back(Edge{});
-    node->save(input);
-    node->save(weight);
-    node->params = params;
-  }
+  record_convolution<ConvTransposeBackward>(out, input, weight, bias, params);
   return out;
 }
 

@@ -158,4 +158,11 @@ Tensor clone(const Tensor& t) {
 
 Tensor contiguous(const Tensor& t) { return t->is_contiguous() ? t : clone(t); }
 
+Tensor dense(const Tensor& t) {
+  if (t->is_contiguous()) return t;
+  Tensor out = empty(t->shape, t->dtype);
+  copy_values(out, t);
+  return out;
+}
+
 }  // namespace fg

@@ -20,14 +20,6 @@ namespace fg {
 
 namespace {
 
-// t itself if contiguous, else a contiguous copy. No autograd: the ops record their own node.
-Tensor dense(const Tensor& t) {
-  if (t->is_contiguous()) return t;
-  Tensor out = empty(t->shape, t->dtype);
-  copy_values(out, t);
-  return out;
-}
-
 // ---- softmax and log_softmax
 
 // A contiguous tensor seen as [outer, n, inner] around the softmax dim: each of the outer * inner

@@ -31,13 +31,6 @@ namespace fg {
 
 namespace {
 
-Tensor dense(const Tensor& t) {
-  if (t->is_contiguous()) return t;
-  Tensor out = empty(t->shape, t->dtype);
-  copy_values(out, t);
-  return out;
-}
-
 // The input seen as (n, c, s).
 struct Planes {
   int64_t n = 0, c = 1, s = 1;
@@ -242,21 +235,6 @@ struct NormNode : Node {
   int64_t groups = 1;  // group norm's
 };
 
-// Records node type N for out = op(input, weight, bias), weight and bias optional (an absent one's
-// edge is empty, as PyTorch's next_functions shows it: (None, 0)).
-template <class N>
-N* record_with_optional(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  bool any = should_record({&input});
-  for (const Tensor* t : {&weight, &bias})
-    if (*t) any = should_record({t}) || any;
-  if (!any) return nullptr;
-  N* node = make_node<N>();
-  for (const Tensor* t : {&input, &weight, &bias}) node->next_edges.push_back(*t ? gradient_edge(*t) : Edge{});
-  out->grad_fn = NodeRef(node);
-  out->output_nr = 0;
-  return node;
-}
-
 Tensor reshaped_as_planes(const Tensor& t, const Planes& p) { return reshape(t, {p.n, p.c, p.s}); }
 
 // rstd * (g - mean(g) - xhat * mean(g * xhat)) over `dims`: the input's gradient of a normalization
@@ -393,7 +371,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     plane_affine<T>(p, {scale.data(), nullptr, nullptr, offset.data(), 0}, xs, nullptr, out->data_as<T>());
     saved_mean = vector_of<T>(mean, input->dtype), saved_invstd = vector_of<T>(invstd, input->dtype);
   });
-  if (auto* node = record_with_optional<NativeBatchNormBackward0>(out, input, weight, bias)) {
+  if (auto* node = record<NativeBatchNormBackward0>(out, {&input, &weight, &bias})) {
     node->save(input);
     node->save(weight);
     node->save(saved_mean);
@@ -504,7 +482,7 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     plane_affine<T>(p, {scale.data(), nullptr, nullptr, offset.data(), p.c}, xs, nullptr, out->data_as<T>());
     saved_mean = vector_of<T>(mean, input->dtype), saved_invstd = vector_of<T>(invstd, input->dtype);
   });
-  if (auto* node = record_with_optional<NativeGroupNormBackward0>(out, input, weight, bias)) {
+  if (auto* node = record<NativeGroupNormBackward0>(out, {&input, &weight, &bias})) {
     node->save(input);
     node->save(weight);
     node->save(saved_mean);

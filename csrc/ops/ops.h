@@ -30,6 +30,8 @@ Tensor to_dtype(const Tensor& t, DType dtype);  // returns t itself when the dty
 Tensor cast_values(const Tensor& t, DType dtype);
 Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);             // t itself when already contiguous
+// contiguous() without autograd, for kernels that read row-major memory (their op records its own node).
+Tensor dense(const Tensor& t);
 void copy_values(const Tensor& dst, const Tensor& src);  // broadcast + cast, no autograd
 Scalar item(const Tensor& t);
 // The backward that passes the gradient on unchanged: CloneBackward0, AliasBackward0, and

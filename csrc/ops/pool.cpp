@@ -31,13 +31,6 @@ namespace fg {
 
 namespace {
 
-Tensor dense(const Tensor& t) {
-  if (t->is_contiguous()) return t;
-  Tensor out = empty(t->shape, t->dtype);
-  copy_values(out, t);
-  return out;
-}
-
 // The windows along one axis: output o reads the inputs first[o] + t * step for t < taps[o]. An
 // average divides by the product over both axes of span[o] (the window's size including padding)
 // when it counts the padding.

@@ -270,16 +270,6 @@ Tensor median_all(const Tensor& x) {
 // ---- searching, counting and unique (issue 13). None of these records a graph: their results are
 // positions and counts.
 
-namespace {
-
-// x's elements in row-major order (x itself when contiguous).
-Tensor dense(const Tensor& x) {
-  GradModeGuard no_grad(false);
-  return contiguous(x);
-}
-
-}  // namespace
-
 Tensor searchsorted(const Tensor& sorted, const Tensor& values, bool right) {
   Tensor out = empty(values->shape, DType::Int64);
   Tensor seq = dense(sorted), val = dense(values);
