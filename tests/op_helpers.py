@@ -127,3 +127,27 @@ def assert_close(actual, expected, rtol=1e-4, atol=1e-5, what="values"):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"
     np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=what)
+
+
+def assert_conv_case_matches(fg, torch, case, dtype, fn, x_shape, w_shape, bias_size):
+    """fn(F, x, w, b) (b None when bias_size is 0) on uniform inputs in [-2, 2]: the output, its
+    grad_fn's name and the input, weight and bias gradients of a random upstream gradient equal
+    PyTorch's (a convolution test table's row)."""
+    rng = rng_for(case, dtype)
+    arrays = [rng.uniform(-2, 2, size=shape).astype(dtype) for shape in (x_shape, w_shape, (bias_size,))]
+
+    def run(lib):
+        x, w = (lib.tensor(a, requires_grad=True) for a in arrays[:2])
+        b = lib.tensor(arrays[2], requires_grad=True) if bias_size else None
+        out = fn(lib.nn.functional, x, w, b)
+        upstream = rng_for(case, "upstream").uniform(-1, 1, size=tuple(out.shape)).astype(dtype)
+        (out * lib.tensor(upstream)).sum().backward()
+        grads = [x.grad, w.grad] + ([b.grad] if bias_size else [])
+        return [to_numpy(t) for t in [out, *grads]], out.grad_fn.name()
+
+    (ours, our_node), (theirs, their_node) = run(fg), run(torch)
+    assert our_node.rsplit("::", 1)[-1] == their_node
+    tolerance = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
+    for got, expected in zip(ours, theirs, strict=True):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, **tolerance)

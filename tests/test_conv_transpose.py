@@ -10,7 +10,7 @@ backpropagated with the same upstream gradient.
 import numpy as np
 import pytest
 
-from op_helpers import gradcheck_for, rng_for, to_numpy
+from op_helpers import assert_conv_case_matches, gradcheck_for, rng_for, to_numpy
 from oracle_helpers import same_error
 
 CASES = {  # id: (fn(F, x, w, b), input shape, weight shape (in, out / groups, *kernel), bias size or 0)
@@ -68,37 +68,11 @@ CASES = {  # id: (fn(F, x, w, b), input shape, weight shape (in, out / groups, *
 }
 
 
-def _run(lib, case, arrays, upstream):
-    """The output, its grad_fn's name and the input, weight and bias gradients."""
-    fn, _, _, bias_size = CASES[case]
-    x, w = (lib.tensor(a, requires_grad=True) for a in arrays[:2])
-    b = lib.tensor(arrays[2], requires_grad=True) if bias_size else None
-    out = fn(lib.nn.functional, x, w, b)
-    (out * lib.tensor(upstream(out.shape))).sum().backward()
-    grads = [to_numpy(x.grad), to_numpy(w.grad)] + ([to_numpy(b.grad)] if bias_size else [])
-    return [to_numpy(out)] + grads, out.grad_fn.name()
-
-
-def _arrays(case, dtype):
-    _, x_shape, w_shape, bias_size = CASES[case]
-    rng = rng_for(case, dtype)
-    return [rng.uniform(-2, 2, size=shape).astype(dtype) for shape in (x_shape, w_shape, (bias_size,))]
-
-
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_values_and_gradients_match_pytorch(fg, torch, case, dtype):
-    arrays = _arrays(case, dtype)
-
-    def upstream(shape):
-        return rng_for(case, "upstream").uniform(-1, 1, size=tuple(shape)).astype(dtype)
-
-    (ours, our_node), (theirs, their_node) = _run(fg, case, arrays, upstream), _run(torch, case, arrays, upstream)
-    assert our_node.rsplit("::", 1)[-1] == their_node
-    tolerance = dict(rtol=1e-4, atol=1e-4) if dtype == "float32" else dict(rtol=1e-10, atol=1e-12)
-    for got, expected in zip(ours, theirs, strict=True):
-        assert got.dtype == expected.dtype and got.shape == expected.shape
-        np.testing.assert_allclose(got, expected, **tolerance)
+    fn, x_shape, w_shape, bias_size = CASES[case]
+    assert_conv_case_matches(fg, torch, case, dtype, fn, x_shape, w_shape, bias_size)
 
 
 def test_grad_fn_has_pytorchs_edges(fg, torch):
