@@ -136,6 +136,7 @@ from .pooling import (
     LPPool1d,
     LPPool2d,
 )
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .upsampling import PixelShuffle, PixelUnshuffle, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
 __all__ = [
@@ -251,6 +252,14 @@ __all__ = [
     "LazyInstanceNorm3d",
     "LocalResponseNorm",
     "PixelShuffle",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCellBase",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
     "PixelUnshuffle",
     "Upsample",
     "UpsamplingBilinear2d",
