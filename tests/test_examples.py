@@ -112,10 +112,14 @@ TRAINING_PROGRAMS = [
     "mnist_cnn.py",
     "lenet_batchnorm.py",
     "dcgan_step.py",
+    "word_language_model.py",
+    "time_sequence_prediction.py",
+    "seq2seq_attention.py",
 ]
 # SGD at d2l's learning rate 1.0 through batch norm doubles float32's rounding differences (sums taken
 # in another order) about every epoch: 2e-5 apart after 12 steps.
-RELATIVE_TOLERANCE = {"lenet_batchnorm.py": 1e-4}
+# The word language model's SGD at the example's learning rate 20 does the same over its 42 steps.
+RELATIVE_TOLERANCE = {"lenet_batchnorm.py": 1e-4, "word_language_model.py": 1e-4}
 
 
 @pytest.mark.slow
