@@ -23,7 +23,7 @@ from .autograd import Function
 from .linalg import _LinalgQr, _Cholesky, _Slogdet, _check_matrices, _check_square, _lift, _mT, _node
 from . import linalg
 from fastgrad import return_types
-from fastgrad._types import SCALAR_TYPE_NAME, int64
+from fastgrad._types import SCALAR_TYPE_NAME
 
 
 def _scaled(x, factor):
@@ -247,17 +247,14 @@ def _einsum_labels(term, operand_dims, number):
 
 
 def _einsum_diagonal(x, labels):
-    """Repeated labels of one operand (`ii`) become one dim: the diagonal, by indexing with arange."""
+    """Repeated labels of one operand (`ii`) become one dim: their diagonal (a view, as PyTorch's),
+    which goes last."""
     for label in dict.fromkeys(labels):
-        positions = [i for i, other in enumerate(labels) if other == label]
-        if len(positions) == 1:
-            continue
-        size = x.shape[positions[0]]
-        rest = [i for i in range(len(labels)) if i not in positions]
-        x = _prims.permute(x, positions + rest)
-        arange = _prims.arange(0, size, 1, int64)
-        x = x[(arange,) * len(positions)]
-        labels = [label] + [labels[i] for i in rest]
+        while labels.count(label) > 1:
+            first = labels.index(label)
+            second = labels.index(label, first + 1)
+            x = x.diagonal(0, first, second)
+            labels = [other for i, other in enumerate(labels) if i not in (first, second)] + [label]
     return x, labels
 
 
@@ -376,7 +373,9 @@ def einsum(equation, *operands):
         result, result_labels = _einsum_pair(result, result_labels, other, other_labels, keep, sizes)
     result, result_labels = _einsum_reduce(result, result_labels, set(output))
     order = [result_labels.index(label) for label in output]
-    if order != list(range(len(order))):
+    # an operand neither summed nor multiplied (only its diagonal taken) comes back permuted even in
+    # its own order: a view of it, as PyTorch's
+    if order != list(range(len(order))) or result is tensors[0]:
         result = _prims.permute(result, order)
     return result
 
