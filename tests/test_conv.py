@@ -374,3 +374,27 @@ def test_lenet_style_training_matches_pytorch_step_by_step(fg, torch):
     np.testing.assert_allclose(our_losses, their_losses, rtol=1e-10)
     for got, expected in zip(ours, theirs, strict=True):
         np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-12)
+
+
+REPEATED_CALLS = {  # a good call first (its checks are kept), then one PyTorch refuses
+    "other dtype": lambda t, x, w: (t.nn.functional.conv2d(x, w), t.nn.functional.conv2d(x.double(), w)),
+    "smaller input": lambda t, x, w: (t.nn.functional.conv2d(x, w), t.nn.functional.conv2d(x[..., :2, :], w)),
+    "unbatched then 5-D": lambda t, x, w: (t.nn.functional.conv2d(x[0], w), t.nn.functional.conv2d(x[None], w)),
+}
+
+
+@pytest.mark.parametrize("case", list(REPEATED_CALLS))
+def test_kept_argument_checks_still_refuse_what_pytorch_refuses(fg, torch, case):
+    """The convolution keeps the checks of the arguments, shapes and dtypes it has seen; a later call
+    with other ones is checked again."""
+    same_error(fg, torch, lambda t: REPEATED_CALLS[case](t, t.ones(1, 2, 4, 5), t.ones(3, 2, 3, 3)))
+
+
+def test_kept_argument_checks_still_refuse_a_float_size(fg):
+    """1.0 equals 1, but PyTorch refuses it (with its argument parser's words: fastgrad's differ)."""
+    x, w = fg.ones(1, 2, 4, 5), fg.ones(3, 2, 3, 3)
+    fg.nn.functional.conv2d(x, w, stride=1)
+    with pytest.raises(TypeError):
+        fg.nn.functional.conv2d(x, w, stride=1.0)
+    with pytest.raises(TypeError):
+        fg.nn.functional.conv2d(x, w, stride=(1, 1.0))

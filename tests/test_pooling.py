@@ -330,3 +330,34 @@ def test_a_window_wholly_in_the_padding_gives_a_clear_error_in_backward(fg):
     assert to_numpy(out).tolist() == [[[-np.inf], [-np.inf]]] and to_numpy(indices).tolist() == [[[1], [1]]]
     with pytest.raises(RuntimeError, match=r"^Found an invalid max index: 1 \(output volumes are of size 1x1\)"):
         out.sum().backward()
+
+
+REPEATED_CALLS = {  # a good call first (its checks are kept), then one PyTorch refuses
+    "bool ceil_mode then too small": lambda t, x: (
+        t.nn.functional.max_pool2d(x, 3, ceil_mode=True),
+        t.nn.functional.max_pool2d(x[..., :1, :1], 3, padding=2),
+    ),
+    "avg divisor zero": lambda t, x: (
+        t.nn.functional.avg_pool2d(x, 2, divisor_override=3),
+        t.nn.functional.avg_pool2d(x, 2, divisor_override=0),
+    ),
+    "smaller input": lambda t, x: (t.nn.functional.avg_pool2d(x, 4), t.nn.functional.avg_pool2d(x[..., :3], 4)),
+}
+
+
+@pytest.mark.parametrize("case", list(REPEATED_CALLS))
+def test_kept_argument_checks_still_refuse_what_pytorch_refuses(fg, torch, case):
+    """The pools keep the checks of the arguments and shapes they have seen; a later call with other
+    arguments or shapes is checked again."""
+    same_error(fg, torch, lambda t: REPEATED_CALLS[case](t, t.ones(1, 2, 4, 5)))
+
+
+def test_kept_argument_checks_still_refuse_a_float_size(fg):
+    """2.0 equals 2, but PyTorch refuses it (with its argument parser's words: fastgrad's differ)."""
+    x = fg.ones(1, 2, 4, 5)
+    fg.nn.functional.max_pool2d(x, 2)
+    fg.nn.functional.avg_pool2d(x, (2, 2))
+    with pytest.raises(TypeError):
+        fg.nn.functional.max_pool2d(x, 2.0)
+    with pytest.raises(TypeError):
+        fg.nn.functional.avg_pool2d(x, (2, 2.0))

@@ -93,6 +93,9 @@ def check_int_value(value, dtype, type_name):
         raise RuntimeError(f"value cannot be converted to type {type_name} without overflow")
 
 
+_tuple_item = tuple.__getitem__
+
+
 class Size(tuple):
     """A tensor's shape: a tuple of ints that prints as `fastgrad.Size([2, 3])`."""
 
@@ -107,9 +110,9 @@ class Size(tuple):
             n *= s
         return n
 
-    def __getitem__(self, key):
-        item = super().__getitem__(key)
-        return Size(item) if isinstance(key, slice) else item
+    def __getitem__(self, key):  # plain calls, not super(): shapes are indexed on every layer call
+        item = _tuple_item(self, key)
+        return Size(item) if key.__class__ is slice else item
 
     def __add__(self, other):
         return Size(tuple(self) + tuple(other))

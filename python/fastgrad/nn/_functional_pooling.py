@@ -10,6 +10,7 @@ import operator
 
 from .. import _prims
 from fastgrad._types import SCALAR_TYPE_NAME, int64
+from ._checked import CheckedArguments
 
 Tensor = _prims.Tensor
 
@@ -101,9 +102,22 @@ def _pool2d_args(op, kernel_size, stride, padding, dilation=1):
 # ---- max pooling
 
 
+_CHECKS = CheckedArguments()
+
+
 def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, indices) of PyTorch's max_pool2d_with_indices."""
     _check_tensor(input, "max_pool2d_with_indices")
+    sizes = _CHECKS.get(
+        ("max_pool2d", input.shape),
+        (kernel_size, stride, padding, dilation, ceil_mode),
+        lambda: _check_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode),
+    )
+    return _prims.max_pool2d(input, *sizes, bool(ceil_mode))
+
+
+def _check_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """PyTorch's checks; the primitive's kernel, stride, padding and dilation."""
     kernel, stride, padding, dilation = _pool2d_args("max_pool2d", kernel_size, stride, padding, dilation)
     if input.dim() not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
@@ -111,7 +125,7 @@ def _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
     out_h = _pooled_size(h, kernel[0], padding[0], stride[0], dilation[0], ceil_mode)
     out_w = _pooled_size(w, kernel[1], padding[1], stride[1], dilation[1], ceil_mode)
     _pool2d_shape_check(input, kernel, stride, padding, dilation, out_h, out_w)
-    return _prims.max_pool2d(input, *kernel, *stride, *padding, *dilation, bool(ceil_mode))
+    return (*kernel, *stride, *padding, *dilation)
 
 
 def max_pool2d_with_indices(
@@ -212,6 +226,17 @@ def avg_pool2d(
     input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None
 ):
     _check_tensor(input, "avg_pool2d")
+    sizes = _CHECKS.get(
+        ("avg_pool2d", input.shape),
+        (kernel_size, stride, padding, ceil_mode, divisor_override),
+        lambda: _check_avg_pool2d(input, kernel_size, stride, padding, ceil_mode, divisor_override),
+    )
+    *window, divisor = sizes
+    return _prims.avg_pool2d(input, *window, bool(ceil_mode), bool(count_include_pad), divisor)
+
+
+def _check_avg_pool2d(input, kernel_size, stride, padding, ceil_mode, divisor_override):
+    """PyTorch's checks; the primitive's kernel, stride, padding and divisor (0: the window's)."""
     kernel, stride, padding, _ = _pool2d_args("avg_pool2d", kernel_size, stride, padding)
     if divisor_override is not None and operator.index(divisor_override) == 0:
         raise RuntimeError("divisor must be not zero")
@@ -224,8 +249,7 @@ def avg_pool2d(
     out_h = _pooled_size(h, kernel[0], padding[0], stride[0], 1, ceil_mode)
     out_w = _pooled_size(w, kernel[1], padding[1], stride[1], 1, ceil_mode)
     _pool2d_shape_check(input, kernel, stride, padding, (1, 1), out_h, out_w)
-    divisor = 0 if divisor_override is None else operator.index(divisor_override)
-    return _prims.avg_pool2d(input, *kernel, *stride, *padding, bool(ceil_mode), bool(count_include_pad), divisor)
+    return (*kernel, *stride, *padding, 0 if divisor_override is None else operator.index(divisor_override))
 
 
 def _check_dim_range(input, op, low, high):

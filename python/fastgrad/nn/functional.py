@@ -22,6 +22,7 @@ from .._factories import arange, from_numpy, ones_like
 from .._grad_mode import is_grad_enabled
 from .._sampling import rand
 from .._grad_mode import no_grad
+from ._checked import CheckedArguments
 from ..autograd.function import Function
 from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, bfloat16, can_cast, finfo, float16, float32, float64, int64
 from fastgrad._types import promote_types
@@ -1272,19 +1273,42 @@ def _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups, o
         )
 
 
+_CONV_CHECKS = CheckedArguments()
+
+
 def _conv(input, weight, bias, stride, padding, dilation, groups, dims):
+    key = (input.shape, input.dtype, weight.shape, weight.dtype, None if bias is None else (bias.shape, bias.dtype))
+    sizes, same_padding = _CONV_CHECKS.get(
+        (key, dims),
+        (stride, padding, dilation, groups),
+        lambda: _check_conv(input, weight, bias, stride, padding, dilation, groups, dims),
+    )
+    batched = input.dim() == dims + 2
+    if not batched:
+        input = input.unsqueeze(0)
+    if same_padding:
+        input = pad(input, same_padding)
+    out = _prims.convolution(input, weight, bias, *sizes)
+    if input.shape[1] == 0:  # PyTorch's result for an input of no channels has none either
+        out = out[:, :0]
+    return out if batched else out.squeeze(0)
+
+
+def _check_conv(input, weight, bias, stride, padding, dilation, groups, dims):
+    """PyTorch's checks of a convolution's arguments; the primitive's stride, padding, dilation and
+    groups, and for padding='same' the extra (right) padding of the input (F.pad's order) or None."""
     if input.dim() not in (dims + 1, dims + 2):
         raise RuntimeError(
             f"Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to conv{dims}d, but got input of size: "
             f"{_size_str(input.shape)}"
         )
-    batched = input.dim() == dims + 2
-    if not batched:
+    if input.dim() == dims + 1:
         input = input.unsqueeze(0)
     weight_dims = max(weight.dim() - 2, 1)  # the rank check comes later, with PyTorch's message
     stride = _conv_sizes(stride, "stride", dims, weight_dims)
     dilation = _conv_sizes(dilation, "dilation", dims, weight_dims)
     groups = operator.index(groups)
+    same_padding = None
     if isinstance(padding, str):
         if padding not in ("same", "valid"):
             raise RuntimeError(f"Invalid padding string: '{padding}'")
@@ -1299,22 +1323,19 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, dims):
                 "Using padding='same' with even kernel lengths and odd dilation may require a zero-padded copy of "
                 "the input be created",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=6,  # the caller of conv*d (through _conv, the checks' cache and its lambda)
             )
-            extra = []
+            same_padding = []
             for t in reversed(totals):
-                extra += [0, t % 2]
-            input = pad(input, extra)
+                same_padding += [0, t % 2]
+            input = pad(input, same_padding)
     else:
         padding = _conv_sizes(padding, "padding", dims, weight_dims)
     _check_conv_shapes(input, weight, bias, stride, padding, dilation, groups)
     _check_conv_dtypes(input, weight, bias)
     if dims == 1:  # the primitive's sizes are (height, width): a 1-D convolution is its height-1 case
         stride, padding, dilation = (1, *stride), (0, *padding), (1, *dilation)
-    out = _prims.convolution(input, weight, bias, *stride, *padding, *dilation, groups)
-    if input.shape[1] == 0:  # PyTorch's result for an input of no channels has none either
-        out = out[:, :0]
-    return out if batched else out.squeeze(0)
+    return (*stride, *padding, *dilation, groups), same_padding
 
 
 _C_TYPE_NAME = {float32: "float", float64: "double"}
