@@ -13,7 +13,7 @@ function, with its checks and messages.
 import math
 import warnings
 
-from .. import _factories, _prims
+from .. import _factories, _linalg_ops, _prims
 from . import functional as F  # partly imported: it imports this module; used at call time
 from fastgrad._types import C_TYPE_NAME, bool as bool_, float32
 
@@ -105,6 +105,8 @@ def scaled_dot_product_attention(
     else:  # no -inf without a mask (unless an input is infinite, when rows are NaN anyway)
         weights = scores.softmax(-1)
     if dropout_p > 0.0:
+        if dropout_p > 1.0:  # ATen's dropout: a RuntimeError, where F.dropout's is a ValueError
+            raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
         weights = F.dropout(weights, dropout_p, True)
     return weights.matmul(value)
 
@@ -129,7 +131,7 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if check_other and other_type is not None and mask.dtype != other_type:
         warnings.warn(
             f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both instead.",
-            stacklevel=3,
+            stacklevel=2,
         )
     if mask.dtype == bool_:
         mask = _factories.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
@@ -340,7 +342,7 @@ def multi_head_attention_forward(
         if is_causal and attn_mask is None:
             raise AssertionError("FIXME: is_causal not implemented for need_weights")
         if attn_mask is not None:
-            weights = _prims.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1), 1, 1)
+            weights = _linalg_ops.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
         else:
             weights = q_scaled.bmm(k.transpose(-2, -1))
         weights = weights.softmax(-1)
