@@ -347,6 +347,30 @@ def test_transformer_layers_match_pytorch(fg, torch, case):
     _compare(_layer_run(fg, ours, arrays, forward), _layer_run(torch, theirs, arrays, forward))
 
 
+@pytest.mark.parametrize("left_aligned", [True, False])
+def test_encoder_in_eval_without_grad_zeros_padding_as_pytorch(fg, torch, left_aligned):
+    """PyTorch's encoder runs on a nested tensor here (eval, no gradient, padding at the ends of the
+    rows): the padded positions leave the layers as zeros."""
+
+    def make(lib):
+        layer = lib.nn.TransformerEncoderLayer(E, HEADS, 10, batch_first=True)
+        return lib.nn.TransformerEncoder(layer, 2, lib.nn.LayerNorm(E)).eval()
+
+    torch.manual_seed(2)
+    theirs = make(torch).double()
+    ours = _copy_of(fg, theirs, make).eval()
+    rng = rng_for("nested", left_aligned)
+    x = rng.uniform(-1, 1, (N, S, E))
+    padding = np.zeros((N, S), bool)
+    padding[0, 3:] = True
+    padding[1, 1] = not left_aligned
+    results = []
+    for lib, module in ((fg, ours), (torch, theirs)):
+        with lib.no_grad():
+            results.append(to_numpy(module(lib.tensor(x), src_key_padding_mask=lib.tensor(padding))))
+    _compare(*results)
+
+
 @pytest.mark.parametrize(
     "make",
     [

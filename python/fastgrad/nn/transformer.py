@@ -4,15 +4,17 @@ TransformerEncoder and TransformerDecoder, and Transformer, with PyTorch's argum
 MultiheadAttention and a two-Linear feed-forward).
 
 PyTorch's inference fast paths (nested tensors for padded batches, fused encoder layers) are not
-taken: enable_nested_tensor is accepted and recorded as PyTorch records it. Where PyTorch's fast path
-would run (eval mode, no gradient, a key padding mask), its encoder returns zeros at padded positions
-before the final norm; here they hold the layers' values, as in PyTorch's training path.
+taken; their values are the same, but for one visible difference that is kept: where PyTorch's
+encoder runs on a nested tensor (eval mode, no gradient, a left-aligned key padding mask), the
+padded positions come out as zeros before the final norm.
 """
 
 import copy
 import warnings
 
 from .. import _factories
+from .._grad_mode import is_grad_enabled
+from fastgrad._types import int64
 from . import functional as F
 from .activation import MultiheadAttention
 from .container import ModuleList
@@ -244,7 +246,32 @@ class TransformerEncoder(Module):
         output = src
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if self._runs_nested(src, mask, src_key_padding_mask):
+            output = output.masked_fill((src_key_padding_mask != 0).unsqueeze(-1), 0.0)
         return output if self.norm is None else self.norm(output)
+
+    def _runs_nested(self, src, mask, src_key_padding_mask):
+        """Whether PyTorch would run the layers on a nested tensor of the unpadded positions (its
+        conditions, in its order), so that the padded positions of the output are zeros."""
+        first = self.layers[0]
+        if not self.use_nested_tensor or first.training or src.dim() != 3 or src_key_padding_mask is None:
+            return False
+        padding = (src_key_padding_mask != 0).to(int64)
+        if self.mask_check and not bool((padding[:, 1:] >= padding[:, :-1]).all()):  # not left-aligned
+            return False
+        if mask is not None:
+            return False
+        attention = first.self_attn
+        tensors = (src, attention.in_proj_weight, attention.in_proj_bias, attention.out_proj.weight)
+        tensors += (attention.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight)
+        tensors += (
+            first.norm2.bias,
+            first.linear1.weight,
+            first.linear1.bias,
+            first.linear2.weight,
+            first.linear2.bias,
+        )
+        return not (is_grad_enabled() and any(t.requires_grad for t in tensors))
 
 
 class TransformerDecoder(Module):
