@@ -112,6 +112,7 @@ TRAINING_PROGRAMS = [
     "mnist_cnn.py",
     "lenet_batchnorm.py",
     "dcgan_step.py",
+    "nanogpt_char.py",
 ]
 # SGD at d2l's learning rate 1.0 through batch norm doubles float32's rounding differences (sums taken
 # in another order) about every epoch: 2e-5 apart after 12 steps.
