@@ -101,8 +101,9 @@ def scaled_dot_product_attention(
     scores = query.matmul(key.transpose(-2, -1) * root)
     if attn_mask is not None:
         scores.add_(attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
+    if attn_mask is not None and not is_causal:
         weights = _safe_softmax(scores)
-    else:  # no -inf without a mask (unless an input is infinite, when rows are NaN anyway)
+    else:  # no row all -inf: the causal mask keeps each row's first key (infinite inputs give NaN anyway)
         weights = scores.softmax(-1)
     if dropout_p > 0.0:
         if dropout_p > 1.0:  # ATen's dropout: a RuntimeError, where F.dropout's is a ValueError
