@@ -347,6 +347,26 @@ def test_transformer_layers_match_pytorch(fg, torch, case):
     _compare(_layer_run(fg, ours, arrays, forward), _layer_run(torch, theirs, arrays, forward))
 
 
+def test_float32_decoder_layer_matches_pytorch(fg, torch):
+    """Float32 end to end (PyTorch's sdpa takes its flash kernel): float32 rounding apart."""
+    torch.manual_seed(3)
+    theirs = torch.nn.TransformerDecoderLayer(E, HEADS, 10, 0.0, batch_first=True)
+    ours = fg.nn.TransformerDecoderLayer(E, HEADS, 10, 0.0, batch_first=True)
+    ours.load_state_dict({k: fg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    rng = rng_for("float32 decoder")
+    tgt, memory = (rng.standard_normal((N, n, E)).astype(np.float32) for n in (L, S))
+    mask = np.triu(np.full((L, L), -np.inf, np.float32), 1)
+    results = []
+    for lib, module in ((fg, ours), (torch, theirs)):
+        tensors = [lib.tensor(a, requires_grad=True) for a in (tgt, memory)]
+        output = module(*tensors, tgt_mask=lib.tensor(mask), tgt_is_causal=True)
+        output.pow(2).sum().backward()
+        results.append([to_numpy(t) for t in [output] + [t.grad for t in tensors]])
+    for got, expected in zip(*results):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("left_aligned", [True, False])
 def test_encoder_in_eval_without_grad_zeros_padding_as_pytorch(fg, torch, left_aligned):
     """PyTorch's encoder runs on a nested tensor here (eval, no gradient, padding at the ends of the
