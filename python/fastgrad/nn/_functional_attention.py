@@ -6,8 +6,9 @@ scaled_dot_product_attention is composed as ATen's math path (_scaled_dot_produc
 op for op: query and key each scaled by sqrt(scale) before their product, the mask added to the
 scores in place, a softmax that gives fully masked rows zeros (ATen's _safe_softmax), dropout, the
 product with value. PyTorch's CPU flash kernel (taken for 4-D inputs without dropout) sums in
-another order; the values agree to float rounding. multi_head_attention_forward is PyTorch's Python
-function, with its checks and messages.
+another order; the values agree to float rounding. That kernel also accepts is_causal with an
+attn_mask (applying both) where the math path raises, as documented; here it raises on every path.
+multi_head_attention_forward is PyTorch's Python function, with its checks and messages.
 """
 
 import math
