@@ -115,6 +115,7 @@ TRAINING_PROGRAMS = [
     "word_language_model.py",
     "time_sequence_prediction.py",
     "seq2seq_attention.py",
+    "nanogpt_char.py",
 ]
 # SGD at d2l's learning rate 1.0 through batch norm doubles float32's rounding differences (sums taken
 # in another order) about every epoch: 2e-5 apart after 12 steps.

@@ -1,6 +1,6 @@
 """torch.nn.functional: activations, the dropouts, normalize, pad, bilinear, the normalizations
 (layer, rms, batch, instance, group, local response), embedding(_bag), one_hot, pixel_shuffle,
-interpolate and the losses.
+interpolate, the losses and (from _functional_attention) the attention functions.
 
 softmax, log_softmax, the negative log likelihood and gelu are the backend's fused primitives;
 the other activations are each one node with PyTorch's name and derivative (written with tensor
@@ -30,6 +30,8 @@ from fastgrad._types import promote_types
 Tensor = _prims.Tensor
 
 from ._functional_pooling import *  # noqa: E402, F403  max/avg/adaptive/lp pooling, max_unpool: its __all__
+from ._functional_attention import *  # noqa: E402, F403  scaled_dot_product_attention, multi_head_attention_forward
+from ._functional_attention import _canonical_mask, _none_or_dtype  # noqa: E402, F401  (PyTorch's, used by the layers)
 
 
 # ---- activations

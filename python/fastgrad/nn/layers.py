@@ -46,6 +46,11 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """MultiheadAttention's out_proj: a Linear under the name PyTorch's repr shows (PyTorch keeps its
+    quantization tools off this layer)."""
+
+
 class Embedding(Module):
     def __init__(
         self,

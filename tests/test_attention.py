@@ -1,0 +1,490 @@
+"""Attention and the Transformer layers against PyTorch: F.scaled_dot_product_attention (masks,
+is_causal, scale, broadcast batch dims, GQA, fully masked rows, float32), nn.MultiheadAttention over
+a table of options and masks, the encoder/decoder layers, their stacks and nn.Transformer (outputs,
+attention weights, gradients of the inputs, masks and every weight, from PyTorch's weights loaded
+through state_dict); float64 gradcheck; reprs, state_dict keys, init, warnings and errors."""
+
+import numpy as np
+import pytest
+
+from op_helpers import gradcheck_for, rng_for, to_numpy
+from oracle_helpers import same_error
+
+
+def _tensor(lib, value, requires_grad=False):
+    """A numpy array as a tensor of `lib`: bool arrays as masks, the rest float64."""
+    if value.dtype == bool:
+        return lib.tensor(value)
+    return lib.tensor(value, requires_grad=requires_grad)
+
+
+def _weighted_sum(lib, t):
+    return (t * lib.tensor(np.linspace(-1, 1, t.numel()).reshape(tuple(t.shape)))).sum()
+
+
+def _compare(ours, theirs, rtol=1e-10, atol=1e-12):
+    assert len(ours) == len(theirs)
+    for got, expected in zip(ours, theirs):
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+SDPA = {  # id: (query, key, value shapes, keyword arguments; arrays in them are masks)
+    "3-D": ((3, 4, 8), (3, 5, 8), (3, 5, 6), {}),
+    "4-D": ((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6), {}),
+    "2-D unbatched": ((4, 8), (5, 8), (5, 6), {}),
+    "causal L < S": ((2, 3, 4, 8), (2, 3, 6, 8), (2, 3, 6, 6), {"is_causal": True}),
+    "causal L > S": ((2, 5, 8), (2, 3, 8), (2, 3, 6), {"is_causal": True}),
+    "bool mask": ((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6), {"attn_mask": "bool", "mask_shape": (4, 5)}),
+    "bool mask per batch": (
+        (2, 3, 4, 8),
+        (2, 3, 5, 8),
+        (2, 3, 5, 6),
+        {"attn_mask": "bool", "mask_shape": (2, 1, 1, 5)},
+    ),
+    "float mask": ((2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 6), {"attn_mask": "float", "mask_shape": (3, 4, 5)}),
+    "scale": ((2, 4, 8), (2, 5, 8), (2, 5, 6), {"scale": 0.3}),
+    "negative scale": ((2, 4, 8), (2, 5, 8), (2, 5, 6), {"scale": -0.7}),
+    "broadcast batch dims": ((2, 1, 4, 8), (1, 3, 5, 8), (1, 3, 5, 6), {}),
+    "gqa": ((2, 4, 3, 8), (2, 2, 5, 8), (2, 1, 5, 6), {"enable_gqa": True}),
+    "fully masked row": (
+        (1, 2, 3, 4),
+        (1, 2, 3, 4),
+        (1, 2, 3, 4),
+        {"attn_mask": np.array([[1, 0, 0], [0, 0, 0], [1, 1, 1]], bool)},
+    ),
+    "empty keys": ((2, 3, 4), (2, 0, 4), (2, 0, 5), {}),
+}
+
+
+def _sdpa_case(case, dtype=np.float64):
+    shapes, kwargs = SDPA[case][:3], dict(SDPA[case][3])
+    rng = rng_for("sdpa", case)
+    arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    if isinstance(kwargs.get("attn_mask"), str):
+        shape = kwargs.pop("mask_shape")
+        mask = rng.random(shape) > 0.3 if kwargs["attn_mask"] == "bool" else rng.standard_normal(shape).astype(dtype)
+        if mask.dtype == bool:
+            mask[..., 0] = True  # no fully masked row (those have a case of their own)
+        kwargs["attn_mask"] = mask
+    return arrays, kwargs
+
+
+def _sdpa_run(lib, arrays, kwargs):
+    tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+    kwargs = dict(kwargs)
+    mask = kwargs.get("attn_mask")
+    if mask is not None:
+        kwargs["attn_mask"] = _tensor(lib, mask, requires_grad=True)
+    output = lib.nn.functional.scaled_dot_product_attention(*tensors, **kwargs)
+    _weighted_sum(lib, output).backward()
+    grads = [t.grad for t in tensors]
+    if mask is not None and mask.dtype != bool:
+        grads.append(kwargs["attn_mask"].grad)
+    return [to_numpy(output)] + [to_numpy(g) for g in grads]
+
+
+@pytest.mark.parametrize("case", list(SDPA))
+def test_sdpa_matches_pytorch(fg, torch, case):
+    arrays, kwargs = _sdpa_case(case)
+    _compare(_sdpa_run(fg, arrays, kwargs), _sdpa_run(torch, arrays, kwargs))
+
+
+@pytest.mark.parametrize("case", ["4-D", "causal L < S", "float mask", "gqa"])
+def test_sdpa_float32_matches_pytorch(fg, torch, case):
+    """PyTorch takes its CPU flash kernel here (4-D, no dropout): float32 rounding apart."""
+    arrays, kwargs = _sdpa_case(case, np.float32)
+    ours, theirs = _sdpa_run(fg, arrays, kwargs), _sdpa_run(torch, arrays, kwargs)
+    for got, expected in zip(ours, theirs):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=2e-6 * np.abs(expected).max())
+
+
+def test_sdpa_fully_masked_row_is_zero(fg):
+    arrays, kwargs = _sdpa_case("fully masked row")
+    output, *grads = _sdpa_run(fg, arrays, kwargs)
+    assert np.array_equal(output[:, :, 1], np.zeros_like(output[:, :, 1]))
+    assert all(np.isfinite(g).all() for g in grads)
+
+
+def test_sdpa_dropout(fg):
+    arrays, _ = _sdpa_case("4-D")
+    q, k, v = (fg.tensor(a) for a in arrays)
+    sdpa = fg.nn.functional.scaled_dot_product_attention
+    assert to_numpy(sdpa(q, k, v, dropout_p=1.0)).max() == 0  # every weight dropped
+    fg.manual_seed(3)
+    first = to_numpy(sdpa(q, k, v, dropout_p=0.5))
+    fg.manual_seed(3)
+    np.testing.assert_array_equal(to_numpy(sdpa(q, k, v, dropout_p=0.5)), first)
+    assert not np.allclose(first, to_numpy(sdpa(q, k, v)))
+
+
+def test_sdpa_gradcheck(fg):
+    rng = rng_for("sdpa gradcheck")
+    q, k, v = (fg.tensor(rng.standard_normal(s), requires_grad=True) for s in ((2, 3, 4), (2, 5, 4), (2, 5, 3)))
+    mask = fg.tensor(rng.standard_normal((3, 5)), requires_grad=True)
+
+    def fn(q, k, v, mask):
+        sdpa = fg.nn.functional.scaled_dot_product_attention
+        return sdpa(q, k, v, attn_mask=mask) + sdpa(q, k, v, is_causal=True, scale=0.4)
+
+    assert gradcheck_for(fg)(fn, [q, k, v, mask], eps=1e-6, atol=1e-5)
+
+
+MHA = {  # id: (constructor kwargs, inputs "self" / "cross" (k is v) / "separate", forward kwargs)
+    "self": ({}, "self", {}),
+    "no weights": ({}, "self", {"need_weights": False}),
+    "weights per head": ({}, "cross", {"average_attn_weights": False}),
+    "batch_first": ({"batch_first": True}, "self", {}),
+    "batch_first no weights": ({"batch_first": True}, "cross", {"need_weights": False}),
+    "kdim vdim": ({"kdim": 5, "vdim": 3}, "separate", {}),
+    "kdim vdim no weights": ({"kdim": 5, "vdim": 3, "batch_first": True}, "separate", {"need_weights": False}),
+    "bias_kv zero_attn": ({"add_bias_kv": True, "add_zero_attn": True}, "separate", {"attn_mask": "bool 2-D"}),
+    "bias_kv no weights": ({"add_bias_kv": True}, "self", {"need_weights": False, "key_padding_mask": "bool"}),
+    "no bias": ({"bias": False}, "separate", {}),
+    "key_padding_mask bool": ({}, "cross", {"key_padding_mask": "bool"}),
+    "key_padding_mask float": ({}, "self", {"key_padding_mask": "float", "attn_mask": "float 2-D"}),
+    "attn_mask bool": ({}, "self", {"attn_mask": "bool 2-D", "need_weights": False}),
+    "attn_mask float 3-D": ({}, "cross", {"attn_mask": "float 3-D"}),
+    "both masks bool": ({}, "self", {"attn_mask": "bool 3-D", "key_padding_mask": "bool", "need_weights": False}),
+    "causal": ({}, "self", {"attn_mask": "causal", "is_causal": True, "need_weights": False}),
+    "causal with weights": ({}, "self", {"attn_mask": "causal", "is_causal": True}),
+    "unbatched": ({}, "cross", {"key_padding_mask": "bool", "attn_mask": "float 3-D"}),
+    "unbatched no weights": ({"kdim": 5}, "separate", {"need_weights": False, "attn_mask": "bool 2-D"}),
+}
+E, HEADS, L, S, N = 6, 2, 4, 5, 3
+
+
+def _mha_inputs(case):
+    kwargs, kind, forward = MHA[case]
+    unbatched = case.startswith("unbatched")
+    batch = () if unbatched else (N,)
+    rng = rng_for("mha", case)
+
+    def seq(length, features):
+        shape = (*batch, length, features) if kwargs.get("batch_first") else (length, *batch, features)
+        return rng.uniform(-1, 1, shape if batch else (length, features))
+
+    if kind == "self":
+        arrays = [seq(L, E)]
+    elif kind == "cross":
+        arrays = [seq(L, E), seq(S, E)]
+    else:
+        arrays = [seq(L, E), seq(S, kwargs.get("kdim", E)), seq(S, kwargs.get("vdim", E))]
+    src = L if kind == "self" else S
+    masks = {}
+    for name, spec in forward.items():
+        if name == "key_padding_mask":
+            shape = (*batch, src)
+            masks[name] = rng.random(shape) < 0.3 if spec == "bool" else rng.uniform(-2, 0, shape)
+            if spec == "bool":
+                masks[name][..., 0] = False  # every row keeps a key
+        elif name == "attn_mask" and spec == "causal":
+            masks[name] = np.triu(np.ones((L, L), bool), 1)
+        elif name == "attn_mask":
+            kind_, rank = spec.split()
+            shape = (L, src) if rank == "2-D" else (N * HEADS if batch else HEADS, L, src)
+            masks[name] = rng.random(shape) < 0.3 if kind_ == "bool" else rng.uniform(-2, 0, shape)
+            if kind_ == "bool":
+                masks[name][..., 0] = False
+    return arrays, {**forward, **masks}
+
+
+def _mha_run(lib, module, arrays, forward):
+    tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+    if len(tensors) == 1:  # self-attention: one tensor
+        query = key = value = tensors[0]
+    elif len(tensors) == 2:  # keys and values one tensor
+        (query, key), value = tensors, tensors[1]
+    else:
+        query, key, value = tensors
+    forward = {k: _tensor(lib, v) if isinstance(v, np.ndarray) else v for k, v in forward.items()}
+    output, weights = module(query, key, value, **forward)
+    loss = _weighted_sum(lib, output)
+    if weights is not None:
+        loss = loss + _weighted_sum(lib, weights) * 3
+    loss.backward()
+    results = [output] + ([] if weights is None else [weights])
+    grads = [t.grad for t in tensors] + [p.grad for p in module.parameters()]
+    return [to_numpy(r) for r in results + grads]
+
+
+def _copy_of(lib, torch_module, make):
+    module = make(lib).double()
+    module.load_state_dict({k: lib.tensor(v.detach().numpy()) for k, v in torch_module.state_dict().items()})
+    return module
+
+
+@pytest.mark.parametrize("case", list(MHA))
+def test_multihead_attention_matches_pytorch(fg, torch, case):
+    kwargs = MHA[case][0]
+
+    def make(lib):
+        return lib.nn.MultiheadAttention(E, HEADS, **kwargs)
+
+    torch.manual_seed(0)
+    theirs = make(torch).double()
+    ours = _copy_of(fg, theirs, make)
+    arrays, forward = _mha_inputs(case)
+    _compare(_mha_run(fg, ours, arrays, forward), _mha_run(torch, theirs, arrays, forward))
+
+
+def test_multihead_attention_gradcheck(fg):
+    fg.manual_seed(0)
+    module = fg.nn.MultiheadAttention(4, 2, kdim=3, add_bias_kv=True).double()
+    rng = rng_for("mha gradcheck")
+    q, k, v = (fg.tensor(rng.uniform(-1, 1, s), requires_grad=True) for s in ((3, 2, 4), (2, 2, 3), (2, 2, 4)))
+
+    def fn(q, k, v):
+        output, weights = module(q, k, v)
+        return output.sum() + (weights * weights).sum()
+
+    assert gradcheck_for(fg)(fn, [q, k, v], eps=1e-6, atol=1e-5)
+
+
+LAYERS = {  # id: (maker over a library, forward inputs: "src" / "tgt memory" / "src tgt", forward kwargs)
+    "encoder layer": (lambda nn: nn.TransformerEncoderLayer(E, HEADS, 10, dropout=0.0), "src", {}),
+    "encoder layer norm_first gelu masks": (
+        lambda nn: nn.TransformerEncoderLayer(E, HEADS, 10, 0.0, "gelu", norm_first=True),
+        "src",
+        {"src_mask": "float", "src_key_padding_mask": "bool"},
+    ),
+    "encoder layer batch_first causal": (
+        lambda nn: nn.TransformerEncoderLayer(E, HEADS, 10, 0.0, batch_first=True, layer_norm_eps=1e-3),
+        "src",
+        {"src_mask": "causal", "is_causal": True},
+    ),
+    "encoder layer no bias callable activation": (
+        lambda nn: nn.TransformerEncoderLayer(E, HEADS, 10, 0.0, activation=nn.functional.silu, bias=False),
+        "src",
+        {"src_key_padding_mask": "bool"},
+    ),
+    "encoder 2 layers norm eval": (
+        lambda nn: nn.TransformerEncoder(nn.TransformerEncoderLayer(E, HEADS, 10), 2, nn.LayerNorm(E)).eval(),
+        "src",
+        {"mask": "causal", "src_key_padding_mask": "bool"},
+    ),
+    "decoder layer memory masks": (
+        lambda nn: nn.TransformerDecoderLayer(E, HEADS, 10, 0.0),
+        "tgt memory",
+        {
+            "tgt_mask": "causal",
+            "memory_mask": "bool",
+            "memory_key_padding_mask": "bool",
+            "tgt_key_padding_mask": "bool",
+        },
+    ),
+    "decoder layer norm_first batch_first": (
+        lambda nn: nn.TransformerDecoderLayer(E, HEADS, 10, 0.0, nn.GELU(), batch_first=True, norm_first=True),
+        "tgt memory",
+        {"tgt_mask": "causal", "tgt_is_causal": True},
+    ),
+    "decoder 2 layers detects causal": (
+        lambda nn: nn.TransformerDecoder(nn.TransformerDecoderLayer(E, HEADS, 10, 0.0), 2),
+        "tgt memory",
+        {"tgt_mask": "causal", "memory_key_padding_mask": "bool"},
+    ),
+    "transformer": (
+        lambda nn: nn.Transformer(E, HEADS, 2, 1, 10, 0.0),
+        "src tgt",
+        {"tgt_mask": "causal", "src_key_padding_mask": "bool", "memory_key_padding_mask": "bool"},
+    ),
+    "transformer unbatched": (lambda nn: nn.Transformer(E, HEADS, 1, 1, 10, 0.0, norm_first=True), "src tgt", {}),
+}
+
+
+def _layer_inputs(case, batch_first):
+    _, kind, forward = LAYERS[case]
+    rng = rng_for("layers", case)
+    batch = () if case.endswith("unbatched") else (N,)
+
+    def seq(length):
+        return rng.uniform(-1, 1, (*batch, length, E) if batch_first else (length, *batch, E))
+
+    arrays = {"src": [seq(S)], "tgt memory": [seq(L), seq(S)], "src tgt": [seq(S), seq(L)]}[kind]
+    masks = {}
+    for name, spec in forward.items():
+        length = L if name.startswith("tgt") else S  # the sequence a mask's last dim runs over
+        if spec == "causal":
+            masks[name] = np.triu(np.full((length, length), -np.inf), 1)
+        elif name.endswith("key_padding_mask"):
+            masks[name] = rng.random((*batch, length)) < 0.3
+            masks[name][..., 0] = False
+        elif name == "memory_mask":
+            masks[name] = rng.random((L, S)) < 0.3
+            masks[name][..., 0] = False
+        elif name == "src_mask":
+            masks[name] = rng.uniform(-1, 0, (S, S))
+    return arrays, {**forward, **masks}
+
+
+def _layer_run(lib, module, arrays, forward):
+    tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+    forward = {k: _tensor(lib, v) if isinstance(v, np.ndarray) else v for k, v in forward.items()}
+    output = module(*tensors, **forward)
+    _weighted_sum(lib, output).backward()
+    grads = [t.grad for t in tensors] + [p.grad for p in module.parameters()]
+    return [to_numpy(output)] + [to_numpy(g) for g in grads]
+
+
+# The pure-Python reference runs the shared layer code over its own primitives; three cases cover it
+# (the whole table there would take seconds).
+ON_REFERENCE = ["encoder layer norm_first gelu masks", "decoder layer memory masks", "transformer unbatched"]
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+@pytest.mark.parametrize("case", list(LAYERS))
+def test_transformer_layers_match_pytorch(fg, torch, case):
+    if fg.__name__ != "fastgrad" and case not in ON_REFERENCE:
+        pytest.skip("the reference runs a subset of the table")
+    make = LAYERS[case][0]
+    torch.manual_seed(1)
+    theirs = make(torch.nn).double()
+    ours = _copy_of(fg, theirs, lambda lib: make(lib.nn))
+    ours.train(theirs.training)
+    assert repr(ours) == repr(theirs)
+    first = next(m for m in theirs.modules() if isinstance(m, torch.nn.MultiheadAttention))
+    arrays, forward = _layer_inputs(case, first.batch_first)
+    _compare(_layer_run(fg, ours, arrays, forward), _layer_run(torch, theirs, arrays, forward))
+
+
+def test_float32_decoder_layer_matches_pytorch(fg, torch):
+    """Float32 end to end (PyTorch's sdpa takes its flash kernel): float32 rounding apart."""
+    torch.manual_seed(3)
+    theirs = torch.nn.TransformerDecoderLayer(E, HEADS, 10, 0.0, batch_first=True)
+    ours = fg.nn.TransformerDecoderLayer(E, HEADS, 10, 0.0, batch_first=True)
+    ours.load_state_dict({k: fg.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    rng = rng_for("float32 decoder")
+    tgt, memory = (rng.standard_normal((N, n, E)).astype(np.float32) for n in (L, S))
+    mask = np.triu(np.full((L, L), -np.inf, np.float32), 1)
+    results = []
+    for lib, module in ((fg, ours), (torch, theirs)):
+        tensors = [lib.tensor(a, requires_grad=True) for a in (tgt, memory)]
+        output = module(*tensors, tgt_mask=lib.tensor(mask), tgt_is_causal=True)
+        output.pow(2).sum().backward()
+        results.append([to_numpy(t) for t in [output] + [t.grad for t in tensors]])
+    for got, expected in zip(*results):
+        assert got.dtype == np.float32
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("left_aligned", [True, False])
+def test_encoder_in_eval_without_grad_zeros_padding_as_pytorch(fg, torch, left_aligned):
+    """PyTorch's encoder runs on a nested tensor here (eval, no gradient, padding at the ends of the
+    rows): the padded positions leave the layers as zeros."""
+
+    def make(lib):
+        layer = lib.nn.TransformerEncoderLayer(E, HEADS, 10, batch_first=True)
+        return lib.nn.TransformerEncoder(layer, 2, lib.nn.LayerNorm(E)).eval()
+
+    torch.manual_seed(2)
+    theirs = make(torch).double()
+    ours = _copy_of(fg, theirs, make).eval()
+    rng = rng_for("nested", left_aligned)
+    x = rng.uniform(-1, 1, (N, S, E))
+    padding = np.zeros((N, S), bool)
+    padding[0, 3:] = True
+    padding[1, 1] = not left_aligned
+    results = []
+    for lib, module in ((fg, ours), (torch, theirs)):
+        with lib.no_grad():
+            results.append(to_numpy(module(lib.tensor(x), src_key_padding_mask=lib.tensor(padding))))
+    _compare(*results)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda nn: nn.MultiheadAttention(8, 2),
+        lambda nn: nn.MultiheadAttention(8, 4, dropout=0.1, bias=False, add_bias_kv=True, kdim=3, vdim=5),
+        lambda nn: nn.TransformerDecoderLayer(8, 2, 16, activation="gelu", bias=False),
+    ],
+)
+def test_parameters_reprs_and_init_match_pytorch(fg, torch, make):
+    ours, theirs = make(fg.nn), make(torch.nn)
+    assert repr(ours) == repr(theirs)
+    assert [(n, tuple(p.shape)) for n, p in ours.named_parameters()] == [
+        (n, tuple(p.shape)) for n, p in theirs.named_parameters()
+    ]
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    attention = next(m for m in ours.modules() if isinstance(m, fg.nn.MultiheadAttention))
+    for name, p in attention.named_parameters():
+        values = to_numpy(p)
+        if name in ("in_proj_bias", "out_proj.bias"):
+            assert not values.any()
+        elif p.dim() == 2 and name != "out_proj.weight":  # xavier_uniform_: +-sqrt(6 / (fan_in + fan_out))
+            bound = np.sqrt(6 / sum(values.shape))
+            assert np.abs(values).max() <= bound and values.std() > bound / 3
+
+
+def test_generate_square_subsequent_mask(fg, torch):
+    ours = fg.nn.Transformer.generate_square_subsequent_mask(4)
+    assert ours.dtype == fg.float32
+    np.testing.assert_array_equal(to_numpy(ours), torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())
+    assert fg.nn.Transformer.generate_square_subsequent_mask(2, dtype=fg.float64).dtype == fg.float64
+
+
+def test_warnings(fg):
+    layer = fg.nn.TransformerEncoderLayer(4, 2, 8, norm_first=True, batch_first=True)
+    with pytest.warns(UserWarning, match="use_nested_tensor is False because encoder_layer.norm_first was True"):
+        encoder = fg.nn.TransformerEncoder(layer, 1)
+    assert not encoder.use_nested_tensor and encoder.enable_nested_tensor
+    mha = fg.nn.MultiheadAttention(4, 2)
+    x = fg.zeros(3, 1, 4)
+    with pytest.warns(UserWarning, match="Support for mismatched key_padding_mask and attn_mask is deprecated"):
+        mha(x, x, x, key_padding_mask=fg.zeros(1, 3, dtype=fg.bool), attn_mask=fg.zeros(3, 3))
+
+
+def _sdpa(t, shapes, **kwargs):
+    return t.nn.functional.scaled_dot_product_attention(*(t.ones(*s) for s in shapes), **kwargs)
+
+
+def _mha(t, x_shape=(3, 2, 4), *args, module=None, **kwargs):
+    module = module or t.nn.MultiheadAttention(4, 2)
+    x = t.ones(*x_shape)
+    return module(x, x, x, *args, **kwargs)
+
+
+ERRORS = {
+    "sdpa causal and mask": lambda t: _sdpa(t, [(2, 3, 4)] * 3, attn_mask=t.ones(3, 3, dtype=t.bool), is_causal=True),
+    "sdpa dtypes": lambda t: t.nn.functional.scaled_dot_product_attention(
+        t.ones(2, 3, 4), t.ones(2, 3, 4, dtype=t.float64), t.ones(2, 3, 4)
+    ),
+    "sdpa 1-D": lambda t: _sdpa(t, [(4,)] * 3),
+    "sdpa head dims": lambda t: _sdpa(t, [(2, 3, 4), (2, 3, 5), (2, 3, 4)]),
+    "sdpa value length": lambda t: _sdpa(t, [(2, 3, 4), (2, 5, 4), (2, 4, 4)]),
+    "sdpa batch": lambda t: _sdpa(t, [(2, 2, 3, 4), (3, 2, 3, 4), (3, 2, 3, 4)]),
+    "sdpa int mask": lambda t: _sdpa(t, [(2, 3, 4)] * 3, attn_mask=t.ones(3, 3, dtype=t.int64)),
+    "sdpa double mask": lambda t: _sdpa(t, [(2, 3, 4)] * 3, attn_mask=t.ones(3, 3, dtype=t.float64)),
+    "sdpa mask rank": lambda t: _sdpa(t, [(2, 3, 4)] * 3, attn_mask=t.ones(5, 2, 3, 3, dtype=t.bool)),
+    "sdpa gqa": lambda t: _sdpa(t, [(1, 3, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4)], enable_gqa=True),
+    "sdpa gqa 2-D": lambda t: _sdpa(t, [(3, 4), (3, 4), (3, 4)], enable_gqa=True),
+    "sdpa dropout": lambda t: _sdpa(t, [(2, 3, 4)] * 3, dropout_p=1.5),
+    "sdpa query type": lambda t: t.nn.functional.scaled_dot_product_attention(1, t.ones(3, 4), t.ones(3, 4)),
+    "sdpa scale positional": lambda t: t.nn.functional.scaled_dot_product_attention(
+        *[t.ones(3, 4)] * 3, None, 0.0, 0, 1
+    ),
+    "mha embed_dim": lambda t: t.nn.MultiheadAttention(0, 2),
+    "mha divisible": lambda t: t.nn.MultiheadAttention(5, 2),
+    "mha query rank": lambda t: _mha(t, (2, 3, 2, 4)),
+    "mha key rank": lambda t: t.nn.MultiheadAttention(4, 2)(t.ones(3, 2, 4), t.ones(3, 4), t.ones(3, 4)),
+    "mha embed size": lambda t: _mha(t, (3, 2, 6)),
+    "mha key value shapes": lambda t: t.nn.MultiheadAttention(4, 2)(t.ones(3, 2, 4), t.ones(3, 2, 4), t.ones(2, 2, 4)),
+    "mha mask 2-D shape": lambda t: _mha(t, attn_mask=t.ones(3, 2, dtype=t.bool)),
+    "mha mask 3-D shape": lambda t: _mha(t, attn_mask=t.ones(2, 3, 3, dtype=t.bool)),
+    "mha mask rank": lambda t: _mha(t, attn_mask=t.ones(3, dtype=t.bool)),
+    "mha mask dtype": lambda t: _mha(t, attn_mask=t.ones(3, 3, dtype=t.int64)),
+    "mha padding rank": lambda t: _mha(t, key_padding_mask=t.ones(2, 3, 1, dtype=t.bool)),
+    "mha padding batch": lambda t: _mha(t, key_padding_mask=t.zeros(3, 3, dtype=t.bool)),
+    "mha padding length": lambda t: _mha(t, key_padding_mask=t.zeros(2, 4, dtype=t.bool)),
+    "mha unbatched mask": lambda t: _mha(t, (3, 4), attn_mask=t.ones(3, 3, 3)),
+    "mha causal without mask": lambda t: _mha(t, is_causal=True),
+    "encoder activation": lambda t: t.nn.TransformerEncoderLayer(4, 2, activation="tanh"),
+    "transformer batch": lambda t: t.nn.Transformer(4, 2, 1, 1, 8)(t.ones(3, 2, 4), t.ones(3, 3, 4)),
+    "transformer d_model": lambda t: t.nn.Transformer(4, 2, 1, 1, 8)(t.ones(3, 2, 4), t.ones(3, 2, 5)),
+}
+
+
+@pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
+@pytest.mark.parametrize("case", list(ERRORS))
+def test_errors_match_pytorch(fg, torch, case):
+    same_error(fg, torch, ERRORS[case])
