@@ -2,7 +2,8 @@
 a corpus of token ids batchified into columns with narrow/view/t, truncated backpropagation through
 time over bptt-long slices (get_batch), the hidden state detached between slices
 (repackage_hidden), an Embedding -> Dropout -> LSTM -> Dropout -> Linear model with its
-uniform(-0.1, 0.1) init and optional tied weights, NLLLoss over log_softmax, clip_grad_norm_ and a
+uniform(-0.1, 0.1) init and optional tied weights (and the Transformer variant: positional
+encoding, a TransformerEncoder under a causal mask), NLLLoss over log_softmax, clip_grad_norm_ and a
 hand-written SGD update (p.data.add_(p.grad, alpha=-lr)), evaluation under no_grad with the
 perplexity, and the learning rate divided by 4 when the validation loss stops improving.
 
@@ -74,6 +75,50 @@ class RNNModel(nn.Module):
         return weight.new_zeros(self.nlayers, batch_size, self.nhid)
 
 
+class PositionalEncoding(nn.Module):
+    """The sine/cosine position table added to the embeddings (a buffer), then dropout."""
+
+    def __init__(self, d_model, dropout=0.1, max_len=64):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        pe = torch.zeros(max_len, d_model)
+        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
+        div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+        pe[:, 0::2] = torch.sin(position * div_term)
+        pe[:, 1::2] = torch.cos(position * div_term)
+        self.register_buffer("pe", pe.unsqueeze(0).transpose(0, 1))
+
+    def forward(self, x):
+        return self.dropout(x + self.pe[: x.size(0), :])
+
+
+class TransformerModel(nn.Module):
+    """The example's Transformer variant: embeddings scaled by sqrt(ninp), positions, a
+    TransformerEncoder under a causal float mask (log of a lower triangle: 0 and -inf), a Linear
+    decoder, log_softmax. Its attention dropout runs inside PyTorch's fused attention, where no
+    wrapper can fix its mask, so the encoder layers' dropout is 0 here."""
+
+    def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.5):
+        super().__init__()
+        self.src_mask = None
+        self.pos_encoder = PositionalEncoding(ninp, dropout)
+        layer = nn.TransformerEncoderLayer(ninp, nhead, nhid, 0.0)
+        self.transformer_encoder = nn.TransformerEncoder(layer, nlayers, enable_nested_tensor=False)
+        self.encoder = nn.Embedding(ntoken, ninp)
+        self.ninp = ninp
+        self.decoder = nn.Linear(ninp, ntoken)
+        with torch.no_grad():
+            for i, p in enumerate(self.parameters()):
+                p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * 0.47 + i).view(p.shape) * 0.1)
+
+    def forward(self, src, has_mask=True):
+        if has_mask and (self.src_mask is None or self.src_mask.size(0) != len(src)):
+            self.src_mask = torch.log(torch.tril(torch.ones(len(src), len(src))))
+        src = self.pos_encoder(self.encoder(src) * math.sqrt(self.ninp))
+        output = self.transformer_encoder(src, self.src_mask if has_mask else None)
+        return F.log_softmax(self.decoder(output), dim=-1)
+
+
 def repackage_hidden(h):
     """The hidden state cut from the graph of the slice that made it."""
     if isinstance(h, torch.Tensor):
@@ -84,24 +129,32 @@ def repackage_hidden(h):
 def evaluate(model, source, batch_size, criterion):
     model.eval()
     total_loss = 0.0
-    hidden = model.init_hidden(batch_size)
+    recurrent = not isinstance(model, TransformerModel)
+    hidden = model.init_hidden(batch_size) if recurrent else None
     with torch.no_grad():
         for i in range(0, source.size(0) - 1, BPTT):
             data, targets = get_batch(source, i)
-            output, hidden = model(data, hidden)
-            hidden = repackage_hidden(hidden)
+            if recurrent:
+                output, hidden = model(data, hidden)
+                hidden = repackage_hidden(hidden)
+            else:
+                output = model(data).view(-1, VOCAB)
             total_loss += len(data) * criterion(output, targets).item()
     return total_loss / (len(source) - 1)
 
 
 def train_epoch(model, source, batch_size, criterion, lr, epoch):
     model.train()
-    hidden = model.init_hidden(batch_size)
+    recurrent = not isinstance(model, TransformerModel)
+    hidden = model.init_hidden(batch_size) if recurrent else None
     for batch, i in enumerate(range(0, source.size(0) - 1, BPTT)):
         data, targets = get_batch(source, i)
         model.zero_grad()
-        hidden = repackage_hidden(hidden)
-        output, hidden = model(data, hidden)
+        if recurrent:
+            hidden = repackage_hidden(hidden)
+            output, hidden = model(data, hidden)
+        else:
+            output = model(data).view(-1, VOCAB)
         loss = criterion(output, targets)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
@@ -113,14 +166,17 @@ def train_epoch(model, source, batch_size, criterion, lr, epoch):
 def main():
     train_data = batchify(corpus(400, 0), 8)
     val_data = batchify(corpus(120, 7000), 4)
-    for rnn_type, tied in (("LSTM", False), ("GRU", True)):
-        model = RNNModel(rnn_type, VOCAB, EMBEDDING if not tied else HIDDEN, HIDDEN, LAYERS, 0.2, tied)
+    for model_type, tied in (("LSTM", False), ("GRU", True), ("Transformer", False)):
+        if model_type == "Transformer":
+            model, lr = TransformerModel(VOCAB, EMBEDDING, 2, HIDDEN, LAYERS, 0.2), 1.0
+        else:
+            model, lr = RNNModel(model_type, VOCAB, EMBEDDING if not tied else HIDDEN, HIDDEN, LAYERS, 0.2, tied), 20.0
         criterion = nn.NLLLoss()
-        lr, best_val_loss = 20.0, None
+        best_val_loss = None
         for epoch in range(1, 4):
             train_epoch(model, train_data, 8, criterion, lr, epoch)
             val_loss = evaluate(model, val_data, 4, criterion)
-            print(f"| end of epoch {epoch} | {rnn_type} | valid loss {val_loss:.5f} | valid ppl {math.exp(val_loss):.4f}")
+            print(f"| end of epoch {epoch} | {model_type} | valid loss {val_loss:.5f} | valid ppl {math.exp(val_loss):.4f}")
             if best_val_loss is None or val_loss < best_val_loss:
                 best_val_loss = val_loss
             else:
