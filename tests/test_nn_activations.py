@@ -196,6 +196,17 @@ def test_inplace_leaky_relu_with_a_negative_slope_has_no_backward(fg, torch):
     same_error(fg, torch, program)
 
 
+@pytest.mark.parametrize("name", ["leaky_relu", "hardtanh"])
+def test_backward_after_the_input_changed_in_place_raises_as_torch(fg, torch, name):
+    def program(lib):
+        x = lib.tensor([1.0, -2.0], requires_grad=True) * 1
+        y = ACTIVATIONS[name](lib.nn.functional, x)
+        x.add_(1)
+        y.sum().backward()
+
+    same_error(fg, torch, program)
+
+
 ERRORS = [
     lambda lib: lib.nn.functional.leaky_relu(lib.tensor([1, 2])),
     lambda lib: lib.nn.functional.leaky_relu(lib.tensor([1, 2]), inplace=True),
