@@ -359,7 +359,20 @@ def _batch_norm_primitive(input, weight, bias, running_mean, running_var, traini
 def _group_norm_primitive(input, weight, bias, groups, eps): ...
 
 
-PRIMITIVES = {"batch_norm": _batch_norm_primitive, "group_norm": _group_norm_primitive}
+def _leaky_relu_primitive(input, slope): ...
+
+
+def _hardtanh_primitive(input, min, max): ...
+
+
+PRIMITIVES = {
+    "batch_norm": _batch_norm_primitive,
+    "group_norm": _group_norm_primitive,
+    "leaky_relu": _leaky_relu_primitive,
+    "leaky_relu_": _leaky_relu_primitive,
+    "hardtanh": _hardtanh_primitive,
+    "hardtanh_": _hardtanh_primitive,
+}
 
 
 def targets():

@@ -571,7 +571,13 @@ for _t in [
     "torch.nn.functional.silu({a}, inplace=True)",
 ]:
     op(_t, statement=True, a=tensor(target=True))
-for _t in ["torch.nn.functional.hardtanh_({a}, -0.5, 0.5)", "torch.nn.functional.threshold_({a}, 0.0, 2.0)"]:
+for _t in [
+    "torch.nn.functional.hardtanh_({a}, -0.5, 0.5)",
+    "torch.nn.functional.relu6({a}, inplace=True)",
+    "torch.nn.functional.leaky_relu_({a}, 0.2)",
+    "torch.nn.functional.leaky_relu({a}, inplace=True)",
+    "torch.nn.functional.threshold_({a}, 0.0, 2.0)",
+]:
     op(_t, statement=True, smooth=False, a=tensor(target=True))
 op("torch.nn.functional.softmin({a}, {d})", a=tensor(NUM), d=dim("a"))
 op("torch.nn.functional.normalize({a}, {p}, {d})", a=tensor(), p=options("2.0", "1.0", "3.0"), d=dim("a"))

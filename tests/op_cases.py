@@ -280,6 +280,11 @@ case(
     "VarMeanBackward0",
     layouts=LAYOUTS[:1],
 )
+# --- the activations with parameters: fused elementwise ops, in the layouts of the other unary ops
+case("F.leaky_relu(0.2)", lambda m, x: m.nn.functional.leaky_relu(x, 0.2), X3, "LeakyReluBackward0")
+case("F.leaky_relu(-0.5)", lambda m, x: m.nn.functional.leaky_relu(x, -0.5), X3, "LeakyReluBackward0")
+case("F.hardtanh(-0.5,0.8)", lambda m, x: m.nn.functional.hardtanh(x, -0.5, 0.8), X3, "HardtanhBackward0")
+case("F.relu6(3x)", lambda m, x: m.nn.functional.relu6(x * 3), X3, "HardtanhBackward0")
 case("torch.cosine_similarity(a,b)", lambda m, a, b: m.cosine_similarity(a, b), [(3, 4), (4,)], "SumBackward1")
 case(
     "F.cosine_similarity(dim=0)",

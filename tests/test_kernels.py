@@ -105,6 +105,57 @@ def test_in_place_and_integer_ops_keep_their_paths():
     assert fastgrad.maximum(i, fastgrad.tensor(3)).tolist() == [max(v, 3) for v in range(-20, 20)]
 
 
+# ---- the activations with parameters: PyTorch's formulas in the tensor's type, exact, so equal to
+# numpy's float arithmetic bit for bit (the parameters rounded to the type first, as PyTorch does)
+
+
+def low(x):  # the bounds in x's type
+    return x.dtype.type(-0.3)
+
+
+def high(x):
+    return x.dtype.type(1.7)
+
+
+ACTIVATIONS = {
+    # name: (fastgrad's, numpy's value, numpy's gradient g f'(x))
+    "leaky_relu": (
+        lambda F, x: F.leaky_relu(x, 0.01),
+        lambda x: np.where(x > 0, x, x * x.dtype.type(0.01)),
+        lambda g, x: np.where(x > 0, g, g * x.dtype.type(0.01)),
+    ),
+    "hardtanh": (  # x beyond a bound moved to it, else x itself (-0 and NaN stay)
+        lambda F, x: F.hardtanh(x, -0.3, 1.7),
+        lambda x: np.where(x < low(x), low(x), np.where(x > high(x), high(x), x)),
+        lambda g, x: np.where((x <= low(x)) | (x >= high(x)), np.zeros_like(g), g),
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", ACTIVATIONS)
+@pytest.mark.parametrize("n", SIZES)
+def test_activation_values_and_gradients(op, n, dtype):
+    ours, value, gradient = ACTIVATIONS[op]
+    x = values(op, n, dtype)
+    if n >= 8:
+        x[[0, 2, 3, 5]] = [dtype(-0.3), 0.0, -0.0, dtype(1.7)]
+    g = values(op + "g", n, dtype, specials=False)
+    xt = fastgrad.tensor(x, requires_grad=True)
+    y = ours(fastgrad.nn.functional, xt)
+    assert_same(y.detach(), value(x))
+    y.backward(tensor(g))
+    assert_same(xt.grad, gradient(g, x))
+    if n >= 2:  # a strided input and a repeated gradient (of a sum): the same values
+        xs = fastgrad.tensor(x, requires_grad=True)
+        y = ours(fastgrad.nn.functional, xs[::2])
+        assert_same(y.detach(), value(x[::2]))
+        y.sum().backward()
+        expected = np.zeros_like(x)
+        expected[::2] = gradient(np.ones_like(x[::2]), x[::2])
+        assert_same(xs.grad, expected)
+
+
 # ---- exact unary ops
 
 UNARY_EXACT = {

@@ -20,6 +20,9 @@ KINKS = [-60.0, -6.0, -3.0, -2.5, -1.0, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0, 
 POINTS = KINKS + [0.1, -0.1, 1.5]  # an even count: glu halves them
 
 ACTIVATIONS = {
+    "leaky_relu": lambda F, x: F.leaky_relu(x),
+    "leaky_relu_slope": lambda F, x: F.leaky_relu(x, 0.2),
+    "leaky_relu_negative_slope": lambda F, x: F.leaky_relu(x, -0.5),
     "elu": lambda F, x: F.elu(x),
     "elu_alpha": lambda F, x: F.elu(x, 0.5),
     "selu": lambda F, x: F.selu(x),
@@ -131,6 +134,8 @@ INPLACE = {
     "rrelu_": (lambda F, x: F.rrelu_(x), lambda F, x: F.rrelu(x)),
     "relu_": (lambda F, x: F.relu_(x), lambda F, x: F.relu(x)),
     "leaky_relu_": (lambda F, x: F.leaky_relu_(x, 0.2), lambda F, x: F.leaky_relu(x, 0.2)),
+    "leaky_relu": (lambda F, x: F.leaky_relu(x, inplace=True), lambda F, x: F.leaky_relu(x)),
+    "hardtanh": (lambda F, x: F.hardtanh(x, -2.0, 3.0, True), lambda F, x: F.hardtanh(x, -2.0, 3.0)),
 }
 
 
@@ -155,7 +160,56 @@ def test_inplace_forms_write_the_input_and_keep_the_gradient(fg, torch, name):
     same_error(fg, torch, lambda lib: in_place(lib.nn.functional, lib.ones(2, requires_grad=True)))
 
 
+# the activations computed with PyTorch's own kernel formulas: its bits in every floating dtype
+EXACT = ["leaky_relu", "leaky_relu_slope", "leaky_relu_negative_slope", "hardtanh", "hardtanh_range", "relu6"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", EXACT)
+def test_piecewise_linear_activations_give_torchs_bits(fg, torch, name, dtype):
+    rng = rng_for("exact activations", name, dtype)
+    values = KINKS + list(rng.normal(size=40) * 4) + [float("nan"), float("inf"), -float("inf"), -0.0]
+    upstream = list(rng.normal(size=len(values)))
+
+    def run(lib):
+        x = lib.tensor(values, dtype=getattr(lib, dtype), requires_grad=True)
+        y = ACTIVATIONS[name](lib.nn.functional, x)
+        y.backward(lib.tensor(upstream, dtype=x.dtype))
+        return [t.detach().double().numpy() for t in (y, x.grad)]
+
+    for ours, theirs in zip(run(fg), run(torch)):
+        np.testing.assert_array_equal(ours, theirs)
+        assert np.array_equal(np.signbit(ours), np.signbit(theirs))
+
+
+def test_hardtanh_and_relu6_of_integers_clamp_as_torch(fg, torch):
+    for form in (lambda F, x: F.hardtanh(x, -2.5, 3.9), lambda F, x: F.relu6(x), lambda F, x: F.relu6(x, True)):
+        ours, theirs = (form(lib.nn.functional, lib.arange(-9, 9)) for lib in (fg, torch))
+        assert ours.dtype == fg.int64 and ours.tolist() == theirs.tolist()
+
+
+def test_inplace_leaky_relu_with_a_negative_slope_has_no_backward(fg, torch):
+    def program(lib):
+        x = lib.tensor([1.0, -2.0], requires_grad=True) * 1
+        lib.nn.functional.leaky_relu_(x, -0.1).sum().backward()
+
+    same_error(fg, torch, program)
+
+
+@pytest.mark.parametrize("name", ["leaky_relu", "hardtanh"])
+def test_backward_after_the_input_changed_in_place_raises_as_torch(fg, torch, name):
+    def program(lib):
+        x = lib.tensor([1.0, -2.0], requires_grad=True) * 1
+        y = ACTIVATIONS[name](lib.nn.functional, x)
+        x.add_(1)
+        y.sum().backward()
+
+    same_error(fg, torch, program)
+
+
 ERRORS = [
+    lambda lib: lib.nn.functional.leaky_relu(lib.tensor([1, 2])),
+    lambda lib: lib.nn.functional.leaky_relu(lib.tensor([1, 2]), inplace=True),
     lambda lib: lib.nn.functional.celu(lib.ones(2), 0.0),
     lambda lib: lib.nn.functional.softshrink(lib.ones(2), -1.0),
     lambda lib: lib.nn.functional.softshrink(lib.ones(2, dtype=lib.float64), -0.25),

@@ -207,6 +207,17 @@ def test_matmul_transposed_views_and_backward(threads):
     assert all(same_bits(x, y) for x, y in zip(one, two))
 
 
+def activation_gradient(activation):
+    """The input's gradient of activation(x) given y as the output's gradient."""
+
+    def gradient(x, y):
+        x = x.detach().requires_grad_()
+        activation(x).backward(y)
+        return x.grad
+
+    return gradient
+
+
 ELEMENTWISE = {
     "add": lambda x, y: x + y,
     "mul_scalar": lambda x, y: x * 1.7,
@@ -219,6 +230,10 @@ ELEMENTWISE = {
     "sigmoid": lambda x, y: fastgrad.sigmoid(x),
     "relu": lambda x, y: fastgrad.relu(x),
     "add_": lambda x, y: x.clone().add_(y),
+    "leaky_relu": lambda x, y: fastgrad.nn.functional.leaky_relu(x, 0.2),
+    "leaky_relu_gradient": activation_gradient(lambda x: fastgrad.nn.functional.leaky_relu(x, 0.2)),
+    "hardtanh": lambda x, y: fastgrad.nn.functional.hardtanh(x, -0.5, 0.5),
+    "hardtanh_gradient": activation_gradient(lambda x: fastgrad.nn.functional.hardtanh(x, -0.5, 0.5)),
 }
 
 

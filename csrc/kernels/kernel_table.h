@@ -14,6 +14,8 @@ namespace fg {
 // The binary and unary operations with vector kernels; indices into the tables below.
 enum class VecBinary : uint8_t { Add, Sub, Mul, Div, Max, Min, Count };
 enum class VecUnary : uint8_t { Neg, Abs, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Count };
+// The activations with parameters (ops/activation.cpp), each with a forward and a gradient kernel.
+enum class Activation : uint8_t { LeakyRelu, Hardtanh, Count };
 
 // out[i] = a[i] op b[i] for i < n, where an operand flagged as broadcast is the single value a[0]
 // (b[0]) repeated. out may alias a or b.
@@ -22,6 +24,13 @@ using BinaryKernel = void (*)(const T* a, bool a_broadcast, const T* b, bool b_b
 // out[i] = f(x[i]) for i < n; out may alias x.
 template <class T>
 using UnaryKernel = void (*)(const T* x, T* out, int64_t n);
+// out[i] = f(x[i]) for i < n, f an activation with the parameters params[0..] (its slope, bounds, ...).
+template <class T>
+using ActivationKernel = void (*)(const T* x, T* out, int64_t n, const T* params);
+// out[i] = g[i] f'(x[i]) for i < n (g[0] for every i when g_broadcast); x is the activation's input,
+// or its result where f' reads the same from it (leaky_relu with a slope >= 0, hardtanh).
+template <class T>
+using ActivationGradKernel = void (*)(const T* g, bool g_broadcast, const T* x, T* out, int64_t n, const T* params);
 // The sum of x[0..n) in double, in a fixed order for every ISA (see reduce_impl.h).
 template <class T>
 using SumKernel = double (*)(const T* x, int64_t n);
@@ -58,6 +67,8 @@ template <class T>
 struct TypedKernels {
   BinaryKernel<T> binary[static_cast<int>(VecBinary::Count)];
   UnaryKernel<T> unary[static_cast<int>(VecUnary::Count)];
+  ActivationKernel<T> activation[static_cast<int>(Activation::Count)];
+  ActivationGradKernel<T> activation_grad[static_cast<int>(Activation::Count)];
   SumKernel<T> sum;
   AccumulateKernel<T> accumulate;
   GemmKernel<T> gemm;

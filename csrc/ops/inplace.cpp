@@ -288,6 +288,12 @@ Tensor bitwise_not_(const Tensor& self) {
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max) {
   return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return clamp(s, min, max); });
 }
+Tensor leaky_relu_(const Tensor& self, double slope) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return leaky_relu_for_inplace(s, slope); });
+}
+Tensor hardtanh_(const Tensor& self, double min, double max) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return hardtanh_for_inplace(s, min, max); });
+}
 Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self) {
   return apply_inplace(self, nullptr, reads_self, op);
 }

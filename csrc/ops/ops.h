@@ -169,6 +169,8 @@ Tensor bitwise_(const Tensor& self, const Tensor& other, BitwiseOp op);
 Tensor bitwise_(const Tensor& self, const Scalar& other, BitwiseOp op);
 Tensor bitwise_not_(const Tensor& self);
 Tensor clamp_(const Tensor& self, std::optional<Scalar> min, std::optional<Scalar> max);
+Tensor leaky_relu_(const Tensor& self, double slope);
+Tensor hardtanh_(const Tensor& self, double min, double max);
 // self = op(self) for a unary op; `reads_self`: op's backward reads its input (then op runs on a copy).
 Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self);
 Tensor round_(const Tensor& self, int64_t decimals);
@@ -328,6 +330,13 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 enum class GeluApproximation { None, Tanh };
 GeluApproximation gelu_approximation_from_name(const std::string& name);  // "none" | "tanh", else RuntimeError
 Tensor gelu(const Tensor& x, GeluApproximation approximate);
+
+// ---- activations with parameters (ops/activation.cpp), floating tensors: one vector pass each way.
+// The *_for_inplace forms are what their in-place forms (below) write: their nodes save the result.
+Tensor leaky_relu(const Tensor& x, double slope);
+Tensor leaky_relu_for_inplace(const Tensor& x, double slope);
+Tensor hardtanh(const Tensor& x, double min, double max);
+Tensor hardtanh_for_inplace(const Tensor& x, double min, double max);
 
 // ---- convolution (ops/conv.cpp): input (N, C, H, W), weight (O, C / groups, kh, kw), bias (O) or
 // undefined; float32 and float64. 3-D input and weight (N, C, W) / (O, C / groups, kw) are the

@@ -540,6 +540,10 @@ void bind_tensor(py::module_& m) {
   m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
   m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
   m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
+  m.def("leaky_relu", [](const Tensor& x, double slope) { return unary(fg::leaky_relu, x, slope); });
+  m.def("leaky_relu_", [](const Tensor& x, double slope) { return unary(fg::leaky_relu_, x, slope); });
+  m.def("hardtanh", [](const Tensor& x, double min, double max) { return unary(fg::hardtanh, x, min, max); });
+  m.def("hardtanh_", [](const Tensor& x, double min, double max) { return unary(fg::hardtanh_, x, min, max); });
   // The in-place forms of the unary ops above, and the float functions of ops/math.cpp with theirs;
   // `reads_self`: the op's backward reads its input, so the in-place form runs it on a copy.
   struct UnaryOp {

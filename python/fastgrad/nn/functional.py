@@ -2,7 +2,8 @@
 (layer, rms, batch, instance, group, local response), embedding(_bag), one_hot, pixel_shuffle,
 interpolate, the losses and (from _functional_attention) the attention functions.
 
-softmax, log_softmax, the negative log likelihood and gelu are the backend's fused primitives;
+softmax, log_softmax, the negative log likelihood, gelu, leaky_relu and hardtanh (relu6) are the
+backend's fused primitives;
 the other activations are each one node with PyTorch's name and derivative (written with tensor
 ops, so higher derivatives follow); everything else is composed from tensor ops here, with
 PyTorch's formulas (so the same values, and gradients by the chain rule), argument checks and
@@ -71,16 +72,9 @@ def relu(input, inplace=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    _check_floating(input, "leaky_relu_cpu")
-    # the slope applies at 0 too, as PyTorch's backward does
-    return _activation(
-        f"LeakyReluBackward{int(inplace)}",
-        input,
-        lambda x: _prims.where(x > 0, x, x * negative_slope),
-        lambda grad, x: _prims.where(x > 0, grad, grad * negative_slope),
-        inplace,
-        piecewise_linear=True,
-    )
+    if inplace:
+        return _prims.leaky_relu_(input, negative_slope)
+    return _prims.leaky_relu(input, negative_slope)
 
 
 def relu_(input):
@@ -370,15 +364,12 @@ def _zero_where(mask, grad):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if not input.dtype.is_floating_point:  # the kernel reads the bounds as the input's integers
+    if not input.dtype.is_floating_point:  # PyTorch's clamp, the bounds read as the input's integers
         min_val, max_val = int(min_val), int(max_val)
-
-    def gradient(grad, x):
-        return _zero_where((x <= min_val) | (x >= max_val), grad)
-
-    return _activation(
-        "HardtanhBackward0", input, lambda x: x.clamp(min_val, max_val), gradient, inplace, piecewise_linear=True
-    )
+        return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
+    if inplace:
+        return _prims.hardtanh_(input, min_val, max_val)
+    return _prims.hardtanh(input, min_val, max_val)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):

@@ -14,7 +14,7 @@ import operator
 
 from .._types import bool as bool_, float32, float64
 from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _norm, _pool, _reduce, _rounding
-from . import _scan, _shape
+from . import _activation, _scan, _shape
 from . import _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
@@ -492,6 +492,24 @@ def gelu(x, approximate):
     if not isinstance(x, Tensor) or not isinstance(approximate, str):
         raise _invalid_arguments("gelu", (x, approximate), "Tensor, str")
     return _nn.gelu(x, approximate)
+
+
+def _activation_op(name, op, param_names):
+    """op(x, *params): a tensor and numbers (doubles), as the core's binding takes them."""
+
+    def checked(x, *params):
+        if not isinstance(x, Tensor) or len(params) != len(param_names) or not all(map(_float_like, params)):
+            raise _invalid_arguments(name, (x, *params), ", ".join(["Tensor"] + ["float"] * len(param_names)))
+        return op(x, *map(float, params))
+
+    checked.__name__ = name
+    return checked
+
+
+leaky_relu = _activation_op("leaky_relu", _activation.leaky_relu, ["slope"])
+leaky_relu_ = _activation_op("leaky_relu_", _activation.leaky_relu_, ["slope"])
+hardtanh = _activation_op("hardtanh", _activation.hardtanh, ["min", "max"])
+hardtanh_ = _activation_op("hardtanh_", _activation.hardtanh_, ["min", "max"])
 
 
 def convolution(input, weight, bias, *sizes):
