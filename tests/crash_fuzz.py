@@ -359,7 +359,14 @@ def _batch_norm_primitive(input, weight, bias, running_mean, running_var, traini
 def _group_norm_primitive(input, weight, bias, groups, eps): ...
 
 
-PRIMITIVES = {"batch_norm": _batch_norm_primitive, "group_norm": _group_norm_primitive}
+def _upsample_primitive(x, mode, output_size, scales, align_corners): ...
+
+
+PRIMITIVES = {
+    "batch_norm": _batch_norm_primitive,
+    "group_norm": _group_norm_primitive,
+    "upsample": _upsample_primitive,
+}
 
 
 def targets():
