@@ -104,21 +104,33 @@ AxisTaps axis_taps(UpsampleMode mode, int spatial, int64_t in, int64_t out, doub
 
 // One axis of a plane viewed as (outer, in, inner) resampled into (outer, out, inner):
 // dst[o][j][i] = sum over t of weight[j][t] * src[o][index[j][t]][i], in double, the taps added in order.
+// The last axis (inner 1) is a gather along each row; the others combine whole rows.
 template <class S, class D>
 void resample_axis(const S* __restrict src, D* __restrict dst, int64_t outer, int64_t inner, const AxisTaps& a) {
+  const int64_t* at = a.index.data();
+  const double* w = a.weight.data();
   for (int64_t o = 0; o < outer; ++o) {
     const S* s = src + o * a.in * inner;
     D* d = dst + o * a.out * inner;
+    if (inner == 1 && a.taps == 1) {
+      for (int64_t j = 0; j < a.out; ++j) d[j] = static_cast<D>(w[j] * double(s[at[j]]));
+      continue;
+    }
+    if (inner == 1) {
+      for (int64_t j = 0; j < a.out; ++j)
+        d[j] = static_cast<D>(w[2 * j] * double(s[at[2 * j]]) + w[2 * j + 1] * double(s[at[2 * j + 1]]));
+      continue;
+    }
     for (int64_t j = 0; j < a.out; ++j, d += inner) {
-      const int64_t* at = &a.index[j * a.taps];
-      const double* w = &a.weight[j * a.taps];
-      const S* s0 = s + at[0] * inner;
+      const S* s0 = s + at[j * a.taps] * inner;
+      const double w0 = w[j * a.taps];
       if (a.taps == 1) {
-        for (int64_t i = 0; i < inner; ++i) d[i] = static_cast<D>(w[0] * double(s0[i]));
+        for (int64_t i = 0; i < inner; ++i) d[i] = static_cast<D>(w0 * double(s0[i]));
         continue;
       }
-      const S* s1 = s + at[1] * inner;
-      for (int64_t i = 0; i < inner; ++i) d[i] = static_cast<D>(w[0] * double(s0[i]) + w[1] * double(s1[i]));
+      const S* s1 = s + at[j * a.taps + 1] * inner;
+      const double w1 = w[j * a.taps + 1];
+      for (int64_t i = 0; i < inner; ++i) d[i] = static_cast<D>(w0 * double(s0[i]) + w1 * double(s1[i]));
     }
   }
 }
@@ -128,15 +140,22 @@ void resample_axis(const S* __restrict src, D* __restrict dst, int64_t outer, in
 template <class S>
 void spread_axis(const S* __restrict src, double* __restrict dst, int64_t outer, int64_t inner, const AxisTaps& a) {
   std::fill(dst, dst + outer * a.in * inner, 0.0);
+  const int64_t* at = a.index.data();
+  const double* w = a.weight.data();
+  const int64_t taps = a.out * a.taps;
   for (int64_t o = 0; o < outer; ++o) {
     const S* s = src + o * a.out * inner;
     double* d = dst + o * a.in * inner;
-    for (int64_t j = 0; j < a.out; ++j, s += inner)
-      for (int64_t t = 0; t < a.taps; ++t) {
-        const double w = a.weight[j * a.taps + t];
-        double* row = d + a.index[j * a.taps + t] * inner;
-        for (int64_t i = 0; i < inner; ++i) row[i] += w * double(s[i]);
-      }
+    if (inner == 1) {
+      for (int64_t k = 0; k < taps; ++k) d[at[k]] += w[k] * double(s[k / a.taps]);
+      continue;
+    }
+    for (int64_t k = 0; k < taps; ++k) {
+      const S* row = s + k / a.taps * inner;
+      double* into = d + at[k] * inner;
+      const double weight = w[k];
+      for (int64_t i = 0; i < inner; ++i) into[i] += weight * double(row[i]);
+    }
   }
 }
 
