@@ -365,6 +365,9 @@ def _leaky_relu_primitive(input, slope): ...
 def _hardtanh_primitive(input, min, max): ...
 
 
+def _upsample_primitive(x, mode, output_size, scales, align_corners): ...
+
+
 PRIMITIVES = {
     "batch_norm": _batch_norm_primitive,
     "group_norm": _group_norm_primitive,
@@ -372,6 +375,7 @@ PRIMITIVES = {
     "leaky_relu_": _leaky_relu_primitive,
     "hardtanh": _hardtanh_primitive,
     "hardtanh_": _hardtanh_primitive,
+    "upsample": _upsample_primitive,
 }
 
 

@@ -730,6 +730,17 @@ op("torch.nn.functional.adaptive_max_pool1d({a}, {size})", a=tensor(rank=(2, 3))
    size=options("1", "3"))  # fmt: skip
 op("torch.nn.functional.max_unpool2d(*torch.nn.functional.max_pool2d({a}, 2, return_indices=True), 2)",
    a=tensor(rank=(3, 4)), smooth=False)  # fmt: skip
+# resizing (issue 16), a template per mode family (the rank it needs); sizes and factors that fit any
+# drawn shape (an empty input or output is PyTorch's error)
+op("torch.nn.functional.interpolate({a}{options})", a=tensor(rank=3),
+   options=options(", scale_factor=1.5", ", size=4, mode='linear'", ", size=3, mode='nearest-exact'",
+                   ", scale_factor=0.6, mode='linear', align_corners=True", ", size=2, mode='area'"))  # fmt: skip
+op("torch.nn.functional.interpolate({a}, mode='nearest'{options})", a=tensor(rank=(4, 5)),
+   options=options(", scale_factor=2", ", size=3", ", scale_factor=0.7"))  # fmt: skip
+op("torch.nn.functional.interpolate({a}, mode='bilinear'{options})", a=tensor(rank=4),
+   options=options(", scale_factor=(1.5, 0.7)", ", size=(3, 2), align_corners=True", ", scale_factor=2"))  # fmt: skip
+op("torch.nn.functional.interpolate({a}, mode='trilinear'{options})", a=tensor(rank=5),
+   options=options(", size=(2, 3, 2)", ", scale_factor=1.5, align_corners=True"))  # fmt: skip
 # the fused normalizations (issue 16); per-channel vectors drawn from the input's first value of each
 # channel (so they exist whenever the input has values) or its detached statistics (running stats)
 _CHANNELS = "{a}.transpose(0, 1).flatten(1)"

@@ -327,6 +327,28 @@ case(
     "AdaptiveAvgPool2DBackward0",
 )
 case(
+    "F.interpolate(bilinear x1.5)",
+    lambda m, x: m.nn.functional.interpolate(x, scale_factor=1.5, mode="bilinear"),
+    [(2, 3, 3, 4)],
+    "UpsampleBilinear2DBackward0",
+)
+case(
+    "F.interpolate(nearest size)", lambda m, x: m.nn.functional.interpolate(x, size=5), X3, "UpsampleNearest1DBackward0"
+)
+case(
+    "F.interpolate(linear corners)",
+    lambda m, x: m.nn.functional.interpolate(x, size=2, mode="linear", align_corners=True),
+    X3,
+    "UpsampleLinear1DBackward0",
+    layouts=LAYOUTS[:2],
+)
+case(
+    "F.interpolate(trilinear)",
+    lambda m, x: m.nn.functional.interpolate(x, size=(2, 3, 3), mode="trilinear"),
+    [(1, 2, 3, 2, 4)],
+    "UpsampleTrilinear3DBackward0",
+)
+case(
     "F.adaptive_max_pool2d(unbatched)",
     lambda m, x: m.nn.functional.adaptive_max_pool2d(x, 2),
     X3,

@@ -71,6 +71,8 @@ std::string expected_parameters(const py::detail::function_record& rec, bool wit
       type = type.substr(0, eq);
     }
     replace_all(type, "collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]", "tuple of ints");
+    replace_all(type, "collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex]", "tuple of floats");
+    replace_all(type, "collections.abc.Sequence[float]", "tuple of floats");
     replace_all(type, "typing.SupportsInt | typing.SupportsIndex", "int");
     replace_all(type, "typing.SupportsFloat | typing.SupportsIndex", "float");
     replace_all(type, "fastgrad._C.", "");

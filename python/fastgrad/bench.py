@@ -545,38 +545,49 @@ POOLS = {
     "adaptive_avg_pool2d 7x7": lambda F, x: F.adaptive_avg_pool2d(x, 7),
 }
 
+# resizing rows: F.interpolate of a float32 (8, 16, 32, 32) batch (a decoder's feature maps) to twice
+# its size, measured as the pools
+RESIZE_SHAPE = (8, 16, 32, 32)
+RESIZES = {
+    "interpolate nearest x2": lambda F, x: F.interpolate(x, scale_factor=2),
+    "interpolate bilinear x2": lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+}
 
-def pool_step(pool, backward):
+
+def batch_step(ops, shape, op, backward):
+    """make(lib, rng) for ops[op] on a float32 batch of `shape`: forward and backward of the sum of its
+    output, or the forward alone without grad."""
+
     def make(lib, rng):
-        data = rng.standard_normal(POOL_SHAPE).astype(np.float32)
+        data = rng.standard_normal(shape).astype(np.float32)
         x = lib.tensor(data, requires_grad=backward)
         F = lib.nn.functional
 
         def forward_backward():
-            POOLS[pool](F, x).sum().backward()
+            ops[op](F, x).sum().backward()
             x.grad = None
 
         def forward():
             with lib.no_grad():
-                return POOLS[pool](F, x)
+                return ops[op](F, x)
 
         return forward_backward if backward else forward
 
     return make
 
 
-def pool_rows(quick):
-    """Every pool forward+backward and forward; --quick: the 2x2 max pool's."""
-    shape = "x".join(map(str, POOL_SHAPE))
+def batch_rows(ops, shape, quick):
+    """Every op of `ops` forward+backward and forward; --quick: the first one's."""
+    size = "x".join(map(str, shape))
     return [
         (
-            f"{pool} {'forward+backward' if backward else 'forward no_grad'} {shape}",
-            pool_step(pool, backward),
+            f"{op} {'forward+backward' if backward else 'forward no_grad'} {size}",
+            batch_step(ops, shape, op, backward),
             None,
             None,
             ("fastgrad", "torch"),
         )  # fmt: skip
-        for pool in (list(POOLS)[:1] if quick else POOLS)
+        for op in (list(ops)[:1] if quick else ops)
         for backward in (True, False)
     ]
 
@@ -626,7 +637,11 @@ def groups(quick):
             for n in ((256, 1024) if quick else (256, 1024, 4096))
         ],
         "micrograd": [("micrograd step 2-16-16-1, 4 points, 0-d tensors", micrograd, None, None, NO_NUMPY)],
-        "cnn": model_rows(quick) + conv_rows(quick) + pool_rows(quick) + norm_rows(quick),
+        "cnn": model_rows(quick)
+        + conv_rows(quick)
+        + batch_rows(POOLS, POOL_SHAPE, quick)
+        + batch_rows(RESIZES, RESIZE_SHAPE, quick)
+        + norm_rows(quick),
     }
 
 

@@ -1626,9 +1626,9 @@ def interpolate(
     antialias=False,
 ):
     """Resizes the spatial dims (all but the first two) to `size`, or by `scale_factor`, with
-    nearest-neighbour (nearest, nearest-exact) or (bi/tri)linear interpolation: PyTorch's argument
-    handling and its source positions and weights (in the input's precision), applied one dim at
-    a time as gathers."""
+    nearest-neighbour (nearest, nearest-exact) or (bi/tri)linear interpolation (the core's upsample
+    op, with PyTorch's source positions and weights), or area averaging (adaptive average pooling):
+    PyTorch's argument handling and errors."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError(
@@ -1671,6 +1671,8 @@ def interpolate(
         raise ValueError("either size or scale_factor should be defined")
     if recompute_scale_factor and size is not None:
         raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and output_size is None:
+        recompute_scale_factor = True
     if recompute_scale_factor:  # the output size from the factors, which the kernel then ignores
         output_size = [int(input.shape[i + 2] * scale_factors[i]) for i in range(dim)]
         scale_factors = None
@@ -1687,9 +1689,11 @@ def interpolate(
         )
     if mode in _LINEAR_MODE_RANKS and input.dim() != _LINEAR_MODE_RANKS[mode]:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODE_RANKS[mode]}D input")
+    if mode == "area" and input.dim() < 5:
+        return (adaptive_avg_pool1d if input.dim() == 3 else adaptive_avg_pool2d)(input, output_size)  # noqa: F405
     if mode not in ("nearest", "nearest-exact", *_LINEAR_MODE_RANKS):
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported by fastgrad")
-    return _resample(input, output_size, scale_factors, mode, align_corners)
+        raise NotImplementedError(f"interpolate: mode '{mode}' with {input.dim()}D input is not supported by fastgrad")
+    return _upsample(input, output_size, scale_factors, mode, align_corners)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1714,12 +1718,13 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 _SPATIAL_NAMES = {1: "W", 2: "HW", 3: "DHW"}
 
 
-def _resample(input, output_size, scale_factors, mode, align_corners):
-    """ATen's upsample kernels: the checks, then per spatial dim (the last first, as PyTorch's
-    kernel nests them) the gather of the source positions, weighted for the linear modes."""
+def _upsample(input, output_size, scale_factors, mode, align_corners):
+    """ATen's upsample checks (with its messages), then the core's op: the output size from the
+    factors when none is given (truncated, as ATen converts size * factor to an integer), and the
+    factors passed on, which PyTorch's kernels read for the source positions."""
     spatial = input.dim() - 2
     input_size = list(input.shape[2:])
-    if output_size is None:  # truncated, as ATen's conversion of size * factor to an integer
+    if output_size is None:
         if not all(math.isfinite(size * factor) for size, factor in zip(input_size, scale_factors)):
             raise RuntimeError("value cannot be converted to type int64_t without overflow")
         output_size = [int(size * factor) for size, factor in zip(input_size, scale_factors)]
@@ -1738,69 +1743,9 @@ def _resample(input, output_size, scale_factors, mode, align_corners):
         raise RuntimeError(
             f"Non-empty {input.dim()}D data tensor expected but got a tensor with sizes {list(input.shape)}"
         )
-    if not input.dtype.is_floating_point:
-        kernel = "compute_indices_weights_linear" if mode in _LINEAR_MODE_RANKS else "compute_indices_weights_nearest"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    precision = np.float64 if input.dtype is float64 else np.float32  # PyTorch's opmath type
-    result = input
-    for axis in reversed(range(2, input.dim())):
-        size, out = input_size[axis - 2], output_size[axis - 2]
-        factor = None if scale_factors is None else scale_factors[axis - 2]
-        if mode not in _LINEAR_MODE_RANKS:
-            sources = _nearest_sources(size, out, factor, mode, spatial, precision)
-            result = result.index_select(axis, from_numpy(sources))
-        elif out != size:  # PyTorch's linear kernels copy a dim of unchanged size, whatever the factor
-            low, high, high_weight = _linear_sources(size, out, factor, align_corners, precision)
-            shape = [-1 if d == axis else 1 for d in range(input.dim())]
-            weight = from_numpy(high_weight).to(input.dtype).reshape(shape)
-            low_weight = from_numpy(1 - high_weight).to(input.dtype).reshape(shape)
-            result = result.index_select(axis, from_numpy(low)) * low_weight + (
-                result.index_select(axis, from_numpy(high)) * weight
-            )
-    return input.clone() if result is input else result
-
-
-def _source_scale(size, out, factor, dtype):
-    """ATen's compute_scales_value: 1 / factor when a positive factor is given, else size / out."""
-    if factor is not None and factor > 0:
-        return dtype(1.0 / factor)
-    return dtype(size) / dtype(out)
-
-
-def _nearest_sources(size, out, factor, mode, spatial, dtype):
-    """The CPU kernels' source positions: floor(i * scale) for nearest (in dtype, PyTorch's opmath
-    type; the 2-D kernel's nearest_idx in float32, copying a dim of unchanged size and halving the
-    positions of a doubled one whatever the factor), floor(i + 1/2) of the centre's linear source
-    position for nearest-exact; below size. (PyTorch's 1-D and 3-D nearest backward spreads the
-    gradient with nearest_idx's positions, not its forward's, for a dim whose size stays or
-    doubles under a factor; the gradient here is the forward's.)"""
-    positions = np.arange(out)
-    if mode == "nearest-exact":
-        scaled = _linear_source_positions(positions.astype(dtype), size, out, factor, False, dtype) + dtype(0.5)
-    elif spatial == 2 and out in (size, 2 * size):
-        return positions if out == size else positions >> 1
-    else:
-        dtype = np.float32 if spatial == 2 else dtype
-        scaled = positions.astype(dtype) * _source_scale(size, out, factor, dtype)
-    return np.minimum(np.floor(scaled).astype(np.int64), size - 1)
-
-
-def _linear_source_positions(positions, size, out, factor, align_corners, dtype):
-    """ATen's area_pixel_compute_scale and area_pixel_compute_source_index."""
-    if align_corners:
-        return (dtype(size - 1) / dtype(out - 1) if out > 1 else dtype(0)) * positions
-    scale = _source_scale(size, out, factor, dtype)
-    return np.maximum(scale * (positions + dtype(0.5)) - dtype(0.5), dtype(0))
-
-
-def _linear_sources(size, out, factor, align_corners, dtype):
-    """ATen's area_pixel_compute_source_index and guard_index_and_lambda: for each output position
-    the two input positions it mixes and the weight of the second."""
-    source = _linear_source_positions(np.arange(out).astype(dtype), size, out, factor, align_corners, dtype)
-    low = np.minimum(np.floor(source).astype(np.int64), size - 1)
-    weight = np.clip(source - low.astype(dtype), 0, 1).astype(dtype)
-    high = low + (low < size - 1)
-    return low, high, weight
+    kind = "linear" if mode in _LINEAR_MODE_RANKS else mode
+    factors = [] if scale_factors is None else [float(factor) for factor in scale_factors]
+    return _prims.upsample(input, kind, output_size, factors, bool(align_corners))
 
 
 # ---- losses

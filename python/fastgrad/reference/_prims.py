@@ -14,7 +14,7 @@ import operator
 
 from .._types import bool as bool_, float32, float64
 from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _norm, _pool, _reduce, _rounding
-from . import _activation, _scan, _shape
+from . import _activation, _scan, _shape, _upsample
 from . import _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
@@ -595,6 +595,22 @@ avg_pool2d = _pool_primitive(
 adaptive_avg_pool2d = _pool_primitive("adaptive_avg_pool2d", "Tensor, int, int", ["tensor", "int", "int"])
 adaptive_max_pool2d = _pool_primitive("adaptive_max_pool2d", "Tensor, int, int", ["tensor", "int", "int"])
 max_unpool2d = _pool_primitive("max_unpool2d", "Tensor, Tensor, int, int", ["tensor", "tensor", "int", "int"])
+
+
+def upsample(x, mode, output_size, scales, align_corners):
+    args = (x, mode, output_size, scales, align_corners)
+    if not (
+        isinstance(x, Tensor)
+        and isinstance(mode, str)
+        and isinstance(output_size, (list, tuple))
+        and all(_int_like(v) for v in output_size)
+        and isinstance(scales, (list, tuple))
+        and all(_float_like(v) for v in scales)
+        and isinstance(align_corners, bool)
+    ):
+        raise _invalid_arguments("upsample", args, "Tensor, str, tuple of ints, tuple of floats, bool")
+    sizes, factors = [operator.index(v) for v in output_size], [float(v) for v in scales]
+    return _upsample.upsample(x, mode, sizes, factors, align_corners)
 
 
 def _optional_tensors(*values):
