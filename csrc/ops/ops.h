@@ -185,6 +185,19 @@ Tensor copy_(const Tensor& self, const Tensor& src);
 // selves[i] += alpha * others[i], rounded as PyTorch's add_(alpha=) (a fused multiply-add).
 void foreach_add_(const std::vector<Tensor>& selves, const std::vector<Tensor>& others, double alpha);
 void foreach_zero_(const std::vector<Tensor>& tensors);
+// torch.optim.Adam / AdamW's single-tensor step for each params[i] (float32 or float64) with its
+// gradient and state, in one pass rounded as PyTorch's op chain (kernels/optim_impl.h). The scalars
+// are PyTorch's Python-side doubles: lerp_weight = 1 - beta1, decay = 1 - lr * weight_decay for
+// AdamW (else 1), weight_decay the L2 coefficient (0: none); step_sizes[i] = lr / (1 - beta1^step),
+// bias_correction2_sqrts[i] = sqrt(1 - beta2^step). max_exp_avg_sqs: empty without amsgrad.
+struct AdamOptions {
+  double lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay;
+  bool maximize;
+};
+void adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
+           const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,
+           const std::vector<double>& step_sizes, const std::vector<double>& bias_correction2_sqrts,
+           const AdamOptions& options);
 
 // In-place support (ops/inplace.cpp): the checks PyTorch makes before any in-place write (leaves, views
 // made under no_grad; `source` is the tensor written from, if any), and

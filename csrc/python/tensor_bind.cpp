@@ -634,6 +634,15 @@ void bind_tensor(py::module_& m) {
     std::vector<Tensor> selves = tensor_list(tensors);
     by_elements(elements_of(selves), fg::foreach_zero_, selves);
   });
+  m.def("adam_",
+        [](py::handle params, py::handle grads, py::handle exp_avgs, py::handle exp_avg_sqs, py::handle max_exp_avg_sqs,
+           std::vector<double> step_sizes, std::vector<double> bias_correction2_sqrts, double lerp_weight, double beta2,
+           double one_minus_beta2, double eps, double weight_decay, double decay, bool maximize) {
+          std::vector<Tensor> p = tensor_list(params), g = tensor_list(grads), m = tensor_list(exp_avgs),
+                              v = tensor_list(exp_avg_sqs), mv = tensor_list(max_exp_avg_sqs);
+          const fg::AdamOptions options{lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay, maximize};
+          by_elements(elements_of(p), fg::adam_, p, g, m, v, mv, step_sizes, bias_correction2_sqrts, options);
+        });
 
   m.def("sum", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim, py::handle dtype) {
     return unary(fg::sum, x, dims, keepdim,

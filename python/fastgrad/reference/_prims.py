@@ -15,7 +15,7 @@ import operator
 from .._types import bool as bool_, float32, float64
 from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _norm, _pool, _reduce, _rounding
 from . import _scan, _shape
-from . import _sort
+from . import _optim, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -692,3 +692,59 @@ def set_num_threads(n):
 
 # shape family (issue 13): the diagonal view
 diagonal = _shape.diagonal
+
+
+def adam_(
+    params,
+    grads,
+    exp_avgs,
+    exp_avg_sqs,
+    max_exp_avg_sqs,
+    step_sizes,
+    bias_correction2_sqrts,
+    lerp_weight,
+    beta2,
+    one_minus_beta2,
+    eps,
+    weight_decay,
+    decay,
+    maximize,
+):
+    """torch.optim.Adam / AdamW's single-tensor step for each parameter in one pass, rounded as
+    PyTorch's op chain (see the core's adam_ in ops/ops.h for the arguments). No autograd; every
+    tensor is checked before anything is written."""
+    lists = [_tensor_list(t) for t in (params, grads, exp_avgs, exp_avg_sqs)]
+    max_exp_avg_sqs = _tensor_list(max_exp_avg_sqs)
+    params = lists[0]
+    lengths = [len(t) for t in lists[1:]] + [len(step_sizes), len(bias_correction2_sqrts)]
+    lengths += [len(max_exp_avg_sqs)] if max_exp_avg_sqs else []
+    for length in lengths:
+        if length != len(params):
+            raise RuntimeError(f"adam_(): expected lists of the same length, got {len(params)} and {length}")
+    operands = [list(ts) for ts in zip(*lists, *([max_exp_avg_sqs] if max_exp_avg_sqs else []))]
+    for param, *others in operands:
+        for t in [param, *others]:
+            if is_grad_enabled() and t.requires_grad:
+                raise RuntimeError("adam_() does not record gradients: call it under no_grad()")
+            if t._dtype != param._dtype or t._shape != param._shape or param._dtype not in (float32, float64):
+                raise RuntimeError(
+                    "adam_(): expected float32 or float64 tensors of one dtype and shape, got "
+                    f"{SCALAR_TYPE_NAME[param._dtype]}{shape_str(param._shape)} and "
+                    f"{SCALAR_TYPE_NAME[t._dtype]}{shape_str(t._shape)}"
+                )
+        written = [param, *others[1:]]
+        for t in written:
+            _inplace.check_inplace(t)
+            _inplace.assert_no_internal_overlap(t)
+            for other in [param, *others]:
+                if other is not t:
+                    _inplace.assert_no_partial_overlap(t, other)
+    options = (lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay, maximize)
+    for (param, grad, *state), step_size, bias_correction2_sqrt in zip(operands, step_sizes, bias_correction2_sqrts):
+        values = [read(t) for t in (param, grad, *state)]
+        if len(values) == 4:
+            values.append(None)
+        new = _optim.adam(*values, param._dtype, step_size, bias_correction2_sqrt, options)
+        for t, v in zip([param, *state], new):
+            write(t, v)
+            t._storage.version += 1
