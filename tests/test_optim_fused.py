@@ -19,7 +19,12 @@ _SHAPES = [(5, 7), (37,), (3,), (17,), (1,)]
 _START = [_RNG.standard_normal(s) for s in _SHAPES]
 _GRADS = [[_RNG.standard_normal(s) for s in _SHAPES] for _ in range(20)]
 
-ADAM_CONFIGS = [
+CONFIGS = [
+    ("SGD", {"lr": 0.1}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "dampening": 0.5, "weight_decay": 0.1, "maximize": True}),
+    ("SGD", {"lr": 0.05, "momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+    ("Adagrad", {"lr": 0.1}),
+    ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.1, "initial_accumulator_value": 0.5, "maximize": True}),
     ("Adam", {"lr": 0.01}),
     ("Adam", {"lr": 0.01, "amsgrad": True, "weight_decay": 0.1, "maximize": True}),
     ("Adam", {"lr": 0.01, "betas": (0.4, 0.99), "weight_decay": 0.1, "eps": 1e-3}),  # lerp from the far end
@@ -27,7 +32,7 @@ ADAM_CONFIGS = [
     ("AdamW", {"lr": 0.03, "weight_decay": 0.3, "betas": (0.2, 0.5), "maximize": True}),
     ("AdamW", {"lr": 0.01, "weight_decay": 0}),
 ]
-IDS = [f"{n}-{'-'.join(o)}" for n, o in ADAM_CONFIGS]
+IDS = [f"{n}-{'-'.join(o)}" for n, o in CONFIGS]
 
 
 @pytest.fixture
@@ -60,35 +65,41 @@ def _assert_identical(ours, theirs):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name,options", ADAM_CONFIGS, ids=IDS)
-def test_adam_matches_torch_bit_for_bit(fg, correctly_rounded_torch, name, options, dtype):
+@pytest.mark.parametrize("name,options", CONFIGS, ids=IDS)
+def test_updates_and_state_match_torch_bit_for_bit(fg, correctly_rounded_torch, name, options, dtype):
     _assert_identical(_run(fg, name, options, dtype), _run(correctly_rounded_torch, name, options, dtype))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_adam_infinities_and_nan_as_torch(fg, correctly_rounded_torch, dtype):
+def test_infinities_and_nan_as_torch(fg, correctly_rounded_torch, dtype):
     # An infinite or NaN gradient poisons its element's moments (and, with amsgrad, the maximum keeps
     # the NaN); infinite parameters meet the weight decay.
     start = [np.array([1.0, np.inf, -2.0, 0.5, -0.0, 3.0, 1.0, 2.0, -1.0])]
     grads = [[np.array([np.nan, 1.0, np.inf, -np.inf, 0.0, 1e30, -1e-30, 0.0, 2.0])]] + [[np.full(9, 0.5)]] * 2
-    for name, options in [("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("AdamW", {"weight_decay": 0.5})]:
+    configs = [
+        ("Adam", {"amsgrad": True, "weight_decay": 0.1}),
+        ("AdamW", {"weight_decay": 0.5}),
+        ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1}),
+        ("Adagrad", {"weight_decay": 0.1}),
+    ]
+    for name, options in configs:
         ours = _run(fg, name, options, dtype, start, grads)
         _assert_identical(ours, _run(correctly_rounded_torch, name, options, dtype, start, grads))
 
 
-def test_adam_writes_through_strided_parameters_and_gradients(fg, correctly_rounded_torch):
+@pytest.mark.parametrize("name,options", [("Adam", {"lr": 0.1, "amsgrad": True}), ("SGD", {"momentum": 0.5})])
+def test_writes_through_strided_parameters_and_gradients(fg, correctly_rounded_torch, name, options):
     start = [_RNG.standard_normal((6, 5))]
     grads = [[_RNG.standard_normal((6, 5))] for _ in range(3)]
 
     def transposed(t):
         return t.t().contiguous().t()  # column-major: not contiguous
 
-    options = {"lr": 0.1, "amsgrad": True}
-    ours = _run(fg, "Adam", options, np.float32, start, grads, transposed)
-    _assert_identical(ours, _run(correctly_rounded_torch, "Adam", options, np.float32, start, grads, transposed))
+    ours = _run(fg, name, options, np.float32, start, grads, transposed)
+    _assert_identical(ours, _run(correctly_rounded_torch, name, options, np.float32, start, grads, transposed))
 
 
-def test_adam_result_does_not_depend_on_the_thread_count(fg):
+def test_results_do_not_depend_on_the_thread_count(fg):
     if not hasattr(fg, "set_num_threads") or fg.__name__.endswith("reference"):
         pytest.skip("the C++ core's thread pool")  # and the reference is too slow for this size
     start = [_RNG.standard_normal(100_003)]  # more than two parallel chunks, with a tail
@@ -99,6 +110,7 @@ def test_adam_result_does_not_depend_on_the_thread_count(fg):
         for n in (1, 2, 3):
             fg.set_num_threads(n)
             results.append(_run(fg, "Adam", {"amsgrad": True}, np.float32, start, grads))
+            results[-1][0].extend(_run(fg, "SGD", {"momentum": 0.9}, np.float32, start, grads)[0])
     finally:
         fg.set_num_threads(threads)
     _assert_identical(results[0], results[1])
@@ -111,7 +123,7 @@ def test_adam_result_does_not_depend_on_the_thread_count(fg):
 @pytest.fixture
 def prims(fg):
     """The backend's primitives (PyTorch, as FASTGRAD_TEST_BACKENDS=torch, has no such layer)."""
-    if not hasattr(getattr(fg, "_prims", None), "adam_"):
+    if not hasattr(getattr(fg, "_prims", None), "sgd_"):
         pytest.skip("fastgrad's own primitives")
     return fg._prims
 
@@ -123,26 +135,44 @@ def _adam_(prims, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs=()):
     prims.adam_(params, grads, exp_avgs, exp_avg_sqs, list(max_exp_avg_sqs), [1e-2] * n, [1e-3**0.5] * n, *scalars)
 
 
-@pytest.mark.parametrize(
-    "case, message",
-    [
-        ("length", "adam_(): expected lists of the same length, got 2 and 1"),
-        ("shape", "adam_(): expected float32 or float64 tensors of one dtype and shape, got Float[3] and Float[2]"),
-        ("dtype", "adam_(): expected float32 or float64 tensors of one dtype and shape, got Float[3] and Double[3]"),
-        ("half", "adam_(): expected float32 or float64 tensors of one dtype and shape, got Half[3] and Half[3]"),
-        ("grad", "adam_() does not record gradients: call it under no_grad()"),
-    ],
-)
-def test_adam_errors_leave_tensors_unchanged(fg, prims, case, message):
+def _sgd_(prims, params, grads, momentum_buffers):
+    """sgd_ with momentum 0.9 after the first step."""
+    prims.sgd_(params, grads, momentum_buffers, [False] * len(params), 0.1, 0.9, 1.0, 0.0, False, False)
+
+
+UPDATES = {
+    "adam_": lambda prims, params, grads, states: _adam_(prims, params, grads, states, [s.clone() for s in states]),
+    "sgd_": _sgd_,
+    "adagrad_": lambda prims, params, grads, states: prims.adagrad_(
+        params, grads, states, [0.1] * 2, 1e-10, 0.0, False
+    ),
+}
+ERRORS = {
+    "length": "{}(): expected lists of the same length, got 2 and 1",
+    "shape": "{}(): expected float32 or float64 tensors of one dtype and shape, got Float[3] and Float[2]",
+    "dtype": "{}(): expected float32 or float64 tensors of one dtype and shape, got Float[3] and Double[3]",
+    "half": "{}(): expected float32 or float64 tensors of one dtype and shape, got Half[3] and Half[3]",
+    "grad": "{}() does not record gradients: call it under no_grad()",
+}
+
+
+@pytest.mark.parametrize("case", ERRORS)
+@pytest.mark.parametrize("update", UPDATES)
+def test_errors_leave_tensors_unchanged(fg, prims, update, case):
     first = fg.zeros(3)
     second = fg.zeros(3, dtype=fg.float16) if case == "half" else fg.zeros(3, requires_grad=case == "grad")
     grad = {"shape": fg.ones(2), "dtype": fg.ones(3, dtype=fg.float64), "half": fg.ones(3, dtype=fg.float16)}
     grads = [fg.ones(3)] if case == "length" else [fg.ones(3), grad.get(case, fg.ones(3))]
-    exp_avgs, exp_avg_sqs = ([fg.zeros(3), fg.zeros(3, dtype=second.dtype)] for _ in range(2))
+    states = [fg.zeros(3), fg.zeros(3, dtype=second.dtype)]
     with pytest.raises(RuntimeError) as info:
-        _adam_(prims, [first, second], grads, exp_avgs, exp_avg_sqs)
-    assert str(info.value) == message
-    assert first.tolist() == [0.0] * 3 and [first._version, exp_avgs[0]._version, exp_avg_sqs[0]._version] == [0, 0, 0]
+        UPDATES[update](prims, [first, second], grads, states)
+    assert str(info.value) == ERRORS[case].format(update)
+    assert first.tolist() == [0.0] * 3 and [first._version, states[0]._version] == [0, 0]
+
+
+def test_updates_reject_non_tensors(fg, prims):
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0, but got int"):
+        _sgd_(prims, [fg.zeros(1), 3], [fg.zeros(1), fg.zeros(1)], [fg.zeros(1), fg.zeros(1)])
 
 
 def test_adam_bumps_the_versions_of_what_it_writes(fg, prims):

@@ -69,6 +69,25 @@ template <class T>
 using AdamKernel = void (*)(const AdamStep<T>& step, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
                             T* max_exp_avg_sq, int64_t n);
 
+// One step of torch.optim.SGD for one parameter (optim_impl.h).
+template <class T>
+struct SgdStep {
+  T weight_decay, momentum, one_minus_dampening, neg_lr;
+  bool l2, with_momentum, first_step, nesterov, maximize;
+};
+// param (and momentum_buffer, with momentum) updated in place over n elements.
+template <class T>
+using SgdKernel = void (*)(const SgdStep<T>& step, T* param, const T* grad, T* momentum_buffer, int64_t n);
+
+// One step of torch.optim.Adagrad for one parameter (optim_impl.h); neg_lr: -lr / (1 + (step - 1) * lr_decay).
+template <class T>
+struct AdagradStep {
+  T weight_decay, eps, neg_lr;
+  bool l2, maximize;
+};
+template <class T>
+using AdagradKernel = void (*)(const AdagradStep<T>& step, T* param, const T* grad, T* sum, int64_t n);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -83,6 +102,8 @@ struct TypedKernels {
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;
   AdamKernel<T> adam;
+  SgdKernel<T> sgd;
+  AdagradKernel<T> adagrad;
 };
 
 struct KernelTable {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/kernel_table.h"
 #include "kernels/simd.h"
@@ -54,33 +55,85 @@ void adam_vector(const AdamStep<T>& s, T* param, const T* grad, T* exp_avg, T* e
   p.store(param);
 }
 
-// The last partial vector goes through zero-padded buffers (the padding lanes compute values
-// nobody stores).
+// update(pointers...) on each vector of elements of the arrays (nullptr: an array not in use),
+// the last partial vector through zero-padded copies (their padding lanes compute values nobody
+// stores). Array 1 is the gradient, read only.
+template <class T, class Update, class... Arrays, size_t... K>
+void run_update_indexed(int64_t n, Update update, std::index_sequence<K...>, Arrays... arrays) {
+  constexpr int W = Vec<T>::kWidth;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) update((arrays ? arrays + i : nullptr)...);
+  if (i == n) return;
+  T tail[sizeof...(Arrays)][W] = {};
+  ((arrays ? std::copy(arrays + i, arrays + n, tail[K]) : nullptr), ...);
+  update((arrays ? tail[K] : nullptr)...);
+  const int64_t rest = n - i;
+  ((K != 1 && arrays ? std::copy(tail[K], tail[K] + rest, const_cast<T*>(arrays) + i) : nullptr), ...);
+}
+template <class T, class Update, class... Arrays>
+void run_update(int64_t n, Update update, Arrays... arrays) {
+  run_update_indexed<T>(n, update, std::index_sequence_for<Arrays...>{}, arrays...);
+}
+
 template <class T>
 void adam_kernel(const AdamStep<T>& s, T* param, const T* grad, T* exp_avg, T* exp_avg_sq, T* max_exp_avg_sq,
                  int64_t n) {
-  constexpr int W = Vec<T>::kWidth;
-  int64_t i = 0;
-  for (; i + W <= n; i += W)
-    adam_vector(s, param + i, grad + i, exp_avg + i, exp_avg_sq + i, s.amsgrad ? max_exp_avg_sq + i : nullptr);
-  if (i == n) return;
-  T p[W] = {}, g[W] = {}, m[W] = {}, v[W] = {}, mv[W] = {};
-  std::copy(param + i, param + n, p);
-  std::copy(grad + i, grad + n, g);
-  std::copy(exp_avg + i, exp_avg + n, m);
-  std::copy(exp_avg_sq + i, exp_avg_sq + n, v);
-  if (s.amsgrad) std::copy(max_exp_avg_sq + i, max_exp_avg_sq + n, mv);
-  adam_vector(s, p, g, m, v, mv);
-  const int64_t rest = n - i;
-  std::copy(p, p + rest, param + i);
-  std::copy(m, m + rest, exp_avg + i);
-  std::copy(v, v + rest, exp_avg_sq + i);
-  if (s.amsgrad) std::copy(mv, mv + rest, max_exp_avg_sq + i);
+  run_update<T>(
+      n, [&](T* p, const T* g, T* m, T* v, T* mv) { adam_vector(s, p, g, m, v, mv); }, param, grad, exp_avg, exp_avg_sq,
+      s.amsgrad ? max_exp_avg_sq : nullptr);
+}
+
+// torch.optim.SGD's single-tensor update of kWidth elements.
+template <class T>
+void sgd_vector(const SgdStep<T>& s, T* param, const T* grad, T* momentum_buffer) {
+  using V = Vec<T>;
+  V p = V::load(param), g = V::load(grad);
+  if (s.maximize) g = neg(g);
+  if (s.l2) g = fused_multiply_add(p, V::broadcast(s.weight_decay), g);  // grad.add(param, alpha=weight_decay)
+  if (s.with_momentum) {
+    // the first step: buf = grad.clone(); then buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+    V buf = s.first_step ? g
+                         : fused_multiply_add(g, V::broadcast(s.one_minus_dampening),
+                                              V::load(momentum_buffer) * V::broadcast(s.momentum));
+    buf.store(momentum_buffer);
+    // nesterov: grad.add(buf, alpha=momentum); else the buffer itself
+    g = s.nesterov ? fused_multiply_add(buf, V::broadcast(s.momentum), g) : buf;
+  }
+  fused_multiply_add(g, V::broadcast(s.neg_lr), p).store(param);  // param.add_(grad, alpha=-lr)
+}
+
+template <class T>
+void sgd_kernel(const SgdStep<T>& s, T* param, const T* grad, T* momentum_buffer, int64_t n) {
+  run_update<T>(
+      n, [&](T* p, const T* g, T* buf) { sgd_vector(s, p, g, buf); }, param, grad,
+      s.with_momentum ? momentum_buffer : nullptr);
+}
+
+// torch.optim.Adagrad's single-tensor update of kWidth elements.
+template <class T>
+void adagrad_vector(const AdagradStep<T>& s, T* param, const T* grad, T* sum) {
+  using V = Vec<T>;
+  V p = V::load(param), g = V::load(grad);
+  if (s.maximize) g = neg(g);
+  if (s.l2) g = fused_multiply_add(p, V::broadcast(s.weight_decay), g);
+  // sum.addcmul_(grad, grad, value=1); std = sum.sqrt().add_(eps); param.addcdiv_(grad, std, value=-lr)
+  // (value 1: the first product, 1 * grad, is exact)
+  V total = fused_multiply_add(g, g, V::load(sum));
+  total.store(sum);
+  V root = sqrt(total) + V::broadcast(s.eps);
+  (p + V::broadcast(s.neg_lr) * g / root).store(param);
+}
+
+template <class T>
+void adagrad_kernel(const AdagradStep<T>& s, T* param, const T* grad, T* sum, int64_t n) {
+  run_update<T>(n, [&](T* p, const T* g, T* total) { adagrad_vector(s, p, g, total); }, param, grad, sum);
 }
 
 template <class T>
 void fill_optim(TypedKernels<T>& k) {
   k.adam = adam_kernel<T>;
+  k.sgd = sgd_kernel<T>;
+  k.adagrad = adagrad_kernel<T>;
 }
 
 }  // namespace fg::simd::FG_ISA_NAMESPACE

@@ -35,11 +35,8 @@ def fused_multiply_add(a, b, c, dtype):
     return estimate if dtype is float64 else _to_float32(exact, estimate)
 
 
-def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, dtype, step_size, bias_correction2_sqrt, options):
-    """torch.optim.Adam's single-tensor step over lists of values of `dtype`: the new (param, exp_avg,
-    exp_avg_sq, max_exp_avg_sq); max_exp_avg_sq None without amsgrad. options: (lerp_weight, beta2,
-    one_minus_beta2, eps, weight_decay, decay, maximize), see _prims.adam_."""
-    lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay, maximize = options
+def _rounding(dtype):
+    """(values rounded to dtype, a Python number as dtype's scalar argument, fused multiply-add of lists)."""
 
     def rounded(values):
         return cast(values, float64, dtype)
@@ -50,12 +47,27 @@ def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, dtype, step_size, bia
     def fused(a, b, c):
         return [fused_multiply_add(x, y, z, dtype) for x, y, z in zip(a, b, c)]
 
+    return rounded, scalar, fused
+
+
+def _gradient(param, grad, weight_decay, maximize, scalar, fused):
+    """-grad when maximizing, then grad.add(param, alpha=weight_decay) (0: none)."""
     if maximize:
         grad = [-g for g in grad]
+    if weight_decay != 0:
+        grad = fused(param, [scalar(weight_decay)] * len(param), grad)
+    return grad
+
+
+def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, dtype, step_size, bias_correction2_sqrt, options):
+    """torch.optim.Adam's single-tensor step over lists of values of `dtype`: the new (param, exp_avg,
+    exp_avg_sq, max_exp_avg_sq); max_exp_avg_sq None without amsgrad. options: (lerp_weight, beta2,
+    one_minus_beta2, eps, weight_decay, decay, maximize), see _prims.adam_."""
+    lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay, maximize = options
+    rounded, scalar, fused = _rounding(dtype)
     if decay != 1:  # AdamW: param.mul_(1 - lr * weight_decay)
         param = rounded([p * scalar(decay) for p in param])
-    if weight_decay != 0:  # grad.add(param, alpha=weight_decay)
-        grad = fused(param, [scalar(weight_decay)] * len(param), grad)
+    grad = _gradient(param, grad, weight_decay, maximize, scalar, fused)
     # exp_avg.lerp_(grad, 1 - beta1), from the end nearer to the weight
     weight = scalar(lerp_weight)
     small = abs(weight) < 0.5
@@ -76,3 +88,34 @@ def adam(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, dtype, step_size, bia
     scaled = rounded([scalar(-step_size) * m for m in exp_avg])
     param = rounded([p + q for p, q in zip(param, rounded([ieee_div(s, d) for s, d in zip(scaled, denom)]))])
     return param, exp_avg, exp_avg_sq, max_exp_avg_sq
+
+
+def sgd(param, grad, momentum_buffer, dtype, first_step, options):
+    """torch.optim.SGD's single-tensor step: the new (param, momentum_buffer); momentum_buffer None
+    without momentum. options: (lr, momentum, one_minus_dampening, weight_decay, nesterov, maximize)."""
+    lr, momentum, one_minus_dampening, weight_decay, nesterov, maximize = options
+    rounded, scalar, fused = _rounding(dtype)
+    n = len(param)
+    grad = _gradient(param, grad, weight_decay, maximize, scalar, fused)
+    if momentum_buffer is not None:
+        if first_step:  # buf = grad.clone()
+            momentum_buffer = grad
+        else:  # buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            decayed = rounded([b * scalar(momentum) for b in momentum_buffer])
+            momentum_buffer = fused(grad, [scalar(one_minus_dampening)] * n, decayed)
+        # nesterov: grad.add(buf, alpha=momentum); else the buffer
+        grad = fused(momentum_buffer, [scalar(momentum)] * n, grad) if nesterov else momentum_buffer
+    return fused(grad, [scalar(-lr)] * n, param), momentum_buffer  # param.add_(grad, alpha=-lr)
+
+
+def adagrad(param, grad, state_sum, dtype, lr, options):
+    """torch.optim.Adagrad's single-tensor step with the decayed learning rate lr: the new (param, sum).
+    options: (eps, weight_decay, maximize)."""
+    eps, weight_decay, maximize = options
+    rounded, scalar, fused = _rounding(dtype)
+    grad = _gradient(param, grad, weight_decay, maximize, scalar, fused)
+    state_sum = fused(grad, grad, state_sum)  # sum.addcmul_(grad, grad, value=1)
+    root = rounded([r + scalar(eps) for r in rounded([_sqrt(v) for v in state_sum])])  # sum.sqrt().add_(eps)
+    scaled = rounded([scalar(-lr) * g for g in grad])  # param.addcdiv_(grad, std, value=-lr)
+    param = rounded([p + q for p, q in zip(param, rounded([ieee_div(s, d) for s, d in zip(scaled, root)]))])
+    return param, state_sum
