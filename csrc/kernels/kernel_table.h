@@ -60,6 +60,43 @@ struct DepthwisePlane {
 template <class T>
 using DepthwiseKernel = void (*)(const DepthwisePlane& plane, const T* a, const T* b, T* c);
 
+// One step of torch.optim.Adam / AdamW for one parameter (optim_impl.h), the scalars already rounded
+// to T as PyTorch rounds a scalar argument.
+template <class T>
+struct AdamStep {
+  T weight_decay;           // with l2: the gradient is grad + weight_decay * param
+  T decay;                  // decoupled weight decay: param * decay first (1: none)
+  T lerp_weight;            // 1 - beta1
+  T beta2, one_minus_beta2;
+  T bias_correction2_sqrt;  // sqrt(1 - beta2^step)
+  T eps;
+  T neg_step_size;  // -lr / (1 - beta1^step)
+  bool l2, maximize, amsgrad;
+};
+// param, exp_avg, exp_avg_sq (and max_exp_avg_sq, with amsgrad) updated in place over n elements.
+template <class T>
+using AdamKernel = void (*)(const AdamStep<T>& step, T* param, const T* grad, T* exp_avg, T* exp_avg_sq,
+                            T* max_exp_avg_sq, int64_t n);
+
+// One step of torch.optim.SGD for one parameter (optim_impl.h).
+template <class T>
+struct SgdStep {
+  T weight_decay, momentum, one_minus_dampening, neg_lr;
+  bool l2, with_momentum, first_step, nesterov, maximize;
+};
+// param (and momentum_buffer, with momentum) updated in place over n elements.
+template <class T>
+using SgdKernel = void (*)(const SgdStep<T>& step, T* param, const T* grad, T* momentum_buffer, int64_t n);
+
+// One step of torch.optim.Adagrad for one parameter (optim_impl.h); neg_lr: -lr / (1 + (step - 1) * lr_decay).
+template <class T>
+struct AdagradStep {
+  T weight_decay, eps, neg_lr;
+  bool l2, maximize;
+};
+template <class T>
+using AdagradKernel = void (*)(const AdagradStep<T>& step, T* param, const T* grad, T* sum, int64_t n);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -75,6 +112,9 @@ struct TypedKernels {
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;
+  AdamKernel<T> adam;
+  SgdKernel<T> sgd;
+  AdagradKernel<T> adagrad;
 };
 
 struct KernelTable {

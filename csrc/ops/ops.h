@@ -184,9 +184,37 @@ Tensor zero_(const Tensor& self);
 Tensor copy_(const Tensor& self, const Tensor& src);
 
 // ---- over lists of tensors, for the optimizers (ops/foreach.cpp); no autograd
-// selves[i] += alpha * others[i], rounded as PyTorch's add_(alpha=) (a fused multiply-add).
-void foreach_add_(const std::vector<Tensor>& selves, const std::vector<Tensor>& others, double alpha);
 void foreach_zero_(const std::vector<Tensor>& tensors);
+// The optimizers' single-tensor steps (PyTorch's foreach=False updates), one fused pass per
+// parameter (float32 or float64) with its gradient and state, rounded as PyTorch's op chain
+// (kernels/optim_impl.h). The scalars are the doubles PyTorch's Python code computes; a
+// weight_decay of 0 means none. An empty optional state list: that option is off.
+//
+// Adam / AdamW: lerp_weight = 1 - beta1, decay = 1 - lr * weight_decay for AdamW (else 1, and
+// weight_decay the L2 coefficient); step_sizes[i] = lr / (1 - beta1^step), bias_correction2_sqrts[i]
+// = sqrt(1 - beta2^step). max_exp_avg_sqs: with amsgrad.
+struct AdamOptions {
+  double lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay;
+  bool maximize;
+};
+void adam_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
+           const std::vector<Tensor>& exp_avg_sqs, const std::vector<Tensor>& max_exp_avg_sqs,
+           const std::vector<double>& step_sizes, const std::vector<double>& bias_correction2_sqrts,
+           const AdamOptions& options);
+// SGD: momentum_buffers with momentum (first_steps[i]: the buffer starts as the gradient).
+struct SgdOptions {
+  double lr, momentum, one_minus_dampening, weight_decay;
+  bool nesterov, maximize;
+};
+void sgd_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+          const std::vector<Tensor>& momentum_buffers, const std::vector<bool>& first_steps, const SgdOptions& options);
+// Adagrad: learning_rates[i] = lr / (1 + (step - 1) * lr_decay).
+struct AdagradOptions {
+  double eps, weight_decay;
+  bool maximize;
+};
+void adagrad_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, const std::vector<Tensor>& sums,
+              const std::vector<double>& learning_rates, const AdagradOptions& options);
 
 // In-place support (ops/inplace.cpp): the checks PyTorch makes before any in-place write (leaves, views
 // made under no_grad; `source` is the tensor written from, if any), and

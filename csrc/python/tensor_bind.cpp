@@ -630,13 +630,31 @@ void bind_tensor(py::module_& m) {
   m.def("zero_", [](const Tensor& x) { return unary(fg::zero_, x); });
   m.def("copy_", [](const Tensor& x, const Tensor& src) { return elementwise(fg::copy_, x, src); });
   // The optimizers' per-step updates, one call for a whole parameter list.
-  m.def("foreach_add_", [](py::handle tensors, py::handle others, double alpha) {
-    std::vector<Tensor> selves = tensor_list(tensors), adds = tensor_list(others);
-    by_elements(elements_of(selves), fg::foreach_add_, selves, adds, alpha);
-  });
   m.def("foreach_zero_", [](py::handle tensors) {
     std::vector<Tensor> selves = tensor_list(tensors);
     by_elements(elements_of(selves), fg::foreach_zero_, selves);
+  });
+  m.def("adam_",
+        [](py::handle params, py::handle grads, py::handle exp_avgs, py::handle exp_avg_sqs, py::handle max_exp_avg_sqs,
+           std::vector<double> step_sizes, std::vector<double> bias_correction2_sqrts, double lerp_weight, double beta2,
+           double one_minus_beta2, double eps, double weight_decay, double decay, bool maximize) {
+          std::vector<Tensor> p = tensor_list(params), g = tensor_list(grads), m = tensor_list(exp_avgs),
+                              v = tensor_list(exp_avg_sqs), mv = tensor_list(max_exp_avg_sqs);
+          const fg::AdamOptions options{lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay, maximize};
+          by_elements(elements_of(p), fg::adam_, p, g, m, v, mv, step_sizes, bias_correction2_sqrts, options);
+        });
+  m.def("sgd_",
+        [](py::handle params, py::handle grads, py::handle momentum_buffers, std::vector<bool> first_steps, double lr,
+           double momentum, double one_minus_dampening, double weight_decay, bool nesterov, bool maximize) {
+          std::vector<Tensor> p = tensor_list(params), g = tensor_list(grads), buffers = tensor_list(momentum_buffers);
+          const fg::SgdOptions options{lr, momentum, one_minus_dampening, weight_decay, nesterov, maximize};
+          by_elements(elements_of(p), fg::sgd_, p, g, buffers, first_steps, options);
+        });
+  m.def("adagrad_", [](py::handle params, py::handle grads, py::handle sums, std::vector<double> learning_rates,
+                       double eps, double weight_decay, bool maximize) {
+    std::vector<Tensor> p = tensor_list(params), g = tensor_list(grads), s = tensor_list(sums);
+    const fg::AdagradOptions options{eps, weight_decay, maximize};
+    by_elements(elements_of(p), fg::adagrad_, p, g, s, learning_rates, options);
   });
 
   m.def("sum", [](const Tensor& x, std::vector<int64_t> dims, bool keepdim, py::handle dtype) {

@@ -1,8 +1,11 @@
 """Adagrad (learning-rate decay, initial accumulator, weight decay, maximize): torch.optim.Adagrad's
-single-tensor update, operation by operation."""
+single-tensor update. float32 and float64 parameters take one fused pass each (_prims.adagrad_,
+rounded as PyTorch's op chain); other dtypes run the op chain itself."""
 
+from .. import _prims
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _gradient, _new_step, _require
 from .._factories import full_like
+from fastgrad._types import float32, float64
 
 __all__ = ["Adagrad"]
 
@@ -52,13 +55,36 @@ class Adagrad(Optimizer):
         state["step"] = _new_step()
         state["sum"] = full_like(param, self.defaults["initial_accumulator_value"])
 
-    def _update(self, param, group):
+    def _next_step(self, param, group):
+        """Counts the step in param's state; returns it and the state."""
         state = self.state[param]
         if not state:  # a parameter of a group added later
             self._init_state(param)
         state["step"] += 1
         step = state["step"].item()
+        return group["lr"] / (1 + (step - 1) * group["lr_decay"]), state
+
+    def _update_group(self, params, group):
+        fused = [p for p in params if p.dtype in (float32, float64)]
+        for param in params:
+            if param.dtype not in (float32, float64):
+                self._update(param, group)
+        if not fused:
+            return
+        decayed_lrs, states = zip(*(self._next_step(p, group) for p in fused))
+        _prims.adagrad_(
+            fused,
+            [p.grad for p in fused],
+            [s["sum"] for s in states],
+            list(decayed_lrs),
+            group["eps"],
+            group["weight_decay"],
+            group["maximize"],
+        )
+
+    def _update(self, param, group):
+        """The op chain, for parameters of other dtypes (float16, bfloat16)."""
+        decayed_lr, state = self._next_step(param, group)
         grad = _gradient(param, group)
-        decayed_lr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
         std = _addcmul_(state["sum"], grad, grad, 1).sqrt().add_(group["eps"])
         _addcdiv_(param, grad, std, -decayed_lr)

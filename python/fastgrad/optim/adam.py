@@ -1,8 +1,11 @@
 """Adam (with amsgrad, L2 or decoupled weight decay, maximize) and AdamW: torch.optim.Adam's
-single-tensor update, operation by operation."""
+single-tensor update. float32 and float64 parameters take one fused pass each (_prims.adam_, rounded
+as PyTorch's op chain); other dtypes run the op chain itself."""
 
+from .. import _prims
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check_betas, _gradient, _lerp_, _new_step, _require
 from .._factories import zeros_like
+from fastgrad._types import float32, float64
 
 __all__ = ["Adam", "AdamW"]
 
@@ -46,7 +49,7 @@ class Adam(Optimizer):
         }
         super().__init__(params, defaults)
 
-    def _update(self, param, group):
+    def _state(self, param, group):
         state = self.state[param]
         if not state:
             state["step"] = _new_step()
@@ -54,6 +57,44 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = zeros_like(param)
             if group["amsgrad"]:
                 state["max_exp_avg_sq"] = zeros_like(param)
+        return state
+
+    def _update_group(self, params, group):
+        fused = [p for p in params if p.dtype in (float32, float64)]
+        for param in params:
+            if param.dtype not in (float32, float64):
+                self._update(param, group)
+        if not fused:
+            return
+        lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]
+        states = [self._state(p, group) for p in fused]
+        step_sizes, bias_correction2_sqrts = [], []
+        for state in states:
+            state["step"] += 1
+            step = state["step"].item()
+            step_sizes.append(lr / (1 - beta1**step))
+            bias_correction2_sqrts.append((1 - beta2**step) ** 0.5)
+        decoupled = group["decoupled_weight_decay"] and weight_decay != 0
+        _prims.adam_(
+            fused,
+            [p.grad for p in fused],
+            [s["exp_avg"] for s in states],
+            [s["exp_avg_sq"] for s in states],
+            [s["max_exp_avg_sq"] for s in states] if group["amsgrad"] else [],
+            step_sizes,
+            bias_correction2_sqrts,
+            1 - beta1,
+            beta2,
+            1 - beta2,
+            group["eps"],
+            0.0 if group["decoupled_weight_decay"] else weight_decay,
+            1 - lr * weight_decay if decoupled else 1.0,
+            group["maximize"],
+        )
+
+    def _update(self, param, group):
+        """The op chain, for parameters of other dtypes (float16, bfloat16)."""
+        state = self._state(param, group)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
         beta1, beta2 = group["betas"]
         state["step"] += 1

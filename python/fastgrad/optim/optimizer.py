@@ -8,6 +8,8 @@ methods, so the reference runs the same code over its pure-Python tensors.
 The updates follow PyTorch's single-tensor (foreach=False) implementations operation by operation, so
 that float32 results round as PyTorch's do. PyTorch's CPU kernels compute add(alpha=), lerp_ and
 addcmul_ with fused multiply-adds (one rounding); fastgrad has no such op, and _fma below reproduces it.
+SGD, Adagrad and Adam/AdamW run float32 and float64 parameters through fused primitives instead
+(_prims.sgd_, adagrad_, adam_: one pass per parameter, bit-identical to PyTorch's chain).
 """
 
 import functools

@@ -1,8 +1,11 @@
 """SGD with momentum, dampening, Nesterov momentum, weight decay and maximize: torch.optim.SGD's
-single-tensor update, operation by operation."""
+single-tensor update. float32 and float64 parameters take one fused pass each (_prims.sgd_, rounded
+as PyTorch's op chain); other dtypes run the op chain itself."""
 
 from .. import _prims
 from .optimizer import Optimizer, _fma, _gradient
+from .._factories import zeros_like
+from fastgrad._types import float32, float64
 
 __all__ = ["SGD"]
 
@@ -45,13 +48,36 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, params, group):
-        if group["momentum"] == 0 and group["weight_decay"] == 0 and not group["maximize"]:
-            # plain SGD, param.add_(grad, alpha=-lr) for every parameter in one call
-            _prims.foreach_add_(params, [p.grad for p in params], -group["lr"])
-        else:
-            super()._update_group(params, group)
+        fused = [p for p in params if p.dtype in (float32, float64)]
+        for param in params:
+            if param.dtype not in (float32, float64):
+                self._update(param, group)
+        if not fused:
+            return
+        momentum = group["momentum"]
+        buffers, first_steps = [], []
+        if momentum != 0:
+            for param in fused:
+                state = self.state[param]
+                first_steps.append(state.get("momentum_buffer") is None)
+                if first_steps[-1]:  # the kernel starts it as the gradient
+                    state["momentum_buffer"] = zeros_like(param)
+                buffers.append(state["momentum_buffer"])
+        _prims.sgd_(
+            fused,
+            [p.grad for p in fused],
+            buffers,
+            first_steps,
+            group["lr"],
+            momentum,
+            1 - group["dampening"],
+            group["weight_decay"],
+            group["nesterov"],
+            group["maximize"],
+        )
 
     def _update(self, param, group):
+        """The op chain, for parameters of other dtypes (float16, bfloat16)."""
         grad = _gradient(param, group)
         momentum = group["momentum"]
         if momentum != 0:

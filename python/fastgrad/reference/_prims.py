@@ -15,7 +15,7 @@ import operator
 from .._types import bool as bool_, float32, float64
 from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _norm, _pool, _reduce, _rounding
 from . import _activation, _scan, _shape, _upsample
-from . import _sort
+from . import _optim, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
     is_anomaly_check_nan_enabled,
@@ -393,31 +393,6 @@ def fill_(x, value):
     return _inplace.fill_(x, _tensor_or_number(value, "fill_() expects a number or a 0-dim tensor"))
 
 
-def foreach_add_(tensors, others, alpha):
-    """tensors[i] += alpha * others[i] for the optimizers, rounded as the core computes it: alpha rounded
-    to the tensors' dtype, the product (exact for float32 values) plus self in float64, stored in the
-    tensor's dtype. No autograd; every pair is checked before anything is written."""
-    tensors, others = _tensor_list(tensors), _tensor_list(others)
-    if len(tensors) != len(others):
-        raise RuntimeError(f"foreach_add_(): expected lists of the same length, got {len(tensors)} and {len(others)}")
-    for self, other in zip(tensors, others):
-        _inplace.check_inplace(self)
-        if is_grad_enabled() and (self.requires_grad or other.requires_grad):
-            raise RuntimeError("foreach_add_() does not record gradients: call it under no_grad()")
-        if self._dtype != other._dtype or not self._dtype.is_floating_point or self._shape != other._shape:
-            raise RuntimeError(
-                "foreach_add_(): expected floating tensors of one dtype and shape, got "
-                f"{SCALAR_TYPE_NAME[self._dtype]}{shape_str(self._shape)} and "
-                f"{SCALAR_TYPE_NAME[other._dtype]}{shape_str(other._shape)}"
-            )
-        _inplace.assert_no_internal_overlap(self)
-        _inplace.assert_no_partial_overlap(self, other)
-    for self, other in zip(tensors, others):
-        a = cast_scalar(float(alpha), self._dtype)
-        write(self, [o * a + v for v, o in zip(read(self), read(other))])
-        self._storage.version += 1
-
-
 def foreach_zero_(tensors):
     for t in _tensor_list(tensors):
         _inplace.zero_(t)
@@ -726,3 +701,99 @@ def set_num_threads(n):
 
 # shape family (issue 13): the diagonal view
 diagonal = _shape.diagonal
+
+
+def _check_update(name, lists, lengths):
+    """The core's checks before an optimizer's update writes anything (ops/foreach.cpp): lists
+    (params, grads, state lists; an empty state list: an option that is off) and the lengths of the
+    per-parameter scalar lists. Returns each parameter's operands: param, grad, its states."""
+    lists = [_tensor_list(t) for t in lists]
+    params = lists[0]
+    lengths = [len(t) for i, t in enumerate(lists) if i == 1 or (i > 1 and t)] + list(lengths)
+    for length in lengths:
+        if length != len(params):
+            raise RuntimeError(f"{name}(): expected lists of the same length, got {len(params)} and {length}")
+    operands = [list(ts) for ts in zip(*(t for i, t in enumerate(lists) if i < 2 or t))]
+    for param, *others in operands:
+        for t in [param, *others]:
+            if is_grad_enabled() and t.requires_grad:
+                raise RuntimeError(f"{name}() does not record gradients: call it under no_grad()")
+            if t._dtype != param._dtype or t._shape != param._shape or param._dtype not in (float32, float64):
+                raise RuntimeError(
+                    f"{name}(): expected float32 or float64 tensors of one dtype and shape, got "
+                    f"{SCALAR_TYPE_NAME[param._dtype]}{shape_str(param._shape)} and "
+                    f"{SCALAR_TYPE_NAME[t._dtype]}{shape_str(t._shape)}"
+                )
+        for t in [param, *others[1:]]:  # written: all but the gradient
+            _inplace.check_inplace(t)
+            _inplace.assert_no_internal_overlap(t)
+            for other in [param, *others]:
+                if other is not t:
+                    _inplace.assert_no_partial_overlap(t, other)
+    return operands
+
+
+def _write_update(operands, new_values):
+    """Stores the new values of each parameter's written operands (all but the gradient)."""
+    for (param, _, *state), values in zip(operands, new_values):
+        for t, v in zip([param, *state], values):
+            write(t, v)
+            t._storage.version += 1
+
+
+def adam_(
+    params,
+    grads,
+    exp_avgs,
+    exp_avg_sqs,
+    max_exp_avg_sqs,
+    step_sizes,
+    bias_correction2_sqrts,
+    lerp_weight,
+    beta2,
+    one_minus_beta2,
+    eps,
+    weight_decay,
+    decay,
+    maximize,
+):
+    """torch.optim.Adam / AdamW's single-tensor step for each parameter in one pass, rounded as
+    PyTorch's op chain (the core's adam_ in ops/ops.h describes the arguments). No autograd."""
+    if not (_tensor_list(exp_avgs) and _tensor_list(exp_avg_sqs)) and _tensor_list(params):
+        raise RuntimeError(f"adam_(): expected lists of the same length, got {len(_tensor_list(params))} and 0")
+    lists = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
+    operands = _check_update("adam_", lists, [len(step_sizes), len(bias_correction2_sqrts)])
+    options = (lerp_weight, beta2, one_minus_beta2, eps, weight_decay, decay, maximize)
+    new_values = []
+    for (param, grad, *state), step_size, bias_correction2_sqrt in zip(operands, step_sizes, bias_correction2_sqrts):
+        values = [read(t) for t in (param, grad, *state)] + [None] * (5 - 2 - len(state))
+        new = _optim.adam(*values, param._dtype, step_size, bias_correction2_sqrt, options)
+        new_values.append(new[: 1 + len(state)])
+    _write_update(operands, new_values)
+
+
+def sgd_(
+    params, grads, momentum_buffers, first_steps, lr, momentum, one_minus_dampening, weight_decay, nesterov, maximize
+):
+    """torch.optim.SGD's single-tensor step for each parameter in one pass (see the core's sgd_)."""
+    with_momentum = bool(_tensor_list(momentum_buffers))
+    operands = _check_update("sgd_", (params, grads, momentum_buffers), [len(first_steps)] if with_momentum else [])
+    options = (lr, momentum, one_minus_dampening, weight_decay, nesterov, maximize)
+    new_values = []
+    for i, (param, grad, *state) in enumerate(operands):
+        buffer = read(state[0]) if with_momentum else None
+        new = _optim.sgd(read(param), read(grad), buffer, param._dtype, with_momentum and first_steps[i], options)
+        new_values.append(new[: 1 + len(state)])
+    _write_update(operands, new_values)
+
+
+def adagrad_(params, grads, sums, learning_rates, eps, weight_decay, maximize):
+    """torch.optim.Adagrad's single-tensor step for each parameter in one pass (see the core's adagrad_)."""
+    if not _tensor_list(sums) and _tensor_list(params):
+        raise RuntimeError(f"adagrad_(): expected lists of the same length, got {len(_tensor_list(params))} and 0")
+    operands = _check_update("adagrad_", (params, grads, sums), [len(learning_rates)])
+    new_values = [
+        _optim.adagrad(read(param), read(grad), read(state_sum), param._dtype, lr, (eps, weight_decay, maximize))
+        for (param, grad, state_sum), lr in zip(operands, learning_rates)
+    ]
+    _write_update(operands, new_values)
