@@ -499,15 +499,16 @@ void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
 constexpr int64_t kBlocksPerWave = 8;
 
 // grad_weight: per wave of blocks (of images_per_block images, fixed by the geometry alone), each
-// block's product G_g @ cols^T in parallel, then summed into gw in block order: so the bits do not
-// depend on the thread count.
+// block's product G_g @ cols^T in parallel, then summed in block order: so the bits do not depend on
+// the thread count. The sums run in the products' K x Og layout (contiguous adds), transposed into
+// gw once at the end.
 template <class T>
 void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
   if (depthwise(g)) return depthwise_grad_weight(g, grad, in, gw);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
-  const int64_t k = g.k(), per_block = g.o * k, images = images_per_block<T>(g);
+  const int64_t k = g.k(), og = g.og(), per_block = g.o * k, images = images_per_block<T>(g);
   const int64_t blocks = (g.n + images - 1) / images;
-  std::vector<T> partial(std::min(blocks, kBlocksPerWave) * per_block);
+  std::vector<T> partial(std::min(blocks, kBlocksPerWave) * per_block), total(per_block);
   for (int64_t first = 0; first < blocks; first += kBlocksPerWave) {
     const int64_t last = std::min(blocks, first + kBlocksPerWave);
     parallel_over<T>(first, last, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
@@ -520,19 +521,23 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
           // The transposed product cols (K x count*P) @ G_g^T (count*P x Og), G_g^T read through
           // G_g's strides: cols, the larger operand, is then read along its rows (measured faster
           // than G_g @ cols^T).
-          gemm(k, g.og(), ld, columns, ld, 1, gg, 1, ldg, partial.data() + (blk - first) * per_block + grp * g.og() * k,
-               g.og());
+          T* part = partial.data() + (blk - first) * per_block + grp * og * k;
+          gemm(k, og, ld, columns, ld, 1, gg, 1, ldg, part, og);
         }
       }
     });
-    for (int64_t blk = first; blk < last; ++blk)
-      for (int64_t grp = 0; grp < g.groups; ++grp) {
-        const T* part = partial.data() + (blk - first) * per_block + grp * g.og() * k;  // K x Og
-        T* dst = gw + grp * g.og() * k;  // Og x K
-        for (int64_t oc = 0; oc < g.og(); ++oc)
-          for (int64_t r = 0; r < k; ++r)
-            dst[oc * k + r] = blk == 0 ? part[r * g.og() + oc] : dst[oc * k + r] + part[r * g.og() + oc];
-      }
+    for (int64_t blk = first; blk < last; ++blk) {
+      const T* part = partial.data() + (blk - first) * per_block;
+      if (blk == 0) std::copy_n(part, per_block, total.data());
+      else
+        for (int64_t e = 0; e < per_block; ++e) total[e] += part[e];
+    }
+  }
+  for (int64_t grp = 0; grp < g.groups; ++grp) {
+    const T* sum = total.data() + grp * og * k;  // K x Og
+    T* dst = gw + grp * og * k;  // Og x K
+    for (int64_t oc = 0; oc < og; ++oc)
+      for (int64_t r = 0; r < k; ++r) dst[oc * k + r] = sum[r * og + oc];
   }
 }
 
