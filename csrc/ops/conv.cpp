@@ -2,8 +2,9 @@
 // per block of images and group, the receptive fields are unfolded into a column matrix cols
 // (K x images * P, K = in-channels-per-group * kh * kw, P = output pixels, the images' pixels side by
 // side) and out = W_g (Og x K) @ cols. The backward: grad_weight_g = the sum over blocks of
-// G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g), and grad_bias the sum of G over
-// images and pixels.
+// G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g) (or
+// at stride 1, where it pays, the forward pass of a convolution of G by the flipped weight: see
+// input_grad_is_convolution), and grad_bias the sum of G over images and pixels.
 //
 // Threads split the batch into whole blocks of images. Every output element is computed by one
 // thread in an order that does not depend on how many there are: a forward or input-gradient
