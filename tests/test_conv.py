@@ -27,6 +27,15 @@ CASES = {  # id: (fn(F, x, w, b), input shape, weight shape, has bias)
     "2d stride over kernel": (lambda F, x, w, b: F.conv2d(x, w, b, stride=3), (1, 2, 7, 7), (2, 2, 2, 2), True),
     "2d dilation": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, dilation=(2, 1)), (2, 2, 7, 6), (3, 2, 3, 2), True),
     "2d groups": (lambda F, x, w, b: F.conv2d(x, w, b, groups=2), (2, 4, 5, 5), (6, 2, 3, 3), True),
+    # stride 1, the input gradient as the convolution of the output gradient by the flipped weight
+    "2d groups padded dilated": (
+        lambda F, x, w, b: F.conv2d(x, w, b, padding=(2, 1), dilation=(2, 1), groups=2),
+        (2, 6, 6, 5),
+        (4, 3, 3, 3),
+        True,
+    ),
+    # padding past dilation * (kernel - 1): that convolution's padding would be negative (col2im instead)
+    "2d padding over kernel": (lambda F, x, w, b: F.conv2d(x, w, b, padding=(2, 1)), (2, 3, 4, 5), (3, 3, 2, 2), True),
     "2d depthwise": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, groups=3), (2, 3, 5, 4), (6, 1, 3, 3), True),
     # depthwise (groups == channels): the direct kernels, with rows past a vector width and tails
     "2d depthwise wide": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1, groups=3), (1, 3, 4, 37), (3, 1, 3, 3), True),
@@ -106,25 +115,29 @@ def test_gradcheck(fg, case):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
-    "channels, side, groups", [(6, 12, 1), (2, 34, 1), (4, 37, 4)], ids=["blocks of images", "waves", "depthwise"]
+    "channels, side, groups, padding",
+    [(6, 12, 1, 0), (2, 34, 1, 0), (4, 37, 4, 0), (8, 12, 2, 1)],
+    ids=["blocks of images", "waves", "depthwise", "input gradient as a convolution"],
 )
-def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups):
+def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups, padding):
     """The batch is split into whole blocks of images and the weight gradient summed in block order,
     so 1, 2 and 3 threads give the same bits: small images go several to a GEMM (the forward's
     blocks shrink with the thread count), 32x32 outputs one to a GEMM over several waves of blocks;
-    the depthwise kernels split the planes (and the channels, for the weight gradient)."""
+    the depthwise kernels split the planes (and the channels, for the weight gradient); a padded
+    stride-1 input gradient runs as the forward pass of its own convolution."""
     import fastgrad
 
     rng = rng_for("threads", dtype)
     shapes = ((19, channels, side, side), (8, channels // groups, 3, 3), (8,))
     arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
-    upstream = rng.standard_normal((19, 8, side - 2, side - 2)).astype(dtype)
+    out_side = side - 2 + 2 * padding
+    upstream = rng.standard_normal((19, 8, out_side, out_side)).astype(dtype)
     results, before = [], fastgrad.get_num_threads()
     try:
         for threads in (1, 2, 3):
             fastgrad.set_num_threads(threads)
             x, w, b = (fastgrad.tensor(a, requires_grad=True) for a in arrays)
-            out = fastgrad.nn.functional.conv2d(x, w, b, groups=groups)
+            out = fastgrad.nn.functional.conv2d(x, w, b, padding=padding, groups=groups)
             out.backward(fastgrad.tensor(upstream))
             results.append([to_numpy(t) for t in (out, x.grad, w.grad, b.grad)])
     finally:
