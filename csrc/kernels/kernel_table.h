@@ -51,6 +51,10 @@ struct DepthwisePlane {
 template <class T>
 using DepthwiseKernel = void (*)(const DepthwisePlane& plane, const T* a, const T* b, T* c);
 
+// dst (rows x width, rows ld_dst apart) = src (rows ld_src apart); the blocks do not overlap (copy_impl.h).
+template <class T>
+using CopyBlockKernel = void (*)(int64_t rows, int64_t width, const T* src, int64_t ld_src, T* dst, int64_t ld_dst);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -64,6 +68,7 @@ struct TypedKernels {
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;
+  CopyBlockKernel<T> copy_block;
 };
 
 struct KernelTable {

@@ -71,52 +71,37 @@ ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& b
   return g;
 }
 
-// Calls f(column, input_row, x0, lo, hi) for every output row of every (channel, ky, kx) row of a
-// K x P column matrix of one group of one image, row r starting at cols + r * ld: `column` points at
-// that output row's ow entries, `input_row` at the input row it reads (nullptr when that row is in
-// the padding), and entry ox reads input x = x0 + ox * stride, inside the image for ox in [lo, hi)
-// only. The one traversal shared by im2col and col2im, so both walk the same positions in the same
-// order; the in-bounds range is computed once per row, so the inner loops are plain strided copies
-// (contiguous at stride 1).
+// Calls f(row, plane, y0, x0, oy0, oy1, lo, hi) for every (channel, ky, kx) row of a K x P column
+// matrix of one group of one image, row r starting at cols + r * ld: `plane` points at that
+// channel's input plane, and the row's entry (oy, ox) reads input (y0 + oy * stride_y, x0 + ox *
+// stride_x), inside the image for oy in [oy0, oy1) and ox in [lo, hi) only. The one traversal
+// shared by im2col and col2im, so both walk the same positions in the same order; the in-bounds
+// ranges are computed once per row, so the inner loops are plain strided copies (contiguous at
+// stride 1).
 template <class T, class Column, class F>
 void for_each_column_row(const ConvGeometry& g, Column* cols, int64_t ld, T* image, F&& f) {
-  const int64_t sx = g.p.stride[1];
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
+  // The output positions o in [0, out) whose input x0 + o * s is in [0, in).
+  auto inside = [](int64_t x0, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+    lo = std::min(out, x0 >= 0 ? 0 : (-x0 + s - 1) / s);
+    hi = std::max(lo, std::min(out, in - x0 <= 0 ? 0 : (in - x0 + s - 1) / s));
+  };
   for (int64_t ch = 0; ch < g.cg(); ++ch)
     for (int64_t ky = 0; ky < g.kh; ++ky)
       for (int64_t kx = 0; kx < g.kw; ++kx, cols += ld) {
-        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1];
-        // ox in [lo, hi) <=> 0 <= x0 + ox * sx < w
-        const int64_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
-        const int64_t hi = std::max(lo, std::min(g.ow, g.w - x0 <= 0 ? 0 : (g.w - x0 + sx - 1) / sx));
-        Column* column = cols;
-        for (int64_t oy = 0; oy < g.oh; ++oy, column += g.ow) {
-          const int64_t y = oy * g.p.stride[0] - g.p.padding[0] + ky * g.p.dilation[0];
-          f(column, y >= 0 && y < g.h ? image + (ch * g.h + y) * g.w : nullptr, x0, lo, hi);
-        }
+        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1], y0 = ky * g.p.dilation[0] - g.p.padding[0];
+        int64_t lo, hi, oy0, oy1;
+        inside(x0, sx, g.w, g.ow, lo, hi);
+        inside(y0, sy, g.h, g.oh, oy0, oy1);
+        f(cols, image + ch * g.h * g.w, y0, x0, oy0, oy1, lo, hi);
       }
 }
 
-// Rows of an image are short (a 12-wide row of 5x5 taps is 10 copies): a loop whose trip count the
-// compiler cannot know spends more on its vector prologue and scalar tail than on the copy. These
-// move fixed-size chunks of kChunk elements (32 bytes) instead.
+// Rows of an image are short (a 12-wide row of 5x5 taps is 10 additions): a loop whose trip count
+// the compiler cannot know spends more on its vector prologue and scalar tail than on the work.
+// add_row moves fixed-size chunks of kChunk elements (32 bytes) instead.
 template <class T>
 constexpr int64_t kChunk = 32 / int64_t(sizeof(T));
-
-// dst[0, n) = src[0, n): chunks, the last one overlapping the one before (a copy may write an
-// element twice).
-template <class T>
-inline void copy_row(const T* src, T* dst, int64_t n) {
-  constexpr int64_t C = kChunk<T>, H = C / 2;
-  if (n >= C) {
-    for (int64_t i = 0; i + C < n; i += C) std::memcpy(dst + i, src + i, C * sizeof(T));
-    std::memcpy(dst + n - C, src + n - C, C * sizeof(T));
-  } else if (n >= H) {
-    std::memcpy(dst, src, H * sizeof(T));
-    std::memcpy(dst + n - H, src + n - H, H * sizeof(T));
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
-  }
-}
 
 // dst[0, n) += src[0, n): whole chunks (each element added once, so no overlap), then the rest.
 template <class T>
@@ -170,6 +155,7 @@ void zero_row_edges(const ConvGeometry& g, T* row, int64_t oy0, int64_t oy1, int
 // its first channel).
 template <class T>
 void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
+  CopyBlockKernel<T> copy_block = kernels().of<T>().copy_block;
   if (joined_rows(g)) {
     for_each_joined_row(g, cols, ld, image,
                         [&](T* row, const T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
@@ -177,21 +163,28 @@ void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
                           std::fill(row + oy1 * g.ow, row + g.pixels(), T(0));
                           if (oy1 > oy0 && hi > lo) {
                             const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
-                            copy_row(plane + (begin + shift), row + begin, end - begin);
+                            copy_block(1, end - begin, plane + (begin + shift), 0, row + begin, 0);
                           }
                           zero_row_edges(g, row, oy0, oy1, lo, hi);
                         });
     return;
   }
-  const int64_t sx = g.p.stride[1];
-  for_each_column_row(g, cols, ld, image, [&](T* column, const T* input_row, int64_t x0, int64_t lo, int64_t hi) {
-    if (!input_row) lo = hi = g.ow;
-    for (int64_t ox = 0; ox < lo; ++ox) column[ox] = T(0);
-    if (hi > lo && sx == 1) copy_row(input_row + x0 + lo, column + lo, hi - lo);
-    else
-      for (int64_t ox = lo; ox < hi; ++ox) column[ox] = input_row[x0 + ox * sx];
-    for (int64_t ox = hi; ox < g.ow; ++ox) column[ox] = T(0);
-  });
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
+  for_each_column_row(
+      g, cols, ld, image,
+      [&](T* row, const T* plane, int64_t y0, int64_t x0, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+        std::fill(row, row + oy0 * g.ow, T(0));
+        std::fill(row + oy1 * g.ow, row + g.pixels(), T(0));
+        zero_row_edges(g, row, oy0, oy1, lo, hi);
+        if (oy1 == oy0 || hi == lo) return;
+        const T* first = plane + (y0 + oy0 * sy) * g.w + x0 + lo * sx;
+        T* column = row + oy0 * g.ow + lo;
+        // All in-image rows of this (channel, ky, kx) in one call: an output row of a
+        // small image is too short to pay for a call of its own.
+        if (sx == 1) return copy_block(oy1 - oy0, hi - lo, first, sy * g.w, column, g.ow);
+        for (int64_t oy = 0; oy < oy1 - oy0; ++oy)
+          for (int64_t ox = 0; ox < hi - lo; ++ox) column[oy * g.ow + ox] = first[oy * sy * g.w + ox * sx];
+      });
 }
 
 // image += the column matrix (rows ld apart) folded back onto the input positions it was read from
@@ -209,13 +202,18 @@ void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
                         });
     return;
   }
-  const int64_t sx = g.p.stride[1];
-  for_each_column_row(g, cols, ld, image, [&](const T* column, T* input_row, int64_t x0, int64_t lo, int64_t hi) {
-    if (!input_row) return;
-    if (sx == 1) add_row(column + lo, input_row + x0 + lo, hi - lo);
-    else
-      for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
-  });
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
+  for_each_column_row(
+      g, cols, ld, image,
+      [&](const T* row, T* plane, int64_t y0, int64_t x0, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
+          const T* column = row + oy * g.ow;
+          T* input_row = plane + (y0 + oy * sy) * g.w;
+          if (sx == 1) add_row(column + lo, input_row + x0 + lo, hi - lo);
+          else
+            for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
+        }
+      });
 }
 
 // One growing buffer per thread and role, so each call's column matrices reuse pages already
