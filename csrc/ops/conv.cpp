@@ -422,16 +422,20 @@ void depthwise_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T*
 // 256 / 512 columns). Ranges also give two threads work at batch 1.
 constexpr int64_t kRangeColumns = 256;
 
-// The output rows per range of a large image (all of them for a small one).
+// The output rows per range of a large image; all of them for an image with few pixels or a small
+// column matrix (a quarter of a block's bytes: 1 -> 6 channels 5x5 on 28x28, b64, 240 us in ranges,
+// 215 us as blocks of whole images).
+template <class T>
 int64_t rows_per_range(const ConvGeometry& g) {
-  return g.pixels() <= kRangeColumns ? g.oh : std::max<int64_t>(1, kRangeColumns / g.ow);
+  const bool fits = g.pixels() <= kRangeColumns || g.k() * g.pixels() * int64_t(sizeof(T)) <= kBlockBytes / 4;
+  return fits ? g.oh : std::max<int64_t>(1, kRangeColumns / g.ow);
 }
 
 template <class T>
 void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k(), image_stride = g.c * g.h * g.w;
-  const int64_t rows = rows_per_range(g), ranges = (g.oh + rows - 1) / rows;
+  const int64_t rows = rows_per_range<T>(g), ranges = (g.oh + rows - 1) / rows;
   parallel_over<T>(0, g.n * ranges, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t img = task / ranges, ob = task % ranges * rows, oe = std::min(g.oh, ob + rows);
@@ -452,7 +456,7 @@ void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, cons
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
-  if (!g.pointwise() && rows_per_range(g) < g.oh) return conv_forward_in_ranges(g, in, w, b, out);
+  if (!g.pointwise() && rows_per_range<T>(g) < g.oh) return conv_forward_in_ranges(g, in, w, b, out);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k();
   for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
