@@ -1,6 +1,7 @@
 // The body of every isa_<isa>.cpp: the kernel families compiled for one ISA and its table.
 // Each kernel family includes its *_impl.h here and fills its members in kernel_table() below.
 #pragma once
+#include "kernels/copy_impl.h"
 #include "kernels/depthwise_impl.h"
 #include "kernels/elementwise_impl.h"
 #include "kernels/gemm_impl.h"
@@ -27,6 +28,8 @@ const KernelTable& kernel_table() {
     fill_depthwise(t.f64);
     fill_optim(t.f32);
     fill_optim(t.f64);
+    fill_copy(t.f32);
+    fill_copy(t.f64);
     return t;
   }();
   return table;

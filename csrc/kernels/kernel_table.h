@@ -97,6 +97,10 @@ struct AdagradStep {
 template <class T>
 using AdagradKernel = void (*)(const AdagradStep<T>& step, T* param, const T* grad, T* sum, int64_t n);
 
+// dst (rows x width, rows ld_dst apart) = src (rows ld_src apart); the blocks do not overlap (copy_impl.h).
+template <class T>
+using CopyBlockKernel = void (*)(int64_t rows, int64_t width, const T* src, int64_t ld_src, T* dst, int64_t ld_dst);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -115,6 +119,7 @@ struct TypedKernels {
   AdamKernel<T> adam;
   SgdKernel<T> sgd;
   AdagradKernel<T> adagrad;
+  CopyBlockKernel<T> copy_block;
 };
 
 struct KernelTable {

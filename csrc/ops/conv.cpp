@@ -72,52 +72,37 @@ ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& b
   return g;
 }
 
-// Calls f(column, input_row, x0, lo, hi) for every output row of every (channel, ky, kx) row of a
-// K x P column matrix of one group of one image, row r starting at cols + r * ld: `column` points at
-// that output row's ow entries, `input_row` at the input row it reads (nullptr when that row is in
-// the padding), and entry ox reads input x = x0 + ox * stride, inside the image for ox in [lo, hi)
-// only. The one traversal shared by im2col and col2im, so both walk the same positions in the same
-// order; the in-bounds range is computed once per row, so the inner loops are plain strided copies
-// (contiguous at stride 1).
+// Calls f(row, plane, y0, x0, oy0, oy1, lo, hi) for every (channel, ky, kx) row of a K x P column
+// matrix of one group of one image, row r starting at cols + r * ld: `plane` points at that
+// channel's input plane, and the row's entry (oy, ox) reads input (y0 + oy * stride_y, x0 + ox *
+// stride_x), inside the image for oy in [oy0, oy1) and ox in [lo, hi) only. The one traversal
+// shared by im2col and col2im, so both walk the same positions in the same order; the in-bounds
+// ranges are computed once per row, so the inner loops are plain strided copies (contiguous at
+// stride 1).
 template <class T, class Column, class F>
 void for_each_column_row(const ConvGeometry& g, Column* cols, int64_t ld, T* image, F&& f) {
-  const int64_t sx = g.p.stride[1];
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
+  // The output positions o in [0, out) whose input x0 + o * s is in [0, in).
+  auto inside = [](int64_t x0, int64_t s, int64_t in, int64_t out, int64_t& lo, int64_t& hi) {
+    lo = std::min(out, x0 >= 0 ? 0 : (-x0 + s - 1) / s);
+    hi = std::max(lo, std::min(out, in - x0 <= 0 ? 0 : (in - x0 + s - 1) / s));
+  };
   for (int64_t ch = 0; ch < g.cg(); ++ch)
     for (int64_t ky = 0; ky < g.kh; ++ky)
       for (int64_t kx = 0; kx < g.kw; ++kx, cols += ld) {
-        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1];
-        // ox in [lo, hi) <=> 0 <= x0 + ox * sx < w
-        const int64_t lo = std::min(g.ow, x0 >= 0 ? 0 : (-x0 + sx - 1) / sx);
-        const int64_t hi = std::max(lo, std::min(g.ow, g.w - x0 <= 0 ? 0 : (g.w - x0 + sx - 1) / sx));
-        Column* column = cols;
-        for (int64_t oy = 0; oy < g.oh; ++oy, column += g.ow) {
-          const int64_t y = oy * g.p.stride[0] - g.p.padding[0] + ky * g.p.dilation[0];
-          f(column, y >= 0 && y < g.h ? image + (ch * g.h + y) * g.w : nullptr, x0, lo, hi);
-        }
+        const int64_t x0 = kx * g.p.dilation[1] - g.p.padding[1], y0 = ky * g.p.dilation[0] - g.p.padding[0];
+        int64_t lo, hi, oy0, oy1;
+        inside(x0, sx, g.w, g.ow, lo, hi);
+        inside(y0, sy, g.h, g.oh, oy0, oy1);
+        f(cols, image + ch * g.h * g.w, y0, x0, oy0, oy1, lo, hi);
       }
 }
 
-// Rows of an image are short (a 12-wide row of 5x5 taps is 10 copies): a loop whose trip count the
-// compiler cannot know spends more on its vector prologue and scalar tail than on the copy. These
-// move fixed-size chunks of kChunk elements (32 bytes) instead.
+// Rows of an image are short (a 12-wide row of 5x5 taps is 10 additions): a loop whose trip count
+// the compiler cannot know spends more on its vector prologue and scalar tail than on the work.
+// add_row moves fixed-size chunks of kChunk elements (32 bytes) instead.
 template <class T>
 constexpr int64_t kChunk = 32 / int64_t(sizeof(T));
-
-// dst[0, n) = src[0, n): chunks, the last one overlapping the one before (a copy may write an
-// element twice).
-template <class T>
-inline void copy_row(const T* src, T* dst, int64_t n) {
-  constexpr int64_t C = kChunk<T>, H = C / 2;
-  if (n >= C) {
-    for (int64_t i = 0; i + C < n; i += C) std::memcpy(dst + i, src + i, C * sizeof(T));
-    std::memcpy(dst + n - C, src + n - C, C * sizeof(T));
-  } else if (n >= H) {
-    std::memcpy(dst, src, H * sizeof(T));
-    std::memcpy(dst + n - H, src + n - H, H * sizeof(T));
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
-  }
-}
 
 // dst[0, n) += src[0, n): whole chunks (each element added once, so no overlap), then the rest.
 template <class T>
@@ -167,32 +152,50 @@ void zero_row_edges(const ConvGeometry& g, T* row, int64_t oy0, int64_t oy1, int
   }
 }
 
-// cols (K x P, rows ld apart) = the receptive fields of one group of one image (`image` points at
-// its first channel).
+// cols (K x rows * ow, rows ld apart) = the receptive fields of output rows [ob, oe) of one group of
+// one image (`image` points at its first channel): all of them, or a range of a large image's,
+// small enough that the GEMM's operands stay in L2.
 template <class T>
-void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld) {
+void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld, int64_t ob, int64_t oe) {
+  CopyBlockKernel<T> copy_block = kernels().of<T>().copy_block;
+  // Each callback gets the in-image output rows [oy0, oy1) of its (channel, ky, kx) row, clamped
+  // here to [ob, oe); the entry of output position j = oy * ow + ox is row[j - ob * ow].
+  const int64_t base = ob * g.ow, end_of_range = oe * g.ow;
+  auto clamp_rows = [&](int64_t& oy0, int64_t& oy1) {
+    oy0 = std::clamp(oy0, ob, oe);
+    oy1 = std::clamp(oy1, oy0, oe);
+  };
   if (joined_rows(g)) {
     for_each_joined_row(g, cols, ld, image,
                         [&](T* row, const T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
-                          std::fill(row, row + oy0 * g.ow, T(0));
-                          std::fill(row + oy1 * g.ow, row + g.pixels(), T(0));
+                          clamp_rows(oy0, oy1);
+                          std::fill(row, row + (oy0 * g.ow - base), T(0));
+                          std::fill(row + (oy1 * g.ow - base), row + (end_of_range - base), T(0));
                           if (oy1 > oy0 && hi > lo) {
                             const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
-                            copy_row(plane + (begin + shift), row + begin, end - begin);
+                            copy_block(1, end - begin, plane + (begin + shift), 0, row + (begin - base), 0);
                           }
-                          zero_row_edges(g, row, oy0, oy1, lo, hi);
+                          zero_row_edges(g, row, oy0 - ob, oy1 - ob, lo, hi);
                         });
     return;
   }
-  const int64_t sx = g.p.stride[1];
-  for_each_column_row(g, cols, ld, image, [&](T* column, const T* input_row, int64_t x0, int64_t lo, int64_t hi) {
-    if (!input_row) lo = hi = g.ow;
-    for (int64_t ox = 0; ox < lo; ++ox) column[ox] = T(0);
-    if (hi > lo && sx == 1) copy_row(input_row + x0 + lo, column + lo, hi - lo);
-    else
-      for (int64_t ox = lo; ox < hi; ++ox) column[ox] = input_row[x0 + ox * sx];
-    for (int64_t ox = hi; ox < g.ow; ++ox) column[ox] = T(0);
-  });
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
+  for_each_column_row(
+      g, cols, ld, image,
+      [&](T* row, const T* plane, int64_t y0, int64_t x0, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+        clamp_rows(oy0, oy1);
+        std::fill(row, row + (oy0 * g.ow - base), T(0));
+        std::fill(row + (oy1 * g.ow - base), row + (end_of_range - base), T(0));
+        zero_row_edges(g, row, oy0 - ob, oy1 - ob, lo, hi);
+        if (oy1 == oy0 || hi == lo) return;
+        const T* first = plane + (y0 + oy0 * sy) * g.w + x0 + lo * sx;
+        T* column = row + (oy0 * g.ow - base) + lo;
+        // All in-image rows of this (channel, ky, kx) in one call: an output row of a
+        // small image is too short to pay for a call of its own.
+        if (sx == 1) return copy_block(oy1 - oy0, hi - lo, first, sy * g.w, column, g.ow);
+        for (int64_t oy = 0; oy < oy1 - oy0; ++oy)
+          for (int64_t ox = 0; ox < hi - lo; ++ox) column[oy * g.ow + ox] = first[oy * sy * g.w + ox * sx];
+      });
 }
 
 // image += the column matrix (rows ld apart) folded back onto the input positions it was read from
@@ -210,13 +213,18 @@ void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
                         });
     return;
   }
-  const int64_t sx = g.p.stride[1];
-  for_each_column_row(g, cols, ld, image, [&](const T* column, T* input_row, int64_t x0, int64_t lo, int64_t hi) {
-    if (!input_row) return;
-    if (sx == 1) add_row(column + lo, input_row + x0 + lo, hi - lo);
-    else
-      for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
-  });
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
+  for_each_column_row(
+      g, cols, ld, image,
+      [&](const T* row, T* plane, int64_t y0, int64_t x0, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
+        for (int64_t oy = oy0; oy < oy1; ++oy) {
+          const T* column = row + oy * g.ow;
+          T* input_row = plane + (y0 + oy * sy) * g.w;
+          if (sx == 1) add_row(column + lo, input_row + x0 + lo, hi - lo);
+          else
+            for (int64_t ox = lo; ox < hi; ++ox) input_row[x0 + ox * sx] += column[ox];
+        }
+      });
 }
 
 // One growing buffer per thread and role, so each call's column matrices reuse pages already
@@ -303,7 +311,7 @@ const T* block_columns(const ConvGeometry& g, const T* in, int64_t first, int64_
   ld = count * p;
   if (g.pointwise()) return image;
   T* cols = scratch<T, Scratch::Columns>(g.k() * ld);
-  for (int64_t b = 0; b < count; ++b) im2col(g, image + b * image_stride, cols + b * p, ld);
+  for (int64_t b = 0; b < count; ++b) im2col(g, image + b * image_stride, cols + b * p, ld, 0, g.oh);
   return cols;
 }
 
@@ -408,9 +416,48 @@ void depthwise_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T*
   });
 }
 
+// An image of more than kRangeColumns output pixels is lowered in ranges of whole output rows of
+// about that many, each range one task for the threads: the range's column matrix and the GEMM's
+// packed copy of it then stay in L2 together, where a whole 32x32 image's (K x 1024 each) did not
+// (b8 3x3 16 -> 16 channels on 32x32: 420 us whole images, 363 / 346 / 350 us in ranges of 128 /
+// 256 / 512 columns). Ranges also give two threads work at batch 1.
+constexpr int64_t kRangeColumns = 256;
+
+// The output rows per range of a large image; all of them for an image with few pixels or a small
+// column matrix (a quarter of a block's bytes: 1 -> 6 channels 5x5 on 28x28, b64, 240 us in ranges,
+// 215 us as blocks of whole images).
+template <class T>
+int64_t rows_per_range(const ConvGeometry& g) {
+  const bool fits = g.pixels() <= kRangeColumns || g.k() * g.pixels() * int64_t(sizeof(T)) <= kBlockBytes / 4;
+  return fits ? g.oh : std::max<int64_t>(1, kRangeColumns / g.ow);
+}
+
+template <class T>
+void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  GemmKernel<T> gemm = kernels().of<T>().gemm;
+  const int64_t p = g.pixels(), k = g.k(), image_stride = g.c * g.h * g.w;
+  const int64_t rows = rows_per_range<T>(g), ranges = (g.oh + rows - 1) / rows;
+  parallel_over<T>(0, g.n * ranges, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t img = task / ranges, ob = task % ranges * rows, oe = std::min(g.oh, ob + rows);
+      const int64_t columns = (oe - ob) * g.ow;
+      T* cols = scratch<T, Scratch::Columns>(k * columns);
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        im2col(g, in + img * image_stride + grp * g.cg() * g.h * g.w, cols, columns, ob, oe);
+        T* dst = out + (img * g.o + grp * g.og()) * p + ob * g.ow;
+        gemm(g.og(), columns, k, w + grp * g.og() * k, k, 1, cols, columns, 1, dst, p);
+        if (b)
+          for (int64_t oc = 0; oc < g.og(); ++oc)
+            for (int64_t q = 0; q < columns; ++q) dst[oc * p + q] += b[grp * g.og() + oc];
+      }
+    }
+  });
+}
+
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
+  if (!g.pointwise() && rows_per_range<T>(g) < g.oh) return conv_forward_in_ranges(g, in, w, b, out);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
   const int64_t p = g.pixels(), k = g.k();
   for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
@@ -862,7 +909,7 @@ Tensor unfold_blocks(const Tensor& input, const std::array<int64_t, 2>& kernel, 
     const T* in = images->data_as<T>();
     T* cols = out->data_as<T>();
     parallel_over<T>(0, g.n, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, cols + i * k * p, p);
+      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, cols + i * k * p, p, 0, g.oh);
     });
   });
   if (auto* node = record<Im2ColBackward0>(out, {&input})) {
