@@ -4,6 +4,8 @@
 #include "kernels/depthwise_impl.h"
 #include "kernels/elementwise_impl.h"
 #include "kernels/gemm_impl.h"
+#include "kernels/norm_impl.h"
+#include "kernels/pool_impl.h"
 #include "kernels/reduce_impl.h"
 
 namespace fg::simd::FG_ISA_NAMESPACE {
@@ -24,6 +26,10 @@ const KernelTable& kernel_table() {
     fill_gemm(t.f64);
     fill_depthwise(t.f32);
     fill_depthwise(t.f64);
+    fill_pool(t.f32);
+    fill_pool(t.f64);
+    fill_norm(t.f32);
+    fill_norm(t.f64);
     return t;
   }();
   return table;
