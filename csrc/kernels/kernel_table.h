@@ -53,7 +53,7 @@ using DepthwiseKernel = void (*)(const DepthwisePlane& plane, const T* a, const 
 
 // A row of pool outputs whose windows hold all their rows x kernel taps (pool_impl.h): output j < count
 // reads in[ty * row_step + j * stride + tx * step] for ty < rows, tx < kernel; `room` elements may
-// be read from in along its row (the rest of the input row).
+// be read from in (to the end of the input).
 struct PoolColumns {
   int64_t count, rows, row_step, kernel, step, stride, room;
 };

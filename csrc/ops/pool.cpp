@@ -179,9 +179,12 @@ std::pair<int64_t, int64_t> full_columns(const Windows& win) {
   return {lo, hi};
 }
 
-// The row oy of full columns [lo, hi) as the pool kernels see it.
-PoolColumns columns_of(const Windows& win, int64_t in_w, int64_t oy, int64_t lo, int64_t hi) {
-  return {hi - lo, win.y.taps[oy], win.y.step * in_w, win.x.kernel, win.x.step, win.x.stride, in_w - win.x.first[lo]};
+// The row oy of full columns [lo, hi) as the pool kernels see it, `room` elements of input left
+// from its plane's first element: the offset of its first tap and those columns.
+std::pair<int64_t, PoolColumns> columns_of(const Windows& win, int64_t in_w, int64_t oy, int64_t lo, int64_t hi,
+                                           int64_t room) {
+  const int64_t first = win.y.first[oy] * in_w + win.x.first[lo];
+  return {first, {hi - lo, win.y.taps[oy], win.y.step * in_w, win.x.kernel, win.x.step, win.x.stride, room - first}};
 }
 
 // Max pooling: the largest value of each window and its offset in the plane, as PyTorch. NaN is
@@ -204,9 +207,8 @@ void max_pool(const Windows& win, int64_t planes, int64_t in_h, int64_t in_w, co
       for (int64_t ox = 0; ox < ow; ++ox) {
         if constexpr (std::is_floating_point_v<T>) {
           if (ox == full_lo && full_hi > full_lo) {
-            const T* first = src + win.y.first[oy] * in_w + win.x.first[full_lo];
-            kernels().of<T>().max_pool_columns(columns_of(win, in_w, oy, full_lo, full_hi), first, best.data(),
-                                               tap.data());
+            const auto [first, columns] = columns_of(win, in_w, oy, full_lo, full_hi, (planes - p) * in_plane);
+            kernels().of<T>().max_pool_columns(columns, src + first, best.data(), tap.data());
             for (int64_t j = 0; j < full_hi - full_lo; ++j) {
               const int64_t t = std::max<int64_t>(static_cast<int64_t>(tap[j]), 0);
               const int64_t ty = t / win.x.kernel, tx = t % win.x.kernel;
@@ -258,8 +260,8 @@ void avg_pool(const Windows& win, const AverageRule& rule, int64_t planes, int64
         // A window wholly in the padding gives 0, as PyTorch (it skips the division).
         if (ox == full_lo && full_hi > full_lo && win.y.taps[oy] > 0) {
           // The ISA's kernel takes each output's taps in the order below.
-          kernels().of<T>().sum_pool_columns(columns_of(win, in_w, oy, full_lo, full_hi),
-                                             src + win.y.first[oy] * in_w + win.x.first[full_lo], sums.data());
+          const auto [first, columns] = columns_of(win, in_w, oy, full_lo, full_hi, (planes - p) * in_plane);
+          kernels().of<T>().sum_pool_columns(columns, src + first, sums.data());
           const double divisor = rule.of(win, oy, full_lo);  // the same for every full column
           for (int64_t j = 0; j < full_hi - full_lo; ++j) *dst++ = static_cast<T>(sums[j] / divisor);
           ox = full_hi - 1;
