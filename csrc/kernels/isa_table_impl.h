@@ -5,7 +5,9 @@
 #include "kernels/depthwise_impl.h"
 #include "kernels/elementwise_impl.h"
 #include "kernels/gemm_impl.h"
+#include "kernels/norm_impl.h"
 #include "kernels/optim_impl.h"
+#include "kernels/pool_impl.h"
 #include "kernels/reduce_impl.h"
 
 namespace fg::simd::FG_ISA_NAMESPACE {
@@ -30,6 +32,10 @@ const KernelTable& kernel_table() {
     fill_optim(t.f64);
     fill_copy(t.f32);
     fill_copy(t.f64);
+    fill_pool(t.f32);
+    fill_pool(t.f64);
+    fill_norm(t.f32);
+    fill_norm(t.f64);
     return t;
   }();
   return table;

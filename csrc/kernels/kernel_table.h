@@ -101,6 +101,40 @@ using AdagradKernel = void (*)(const AdagradStep<T>& step, T* param, const T* gr
 template <class T>
 using CopyBlockKernel = void (*)(int64_t rows, int64_t width, const T* src, int64_t ld_src, T* dst, int64_t ld_dst);
 
+// A row of pool outputs whose windows hold all their rows x kernel taps (pool_impl.h): output j < count
+// reads in[ty * row_step + j * stride + tx * step] for ty < rows, tx < kernel; `room` elements may
+// be read from in (to the end of the input).
+struct PoolColumns {
+  int64_t count, rows, row_step, kernel, step, stride, room;
+};
+// max_pool_columns(cols, in, best, tap): best[j] = output j's maximum (NaN the largest), tap[j] its tap's
+// number ty * kernel + tx as a T (-1 when no tap is above -inf; callers keep the numbers exact in T);
+// sum_pool_columns(cols, in, sums): sums[j] = the sum of output j's taps in double.
+template <class T>
+using MaxPoolKernel = void (*)(const PoolColumns& cols, const T* in, T* best, T* tap);
+template <class T>
+using SumPoolKernel = void (*)(const PoolColumns& cols, const T* in, double* sums);
+
+// Batch and group normalization's passes (norm_impl.h). norm_sums(p, s1, q, s2, n, first, second):
+// first[l] += the sum of p[i] - s1 and second[l] += that of (p[i] - s1) * (q[i] - s2) over the i < n
+// of lane l (kNormLanes lanes, the same order on every ISA); norm_column_sums(...): the same terms
+// with per-element shifts s1[j], s2[j], added to first[j], second[j] (j < n).
+inline constexpr int kNormLanes = 16;  // a multiple of every ISA's float and double width
+template <class T>
+using NormSumsKernel = void (*)(const T* p, T s1, const T* q, T s2, int64_t n, double* first, double* second);
+template <class T>
+using NormColumnSumsKernel = void (*)(const T* p, const T* s1, const T* q, const T* s2, int64_t n, double* first,
+                                      double* second);
+// The coefficients of out[i] = k1 * u[i] + k2 * (v[i] - center) + k3 (without v: k1 * u[i] + k3),
+// each the single value *k, or k[i] when per_element.
+template <class T>
+struct NormAffine {
+  const T *k1, *k2, *center, *k3;
+  bool per_element;
+};
+template <class T>
+using NormAffineKernel = void (*)(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t n);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -120,6 +154,11 @@ struct TypedKernels {
   SgdKernel<T> sgd;
   AdagradKernel<T> adagrad;
   CopyBlockKernel<T> copy_block;
+  MaxPoolKernel<T> max_pool_columns;
+  SumPoolKernel<T> sum_pool_columns;
+  NormSumsKernel<T> norm_sums;
+  NormColumnSumsKernel<T> norm_column_sums;
+  NormAffineKernel<T> norm_affine;
 };
 
 struct KernelTable {

@@ -10,7 +10,8 @@
 //   frexp(x, e) (x = m * 2^e with m in [0.5, 1), for positive finite x including denormals),
 //   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, select(mask, a, b) (a where set),
 //   interleave_low(a, b) / interleave_high(a, b) (a0 b0 a1 b1 ... of the lower / upper halves, across
-//   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block).
+//   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block),
+//   even_lanes(a, b) (a0 a2 a4 ... b0 b2 b4 ...: the stride-2 columns of 2 * kWidth elements).
 // Loads and stores are unaligned.
 #pragma once
 #include <cmath>
@@ -114,6 +115,7 @@ inline bool mask_or(bool a, bool b) { return a || b; }
 template <class T> Vec<T> select(bool m, Vec<T> a, Vec<T> b) { return m ? a : b; }
 template <class T> Vec<T> interleave_low(Vec<T> a, Vec<T>) { return a; }
 template <class T> Vec<T> interleave_high(Vec<T>, Vec<T> b) { return b; }
+template <class T> Vec<T> even_lanes(Vec<T> a, Vec<T>) { return a; }
 
 #elif defined(FG_ISA_AVX2) || defined(FG_ISA_AVX512)
 #if defined(FG_ISA_AVX2) && !(defined(__AVX2__) && defined(__FMA__))
@@ -166,6 +168,15 @@ inline Vec<double> interleave_low(Vec<double> a, Vec<double> b) {
 }
 inline Vec<double> interleave_high(Vec<double> a, Vec<double> b) {
   return {_mm256_permute2f128_pd(_mm256_unpacklo_pd(a.v, b.v), _mm256_unpackhi_pd(a.v, b.v), 0x31)};
+}
+// The shuffles pick the even lanes within each 128-bit lane (a0 a2 b0 b2 | a4 a6 b4 b6); the 64-bit
+// permute puts the quarters in order.
+inline Vec<float> even_lanes(Vec<float> a, Vec<float> b) {
+  const __m256 pairs = _mm256_shuffle_ps(a.v, b.v, _MM_SHUFFLE(2, 0, 2, 0));
+  return {_mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(pairs), _MM_SHUFFLE(3, 1, 2, 0)))};
+}
+inline Vec<double> even_lanes(Vec<double> a, Vec<double> b) {
+  return {_mm256_permute4x64_pd(_mm256_unpacklo_pd(a.v, b.v), _MM_SHUFFLE(3, 1, 2, 0))};
 }
 inline Vec<float> round_nearest(Vec<float> a) {
   return {_mm256_round_ps(a.v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
@@ -252,6 +263,13 @@ inline Vec<double> interleave_low(Vec<double> a, Vec<double> b) {
 inline Vec<double> interleave_high(Vec<double> a, Vec<double> b) {
   return {_mm512_permutex2var_pd(a.v, _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15), b.v)};
 }
+inline Vec<float> even_lanes(Vec<float> a, Vec<float> b) {
+  return {
+      _mm512_permutex2var_ps(a.v, _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), b.v)};
+}
+inline Vec<double> even_lanes(Vec<double> a, Vec<double> b) {
+  return {_mm512_permutex2var_pd(a.v, _mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14), b.v)};
+}
 #endif
 #undef FG_X86_VEC
 
@@ -283,6 +301,7 @@ inline uint64x2_t mask_not(uint64x2_t m) { return vreinterpretq_u64_u32(vmvnq_u3
   inline Vec<T> max(Vec<T> a, Vec<T> b) { return select(gt(a, b), a, b); }                    \
   inline Vec<T> interleave_low(Vec<T> a, Vec<T> b) { return {vzip1q_##Q(a.v, b.v)}; }         \
   inline Vec<T> interleave_high(Vec<T> a, Vec<T> b) { return {vzip2q_##Q(a.v, b.v)}; }        \
+  inline Vec<T> even_lanes(Vec<T> a, Vec<T> b) { return {vuzp1q_##Q(a.v, b.v)}; }             \
   inline Vec<T> frexp(Vec<T> a, Vec<T>& e) {                                                  \
     T m[Vec<T>::kWidth];                                                                      \
     int k;                                                                                    \

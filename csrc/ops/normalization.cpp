@@ -4,26 +4,26 @@
 //
 // Forward: one pass for the statistics of each unit (a channel for batch norm, an (n, group) block
 // for group norm), summing x - shift and its square with the unit's first element as the shift
-// (the shifted-data variance: no cancellation when the mean is large against the spread), blocks
-// of kBlock elements in the input's type and the blocks in double; then one pass for the
-// normalization and the affine together, y = x * scale + shift per (n, c) plane. Backward: one
-// pass for the sums of dy and dy * (x - mean) per unit (batch norm) or per plane (group norm), then
-// one pass for grad_input = k1 * dy + k2 * (x - mean) + k3, PyTorch's formulas with the saved mean
-// and 1 / std. In a backward with create_graph the gradients are composed of tensor ops instead
-// (the same formulas), so gradients of any order follow.
+// (the shifted-data variance: no cancellation when the mean is large against the spread); then one
+// pass for the normalization and the affine together, y = x * scale + shift per (n, c) plane.
+// Backward: one pass for the sums of dy and dy * (x - mean) per unit (batch norm) or per plane
+// (group norm), then one pass for grad_input = k1 * dy + k2 * (x - mean) + k3, PyTorch's formulas
+// with the saved mean and 1 / std. In a backward with create_graph the gradients are composed of
+// tensor ops instead (the same formulas), so gradients of any order follow.
 //
-// Every sum runs in one thread in an order fixed by the shape alone (lane l of kLanes independent
-// chains takes the elements l, l + kLanes, ... of each row; the lanes are added in order at the
-// end), so the results do not depend on the thread count; threads split units, rows or samples.
+// The passes over the contiguous runs are the per-ISA kernels of csrc/kernels/norm_impl.h (sums in
+// kNormLanes lanes, blocks in the input's type and the blocks in double; the same order on every
+// ISA). Every sum runs in one thread in an order fixed by the shape alone, so the results do not
+// depend on the thread count either; threads split units, rows, channels or samples.
 // The argument checks with PyTorch's messages are in the shared Python layer (nn/functional.py);
 // the checks here only keep direct calls from reading out of bounds.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <tuple>
 #include <vector>
 
 #include "autograd/node.h"
+#include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
@@ -52,87 +52,41 @@ int64_t grain_for(int64_t elements_each) {
 template <class T>
 struct SumTerms {
   const T *p, *s1, *q, *s2;
-  std::pair<T, T> at(int64_t i, int64_t u) const {
-    const T a = p[i] - s1[u];
-    return {a, a * (q[i] - s2[u])};
-  }
 };
 
-// The sums over rows of elements, in kLanes independent chains (see the top comment): each block
-// of up to kBlock elements is summed in T, in 16-byte vectors (the baseline's width; written as
-// vectors because the compiler keeps lane arrays in memory), and the block's lanes are then added
-// in double (so a long row loses no more than a block's rounding).
-constexpr int kLanes = 8;
-constexpr int64_t kBlock = 128;
-// 16 bytes of T as one vector (GCC's and Clang's vector extension).
+// The sums of unit u's terms over `rows` runs of `len` elements, the first at `begin` and each
+// `row_stride` after the last: the kernel's lanes (norm_impl.h), added in lane order at the end.
 template <class T>
-struct Vector16;
-template <>
-struct Vector16<float> {
-  typedef float type __attribute__((vector_size(16)));
-};
-template <>
-struct Vector16<double> {
-  typedef double type __attribute__((vector_size(16)));
-};
-
-template <class T>
-struct LaneSums {
-  using Vec = typename Vector16<T>::type;
-  static constexpr int kWidth = 16 / sizeof(T), kVectors = kLanes / kWidth;
-  double first[kLanes] = {}, second[kLanes] = {};
-  // Adds the terms of unit u's elements [begin, begin + len).
-  void add(const SumTerms<T>& t, int64_t u, int64_t begin, int64_t len) {
-    const T s1 = t.s1[u], s2 = t.s2[u];
-    const T *p = t.p + begin, *q = t.q + begin;
-    for (int64_t block = 0; block < len; block += kBlock) {
-      const int64_t end = std::min(len, block + kBlock);
-      Vec a[kVectors] = {}, b[kVectors] = {};
-      int64_t i = block;
-      for (; i + kLanes <= end; i += kLanes)
-        for (int v = 0; v < kVectors; ++v) {
-          Vec x, y;
-          std::memcpy(&x, p + i + v * kWidth, sizeof(Vec));
-          std::memcpy(&y, q + i + v * kWidth, sizeof(Vec));
-          const Vec d = x - s1;
-          a[v] += d, b[v] += d * (y - s2);
-        }
-      T lane_a[kLanes], lane_b[kLanes];
-      std::memcpy(lane_a, a, sizeof(a));
-      std::memcpy(lane_b, b, sizeof(b));
-      for (int l = 0; i < end; ++i, ++l) {
-        auto [da, db] = t.at(begin + i, u);
-        lane_a[l] += da, lane_b[l] += db;
-      }
-      for (int l = 0; l < kLanes; ++l) first[l] += double(lane_a[l]), second[l] += double(lane_b[l]);
-    }
+std::pair<double, double> unit_sums(const SumTerms<T>& t, int64_t u, int64_t begin, int64_t rows, int64_t len,
+                                    int64_t row_stride) {
+  const auto sums = kernels().of<T>().norm_sums;
+  double first[kNormLanes] = {}, second[kNormLanes] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t at = begin + r * row_stride;
+    sums(t.p + at, t.s1[u], t.q + at, t.s2[u], len, first, second);
   }
-  std::pair<double, double> totals() const {
-    double a = 0, b = 0;
-    for (int l = 0; l < kLanes; ++l) a += first[l], b += second[l];
-    return {a, b};
-  }
-};
+  double a = 0, b = 0;
+  for (int l = 0; l < kNormLanes; ++l) a += first[l], b += second[l];
+  return {a, b};
+}
 
 // Per channel c: the sums of the terms over its N * S elements (unit c).
 template <class T>
 void per_channel_sums(const Planes& p, const SumTerms<T>& t, double* first, double* second) {
-  if (p.s == 1) {  // (N, C): each row's channels side by side, one chain per channel (vectorizes across them)
+  if (p.s == 1) {  // (N, C): each row's channels side by side, one chain per channel; threads split the channels
+    const auto column_sums = kernels().of<T>().norm_column_sums;
     std::fill(first, first + p.c, 0.0);
     std::fill(second, second + p.c, 0.0);
-    for (int64_t n = 0; n < p.n; ++n)
-      for (int64_t c = 0; c < p.c; ++c) {
-        auto [a, b] = t.at(n * p.c + c, c);
-        first[c] += double(a), second[c] += double(b);
+    parallel_for(0, p.c, grain_for(p.n), [&](int64_t lo, int64_t hi) {
+      for (int64_t n = 0; n < p.n; ++n) {
+        const int64_t at = n * p.c + lo;
+        column_sums(t.p + at, t.s1 + lo, t.q + at, t.s2 + lo, hi - lo, first + lo, second + lo);
       }
+    });
     return;
   }
   parallel_for(0, p.c, grain_for(p.n * p.s), [&](int64_t lo, int64_t hi) {
-    for (int64_t c = lo; c < hi; ++c) {
-      LaneSums<T> lanes;
-      for (int64_t n = 0; n < p.n; ++n) lanes.add(t, c, (n * p.c + c) * p.s, p.s);
-      std::tie(first[c], second[c]) = lanes.totals();
-    }
+    for (int64_t c = lo; c < hi; ++c) std::tie(first[c], second[c]) = unit_sums(t, c, c * p.s, p.n, p.s, p.c * p.s);
   });
 }
 
@@ -142,11 +96,8 @@ template <class T>
 void per_row_sums(int64_t rows, int64_t len, int64_t rows_per_unit, const SumTerms<T>& t, double* first,
                   double* second) {
   parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      LaneSums<T> lanes;
-      lanes.add(t, r / rows_per_unit, r * len, len);
-      std::tie(first[r], second[r]) = lanes.totals();
-    }
+    for (int64_t r = lo; r < hi; ++r)
+      std::tie(first[r], second[r]) = unit_sums(t, r / rows_per_unit, r * len, 1, len, 0);
   });
 }
 
@@ -160,34 +111,27 @@ struct PlaneCoefficients {
 
 // out = k1 * u + k2 * (v - center) + k3 elementwise; v may be null (then no k2 term: the forward's
 // x * scale + shift). The centred form is PyTorch's backward's: (x - mean) before the product.
+// One kernel call per plane (the coefficients broadcast), or per sample when S = 1 (a coefficient
+// per element).
 template <class T>
 void plane_affine(const Planes& p, const PlaneCoefficients<T>& k, const T* u, const T* v, T* out) {
-  auto row = [&](int64_t n, auto with_v) {
-    constexpr bool kWithV = decltype(with_v)::value;
-    const int64_t first = n * p.c * p.s, at = n * k.stride_n;
-    const T *a = k.k1 + at, *d = k.k3 + at;
-    const T *b = kWithV ? k.k2 + at : nullptr, *m = kWithV ? k.center + at : nullptr;
-    if (p.s == 1) {
-      for (int64_t c = 0; c < p.c; ++c) {
-        const int64_t i = first + c;
-        if constexpr (kWithV) out[i] = a[c] * u[i] + b[c] * (v[i] - m[c]) + d[c];
-        else out[i] = a[c] * u[i] + d[c];
-      }
-      return;
-    }
-    for (int64_t c = 0; c < p.c; ++c) {
-      const int64_t plane = first + c * p.s;
-      const T ac = a[c], dc = d[c];
-      if constexpr (kWithV) {
-        const T bc = b[c], mc = m[c];
-        for (int64_t s = 0; s < p.s; ++s) out[plane + s] = ac * u[plane + s] + bc * (v[plane + s] - mc) + dc;
-      } else {
-        for (int64_t s = 0; s < p.s; ++s) out[plane + s] = ac * u[plane + s] + dc;
-      }
-    }
-  };
+  const auto affine = kernels().of<T>().norm_affine;
   parallel_for(0, p.n, grain_for(p.c * p.s), [&](int64_t lo, int64_t hi) {
-    for (int64_t n = lo; n < hi; ++n) v ? row(n, std::true_type()) : row(n, std::false_type());
+    for (int64_t n = lo; n < hi; ++n) {
+      const int64_t at = n * k.stride_n;
+      const NormAffine<T> row{k.k1 + at, v ? k.k2 + at : nullptr, v ? k.center + at : nullptr, k.k3 + at, p.s == 1};
+      if (p.s == 1) {
+        const int64_t first = n * p.c;
+        affine(row, u + first, v ? v + first : nullptr, out + first, p.c);
+        continue;
+      }
+      for (int64_t c = 0; c < p.c; ++c) {
+        const int64_t plane = (n * p.c + c) * p.s;
+        const NormAffine<T> coefficients{row.k1 + c, v ? row.k2 + c : nullptr, v ? row.center + c : nullptr, row.k3 + c,
+                                         false};
+        affine(coefficients, u + plane, v ? v + plane : nullptr, out + plane, p.s);
+      }
+    }
   });
 }
 

@@ -12,6 +12,10 @@
 // pool again. Sums are taken in double and rounded once when stored, in the order the reference
 // (python/fastgrad/reference/_pool.py) takes them, so both backends give the same bits.
 //
+// The rows of windows clear of the padding (the common 2x2 stride 2, 3x3 stride 2 and evenly
+// dividing adaptive pools, and any other window shape) go through the per-ISA kernels of
+// csrc/kernels/pool_impl.h, a vector of output columns at a time, in the same tap order.
+//
 // Threads split the planes: every output element is computed by one thread, whatever their number.
 // PyTorch's argument checks (with its messages) are in the shared Python layer (nn/functional.py);
 // the checks here only keep direct calls from reading or writing out of bounds.
@@ -24,6 +28,7 @@
 
 #include "autograd/node.h"
 #include "core/error.h"
+#include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
@@ -83,12 +88,15 @@ AxisWindows sliding_windows(int64_t in, int64_t k, int64_t s, int64_t p, int64_t
 }
 
 // PyTorch's adaptive windows: output o of `out` reads [floor(o * in / out), ceil((o + 1) * in / out)).
+// When out divides in, these are sliding windows of in / out taps with that stride (the fast path
+// of full columns takes them).
 AxisWindows adaptive_windows(int64_t in, int64_t out) {
   AxisWindows w;
   for (int64_t o = 0; o < out; ++o) {
     const int64_t begin = o * in / out, end = ((o + 1) * in + out - 1) / out;
     w.add(begin, end - begin, end - begin);
   }
+  if (out > 0 && in % out == 0) w.kernel = w.stride = in / out;
   return w;
 }
 
@@ -156,12 +164,14 @@ void check_output_size(int64_t h, int64_t w, const char* op, bool adaptive) {
 }
 
 // The columns [lo, hi) of a row of outputs whose windows hold all their `kernel` taps: their first
-// taps are `stride` apart, so a row of them is pooled tap-major, a loop over the outputs with a fixed
-// stride for each tap (none for adaptive windows, or for windows of more taps than an int32 counts).
+// taps are `stride` apart, so a row of them is pooled by the per-ISA kernels (pool_impl.h) a vector
+// of outputs at a time (none for windows of unequal sizes, or of so many taps that their numbers
+// are not exact in float: max_pool_columns returns them as T).
 std::pair<int64_t, int64_t> full_columns(const Windows& win) {
   const AxisWindows& wx = win.x;
   int64_t lo = 0, hi = 0;
-  if (wx.kernel > 0 && double(wx.kernel) * double(win.y.kernel) < 2147483647.0) {
+  const int64_t rows = win.y.taps.empty() ? 0 : *std::max_element(win.y.taps.begin(), win.y.taps.end());
+  if (wx.kernel > 0 && double(wx.kernel) * double(rows) < 16777216.0) {
     while (lo < wx.size() && wx.taps[lo] != wx.kernel) ++lo;
     hi = lo;
     while (hi < wx.size() && wx.taps[hi] == wx.kernel) ++hi;
@@ -169,64 +179,46 @@ std::pair<int64_t, int64_t> full_columns(const Windows& win) {
   return {lo, hi};
 }
 
-// Max pooling of `count` outputs that all read a full row of `kernel` taps, `step` apart, of the
-// input row `row` (their first taps `stride` apart): for each, the largest value so far (`best`)
-// and the number of its tap in the window (`tap`), updated with this row's taps numbered from
-// `first_tap`. Tap-major, so that the loop over outputs has a fixed stride and no branch (the
-// compiler vectorizes it; a branch on the comparison, unpredictable on real data, measured 20x
-// slower). v != v: NaN, which is the largest (the last NaN wins); the first of equal maxima wins.
-template <class T, int64_t kStride>
-void max_pool_row(const T* __restrict row, int64_t count, int64_t kernel, int64_t step, int64_t stride,
-                  int32_t first_tap, T* __restrict best, int32_t* __restrict tap) {
-  const int64_t s = kStride > 0 ? kStride : stride;
-  for (int64_t tx = 0; tx < kernel; ++tx) {
-    const T* x = row + tx * step;
-    const int32_t id = first_tap + static_cast<int32_t>(tx);
-    for (int64_t j = 0; j < count; ++j) {
-      const T v = x[j * s];
-      const bool take = (v > best[j]) | (v != v);
-      best[j] = take ? v : best[j];
-      tap[j] = take ? id : tap[j];
-    }
-  }
+// The row oy of full columns [lo, hi) as the pool kernels see it, `room` elements of input left
+// from its plane's first element: the offset of its first tap and those columns.
+std::pair<int64_t, PoolColumns> columns_of(const Windows& win, int64_t in_w, int64_t oy, int64_t lo, int64_t hi,
+                                           int64_t room) {
+  const int64_t first = win.y.first[oy] * in_w + win.x.first[lo];
+  return {first, {hi - lo, win.y.taps[oy], win.y.step * in_w, win.x.kernel, win.x.step, win.x.stride, room - first}};
 }
 
-// Max pooling: the largest value of each window and its offset in the plane, as PyTorch. The
-// outputs of a row whose windows hold all their column taps go through max_pool_row; the others
-// (clipped by the padding, or adaptive windows) one window at a time, in the same tap order.
+// Max pooling: the largest value of each window and its offset in the plane, as PyTorch. NaN is
+// the largest (the last NaN wins), and the first of equal maxima wins. The outputs of a row whose
+// windows hold all their column taps go through the ISA's max_pool_columns (float and double);
+// the others (clipped by the padding, adaptive windows of unequal sizes, integers) one window at a
+// time, in the same tap order.
 template <class T>
 void max_pool(const Windows& win, int64_t planes, int64_t in_h, int64_t in_w, const T* in, T* out, int64_t* indices) {
   const int64_t in_plane = in_h * in_w, out_plane = win.out_plane(), ow = win.x.size();
   const T lowest = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
-  int64_t full_lo, full_hi;
-  std::tie(full_lo, full_hi) = full_columns(win);
-  auto row_kernel = win.x.stride == 1   ? max_pool_row<T, 1>
-                    : win.x.stride == 2 ? max_pool_row<T, 2>
-                                        : max_pool_row<T, 0>;
+  int64_t full_lo = 0, full_hi = 0;
+  if constexpr (std::is_floating_point_v<T>) std::tie(full_lo, full_hi) = full_columns(win);
   for_each_plane(planes, double(in_plane + out_plane) + double(win.taps_per_plane()), [&](int64_t p) {
     const T* src = in + p * in_plane;
-    std::vector<T> best(full_hi - full_lo);
-    std::vector<int32_t> tap(full_hi - full_lo);
+    std::vector<T> best(full_hi - full_lo), tap(full_hi - full_lo);
     for (int64_t oy = 0; oy < win.y.size(); ++oy) {
       T* out_row = out + p * out_plane + oy * ow;
       int64_t* index_row = indices + p * out_plane + oy * ow;
       for (int64_t ox = 0; ox < ow; ++ox) {
-        if (ox == full_lo && full_hi > full_lo) {
-          std::fill(best.begin(), best.end(), lowest);
-          std::fill(tap.begin(), tap.end(), -1);
-          for (int64_t ty = 0; ty < win.y.taps[oy]; ++ty) {
-            const T* row = src + (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo];
-            row_kernel(row, full_hi - full_lo, win.x.kernel, win.x.step, win.x.stride,
-                       static_cast<int32_t>(ty * win.x.kernel), best.data(), tap.data());
+        if constexpr (std::is_floating_point_v<T>) {
+          if (ox == full_lo && full_hi > full_lo) {
+            const auto [first, columns] = columns_of(win, in_w, oy, full_lo, full_hi, (planes - p) * in_plane);
+            kernels().of<T>().max_pool_columns(columns, src + first, best.data(), tap.data());
+            for (int64_t j = 0; j < full_hi - full_lo; ++j) {
+              const int64_t t = std::max<int64_t>(static_cast<int64_t>(tap[j]), 0);
+              const int64_t ty = t / win.x.kernel, tx = t % win.x.kernel;
+              out_row[full_lo + j] = best[j];
+              index_row[full_lo + j] =
+                  (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo + j] + tx * win.x.step;
+            }
+            ox = full_hi - 1;
+            continue;
           }
-          for (int64_t j = 0; j < full_hi - full_lo; ++j) {
-            const int64_t t = std::max(tap[j], 0), ty = t / win.x.kernel, tx = t % win.x.kernel;
-            out_row[full_lo + j] = best[j];
-            index_row[full_lo + j] =
-                (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo + j] + tx * win.x.step;
-          }
-          ox = full_hi - 1;
-          continue;
         }
         T value = lowest;
         int64_t value_at = win.y.first[oy] * in_w + win.x.first[ox];
@@ -267,13 +259,9 @@ void avg_pool(const Windows& win, const AverageRule& rule, int64_t planes, int64
       for (int64_t ox = 0; ox < win.x.size(); ++ox) {
         // A window wholly in the padding gives 0, as PyTorch (it skips the division).
         if (ox == full_lo && full_hi > full_lo && win.y.taps[oy] > 0) {
-          // Tap-major: each output's sum still takes its taps in the order below.
-          std::fill(sums.begin(), sums.end(), 0.0);
-          for (int64_t ty = 0; ty < win.y.taps[oy]; ++ty) {
-            const T* row = src + (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo];
-            for (int64_t tx = 0; tx < win.x.kernel; ++tx)
-              for (int64_t j = 0; j < full_hi - full_lo; ++j) sums[j] += double(row[tx + j * win.x.stride]);
-          }
+          // The ISA's kernel takes each output's taps in the order below.
+          const auto [first, columns] = columns_of(win, in_w, oy, full_lo, full_hi, (planes - p) * in_plane);
+          kernels().of<T>().sum_pool_columns(columns, src + first, sums.data());
           const double divisor = rule.of(win, oy, full_lo);  // the same for every full column
           for (int64_t j = 0; j < full_hi - full_lo; ++j) *dst++ = static_cast<T>(sums[j] / divisor);
           ox = full_hi - 1;

@@ -1,0 +1,124 @@
+// The passes of batch and group normalization (csrc/ops/normalization.cpp), written once against
+// simd.h and compiled once per ISA: the two sums of a unit's statistics (or of the backward), and
+// the fused output pass out = k1 * u + k2 * (v - center) + k3.
+//
+// Numerics: the same operations in the same order on every ISA, so the bits do not depend on it.
+// A contiguous run's sums go to kNormLanes lanes (element i of a block to lane i % kNormLanes,
+// whatever the vector width), each block of kNormBlock elements summed in T and its lanes then
+// added to the caller's double lanes (a long run loses no more than a block's rounding). No fma
+// anywhere (the scalar ISA has none; the ISA translation units are compiled with -ffp-contract=off).
+//
+// Included once per ISA translation unit, inside that ISA's namespace (see isa.h / simd.h).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+#include "kernels/simd.h"
+
+namespace fg::simd::FG_ISA_NAMESPACE {
+
+constexpr int64_t kNormBlock = 128;
+
+// first[l] += the sum of p[i] - s1, second[l] += the sum of (p[i] - s1) * (q[i] - s2), over the
+// elements i < n of lane l (see the top comment).
+template <class T>
+void norm_sums(const T* p, T s1, const T* q, T s2, int64_t n, double* first, double* second) {
+  using V = Vec<T>;
+  constexpr int R = kNormLanes / V::kWidth;
+  static_assert(R * V::kWidth == kNormLanes);
+  const V shift1 = V::broadcast(s1), shift2 = V::broadcast(s2);
+  for (int64_t block = 0; block < n; block += kNormBlock) {
+    const int64_t end = std::min(n, block + kNormBlock);
+    V a[R], b[R];
+    for (int r = 0; r < R; ++r) a[r] = b[r] = V::broadcast(T(0));
+    int64_t i = block;
+    for (; i + kNormLanes <= end; i += kNormLanes)
+      for (int r = 0; r < R; ++r) {
+        const V d = V::load(p + i + r * V::kWidth) - shift1;
+        a[r] = a[r] + d;
+        b[r] = b[r] + d * (V::load(q + i + r * V::kWidth) - shift2);
+      }
+    T lane_a[kNormLanes], lane_b[kNormLanes];
+    for (int r = 0; r < R; ++r) a[r].store(lane_a + r * V::kWidth), b[r].store(lane_b + r * V::kWidth);
+    for (int l = 0; i < end; ++i, ++l) {
+      const T d = p[i] - s1;
+      lane_a[l] += d, lane_b[l] += d * (q[i] - s2);
+    }
+    for (int l = 0; l < kNormLanes; ++l) first[l] += double(lane_a[l]), second[l] += double(lane_b[l]);
+  }
+}
+
+// first[j] += p[j] - s1[j], second[j] += (p[j] - s1[j]) * (q[j] - s2[j]) for j < n (each term
+// in T, added in double): one row of the per-column sums of an (N, C) input.
+template <class T>
+void norm_column_sums(const T* p, const T* s1, const T* q, const T* s2, int64_t n, double* first, double* second) {
+  using V = Vec<T>;
+  using D = Vec<double>;
+  int64_t j = 0;
+  for (; j + V::kWidth <= n; j += V::kWidth) {
+    const V d = V::load(p + j) - V::load(s1 + j);
+    T terms_a[V::kWidth], terms_b[V::kWidth];
+    d.store(terms_a);
+    (d * (V::load(q + j) - V::load(s2 + j))).store(terms_b);
+    for (int h = 0; h < V::kWidth; h += D::kWidth) {
+      (D::load(first + j + h) + D::load(terms_a + h)).store(first + j + h);
+      (D::load(second + j + h) + D::load(terms_b + h)).store(second + j + h);
+    }
+  }
+  for (; j < n; ++j) {
+    const T d = p[j] - s1[j];
+    first[j] += double(d), second[j] += double(d * (q[j] - s2[j]));
+  }
+}
+
+namespace norm_detail {
+
+// The coefficient k as a vector for elements [i, i + kWidth): the single value *k, or k[i...].
+template <bool kPerElement, class T>
+Vec<T> coefficient(const T* k, int64_t i) {
+  if constexpr (kPerElement) return Vec<T>::load(k + i);
+  else return Vec<T>::broadcast(*k);
+}
+template <bool kPerElement, class T>
+T coefficient_at(const T* k, int64_t i) {
+  if constexpr (kPerElement) return k[i];
+  else return *k;
+}
+
+template <class T, bool kPerElement, bool kWithV>
+void affine(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t n) {
+  using V = Vec<T>;
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    V y = coefficient<kPerElement>(k.k1, i) * V::load(u + i);
+    if constexpr (kWithV)
+      y = y + coefficient<kPerElement>(k.k2, i) * (V::load(v + i) - coefficient<kPerElement>(k.center, i));
+    (y + coefficient<kPerElement>(k.k3, i)).store(out + i);
+  }
+  for (; i < n; ++i) {
+    T y = coefficient_at<kPerElement>(k.k1, i) * u[i];
+    if constexpr (kWithV)
+      y = y + coefficient_at<kPerElement>(k.k2, i) * (v[i] - coefficient_at<kPerElement>(k.center, i));
+    out[i] = y + coefficient_at<kPerElement>(k.k3, i);
+  }
+}
+
+}  // namespace norm_detail
+
+// out[i] = k1 * u[i] + k2 * (v[i] - center) + k3 for i < n; without v (null), k1 * u[i] + k3.
+template <class T>
+void norm_affine(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t n) {
+  using namespace norm_detail;
+  if (k.per_element) v ? affine<T, true, true>(k, u, v, out, n) : affine<T, true, false>(k, u, v, out, n);
+  else v ? affine<T, false, true>(k, u, v, out, n) : affine<T, false, false>(k, u, v, out, n);
+}
+
+template <class T>
+void fill_norm(TypedKernels<T>& k) {
+  k.norm_sums = norm_sums<T>;
+  k.norm_column_sums = norm_column_sums<T>;
+  k.norm_affine = norm_affine<T>;
+}
+
+}  // namespace fg::simd::FG_ISA_NAMESPACE
