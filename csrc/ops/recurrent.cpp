@@ -191,8 +191,8 @@ struct RnnLayerBackward0 final : Node {
 GradList RnnLayerBackward0::apply(GradList&& grads) {
   if (grad_enabled())
     throw RuntimeError(
-        "RnnLayerBackward0 is differentiable once: a recurrent layer run for gradients of gradients takes the "
-        "composed path (run its forward with create_graph in mind: see fastgrad.nn.rnn)");
+        "RnnLayerBackward0 is differentiable once (its backward reads saved activations): for gradients of "
+        "gradients run the recurrent layer with fastgrad.nn.rnn.fused_kernels = False");
   const Tensor h0 = unpack(0), c0 = saved[1].defined() ? unpack(1) : Tensor(), w_hh = unpack(2);
   const Tensor states = unpack(3), keep = unpack(4);
   const bool lstm = mode == RecurrentMode::Lstm;
