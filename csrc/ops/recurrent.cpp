@@ -193,7 +193,8 @@ GradList RnnLayerBackward0::apply(GradList&& grads) {
     throw RuntimeError(
         "RnnLayerBackward0 is differentiable once (its backward reads saved activations): for gradients of "
         "gradients run the recurrent layer with fastgrad.nn.rnn.fused_kernels = False");
-  const Tensor h0 = unpack(0), c0 = saved[1].defined() ? unpack(1) : Tensor(), w_hh = unpack(2);
+  // h0 and c0 read row by row (the caller's may be strided views)
+  const Tensor h0 = dense(unpack(0)), c0 = saved[1].defined() ? dense(unpack(1)) : Tensor(), w_hh = unpack(2);
   const Tensor states = unpack(3), keep = unpack(4);
   const bool lstm = mode == RecurrentMode::Lstm;
   const int64_t steps = states->shape[1], rows = states->shape[2], H = states->shape[3];
