@@ -1,9 +1,9 @@
 """The fused recurrent op (_prims.recurrent_layer: csrc/ops/recurrent.cpp and reference/_rnn.py),
 which nn.RNN/LSTM/GRU and the cells run by default: the same states, bit for bit, as the
 composition of elementwise ops (nn.rnn.fused_kernels = False), gradients that agree with it,
-results that do not depend on the thread count, float64 gradcheck of the op on both backends, one
-graph node per layer and direction, the once-differentiable node's error and the composition's
-double backward, and clear errors for bad arguments. (Agreement with PyTorch: test_rnn.py.)"""
+results that do not depend on the thread count, float64 gradcheck of the op on both backends and
+gradgradcheck of the fused layers, one graph node per layer and direction, and clear errors for bad
+arguments. (Agreement with PyTorch: test_rnn.py.)"""
 
 import numpy as np
 import pytest
@@ -146,14 +146,28 @@ def test_op_gradcheck(fg, mode, reverse, bias):
     assert gradcheck_for(fg)(op, given)
 
 
-def test_fused_node_is_differentiable_once_and_the_composition_twice(composed):
-    rng = rng_for("double backward")
-    lstm = fastgrad.nn.LSTM(3, 4).double()
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+def test_fused_layer_gradgradcheck(name):
+    """The node's backward with create_graph differentiates the recomputed composition."""
+    rng = rng_for("double backward", name)
+    layer = getattr(fastgrad.nn, name)(3, 2, bidirectional=True).double()
     x = fastgrad.tensor(rng.standard_normal((2, 1, 3)), requires_grad=True)
-    output, _ = lstm(x)
-    with pytest.raises(RuntimeError, match="RnnLayerBackward0 is differentiable once.*fused_kernels = False"):
-        fastgrad.autograd.grad(output.sum(), x, create_graph=True)
-    assert composed(lambda: gradcheck_for(fastgrad, "gradgradcheck")(lambda x: lstm(x)[0], [x]))
+    h0 = fastgrad.tensor(rng.standard_normal((2, 1, 2)), requires_grad=True)
+    output, _ = layer(x, (h0, h0 * 0.5) if name == "LSTM" else h0)
+    assert output.grad_fn.next_functions[0][0].next_functions[0][0].name() == "RnnLayerBackward0"
+    gradgradcheck = gradcheck_for(fastgrad, "gradgradcheck")
+    assert gradgradcheck(lambda x, h: layer(x, (h, h * 0.5) if name == "LSTM" else h)[0], [x, h0])
+    weight = layer.weight_hh_l0
+    assert gradgradcheck(
+        lambda w: fastgrad.nn.rnn._run_fused(
+            name if name != "RNN" else "RNN_TANH",
+            x.new_ones(2, 1, w.shape[0]),
+            (h0[0], h0[0]) if name == "LSTM" else (h0[0],),
+            (w, None, None),
+            False,
+        )[0],
+        [weight.detach().requires_grad_()],
+    )
 
 
 def test_reference_op_is_differentiable_twice():

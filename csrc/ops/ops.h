@@ -389,7 +389,7 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 // 4 for LSTM's i, f, g, o, 3 for GRU's r, z, n), the initial h0 (B, H), LSTM's c0 (B, H) (else
 // undefined), w_hh (G * H, H) and b_hh (G * H) or undefined; `reverse` runs from the last step.
 // Returns the states (1, T, B, H), LSTM's (2, T, B, H) (h, then c), of every step in time order;
-// float32 and float64. One node, RnnLayerBackward0, differentiable once. PyTorch's argument checks
+// float32 and float64. One node, RnnLayerBackward0. PyTorch's argument checks
 // are the caller's (nn/rnn.py).
 enum class RecurrentMode { RnnTanh, RnnRelu, Lstm, Gru };
 RecurrentMode recurrent_mode_from_name(const std::string& name);  // RNN_TANH, RNN_RELU, LSTM, GRU

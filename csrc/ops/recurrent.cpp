@@ -14,8 +14,9 @@
 //
 // Every loop runs on one thread in an order fixed by the shape; the products split their output
 // among threads without changing a bit (matmul.cpp), so results do not depend on the thread count.
-// The node is differentiable once: its backward reads saved activations that have no graph, so a
-// backward with create_graph raises, and the Python layer takes the composition for double backward.
+// In a backward with create_graph the saved activations (which have no graph) are of no use: the
+// node then recomputes the states as the composition of tensor ops from its saved inputs and
+// differentiates that (a nested autograd.grad with create_graph), so gradients of any order follow.
 #include <cstring>
 
 #include "autograd/node.h"
@@ -170,6 +171,42 @@ void gates_backward(RecurrentMode mode, int64_t rows, int64_t H, T* dh, T* dc, c
 // Step t's position in processing order, and the step processed before it (-1: the initial state).
 int64_t previous_step(int64_t t, int64_t steps, bool reverse) { return reverse ? (t + 1 < steps ? t + 1 : -1) : t - 1; }
 
+// The states as rnn.py composes them (ATen's CPU cell formulas), recorded: the backward with
+// create_graph differentiates this.
+Tensor composed_states(RecurrentMode mode, const Tensor& projected, const Tensor& h0, const Tensor& c0,
+                       const Tensor& w_hh, const Tensor& b_hh, bool reverse) {
+  const int64_t steps = projected->shape[0], H = h0->shape[1];
+  auto gate = [H](const Tensor& x, int64_t k) { return slice(x, 1, k * H, (k + 1) * H, 1); };
+  std::vector<Tensor> hs(steps), cs(steps);
+  Tensor h = h0, c = c0;
+  for (int64_t n = 0; n < steps; ++n) {
+    const int64_t t = reverse ? steps - 1 - n : n;
+    const Tensor x = select(projected, 0, t), w_t = fg::t(w_hh);
+    const Tensor hh = b_hh ? addmm(b_hh, h, w_t, Scalar::from_int(1), Scalar::from_int(1)) : mm(h, w_t);
+    switch (mode) {
+      case RecurrentMode::RnnTanh: h = tanh(add(hh, x)); break;
+      case RecurrentMode::RnnRelu: h = relu(add(hh, x)); break;
+      case RecurrentMode::Lstm: {
+        const Tensor gates = add(hh, x);
+        c = add(mul(sigmoid(gate(gates, 1)), c), mul(sigmoid(gate(gates, 0)), tanh(gate(gates, 2))));
+        h = mul(sigmoid(gate(gates, 3)), tanh(c));
+        break;
+      }
+      case RecurrentMode::Gru: {
+        const Tensor reset = sigmoid(add(gate(hh, 0), gate(x, 0)));
+        const Tensor update = sigmoid(add(gate(hh, 1), gate(x, 1)));
+        const Tensor candidate = tanh(add(gate(x, 2), mul(gate(hh, 2), reset)));
+        h = add(mul(sub(h, candidate), update), candidate);
+        break;
+      }
+    }
+    hs[t] = h, cs[t] = c;
+  }
+  std::vector<Tensor> planes{stack(hs, 0)};
+  if (mode == RecurrentMode::Lstm) planes.push_back(stack(cs, 0));
+  return stack(planes, 0);
+}
+
 }  // namespace
 
 RecurrentMode recurrent_mode_from_name(const std::string& name) {
@@ -180,8 +217,8 @@ RecurrentMode recurrent_mode_from_name(const std::string& name) {
   throw ValueError(cat("Unrecognized RNN mode: ", name));
 }
 
-// Inputs: projected, h0, c0 (LSTM; else an empty edge), w_hh, b_hh. Saves h0, c0, w_hh, the
-// states (the output) and the per-step activations.
+// Inputs: projected, h0, c0 (LSTM; else an empty edge), w_hh, b_hh. Saves them (projected and
+// b_hh for the backward with create_graph), the states (the output) and the per-step activations.
 struct RnnLayerBackward0 final : Node {
   FG_NODE_MEMBERS(RnnLayerBackward0)
   RecurrentMode mode;
@@ -189,13 +226,22 @@ struct RnnLayerBackward0 final : Node {
 };
 
 GradList RnnLayerBackward0::apply(GradList&& grads) {
-  if (grad_enabled())
-    throw RuntimeError(
-        "RnnLayerBackward0 is differentiable once (its backward reads saved activations): for gradients of "
-        "gradients run the recurrent layer with fastgrad.nn.rnn.fused_kernels = False");
+  // create_graph: differentiate the composition, recomputed from the inputs; its graph is kept (the
+  // gradients' own graph runs through it in the next backward).
+  if (grad_enabled()) {
+    const Tensor composed = composed_states(mode, unpack(0), unpack(1), saved[2].defined() ? unpack(2) : Tensor(),
+                                            unpack(3), saved[4].defined() ? unpack(4) : Tensor(), reverse);
+    std::vector<Edge> inputs;
+    for (const Edge& e : next_edges) inputs.push_back(e);
+    const std::vector<Tensor> gradients =
+        run_backward({composed}, {grads[0]}, /*retain_graph=*/true, &inputs, /*create_graph=*/true);
+    GradList result(gradients.size());
+    for (size_t k = 0; k < gradients.size(); ++k) result[k] = gradients[k];
+    return result;
+  }
   // h0 and c0 read row by row (the caller's may be strided views)
-  const Tensor h0 = dense(unpack(0)), c0 = saved[1].defined() ? dense(unpack(1)) : Tensor(), w_hh = unpack(2);
-  const Tensor states = unpack(3), keep = unpack(4);
+  const Tensor h0 = dense(unpack(1)), c0 = saved[2].defined() ? dense(unpack(2)) : Tensor(), w_hh = unpack(3);
+  const Tensor states = unpack(5), keep = unpack(6);
   const bool lstm = mode == RecurrentMode::Lstm;
   const int64_t steps = states->shape[1], rows = states->shape[2], H = states->shape[3];
   const int64_t G = gate_count(mode) * H;
@@ -277,9 +323,11 @@ Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor
     });
   }
   if (auto* node = record<RnnLayerBackward0>(states, {&projected, &h0, &c0, &w_hh, &b_hh})) {
+    node->save(projected);
     node->save(h0);
     node->save(c0);
     node->save(w_hh);
+    node->save(b_hh);
     node->save(states, true);
     node->save(keep);
     node->mode = mode, node->reverse = reverse;

@@ -8,10 +8,10 @@ input; GRU's h' = (h - n) z + n), so the numbers are PyTorch's.
 With `fused_kernels` on (the default), a direction of a layer over padded inputs, and a cell's step,
 is instead one op of the backend (_prims.recurrent_layer: csrc/ops/recurrent.cpp, its twin
 reference/_rnn.py), one graph node that runs the same formulas with the same kernels (the same
-states, bit for bit) and its own backward through time. That node is differentiable once: for
-gradients of gradients (create_graph) set `fastgrad.nn.rnn.fused_kernels = False` to take the
-composition. LSTM with proj_size and packed sequences (a batch that changes from step to step)
-always take the composition."""
+states, bit for bit) and its own backward through time (with create_graph, it differentiates the
+recomputed composition, so gradients of any order follow). `fused_kernels = False` takes the
+composition (for comparisons). LSTM with proj_size and packed sequences (a batch that changes from
+step to step) always take the composition."""
 
 import math
 import numbers

@@ -4,7 +4,7 @@ input projection `projected` (T, B, G * H) of every step, h0 (B, H), LSTM's c0, 
 
 Written as the definition: the cell formulas of ATen's CPU cells (the ones nn/rnn.py composes) on
 tensor ops, step after step, stacked at the end. Its gradients are the ops' own, so it is
-differentiable to any order (the core's fused node is differentiable once)."""
+differentiable to any order."""
 
 from . import _elementwise as ew, _matmul, _shape
 
