@@ -359,7 +359,14 @@ def _batch_norm_primitive(input, weight, bias, running_mean, running_var, traini
 def _group_norm_primitive(input, weight, bias, groups, eps): ...
 
 
-PRIMITIVES = {"batch_norm": _batch_norm_primitive, "group_norm": _group_norm_primitive}
+def _recurrent_layer_primitive(mode, projected, h0, c0, w_hh, b_hh, reverse): ...
+
+
+PRIMITIVES = {
+    "batch_norm": _batch_norm_primitive,
+    "group_norm": _group_norm_primitive,
+    "recurrent_layer": _recurrent_layer_primitive,
+}
 
 
 def targets():

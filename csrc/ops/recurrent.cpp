@@ -328,7 +328,10 @@ Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor
     node->save(c0);
     node->save(w_hh);
     node->save(b_hh);
-    node->save(states, true);
+    // A copy: the states are the caller's to write in place (PyTorch's composed layers allow it).
+    Tensor saved_states = empty(states->shape, dtype);
+    copy_values(saved_states, states);
+    node->save(saved_states);
     node->save(keep);
     node->mode = mode, node->reverse = reverse;
   }
