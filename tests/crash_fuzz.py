@@ -368,6 +368,9 @@ def _hardtanh_primitive(input, min, max): ...
 def _upsample_primitive(x, mode, output_size, scales, align_corners): ...
 
 
+def _recurrent_layer_primitive(mode, projected, h0, c0, w_hh, b_hh, reverse): ...
+
+
 PRIMITIVES = {
     "batch_norm": _batch_norm_primitive,
     "group_norm": _group_norm_primitive,
@@ -376,6 +379,7 @@ PRIMITIVES = {
     "hardtanh": _hardtanh_primitive,
     "hardtanh_": _hardtanh_primitive,
     "upsample": _upsample_primitive,
+    "recurrent_layer": _recurrent_layer_primitive,
 }
 
 

@@ -754,6 +754,21 @@ op(f"torch.nn.functional.group_norm({{a}}, 1, {_CHANNELS}[:, 0], {_CHANNELS}[:, 
 op("torch.nn.functional.instance_norm({a})", a=tensor(min_rank=3))
 
 
+# the recurrent layers and cells (issue 17: fastgrad's fused op) over the drawn input, unbatched
+# (rank 2, a cell's rank 1) or batched; weights evenly spread in [-0.6, 0.6], the same on both sides
+# (no braces: the template is formatted twice)
+_WEIGHTS = (
+    "dict((k, torch.linspace(-0.6, 0.6, v.numel(), dtype=torch.float64).reshape(v.shape)) "
+    "for k, v in m.state_dict().items())"
+)
+for _layer in ("LSTM({f}, 3, bidirectional=True)", "GRU({f}, 2, num_layers=2)", "RNN({f}, 3, nonlinearity='relu')",
+               "LSTMCell({f}, 2)", "GRUCell({f}, 3)"):  # fmt: skip
+    _cell = "Cell" in _layer
+    op(f"(lambda m: m.load_state_dict({_WEIGHTS}) and m({{a}}){'' if _cell and 'LSTM' not in _layer else '[0]'})"
+       f"(torch.nn.{_layer.format(f='{a}.shape[-1]')}.to({{a}}.dtype))",
+       a=tensor(rank=(1, 2) if _cell else (2, 3)), smooth=not _layer.startswith("RNN("))  # fmt: skip
+
+
 # scatter/gather/index family (issue 13): sources drawn by gather/index_select have the index's shape
 for _t in [
     "{a}.gather({d}, {i})",

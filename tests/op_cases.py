@@ -389,6 +389,37 @@ case(
     [(2, 4, 3, 2), (4,), (4,)],
     "NativeGroupNormBackward0",
 )
+
+
+def _recurrent_cell(m, kind, x, state, w_ih, w_hh, b_hh):
+    """nn.RNNCell/LSTMCell/GRUCell with the given tensors as weights (no bias_ih); LSTM's h * c."""
+    cell = getattr(m.nn, kind)(x.shape[-1], w_hh.shape[-1])
+    for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+        delattr(cell, name)
+    cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh = w_ih, w_hh, None, b_hh
+    out = cell(x, state)
+    return out[0] * out[1] if isinstance(out, tuple) else out
+
+
+# The cells run fastgrad's fused recurrent op (RnnLayerBackward0, then a select of the new state).
+case(
+    "nn.RNNCell(fused)",
+    lambda m, x, h, w_ih, w_hh, b: _recurrent_cell(m, "RNNCell", x, h, w_ih, w_hh, b),
+    [(2, 4), (2, 3), (3, 4), (3, 3), (3,)],
+    ("TanhBackward0", "SelectBackward0"),
+)
+case(
+    "nn.LSTMCell(fused)",
+    lambda m, x, h, c, w_ih, w_hh, b: _recurrent_cell(m, "LSTMCell", x, (h, c), w_ih, w_hh, b),
+    [(2, 4), (2, 3), (2, 3), (12, 4), (12, 3), (12,)],
+    "MulBackward0",
+)
+case(
+    "nn.GRUCell(fused)",
+    lambda m, x, h, w_ih, w_hh, b: _recurrent_cell(m, "GRUCell", x, h, w_ih, w_hh, b),
+    [(2, 4), (2, 3), (9, 4), (9, 3), (9,)],
+    ("AddBackward0", "SelectBackward0"),
+)
 case(
     "F.unfold(dilation,padding,stride)",
     lambda m, x: m.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)),

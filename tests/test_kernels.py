@@ -408,7 +408,7 @@ def test_exact_kernels_and_sums_are_identical_on_every_isa():
 # The files rerun under each other ISA. Under a sanitizer (.ci/sanitize preloads its runtime), the
 # kernel tests only: they reach every fast path and tail of the kernels, and the op tests would run
 # those again at the sanitizer's cost (the normal run still reruns them under every ISA).
-ISA_RERUN_FILES = ["test_kernels.py", "test_gemm.py", "test_optim_fused.py"]
+ISA_RERUN_FILES = ["test_kernels.py", "test_gemm.py", "test_optim_fused.py", "test_rnn_fused.py"]
 if "san.so" not in os.environ.get("LD_PRELOAD", ""):
     ISA_RERUN_FILES += ["test_ops.py", "test_nn_ops.py"]
 

@@ -430,4 +430,16 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
                   const Tensor& running_var, bool training, double momentum, double eps);
 Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t groups, double eps);
 
+// ---- recurrent layers (ops/recurrent.cpp): one direction of one layer over all time steps, given
+// `projected` (T, B, G * H), the input projection x W_ih^T + b_ih of every step (G gates: 1 for RNN,
+// 4 for LSTM's i, f, g, o, 3 for GRU's r, z, n), the initial h0 (B, H), LSTM's c0 (B, H) (else
+// undefined), w_hh (G * H, H) and b_hh (G * H) or undefined; `reverse` runs from the last step.
+// Returns the states (1, T, B, H), LSTM's (2, T, B, H) (h, then c), of every step in time order;
+// float32 and float64. One node, RnnLayerBackward0. PyTorch's argument checks
+// are the caller's (nn/rnn.py).
+enum class RecurrentMode { RnnTanh, RnnRelu, Lstm, Gru };
+RecurrentMode recurrent_mode_from_name(const std::string& name);  // RNN_TANH, RNN_RELU, LSTM, GRU
+Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor& h0, const Tensor& c0,
+                       const Tensor& w_hh, const Tensor& b_hh, bool reverse);
+
 }  // namespace fg

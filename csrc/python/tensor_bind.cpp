@@ -876,6 +876,19 @@ void bind_tensor(py::module_& m) {
           return by_elements(2.0 * double(input->numel()), fg::group_norm, input, weight.value_or(Tensor()),
                              bias.value_or(Tensor()), groups, eps);
         });
+  // recurrent_layer(mode "RNN_TANH" | "RNN_RELU" | "LSTM" | "GRU", projected, h0, c0 or None, w_hh, b_hh or
+  // None, reverse): the states of one direction of one layer (nn/rnn.py)
+  m.def("recurrent_layer", [](const std::string& mode, const Tensor& projected, const Tensor& h0,
+                              std::optional<Tensor> c0, const Tensor& w_hh, std::optional<Tensor> b_hh, bool reverse) {
+    // Work: each step's hidden product, (B, H) by (H, G * H).
+    const double work = double(projected->numel()) * double(h0->dim() == 2 ? h0->shape[1] : 0);
+    auto op = [](RecurrentMode mode, const Tensor& x, const Tensor& h, const Tensor& c, const Tensor& w,
+                 const Tensor& b, bool reverse) { return fg::recurrent_layer(mode, x, h, c, w, b, reverse); };
+    const RecurrentMode parsed = recurrent_mode_from_name(mode);
+    const Tensor c = c0.value_or(Tensor()), b = b_hh.value_or(Tensor());
+    return work >= kLongKernelMultiplyAdds ? without_gil(op, parsed, projected, h0, c, w_hh, b, reverse)
+                                           : op(parsed, projected, h0, c, w_hh, b, reverse);
+  });
   // im2col(input, kernel_h, kernel_w, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w): F.unfold
   m.def("im2col", [](const Tensor& input, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t ph, int64_t pw,
                      int64_t sh, int64_t sw) {

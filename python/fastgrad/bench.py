@@ -55,6 +55,10 @@ TARGETS = {
     # issue 16: a LeNet-5 training step at least 2x PyTorch's at batch 8, 1.2x at batch 64
     "LeNet-5 b8 step": [("torch", 2.0)],
     "LeNet-5 b64 step": [("torch", 1.2)],
+    # issue 17: a character LSTM language model's training step at least 2x PyTorch's eager step, the
+    # seq2seq tutorial's GRU encoder step at least 3x
+    "char LSTM LM": [("torch", 2.0)],
+    "GRU encoder": [("torch", 3.0)],
 }
 
 
@@ -439,6 +443,56 @@ def model_rows(quick):
     return rows if quick else rows + [("DCGAN 32x32 b16 G+D step (Adam)", dcgan, None, None, NO_NUMPY[:2])]
 
 
+# --- the seq group's models (issue 17) ------------------------------------------------------------
+
+
+def char_lstm_lm(lib, rng, vocab=65, embedding=64, hidden=128, steps=32, batch=16):
+    """An Adam training step of a character language model: Embedding, a one-layer LSTM, Linear to
+    the vocabulary, cross-entropy over every position of a (time, batch) batch."""
+    nn = lib.nn
+    embed, lstm, decoder = nn.Embedding(vocab, embedding), nn.LSTM(embedding, hidden), nn.Linear(hidden, vocab)
+    params = [*embed.parameters(), *lstm.parameters(), *decoder.parameters()]
+    optimizer = lib.optim.Adam(params, lr=1e-3)
+    x = lib.tensor(rng.integers(0, vocab, (steps, batch)))
+    targets = lib.tensor(rng.integers(0, vocab, steps * batch))
+
+    def step():
+        optimizer.zero_grad()
+        output, _ = lstm(embed(x))
+        loss = lib.nn.functional.cross_entropy(decoder(output).view(-1, vocab), targets)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    return step
+
+
+def gru_encoder(lib, rng, vocab=100, hidden=128, steps=16):
+    """An SGD step of the PyTorch seq2seq tutorial's encoder (Embedding, GRU batch_first, batch 1)
+    on the sum of its outputs and final state."""
+    nn = lib.nn
+    embed, gru = nn.Embedding(vocab, hidden), nn.GRU(hidden, hidden, batch_first=True)
+    optimizer = lib.optim.SGD([*embed.parameters(), *gru.parameters()], lr=0.01)
+    x = lib.tensor(rng.integers(0, vocab, (1, steps)))
+
+    def step():
+        optimizer.zero_grad()
+        output, h = gru(embed(x))
+        loss = output.sum() + h.sum()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    return step
+
+
+def seq_rows():
+    return [
+        ("char LSTM LM 65-64-128 seq 32 b16 step (Adam)", char_lstm_lm, None, None, NO_NUMPY[:2]),
+        ("GRU encoder 128 seq 16 b1 step (SGD)", gru_encoder, None, None, NO_NUMPY[:2]),
+    ]
+
+
 # --- the cnn group's normalization rows (issue 16) ------------------------------------------------
 
 # (row name, the layer from an nn module, input shape)
@@ -642,6 +696,7 @@ def groups(quick):
         + batch_rows(POOLS, POOL_SHAPE, quick)
         + batch_rows(RESIZES, RESIZE_SHAPE, quick)
         + norm_rows(quick),
+        "seq": seq_rows(),
     }
 
 
@@ -834,7 +889,7 @@ def main(argv=None):
         action="append",
         default=[],
         metavar="NAME",
-        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd, cnn); repeatable",
+        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd, cnn, seq); repeatable",
     )
     args = parser.parse_args(argv)
     selected = groups(args.quick)
@@ -868,7 +923,7 @@ def main(argv=None):
     for name, rows in selected.items():
         if only and name not in only:
             continue
-        group_threads = threads if name in ("elementwise", "matmul", "cnn") else (1,)
+        group_threads = threads if name in ("elementwise", "matmul", "cnn", "seq") else (1,)
         peak = None
         if name in ("matmul", "cnn"):
             peak = fastgrad._C._fma_peak(0.1) * 1e9

@@ -3,11 +3,21 @@ parameter names and shapes (so state_dicts load both ways), initialization, repr
 
 A layer projects the inputs of all time steps at once (one product), then runs the recurrence one
 step at a time with ATen's CPU cell formulas op for op (gates = h W_hh^T + b_hh + the projected
-input; GRU's h' = (h - n) z + n), so the numbers are PyTorch's."""
+input; GRU's h' = (h - n) z + n), so the numbers are PyTorch's.
+
+With `fused_kernels` on (the default), a direction of a layer over padded inputs, and a cell's step,
+is instead one op of the backend (_prims.recurrent_layer: csrc/ops/recurrent.cpp, its twin
+reference/_rnn.py), one graph node that runs the same formulas with the same kernels (the same
+states, bit for bit) and its own backward through time (with create_graph, it differentiates the
+recomputed composition, so gradients of any order follow). `fused_kernels = False` takes the
+composition (for comparisons). LSTM with proj_size and packed sequences (a batch that changes from
+step to step) always take the composition."""
 
 import math
 import numbers
 import warnings
+
+from fastgrad._types import float32, float64
 
 from .. import _factories, _prims
 from . import functional as F, init
@@ -16,6 +26,22 @@ from .parameter import Parameter
 from .utils.rnn import PackedSequence
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+fused_kernels = True
+
+
+def _fusable(projected, w_hr):
+    return fused_kernels and w_hr is None and projected.dtype in (float32, float64)
+
+
+def _run_fused(mode, projected, state, weights, reverse):
+    """One direction over (time, batch, gates) inputs as the backend's one op: the outputs (time,
+    batch, hidden) and the final state."""
+    w_hh, b_hh, _ = weights
+    c0 = state[1] if mode == "LSTM" else None
+    states = _prims.recurrent_layer(mode, projected, state[0], c0, w_hh, b_hh, reverse)
+    last = 0 if reverse else projected.shape[0] - 1
+    return states[0], tuple(states[i, last] for i in range(states.shape[0]))
 
 
 def _simple_step(nonlinearity):
@@ -295,7 +321,9 @@ class RNNBase(Module):
                 index = layer * directions + direction
                 start = tuple(s[index] for s in state)
                 projected = F.linear(input, w_ih, b_ih)
-                if batch_sizes is None:
+                if batch_sizes is None and _fusable(projected, weights[2]):
+                    output, final = _run_fused(self.mode, projected, start, weights, reverse=direction == 1)
+                elif batch_sizes is None:
                     output, final = _run_padded(step, projected, start, weights, reverse=direction == 1)
                 else:
                     output, final = _run_packed(step, projected, batch_sizes, start, weights, reverse=direction == 1)
@@ -360,7 +388,7 @@ class RNNCellBase(Module):
             s += ", nonlinearity={nonlinearity}"
         return s.format(**self.__dict__)
 
-    def _cell(self, name, input, state, step):
+    def _cell(self, name, input, state, mode):
         """Checks as ATen's cells, then one step; an unbatched (1-D) input and state gain and lose a
         batch dimension around it."""
         if input.dim() not in (1, 2):
@@ -370,7 +398,7 @@ class RNNCellBase(Module):
             input = input.unsqueeze(0)
         if state is None:
             zeros = _factories.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
-            state = (zeros,) * (2 if step is _lstm_step else 1)
+            state = (zeros,) * (2 if mode == "LSTM" else 1)
         elif not batched:
             state = tuple(s.unsqueeze(0) for s in state)
         if input.size(1) != self.input_size:
@@ -383,7 +411,11 @@ class RNNCellBase(Module):
                     f"hidden{i} has inconsistent hidden_size: got {s.size(1)}, expected {self.hidden_size}"
                 )
         projected = F.linear(input, self.weight_ih, self.bias_ih)
-        state = step(projected, state, self.weight_hh, self.bias_hh, None)
+        weights = (self.weight_hh, self.bias_hh, None)
+        if _fusable(projected, None):
+            state = _run_fused(mode, projected.unsqueeze(0), state, weights, reverse=False)[1]
+        else:
+            state = _STEPS[mode](projected, state, *weights)
         return state if batched else tuple(s.squeeze(0) for s in state)
 
 
@@ -398,7 +430,7 @@ class RNNCell(RNNCellBase):
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
         mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
-        return self._cell("RNNCell", input, None if hx is None else (hx,), _STEPS[mode])[0]
+        return self._cell("RNNCell", input, None if hx is None else (hx,), mode)[0]
 
 
 class LSTMCell(RNNCellBase):
@@ -410,7 +442,7 @@ class LSTMCell(RNNCellBase):
             for i, value in enumerate(hx):
                 if value.dim() not in (1, 2):
                     raise ValueError(f"LSTMCell: Expected hx[{i}] to be 1D or 2D, got {value.dim()}D instead")
-        return self._cell("LSTMCell", input, None if hx is None else tuple(hx), _lstm_step)
+        return self._cell("LSTMCell", input, None if hx is None else tuple(hx), "LSTM")
 
 
 class GRUCell(RNNCellBase):
@@ -420,4 +452,4 @@ class GRUCell(RNNCellBase):
     def forward(self, input, hx=None):
         if hx is not None and hx.dim() not in (1, 2):
             raise ValueError(f"GRUCell: Expected hidden to be 1D or 2D, got {hx.dim()}D instead")
-        return self._cell("GRUCell", input, None if hx is None else (hx,), _gru_step)[0]
+        return self._cell("GRUCell", input, None if hx is None else (hx,), "GRU")[0]

@@ -14,7 +14,7 @@ import operator
 
 from .._types import bool as bool_, float32, float64
 from . import _conv, _elementwise as ew, _index, _inplace, _math, _matmul, _nn, _norm, _pool, _reduce, _rounding
-from . import _activation, _scan, _shape, _upsample
+from . import _activation, _rnn, _scan, _shape, _upsample
 from . import _optim, _sort
 from ._autograd import (  # noqa: F401
     _set_grad_enabled,
@@ -619,6 +619,22 @@ def group_norm(input, weight, bias, groups, eps):
     if not (isinstance(input, Tensor) and _optional_tensors(weight, bias) and _int_like(groups) and _float_like(eps)):
         raise _invalid_arguments("group_norm", args, "Tensor, Tensor | None, Tensor | None, int, float")
     return _norm.group_norm(input, weight, bias, operator.index(groups), float(eps))
+
+
+def recurrent_layer(mode, projected, h0, c0, w_hh, b_hh, reverse):
+    args = (mode, projected, h0, c0, w_hh, b_hh, reverse)
+    if not (
+        isinstance(mode, str)
+        and isinstance(projected, Tensor)
+        and isinstance(h0, Tensor)
+        and _optional_tensors(c0, b_hh)
+        and isinstance(w_hh, Tensor)
+        and isinstance(reverse, bool)
+    ):
+        raise _invalid_arguments(
+            "recurrent_layer", args, "str, Tensor, Tensor, Tensor | None, Tensor, Tensor | None, bool"
+        )
+    return _rnn.recurrent_layer(mode, projected, h0, c0, w_hh, b_hh, reverse)
 
 
 def set_requires_grad(t, flag):
