@@ -5,6 +5,7 @@
 #include "kernels/elementwise_impl.h"
 #include "kernels/gemm_impl.h"
 #include "kernels/reduce_impl.h"
+#include "kernels/softmax_impl.h"
 
 namespace fg::simd::FG_ISA_NAMESPACE {
 
@@ -24,6 +25,8 @@ const KernelTable& kernel_table() {
     fill_gemm(t.f64);
     fill_depthwise(t.f32);
     fill_depthwise(t.f64);
+    fill_softmax(t.f32);
+    fill_softmax(t.f64);
     return t;
   }();
   return table;

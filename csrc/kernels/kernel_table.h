@@ -51,6 +51,16 @@ struct DepthwisePlane {
 template <class T>
 using DepthwiseKernel = void (*)(const DepthwisePlane& plane, const T* a, const T* b, T* c);
 
+// Softmax over a block of a tensor seen as [n, inner] (softmax_impl.h): `columns` rows of n values,
+// column j's at x[j], x[j + inner], ... (inner == 1: one contiguous row, columns == 1).
+// forward(x, y, n, inner, columns, log): y = softmax(x) or log_softmax(x);
+// backward(y, g, gx, n, inner, columns, log): gx = the input gradient from the output y and its gradient g.
+template <class T>
+using SoftmaxForwardKernel = void (*)(const T* x, T* y, int64_t n, int64_t inner, int64_t columns, bool log);
+template <class T>
+using SoftmaxBackwardKernel = void (*)(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns,
+                                       bool log);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -64,6 +74,8 @@ struct TypedKernels {
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;
+  SoftmaxForwardKernel<T> softmax_forward;
+  SoftmaxBackwardKernel<T> softmax_backward;
 };
 
 struct KernelTable {
