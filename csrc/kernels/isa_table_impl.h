@@ -9,6 +9,7 @@
 #include "kernels/optim_impl.h"
 #include "kernels/pool_impl.h"
 #include "kernels/reduce_impl.h"
+#include "kernels/softmax_impl.h"
 
 namespace fg::simd::FG_ISA_NAMESPACE {
 
@@ -36,6 +37,8 @@ const KernelTable& kernel_table() {
     fill_pool(t.f64);
     fill_norm(t.f32);
     fill_norm(t.f64);
+    fill_softmax(t.f32);
+    fill_softmax(t.f64);
     return t;
   }();
   return table;

@@ -135,6 +135,16 @@ struct NormAffine {
 template <class T>
 using NormAffineKernel = void (*)(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t n);
 
+// Softmax over a block of a tensor seen as [n, inner] (softmax_impl.h): `columns` rows of n values,
+// column j's at x[j], x[j + inner], ... (inner == 1: one contiguous row, columns == 1).
+// forward(x, y, n, inner, columns, log): y = softmax(x) or log_softmax(x);
+// backward(y, g, gx, n, inner, columns, log): gx = the input gradient from the output y and its gradient g.
+template <class T>
+using SoftmaxForwardKernel = void (*)(const T* x, T* y, int64_t n, int64_t inner, int64_t columns, bool log);
+template <class T>
+using SoftmaxBackwardKernel = void (*)(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns,
+                                       bool log);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -159,6 +169,8 @@ struct TypedKernels {
   NormSumsKernel<T> norm_sums;
   NormColumnSumsKernel<T> norm_column_sums;
   NormAffineKernel<T> norm_affine;
+  SoftmaxForwardKernel<T> softmax_forward;
+  SoftmaxBackwardKernel<T> softmax_backward;
 };
 
 struct KernelTable {

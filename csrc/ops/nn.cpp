@@ -1,11 +1,14 @@
 // Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
 // loss and GELU. Each forward and each backward is one direct loop over the data rather than a
 // chain of generic ops: one pass, no temporaries, and numerically stable (softmax subtracts its
-// row's maximum, so logits of any size neither overflow nor give NaN). Values are computed in
-// double and rounded once when stored; python/fastgrad/reference/_nn.py does the same arithmetic
-// in the same order, so both backends give the same bits. Each backward is an op with a node of its
+// row's maximum, so logits of any size neither overflow nor give NaN). softmax and log_softmax run
+// the per-ISA vector kernels of kernels/softmax_impl.h (the exp op's exp, sums in double in a fixed
+// order), so their values are within an ulp or two of python/fastgrad/reference/_nn.py's (double,
+// rounded once). The other ops compute in double and round once when stored, as the reference does,
+// so both backends give the same bits. Each backward is an op with a node of its
 // own (as PyTorch's), recorded in a backward with create_graph: its derivative is defined once, there
 // (SoftmaxBackwardDataBackward0, NllLossBackwardBackward0, GeluBackwardBackward0).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -13,7 +16,9 @@
 
 #include "autograd/node.h"
 #include "core/shape.h"
+#include "kernels/kernel_table.h"
 #include "kernels/loops.h"
+#include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
 namespace fg {
@@ -32,58 +37,42 @@ struct Rows {
   }
 };
 
-// Calls row(first, stride) for every row: its first element and the distance between its
-// elements. Rows along the last dim are contiguous: their stride is the constant 1, so that the
-// compiler sees unit-stride loops (the path issue 5 vectorizes).
+// Calls block(first, columns) for every block of rows, split over threads: along the last dim
+// (inner == 1) each row is a block (its n values contiguous from first); otherwise a block is up to
+// kColumnBlock neighbouring columns of one outer index. The kernels compute each row the same way
+// in whichever block and thread it falls, so the bits do not depend on the thread count.
+constexpr int64_t kColumnBlock = 64;  // a multiple of every ISA's vector width
+
 template <class F>
-void for_each_row(const Rows& rows, F&& row) {
-  if (rows.inner == 1) {
-    for (int64_t o = 0; o < rows.outer; ++o) row(o * rows.n, std::integral_constant<int64_t, 1>());
-    return;
-  }
-  for (int64_t o = 0; o < rows.outer; ++o)
-    for (int64_t i = 0; i < rows.inner; ++i) row(o * rows.n * rows.inner + i, rows.inner);
+void for_each_block(const Rows& rows, F&& block) {
+  const int64_t width = rows.inner == 1 ? 1 : kColumnBlock;
+  const int64_t per_outer = (rows.inner + width - 1) / width;
+  const int64_t block_elements = rows.n * std::min(width, rows.inner);
+  if (rows.outer == 0 || block_elements == 0) return;  // no rows, or rows without values
+  parallel_for(0, rows.outer * per_outer, std::max<int64_t>(1, kParallelElements / block_elements),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t b = lo; b < hi; ++b) {
+                   const int64_t o = b / per_outer, column = (b % per_outer) * width;
+                   block(o * rows.n * rows.inner + column, std::min(width, rows.inner - column));
+                 }
+               });
 }
 
-// y = softmax(x) or log_softmax(x) along the rows. With m the row's maximum and s = sum exp(x - m):
-// softmax = exp(x - m) / s, log_softmax = (x - m) - log(s). A row holding +inf or only -inf gives
-// NaN (inf - inf), as in PyTorch.
+// y = softmax(x) or log_softmax(x) along the rows (the active ISA's kernel, softmax_impl.h).
 template <class T>
 void softmax_forward(const T* x, T* y, const Rows& rows, bool log) {
-  std::vector<double> e(log ? 0 : rows.n);  // exp(x - m) of the current row
-  for_each_row(rows, [&](int64_t first, auto stride) {
-    const T* xr = x + first;
-    T* yr = y + first;
-    double m = -std::numeric_limits<double>::infinity();
-    for (int64_t k = 0; k < rows.n; ++k) m = xr[k * stride] > m ? xr[k * stride] : m;
-    double s = 0;
-    for (int64_t k = 0; k < rows.n; ++k) {
-      double v = std::exp(xr[k * stride] - m);
-      s += v;
-      if (!log) e[k] = v;
-    }
-    if (log) {
-      double log_s = std::log(s);
-      for (int64_t k = 0; k < rows.n; ++k) yr[k * stride] = static_cast<T>((xr[k * stride] - m) - log_s);
-    } else {
-      for (int64_t k = 0; k < rows.n; ++k) yr[k * stride] = static_cast<T>(e[k] / s);
-    }
-  });
+  SoftmaxForwardKernel<T> kernel = kernels().of<T>().softmax_forward;
+  for_each_block(
+      rows, [&](int64_t first, int64_t columns) { kernel(x + first, y + first, rows.n, rows.inner, columns, log); });
 }
 
 // The input gradient from the output y and its gradient g, per row:
 // softmax: y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g).
 template <class T>
 void softmax_backward(const T* y, const T* g, T* gx, const Rows& rows, bool log) {
-  for_each_row(rows, [&](int64_t first, auto stride) {
-    const T *yr = y + first, *gr = g + first;
-    T* out = gx + first;
-    double s = 0;
-    for (int64_t k = 0; k < rows.n; ++k) s += log ? double(gr[k * stride]) : double(gr[k * stride]) * yr[k * stride];
-    for (int64_t k = 0; k < rows.n; ++k) {
-      double yk = yr[k * stride], gk = gr[k * stride];
-      out[k * stride] = static_cast<T>(log ? gk - std::exp(yk) * s : yk * (gk - s));
-    }
+  SoftmaxBackwardKernel<T> kernel = kernels().of<T>().softmax_backward;
+  for_each_block(rows, [&](int64_t first, int64_t columns) {
+    kernel(y + first, g + first, gx + first, rows.n, rows.inner, columns, log);
   });
 }
 

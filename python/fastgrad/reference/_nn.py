@@ -1,7 +1,8 @@
 """Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
 loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is one loop over the
 values, not a composition of ops, and computes in double (Python floats) in the core's order,
-rounding once when the result is stored: both backends give the same bits. Each backward is an op
+rounding once when the result is stored: both backends give the same bits, except softmax and
+log_softmax in float32, which the core computes with its vector exp (within a few ulps). Each backward is an op
 with a node of its own (as PyTorch's), recorded in a create_graph backward: its derivative is
 defined once, there.
 """

@@ -1,0 +1,195 @@
+// Softmax and log_softmax, forward and backward, over one block of a tensor seen as [n, inner]:
+// `columns` rows of n values each (column j's values x[j], x[j + inner], ...). inner == 1 is one
+// contiguous row (softmax over the last dim), vectorized along the row; otherwise the vector runs
+// across neighbouring columns, each lane one row.
+//
+// Numerics: the row's maximum m is subtracted before exp (no overflow for any logits); exp is the
+// elementwise kernel's (elementwise_impl.h: float32 within 1 ulp, float64 within 1.5 ulp), so
+// softmax's exp(x - m) is exp(x - m) of the exp op. Sums are in double, in a fixed order: along a
+// contiguous row element i goes to partial sum i % kSumLanes and the partial sums are combined in a
+// fixed tree (as reduce_impl.h); across columns each lane sums its row in order. So a row's bits do
+// not depend on how threads split the rows, nor on which block a column falls in; across ISAs only
+// the exp polynomials' fma and the vector width of the contiguous path's tail may differ.
+//
+// Included once per ISA translation unit, inside that ISA's namespace (see isa.h / simd.h).
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/elementwise_impl.h"
+#include "kernels/kernel_table.h"
+#include "kernels/reduce_impl.h"
+#include "kernels/simd.h"
+
+namespace fg::simd::FG_ISA_NAMESPACE {
+namespace softmax_detail {
+
+// The sum over i < n of term(a[i..], b[i..]) (term maps kWidth doubles of each to their terms), in
+// double: element i to partial sum i % kSumLanes; the last partial block through zero-padded
+// buffers (term(0, 0) must be 0).
+template <class T, class F>
+double row_sum(const T* a, const T* b, int64_t n, F term) {
+  using D = Vec<double>;
+  constexpr int R = kSumLanes / D::kWidth;
+  D acc[R];
+  for (D& v : acc) v = D::broadcast(0.0);
+  auto step = [&](const T* pa, const T* pb) {
+    for (int r = 0; r < R; ++r) acc[r] = acc[r] + term(D::load(pa + r * D::kWidth), D::load(pb + r * D::kWidth));
+  };
+  int64_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) step(a + i, b + i);
+  if (i < n) {
+    T ta[kSumLanes] = {}, tb[kSumLanes] = {};
+    std::copy(a + i, a + n, ta);
+    std::copy(b + i, b + n, tb);
+    step(ta, tb);
+  }
+  double lanes[kSumLanes];
+  for (int r = 0; r < R; ++r) acc[r].store(lanes + r * D::kWidth);
+  for (int width = kSumLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+  return lanes[0];
+}
+
+// out[i] = f(i, a at i, b at i) for i < n, a and b read as vectors (the last partial one through
+// zero-padded buffers; its padding lanes compute values nobody stores).
+template <class T, class F>
+void row_map(const T* a, const T* b, T* out, int64_t n, F f) {
+  using V = Vec<T>;
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) f(V::load(a + i), V::load(b + i)).store(out + i);
+  if (i < n) {
+    T ta[V::kWidth] = {}, tb[V::kWidth] = {}, to[V::kWidth];
+    std::copy(a + i, a + n, ta);
+    std::copy(b + i, b + n, tb);
+    f(V::load(ta), V::load(tb)).store(to);
+    std::copy(to, to + (n - i), out + i);
+  }
+}
+
+template <class T>
+T row_max(const T* x, int64_t n) {
+  using V = Vec<T>;
+  T m = -std::numeric_limits<T>::infinity();
+  int64_t i = 0;
+  if (n >= V::kWidth) {
+    V acc = V::load(x);
+    for (i = V::kWidth; i + V::kWidth <= n; i += V::kWidth) acc = max(acc, V::load(x + i));
+    T lanes[V::kWidth];
+    acc.store(lanes);
+    for (T v : lanes) m = v > m ? v : m;
+  }
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+// A block of `count` (<= kWidth) neighbouring columns, its row k at p + k * inner: read and written
+// as one vector, through a zero-padded buffer when count < kWidth.
+template <class T>
+struct ColumnBlock {
+  int64_t inner, count;
+  Vec<T> load(const T* p, int64_t k) const {
+    if (count == Vec<T>::kWidth) return Vec<T>::load(p + k * inner);
+    T buf[Vec<T>::kWidth] = {};
+    std::copy(p + k * inner, p + k * inner + count, buf);
+    return Vec<T>::load(buf);
+  }
+  void store(Vec<T> v, T* p, int64_t k) const {
+    if (count == Vec<T>::kWidth) return v.store(p + k * inner);
+    T buf[Vec<T>::kWidth];
+    v.store(buf);
+    std::copy(buf, buf + count, p + k * inner);
+  }
+};
+
+// Per lane of a column block, the sum over its n rows of term(a, b) in double, in row order; stored
+// to sums[0..kWidth).
+template <class T, class F>
+void column_sums(const ColumnBlock<T>& cols, const T* a, const T* b, int64_t n, double* sums, F term) {
+  using V = Vec<T>;
+  using D = Vec<double>;
+  constexpr int H = V::kWidth / D::kWidth;  // double vectors per vector of T
+  D acc[H];
+  for (D& v : acc) v = D::broadcast(0.0);
+  for (int64_t k = 0; k < n; ++k) {
+    T ta[V::kWidth], tb[V::kWidth];
+    cols.load(a, k).store(ta);
+    cols.load(b, k).store(tb);
+    for (int h = 0; h < H; ++h) acc[h] = acc[h] + term(D::load(ta + h * D::kWidth), D::load(tb + h * D::kWidth));
+  }
+  for (int h = 0; h < H; ++h) acc[h].store(sums + h * D::kWidth);
+}
+
+}  // namespace softmax_detail
+
+// y = softmax(x) (log: log_softmax) along each row: with m the row's maximum and s = sum exp(x - m),
+// softmax = exp(x - m) * (1 / s), log_softmax = (x - m) - log(s). A row holding +inf or NaN, or
+// only -inf, gives NaN (inf - inf), as in PyTorch. y may not alias x.
+template <class T>
+void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns, bool log) {
+  using namespace softmax_detail;
+  using V = Vec<T>;
+  auto plain = [](Vec<double> a, Vec<double>) { return a; };
+  if (inner == 1) {
+    const V m = V::broadcast(row_max(x, n));
+    row_map(x, x, y, n, [&](V v, V) { return exp(v - m); });
+    const double s = row_sum(y, y, n, plain);
+    if (log) {
+      const V log_s = V::broadcast(static_cast<T>(std::log(s)));
+      row_map(x, x, y, n, [&](V v, V) { return (v - m) - log_s; });
+    } else {
+      const V scale = V::broadcast(static_cast<T>(1 / s));
+      row_map(y, y, y, n, [&](V e, V) { return e * scale; });
+    }
+    return;
+  }
+  for (int64_t j = 0; j < columns; j += V::kWidth) {
+    const ColumnBlock<T> cols{inner, std::min<int64_t>(V::kWidth, columns - j)};
+    const T* xb = x + j;
+    T* yb = y + j;
+    V m = V::broadcast(-std::numeric_limits<T>::infinity());
+    for (int64_t k = 0; k < n; ++k) m = max(m, cols.load(xb, k));
+    for (int64_t k = 0; k < n; ++k) cols.store(exp(cols.load(xb, k) - m), yb, k);
+    double sums[V::kWidth];
+    column_sums(cols, yb, yb, n, sums, plain);
+    T per_lane[V::kWidth];
+    for (int i = 0; i < V::kWidth; ++i) per_lane[i] = static_cast<T>(log ? std::log(sums[i]) : 1 / sums[i]);
+    const V c = V::load(per_lane);
+    for (int64_t k = 0; k < n; ++k) cols.store(log ? (cols.load(xb, k) - m) - c : cols.load(yb, k) * c, yb, k);
+  }
+}
+
+// The input gradient gx from softmax's output y and its gradient g, per row: softmax:
+// y * (g - sum(g * y)); log_softmax: g - exp(y) * sum(g). gx may alias g.
+template <class T>
+void softmax_backward(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns, bool log) {
+  using namespace softmax_detail;
+  using V = Vec<T>;
+  using D = Vec<double>;
+  auto term = [log](D gv, D yv) { return log ? gv : gv * yv; };
+  auto grad = [log](V yv, V gv, V s) { return log ? gv - exp(yv) * s : yv * (gv - s); };
+  if (inner == 1) {
+    const V s = V::broadcast(static_cast<T>(row_sum(g, y, n, term)));
+    row_map(y, g, gx, n, [&](V yv, V gv) { return grad(yv, gv, s); });
+    return;
+  }
+  for (int64_t j = 0; j < columns; j += V::kWidth) {
+    const ColumnBlock<T> cols{inner, std::min<int64_t>(V::kWidth, columns - j)};
+    double sums[V::kWidth];
+    column_sums(cols, g + j, y + j, n, sums, term);
+    T per_lane[V::kWidth];
+    for (int i = 0; i < V::kWidth; ++i) per_lane[i] = static_cast<T>(sums[i]);
+    const V s = V::load(per_lane);
+    for (int64_t k = 0; k < n; ++k) cols.store(grad(cols.load(y + j, k), cols.load(g + j, k), s), gx + j, k);
+  }
+}
+
+template <class T>
+void fill_softmax(TypedKernels<T>& k) {
+  k.softmax_forward = softmax_forward<T>;
+  k.softmax_backward = softmax_backward<T>;
+}
+
+}  // namespace fg::simd::FG_ISA_NAMESPACE
