@@ -7,7 +7,7 @@ import pytest
 
 from semantics_helpers import run_python
 
-GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn"]
+GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn", "seq"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
 LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
 
@@ -71,6 +71,8 @@ def test_quick_run_prints_every_group():
         "LeNet-5 b8 step",
         "LeNet-5 b64 step",
         "max_pool2d 2x2 forward+backward",
+        "char LSTM LM 65-64-128 seq 32 b16 step",
+        "GRU encoder 128 seq 16 b1 step",
     ):
         assert any(n.startswith(expected) for n in names), expected
     # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)
