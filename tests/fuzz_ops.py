@@ -758,7 +758,7 @@ op("torch.nn.functional.instance_norm({a})", a=tensor(min_rank=3))
 # (rank 2, a cell's rank 1) or batched; weights evenly spread in [-0.6, 0.6], the same on both sides
 # (no braces: the template is formatted twice)
 _WEIGHTS = (
-    "dict((k, torch.linspace(-0.6, 0.6, v.numel(), dtype=torch.float64).reshape(v.shape)) "
+    "dict((k, torch.linspace(-0.6, 0.6, v.flatten().shape[0], dtype=torch.float64).reshape(v.shape)) "
     "for k, v in m.state_dict().items())"
 )
 for _layer in ("LSTM({f}, 3, bidirectional=True)", "GRU({f}, 2, num_layers=2)", "RNN({f}, 3, nonlinearity='relu')",

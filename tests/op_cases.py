@@ -1195,7 +1195,7 @@ for _name, _fn, _shapes, _grad_fn in [
 # (tests/test_meta.py checks that every other op of fastgrad._optable is called by a case above).
 NOT_IN_CASES = {
     **dict.fromkeys(
-        ["add_", "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_", "fill_", "zero_", "copy_"]
+        ["add_", "sub_", "mul_", "div_", "pow_", "floor_divide_", "remainder_", "fill_", "zero_"]
         + ["bitwise_and_", "bitwise_or_", "bitwise_xor_", "masked_fill_", "clip_"],
         "in place: tests/test_inplace.py, test_inplace_torch.py and test_intops.py",
     ),
@@ -1205,7 +1205,7 @@ NOT_IN_CASES = {
     ),
     "floor_divide": "its result requires grad with no derivative (PyTorch's too): tests/test_intops.py",
     **dict.fromkeys(
-        ["multinomial", "bernoulli", "poisson", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_"]
+        ["multinomial", "bernoulli", "poisson", "normal_", "bernoulli_", "exponential_", "geometric_"]
         + ["log_normal_", "cauchy_", "random_"],
         "random: PyTorch's numbers are another generator's; tests/test_random.py checks shapes, dtypes and errors",
     ),

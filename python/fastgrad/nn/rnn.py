@@ -200,7 +200,7 @@ class RNNBase(Module):
         """PyTorch packs the weights for cuDNN here; on a CPU it does nothing, as here."""
 
     def reset_parameters(self):
-        bound = 1.0 / math.sqrt(self.hidden_size)
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0  # a cell may have none
         for weight in self.parameters():
             init.uniform_(weight, -bound, bound)
 

@@ -49,7 +49,8 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None):
 
 
 def _get_clones(module, n):
-    return ModuleList([copy.deepcopy(module) for _ in range(n)])
+    # a generator, not PyTorch's list: a non-module fails at its first copy, not after n of them
+    return ModuleList(copy.deepcopy(module) for _ in range(n))
 
 
 def _get_activation_fn(activation):
