@@ -5,7 +5,6 @@ rounded as PyTorch's op chain); other dtypes run the op chain itself."""
 from .. import _prims
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _gradient, _new_step, _require
 from .._factories import full_like
-from fastgrad._types import float32, float64
 
 __all__ = ["Adagrad"]
 
@@ -65,10 +64,7 @@ class Adagrad(Optimizer):
         return group["lr"] / (1 + (step - 1) * group["lr_decay"]), state
 
     def _update_group(self, params, group):
-        fused = [p for p in params if p.dtype in (float32, float64)]
-        for param in params:
-            if param.dtype not in (float32, float64):
-                self._update(param, group)
+        fused = self._fused_params(params, group)
         if not fused:
             return
         decayed_lrs, states = zip(*(self._next_step(p, group) for p in fused))

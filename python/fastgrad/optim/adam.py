@@ -5,7 +5,6 @@ as PyTorch's op chain); other dtypes run the op chain itself."""
 from .. import _prims
 from .optimizer import Optimizer, _addcdiv_, _addcmul_, _check_betas, _gradient, _lerp_, _new_step, _require
 from .._factories import zeros_like
-from fastgrad._types import float32, float64
 
 __all__ = ["Adam", "AdamW"]
 
@@ -60,10 +59,7 @@ class Adam(Optimizer):
         return state
 
     def _update_group(self, params, group):
-        fused = [p for p in params if p.dtype in (float32, float64)]
-        for param in params:
-            if param.dtype not in (float32, float64):
-                self._update(param, group)
+        fused = self._fused_params(params, group)
         if not fused:
             return
         lr, weight_decay, (beta1, beta2) = group["lr"], group["weight_decay"], group["betas"]

@@ -25,7 +25,7 @@ from .._prims import Tensor
 from .._factories import tensor
 from .._grad_mode import enable_grad, no_grad
 from .._hooks import RemovableHandle
-from fastgrad._types import float32
+from fastgrad._types import float32, float64
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
 
@@ -302,6 +302,17 @@ class Optimizer:
         cases into one call of a foreach primitive."""
         for param in params:
             self._update(param, group)
+
+    def _fused_params(self, params, group):
+        """The float32/float64 parameters, which a fused update primitive takes; the others are
+        updated one by one here."""
+        fused = []
+        for param in params:
+            if param.dtype in (float32, float64):
+                fused.append(param)
+            else:
+                self._update(param, group)
+        return fused
 
     def _update(self, param, group):
         """One step for one parameter with its gradient, options from its group."""

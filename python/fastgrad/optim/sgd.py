@@ -5,7 +5,6 @@ as PyTorch's op chain); other dtypes run the op chain itself."""
 from .. import _prims
 from .optimizer import Optimizer, _fma, _gradient
 from .._factories import zeros_like
-from fastgrad._types import float32, float64
 
 __all__ = ["SGD"]
 
@@ -48,10 +47,7 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _update_group(self, params, group):
-        fused = [p for p in params if p.dtype in (float32, float64)]
-        for param in params:
-            if param.dtype not in (float32, float64):
-                self._update(param, group)
+        fused = self._fused_params(params, group)
         if not fused:
             return
         momentum = group["momentum"]
