@@ -11,6 +11,7 @@ expectations in the tests are checked.
 
 import gc
 import importlib
+import importlib.util
 import os
 
 import pytest
@@ -38,6 +39,20 @@ except (ImportError, AttributeError):
 
 @pytest.fixture(params=BACKENDS)
 def fg(request):
+    return importlib.import_module(request.param)
+
+
+# The reference's derivatives are compared with PyTorch's wherever PyTorch is installed (test_ops'
+# test_matches_torch in every layout, test_higher_order's second derivatives in float64 to 1e-6):
+# its finite-difference checks of the op table (29 s of CPU per run) then only repeat them, and run
+# only where PyTorch is missing. fastgrad's run everywhere.
+TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
+FINITE_DIFFERENCE_BACKENDS = [name for name in BACKENDS if not (name == "fastgrad.reference" and TORCH_INSTALLED)]
+
+
+@pytest.fixture(params=FINITE_DIFFERENCE_BACKENDS)
+def fg_finite_differences(request):
+    """`fg` for the op table's gradcheck and gradgradcheck (see FINITE_DIFFERENCE_BACKENDS)."""
     return importlib.import_module(request.param)
 
 
@@ -78,6 +93,11 @@ def pytest_collection_finish(session):
     tests' own gc.collect() calls included (these took seconds each)."""
     gc.collect()
     gc.freeze()
+
+
+def pytest_runtest_setup(item):
+    if os.environ.get("FASTGRAD_ISA") and item.get_closest_marker("not_rerun_per_isa"):
+        pytest.skip("the same under every ISA: the run without a forced ISA covers it")
 
 
 def pytest_collection_modifyitems(items):

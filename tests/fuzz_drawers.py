@@ -21,6 +21,26 @@ RANKS = [1, 2, 0, 3, 2, 1, 4]
 SCALARS = ["2", "0.5", "-1", "1.5", "3", "-2.5", "0", "1", "-0.5"]
 
 
+@functools.lru_cache(maxsize=4096)
+def _sampled_from(options):
+    return st.sampled_from(options)
+
+
+@functools.lru_cache(maxsize=4096)
+def _integers(lo, hi):
+    return st.integers(lo, hi)
+
+
+def sampled_from(options):
+    """st.sampled_from(options), one strategy per distinct list: a new strategy computes its label
+    (a hash of the options) on its first draw, which took most of the fuzzer's generation time. The
+    cached one draws the same values (its label is computed from the same options)."""
+    try:
+        return _sampled_from(tuple(options))
+    except TypeError:  # unhashable options
+        return st.sampled_from(options)
+
+
 class Gen:
     def __init__(self, draw, dtype):
         self.draw = draw
@@ -29,13 +49,13 @@ class Gen:
 
     # -- hypothesis draws (each shrinks towards its first / most common option)
     def choice(self, options):
-        return self.draw(st.sampled_from(options))
+        return self.draw(sampled_from(options))
 
     def integer(self, lo, hi):
-        return self.draw(st.integers(lo, hi))
+        return self.draw(_integers(lo, hi))
 
     def rarely(self, percent=5):
-        return self.draw(st.integers(0, 99)) >= 100 - percent
+        return self.draw(_integers(0, 99)) >= 100 - percent
 
     # -- values
     def tensor(self, name):

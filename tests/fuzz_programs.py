@@ -39,7 +39,7 @@ from fuzz_compare import (
     assert_same_outcome,
     torch_bug,
 )
-from fuzz_drawers import Gen
+from fuzz_drawers import Gen, sampled_from
 from fuzz_ops import CONSTRUCTS, OPS, Op, constructs
 from fuzz_run import ANY, FLOAT, NUM, Leaf, Outcome, Program, backends, dtype_name, loss_weight, minimize, run
 
@@ -86,10 +86,13 @@ def draw_step(g, op_):
     return g.new_value("{out} = " + op_.template.format(**got))
 
 
+OP_DRAWS = st.sampled_from(OPS)  # made once: a strategy computes its label from its ~600 options
+
+
 @st.composite
 def programs(draw, max_ops=20, first=None):
     """Random programs; with `first` (an entry of OPS), programs whose first op is that one."""
-    g = Gen(draw, draw(st.sampled_from(FLOAT)))
+    g = Gen(draw, draw(sampled_from(FLOAT)))
     g.leaf()
     if draw(st.booleans()):
         g.leaf()
@@ -98,6 +101,6 @@ def programs(draw, max_ops=20, first=None):
     # One "go on" draw before each op (rather than a length drawn first), so that shrinking can
     # delete any op with its draws.
     while len(g.program.lines) < max_ops and (not g.program.lines or draw(st.integers(0, 15)) < 15):
-        if not draw_step(g, draw(st.sampled_from(OPS))):
+        if not draw_step(g, draw(OP_DRAWS)):
             break  # fastgrad raised: the program ends with this line
     return g.finish()

@@ -234,6 +234,7 @@ def test_bits_do_not_depend_on_the_cache_blocks():
     assert result.stdout.split() == [products_digest()]
 
 
+@pytest.mark.not_rerun_per_isa
 def test_malformed_cache_sizes_fail_the_import_with_the_reason():
     result = run_python("import os; os.environ['FASTGRAD_CACHE_SIZES'] = '32k,1M'; import fastgrad")
     assert result.returncode != 0 and "FASTGRAD_CACHE_SIZES=32k,1M is not three byte counts" in result.stderr

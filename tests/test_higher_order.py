@@ -1,7 +1,8 @@
 """Higher-order gradients: backward(create_graph=True), autograd.gradgradcheck, autograd.functional.
 
 (a) gradgradcheck in float64 of every differentiable op of tests/op_cases.py (in its memory layouts)
-and of the nn.functional, indexing and in-place programs below, on each backend;
+and of the nn.functional, indexing and in-place programs below, on each backend (the reference's only
+where PyTorch is missing: conftest.FINITE_DIFFERENCE_BACKENDS);
 (b) the same programs' second derivatives against PyTorch's (float64, same data);
 (c) the semantics: x.grad with history, out-of-place accumulation, saved outputs given back with
 their node, custom Functions, grad_fn names; a Hessian-vector product of an MLP loss against finite
@@ -161,7 +162,8 @@ def make_leaves(m, program):
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=[p.name for p in PROGRAMS])
-def test_gradgradcheck(fg, program):
+def test_gradgradcheck(fg_finite_differences, program):
+    fg = fg_finite_differences
     gradgradcheck = gradcheck_for(fg, "gradgradcheck")
     leaves = make_leaves(fg, program)
     assert gradgradcheck(lambda *xs: program.fn(fg, *xs), tuple(leaves))

@@ -363,6 +363,7 @@ def test_config_reports_the_isa():
     assert set(ref.config()) == set(config)
 
 
+@pytest.mark.not_rerun_per_isa
 def test_unknown_isa_fails_the_import_with_the_reason():
     child = subprocess.run(
         [sys.executable, "-c", "import fastgrad"],
@@ -389,6 +390,7 @@ print(h.hexdigest())
 """
 
 
+@pytest.mark.not_rerun_per_isa
 def test_exact_kernels_and_sums_are_identical_on_every_isa():
     available = fastgrad.config()["isas_available"]
     digests = {
@@ -405,20 +407,27 @@ def test_exact_kernels_and_sums_are_identical_on_every_isa():
     assert len(set(digests.values())) == 1, digests
 
 
-# The files rerun under each other ISA. Under a sanitizer (.ci/sanitize preloads its runtime), the
-# kernel tests only: they reach every fast path and tail of the kernels, and the op tests would run
-# those again at the sanitizer's cost (the normal run still reruns them under every ISA).
-ISA_RERUN_FILES = ["test_kernels.py", "test_gemm.py", "test_optim_fused.py", "test_rnn_fused.py"]
-if "san.so" not in os.environ.get("LD_PRELOAD", ""):
-    ISA_RERUN_FILES += ["test_ops.py", "test_nn_ops.py"]
+# The files rerun under each other ISA: the kernel tests, which reach every fast path and tail of the
+# kernels, and the op tests, which reach the kernels through every op. Under a sanitizer
+# (.ci/sanitize preloads its runtime), the kernel tests only: the op tests would run the same kernel
+# code again at the sanitizer's cost. .ci/run's sanitized step reruns the kernel tests (their
+# assertions as well as the sanitizer's checks), so its normal run, told by
+# FASTGRAD_KERNEL_RERUNS_SANITIZED=1, reruns the op tests only (28 s of CPU less).
+KERNEL_RERUN_FILES = ["test_kernels.py", "test_gemm.py", "test_optim_fused.py", "test_rnn_fused.py"]
+OP_RERUN_FILES = ["test_ops.py", "test_nn_ops.py"]
+if "san.so" in os.environ.get("LD_PRELOAD", ""):
+    ISA_RERUN_FILES = KERNEL_RERUN_FILES
+elif os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED"):
+    ISA_RERUN_FILES = OP_RERUN_FILES
+else:
+    ISA_RERUN_FILES = KERNEL_RERUN_FILES + OP_RERUN_FILES
 
 
 @pytest.mark.slow
+@pytest.mark.not_rerun_per_isa
 @pytest.mark.parametrize("isa", ISAS)
 def test_suite_under_isa(isa):
     """The kernel and op tests, on fastgrad only (the reference has no kernels), under a forced ISA."""
-    if os.environ.get("FASTGRAD_ISA"):
-        pytest.skip("already a child run under a forced ISA")
     config = fastgrad.config()
     if isa not in config["isas_available"]:
         pytest.skip(f"{isa} is not available on this CPU")

@@ -1,6 +1,7 @@
 """Every op of the spec, driven by the table in op_cases.py.
 
-(a) float64 finite-difference gradcheck on the backend, in contiguous, strided and expanded layouts;
+(a) float64 finite-difference gradcheck on the backend, in contiguous, strided and expanded layouts (the
+    reference's only where PyTorch is missing: conftest.FINITE_DIFFERENCE_BACKENDS);
 (b) values, dtypes and gradients against PyTorch in float32, same data, same layouts;
 (c) the result's grad_fn name is PyTorch's.
 Non-differentiable ops (argmax, comparisons, equal, allclose) are compared against PyTorch too.
@@ -43,7 +44,8 @@ def call(m, case, layout, leaves):
 
 
 @pytest.mark.parametrize("case,layout", LAYOUT_PARAMS)
-def test_gradcheck(fg, case, layout):
+def test_gradcheck(fg_finite_differences, case, layout):
+    fg = fg_finite_differences
     gradcheck = gradcheck_for(fg)
     leaves = make_leaves(fg, case, layout, np.float64)
     assert gradcheck(lambda *xs: call(fg, case, layout, xs), tuple(leaves))
