@@ -161,6 +161,8 @@ def test_depthwise_kernels_under_every_isa(isa):
     config = fastgrad.config()
     if isa not in config["isas_available"] or isa == config["isa"] or os.environ.get("FASTGRAD_ISA"):
         pytest.skip(f"{isa}: not available, or this process's ISA")
+    if os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED") and "san.so" not in os.environ.get("LD_PRELOAD", ""):
+        pytest.skip("the sanitized run reruns the kernels under every ISA (see test_kernels.ISA_RERUN_FILES)")
     child = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "depthwise", os.path.abspath(__file__)],
         capture_output=True,
