@@ -395,9 +395,10 @@ def targets():
         (fg.viz, "fg.viz"),
     ]:
         found += [(f"{path}.{name}", obj, "") for name, obj in _public_callables(module)]
-    # the pooling functions nn.functional re-exports from its own file
-    pooling = fg.nn._functional_pooling.__all__
-    found += [(f"fg.nn.functional.{name}", obj, "") for name, obj in _public_callables(fg.nn.functional, pooling)]
+    # the functions nn.functional re-exports from files of their own
+    for module in (fg.nn._functional_pooling, fg.nn._functional_grid):
+        names = module.__all__
+        found += [(f"fg.nn.functional.{name}", obj, "") for name, obj in _public_callables(fg.nn.functional, names)]
     found += [(f"fg._prims.{name}", signature, "") for name, signature in PRIMITIVES.items()]
     for name in ["backward", "grad", "gradcheck", "gradgradcheck"]:
         found.append((f"fg.autograd.{name}", getattr(fg.autograd, name), ""))

@@ -741,6 +741,15 @@ op("torch.nn.functional.interpolate({a}, mode='bilinear'{options})", a=tensor(ra
    options=options(", scale_factor=(1.5, 0.7)", ", size=(3, 2), align_corners=True", ", scale_factor=2"))  # fmt: skip
 op("torch.nn.functional.interpolate({a}, mode='trilinear'{options})", a=tensor(rank=5),
    options=options(", size=(2, 3, 2)", ", scale_factor=1.5, align_corners=True"))  # fmt: skip
+# spatial transformers (issue 16): a grid made from the input itself (the gradient reaches both), theta
+# cut from a rank-3 tensor; kinks at whole source coordinates (the grid draws quarters): not smooth
+op("torch.nn.functional.grid_sample({a}, {a}[:, 0, :, :2].unsqueeze(1).tanh() * 1.2{options})", a=tensor(rank=4),
+   smooth=False,
+   options=options(", align_corners=False", ", mode='nearest', align_corners=True",
+                   ", mode='bicubic', padding_mode='reflection', align_corners=False",
+                   ", padding_mode='border', align_corners=True"))  # fmt: skip
+op("torch.nn.functional.affine_grid({a}[:, :2, :3], ({a}.shape[0], 1, 3, 2), align_corners={corners})",
+   a=tensor(rank=3), corners=options("False", "True"))  # fmt: skip
 # the fused normalizations (issue 16); per-channel vectors drawn from the input's first value of each
 # channel (so they exist whenever the input has values) or its detached statistics (running stats)
 _CHANNELS = "{a}.transpose(0, 1).flatten(1)"

@@ -349,6 +349,35 @@ case(
     "UpsampleTrilinear3DBackward0",
 )
 case(
+    "F.grid_sample(bilinear)",
+    lambda m, x, g: m.nn.functional.grid_sample(x, g, align_corners=False),
+    [(2, 3, 4, 5), (2, 3, 2, 2)],
+    "GridSampler2DBackward0",
+    ("real", "unit"),
+)
+case(
+    "F.grid_sample(bicubic,reflection,corners)",
+    lambda m, x, g: m.nn.functional.grid_sample(x, g * 1.3, "bicubic", "reflection", True),
+    [(1, 2, 4, 3), (1, 2, 3, 2)],
+    "GridSampler2DBackward0",
+    ("real", "unit"),
+    layouts=LAYOUTS[:2],
+)
+case(
+    "F.grid_sample(3-D,border)",
+    lambda m, x, g: m.nn.functional.grid_sample(x, g * 1.3, padding_mode="border", align_corners=False),
+    [(1, 2, 3, 2, 4), (1, 2, 1, 2, 3)],
+    "GridSampler3DBackward0",
+    ("real", "unit"),
+    layouts=LAYOUTS[:2],
+)
+case(
+    "F.affine_grid",
+    lambda m, t: m.nn.functional.affine_grid(t, (2, 1, 3, 4), align_corners=False),
+    [(2, 2, 3)],
+    "AffineGridGeneratorBackward0",
+)
+case(
     "F.adaptive_max_pool2d(unbatched)",
     lambda m, x: m.nn.functional.adaptive_max_pool2d(x, 2),
     X3,
@@ -1230,7 +1259,7 @@ NOT_IN_CASES.update(
     {
         "fix_": "in place: tests/test_rounding.py",
         **dict.fromkeys(
-            ["sgn", "floor", "ceil", "trunc", "fix", "round"],
+            ["sgn", "ceil", "trunc", "fix", "round"],
             "its gradient is zero with no graph (as sign's): tests/test_rounding.py",
         ),
     }

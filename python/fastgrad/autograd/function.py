@@ -118,7 +118,10 @@ class Function:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._backward_cls = type(cls.__name__ + "Backward", (BackwardFunction,), {"_forward_cls": cls})
+        # The node's name: cls.__name__ + "Backward", or the library's own Functions' _node_name
+        # (PyTorch's node name of the op a Function implements, such as "GridSampler2DBackward0").
+        name = cls.__dict__.get("_node_name", cls.__name__ + "Backward")
+        cls._backward_cls = type(name, (BackwardFunction,), {"_forward_cls": cls})
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError(

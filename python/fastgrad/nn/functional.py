@@ -32,6 +32,7 @@ Tensor = _prims.Tensor
 
 from ._functional_pooling import *  # noqa: E402, F403  max/avg/adaptive/lp pooling, max_unpool: its __all__
 from ._functional_attention import *  # noqa: E402, F403  scaled_dot_product_attention, multi_head_attention_forward
+from ._functional_grid import *  # noqa: E402, F403  affine_grid, grid_sample
 from ._functional_attention import _canonical_mask, _none_or_dtype  # noqa: E402, F401  (PyTorch's, used by the layers)
 
 
