@@ -25,10 +25,7 @@ import sys
 import tempfile
 import time
 
-WARM_UP_SECONDS = 1.5
-# perf starts sampling this long after the child starts: after its imports and the model's
-# construction (~0.5 s), inside its warm-up, so that only steps are sampled.
-PERF_DELAY_MS = 1000
+WARM_UP_SECONDS = 1.0
 
 KERNELS = "SIMD kernels (fg::simd)"
 MODULE_OTHER = "C++ module, other (ops' own loops, graph, bindings)"
@@ -64,10 +61,19 @@ def run_step(name, seconds, threads):
     end_of_warm_up = time.perf_counter() + WARM_UP_SECONDS
     while time.perf_counter() < end_of_warm_up:
         step()
-    end = time.perf_counter() + seconds
-    while (start := time.perf_counter()) < end:
-        step()
-        times.append(time.perf_counter() - start)
+    # perf samples only from here to the end of the steps (not the imports, which compile Python)
+    control, ack = os.environ["STEP_PROFILE_FIFOS"].split(",")
+    with open(control, "w") as commands, open(ack) as acks:
+        commands.write("enable\n")
+        commands.flush()
+        acks.readline()
+        end = time.perf_counter() + seconds
+        while (start := time.perf_counter()) < end:
+            step()
+            times.append(time.perf_counter() - start)
+        commands.write("disable\n")
+        commands.flush()
+        acks.readline()
     times.sort()
     print(f"{times[len(times) // 2] * 1e3:.3f} ms median over {len(times)} steps")
 
@@ -94,13 +100,16 @@ REPORT_LINE = re.compile(r"^\s*([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(.*)$")
 
 def profile(name, seconds, threads):
     with tempfile.TemporaryDirectory() as tmp:
-        data = os.path.join(tmp, "perf.data")
+        data, control, ack = (os.path.join(tmp, name) for name in ("perf.data", "control", "ack"))
+        os.mkfifo(control)
+        os.mkfifo(ack)
         child = subprocess.run(
-            ["perf", "record", "-q", "-F", "1999", "-D", str(PERF_DELAY_MS), "-o", data, "--"]
+            ["perf", "record", "-q", "-F", "1999", "-D", "-1", "--control", f"fifo:{control},{ack}", "-o", data, "--"]
             + [sys.executable, os.path.abspath(__file__), "--run", name, "--seconds", str(seconds)]
             + ["--threads", str(threads)],
             capture_output=True,
             text=True,
+            env={**os.environ, "STEP_PROFILE_FIFOS": f"{control},{ack}"},
         )
         if child.returncode != 0:
             sys.exit(f"perf record failed: {child.stderr.strip()}")
