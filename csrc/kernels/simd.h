@@ -2,7 +2,8 @@
 // the including translation unit (isa_<isa>.cpp defines FG_ISA_NAMESPACE and one FG_ISA_<ISA>
 // macro, and is compiled with that ISA's flags). Every ISA provides the same operations:
 //   Vec<T>::kWidth, Vec<T>::Mask, Vec<T>::load(p), Vec<T>::broadcast(x), v.store(p),
-//   Vec<double>::load(const float*) (kWidth floats, widened), + - * /, fma(a, b, c) (= a * b + c,
+//   Vec<double>::load(const float*) (kWidth floats, widened), v.store(float*) (kWidth doubles, each
+//   rounded to float), + - * /, fma(a, b, c) (= a * b + c,
 //   fused where the ISA has FMA), two_product(a, b, e) for float (a * b rounded, and e its exact
 //   rounding error, on every ISA), min/max (x86 semantics: the second operand when either is NaN),
 //   abs, neg, sqrt, round_nearest (to nearest even),
@@ -35,7 +36,7 @@ template <class T>
 struct Vec;
 
 // Vec<T> over register type R of W lanes, with the ISA's load / broadcast / store intrinsics;
-// EXTRA: more members (the widening load of Vec<double>).
+// EXTRA: more members (the widening load and the narrowing store of Vec<double>).
 #define FG_VEC_STRUCT(T, R, W, MASK, LOAD, SET1, STORE, EXTRA) \
   template <>                                                  \
   struct Vec<T> {                                              \
@@ -60,7 +61,10 @@ struct Vec {
     return {static_cast<T>(*p)};
   }
   static Vec broadcast(T x) { return {x}; }
-  void store(T* p) const { *p = v; }
+  template <class S>  // T, or double rounded to float
+  void store(S* p) const {
+    *p = static_cast<S>(v);
+  }
 };
 template <class T> Vec<T> operator+(Vec<T> a, Vec<T> b) { return {a.v + b.v}; }
 template <class T> Vec<T> operator-(Vec<T> a, Vec<T> b) { return {a.v - b.v}; }
@@ -141,7 +145,8 @@ template <class T> Vec<T> even_lanes(Vec<T> a, Vec<T>) { return a; }
 #if defined(FG_ISA_AVX2)
 FG_X86_VEC(float, __m256, _mm256, ps, 8, __m256, )
 FG_X86_VEC(double, __m256d, _mm256, pd, 4, __m256d,
-           static Vec load(const float* p) { return {_mm256_cvtps_pd(_mm_loadu_ps(p))}; })
+           static Vec load(const float* p) { return {_mm256_cvtps_pd(_mm_loadu_ps(p))}; }
+           void store(float* p) const { _mm_storeu_ps(p, _mm256_cvtpd_ps(v)); })
 inline __m256 lt(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ); }
 inline __m256 le(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_LE_OQ); }
 inline __m256 gt(Vec<float> a, Vec<float> b) { return _mm256_cmp_ps(a.v, b.v, _CMP_GT_OQ); }
@@ -226,7 +231,8 @@ inline Vec<double> frexp(Vec<double> a, Vec<double>& e) {
 #else   // AVX-512
 FG_X86_VEC(float, __m512, _mm512, ps, 16, __mmask16, )
 FG_X86_VEC(double, __m512d, _mm512, pd, 8, __mmask8,
-           static Vec load(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; })
+           static Vec load(const float* p) { return {_mm512_cvtps_pd(_mm256_loadu_ps(p))}; }
+           void store(float* p) const { _mm256_storeu_ps(p, _mm512_cvtpd_ps(v)); })
 #define FG_AVX512_MASKS(T, S, MASK)                                                                 \
   inline MASK lt(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LT_OQ); }        \
   inline MASK le(Vec<T> a, Vec<T> b) { return _mm512_cmp_##S##_mask(a.v, b.v, _CMP_LE_OQ); }        \
@@ -323,7 +329,8 @@ inline uint64x2_t mask_not(uint64x2_t m) { return vreinterpretq_u64_u32(vmvnq_u3
   }
 FG_NEON_VEC(float, float32x4_t, f32, uint32x4_t, u32, 4, )
 FG_NEON_VEC(double, float64x2_t, f64, uint64x2_t, u64, 2,
-            static Vec load(const float* p) { return {vcvt_f64_f32(vld1_f32(p))}; })
+            static Vec load(const float* p) { return {vcvt_f64_f32(vld1_f32(p))}; }
+            void store(float* p) const { vst1_f32(p, vcvt_f32_f64(v)); })
 #undef FG_NEON_VEC
 #endif
 

@@ -1,5 +1,7 @@
 // Scalar special functions the C++ library lacks (erfinv, digamma, polygamma), in double, with
-// PyTorch's algorithms (ATen/native/Math.h, from Cephes) so that values and special cases match.
+// PyTorch's algorithms (ATen/native/Math.h, from Cephes) so that values and special cases match;
+// and GELU in double from the C library's erfc and tanh (the float64 GELU kernels, and the oracle of
+// the float32 ones: elementwise_impl.h).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -133,6 +135,44 @@ inline double polygamma(int64_t n, double x) {
   if (n == 0) return digamma(x);
   if (n == 1) return trigamma(x);
   return (n % 2 ? 1.0 : -1.0) * std::exp(std::lgamma(n + 1.0)) * zeta(n + 1.0, x);
+}
+
+// ---- gelu(x) = x P(X <= x) for a standard normal X; approximate='tanh' is PyTorch's tanh formula.
+// PyTorch's constants, spelled as its kernels spell them (python/fastgrad/reference/_nn.py uses the
+// same literals and the same libm functions through math.erfc and math.tanh: the same bits).
+inline constexpr double kGeluSqrt1_2 = 0.70710678118654752440;  // M_SQRT1_2
+inline constexpr double kGeluAlpha = 1.12837916709551257390 * kGeluSqrt1_2 * 0.5;  // 1/sqrt(2 pi)
+inline constexpr double kGeluBeta = 1.41421356237309504880 * 1.12837916709551257390 * 0.5;  // sqrt(2/pi)
+inline constexpr double kGeluKappa = 0.044715;
+
+// P(X <= x) = erfc(-x / sqrt(2)) / 2: PyTorch's (1 + erf(x / sqrt(2))) / 2 without its cancellation
+// below x = -3 (where 1 + erf loses the tail: 0 from x = -8.3 on, gelu(-10) = -7.6e-23 is not 0).
+inline double normal_cdf(double x) { return 0.5 * std::erfc(-x * kGeluSqrt1_2); }
+
+// With approximate='tanh': 0.5 x (1 + tanh(u)) = x s, u = sqrt(2/pi) (x + 0.044715 x^3), s = 1 / (1 +
+// e) the logistic function of 2u, e = exp(-2u): PyTorch's value without its cancellation in 1 +
+// tanh(u) below x = -3 (0 from x = -7.2 on). Returns s.
+inline double gelu_tanh_logistic(double x, double& e) {
+  e = std::exp(-(x * (2 * kGeluBeta * kGeluKappa * (x * x) + 2 * kGeluBeta)));
+  return 1 / (1 + e);
+}
+
+inline double gelu(double x, bool tanh) {
+  double e;
+  return tanh ? x * gelu_tanh_logistic(x, e) : x * normal_cdf(x);
+}
+
+// d gelu / dx: with 'none', P(X <= x) + x p(x), p the normal density (as PyTorch's GeluBackwardKernel);
+// with 'tanh', 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) u' = s (1 + 2 x u' (1 - s)), u' = sqrt(2/pi)
+// (1 + 3 * 0.044715 x^2), 1 - s = e s below s = 1/2 (where e is at most 1) and 1 - s above it.
+inline double gelu_derivative(double x, bool tanh) {
+  if (tanh) {
+    double e;
+    double s = gelu_tanh_logistic(x, e);
+    double du = 3 * kGeluBeta * kGeluKappa * (x * x) + kGeluBeta;
+    return s * (1 + 2 * x * du * (s < 0.5 ? 1 - s : e * s));
+  }
+  return normal_cdf(x) + x * (kGeluAlpha * std::exp(-0.5 * x * x));
 }
 
 }  // namespace fg::special

@@ -6,8 +6,6 @@
 // (LeakyReluBackwardBackward0, HardtanhBackwardBackward0), recorded in a backward with create_graph:
 // it is the same op of the incoming gradient, and constant in x (piecewise), which gets zeros.
 // python/fastgrad/reference/_activation.py is the pure-Python twin.
-#include <algorithm>
-
 #include "autograd/node.h"
 #include "kernels/kernel_table.h"
 #include "kernels/thread_pool.h"
@@ -44,11 +42,6 @@ Tensor activation_values(const Tensor& x, const ActivationParams& p) {
     parallel_for(0, src->numel(), kParallelElements,
                  [&](int64_t lo, int64_t hi) { kernel(xp + lo, out + lo, hi - lo, params); });
   });
-}
-
-// A gradient that is one value repeated (the gradient of a sum) is read as that value.
-bool is_repeated(const Tensor& t) {
-  return t->numel() > 0 && std::all_of(t->strides.begin(), t->strides.end(), [](int64_t s) { return s == 0; });
 }
 
 struct ActivationNode : Node {

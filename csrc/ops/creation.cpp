@@ -1,4 +1,5 @@
 // Making tensors, copying them, and converting between dtypes.
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/node.h"
@@ -163,6 +164,10 @@ Tensor dense(const Tensor& t) {
   Tensor out = empty(t->shape, t->dtype);
   copy_values(out, t);
   return out;
+}
+
+bool is_repeated(const Tensor& t) {
+  return t->numel() > 0 && std::all_of(t->strides.begin(), t->strides.end(), [](int64_t s) { return s == 0; });
 }
 
 }  // namespace fg

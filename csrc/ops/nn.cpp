@@ -4,10 +4,13 @@
 // row's maximum, so logits of any size neither overflow nor give NaN). softmax and log_softmax run
 // the per-ISA vector kernels of kernels/softmax_impl.h (the exp op's exp, sums in double in a fixed
 // order), so their values are within an ulp or two of python/fastgrad/reference/_nn.py's (double,
-// rounded once). The other ops compute in double and round once when stored, as the reference does,
-// so both backends give the same bits. Each backward is an op with a node of its
-// own (as PyTorch's), recorded in a backward with create_graph: its derivative is defined once, there
-// (SoftmaxBackwardDataBackward0, NllLossBackwardBackward0, GeluBackwardBackward0).
+// rounded once). GELU and its gradient run the per-ISA activation kernels of
+// kernels/elementwise_impl.h: float64 the C library's erfc / tanh as the reference (the same bits),
+// float32 in double lanes (within 1 ulp of the reference: the bounds are stated there). nll_loss
+// computes in double and rounds once when stored, as the reference does: the same bits. Each
+// backward is an op with a node of its own (as PyTorch's), recorded in a backward with create_graph:
+// its derivative is defined once, there (SoftmaxBackwardDataBackward0, NllLossBackwardBackward0,
+// GeluBackwardBackward0).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,7 +20,7 @@
 #include "autograd/node.h"
 #include "core/shape.h"
 #include "kernels/kernel_table.h"
-#include "kernels/loops.h"
+#include "kernels/special_functions.h"
 #include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
@@ -333,29 +336,10 @@ GeluApproximation gelu_approximation_from_name(const std::string& name) {
 
 namespace {
 
-// PyTorch's constants, spelled as its kernels spell them (the reference uses the same literals).
-constexpr double kSqrt1_2 = 0.70710678118654752440;  // M_SQRT1_2
-constexpr double kAlpha = 1.12837916709551257390 * kSqrt1_2 * 0.5;  // M_2_SQRTPI * M_SQRT1_2 * 0.5 = 1/sqrt(2 pi)
-constexpr double kBeta =
-    1.41421356237309504880 * 1.12837916709551257390 * 0.5;  // M_SQRT2 * M_2_SQRTPI * 0.5 = sqrt(2/pi)
-constexpr double kKappa = 0.044715;
+using special::kGeluAlpha, special::kGeluBeta, special::kGeluKappa;
 
-double gelu_value(double x, GeluApproximation a) {
-  if (a == GeluApproximation::Tanh) return 0.5 * x * (1 + std::tanh(kBeta * (x + kKappa * (x * x * x))));
-  return x * 0.5 * (1 + std::erf(x * kSqrt1_2));
-}
-
-// d gelu / dx, as PyTorch's GeluBackwardKernel computes it.
-double gelu_derivative(double x, GeluApproximation a) {
-  if (a == GeluApproximation::Tanh) {
-    double x_sq = x * x;
-    double tanh_inner = std::tanh(kBeta * (x + kKappa * (x_sq * x)));
-    double right_derivative = 0.5 * x * (1 - tanh_inner * tanh_inner) * (kBeta * (1 + 3 * kKappa * x_sq));
-    return 0.5 * (1 + tanh_inner) + right_derivative;
-  }
-  double cdf = 0.5 * (1 + std::erf(x * kSqrt1_2));
-  double pdf = kAlpha * std::exp(-0.5 * x * x);
-  return cdf + x * pdf;
+Activation gelu_kernels(GeluApproximation a) {
+  return a == GeluApproximation::Tanh ? Activation::GeluTanh : Activation::Gelu;
 }
 
 // d^2 gelu / dx^2 from recorded ops (for the gradient of gelu's gradient). With the normal
@@ -364,12 +348,13 @@ double gelu_derivative(double x, GeluApproximation a) {
 Tensor gelu_second_derivative(const Tensor& x, GeluApproximation a) {
   Tensor x_sq = mul(x, x);
   if (a == GeluApproximation::None) {
-    Tensor density = mul(exp(mul(x_sq, Scalar::from_float(-0.5))), Scalar::from_float(kAlpha));
+    Tensor density = mul(exp(mul(x_sq, Scalar::from_float(-0.5))), Scalar::from_float(kGeluAlpha));
     return mul(density, rsub(x_sq, Scalar::from_int(2)));
   }
-  Tensor t = tanh(mul(add(x, mul(mul(x_sq, x), Scalar::from_float(kKappa))), Scalar::from_float(kBeta)));
-  Tensor du = mul(add(mul(x_sq, Scalar::from_float(3 * kKappa)), Scalar::from_int(1)), Scalar::from_float(kBeta));
-  Tensor d2u = mul(x, Scalar::from_float(6 * kBeta * kKappa));
+  Tensor t = tanh(mul(add(x, mul(mul(x_sq, x), Scalar::from_float(kGeluKappa))), Scalar::from_float(kGeluBeta)));
+  Tensor du =
+      mul(add(mul(x_sq, Scalar::from_float(3 * kGeluKappa)), Scalar::from_int(1)), Scalar::from_float(kGeluBeta));
+  Tensor d2u = mul(x, Scalar::from_float(6 * kGeluBeta * kGeluKappa));
   Tensor inner = sub(d2u, mul(mul(t, mul(du, du)), Scalar::from_int(2)));
   return mul(rsub(mul(t, t), Scalar::from_int(1)), add(du, mul(mul(x, inner), Scalar::from_float(0.5))));
 }
@@ -386,10 +371,16 @@ FG_NODE_FROM(GeluBackwardBackward0, GeluNode);
 namespace {
 Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximation approximate) {
   Tensor gx = empty(x->shape, x->dtype);
+  const bool repeated = is_repeated(g);
+  Tensor gs = repeated ? g : dense(g), xs = dense(x);
   dispatch_floating(x->dtype, [&](auto tag) {
     using T = decltype(tag);
-    map2(x->shape, gx->data_as<T>(), g->data_as<T>(), g->strides.data(), x->data_as<T>(), x->strides.data(),
-         [&](T gv, T xv) { return static_cast<T>(gv * gelu_derivative(xv, approximate)); });
+    ActivationGradKernel<T> kernel = kernels().of<T>().activation_grad[static_cast<int>(gelu_kernels(approximate))];
+    const T *gp = gs->data_as<T>(), *xp = xs->data_as<T>();
+    T* out = gx->data_as<T>();
+    parallel_for(0, xs->numel(), kParallelElements, [&](int64_t lo, int64_t hi) {
+      kernel(repeated ? gp : gp + lo, repeated, xp + lo, out + lo, hi - lo, nullptr);
+    });
   });
   if (auto* node = record<GeluBackwardBackward0>(gx, {&g, &x})) {
     node->approximate = approximate;
@@ -413,11 +404,14 @@ GradList GeluBackward0::apply(GradList&& grads) { return {gelu_backward(grads[0]
 
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   if (!is_floating(x->dtype)) throw not_implemented_for("GeluKernelImpl", x->dtype);
-  Tensor out = empty(x->shape, x->dtype);
+  Tensor out = empty(x->shape, x->dtype), xs = dense(x);
   dispatch_floating(x->dtype, [&](auto tag) {
     using T = decltype(tag);
-    map1(x->shape, out->data_as<T>(), x->data_as<T>(), x->strides.data(),
-         [&](T v) { return static_cast<T>(gelu_value(v, approximate)); });
+    ActivationKernel<T> kernel = kernels().of<T>().activation[static_cast<int>(gelu_kernels(approximate))];
+    const T* xp = xs->data_as<T>();
+    T* op = out->data_as<T>();
+    parallel_for(0, xs->numel(), kParallelElements,
+                 [&](int64_t lo, int64_t hi) { kernel(xp + lo, op + lo, hi - lo, nullptr); });
   });
   if (auto* node = record<GeluBackward0>(out, {&x})) {
     node->approximate = approximate;

@@ -32,6 +32,8 @@ Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);             // t itself when already contiguous
 // contiguous() without autograd, for kernels that read row-major memory (their op records its own node).
 Tensor dense(const Tensor& t);
+// Whether t is one value repeated (every stride 0, as the gradient of a sum): kernels read it as that value.
+bool is_repeated(const Tensor& t);
 void copy_values(const Tensor& dst, const Tensor& src);  // broadcast + cast, no autograd
 Scalar item(const Tensor& t);
 // The backward that passes the gradient on unchanged: CloneBackward0, AliasBackward0, and

@@ -486,11 +486,23 @@ def gru_encoder(lib, rng, vocab=100, hidden=128, steps=16):
     return step
 
 
-def seq_rows():
-    return [
-        ("char LSTM LM 65-64-128 seq 32 b16 step (Adam)", char_lstm_lm, None, None, NO_NUMPY[:2]),
-        ("GRU encoder 128 seq 16 b1 step (SGD)", gru_encoder, None, None, NO_NUMPY[:2]),
-    ]
+# GELU of a transformer MLP's hidden activations: the tiny GPT's (batch 16, block 32, 4 x 64) and a
+# larger model's (16, 256, 4 x 256)
+GELUS = {
+    "gelu": lambda F, x: F.gelu(x),
+    "gelu tanh": lambda F, x: F.gelu(x, approximate="tanh"),
+}
+
+
+def seq_rows(quick):
+    return (
+        [
+            ("char LSTM LM 65-64-128 seq 32 b16 step (Adam)", char_lstm_lm, None, None, NO_NUMPY[:2]),
+            ("GRU encoder 128 seq 16 b1 step (SGD)", gru_encoder, None, None, NO_NUMPY[:2]),
+        ]
+        + batch_rows(GELUS, (16, 32, 256), quick)
+        + ([] if quick else batch_rows(GELUS, (16, 256, 1024), quick))  # --quick: 4M elements take too long
+    )
 
 
 # --- the cnn group's normalization rows (issue 16) ------------------------------------------------
@@ -696,7 +708,7 @@ def groups(quick):
         + batch_rows(POOLS, POOL_SHAPE, quick)
         + batch_rows(RESIZES, RESIZE_SHAPE, quick)
         + norm_rows(quick),
-        "seq": seq_rows(),
+        "seq": seq_rows(quick),
     }
 
 

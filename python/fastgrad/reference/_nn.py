@@ -1,10 +1,12 @@
 """Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
 loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is one loop over the
 values, not a composition of ops, and computes in double (Python floats) in the core's order,
-rounding once when the result is stored: both backends give the same bits, except softmax and
-log_softmax in float32, which the core computes with its vector exp (within a few ulps). Each backward is an op
-with a node of its own (as PyTorch's), recorded in a create_graph backward: its derivative is
-defined once, there.
+rounding once when the result is stored: both backends give the same bits, except in float32
+softmax and log_softmax, which the core computes with its vector exp (within a few ulps), and gelu
+and its gradient, which the core computes in double lanes with its own approximation of the normal
+distribution (within 1 ulp of these; float64 gelu is the same libm erfc / tanh arithmetic here and
+there: the same bits). Each backward is an op with a node of its own (as PyTorch's), recorded in a
+create_graph backward: its derivative is defined once, there.
 """
 
 import math
@@ -276,22 +278,39 @@ def gelu_approximation_from_name(name):
     return name
 
 
+def _normal_cdf(x):
+    """P(X <= x) = erfc(-x / sqrt(2)) / 2: PyTorch's (1 + erf(x / sqrt(2))) / 2 without its
+    cancellation below x = -3 (1 + erf is 0 from x = -8.3 on; gelu(-10) = -7.6e-23, not 0)."""
+    return 0.5 * math.erfc(-x * _SQRT1_2)
+
+
+def _gelu_tanh_logistic(x):
+    """With approximate='tanh': 0.5 x (1 + tanh(u)) = x s, u = sqrt(2/pi) (x + 0.044715 x^3), s =
+    1 / (1 + e) the logistic function of 2u, e = exp(-2u): PyTorch's value without its cancellation in
+    1 + tanh(u) below x = -3 (0 from x = -7.2 on). Returns s and e."""
+    try:
+        e = math.exp(-(x * (2 * _BETA * _KAPPA * (x * x) + 2 * _BETA)))
+    except OverflowError:  # the C library's exp (the core's) gives inf
+        e = math.inf
+    return 1 / (1 + e), e
+
+
 def _gelu(x, approximate):
     if approximate == "tanh":
-        return 0.5 * x * (1 + math.tanh(_BETA * (x + _KAPPA * (x * x * x))))
-    return x * 0.5 * (1 + math.erf(x * _SQRT1_2))
+        return x * _gelu_tanh_logistic(x)[0]
+    return x * _normal_cdf(x)
 
 
 def _gelu_derivative(x, approximate):
-    """d gelu / dx, as PyTorch's GeluBackwardKernel computes it."""
+    """d gelu / dx: with 'none', P(X <= x) + x p(x), p the normal density (as PyTorch's
+    GeluBackwardKernel); with 'tanh', 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) u' = s (1 + 2 x u'
+    (1 - s)), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2), 1 - s = e s below s = 1/2 (e at most 1) and
+    1 - s above it."""
     if approximate == "tanh":
-        x_sq = x * x
-        tanh_inner = math.tanh(_BETA * (x + _KAPPA * (x_sq * x)))
-        right_derivative = 0.5 * x * (1 - tanh_inner * tanh_inner) * (_BETA * (1 + 3 * _KAPPA * x_sq))
-        return 0.5 * (1 + tanh_inner) + right_derivative
-    cdf = 0.5 * (1 + math.erf(x * _SQRT1_2))
-    pdf = _ALPHA * math.exp(-0.5 * x * x)
-    return cdf + x * pdf
+        s, e = _gelu_tanh_logistic(x)
+        du = 3 * _BETA * _KAPPA * (x * x) + _BETA
+        return s * (1 + 2 * x * du * (1 - s if s < 0.5 else e * s))
+    return _normal_cdf(x) + x * (_ALPHA * math.exp(-0.5 * x * x))
 
 
 def _gelu_second_derivative(x, approximate):
