@@ -48,6 +48,12 @@ constexpr int kRows = 8, kVecs = 3;  // 24 + 3 + 1 of 32 q registers: 8x12 float
 constexpr int kRows = 4, kVecs = 4;  // 16 scalar accumulators (the compiler may keep them in SSE lanes)
 #endif
 
+// A narrower tile (a C one or two vectors wide, as conv.cpp's weight gradient at 16 or 32 output
+// channels) takes twice the rows: on AVX-512 12 or 24 independent chains in 14 or 27 registers
+// (6 chains leave the FMA units waiting on each chain's latency: 6x16 measured at ~2/3 of 6x64).
+template <int Vecs>
+constexpr int kRowsOf = Vecs == kVecs ? kRows : 2 * kRows;
+
 template <class T>
 constexpr int64_t tile_cols() {
   return int64_t(kVecs) * Vec<T>::kWidth;
@@ -159,7 +165,7 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
 
 // Continues the k-chain of a Rows x (Vecs * width) tile of c (rows ldc apart) over `depth` more
 // steps; `start` = the chain starts here (from zero) instead of from c. A's element (i, p) is
-// a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step kRows; the small path reads A in place);
+// a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step the tile's rows; the small path reads A in place);
 // b is a packed panel, depth-major, Vecs * width wide.
 template <class T, int Rows, int Vecs>
 void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, T* c, int64_t ldc, bool start) {
@@ -183,7 +189,7 @@ void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, cons
 template <class T>
 using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, T*, int64_t, bool);
 
-// micro_kernel for 1..kRows rows, so the last rows of C run without padding.
+// micro_kernel for 1..kRowsOf<Vecs> rows, so the last rows of C run without padding.
 template <class T, int Vecs, int... R>
 constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_sequence<int, R...>) {
   return {&micro_kernel<T, R + 1, Vecs>...};
@@ -195,14 +201,15 @@ constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_
 template <class T, int Vecs>
 void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t a_row, int64_t a_panel, int64_t a_step,
                   const T* bpack, int64_t b_panel, T* c, int64_t ldc, bool start) {
-  static constexpr auto kernels = kernels_by_rows<T, Vecs>(std::make_integer_sequence<int, kRows>());
+  constexpr int kTileRows = kRowsOf<Vecs>;
+  static constexpr auto kernels = kernels_by_rows<T, Vecs>(std::make_integer_sequence<int, kTileRows>());
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
-  alignas(64) T tile[kRows * nr];
+  alignas(64) T tile[kTileRows * nr];
   for (int64_t jr = 0; jr < cols; jr += nr, bpack += b_panel) {
     int64_t w = std::min(nr, cols - jr);
-    for (int64_t ir = 0; ir < rows; ir += kRows) {
-      int64_t h = std::min<int64_t>(kRows, rows - ir);
-      const T* ap = a + (ir / kRows) * a_panel;
+    for (int64_t ir = 0; ir < rows; ir += kTileRows) {
+      int64_t h = std::min<int64_t>(kTileRows, rows - ir);
+      const T* ap = a + (ir / kTileRows) * a_panel;
       T* cp = c + ir * ldc + jr;
       if (w == nr) {
         kernels[h - 1](depth, ap, a_row, a_step, bpack, cp, ldc, start);
@@ -228,7 +235,8 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
   T* bpack = b_panels ? nullptr : scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr));
-  T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), kRows)) : nullptr;
+  constexpr int64_t mr = kRowsOf<Vecs>;
+  T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), mr)) : nullptr;
   for (int64_t jc = 0; jc < n; jc += B.nc) {
     int64_t nc = std::min(B.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += B.kc) {
@@ -242,10 +250,10 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
         const T* ablock = a + ic * rsa + pc * csa;
         T* cblock = c + ic * ldc + jc;
         if (pack_a) {
-          pack<T>(mc, kc, ablock, rsa, csa, kRows, apack);
-          macro_kernel<T, Vecs>(mc, nc, kc, apack, 1, kRows * kc, kRows, panels, b_panel, cblock, ldc, pc == 0);
+          pack<T>(mc, kc, ablock, rsa, csa, mr, apack);
+          macro_kernel<T, Vecs>(mc, nc, kc, apack, 1, mr * kc, mr, panels, b_panel, cblock, ldc, pc == 0);
         } else {
-          macro_kernel<T, Vecs>(mc, nc, kc, ablock, rsa, kRows * rsa, csa, panels, b_panel, cblock, ldc, pc == 0);
+          macro_kernel<T, Vecs>(mc, nc, kc, ablock, rsa, mr * rsa, csa, panels, b_panel, cblock, ldc, pc == 0);
         }
       }
     }
