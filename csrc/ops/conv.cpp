@@ -304,10 +304,13 @@ bool parallel_worth_it(const ConvGeometry& g) {
 }
 
 // A block small enough that every thread gets one: for the passes whose bits do not depend on the
-// blocking (each element is one GEMM chain, or one image's fixed col2im order).
+// blocking (each element is one GEMM chain, or one image's fixed col2im order). Except for images of
+// one output pixel: a block of one such image is a one-column product, which the GEMM computes in
+// gemv's chains (gemm_impl.h), so their blocks follow the geometry alone (a batch of 2 at 1 and 2
+// threads gave input gradients 2e-5 apart).
 template <class T>
 int64_t images_per_thread_block(const ConvGeometry& g) {
-  const int64_t threads = parallel_worth_it(g) ? get_num_threads() : 1;
+  const int64_t threads = parallel_worth_it(g) && g.pixels() > 1 ? get_num_threads() : 1;
   return std::max<int64_t>(1, std::min(images_per_block<T>(g), (g.n + threads - 1) / threads));
 }
 
