@@ -147,6 +147,27 @@ def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups
             np.testing.assert_array_equal(got, expected)
 
 
+def test_one_pixel_outputs_do_not_depend_on_the_thread_count():
+    """An image of one output pixel is one column of the input gradient's GEMM: split one image per
+    thread, a batch of 2 made one-column products (gemv's chains, other bits than in a block of 2)."""
+    import fastgrad
+
+    rng = rng_for("one pixel")
+    x, w, upstream = (
+        rng.standard_normal(shape).astype("float32") for shape in ((2, 64, 3, 3), (256, 64, 3, 3), (2, 256, 1, 1))
+    )
+    results, before = [], fastgrad.get_num_threads()
+    try:
+        for threads in (1, 2):
+            fastgrad.set_num_threads(threads)
+            xt = fastgrad.tensor(x, requires_grad=True)
+            fastgrad.nn.functional.conv2d(xt, fastgrad.tensor(w)).backward(fastgrad.tensor(upstream))
+            results.append(to_numpy(xt.grad))
+    finally:
+        fastgrad.set_num_threads(before)
+    np.testing.assert_array_equal(results[1], results[0])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
 def test_depthwise_kernels_under_every_isa(isa):

@@ -26,7 +26,8 @@ from semantics_helpers import run_python
 U = {np.float32: 2.0**-24, np.float64: 2.0**-53}
 ISA = fastgrad.config()["isa"]
 
-# Around the micro-tiles (6 rows; 8, 16, 32 or 64 columns per ISA and dtype), the small path's limit
+# Around the micro-tiles (6 rows, 12 in tiles one or two vectors wide; 8, 16, 32 or 64 columns per
+# ISA and dtype), the small path's limit
 # (256 columns) and KC (512 floats / 256 doubles): m, n, k.
 SHAPES = [
     (1, 1, 1),
@@ -37,6 +38,7 @@ SHAPES = [
     (6, 16, 16),
     (7, 17, 9),
     (13, 31, 33),
+    (25, 9, 40),
     (12, 32, 64),
     (18, 33, 65),
     (31, 63, 127),

@@ -48,6 +48,12 @@ constexpr int kRows = 8, kVecs = 3;  // 24 + 3 + 1 of 32 q registers: 8x12 float
 constexpr int kRows = 4, kVecs = 4;  // 16 scalar accumulators (the compiler may keep them in SSE lanes)
 #endif
 
+// A narrower tile (a C one or two vectors wide, as conv.cpp's weight gradient at 16 or 32 output
+// channels) takes twice the rows: on AVX-512 12 or 24 independent chains in 14 or 27 registers
+// (6 chains leave the FMA units waiting on each chain's latency: 6x16 measured at ~2/3 of 6x64).
+template <int Vecs>
+constexpr int kRowsOf = Vecs == kVecs ? kRows : 2 * kRows;
+
 template <class T>
 constexpr int64_t tile_cols() {
   return int64_t(kVecs) * Vec<T>::kWidth;
@@ -159,7 +165,7 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
 
 // Continues the k-chain of a Rows x (Vecs * width) tile of c (rows ldc apart) over `depth` more
 // steps; `start` = the chain starts here (from zero) instead of from c. A's element (i, p) is
-// a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step kRows; the small path reads A in place);
+// a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step the tile's rows; the small path reads A in place);
 // b is a packed panel, depth-major, Vecs * width wide.
 template <class T, int Rows, int Vecs>
 void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, T* c, int64_t ldc, bool start) {
@@ -183,26 +189,27 @@ void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, cons
 template <class T>
 using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, T*, int64_t, bool);
 
-// micro_kernel for 1..kRows rows, so the last rows of C run without padding.
+// micro_kernel for 1..kRowsOf<Vecs> rows, so the last rows of C run without padding.
 template <class T, int Vecs, int... R>
 constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_sequence<int, R...>) {
   return {&micro_kernel<T, R + 1, Vecs>...};
 }
 
 // C[0:rows, 0:cols] continues its k-chain over `depth` steps: A read as in micro_kernel, B from
-// packed panels nr = Vecs * width wide. A tile cut by C's right edge runs through a full-width
-// copy (the padding columns multiply the packed zeros and are dropped).
+// packed panels nr = Vecs * width wide, `b_panel` elements apart. A tile cut by C's right edge runs
+// through a full-width copy (the padding columns multiply the packed zeros and are dropped).
 template <class T, int Vecs>
 void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t a_row, int64_t a_panel, int64_t a_step,
-                  const T* bpack, T* c, int64_t ldc, bool start) {
-  static constexpr auto kernels = kernels_by_rows<T, Vecs>(std::make_integer_sequence<int, kRows>());
+                  const T* bpack, int64_t b_panel, T* c, int64_t ldc, bool start) {
+  constexpr int kTileRows = kRowsOf<Vecs>;
+  static constexpr auto kernels = kernels_by_rows<T, Vecs>(std::make_integer_sequence<int, kTileRows>());
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
-  alignas(64) T tile[kRows * nr];
-  for (int64_t jr = 0; jr < cols; jr += nr, bpack += nr * depth) {
+  alignas(64) T tile[kTileRows * nr];
+  for (int64_t jr = 0; jr < cols; jr += nr, bpack += b_panel) {
     int64_t w = std::min(nr, cols - jr);
-    for (int64_t ir = 0; ir < rows; ir += kRows) {
-      int64_t h = std::min<int64_t>(kRows, rows - ir);
-      const T* ap = a + (ir / kRows) * a_panel;
+    for (int64_t ir = 0; ir < rows; ir += kTileRows) {
+      int64_t h = std::min<int64_t>(kTileRows, rows - ir);
+      const T* ap = a + (ir / kTileRows) * a_panel;
       T* cp = c + ir * ldc + jr;
       if (w == nr) {
         kernels[h - 1](depth, ap, a_row, a_step, bpack, cp, ldc, start);
@@ -218,34 +225,56 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
 }
 
 // The loops over cache blocks: for each NC-wide panel of B, for each KC slice of k (in increasing
-// order: the chains continue from one slice to the next), pack that B panel, then for each MC block
-// of A (packed, or read in place) run the micro-tiles.
+// order: the chains continue from one slice to the next), pack that B panel (unless the caller
+// passed B already packed, `b_panels`: see gemm_packed_b), then for each MC block of A (packed, or
+// read in place) run the micro-tiles.
 template <class T, int Vecs>
 void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb,
-                  int64_t csb, T* c, int64_t ldc, bool pack_a) {
+                  int64_t csb, T* c, int64_t ldc, bool pack_a, const T* b_panels = nullptr) {
   const GemmBlocks& B = blocks<T>();
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  T* bpack = scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr));
-  T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), kRows)) : nullptr;
+  T* bpack = b_panels ? nullptr : scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr));
+  constexpr int64_t mr = kRowsOf<Vecs>;
+  T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), mr)) : nullptr;
   for (int64_t jc = 0; jc < n; jc += B.nc) {
     int64_t nc = std::min(B.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += B.kc) {
       int64_t kc = std::min(B.kc, k - pc);
-      pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
+      // This slice's panels: a caller's full-depth panels read from row pc on, or packed here.
+      const T* panels = b_panels ? b_panels + jc * k + pc * nr : bpack;
+      const int64_t b_panel = b_panels ? nr * k : nr * kc;
+      if (!b_panels) pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
       for (int64_t ic = 0; ic < m; ic += B.mc) {
         int64_t mc = std::min(B.mc, m - ic);
         const T* ablock = a + ic * rsa + pc * csa;
         T* cblock = c + ic * ldc + jc;
         if (pack_a) {
-          pack<T>(mc, kc, ablock, rsa, csa, kRows, apack);
-          macro_kernel<T, Vecs>(mc, nc, kc, apack, 1, kRows * kc, kRows, bpack, cblock, ldc, pc == 0);
+          pack<T>(mc, kc, ablock, rsa, csa, mr, apack);
+          macro_kernel<T, Vecs>(mc, nc, kc, apack, 1, mr * kc, mr, panels, b_panel, cblock, ldc, pc == 0);
         } else {
-          macro_kernel<T, Vecs>(mc, nc, kc, ablock, rsa, kRows * rsa, csa, bpack, cblock, ldc, pc == 0);
+          macro_kernel<T, Vecs>(mc, nc, kc, ablock, rsa, mr * rsa, csa, panels, b_panel, cblock, ldc, pc == 0);
         }
       }
     }
   }
+}
+
+// Whether the GEMM packs A (m x k) for a C of n columns: when A meets several column tiles and is
+// too big to stay in cache (packing copies it once per column block, which pays only when the copy
+// is reused); otherwise A is read in place.
+template <class T>
+bool packs_a(int64_t m, int64_t n, int64_t k) {
+  return n > tile_cols<T>() && !(n <= kSmallCols<T> && m * k * int64_t(sizeof(T)) <= blocks<T>().small_a_bytes);
+}
+
+// A product with nothing to sum (k == 0) is zero; true when there is nothing left to compute.
+template <class T>
+bool empty_product(int64_t m, int64_t n, int64_t k, T* c, int64_t ldc) {
+  if (k == 0)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
+  return m == 0 || n == 0 || k == 0;
 }
 
 }  // namespace gemm_detail
@@ -256,21 +285,24 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
           T* c, int64_t ldc) {
   using namespace gemm_detail;
   constexpr int64_t W = Vec<T>::kWidth;
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = T(0);
-    return;
-  }
+  if (empty_product(m, n, k, c, ldc)) return;
   if (m == 1) return gemv<T>(n, k, b, csb, rsb, a, csa, c, 1);  // c[j] = sum_p B[p][j] A[0][p]
   if (n == 1) return gemv<T>(m, k, a, rsa, csa, b, rsb, c, ldc);
-  // A narrow C gets a narrower tile rather than columns of padding. A is read in place unless it
-  // meets several column tiles and is too big to stay in cache: packing copies it once per column
-  // block, which pays only when the copy is reused.
+  // A narrow C gets a narrower tile rather than columns of padding (A read in place).
   if (kVecs >= 2 && n <= W) return gemm_blocked<T, 1>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, false);
   if (kVecs >= 4 && n <= 2 * W) return gemm_blocked<T, 2>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, false);
-  bool pack_a = n > tile_cols<T>() && !(n <= kSmallCols<T> && m * k * int64_t(sizeof(T)) <= blocks<T>().small_a_bytes);
-  gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, pack_a);
+  gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, packs_a<T>(m, n, k));
+}
+
+// C = A @ B with B given already packed (kernel_table.h: GemmPackedBKernel), so a caller that
+// builds B (conv.cpp's im2col) writes the panels once instead of a matrix the GEMM then copies.
+// Every C, even one row or column, runs the micro-tiles: the same chains as gemm's packed path.
+template <class T>
+void gemm_packed_b(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b_panels, T* c,
+                   int64_t ldc) {
+  using namespace gemm_detail;
+  if (empty_product(m, n, k, c, ldc)) return;
+  gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, nullptr, 0, 0, c, ldc, packs_a<T>(m, n, k), b_panels);
 }
 
 // The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
@@ -300,6 +332,7 @@ double fma_loop(int64_t iterations) {
 template <class T>
 void fill_gemm(TypedKernels<T>& k) {
   k.gemm = gemm<T>;
+  k.gemm_packed_b = gemm_packed_b<T>;
   k.gemm_blocks = gemm_detail::blocks<T>();
   k.fma_loop = fma_loop<T>;
 }

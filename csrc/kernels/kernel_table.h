@@ -43,6 +43,12 @@ using AccumulateKernel = void (*)(double* acc, const T* x, int64_t n);
 template <class T>
 using GemmKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
                             int64_t rsb, int64_t csb, T* c, int64_t ldc);
+// The same product with B already packed as the GEMM packs it: ceil(n / nr) panels of nr columns
+// (nr = GemmBlocks::nr), k * nr elements apart, each depth-major (B[p][j] at panel[p * nr + j % nr])
+// with the last one's columns past n zero; every element the same chain as GemmKernel's.
+template <class T>
+using GemmPackedBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
+                                   const T* b_panels, T* c, int64_t ldc);
 
 // The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
 // caches at load time; small_a_bytes: the largest A the small path reads in place.
@@ -158,6 +164,7 @@ struct TypedKernels {
   SumKernel<T> sum;
   AccumulateKernel<T> accumulate;
   GemmKernel<T> gemm;
+  GemmPackedBKernel<T> gemm_packed_b;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;

@@ -1,8 +1,9 @@
 // 2-D convolution, and 1-D as its height-1 case (3-D input and weight), lowered onto the packed GEMM as Caffe's im2col:
 // per block of images and group, the receptive fields are unfolded into a column matrix cols
 // (K x images * P, K = in-channels-per-group * kh * kw, P = output pixels, the images' pixels side by
-// side) and out = W_g (Og x K) @ cols. The backward: grad_weight_g = the sum over blocks of
-// G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g) (or
+// side) and out = W_g (Og x K) @ cols, the forward writing cols straight into the GEMM's packed
+// panels (panel_columns: no column matrix for the GEMM to copy again). The backward: grad_weight_g
+// = the sum over blocks of G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g) (or
 // at stride 1, where it pays, the forward pass of a convolution of G by the flipped weight: see
 // input_grad_is_convolution), and grad_bias the sum of G over images and pixels.
 //
@@ -152,50 +153,67 @@ void zero_row_edges(const ConvGeometry& g, T* row, int64_t oy0, int64_t oy1, int
   }
 }
 
-// cols (K x rows * ow, rows ld apart) = the receptive fields of output rows [ob, oe) of one group of
-// one image (`image` points at its first channel): all of them, or a range of a large image's,
-// small enough that the GEMM's operands stay in L2.
-template <class T>
-void im2col(const ConvGeometry& g, const T* image, T* cols, int64_t ld, int64_t ob, int64_t oe) {
+// cols (K x count * span, rows ld apart, span = (oe - ob) * ow) = the receptive fields of output
+// rows [ob, oe) of one group of `count` images side by side (image b's first channel at images + b *
+// image_stride, its columns from b * span): all of an image's rows, or a range of a large image's,
+// small enough that the GEMM's operands stay in L2. after_row() is called as each row is done.
+template <class T, class AfterRow>
+void im2col(const ConvGeometry& g, const T* images, int64_t image_stride, int64_t count, T* cols, int64_t ld,
+            int64_t ob, int64_t oe, AfterRow&& after_row) {
   CopyBlockKernel<T> copy_block = kernels().of<T>().copy_block;
   // Each callback gets the in-image output rows [oy0, oy1) of its (channel, ky, kx) row, clamped
   // here to [ob, oe); the entry of output position j = oy * ow + ox is row[j - ob * ow].
-  const int64_t base = ob * g.ow, end_of_range = oe * g.ow;
+  const int64_t base = ob * g.ow, span = (oe - ob) * g.ow;
   auto clamp_rows = [&](int64_t& oy0, int64_t& oy1) {
     oy0 = std::clamp(oy0, ob, oe);
     oy1 = std::clamp(oy1, oy0, oe);
   };
   if (joined_rows(g)) {
-    for_each_joined_row(g, cols, ld, image,
+    for_each_joined_row(g, cols, ld, images,
                         [&](T* row, const T* plane, int64_t shift, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
                           clamp_rows(oy0, oy1);
-                          std::fill(row, row + (oy0 * g.ow - base), T(0));
-                          std::fill(row + (oy1 * g.ow - base), row + (end_of_range - base), T(0));
-                          if (oy1 > oy0 && hi > lo) {
-                            const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
-                            copy_block(1, end - begin, plane + (begin + shift), 0, row + (begin - base), 0);
+                          const int64_t begin = oy0 * g.ow + lo, end = (oy1 - 1) * g.ow + hi;
+                          for (int64_t b = 0; b < count; ++b, row += span, plane += image_stride) {
+                            std::fill(row, row + (oy0 * g.ow - base), T(0));
+                            std::fill(row + (oy1 * g.ow - base), row + span, T(0));
+                            if (oy1 > oy0 && hi > lo)
+                              copy_block(1, end - begin, plane + (begin + shift), 0, row + (begin - base), 0);
+                            zero_row_edges(g, row, oy0 - ob, oy1 - ob, lo, hi);
                           }
-                          zero_row_edges(g, row, oy0 - ob, oy1 - ob, lo, hi);
+                          after_row();
                         });
     return;
   }
   const int64_t sy = g.p.stride[0], sx = g.p.stride[1];
   for_each_column_row(
-      g, cols, ld, image,
+      g, cols, ld, images,
       [&](T* row, const T* plane, int64_t y0, int64_t x0, int64_t oy0, int64_t oy1, int64_t lo, int64_t hi) {
         clamp_rows(oy0, oy1);
-        std::fill(row, row + (oy0 * g.ow - base), T(0));
-        std::fill(row + (oy1 * g.ow - base), row + (end_of_range - base), T(0));
-        zero_row_edges(g, row, oy0 - ob, oy1 - ob, lo, hi);
-        if (oy1 == oy0 || hi == lo) return;
-        const T* first = plane + (y0 + oy0 * sy) * g.w + x0 + lo * sx;
-        T* column = row + (oy0 * g.ow - base) + lo;
-        // All in-image rows of this (channel, ky, kx) in one call: an output row of a
-        // small image is too short to pay for a call of its own.
-        if (sx == 1) return copy_block(oy1 - oy0, hi - lo, first, sy * g.w, column, g.ow);
-        for (int64_t oy = 0; oy < oy1 - oy0; ++oy)
-          for (int64_t ox = 0; ox < hi - lo; ++ox) column[oy * g.ow + ox] = first[oy * sy * g.w + ox * sx];
+        const bool inside = oy1 > oy0 && hi > lo;
+        for (int64_t b = 0; b < count; ++b, row += span, plane += image_stride) {
+          std::fill(row, row + (oy0 * g.ow - base), T(0));
+          std::fill(row + (oy1 * g.ow - base), row + span, T(0));
+          zero_row_edges(g, row, oy0 - ob, oy1 - ob, lo, hi);
+          if (!inside) continue;
+          const T* first = plane + (y0 + oy0 * sy) * g.w + x0 + lo * sx;
+          T* column = row + (oy0 * g.ow - base) + lo;
+          // All in-image rows of this (channel, ky, kx) in one call: an output row of a
+          // small image is too short to pay for a call of its own.
+          if (sx == 1) {
+            copy_block(oy1 - oy0, hi - lo, first, sy * g.w, column, g.ow);
+            continue;
+          }
+          for (int64_t oy = 0; oy < oy1 - oy0; ++oy)
+            for (int64_t ox = 0; ox < hi - lo; ++ox) column[oy * g.ow + ox] = first[oy * sy * g.w + ox * sx];
+        }
+        after_row();
       });
+}
+
+template <class T>
+void im2col(const ConvGeometry& g, const T* images, int64_t image_stride, int64_t count, T* cols, int64_t ld,
+            int64_t ob, int64_t oe) {
+  im2col(g, images, image_stride, count, cols, ld, ob, oe, [] {});
 }
 
 // image += the column matrix (rows ld apart) folded back onto the input positions it was read from
@@ -231,7 +249,7 @@ void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
 // mapped (a fresh vector per call zero-filled and faulted in its pages: measured a third of a
 // small forward). Those past kRetainedScratchBytes are freed when their pass ends (parallel_over),
 // so one large convolution does not keep its column matrix on every thread.
-enum class Scratch { Columns, Block };
+enum class Scratch { Columns, Block, Row };
 constexpr size_t kRetainedScratchBytes = 4 << 20;
 
 template <class T, Scratch Role>
@@ -249,7 +267,8 @@ T* scratch(int64_t count) {
 
 template <class T>
 void trim_scratch() {
-  for (std::vector<T>* buffer : {&scratch_buffer<T, Scratch::Columns>(), &scratch_buffer<T, Scratch::Block>()})
+  for (std::vector<T>* buffer : {&scratch_buffer<T, Scratch::Columns>(), &scratch_buffer<T, Scratch::Block>(),
+                                 &scratch_buffer<T, Scratch::Row>()})
     if (buffer->size() * sizeof(T) > kRetainedScratchBytes) std::vector<T>().swap(*buffer);
 }
 
@@ -285,10 +304,13 @@ bool parallel_worth_it(const ConvGeometry& g) {
 }
 
 // A block small enough that every thread gets one: for the passes whose bits do not depend on the
-// blocking (each element is one GEMM chain, or one image's fixed col2im order).
+// blocking (each element is one GEMM chain, or one image's fixed col2im order). Except for images of
+// one output pixel: a block of one such image is a one-column product, which the GEMM computes in
+// gemv's chains (gemm_impl.h), so their blocks follow the geometry alone (a batch of 2 at 1 and 2
+// threads gave input gradients 2e-5 apart).
 template <class T>
 int64_t images_per_thread_block(const ConvGeometry& g) {
-  const int64_t threads = parallel_worth_it(g) ? get_num_threads() : 1;
+  const int64_t threads = parallel_worth_it(g) && g.pixels() > 1 ? get_num_threads() : 1;
   return std::max<int64_t>(1, std::min(images_per_block<T>(g), (g.n + threads - 1) / threads));
 }
 
@@ -306,13 +328,32 @@ void for_each_block(const ConvGeometry& g, int64_t per_block, F&& f) {
 // pointwise kernel (count 1) the image itself.
 template <class T>
 const T* block_columns(const ConvGeometry& g, const T* in, int64_t first, int64_t count, int64_t grp, int64_t& ld) {
-  const int64_t p = g.pixels(), image_stride = g.c * g.h * g.w;
+  const int64_t image_stride = g.c * g.h * g.w;
   const T* image = in + first * image_stride + grp * g.cg() * g.h * g.w;
-  ld = count * p;
+  ld = count * g.pixels();
   if (g.pointwise()) return image;
   T* cols = scratch<T, Scratch::Columns>(g.k() * ld);
-  for (int64_t b = 0; b < count; ++b) im2col(g, image + b * image_stride, cols + b * p, ld, 0, g.oh);
+  im2col(g, image, image_stride, count, cols, ld, 0, g.oh);
   return cols;
+}
+
+// The same columns (output rows [ob, oe) of `count` images, group `grp`) written straight into the
+// GEMM's packed panels, gemm_packed_b's B: each row unfolded into a scratch row (in L1), zero-padded
+// to whole panels, then copied to its place in every panel. The column matrix (in L2) that the
+// GEMM would copy into its panels again is never made.
+template <class T>
+const T* panel_columns(const ConvGeometry& g, const T* in, int64_t first, int64_t count, int64_t grp, int64_t ob,
+                       int64_t oe) {
+  const int64_t image_stride = g.c * g.h * g.w, k = g.k(), nr = kernels().of<T>().gemm_blocks.nr;
+  const int64_t n = count * (oe - ob) * g.ow, panels = (n + nr - 1) / nr;
+  T* packed = scratch<T, Scratch::Columns>(panels * nr * k);
+  T* row = scratch<T, Scratch::Row>(panels * nr);
+  std::fill(row + n, row + panels * nr, T(0));
+  CopyBlockKernel<T> copy_block = kernels().of<T>().copy_block;
+  T* panel_row = packed;
+  im2col(g, in + first * image_stride + grp * g.cg() * g.h * g.w, image_stride, count, row, 0, ob, oe,
+         [&] { copy_block(panels, nr, row, nr, (panel_row += nr) - nr, nr * k); });
+  return packed;
 }
 
 // Group `grp` of the output gradient of `count` images from `first` as one Og x (count * P) matrix
@@ -434,18 +475,17 @@ int64_t rows_per_range(const ConvGeometry& g) {
 
 template <class T>
 void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
-  GemmKernel<T> gemm = kernels().of<T>().gemm;
-  const int64_t p = g.pixels(), k = g.k(), image_stride = g.c * g.h * g.w;
+  GemmPackedBKernel<T> gemm = kernels().of<T>().gemm_packed_b;
+  const int64_t p = g.pixels(), k = g.k();
   const int64_t rows = rows_per_range<T>(g), ranges = (g.oh + rows - 1) / rows;
   parallel_over<T>(0, g.n * ranges, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t img = task / ranges, ob = task % ranges * rows, oe = std::min(g.oh, ob + rows);
       const int64_t columns = (oe - ob) * g.ow;
-      T* cols = scratch<T, Scratch::Columns>(k * columns);
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        im2col(g, in + img * image_stride + grp * g.cg() * g.h * g.w, cols, columns, ob, oe);
+        const T* panels = panel_columns(g, in, img, 1, grp, ob, oe);
         T* dst = out + (img * g.o + grp * g.og()) * p + ob * g.ow;
-        gemm(g.og(), columns, k, w + grp * g.og() * k, k, 1, cols, columns, 1, dst, p);
+        gemm(g.og(), columns, k, w + grp * g.og() * k, k, 1, panels, dst, p);
         if (b)
           for (int64_t oc = 0; oc < g.og(); ++oc)
             for (int64_t q = 0; q < columns; ++q) dst[oc * p + q] += b[grp * g.og() + oc];
@@ -458,16 +498,22 @@ template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
   if (!g.pointwise() && rows_per_range<T>(g) < g.oh) return conv_forward_in_ranges(g, in, w, b, out);
-  GemmKernel<T> gemm = kernels().of<T>().gemm;
+  const TypedKernels<T>& kernel = kernels().of<T>();
   const int64_t p = g.pixels(), k = g.k();
   for_each_block<T>(g, images_per_thread_block<T>(g), [&](int64_t first, int64_t count) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
-      int64_t ld;
-      const T* columns = block_columns(g, in, first, count, grp, ld);
+      int64_t ld = count * p;
       // One image's product goes straight to the output; a block's to a buffer, then to its images.
       T* dst = out + (first * g.o + grp * g.og()) * p;
       T* product = count == 1 ? dst : scratch<T, Scratch::Block>(g.og() * ld);
-      gemm(g.og(), ld, k, w + grp * g.og() * k, k, 1, columns, ld, 1, product, ld);
+      const T* weight = w + grp * g.og() * k;
+      if (g.pointwise()) {
+        const T* image = block_columns(g, in, first, count, grp, ld);
+        kernel.gemm(g.og(), ld, k, weight, k, 1, image, ld, 1, product, ld);
+      } else {
+        kernel.gemm_packed_b(g.og(), ld, k, weight, k, 1, panel_columns(g, in, first, count, grp, 0, g.oh), product,
+                             ld);
+      }
       for (int64_t img = 0; img < count; ++img)
         for (int64_t oc = 0; oc < g.og(); ++oc) {
           const T* from = product + oc * ld + img * p;
@@ -909,7 +955,7 @@ Tensor unfold_blocks(const Tensor& input, const std::array<int64_t, 2>& kernel, 
     const T* in = images->data_as<T>();
     T* cols = out->data_as<T>();
     parallel_over<T>(0, g.n, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, cols + i * k * p, p, 0, g.oh);
+      for (int64_t i = lo; i < hi; ++i) im2col<T>(g, in + i * image, image, 1, cols + i * k * p, p, 0, g.oh);
     });
   });
   if (auto* node = record<Im2ColBackward0>(out, {&input})) {
