@@ -302,7 +302,16 @@ def test_unpool_modules_invert_the_pool_as_pytorch(fg, torch):
         np.testing.assert_array_equal(got, expected)
 
 
-BITWISE = ["max2d 3x3 s2 p1", "max2d dilation", "avg2d ceil", "avg2d pad exclude", "adaptive avg2d", "adaptive max2d"]
+BITWISE = [
+    "max2d 3x3 s2 p1",
+    "max2d dilation",
+    "avg2d",  # windows that share no input: the gradient is a gather in T
+    "avg2d unbatched",  # stride 1: each input takes up to four outputs, in their order
+    "avg2d ceil",
+    "avg2d pad exclude",
+    "adaptive avg2d",
+    "adaptive max2d",
+]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -315,10 +324,29 @@ def test_the_core_and_the_reference_give_the_same_bits(dtype):
     for case in BITWISE:
         data = rng_for("bitwise", case, dtype).uniform(-2, 2, size=CASES[case][1]).astype(dtype)
         results = []
+
+        def upstream(shape):  # unequal values, so that the order of the gradient's sums shows in the bits
+            return rng_for("bitwise upstream", case, dtype).uniform(-2, 2, size=tuple(shape)).astype(dtype)
+
         for lib in (fastgrad, fastgrad.reference):
-            results.append(_run(lib, case, data, lambda shape: np.full(tuple(shape), 0.3, dtype))[0])
+            results.append(_run(lib, case, data, upstream)[0])
         for got, expected in zip(*results, strict=True):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_a_negative_zero_gradient_is_added_to_zeros_as_pytorch(fg, torch):
+    """The gradients of pools whose windows share no input are stored, not summed: as PyTorch's
+    scatter-add into zeros, a -0 gradient still gives +0, while max_unpool2d keeps the -0 it stores."""
+    results = []
+    for lib in (fg, torch):
+        F = lib.nn.functional
+        minus_zero = lib.tensor(np.full((1, 1, 2, 2), -0.0))
+        x = lib.tensor(np.arange(16.0).reshape(1, 1, 4, 4), requires_grad=True)
+        out, indices = F.max_pool2d(x, 2, return_indices=True)
+        (out + F.avg_pool2d(x, 2)).backward(minus_zero)
+        results.append([np.signbit(to_numpy(t)) for t in (x.grad, F.max_unpool2d(minus_zero, indices, 2))])
+    for got, expected in zip(*results, strict=True):
+        np.testing.assert_array_equal(got, expected)
 
 
 def test_a_window_wholly_in_the_padding_gives_a_clear_error_in_backward(fg):

@@ -121,6 +121,10 @@ template <class T>
 using MaxPoolKernel = void (*)(const PoolColumns& cols, const T* in, T* best, T* tap);
 template <class T>
 using SumPoolKernel = void (*)(const PoolColumns& cols, const T* in, double* sums);
+// The gradient of an average pool over a run of inputs that `count` windows of `width` inputs tile
+// (pool_impl.h): out[j * width + r] = shares[j] for r < width.
+template <class T>
+using SpreadAverageKernel = void (*)(const T* shares, int64_t count, int64_t width, T* out);
 
 // Batch and group normalization's passes (norm_impl.h). norm_sums(p, s1, q, s2, n, first, second):
 // first[l] += the sum of p[i] - s1 and second[l] += that of (p[i] - s1) * (q[i] - s2) over the i < n
@@ -174,6 +178,7 @@ struct TypedKernels {
   CopyBlockKernel<T> copy_block;
   MaxPoolKernel<T> max_pool_columns;
   SumPoolKernel<T> sum_pool_columns;
+  SpreadAverageKernel<T> spread_average;
   NormSumsKernel<T> norm_sums;
   NormColumnSumsKernel<T> norm_column_sums;
   NormAffineKernel<T> norm_affine;

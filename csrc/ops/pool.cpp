@@ -16,12 +16,22 @@
 // dividing adaptive pools, and any other window shape) go through the per-ISA kernels of
 // csrc/kernels/pool_impl.h, a vector of output columns at a time, in the same tap order.
 //
+// When no two windows share an input (stride >= the window's extent: 2x2, evenly dividing adaptive
+// pools), each input takes at most one output's gradient, which the double accumulation would round
+// back to itself, so the gradients are written in T: an average pool's as a gather that writes each
+// input once (a Tiling; the runs of windows that tile a row through the per-ISA spread_average), a
+// max pool's as a scatter of the gradients into zeroed planes (one store per output, measured faster
+// than a gather comparing an index per input). Overlapping windows accumulate in double: an
+// average pool's full columns tap-major (the last tap first, so that each input still takes its
+// outputs in order), a max pool's gradient scattered in the order of the outputs.
+//
 // Threads split the planes: every output element is computed by one thread, whatever their number.
 // PyTorch's argument checks (with its messages) are in the shared Python layer (nn/functional.py);
 // the checks here only keep direct calls from reading or writing out of bounds.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -187,6 +197,53 @@ std::pair<int64_t, PoolColumns> columns_of(const Windows& win, int64_t in_w, int
   return {first, {hi - lo, win.y.taps[oy], win.y.step * in_w, win.x.kernel, win.x.step, win.x.stride, room - first}};
 }
 
+// The windows of a pool that share no input (see the top): each input row's and column's window.
+struct Tiling {
+  std::vector<int64_t> row_window, column_window;  // -1: the input is in no window
+  // Columns [lo, hi) (if any) are windows of `width` inputs that tile the row's inputs from `first`.
+  int64_t lo = 0, hi = 0, first = 0, width = 0;
+};
+
+// The window of each of the `in` inputs along one axis, or nothing when two windows share an input
+// (or a window has none: a max pool's index then points outside its window).
+std::optional<std::vector<int64_t>> window_of_inputs(const AxisWindows& w, int64_t in) {
+  std::vector<int64_t> window(in, -1);
+  for (int64_t o = 0; o < w.size(); ++o) {
+    if (w.taps[o] == 0) return std::nullopt;
+    for (int64_t t = 0; t < w.taps[o]; ++t) {
+      int64_t& slot = window[w.first[o] + t * w.step];
+      if (slot >= 0) return std::nullopt;
+      slot = o;
+    }
+  }
+  return window;
+}
+
+std::optional<Tiling> tiling_of(const Windows& win, int64_t in_h, int64_t in_w) {
+  auto rows = window_of_inputs(win.y, in_h), columns = window_of_inputs(win.x, in_w);
+  if (!rows || !columns) return std::nullopt;
+  Tiling t{std::move(*rows), std::move(*columns)};
+  const auto [lo, hi] = full_columns(win);
+  if (hi > lo && win.x.step == 1 && win.x.stride == win.x.kernel)
+    t.lo = lo, t.hi = hi, t.first = win.x.first[lo], t.width = win.x.kernel;
+  return t;
+}
+
+// One input row of a gradient over a tiling: out[x] = value(ox, x) for the input x of window ox
+// (0 for an input of none); the run of tiled columns through spread(out + first).
+template <class T, class Value, class Spread>
+void fill_tiled_row(const Tiling& t, int64_t in_w, T* out, Value&& value, Spread&& spread) {
+  for (int64_t x = 0; x < in_w; ++x) {
+    if (x == t.first && t.hi > t.lo) {
+      spread(out + x);
+      x += (t.hi - t.lo) * t.width - 1;
+      continue;
+    }
+    const int64_t ox = t.column_window[x];
+    out[x] = ox < 0 ? T(0) : value(ox, x);
+  }
+}
+
 // Max pooling: the largest value of each window and its offset in the plane, as PyTorch. NaN is
 // the largest (the last NaN wins), and the first of equal maxima wins. The outputs of a row whose
 // windows hold all their column taps go through the ISA's max_pool_columns (float and double);
@@ -275,17 +332,45 @@ void avg_pool(const Windows& win, const AverageRule& rule, int64_t planes, int64
   });
 }
 
+// avg_pool_backward over a tiling: an input's gradient is its window's share, 0.0 + gradient /
+// divisor rounded to T (as the accumulation in double from 0.0); the rows of a window are copies.
+template <class T>
+void spread_average_pool(const Windows& win, const Tiling& t, const AverageRule& rule, int64_t planes, int64_t in_h,
+                         int64_t in_w, const T* grad, T* gin) {
+  const int64_t in_plane = in_h * in_w, ow = win.x.size();
+  for_each_plane(planes, double(in_plane + win.out_plane()), [&](int64_t p) {
+    std::vector<T> shares(ow);
+    T* dst = gin + p * in_plane;
+    for (int64_t y = 0; y < in_h; ++y) {
+      T* row = dst + y * in_w;
+      const int64_t oy = t.row_window[y];
+      if (oy < 0) {
+        std::fill(row, row + in_w, T(0));
+      } else if (y > 0 && t.row_window[y - 1] == oy) {
+        std::copy(row - in_w, row, row);
+      } else {
+        const T* g = grad + p * win.out_plane() + oy * ow;
+        for (int64_t ox = 0; ox < ow; ++ox) shares[ox] = static_cast<T>(0.0 + double(g[ox]) / rule.of(win, oy, ox));
+        fill_tiled_row(
+            t, in_w, row, [&](int64_t ox, int64_t) { return shares[ox]; },
+            [&](T* out) { kernels().of<T>().spread_average(shares.data() + t.lo, t.hi - t.lo, t.width, out); });
+      }
+    }
+  });
+}
+
 // The input gradient of avg_pool: each output's gradient over its divisor, added to every input of
 // its window (accumulated in double per plane, rounded once).
 template <class T>
 void avg_pool_backward(const Windows& win, const AverageRule& rule, int64_t planes, int64_t in_h, int64_t in_w,
                        const T* grad, T* gin) {
+  if (const auto tiling = tiling_of(win, in_h, in_w))
+    return spread_average_pool(win, *tiling, rule, planes, in_h, in_w, grad, gin);
   const int64_t in_plane = in_h * in_w, out_plane = win.out_plane();
-  // Windows that do not overlap along the row: tap-major over a row of full columns adds to each
-  // input in the same order as output by output (each input takes at most one output of the row).
+  // Tap-major over a row of full columns, the last tap first: an input x takes the outputs j with
+  // x = tx + j * stride in the order of j, as output by output.
   int64_t full_lo, full_hi;
   std::tie(full_lo, full_hi) = full_columns(win);
-  if (win.x.stride < win.x.kernel) full_lo = full_hi = 0;
   for_each_plane(planes, double(in_plane + out_plane) + double(win.taps_per_plane()), [&](int64_t p) {
     std::vector<double> acc(in_plane, 0.0), shares(full_hi - full_lo);
     const T* g = grad + p * out_plane;
@@ -296,7 +381,7 @@ void avg_pool_backward(const Windows& win, const AverageRule& rule, int64_t plan
           for (int64_t j = 0; j < full_hi - full_lo; ++j) shares[j] = double(*g++) / divisor;
           for (int64_t ty = 0; ty < win.y.taps[oy]; ++ty) {
             double* row = acc.data() + (win.y.first[oy] + ty * win.y.step) * in_w + win.x.first[full_lo];
-            for (int64_t tx = 0; tx < win.x.kernel; ++tx)
+            for (int64_t tx = win.x.kernel - 1; tx >= 0; --tx)
               for (int64_t j = 0; j < full_hi - full_lo; ++j) row[tx + j * win.x.stride] += shares[j];
           }
           ox = full_hi - 1;
@@ -371,6 +456,7 @@ struct AveragePoolNode : Node {
 struct PlaneSelectNode : Node {
   int64_t in_h = 0, in_w = 0;
   const char* scatter_name = "";
+  std::optional<Windows> windows;  // a max pool's
 };
 
 // scatter_planes: with a second edge (to the max pool's input) when it is a max pool's gradient.
@@ -445,9 +531,10 @@ Tensor finish_scatter(Tensor out, const Tensor& values, const Tensor& indices, c
   return out;
 }
 
-// A max pool's gradient passes the pool's input as `self` (an edge with a zero gradient); else undefined.
+// A max pool's gradient passes the pool's input as `self` (an edge with a zero gradient) and its
+// windows (whose indices these are); else undefined and null.
 Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, int64_t w, bool accumulate,
-                      const char* node_name, const Tensor& self) {
+                      const char* node_name, const Tensor& self, const Windows* windows = nullptr) {
   if (values->dim() < 2 || indices->shape != values->shape || indices->dtype != DType::Int64)
     throw RuntimeError("scatter_planes: expected values and int64 indices of the same shape");
   const DType computed = pooled_type(values, "max_unpool2d", false);
@@ -457,11 +544,22 @@ Tensor scatter_planes(const Tensor& values, const Tensor& indices, int64_t h, in
   Tensor v = cast_values(dense(values), computed), idx = dense(indices);
   check_plane_indices(idx, h, w);
   const int64_t planes = plane_count(values), in_plane = values->shape[values->dim() - 2] * values->shape.back();
+  // Where no two values land on one element (an unpool, or a max pool whose windows share no input),
+  // they are stored in T: the accumulation in double from 0.0 would round each back to itself.
+  const bool one_per_element = !accumulate || (windows && tiling_of(*windows, h, w));
   dispatch_floating(computed, [&](auto tag) {
     using T = decltype(tag);
     const T* src = v->data_as<T>();
     const int64_t* at = idx->data_as<int64_t>();
     T* dst = out->data_as<T>();
+    if (one_per_element) {
+      return for_each_plane(planes, double(in_plane + h * w), [&](int64_t p) {
+        T* plane = dst + p * h * w;
+        std::fill(plane, plane + h * w, T(0));
+        // + 0: a -0 gradient added to the zeros gives +0, as PyTorch's scatter-add.
+        for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) plane[at[i]] = accumulate ? src[i] + T(0) : src[i];
+      });
+    }
     for_each_plane(planes, double(in_plane + h * w), [&](int64_t p) {
       std::vector<double> acc(h * w, 0.0);
       for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i)
@@ -521,6 +619,7 @@ std::pair<Tensor, Tensor> indexed_max_pool(const Tensor& x, int64_t out_h, int64
   if (auto* node = record<PlaneSelectBackward>(out, {&x}, node_name)) {
     node->in_h = in_h, node->in_w = in_w;
     node->scatter_name = backward_name;
+    node->windows = win;
     node->save(indices, true);
     node->save(x);
   }
@@ -539,7 +638,7 @@ GradList AveragePoolBackwardBackward::apply(GradList&& grads) {
 
 GradList PlaneSelectBackward::apply(GradList&& grads) {
   const Tensor self = saved.size() > 1 ? unpack(1) : Tensor();
-  return {scatter_planes(grads[0], unpack(0), in_h, in_w, true, scatter_name, self)};
+  return {scatter_planes(grads[0], unpack(0), in_h, in_w, true, scatter_name, self, windows ? &*windows : nullptr)};
 }
 GradList PlaneScatterBackward::apply(GradList&& grads) {
   GradList out(next_edges.size());
