@@ -35,6 +35,7 @@ namespace {
 // at least one.
 struct AxisTaps {
   int64_t in = 0, out = 0;
+  int64_t taps = -1;  // every output's number of taps, 0 if they differ (-1: no output yet)
   std::vector<int64_t> first{0}, index;
   std::vector<double> weight;
 
@@ -42,7 +43,11 @@ struct AxisTaps {
     index.push_back(at);
     weight.push_back(w);
   }
-  void end_output() { first.push_back(static_cast<int64_t>(index.size())); }
+  void end_output() {
+    const int64_t count = static_cast<int64_t>(index.size()) - first.back();
+    taps = taps == -1 || taps == count ? count : 0;
+    first.push_back(static_cast<int64_t>(index.size()));
+  }
   // Every output is its own input (a cubic table of an unchanged size has zero weights around it).
   bool identity() const {
     if (in != out) return false;
@@ -209,8 +214,10 @@ AxisTaps axis_taps(UpsampleMode mode, int spatial, int64_t in, int64_t out, doub
 // One axis of a plane viewed as (outer, in, inner) resampled into (outer, out, inner):
 // dst[o][j][i] = sum over j's taps k of weight[k] * src[o][index[k]][i], in double, the taps added in
 // order. The last axis (inner 1) is a gather along each row; the others combine whole rows, summed in
-// `row` (inner doubles) when dst is not double.
-template <class S, class D>
+// `row` (inner doubles) when dst is not double and kTaps is 0. kTaps: every
+// output's number of taps when it is 1 or 2 (the nearest and linear modes, whose loops the compiler
+// then unrolls), else 0.
+template <int kTaps, class S, class D>
 void resample_axis(const S* __restrict src, D* __restrict dst, int64_t outer, int64_t inner, const AxisTaps& a,
                    double* __restrict row) {
   const int64_t* at = a.index.data();
@@ -218,34 +225,48 @@ void resample_axis(const S* __restrict src, D* __restrict dst, int64_t outer, in
   for (int64_t o = 0; o < outer; ++o) {
     const S* s = src + o * a.in * inner;
     D* d = dst + o * a.out * inner;
-    for (int64_t j = 0; j < a.out; ++j) {
-      const int64_t begin = a.first[j], end = a.first[j + 1];
-      if (inner == 1) {
+    if (inner == 1) {
+      for (int64_t j = 0; j < a.out; ++j) {
+        const int64_t begin = kTaps ? j * kTaps : a.first[j], end = kTaps ? begin + kTaps : a.first[j + 1];
         double total = w[begin] * double(s[at[begin]]);
         for (int64_t k = begin + 1; k < end; ++k) total += w[k] * double(s[at[k]]);
         d[j] = static_cast<D>(total);
-        continue;
       }
+      continue;
+    }
+    for (int64_t j = 0; j < a.out; ++j) {
+      const int64_t begin = kTaps ? j * kTaps : a.first[j], end = kTaps ? begin + kTaps : a.first[j + 1];
       D* into = d + j * inner;
-      if (end - begin == 1) {  // the nearest modes and copies
-        const S* s0 = s + at[begin] * inner;
-        for (int64_t i = 0; i < inner; ++i) into[i] = static_cast<D>(w[begin] * double(s0[i]));
-        continue;
-      }
-      double* sum = nullptr;
-      if constexpr (std::is_same_v<D, double>) sum = into;
-      else sum = row;
       const S* s0 = s + at[begin] * inner;
-      for (int64_t i = 0; i < inner; ++i) sum[i] = w[begin] * double(s0[i]);
-      for (int64_t k = begin + 1; k < end; ++k) {
-        const S* sk = s + at[k] * inner;
-        const double weight = w[k];
-        for (int64_t i = 0; i < inner; ++i) sum[i] += weight * double(sk[i]);
+      if constexpr (kTaps == 1) {
+        for (int64_t i = 0; i < inner; ++i) into[i] = static_cast<D>(w[begin] * double(s0[i]));
+      } else if constexpr (kTaps == 2) {
+        const S* s1 = s + at[begin + 1] * inner;
+        const double w0 = w[begin], w1 = w[begin + 1];
+        for (int64_t i = 0; i < inner; ++i) into[i] = static_cast<D>(w0 * double(s0[i]) + w1 * double(s1[i]));
+      } else {
+        double* sum = nullptr;
+        if constexpr (std::is_same_v<D, double>) sum = into;
+        else sum = row;
+        for (int64_t i = 0; i < inner; ++i) sum[i] = w[begin] * double(s0[i]);
+        for (int64_t k = begin + 1; k < end; ++k) {
+          const S* sk = s + at[k] * inner;
+          const double weight = w[k];
+          for (int64_t i = 0; i < inner; ++i) sum[i] += weight * double(sk[i]);
+        }
+        if constexpr (!std::is_same_v<D, double>)
+          for (int64_t i = 0; i < inner; ++i) into[i] = static_cast<D>(sum[i]);
       }
-      if constexpr (!std::is_same_v<D, double>)
-        for (int64_t i = 0; i < inner; ++i) into[i] = static_cast<D>(sum[i]);
     }
   }
+}
+
+// resample_axis with the table's kTaps.
+template <class S, class D>
+void resample_axis(const S* src, D* dst, int64_t outer, int64_t inner, const AxisTaps& a, double* row) {
+  if (a.taps == 1) resample_axis<1>(src, dst, outer, inner, a, row);
+  else if (a.taps == 2) resample_axis<2>(src, dst, outer, inner, a, row);
+  else resample_axis<0>(src, dst, outer, inner, a, row);
 }
 
 // The transpose of resample_axis, from (outer, out, inner) into (outer, in, inner), which it zeroes
@@ -361,7 +382,9 @@ void resample_planes(const Resampling& r, const std::vector<std::pair<int, AxisT
   const int64_t grain = std::max<int64_t>(1, kParallelElements / std::max<int64_t>(buffer + in_plane, 1));
   parallel_for(0, planes, grain, [&](int64_t lo, int64_t hi) {
     std::vector<double> buffers[2] = {std::vector<double>(buffer), std::vector<double>(buffer)};
-    std::vector<double> row(static_cast<size_t>(out_plane));
+    // the last step's sums, when its table is not 1 or 2 taps per output (resample_axis)
+    const int64_t last_taps = axes.back().second.taps;
+    std::vector<double> row(last_taps == 1 || last_taps == 2 ? 0 : static_cast<size_t>(out_plane));
     for (int64_t p = lo; p < hi; ++p) {
       const T* src = in + p * in_plane;
       T* dst = out + p * out_plane;
