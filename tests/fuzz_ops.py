@@ -739,6 +739,12 @@ op("torch.nn.functional.interpolate({a}, mode='nearest'{options})", a=tensor(ran
    options=options(", scale_factor=2", ", size=3", ", scale_factor=0.7"))  # fmt: skip
 op("torch.nn.functional.interpolate({a}, mode='bilinear'{options})", a=tensor(rank=4),
    options=options(", scale_factor=(1.5, 0.7)", ", size=(3, 2), align_corners=True", ", scale_factor=2"))  # fmt: skip
+op("torch.nn.functional.interpolate({a}, mode='bicubic'{options})", a=tensor(rank=4),
+   options=options(", scale_factor=(1.5, 0.7)", ", size=(3, 2), align_corners=True",
+                   ", scale_factor=0.5, antialias=True",
+                   ", size=(1, 2), antialias=True, align_corners=True"))  # fmt: skip
+op("torch.nn.functional.interpolate({a}, mode='bilinear', antialias=True{options})", a=tensor(rank=4),
+   options=options(", scale_factor=0.4", ", size=(3, 2), align_corners=True", ", scale_factor=(2.5, 0.6)"))  # fmt: skip
 op("torch.nn.functional.interpolate({a}, mode='trilinear'{options})", a=tensor(rank=5),
    options=options(", size=(2, 3, 2)", ", scale_factor=1.5, align_corners=True"))  # fmt: skip
 # spatial transformers (issue 16): a grid made from the input itself (the gradient reaches both), theta

@@ -378,6 +378,26 @@ case(
     "AffineGridGeneratorBackward0",
 )
 case(
+    "F.interpolate(bicubic corners)",
+    lambda m, x: m.nn.functional.interpolate(x, size=(4, 3), mode="bicubic", align_corners=True),
+    [(1, 2, 3, 4)],
+    "UpsampleBicubic2DBackward0",
+)
+case(
+    "F.interpolate(bilinear antialias)",
+    lambda m, x: m.nn.functional.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True),
+    [(2, 1, 5, 6)],
+    "UpsampleBilinear2DAaBackward0",
+    layouts=LAYOUTS[:2],
+)
+case(
+    "F.interpolate(bicubic antialias)",
+    lambda m, x: m.nn.functional.interpolate(x, size=(2, 3), mode="bicubic", antialias=True),
+    [(1, 2, 5, 7)],
+    "UpsampleBicubic2DAaBackward0",
+    layouts=LAYOUTS[:2],
+)
+case(
     "F.adaptive_max_pool2d(unbatched)",
     lambda m, x: m.nn.functional.adaptive_max_pool2d(x, 2),
     X3,

@@ -1,8 +1,9 @@
 """F.interpolate and the Upsample modules (the core's upsample op, csrc/ops/upsample.cpp, and its twin
 python/fastgrad/reference/_upsample.py) against PyTorch: values, gradients and node names over a
 table of modes and sizes (up and down, non-integer factors, sizes given, align_corners both ways,
-1x1 inputs and outputs), float64 gradcheck and gradgradcheck, the two backends' bits, bits that do
-not depend on the thread count, the modules, and PyTorch's errors.
+1x1 inputs and outputs, bicubic, bilinear and bicubic antialiased), float64 gradcheck and
+gradgradcheck, the two backends' bits, bits that do not depend on the thread count, the modules,
+and PyTorch's errors.
 
 A case is a function of (F, x) run on both libraries with the same numpy data; its output is
 backpropagated with the same upstream gradient.
@@ -53,6 +54,26 @@ CASES = {  # id: (fn(F, x), input shape)
     "bilinear recompute": (_resize(scale_factor=1.7, mode="bilinear", recompute_scale_factor=True), (1, 1, 3, 4)),
     "trilinear": (_resize(size=(3, 2, 5), mode="trilinear"), (1, 2, 2, 3, 3)),
     "trilinear corners": (_resize(scale_factor=(1.5, 2, 0.7), mode="trilinear", align_corners=True), (1, 1, 2, 3, 4)),
+    "bicubic x2": (_resize(scale_factor=2, mode="bicubic"), (1, 2, 4, 5)),
+    "bicubic corners": (_resize(scale_factor=(1.7, 2.3), mode="bicubic", align_corners=True), (1, 2, 3, 4)),
+    "bicubic down": (_resize(size=(3, 4), mode="bicubic"), (2, 1, 7, 6)),
+    "bicubic corners down": (_resize(scale_factor=0.45, mode="bicubic", align_corners=True), (1, 1, 7, 9)),
+    "bicubic rows kept": (_resize(size=(3, 7), mode="bicubic"), (1, 2, 3, 4)),
+    "bicubic 1x1 in": (_resize(size=(3, 2), mode="bicubic"), (1, 2, 1, 1)),
+    "bicubic 1x1 out": (_resize(size=1, mode="bicubic", align_corners=True), (1, 1, 5, 4)),
+    "bilinear antialias": (_resize(scale_factor=0.4, mode="bilinear", antialias=True), (1, 2, 9, 11)),
+    "bilinear antialias up": (_resize(size=(9, 4), mode="bilinear", antialias=True), (1, 2, 5, 4)),
+    "bilinear antialias corners": (
+        _resize(size=(2, 5), mode="bilinear", align_corners=True, antialias=True),
+        (2, 1, 7, 6),
+    ),
+    "bilinear antialias 1x1 out": (_resize(size=1, mode="bilinear", antialias=True), (1, 1, 5, 6)),
+    "bicubic antialias": (_resize(size=(4, 3), mode="bicubic", antialias=True), (1, 2, 9, 11)),
+    "bicubic antialias corners": (
+        _resize(size=(4, 3), mode="bicubic", align_corners=True, antialias=True),
+        (2, 1, 9, 11),
+    ),
+    "bicubic antialias up and down": (_resize(scale_factor=(2.5, 0.3), mode="bicubic", antialias=True), (1, 2, 5, 10)),
     "area": (_resize(size=(2, 3), mode="area"), (1, 2, 5, 7)),
     "area factor": (_resize(scale_factor=0.5, mode="area"), (1, 2, 6)),
 }
@@ -94,6 +115,10 @@ GRADCHECKED = {  # float64 finite differences of the gradients, and of their gra
     "bilinear": (_resize(size=(3, 2), mode="bilinear"), (1, 1, 2, 3)),
     "bilinear corners": (_resize(size=(3, 4), mode="bilinear", align_corners=True), (1, 1, 2, 2)),
     "trilinear": (_resize(scale_factor=(1.5, 0.5, 2), mode="trilinear"), (1, 1, 2, 2, 2)),
+    "bicubic": (_resize(size=(3, 4), mode="bicubic"), (1, 1, 2, 3)),
+    "bicubic corners down": (_resize(size=(2, 1), mode="bicubic", align_corners=True), (1, 1, 3, 3)),
+    "bilinear antialias": (_resize(size=(2, 2), mode="bilinear", antialias=True), (1, 1, 4, 5)),
+    "bicubic antialias": (_resize(size=(2, 3), mode="bicubic", antialias=True), (1, 1, 5, 4)),
     # the size doubles under a factor of 2.06: PyTorch's 1-D/3-D nearest backward reads other
     # positions than its forward here (fastgrad's gradient is its forward's: a documented difference)
     "nearest 1d doubled": (_resize(scale_factor=2.06), (1, 2, 2)),
@@ -122,7 +147,19 @@ def _with_double_backward(lib, case, x, dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("case", ["nearest 3d", "nearest-exact 2d", "linear down", "bilinear corners", "trilinear"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "nearest 3d",
+        "nearest-exact 2d",
+        "linear down",
+        "bilinear corners",
+        "trilinear",
+        "bicubic corners",
+        "bilinear antialias",
+        "bicubic antialias up and down",
+    ],
+)
 def test_core_and_reference_give_the_same_bits(case, dtype):
     import fastgrad
     import fastgrad.reference
@@ -134,8 +171,8 @@ def test_core_and_reference_give_the_same_bits(case, dtype):
         assert got.tobytes() == expected.tobytes()
 
 
-@pytest.mark.parametrize("mode", ["nearest", "bilinear"])
-def test_bits_do_not_depend_on_the_thread_count(mode):
+@pytest.mark.parametrize("mode, antialias", [("nearest", False), ("bilinear", False), ("bicubic", True)])
+def test_bits_do_not_depend_on_the_thread_count(mode, antialias):
     import fastgrad
 
     x = rng_for("threads", mode).standard_normal((4, 8, 24, 20)).astype(np.float32)
@@ -146,7 +183,7 @@ def test_bits_do_not_depend_on_the_thread_count(mode):
         for threads in (1, 2, 3):
             fastgrad.set_num_threads(threads)
             t = fastgrad.tensor(x, requires_grad=True)
-            out = fastgrad.nn.functional.interpolate(t, size=(53, 30), mode=mode)
+            out = fastgrad.nn.functional.interpolate(t, size=(53, 30), mode=mode, antialias=antialias)
             out.backward(upstream)
             results.append((to_numpy(out).tobytes(), to_numpy(t.grad).tobytes()))
     finally:
@@ -154,11 +191,10 @@ def test_bits_do_not_depend_on_the_thread_count(mode):
     assert results[0] == results[1] == results[2]
 
 
-def test_float16_input_is_resampled_in_float32(fg, torch):
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_float16_input_is_resampled_in_float32(fg, torch, mode):
     x = rng_for("float16").uniform(-2, 2, size=(1, 2, 3, 4)).astype(np.float16)
-    ours, theirs = (
-        to_numpy(t.nn.functional.interpolate(t.tensor(x), scale_factor=2, mode="bilinear")) for t in (fg, torch)
-    )
+    ours, theirs = (to_numpy(t.nn.functional.interpolate(t.tensor(x), scale_factor=2, mode=mode)) for t in (fg, torch))
     assert ours.dtype == theirs.dtype == np.float16
     np.testing.assert_allclose(ours.astype(np.float32), theirs.astype(np.float32), rtol=1e-3, atol=1e-3)
 
@@ -175,6 +211,7 @@ MODULES = {  # id: (constructor(nn), input shape)
     "Upsample size": (lambda nn: nn.Upsample(size=(3, 4), mode="bilinear"), (2, 1, 2, 2)),
     "Upsample linear": (lambda nn: nn.Upsample(size=5, mode="linear"), (1, 2, 3)),
     "Upsample trilinear": (lambda nn: nn.Upsample(scale_factor=1.5, mode="trilinear"), (1, 1, 2, 2, 3)),
+    "Upsample bicubic": (lambda nn: nn.Upsample(size=(3, 5), mode="bicubic", align_corners=True), (1, 2, 2, 3)),
     "UpsamplingNearest2d": (lambda nn: nn.UpsamplingNearest2d(scale_factor=3), (1, 1, 2, 2)),
     "UpsamplingBilinear2d": (lambda nn: nn.UpsamplingBilinear2d(size=4), (1, 2, 3, 2)),
 }
@@ -240,6 +277,17 @@ ERRORS = {
     "antialias 3d": lambda t: _interpolate(t, (1, 1, 4), 3, mode="linear", antialias=True),
     "integer linear": lambda t: t.nn.functional.interpolate(t.ones(1, 1, 2, dtype=t.long), 3, mode="linear"),
     "integer nearest": lambda t: t.nn.functional.interpolate(t.ones(1, 1, 2, dtype=t.long), 3),
+    "bicubic 3d": lambda t: _interpolate(t, (1, 1, 4), 3, mode="bicubic"),
+    "bicubic 5d": lambda t: _interpolate(t, (1, 1, 2, 2, 2), 3, mode="bicubic"),
+    "bicubic empty output": lambda t: _interpolate(t, (1, 1, 4, 5), scale_factor=0.1, mode="bicubic"),
+    "integer bicubic": lambda t: t.nn.functional.interpolate(t.ones(1, 1, 2, 2, dtype=t.long), 3, mode="bicubic"),
+    "antialias empty output": lambda t: _interpolate(t, (1, 1, 4, 5), size=(0, 2), mode="bilinear", antialias=True),
+    "antialias float16": lambda t: t.nn.functional.interpolate(
+        t.ones(1, 1, 4, 4, dtype=t.float16), 2, mode="bicubic", antialias=True
+    ),
+    "antialias integer": lambda t: t.nn.functional.interpolate(
+        t.ones(1, 1, 4, 4, dtype=t.long), 2, mode="bilinear", antialias=True
+    ),
 }
 
 
@@ -248,10 +296,3 @@ def test_errors_match_pytorch(fg, torch, case):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         same_error(fg, torch, ERRORS[case])
-
-
-def test_antialias_says_it_is_not_supported(fg):
-    if fg.__name__ == "torch":
-        pytest.skip("PyTorch implements antialias")
-    with pytest.raises(NotImplementedError, match="antialias=True is not supported by fastgrad"):
-        fg.nn.functional.interpolate(fg.ones(1, 1, 4, 4), 2, mode="bilinear", antialias=True)

@@ -416,11 +416,12 @@ Tensor max_unpool2d(const Tensor& x, const Tensor& indices, int64_t out_h, int64
 // ---- resampling (ops/upsample.cpp): F.interpolate's modes but area over the spatial dims of an
 // (N, C, *spatial) input, 1 to 3 of them, to `output_size`; `scales` (one per spatial dim, or empty)
 // are the scale factors PyTorch's kernels read for the source positions (0: none). Linear is
-// linear, bilinear or trilinear by the number of spatial dims. float32 and float64 (float16 and
-// bfloat16 computed in float32). PyTorch's argument checks are the caller's (nn/functional.py).
-enum class UpsampleMode { Nearest, NearestExact, Linear };
+// linear, bilinear or trilinear by the number of spatial dims; cubic (bicubic) and `antialias`
+// (linear and cubic) take 2. float32 and float64 (float16 and bfloat16 computed in float32 but
+// antialiased). PyTorch's argument checks are the caller's (nn/functional.py).
+enum class UpsampleMode { Nearest, NearestExact, Linear, Cubic };
 Tensor upsample(const Tensor& x, UpsampleMode mode, const std::vector<int64_t>& output_size,
-                const std::vector<double>& scales, bool align_corners);
+                const std::vector<double>& scales, bool align_corners, bool antialias);
 
 // ---- batch and group normalization (ops/normalization.cpp): input (N, C, *), float32 and float64;
 // weight, bias and the running stats (C) in its dtype, or undefined. batch_norm normalizes each

@@ -833,18 +833,19 @@ void bind_tensor(py::module_& m) {
   m.def("max_unpool2d", [](const Tensor& x, const Tensor& indices, int64_t oh, int64_t ow) {
     return by_elements(double(x->numel()) + double(oh) * double(ow), fg::max_unpool2d, x, indices, oh, ow);
   });
-  // upsample(x, mode "nearest" | "nearest-exact" | "linear", output sizes, scale factors (or []),
-  // align_corners) (ops/upsample.cpp)
+  // upsample(x, mode "nearest" | "nearest-exact" | "linear" | "cubic", output sizes, scale factors
+  // (or []), align_corners, antialias) (ops/upsample.cpp)
   m.def("upsample", [](const Tensor& x, const std::string& mode, std::vector<int64_t> output_size,
-                       std::vector<double> scales, bool align_corners) {
+                       std::vector<double> scales, bool align_corners, bool antialias) {
     const UpsampleMode m = mode == "nearest"         ? UpsampleMode::Nearest
                            : mode == "nearest-exact" ? UpsampleMode::NearestExact
                            : mode == "linear"        ? UpsampleMode::Linear
+                           : mode == "cubic"         ? UpsampleMode::Cubic
                                                      : throw ValueError(cat("upsample: unknown mode '", mode, "'"));
     // Work: the input and the output, (N, C) planes of output_size.
     double outputs = x->dim() > 1 ? double(x->shape[0]) * double(x->shape[1]) : 0.0;
     for (int64_t size : output_size) outputs *= double(size);
-    return by_elements(double(x->numel()) + outputs, fg::upsample, x, m, output_size, scales, align_corners);
+    return by_elements(double(x->numel()) + outputs, fg::upsample, x, m, output_size, scales, align_corners, antialias);
   });
   // conv_transpose(input, weight, bias or None, stride_h, stride_w, pad_h, pad_w, output_pad_h, output_pad_w,
   // dilation_h, dilation_w, groups)

@@ -612,11 +612,13 @@ POOLS = {
 }
 
 # resizing rows: F.interpolate of a float32 (8, 16, 32, 32) batch (a decoder's feature maps) to twice
-# its size, measured as the pools
+# its size, and to half of it antialiased (an image pyramid), measured as the pools
 RESIZE_SHAPE = (8, 16, 32, 32)
 RESIZES = {
     "interpolate nearest x2": lambda F, x: F.interpolate(x, scale_factor=2),
     "interpolate bilinear x2": lambda F, x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "interpolate bicubic x2": lambda F, x: F.interpolate(x, scale_factor=2, mode="bicubic"),
+    "interpolate bicubic antialias /2": lambda F, x: F.interpolate(x, scale_factor=0.5, mode="bicubic", antialias=True),
 }
 
 

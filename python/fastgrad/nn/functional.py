@@ -1627,9 +1627,9 @@ def interpolate(
     antialias=False,
 ):
     """Resizes the spatial dims (all but the first two) to `size`, or by `scale_factor`, with
-    nearest-neighbour (nearest, nearest-exact) or (bi/tri)linear interpolation (the core's upsample
-    op, with PyTorch's source positions and weights), or area averaging (adaptive average pooling):
-    PyTorch's argument handling and errors."""
+    nearest-neighbour (nearest, nearest-exact), (bi/tri)linear or bicubic interpolation, bilinear and
+    bicubic optionally antialiased (the core's upsample op, with PyTorch's source positions and
+    weights), or area averaging (adaptive average pooling): PyTorch's argument handling and errors."""
     if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError(
@@ -1681,20 +1681,19 @@ def interpolate(
         raise ValueError(
             "Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D tensor as input"
         )
-    if antialias:
-        raise NotImplementedError("interpolate: antialias=True is not supported by fastgrad")
-    if mode not in _INTERPOLATE_MODES or not 3 <= input.dim() <= 5:
-        raise NotImplementedError(
-            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | "
-            f"linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})"
-        )
+    unsupported = NotImplementedError(
+        f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the modes: nearest | "
+        f"linear | bilinear | bicubic | trilinear | lanczos | area | nearest-exact (got {mode})"
+    )
+    if mode not in _INTERPOLATE_MODES or not 3 <= input.dim() <= 5 or mode == "bicubic" and input.dim() != 4:
+        raise unsupported
     if mode in _LINEAR_MODE_RANKS and input.dim() != _LINEAR_MODE_RANKS[mode]:
         raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODE_RANKS[mode]}D input")
     if mode == "area" and input.dim() < 5:
         return (adaptive_avg_pool1d if input.dim() == 3 else adaptive_avg_pool2d)(input, output_size)  # noqa: F405
-    if mode not in ("nearest", "nearest-exact", *_LINEAR_MODE_RANKS):
+    if mode not in ("nearest", "nearest-exact", "bicubic", *_LINEAR_MODE_RANKS):
         raise NotImplementedError(f"interpolate: mode '{mode}' with {input.dim()}D input is not supported by fastgrad")
-    return _upsample(input, output_size, scale_factors, mode, align_corners)
+    return _upsample(input, output_size, scale_factors, mode, align_corners, antialias)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1719,7 +1718,7 @@ def upsample_bilinear(input, size=None, scale_factor=None):
 _SPATIAL_NAMES = {1: "W", 2: "HW", 3: "DHW"}
 
 
-def _upsample(input, output_size, scale_factors, mode, align_corners):
+def _upsample(input, output_size, scale_factors, mode, align_corners, antialias):
     """ATen's upsample checks (with its messages), then the core's op: the output size from the
     factors when none is given (truncated, as ATen converts size * factor to an integer), and the
     factors passed on, which PyTorch's kernels read for the source positions."""
@@ -1744,9 +1743,9 @@ def _upsample(input, output_size, scale_factors, mode, align_corners):
         raise RuntimeError(
             f"Non-empty {input.dim()}D data tensor expected but got a tensor with sizes {list(input.shape)}"
         )
-    kind = "linear" if mode in _LINEAR_MODE_RANKS else mode
+    kind = "linear" if mode in _LINEAR_MODE_RANKS else "cubic" if mode == "bicubic" else mode
     factors = [] if scale_factors is None else [float(factor) for factor in scale_factors]
-    return _prims.upsample(input, kind, output_size, factors, bool(align_corners))
+    return _prims.upsample(input, kind, output_size, factors, bool(align_corners), bool(antialias))
 
 
 # ---- losses

@@ -572,8 +572,8 @@ adaptive_max_pool2d = _pool_primitive("adaptive_max_pool2d", "Tensor, int, int",
 max_unpool2d = _pool_primitive("max_unpool2d", "Tensor, Tensor, int, int", ["tensor", "tensor", "int", "int"])
 
 
-def upsample(x, mode, output_size, scales, align_corners):
-    args = (x, mode, output_size, scales, align_corners)
+def upsample(x, mode, output_size, scales, align_corners, antialias):
+    args = (x, mode, output_size, scales, align_corners, antialias)
     if not (
         isinstance(x, Tensor)
         and isinstance(mode, str)
@@ -582,10 +582,11 @@ def upsample(x, mode, output_size, scales, align_corners):
         and isinstance(scales, (list, tuple))
         and all(_float_like(v) for v in scales)
         and isinstance(align_corners, bool)
+        and isinstance(antialias, bool)
     ):
-        raise _invalid_arguments("upsample", args, "Tensor, str, tuple of ints, tuple of floats, bool")
+        raise _invalid_arguments("upsample", args, "Tensor, str, tuple of ints, tuple of floats, bool, bool")
     sizes, factors = [operator.index(v) for v in output_size], [float(v) for v in scales]
-    return _upsample.upsample(x, mode, sizes, factors, align_corners)
+    return _upsample.upsample(x, mode, sizes, factors, align_corners, antialias)
 
 
 def _optional_tensors(*values):
