@@ -630,21 +630,21 @@ Tensor layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
          saved_rstd = empty(statistics_shape, type);
   dispatch_floating(type, [&](auto tag) {
     using T = decltype(tag);
-    const T* xs = x->data_as<T>();
-    std::vector<T> shift(rows, T(0));
-    std::vector<double> sum(rows), squares(rows), mean(rows), invstd(rows);
-    if (len > 0)
-      for (int64_t r = 0; r < rows; ++r) shift[r] = xs[r * len];
-    per_row_sums<T>(rows, len, 1, {xs, shift.data(), xs, shift.data()}, sum.data(), squares.data());
-    finish_moments(rows, std::max<int64_t>(len, 1), shift.data(), sum.data(), squares.data(), eps, mean.data(),
-                   invstd.data(), nullptr);
+    const T *xs = x->data_as<T>(), *ws = data_or_null<T>(w), *bs = data_or_null<T>(b);
     T *means = saved_mean->data_as<T>(), *rstds = saved_rstd->data_as<T>(), *ys = out->data_as<T>();
-    const auto output = kernels().of<T>().layer_norm_output;
-    const T *ws = data_or_null<T>(w), *bs = data_or_null<T>(b);
+    const TypedKernels<T>& k = kernels().of<T>();
+    // Per row, while it is in cache: the sums of x - x[0] and its square, then the output.
     parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
       for (int64_t r = lo; r < hi; ++r) {
-        means[r] = T(mean[r]), rstds[r] = T(invstd[r]);
-        output({means[r], rstds[r], ws, bs, T(0), T(0)}, xs + r * len, ys + r * len, len);
+        const T* row = xs + r * len;
+        const T shift = len > 0 ? row[0] : T(0);
+        double first[kNormLanes] = {}, second[kNormLanes] = {};
+        k.norm_sums(row, shift, row, shift, len, first, second);
+        double sum = 0, squares = 0, mean = 0, invstd = 0;
+        for (int l = 0; l < kNormLanes; ++l) sum += first[l], squares += second[l];
+        finish_moments(1, std::max<int64_t>(len, 1), &shift, &sum, &squares, eps, &mean, &invstd, nullptr);
+        means[r] = T(mean), rstds[r] = T(invstd);
+        k.layer_norm_output({means[r], rstds[r], ws, bs, T(0), T(0)}, row, ys + r * len, len);
       }
     });
   });
