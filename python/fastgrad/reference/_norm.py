@@ -282,14 +282,15 @@ class NativeLayerNormBackwardBackward0(Function):
         """Per row, rstd * (w dy - mean(w dy) - (x - mean) * rstd^2 * mean(w dy (x - mean))); per
         element of the row, the sums over the rows of dy * (x - mean) * rstd and of dy."""
         rows, size = _layer_norm_rows(input._shape, normalized_dims)
+        count = max(size, 1)  # empty rows have no elements to divide among
         xs, gs, means, rstds = read(input), read(grad), read(mean), read(rstd)
         ws = read(weight) if weight is not None else [1.0] * size
         grad_input, grad_weight, grad_bias = [], [0.0] * size, [0.0] * size
         for r in range(rows):
             row, dys, m, inv = xs[r * size : (r + 1) * size], gs[r * size : (r + 1) * size], means[r], rstds[r]
             weighted = [w * dy for w, dy in zip(ws, dys)]
-            projection = sum(g * (x - m) for g, x in zip(weighted, row)) / size * inv * inv
-            grad_mean = sum(weighted) / size
+            projection = sum(g * (x - m) for g, x in zip(weighted, row)) / count * inv * inv
+            grad_mean = sum(weighted) / count
             grad_input.extend((g - (x - m) * projection - grad_mean) * inv for g, x in zip(weighted, row))
             for j, (x, dy) in enumerate(zip(row, dys)):
                 grad_weight[j] += dy * (x - m) * inv
