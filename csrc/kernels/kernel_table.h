@@ -139,8 +139,8 @@ using NormAffineKernel = void (*)(const NormAffine<T>& k, const T* u, const T* v
 // layer_norm_grad_sums(dy, w, x, mean, n, first, second): norm_sums' lanes of dy * w and dy * w * (x - mean);
 // layer_norm_output(row, x, out, n): out = (x - mean) * rstd * weight + bias;
 // layer_norm_input_grad(row, dy, x, out, n): out = (dy * weight - (x - mean) * projection - grad_mean) * rstd;
-// layer_norm_param_sums(dy, x, mean, rstd, n, grad_weight, grad_bias): grad_weight[j] += dy * (x - mean) * rstd,
-// grad_bias[j] += dy (in double).
+// layer_norm_param_sums(dy, x, ld, mean, rstd, rows, n, grad_weight, grad_bias): over `rows` rows ld apart,
+// grad_weight[j] += the sum of dy * (x - mean) * rstd, grad_bias[j] += that of dy (blocks of rows in T, then double).
 template <class T>
 struct LayerNormRow {
   T mean, rstd;
@@ -155,8 +155,8 @@ using LayerNormOutputKernel = void (*)(const LayerNormRow<T>& row, const T* x, T
 template <class T>
 using LayerNormInputGradKernel = void (*)(const LayerNormRow<T>& row, const T* dy, const T* x, T* out, int64_t n);
 template <class T>
-using LayerNormParamSumsKernel = void (*)(const T* dy, const T* x, T mean, T rstd, int64_t n, double* grad_weight,
-                                          double* grad_bias);
+using LayerNormParamSumsKernel = void (*)(const T* dy, const T* x, int64_t ld, const T* mean, const T* rstd,
+                                          int64_t rows, int64_t n, double* grad_weight, double* grad_bias);
 
 // Softmax over a block of a tensor seen as [n, inner] (softmax_impl.h): `columns` rows of n values,
 // column j's at x[j], x[j + inner], ... (inner == 1: one contiguous row, columns == 1).

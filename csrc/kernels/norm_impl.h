@@ -13,6 +13,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/simd.h"
@@ -197,25 +198,31 @@ void layer_norm_input_grad(const LayerNormRow<T>& r, const T* dy, const T* x, T*
   r.weight ? input_grad_row<T, true>(r, dy, x, out, n) : input_grad_row<T, false>(r, dy, x, out, n);
 }
 
-// grad_weight[j] += dy[j] * ((x[j] - mean) * rstd), grad_bias[j] += dy[j] for j < n (each term in
-// T, added in double).
+// grad_weight[j] += the sum over rows r of dy[r][j] * ((x[r][j] - mean[r]) * rstd[r]) and grad_bias[j]
+// += that of dy[r][j], for j < n, row r at r * ld: each block of kNormBlock rows (counted from the
+// first) summed in T in row order, then added in double; a column's sums the same on every ISA.
 template <class T>
-void layer_norm_param_sums(const T* dy, const T* x, T mean, T rstd, int64_t n, double* grad_weight, double* grad_bias) {
+void layer_norm_param_sums(const T* dy, const T* x, int64_t ld, const T* mean, const T* rstd, int64_t rows, int64_t n,
+                           double* grad_weight, double* grad_bias) {
   using V = Vec<T>;
-  using D = Vec<double>;
-  const V mean_v = V::broadcast(mean), rstd_v = V::broadcast(rstd);
-  int64_t j = 0;
-  for (; j + V::kWidth <= n; j += V::kWidth) {
-    const V g = V::load(dy + j);
-    T terms_w[V::kWidth], terms_b[V::kWidth];
-    (g * ((V::load(x + j) - mean_v) * rstd_v)).store(terms_w);
-    g.store(terms_b);
-    for (int h = 0; h < V::kWidth; h += D::kWidth) {
-      (D::load(grad_weight + j + h) + D::load(terms_w + h)).store(grad_weight + j + h);
-      (D::load(grad_bias + j + h) + D::load(terms_b + h)).store(grad_bias + j + h);
+  std::vector<T> block_w(n), block_b(n);
+  T *sw = block_w.data(), *sb = block_b.data();
+  for (int64_t block = 0; block < rows; block += kNormBlock) {
+    std::fill(sw, sw + n, T(0));
+    std::fill(sb, sb + n, T(0));
+    for (int64_t r = block; r < std::min(rows, block + kNormBlock); ++r) {
+      const T *g = dy + r * ld, *xs = x + r * ld;
+      const V m = V::broadcast(mean[r]), s = V::broadcast(rstd[r]);
+      int64_t j = 0;
+      for (; j + V::kWidth <= n; j += V::kWidth) {
+        const V gj = V::load(g + j);
+        (V::load(sw + j) + gj * ((V::load(xs + j) - m) * s)).store(sw + j);
+        (V::load(sb + j) + gj).store(sb + j);
+      }
+      for (; j < n; ++j) sw[j] += g[j] * ((xs[j] - mean[r]) * rstd[r]), sb[j] += g[j];
     }
+    for (int64_t j = 0; j < n; ++j) grad_weight[j] += double(sw[j]), grad_bias[j] += double(sb[j]);
   }
-  for (; j < n; ++j) grad_weight[j] += double(dy[j] * ((x[j] - mean) * rstd)), grad_bias[j] += double(dy[j]);
 }
 
 template <class T>

@@ -443,9 +443,11 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 // group norm's passes with one group), the affine per element of the row. float16 and bfloat16 are
 // computed in float32 (PyTorch's accumulate type) and rounded once. Saves the input, the weight, and
 // the mean and 1 / std per row in the compute type, shaped as PyTorch's (the leading dims, then ones).
-// The backward is one pass per row for its two sums and the input gradient, PyTorch's formula
-// rstd * (w dy - mean(w dy) - xhat * mean(w dy xhat)), and one pass per column for the weight's and
-// bias's gradients (each column's sum in row order, so no bit depends on the thread count). It is an
+// Forward: one pass per row (its statistics, then its output while the row is in cache). The backward
+// is one pass per row for its two sums and the input gradient, PyTorch's formula
+// rstd * (w dy - mean(w dy) - xhat * mean(w dy xhat)), and one pass for the weight's and bias's
+// gradients with threads splitting the columns (each column's sum in blocks of rows counted from the
+// first, in row order: no bit depends on the thread count). It is an
 // op of its own (PyTorch's native_layer_norm_backward), recorded in a backward with create_graph as
 // NativeLayerNormBackwardBackward0: one node for the three gradients, so each has a graph wherever
 // any of grad, input and weight has one, as PyTorch's; its backward is composed of tensor ops.
@@ -587,9 +589,8 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad, const Tensor& inpu
     if (wanted[1] || wanted[2]) {
       std::vector<double> grad_weight(len, 0.0), grad_bias(len, 0.0);
       parallel_for(0, len, grain_for(rows), [&](int64_t lo, int64_t hi) {
-        for (int64_t r = 0; r < rows; ++r)
-          k.layer_norm_param_sums(g + r * len + lo, xs + r * len + lo, means[r], rstds[r], hi - lo,
-                                  grad_weight.data() + lo, grad_bias.data() + lo);
+        k.layer_norm_param_sums(g + lo, xs + lo, len, means, rstds, rows, hi - lo, grad_weight.data() + lo,
+                                grad_bias.data() + lo);
       });
       const Shape normalized(input->shape.end() - normalized_dims, input->shape.end());
       if (wanted[1]) out[1] = reshape(cast_values(vector_of<T>(grad_weight, type), input->dtype), normalized);
