@@ -45,7 +45,8 @@ BUCKETS = [
 def model_rows():
     from fastgrad import bench
 
-    return {name: factory for name, factory, *_ in bench.model_rows(quick=False) + bench.seq_rows()}
+    rows = bench.model_rows(quick=False) + bench.seq_rows(quick=False)
+    return {name: factory for name, factory, *_ in rows if " step" in name or "sampling" in name}
 
 
 def run_step(name, seconds, threads):

@@ -359,6 +359,9 @@ def _batch_norm_primitive(input, weight, bias, running_mean, running_var, traini
 def _group_norm_primitive(input, weight, bias, groups, eps): ...
 
 
+def _layer_norm_primitive(input, weight, bias, normalized_dims, eps): ...
+
+
 def _leaky_relu_primitive(input, slope): ...
 
 
@@ -374,6 +377,7 @@ def _recurrent_layer_primitive(mode, projected, h0, c0, w_hh, b_hh, reverse): ..
 PRIMITIVES = {
     "batch_norm": _batch_norm_primitive,
     "group_norm": _group_norm_primitive,
+    "layer_norm": _layer_norm_primitive,
     "leaky_relu": _leaky_relu_primitive,
     "leaky_relu_": _leaky_relu_primitive,
     "hardtanh": _hardtanh_primitive,

@@ -438,6 +438,12 @@ case(
     [(2, 4, 3, 2), (4,), (4,)],
     "NativeGroupNormBackward0",
 )
+case(
+    "F.layer_norm",
+    lambda m, x, w, b: m.nn.functional.layer_norm(x, (3, 5), w, b),
+    [(2, 3, 5), (3, 5), (3, 5)],
+    "NativeLayerNormBackward0",
+)
 
 
 def _recurrent_cell(m, kind, x, state, w_ih, w_hh, b_hh):

@@ -73,6 +73,9 @@ def test_quick_run_prints_every_group():
         "max_pool2d 2x2 forward+backward",
         "char LSTM LM 65-64-128 seq 32 b16 step",
         "GRU encoder 128 seq 16 b1 step",
+        "LayerNorm (1024, 384) forward+backward",
+        "tiny GPT 65 block 32, 2 layers, 4 heads, 64 embd b16 step (AdamW)",
+        "tiny GPT sampling 20 tokens top-k 10",
     ):
         assert any(n.startswith(expected) for n in names), expected
     # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)

@@ -38,12 +38,15 @@ POOLS = {  # id: fn(F, x) -> output or (output, indices)
     "adaptive avg uneven": lambda F, x: F.adaptive_avg_pool2d(x, (4, 9)),
 }
 
-NORMS = {  # id: (fn(F, x, w, b), input shape); the weight and bias have one value per channel
+NORMS = {  # id: (fn(F, x, w, b), input shape); the weight and bias have one value per channel (dim 1)
     "batch 2d": (lambda F, x, w, b: F.batch_norm(x, None, None, w, b, training=True), (3, 5, 7, 11)),
     "batch 1d columns": (lambda F, x, w, b: F.batch_norm(x, None, None, w, b, training=True), (9, 37)),
     "batch 3d long planes": (lambda F, x, w, b: F.batch_norm(x, None, None, w, b, training=True), (2, 3, 5, 9, 7)),
     "group": (lambda F, x, w, b: F.group_norm(x, 3, w, b), (2, 6, 17, 3)),
     "instance": (lambda F, x, w, b: F.instance_norm(x, weight=w, bias=b), (2, 4, 9, 21)),
+    # rows of 37 (vectors and a tail), enough of them that 2 and 3 threads split the rows (and the
+    # weight's and bias's gradients split the columns)
+    "layer": (lambda F, x, w, b: F.layer_norm(x, (37,), w, b), (2000, 37)),
 }
 
 

@@ -145,6 +145,29 @@ struct NormAffine {
 };
 template <class T>
 using NormAffineKernel = void (*)(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t n);
+// Layer normalization's passes over one row of n elements (norm_impl.h), with the row's statistics
+// and the per-element weight and bias (each null when absent):
+// layer_norm_grad_sums(dy, w, x, mean, n, first, second): norm_sums' lanes of dy * w and dy * w * (x - mean);
+// layer_norm_output(row, x, out, n): out = (x - mean) * rstd * weight + bias;
+// layer_norm_input_grad(row, dy, x, out, n): out = (dy * weight - (x - mean) * projection - grad_mean) * rstd;
+// layer_norm_param_sums(dy, x, ld, mean, rstd, rows, n, grad_weight, grad_bias): over `rows` rows ld apart,
+// grad_weight[j] += the sum of dy * (x - mean) * rstd, grad_bias[j] += that of dy (blocks of rows in T, then double).
+template <class T>
+struct LayerNormRow {
+  T mean, rstd;
+  const T *weight, *bias;
+  T projection, grad_mean;  // the input gradient's
+};
+template <class T>
+using LayerNormGradSumsKernel = void (*)(const T* dy, const T* w, const T* x, T mean, int64_t n, double* first,
+                                         double* second);
+template <class T>
+using LayerNormOutputKernel = void (*)(const LayerNormRow<T>& row, const T* x, T* out, int64_t n);
+template <class T>
+using LayerNormInputGradKernel = void (*)(const LayerNormRow<T>& row, const T* dy, const T* x, T* out, int64_t n);
+template <class T>
+using LayerNormParamSumsKernel = void (*)(const T* dy, const T* x, int64_t ld, const T* mean, const T* rstd,
+                                          int64_t rows, int64_t n, double* grad_weight, double* grad_bias);
 
 // Softmax over a block of a tensor seen as [n, inner] (softmax_impl.h): `columns` rows of n values,
 // column j's at x[j], x[j + inner], ... (inner == 1: one contiguous row, columns == 1).
@@ -182,6 +205,10 @@ struct TypedKernels {
   NormSumsKernel<T> norm_sums;
   NormColumnSumsKernel<T> norm_column_sums;
   NormAffineKernel<T> norm_affine;
+  LayerNormGradSumsKernel<T> layer_norm_grad_sums;
+  LayerNormOutputKernel<T> layer_norm_output;
+  LayerNormInputGradKernel<T> layer_norm_input_grad;
+  LayerNormParamSumsKernel<T> layer_norm_param_sums;
   SoftmaxForwardKernel<T> softmax_forward;
   SoftmaxBackwardKernel<T> softmax_backward;
 };

@@ -1,6 +1,7 @@
-// The passes of batch and group normalization (csrc/ops/normalization.cpp), written once against
-// simd.h and compiled once per ISA: the two sums of a unit's statistics (or of the backward), and
-// the fused output pass out = k1 * u + k2 * (v - center) + k3.
+// The passes of batch, group and layer normalization (csrc/ops/normalization.cpp), written once
+// against simd.h and compiled once per ISA: the two sums of a unit's statistics (or of the
+// backward), the fused output pass out = k1 * u + k2 * (v - center) + k3, and layer norm's row
+// passes (its per-element weight and bias against per-row statistics).
 //
 // Numerics: the same operations in the same order on every ISA, so the bits do not depend on it.
 // A contiguous run's sums go to kNormLanes lanes (element i of a block to lane i % kNormLanes,
@@ -12,6 +13,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/simd.h"
@@ -20,14 +22,16 @@ namespace fg::simd::FG_ISA_NAMESPACE {
 
 constexpr int64_t kNormBlock = 128;
 
-// first[l] += the sum of p[i] - s1, second[l] += the sum of (p[i] - s1) * (q[i] - s2), over the
-// elements i < n of lane l (see the top comment).
-template <class T>
-void norm_sums(const T* p, T s1, const T* q, T s2, int64_t n, double* first, double* second) {
+namespace norm_detail {
+
+// first[l] += the sum of term(i), second[l] += the sum of term(i) * (q[i] - s2), over the elements
+// i < n of lane l (see the top comment); term_vector(i) is the terms of elements [i, i + kWidth).
+template <class T, class TermVector, class Term>
+void lane_sums(TermVector term_vector, Term term, const T* q, T s2, int64_t n, double* first, double* second) {
   using V = Vec<T>;
   constexpr int R = kNormLanes / V::kWidth;
   static_assert(R * V::kWidth == kNormLanes);
-  const V shift1 = V::broadcast(s1), shift2 = V::broadcast(s2);
+  const V shift2 = V::broadcast(s2);
   for (int64_t block = 0; block < n; block += kNormBlock) {
     const int64_t end = std::min(n, block + kNormBlock);
     V a[R], b[R];
@@ -35,18 +39,42 @@ void norm_sums(const T* p, T s1, const T* q, T s2, int64_t n, double* first, dou
     int64_t i = block;
     for (; i + kNormLanes <= end; i += kNormLanes)
       for (int r = 0; r < R; ++r) {
-        const V d = V::load(p + i + r * V::kWidth) - shift1;
+        const V d = term_vector(i + r * V::kWidth);
         a[r] = a[r] + d;
         b[r] = b[r] + d * (V::load(q + i + r * V::kWidth) - shift2);
       }
     T lane_a[kNormLanes], lane_b[kNormLanes];
     for (int r = 0; r < R; ++r) a[r].store(lane_a + r * V::kWidth), b[r].store(lane_b + r * V::kWidth);
     for (int l = 0; i < end; ++i, ++l) {
-      const T d = p[i] - s1;
+      const T d = term(i);
       lane_a[l] += d, lane_b[l] += d * (q[i] - s2);
     }
     for (int l = 0; l < kNormLanes; ++l) first[l] += double(lane_a[l]), second[l] += double(lane_b[l]);
   }
+}
+
+}  // namespace norm_detail
+
+// first[l] += the sum of p[i] - s1, second[l] += the sum of (p[i] - s1) * (q[i] - s2), over the
+// elements i < n of lane l (see the top comment).
+template <class T>
+void norm_sums(const T* p, T s1, const T* q, T s2, int64_t n, double* first, double* second) {
+  const Vec<T> shift1 = Vec<T>::broadcast(s1);
+  norm_detail::lane_sums([&](int64_t i) { return Vec<T>::load(p + i) - shift1; }, [&](int64_t i) { return p[i] - s1; },
+                         q, s2, n, first, second);
+}
+
+// Layer norm's backward sums of a row, in lanes as norm_sums: of dy[i] * w[i] and of dy[i] * w[i]
+// * (x[i] - mean) (w null: 1).
+template <class T>
+void layer_norm_grad_sums(const T* dy, const T* w, const T* x, T mean, int64_t n, double* first, double* second) {
+  using V = Vec<T>;
+  if (w)
+    norm_detail::lane_sums([&](int64_t i) { return V::load(dy + i) * V::load(w + i); },
+                           [&](int64_t i) { return dy[i] * w[i]; }, x, mean, n, first, second);
+  else
+    norm_detail::lane_sums([&](int64_t i) { return V::load(dy + i); }, [&](int64_t i) { return dy[i]; }, x, mean, n,
+                           first, second);
 }
 
 // first[j] += p[j] - s1[j], second[j] += (p[j] - s1[j]) * (q[j] - s2[j]) for j < n (each term
@@ -114,11 +142,98 @@ void norm_affine(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t
   else v ? affine<T, false, true>(k, u, v, out, n) : affine<T, false, false>(k, u, v, out, n);
 }
 
+namespace norm_detail {
+
+template <class T, bool kWeight, bool kBias>
+void output_row(const LayerNormRow<T>& r, const T* x, T* out, int64_t n) {
+  using V = Vec<T>;
+  const V mean = V::broadcast(r.mean), rstd = V::broadcast(r.rstd);
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    V y = (V::load(x + i) - mean) * rstd;
+    if constexpr (kWeight) y = y * V::load(r.weight + i);
+    if constexpr (kBias) y = y + V::load(r.bias + i);
+    y.store(out + i);
+  }
+  for (; i < n; ++i) {
+    T y = (x[i] - r.mean) * r.rstd;
+    if constexpr (kWeight) y = y * r.weight[i];
+    if constexpr (kBias) y = y + r.bias[i];
+    out[i] = y;
+  }
+}
+
+template <class T, bool kWeight>
+void input_grad_row(const LayerNormRow<T>& r, const T* dy, const T* x, T* out, int64_t n) {
+  using V = Vec<T>;
+  const V mean = V::broadcast(r.mean), rstd = V::broadcast(r.rstd);
+  const V projection = V::broadcast(r.projection), grad_mean = V::broadcast(r.grad_mean);
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) {
+    V g = V::load(dy + i);
+    if constexpr (kWeight) g = g * V::load(r.weight + i);
+    ((g - (V::load(x + i) - mean) * projection - grad_mean) * rstd).store(out + i);
+  }
+  for (; i < n; ++i) {
+    T g = dy[i];
+    if constexpr (kWeight) g = g * r.weight[i];
+    out[i] = (g - (x[i] - r.mean) * r.projection - r.grad_mean) * r.rstd;
+  }
+}
+
+}  // namespace norm_detail
+
+// out[i] = (x[i] - mean) * rstd * weight[i] + bias[i] (a null weight or bias left out).
+template <class T>
+void layer_norm_output(const LayerNormRow<T>& r, const T* x, T* out, int64_t n) {
+  using namespace norm_detail;
+  if (r.weight) r.bias ? output_row<T, true, true>(r, x, out, n) : output_row<T, true, false>(r, x, out, n);
+  else r.bias ? output_row<T, false, true>(r, x, out, n) : output_row<T, false, false>(r, x, out, n);
+}
+
+// out[i] = (dy[i] * weight[i] - (x[i] - mean) * projection - grad_mean) * rstd (a null weight: 1).
+template <class T>
+void layer_norm_input_grad(const LayerNormRow<T>& r, const T* dy, const T* x, T* out, int64_t n) {
+  using namespace norm_detail;
+  r.weight ? input_grad_row<T, true>(r, dy, x, out, n) : input_grad_row<T, false>(r, dy, x, out, n);
+}
+
+// grad_weight[j] += the sum over rows r of dy[r][j] * ((x[r][j] - mean[r]) * rstd[r]) and grad_bias[j]
+// += that of dy[r][j], for j < n, row r at r * ld: each block of kNormBlock rows (counted from the
+// first) summed in T in row order, then added in double; a column's sums the same on every ISA.
+template <class T>
+void layer_norm_param_sums(const T* dy, const T* x, int64_t ld, const T* mean, const T* rstd, int64_t rows, int64_t n,
+                           double* grad_weight, double* grad_bias) {
+  using V = Vec<T>;
+  std::vector<T> block_w(n), block_b(n);
+  T *sw = block_w.data(), *sb = block_b.data();
+  for (int64_t block = 0; block < rows; block += kNormBlock) {
+    std::fill(sw, sw + n, T(0));
+    std::fill(sb, sb + n, T(0));
+    for (int64_t r = block; r < std::min(rows, block + kNormBlock); ++r) {
+      const T *g = dy + r * ld, *xs = x + r * ld;
+      const V m = V::broadcast(mean[r]), s = V::broadcast(rstd[r]);
+      int64_t j = 0;
+      for (; j + V::kWidth <= n; j += V::kWidth) {
+        const V gj = V::load(g + j);
+        (V::load(sw + j) + gj * ((V::load(xs + j) - m) * s)).store(sw + j);
+        (V::load(sb + j) + gj).store(sb + j);
+      }
+      for (; j < n; ++j) sw[j] += g[j] * ((xs[j] - mean[r]) * rstd[r]), sb[j] += g[j];
+    }
+    for (int64_t j = 0; j < n; ++j) grad_weight[j] += double(sw[j]), grad_bias[j] += double(sb[j]);
+  }
+}
+
 template <class T>
 void fill_norm(TypedKernels<T>& k) {
   k.norm_sums = norm_sums<T>;
   k.norm_column_sums = norm_column_sums<T>;
   k.norm_affine = norm_affine<T>;
+  k.layer_norm_grad_sums = layer_norm_grad_sums<T>;
+  k.layer_norm_output = layer_norm_output<T>;
+  k.layer_norm_input_grad = layer_norm_input_grad<T>;
+  k.layer_norm_param_sums = layer_norm_param_sums<T>;
 }
 
 }  // namespace fg::simd::FG_ISA_NAMESPACE

@@ -1,6 +1,7 @@
 // Batch and group normalization as fused passes over the input seen as (N, C, S), S the product of
 // its spatial dims (PyTorch's native_batch_norm and native_group_norm, one node each:
-// NativeBatchNormBackward0, NativeGroupNormBackward0).
+// NativeBatchNormBackward0, NativeGroupNormBackward0); layer normalization over rows of the
+// trailing dims (native_layer_norm, NativeLayerNormBackward0), at the end of the file.
 //
 // Forward: one pass for the statistics of each unit (a channel for batch norm, an (n, group) block
 // for group norm), summing x - shift and its square with the unit's first element as the shift
@@ -18,6 +19,7 @@
 // The argument checks with PyTorch's messages are in the shared Python layer (nn/functional.py);
 // the checks here only keep direct calls from reading out of bounds.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <tuple>
 #include <vector>
@@ -142,7 +144,8 @@ void finish_moments(int64_t units, int64_t count, const T* shift, const double* 
                     double* mean, double* invstd, double* var) {
   for (int64_t u = 0; u < units; ++u) {
     const double m = sum[u] / double(count);
-    const double v = std::max(0.0, squares[u] / double(count) - m * m);
+    double v = squares[u] / double(count) - m * m;
+    if (v < 0) v = 0;  // rounding's; a NaN (of a non-finite element) stays, as in PyTorch's statistics
     mean[u] = double(shift[u]) + m;
     invstd[u] = 1.0 / std::sqrt(v + eps);
     if (var) var[u] = v;
@@ -432,6 +435,227 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     node->save(saved_mean);
     node->save(saved_invstd);
     node->eps = eps, node->groups = groups;
+  }
+  return out;
+}
+
+// ---- layer norm: statistics per row of the trailing `normalized_dims` dims (D contiguous elements:
+// group norm's passes with one group), the affine per element of the row. float16 and bfloat16 are
+// computed in float32 (PyTorch's accumulate type) and rounded once. Saves the input, the weight, and
+// the mean and 1 / std per row in the compute type, shaped as PyTorch's (the leading dims, then ones).
+// Forward: one pass per row (its statistics, then its output while the row is in cache). The backward
+// is one pass per row for its two sums and the input gradient, PyTorch's formula
+// rstd * (w dy - mean(w dy) - xhat * mean(w dy xhat)), and one pass for the weight's and bias's
+// gradients with threads splitting the columns (each column's sum in blocks of rows counted from the
+// first, in row order: no bit depends on the thread count). It is an
+// op of its own (PyTorch's native_layer_norm_backward), recorded in a backward with create_graph as
+// NativeLayerNormBackwardBackward0: one node for the three gradients, so each has a graph wherever
+// any of grad, input and weight has one, as PyTorch's; its backward is composed of tensor ops.
+namespace {
+
+struct LayerNormNode : Node {
+  double eps = 0;
+  int64_t normalized_dims = 0;
+};
+
+struct LayerNormDoubleNode : LayerNormNode {
+  uint32_t num_outputs() const override { return 3; }  // grad_input, grad_weight, grad_bias
+};
+
+// The number of rows and their length D for the trailing `normalized_dims` dims of `shape`.
+std::pair<int64_t, int64_t> layer_norm_rows(const Shape& shape, int64_t normalized_dims) {
+  const size_t leading = shape.size() - size_t(normalized_dims);
+  int64_t rows = 1, len = 1;
+  for (size_t d = 0; d < shape.size(); ++d) (d < leading ? rows : len) *= shape[d];
+  return {rows, len};
+}
+
+std::vector<int64_t> trailing_dims(int64_t count) {
+  std::vector<int64_t> dims;
+  for (int64_t d = -count; d < 0; ++d) dims.push_back(d);
+  return dims;
+}
+
+// t summed over its dims before the trailing `normalized_dims` (a weight's or bias's gradient), as ops.
+Tensor sum_over_rows(const Tensor& t, int64_t normalized_dims) {
+  std::vector<int64_t> leading;
+  for (int64_t d = 0; d < t->dim() - normalized_dims; ++d) leading.push_back(d);
+  return leading.empty() ? t : sum(t, leading, false);
+}
+
+// An optional tensor's values, contiguous, in `type` (undefined stays undefined).
+Tensor dense_in(const Tensor& t, DType type) { return t ? cast_values(dense(t), type) : Tensor(); }
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t ? t->data_as<T>() : nullptr;
+}
+
+DType layer_norm_type(const Tensor& input) {
+  const DType type = compute_type(input->dtype);
+  if (type != DType::Float32 && type != DType::Float64) throw not_implemented_for("LayerNormKernelImpl", input->dtype);
+  return type;
+}
+
+// The gradients of layer_norm(input, weight, bias) for `grad`, where `wanted` (undefined
+// otherwise), from the forward's saved mean and rstd (in the compute type); recorded as one node
+// (see above) when any of grad, input and weight requires grad in grad mode.
+std::array<Tensor, 3> layer_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                          const Tensor& saved_mean, const Tensor& saved_rstd, int64_t normalized_dims,
+                                          double eps, const std::array<bool, 3>& wanted);
+
+}  // namespace
+
+FG_NODE_FROM(NativeLayerNormBackward0, LayerNormNode);
+
+GradList NativeLayerNormBackward0::apply(GradList&& grads) {
+  const Tensor input = unpack(0), weight = saved[1].defined() ? unpack(1) : Tensor();
+  const auto [grad_input, grad_weight, grad_bias] =
+      layer_norm_backward(grads[0], input, weight, unpack(2), unpack(3), normalized_dims, eps,
+                          {needs_input_grad(0), needs_input_grad(1), needs_input_grad(2)});
+  GradList out(3);
+  out[0] = grad_input, out[1] = grad_weight, out[2] = grad_bias;
+  return out;
+}
+
+// Saves grad, input and weight; edges to the three. The gradients of the gradients, composed of tensor
+// ops with xhat and rstd recomputed from the input (an output whose gradient is undefined adds nothing).
+FG_NODE_FROM(NativeLayerNormBackwardBackward0, LayerNormDoubleNode);
+
+GradList NativeLayerNormBackwardBackward0::apply(GradList&& grads) {
+  const Tensor grad = unpack(0), input = unpack(1), weight = saved[2].defined() ? unpack(2) : Tensor();
+  const Tensor &gg_input = grads[0], &gg_weight = grads[1], &gg_bias = grads[2];
+  const std::vector<int64_t> dims = trailing_dims(normalized_dims);
+  auto [xhat, rstd] = normalized_composed(input, dims, eps);
+  const Tensor scaled = weight ? mul(grad, weight) : grad;
+  auto row_mean = [&](const Tensor& t) { return mean(t, dims, true); };
+  auto plus = [](const Tensor& a, const Tensor& b) { return a ? add(a, b) : b; };
+  GradList out(3);  // along grad, input, weight
+  if (gg_input) {
+    // gg_input . grad_input = rstd * <gg_input, P(scaled)>, P projecting off the row's mean and off
+    // xhat (symmetric): linear in scaled; in the input through rstd and xhat.
+    const Tensor projected = projected_gradient(gg_input, xhat, rstd, dims);
+    if (needs_input_grad(0)) out[0] = weight ? mul(projected, weight) : projected;
+    if (weight && needs_input_grad(2)) out[2] = sum_over_rows(mul(grad, projected), normalized_dims);
+    if (needs_input_grad(1)) {
+      const Tensor m = row_mean(mul(scaled, xhat)), p = row_mean(mul(gg_input, xhat));
+      const Tensor through_xhat = neg(mul(rstd, add(mul(scaled, p), mul(m, gg_input))));
+      const Tensor through_rstd =
+          sub(sub(row_mean(mul(gg_input, scaled)), mul(row_mean(gg_input), row_mean(scaled))), mul(m, p));
+      out[1] = sub(projected_gradient(through_xhat, xhat, rstd, dims), mul(mul(mul(rstd, rstd), xhat), through_rstd));
+    }
+  }
+  // gg_weight . grad_weight = the sum of gg_weight * grad * xhat; gg_bias . grad_bias = the sum of gg_bias * grad
+  if (gg_weight) {
+    if (needs_input_grad(0)) out[0] = plus(out[0], mul(gg_weight, xhat));
+    if (needs_input_grad(1)) out[1] = plus(out[1], projected_gradient(mul(gg_weight, grad), xhat, rstd, dims));
+  }
+  if (gg_bias && needs_input_grad(0)) out[0] = out[0] ? add(out[0], gg_bias) : expand(gg_bias, grad->shape);
+  return out;
+}
+
+namespace {
+
+std::array<Tensor, 3> layer_norm_backward(const Tensor& grad, const Tensor& input, const Tensor& weight,
+                                          const Tensor& saved_mean, const Tensor& saved_rstd, int64_t normalized_dims,
+                                          double eps, const std::array<bool, 3>& wanted) {
+  const DType type = layer_norm_type(input);
+  const auto [rows, len] = layer_norm_rows(input->shape, normalized_dims);
+  const Tensor dy = dense_in(grad, type), x = dense_in(input, type), w = dense_in(weight, type);
+  const Tensor mean_values = dense_in(saved_mean, type), rstd_values = dense_in(saved_rstd, type);
+  std::array<Tensor, 3> out;
+  dispatch_floating(type, [&](auto tag) {
+    using T = decltype(tag);
+    const TypedKernels<T>& k = kernels().of<T>();
+    const T *g = dy->data_as<T>(), *xs = x->data_as<T>(), *ws = data_or_null<T>(w);
+    const T *means = mean_values->data_as<T>(), *rstds = rstd_values->data_as<T>();
+    if (wanted[0]) {
+      Tensor grad_input = empty(input->shape, type);
+      T* gi = grad_input->data_as<T>();
+      parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
+        for (int64_t r = lo; r < hi; ++r) {
+          double first[kNormLanes] = {}, second[kNormLanes] = {};
+          k.layer_norm_grad_sums(g + r * len, ws, xs + r * len, means[r], len, first, second);
+          double sum_wdy = 0, sum_wdy_xmu = 0;
+          for (int l = 0; l < kNormLanes; ++l) sum_wdy += first[l], sum_wdy_xmu += second[l];
+          const double rstd = double(rstds[r]);
+          const LayerNormRow<T> row{
+              means[r], rstds[r], ws, nullptr, T(sum_wdy_xmu / double(len) * rstd * rstd), T(sum_wdy / double(len))};
+          k.layer_norm_input_grad(row, g + r * len, xs + r * len, gi + r * len, len);
+        }
+      });
+      out[0] = cast_values(grad_input, input->dtype);
+    }
+    if (wanted[1] || wanted[2]) {
+      std::vector<double> grad_weight(len, 0.0), grad_bias(len, 0.0);
+      parallel_for(0, len, grain_for(rows), [&](int64_t lo, int64_t hi) {
+        k.layer_norm_param_sums(g + lo, xs + lo, len, means, rstds, rows, hi - lo, grad_weight.data() + lo,
+                                grad_bias.data() + lo);
+      });
+      const Shape normalized(input->shape.end() - normalized_dims, input->shape.end());
+      if (wanted[1]) out[1] = reshape(cast_values(vector_of<T>(grad_weight, type), input->dtype), normalized);
+      if (wanted[2]) out[2] = reshape(cast_values(vector_of<T>(grad_bias, type), input->dtype), normalized);
+    }
+  });
+  if (!should_record({&grad, &input, &weight})) return out;
+  auto* node = make_node<NativeLayerNormBackwardBackward0>(NativeLayerNormBackwardBackward0::kName);
+  for (const Tensor* in : {&grad, &input, &weight}) node->next_edges.push_back(*in ? gradient_edge(*in) : Edge{});
+  const NodeRef ref(node);
+  for (uint32_t i = 0; i < 3; ++i)
+    if (out[i]) {
+      check_differentiable_output(out[i]);
+      out[i]->grad_fn = ref, out[i]->output_nr = i;
+    }
+  node->save(grad);
+  node->save(input);
+  node->save(weight);
+  node->eps = eps, node->normalized_dims = normalized_dims;
+  return out;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t normalized_dims, double eps) {
+  if (normalized_dims < 0 || normalized_dims > input->dim())
+    throw RuntimeError("layer_norm: normalized_dims must be between 0 and the input's number of dims");
+  const DType type = layer_norm_type(input);
+  const auto [rows, len] = layer_norm_rows(input->shape, normalized_dims);
+  for (const Tensor* t : {&weight, &bias})
+    if (*t && ((*t)->dtype != input->dtype || (*t)->numel() != len))
+      throw RuntimeError(
+          "layer_norm: weight and bias must have the input's dtype and one value per normalized element");
+  Shape statistics_shape = input->shape;
+  std::fill(statistics_shape.end() - normalized_dims, statistics_shape.end(), 1);
+  const Tensor x = dense_in(input, type), w = dense_in(weight, type), b = dense_in(bias, type);
+  Tensor out = empty(input->shape, type), saved_mean = empty(statistics_shape, type),
+         saved_rstd = empty(statistics_shape, type);
+  dispatch_floating(type, [&](auto tag) {
+    using T = decltype(tag);
+    const T *xs = x->data_as<T>(), *ws = data_or_null<T>(w), *bs = data_or_null<T>(b);
+    T *means = saved_mean->data_as<T>(), *rstds = saved_rstd->data_as<T>(), *ys = out->data_as<T>();
+    const TypedKernels<T>& k = kernels().of<T>();
+    // Per row, while it is in cache: the sums of x - x[0] and its square, then the output.
+    parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r) {
+        const T* row = xs + r * len;
+        const T shift = len > 0 ? row[0] : T(0);
+        double first[kNormLanes] = {}, second[kNormLanes] = {};
+        k.norm_sums(row, shift, row, shift, len, first, second);
+        double sum = 0, squares = 0, mean = 0, invstd = 0;
+        for (int l = 0; l < kNormLanes; ++l) sum += first[l], squares += second[l];
+        finish_moments(1, std::max<int64_t>(len, 1), &shift, &sum, &squares, eps, &mean, &invstd, nullptr);
+        means[r] = T(mean), rstds[r] = T(invstd);
+        k.layer_norm_output({means[r], rstds[r], ws, bs, T(0), T(0)}, row, ys + r * len, len);
+      }
+    });
+  });
+  out = cast_values(out, input->dtype);
+  if (auto* node = record<NativeLayerNormBackward0>(out, {&input, &weight, &bias})) {
+    node->save(input);
+    node->save(weight);
+    node->save(saved_mean);
+    node->save(saved_rstd);
+    node->eps = eps, node->normalized_dims = normalized_dims;
   }
   return out;
 }

@@ -432,6 +432,10 @@ Tensor upsample(const Tensor& x, UpsampleMode mode, const std::vector<int64_t>& 
 Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                   const Tensor& running_var, bool training, double momentum, double eps);
 Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t groups, double eps);
+// layer_norm over the trailing `normalized_dims` dims of any floating input (float16 and bfloat16
+// computed in float32); weight and bias in its dtype with one value per normalized element, or
+// undefined (NativeLayerNormBackward0).
+Tensor layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t normalized_dims, double eps);
 
 // ---- recurrent layers (ops/recurrent.cpp): one direction of one layer over all time steps, given
 // `projected` (T, B, G * H), the input projection x W_ih^T + b_ih of every step (G gates: 1 for RNN,

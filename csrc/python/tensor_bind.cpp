@@ -877,6 +877,12 @@ void bind_tensor(py::module_& m) {
           return by_elements(2.0 * double(input->numel()), fg::group_norm, input, weight.value_or(Tensor()),
                              bias.value_or(Tensor()), groups, eps);
         });
+  // layer_norm(input, weight or None, bias or None, normalized_dims, eps)
+  m.def("layer_norm", [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias,
+                         int64_t normalized_dims, double eps) {
+    return by_elements(2.0 * double(input->numel()), fg::layer_norm, input, weight.value_or(Tensor()),
+                       bias.value_or(Tensor()), normalized_dims, eps);
+  });
   // recurrent_layer(mode "RNN_TANH" | "RNN_RELU" | "LSTM" | "GRU", projected, h0, c0 or None, w_hh, b_hh or
   // None, reverse): the states of one direction of one layer (nn/rnn.py)
   m.def("recurrent_layer", [](const std::string& mode, const Tensor& projected, const Tensor& h0,

@@ -59,6 +59,10 @@ TARGETS = {
     # seq2seq tutorial's GRU encoder step at least 3x
     "char LSTM LM": [("torch", 2.0)],
     "GRU encoder": [("torch", 3.0)],
+    # issue 17: a tiny GPT's training step with AdamW at least 1.5x PyTorch's eager step, sampling
+    # 200 tokens with top-k at least 3x
+    "tiny GPT": [("torch", 1.5)],
+    "tiny GPT sampling": [("torch", 3.0)],
 }
 
 
@@ -486,6 +490,98 @@ def gru_encoder(lib, rng, vocab=100, hidden=128, steps=16):
     return step
 
 
+def layer_norm_step(lib, rng, shape=(16 * 64, 384)):
+    """nn.LayerNorm on a float32 batch (a transformer's activations, batch x time rows): forward and
+    backward of a fixed upstream gradient, to the input, weight and bias."""
+    norm = lib.nn.LayerNorm(shape[-1])
+    x = lib.tensor(rng.standard_normal(shape).astype(np.float32), requires_grad=True)
+    upstream = lib.tensor(rng.standard_normal(shape).astype(np.float32))
+    return lambda: norm(x).backward(upstream)
+
+
+def tiny_gpt(lib, vocab, block, layers, heads, embd):
+    """nanoGPT's model (examples/nanogpt_char.py, with bias and no dropout): token and position
+    embeddings, pre-norm blocks of causal self-attention (F.scaled_dot_product_attention) and a GELU
+    MLP, a final LayerNorm and a head tied to the token embedding."""
+    nn, F = lib.nn, lib.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(embd), nn.LayerNorm(embd)
+            self.qkv, self.proj = nn.Linear(embd, 3 * embd), nn.Linear(embd, embd)
+            self.up, self.down = nn.Linear(embd, 4 * embd), nn.Linear(4 * embd, embd)
+
+        def forward(self, x):
+            batch, time, width = x.shape
+            q, k, v = (
+                t.view(batch, time, heads, width // heads).transpose(1, 2)
+                for t in self.qkv(self.ln_1(x)).split(embd, dim=2)
+            )
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.proj(y.transpose(1, 2).contiguous().view(batch, time, width))
+            return x + self.down(F.gelu(self.up(self.ln_2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(vocab, embd), nn.Embedding(block, embd)
+            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+            self.ln_f, self.head = nn.LayerNorm(embd), nn.Linear(embd, vocab, bias=False)
+            self.wte.weight = self.head.weight
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(lib.arange(idx.shape[1]))
+            for layer in self.blocks:
+                x = layer(x)
+            return self.head(self.ln_f(x))
+
+    return GPT()
+
+
+# The tiny GPT's sizes: issue 17's
+GPT_SIZES = dict(vocab=65, block=32, layers=2, heads=4, embd=64)
+GPT_NAME = "tiny GPT 65 block 32, 2 layers, 4 heads, 64 embd"
+
+
+def tiny_gpt_step(lib, rng, batch=16):
+    """An AdamW training step of tiny_gpt on random (batch, block) windows: cross-entropy over every position."""
+    model = tiny_gpt(lib, **GPT_SIZES)
+    optimizer = lib.optim.AdamW(model.parameters(), lr=1e-3)
+    vocab, block = GPT_SIZES["vocab"], GPT_SIZES["block"]
+    x, y = (lib.tensor(rng.integers(0, vocab, (batch, block))) for _ in range(2))
+
+    def step():
+        optimizer.zero_grad()
+        loss = lib.nn.functional.cross_entropy(model(x).view(-1, vocab), y.view(-1))
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    return step
+
+
+def tiny_gpt_sampling(lib, rng, tokens=200, top_k=10):
+    """nanoGPT's generate under no_grad: `tokens` tokens from one, the context cropped to the block,
+    the last position's logits kept to their top k, softmax, multinomial."""
+    model = tiny_gpt(lib, **GPT_SIZES)
+    model.eval()
+    block = GPT_SIZES["block"]
+    start = lib.tensor([[int(rng.integers(0, GPT_SIZES["vocab"]))]])
+
+    def sample():
+        with lib.no_grad():
+            idx = start
+            for _ in range(tokens):
+                logits = model(idx[:, -block:])[:, -1, :]
+                kth = lib.topk(logits, top_k)[0][:, [-1]]
+                probs = lib.nn.functional.softmax(logits.masked_fill(logits < kth, -float("inf")), dim=-1)
+                idx = lib.cat((idx, lib.multinomial(probs, num_samples=1)), dim=1)
+        return idx
+
+    return sample
+
+
 # GELU of a transformer MLP's hidden activations: the tiny GPT's (batch 16, block 32, 4 x 64) and a
 # larger model's (16, 256, 4 x 256)
 GELUS = {
@@ -495,10 +591,22 @@ GELUS = {
 
 
 def seq_rows(quick):
+    """The models' steps and GELU; --quick: sampling 20 tokens (200 take most of a second a call) and
+    only the small GELU rows."""
+    tokens = 20 if quick else 200
     return (
         [
             ("char LSTM LM 65-64-128 seq 32 b16 step (Adam)", char_lstm_lm, None, None, NO_NUMPY[:2]),
             ("GRU encoder 128 seq 16 b1 step (SGD)", gru_encoder, None, None, NO_NUMPY[:2]),
+            ("LayerNorm (1024, 384) forward+backward", layer_norm_step, None, None, NO_NUMPY[:2]),
+            (f"{GPT_NAME} b16 step (AdamW)", tiny_gpt_step, None, None, NO_NUMPY[:2]),
+            (
+                f"tiny GPT sampling {tokens} tokens top-k 10 (the step's model)",
+                lambda lib, rng: tiny_gpt_sampling(lib, rng, tokens),
+                None,
+                None,
+                NO_NUMPY[:2],
+            ),
         ]
         + batch_rows(GELUS, (16, 32, 256), quick)
         + ([] if quick else batch_rows(GELUS, (16, 256, 1024), quick))  # --quick: 4M elements take too long

@@ -773,10 +773,14 @@ def _checked_normalized_shape(op, input, normalized_shape, **params):
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, times weight plus bias:
+    one fused op and one node (NativeLayerNormBackward0), as PyTorch's; float16 and bfloat16
+    computed in float32."""
     shape = _checked_normalized_shape("layer_norm", input, normalized_shape, weight=weight, bias=bias)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    return NativeLayerNorm.apply(input, weight, bias, list(range(-len(shape), 0)), eps)
+    weight, bias = (None if t is None else _in_dtype(t, input.dtype) for t in (weight, bias))
+    return _prims.layer_norm(input, weight, bias, len(shape), eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -791,88 +795,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     rstd = upcast.pow(2).mean(list(range(-len(shape), 0)), keepdim=True).add(eps).rsqrt()
     result = (upcast * rstd).type_as(input)
     return result if weight is None else (result * weight).type_as(result)
-
-
-# layer_norm is one node, as PyTorch's, and so is its gradient (input, weight and bias together): a
-# gradient taken with create_graph then has a graph wherever any of them has one, as PyTorch's
-# (the bias's gradient, a sum of the incoming gradient, too). Each backward is composed of ops, so
-# gradients of any order follow.
-
-
-def _normalized(x, dims, eps):
-    """(x - mean) / std over `dims`, and 1 / std (PyTorch's rstd), both kept at x's rank."""
-    std = (x.var(dims, unbiased=False, keepdim=True) + eps).sqrt()
-    return (x - x.mean(dims, keepdim=True)) / std, 1 / std
-
-
-def _normalized_input_grad(grad, xhat, rstd, dims):
-    """The input's gradient for `grad` w.r.t. the normalized value xhat: rstd times grad projected
-    off the row's mean and off xhat."""
-    return rstd * (grad - grad.mean(dims, keepdim=True) - xhat * (grad * xhat).mean(dims, keepdim=True))
-
-
-def _sum_over_rows(t, dims):
-    """t summed over its leading (batch) dims: a gradient of the weight or bias."""
-    return t.sum(list(range(t.dim() - len(dims)))) if t.dim() > len(dims) else t
-
-
-class NativeLayerNorm(Function):
-    @staticmethod
-    def forward(ctx, input, weight, bias, dims, eps):
-        ctx.save_for_backward(input, weight)
-        ctx.dims, ctx.eps, ctx.has_bias = dims, eps, bias is not None
-        output = _normalized(input, dims, eps)[0]
-        if weight is not None:
-            output = output * weight
-        return output if bias is None else output + bias
-
-    @staticmethod
-    def backward(ctx, grad):
-        input, weight = ctx.saved_tensors
-        grad_input, grad_weight, grad_bias = NativeLayerNormBackward.apply(grad, input, weight, ctx.dims, ctx.eps)
-        return grad_input, None if weight is None else grad_weight, grad_bias if ctx.has_bias else None, None, None
-
-
-class NativeLayerNormBackward(Function):
-    """(grad_input, grad_weight, grad_bias) of layer_norm for `grad`; the last two are computed even
-    without a weight or bias (then unused)."""
-
-    @staticmethod
-    def forward(ctx, grad, input, weight, dims, eps):
-        ctx.save_for_backward(grad, input, weight)
-        ctx.dims, ctx.eps = dims, eps
-        xhat, rstd = _normalized(input, dims, eps)
-        scaled = grad if weight is None else grad * weight
-        return (
-            _normalized_input_grad(scaled, xhat, rstd, dims),
-            _sum_over_rows(grad * xhat, dims),
-            _sum_over_rows(grad, dims),
-        )
-
-    @staticmethod
-    def backward(ctx, gg_input, gg_weight, gg_bias):
-        grad, input, weight = ctx.saved_tensors
-        dims = ctx.dims
-        xhat, rstd = _normalized(input, dims, ctx.eps)
-        scaled = grad if weight is None else grad * weight
-
-        def mean(t):
-            return t.mean(dims, keepdim=True)
-
-        # gg_input . grad_input = rstd * <gg_input, P(scaled)>, P projecting off the row's mean and
-        # off xhat (symmetric): linear in scaled; in the input through rstd and xhat.
-        projected = _normalized_input_grad(gg_input, xhat, rstd, dims)
-        d_grad = projected if weight is None else projected * weight
-        d_weight = None if weight is None else _sum_over_rows(grad * projected, dims)
-        m, p = mean(scaled * xhat), mean(gg_input * xhat)
-        through_xhat = -rstd * (scaled * p + m * gg_input)
-        through_rstd = mean(gg_input * scaled) - mean(gg_input) * mean(scaled) - m * p
-        d_input = _normalized_input_grad(through_xhat, xhat, rstd, dims) - rstd * rstd * xhat * through_rstd
-        # gg_weight . grad_weight = sum of gg_weight * grad * xhat; gg_bias . grad_bias = sum of gg_bias * grad
-        # (an unused output's gradient comes as zeros: the Function materializes it)
-        d_grad = d_grad + gg_weight * xhat + gg_bias
-        d_input = d_input + _normalized_input_grad(gg_weight * grad, xhat, rstd, dims)
-        return d_grad, d_input, d_weight, None, None
 
 
 def _padding_index(padding_idx, num_embeddings):

@@ -27,7 +27,7 @@ The modules here replace the C++ core:
     _nn           softmax, log_softmax, nll_loss, gelu: the fused ops of nn.functional
     _conv         convolution (conv1d and conv2d of nn.functional)
     _pool         max, average and adaptive pooling, max_unpool2d (the pools of nn.functional)
-    _norm         batch_norm, group_norm: the fused normalizations of nn.functional
+    _norm         batch_norm, group_norm, layer_norm: the fused normalizations of nn.functional
     _rnn          recurrent_layer: one direction of a recurrent layer (nn.RNN/LSTM/GRU and the cells)
     _creation     from_numpy, full, arange, linspace, eye: the creation primitives
     _prims        the primitives under fastgrad._prims's names (the core's bindings): operators and

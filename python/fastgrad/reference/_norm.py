@@ -1,16 +1,20 @@
-"""Batch and group normalization, the twin of csrc/ops/normalization.cpp: input (N, C, *) seen as
-(N, C, S), weight, bias and running stats (C) or None. Written as the definitions, one statistics
-unit at a time (a channel for batch norm, an (n, group) block for group norm), in Python floats
-(double) rounded once when stored: the mean, the biased variance sum((x - mean)^2) / count, then
-(x - mean) / sqrt(var + eps) * weight + bias. The backward is PyTorch's formula with the saved mean
-and 1 / std; in a backward with create_graph it is composed of tensor ops instead, so gradients of
-any order follow. PyTorch's argument checks are the caller's (nn/functional.py); the checks here only
-keep direct calls well-defined."""
+"""Batch, group and layer normalization, the twin of csrc/ops/normalization.cpp. Batch and group
+norm: input (N, C, *) seen as (N, C, S), weight, bias and running stats (C) or None. Written as the
+definitions, one statistics unit at a time (a channel for batch norm, an (n, group) block for group
+norm), in Python floats (double) rounded once when stored: the mean, the biased variance
+sum((x - mean)^2) / count, then (x - mean) / sqrt(var + eps) * weight + bias. The backward is
+PyTorch's formula with the saved mean and 1 / std; in a backward with create_graph it is composed of
+tensor ops instead, so gradients of any order follow. Layer norm (at the end): the same per row of
+the trailing dims, with a weight and bias per element of the row; float16 and bfloat16 as the core
+computes them (in float32: the statistics saved in it); its gradients are an op of their own with
+one node for the three (NativeLayerNormBackwardBackward0), whose backward is composed of tensor ops.
+PyTorch's argument checks are the caller's (nn/functional.py); the checks here only keep direct
+calls well-defined."""
 
 import math
 
-from .._types import float32, float64
-from ._autograd import Function, is_grad_enabled
+from .._types import compute_type, float32, float64
+from ._autograd import Function, check_differentiable_output, is_grad_enabled, should_record
 from ._nn import _not_implemented_for
 from ._tensor import new_tensor, read, write
 
@@ -209,3 +213,146 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
 
 def group_norm(input, weight, bias, groups, eps):
     return NativeGroupNormBackward0.run(input, weight, bias, groups=groups, eps=eps)
+
+
+def _layer_norm_rows(shape, normalized_dims):
+    """(rows, D): the number of rows and their length over the trailing `normalized_dims` dims."""
+    leading = len(shape) - normalized_dims
+    return math.prod(shape[:leading]), math.prod(shape[leading:])
+
+
+def _layer_norm_type(input):
+    computed = compute_type(input._dtype)
+    if computed not in (float32, float64):
+        raise _not_implemented_for("LayerNormKernelImpl", input._dtype)
+    return computed
+
+
+def _sum_over_rows(t, normalized_dims):
+    """t summed over its dims before the trailing `normalized_dims` (a weight's or bias's gradient)."""
+    leading = list(range(t.dim() - normalized_dims))
+    return t.sum(leading) if leading else t
+
+
+class NativeLayerNormBackward0(Function):
+    """Saves the input, the weight, and each row's mean and 1 / std (in the compute type, shaped as
+    PyTorch's: the leading dims, then ones)."""
+
+    def forward(self, input, weight, bias, normalized_dims, eps):
+        if not 0 <= normalized_dims <= input.dim():
+            raise RuntimeError("layer_norm: normalized_dims must be between 0 and the input's number of dims")
+        computed = _layer_norm_type(input)
+        rows, size = _layer_norm_rows(input._shape, normalized_dims)
+        for t in (weight, bias):
+            if t is not None and (t._dtype is not input._dtype or t.numel() != size):
+                raise RuntimeError(
+                    "layer_norm: weight and bias must have the input's dtype and one value per normalized element"
+                )
+        xs = read(input)
+        ws = read(weight) if weight is not None else [1.0] * size
+        bs = read(bias) if bias is not None else [0.0] * size
+        mean, invstd, out = [], [], []
+        for r in range(rows):
+            row = xs[r * size : (r + 1) * size]
+            m, v = _moments(row) if size else (0.0, 0.0)
+            mean.append(m)
+            invstd.append(1 / math.sqrt(v + eps))
+            out.extend((x - m) * invstd[-1] * w + b for x, w, b in zip(row, ws, bs))
+        statistics_shape = input._shape[: input.dim() - normalized_dims] + (1,) * normalized_dims
+        self.eps, self.normalized_dims = eps, normalized_dims
+        self.save(input)
+        self.save(weight)
+        self.save(new_tensor(mean, statistics_shape, computed))
+        self.save(new_tensor(invstd, statistics_shape, computed))
+        return new_tensor(out, input._shape, input._dtype)
+
+    def backward(self, grad):
+        wanted = tuple(self.needs_input_grad(i) for i in range(3))
+        saved = [self.unpack(i) for i in range(4)]
+        return _layer_norm_backward(grad, *saved, self.normalized_dims, self.eps, wanted)
+
+
+class NativeLayerNormBackwardBackward0(Function):
+    """The three gradients of layer_norm as one node: saves grad, input and weight; edges to the three.
+    Its backward is composed of tensor ops, with xhat and rstd recomputed from the input."""
+
+    num_outputs = 3
+
+    def forward(self, grad, input, weight, mean, rstd, normalized_dims, eps, wanted):
+        """Per row, rstd * (w dy - mean(w dy) - (x - mean) * rstd^2 * mean(w dy (x - mean))); per
+        element of the row, the sums over the rows of dy * (x - mean) * rstd and of dy."""
+        rows, size = _layer_norm_rows(input._shape, normalized_dims)
+        count = max(size, 1)  # empty rows have no elements to divide among
+        xs, gs, means, rstds = read(input), read(grad), read(mean), read(rstd)
+        ws = read(weight) if weight is not None else [1.0] * size
+        grad_input, grad_weight, grad_bias = [], [0.0] * size, [0.0] * size
+        for r in range(rows):
+            row, dys, m, inv = xs[r * size : (r + 1) * size], gs[r * size : (r + 1) * size], means[r], rstds[r]
+            weighted = [w * dy for w, dy in zip(ws, dys)]
+            projection = sum(g * (x - m) for g, x in zip(weighted, row)) / count * inv * inv
+            grad_mean = sum(weighted) / count
+            grad_input.extend((g - (x - m) * projection - grad_mean) * inv for g, x in zip(weighted, row))
+            for j, (x, dy) in enumerate(zip(row, dys)):
+                grad_weight[j] += dy * (x - m) * inv
+                grad_bias[j] += dy
+        self.eps, self.normalized_dims = eps, normalized_dims
+        self.save(grad)
+        self.save(input)
+        self.save(weight)
+        normalized = input._shape[input.dim() - normalized_dims :]
+        dtype = input._dtype
+        return (
+            new_tensor(grad_input, input._shape, dtype) if wanted[0] else None,
+            new_tensor(grad_weight, normalized, dtype) if wanted[1] else None,
+            new_tensor(grad_bias, normalized, dtype) if wanted[2] else None,
+        )
+
+    def backward(self, gg_input, gg_weight, gg_bias):
+        grad, input, weight = self.unpack(0), self.unpack(1), self.unpack(2)
+        dims = list(range(-self.normalized_dims, 0))
+        xhat, rstd = _normalized_composed(input, dims, self.eps)
+        scaled = grad if weight is None else grad * weight
+
+        def mean(t):
+            return t.mean(dims, keepdim=True)
+
+        def plus(a, b):
+            return b if a is None else a + b
+
+        d_grad = d_input = d_weight = None
+        if gg_input is not None:
+            # gg_input . grad_input = rstd * <gg_input, P(scaled)>, P projecting off the row's mean and
+            # off xhat (symmetric): linear in scaled; in the input through rstd and xhat.
+            projected = _projected_gradient(gg_input, xhat, rstd, dims)
+            d_grad = projected if weight is None else projected * weight
+            if weight is not None:
+                d_weight = _sum_over_rows(grad * projected, self.normalized_dims)
+            m, p = mean(scaled * xhat), mean(gg_input * xhat)
+            through_xhat = -rstd * (scaled * p + m * gg_input)
+            through_rstd = mean(gg_input * scaled) - mean(gg_input) * mean(scaled) - m * p
+            d_input = _projected_gradient(through_xhat, xhat, rstd, dims) - rstd * rstd * xhat * through_rstd
+        # gg_weight . grad_weight = the sum of gg_weight * grad * xhat; gg_bias . grad_bias = the sum of gg_bias * grad
+        if gg_weight is not None:
+            d_grad = plus(d_grad, gg_weight * xhat)
+            d_input = plus(d_input, _projected_gradient(gg_weight * grad, xhat, rstd, dims))
+        if gg_bias is not None:
+            d_grad = gg_bias.expand(grad._shape) if d_grad is None else d_grad + gg_bias
+        return d_grad, d_input, d_weight
+
+
+def _layer_norm_backward(grad, input, weight, mean, rstd, normalized_dims, eps, wanted):
+    """The gradients of layer_norm (None where not `wanted`): one node for the three when any of
+    grad, input and weight requires grad in grad mode."""
+    node = NativeLayerNormBackwardBackward0()
+    result = node.forward(grad, input, weight, mean, rstd, normalized_dims, eps, wanted)
+    if should_record((grad, input, weight)):
+        node.connect((grad, input, weight))
+        for i, out in enumerate(result):
+            if out is not None:
+                check_differentiable_output(out)
+                out._grad_fn, out._output_nr = node, i
+    return result
+
+
+def layer_norm(input, weight, bias, normalized_dims, eps):
+    return NativeLayerNormBackward0.run(input, weight, bias, normalized_dims=normalized_dims, eps=eps)

@@ -622,6 +622,18 @@ def group_norm(input, weight, bias, groups, eps):
     return _norm.group_norm(input, weight, bias, operator.index(groups), float(eps))
 
 
+def layer_norm(input, weight, bias, normalized_dims, eps):
+    args = (input, weight, bias, normalized_dims, eps)
+    if not (
+        isinstance(input, Tensor)
+        and _optional_tensors(weight, bias)
+        and _int_like(normalized_dims)
+        and _float_like(eps)
+    ):
+        raise _invalid_arguments("layer_norm", args, "Tensor, Tensor | None, Tensor | None, int, float")
+    return _norm.layer_norm(input, weight, bias, operator.index(normalized_dims), float(eps))
+
+
 def recurrent_layer(mode, projected, h0, c0, w_hh, b_hh, reverse):
     args = (mode, projected, h0, c0, w_hh, b_hh, reverse)
     if not (
