@@ -434,3 +434,18 @@ def test_kept_argument_checks_still_refuse_a_float_size(fg):
         fg.nn.functional.conv2d(x, w, stride=1.0)
     with pytest.raises(TypeError):
         fg.nn.functional.conv2d(x, w, stride=(1, 1.0))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.nn.functional.conv1d(t.randn(0, 3, dtype=t.float64), t.rand(2, 0, 3, dtype=t.float64)),
+        lambda t: t.nn.functional.conv1d(t.randn(2, 0, 5), t.rand(3, 0, 3), t.ones(3)),
+        lambda t: t.nn.functional.conv2d(t.randn(1, 0, 3, 3), t.rand(2, 0, 3, 3)),
+    ],
+)
+def test_no_input_channels_gives_pytorchs_empty_result(fg, torch, call):
+    """Weights of zero input channels (a product of depth 0): PyTorch's result, no division by zero."""
+    ours, theirs = call(fg), call(torch)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -286,3 +286,27 @@ def test_pack_and_pad_match_pytorch(fg, torch):
     packed = fg.nn.utils.rnn.pack_sequence([fg.tensor(s) for s in sequences], enforce_sorted=False)
     assert isinstance(packed, tuple) and packed._fields == ("data", "batch_sizes", "sorted_indices", "unsorted_indices")
     assert packed.to(fg.float32).data.dtype == fg.float32 and packed.double() is packed
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda nn: nn.LSTM(3, 5, num_layers=3, proj_size=2, bidirectional=True),
+        lambda nn: nn.GRU(4, 6, num_layers=2, bias=False),
+        lambda nn: nn.RNN(2, 3),
+    ],
+)
+def test_layers_beyond_the_memory_fail_at_once(fg, monkeypatch, make):
+    """A MemoryError before any parameter is made, exactly when the float32 parameters exceed the
+    machine's memory (num_layers=2**63 would otherwise make layers forever, as PyTorch does)."""
+    needed = sum(p.numel() for p in make(fg.nn).parameters()) * 4
+    pages = {"SC_PAGE_SIZE": 1}
+    monkeypatch.setattr("os.sysconf", lambda name: pages.get(name, needed))
+    make(fg.nn)  # exactly the memory: made
+    pages["SC_PAGE_SIZE"] = 1
+    monkeypatch.setattr("os.sysconf", lambda name: pages.get(name, needed - 1))
+    with pytest.raises(MemoryError, match="more than this machine's"):
+        make(fg.nn)
+    monkeypatch.undo()
+    with pytest.raises(MemoryError):
+        fg.nn.RNN(2, 3, 2**63)

@@ -291,7 +291,7 @@ constexpr int64_t kBlockColumns = 1024;
 constexpr int64_t kBlockBytes = 1 << 19;
 template <class T>
 int64_t images_per_block(const ConvGeometry& g) {
-  if (g.pointwise() || g.n == 0) return 1;
+  if (g.pointwise() || g.n == 0 || g.k() == 0) return 1;  // k == 0: no input channels
   const int64_t by_columns = (kBlockColumns + g.pixels() - 1) / g.pixels();
   const int64_t by_bytes = kBlockBytes / (g.k() * g.pixels() * int64_t(sizeof(T)));
   return std::clamp<int64_t>(std::min(by_columns, by_bytes), 1, g.n);

@@ -15,6 +15,7 @@ step to step) always take the composition."""
 
 import math
 import numbers
+import os
 import warnings
 
 from fastgrad._types import float32, float64
@@ -116,6 +117,25 @@ def _run_packed(step, projected, batch_sizes, state, weights, reverse):
     return _prims.cat(outputs, 0), final
 
 
+def _check_parameters_fit(num_layers, directions, gate_size, input_size, output_size, hidden_size, proj_size, bias):
+    """A MemoryError at once for layers whose float32 parameters alone exceed the machine's memory:
+    made one layer at a time, they would fill it for minutes (num_layers=2**63 never ends) before
+    an allocation failed."""
+    biases = 2 if bias else 0
+    per_direction = gate_size * (input_size + output_size + biases) + proj_size * hidden_size
+    deeper = gate_size * (output_size * directions + output_size + biases) + proj_size * hidden_size
+    elements = directions * (per_direction + (num_layers - 1) * deeper)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): the 64-bit address space
+        memory = 2**63
+    if elements * 4 > memory:
+        raise MemoryError(
+            f"{num_layers} layers of {elements:,} parameters need {elements * 4:,} bytes, more than this machine's "
+            f"{memory:,}"
+        )
+
+
 class RNNBase(Module):
     def __init__(
         self,
@@ -170,6 +190,7 @@ class RNNBase(Module):
         directions = 2 if bidirectional else 1
         gate_size = _GATES[mode] * hidden_size
         output_size = proj_size or hidden_size
+        _check_parameters_fit(num_layers, directions, gate_size, input_size, output_size, hidden_size, proj_size, bias)
         self._flat_weights_names = []
         self._all_weights = []
         for layer in range(num_layers):
