@@ -152,8 +152,9 @@ TORCH_BUGS.append(
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
     (
-        "topk, kthvalue, median(dim) and mode of tied values: PyTorch leaves which tied position it reports (and "
-        "so gets the gradient) unspecified; fastgrad reports the first in index order (mode: the last)",
+        "topk, kthvalue, median(dim), mode and quantile/nanquantile of tied values: PyTorch leaves which tied "
+        "position it reports (and so gets the gradient) unspecified (its sort is not stable); fastgrad reports the "
+        "first in index order (mode: the last)",
         lambda program, ours, theirs: (
             ours.error is None
             and theirs.error is None
@@ -164,6 +165,8 @@ DIFFERENCES = [
                 "{a}.kthvalue({k}, {d}).values",
                 "{a}.median({d}, keepdim=True)[0]",
                 "torch.mode({a}, {d}).values",
+                "torch.quantile({a}, {q}, dim={d})",
+                "{a}.nanquantile(0.25, interpolation={i})",
             )
         ),
     ),
