@@ -11,6 +11,7 @@ attn_mask (applying both) where the math path raises, as documented; here it rai
 multi_head_attention_forward is PyTorch's Python function, with its checks and messages.
 """
 
+import functools
 import math
 import warnings
 
@@ -59,6 +60,22 @@ def _bias_from_bool_mask(mask, dtype):
     return _factories.zeros(tuple(mask.shape), dtype=dtype).masked_fill_(mask.logical_not(), float("-inf"))
 
 
+# A causal bias of up to this many elements is kept for reuse: building one takes five ops, as long as
+# a small attention's own (a sampling loop's); a large one is cheap beside its attention (and too big to keep).
+_CACHED_CAUSAL_BIAS_ELEMENTS = 1 << 16
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_causal_bias(rows, cols, dtype):
+    return _causal_bias(rows, cols, dtype)
+
+
+def _causal_bias(rows, cols, dtype):
+    """is_causal's mask (lower triangular, aligned to the top left) as an additive bias. Only ever read
+    (the source of the scores' add_), so the cached one cannot change."""
+    return _bias_from_bool_mask(_factories.ones(rows, cols, dtype=bool_).tril(), dtype)
+
+
 def _repeat_kv_heads(query, key, value):
     """Grouped-query attention: key and value heads (dim -3) repeated to the query's head count, as
     ATen's pre_process_group_query_attention_input."""
@@ -94,8 +111,10 @@ def scaled_dot_product_attention(
             raise RuntimeError(
                 "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
             )
-        attn_mask = _factories.ones(query.size(-2), key.size(-2), dtype=bool_).tril()
-    if attn_mask is not None and attn_mask.dtype == bool_:
+        rows, cols = query.shape[-2], key.shape[-2]
+        build = _cached_causal_bias if rows * cols <= _CACHED_CAUSAL_BIAS_ELEMENTS else _causal_bias
+        attn_mask = build(rows, cols, query.dtype)
+    elif attn_mask is not None and attn_mask.dtype == bool_:
         attn_mask = _bias_from_bool_mask(attn_mask, query.dtype)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
