@@ -51,6 +51,11 @@ def _sizes(args, what="size"):
     """(2, 3), ((2, 3),) and ([2, 3],) all mean the sizes [2, 3]; each an int64, as PyTorch unpacks them."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
+    for a in args:  # the common case first: plain ints in range, taken as they are
+        if a.__class__ is not int or not -(2**63) <= a < 2**63:
+            break
+    else:
+        return list(args)
     sizes = []
     for pos, a in enumerate(args, 1):
         try:
@@ -72,6 +77,8 @@ def _sizes(args, what="size"):
 
 
 def _index(value):
+    if value.__class__ is int:  # the common case: no call
+        return value
     if isinstance(value, Tensor):
         return int(value.item())
     return operator.index(value)
