@@ -839,10 +839,11 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
         name = "SplitBackward0"
-    starts = [builtins.sum(sections[:i]) for i in builtins.range(len(sections))]
-    source = tensor.detach()
-    parts = tuple(source[_dim_slice(dim, builtins.slice(a, a + n))] for a, n in zip(starts, sections))
-    return _recorded_views(name, tensor, parts, lambda grads: _prims.cat(grads, dim))
+    source, before, start, parts = tensor.detach(), (builtins.slice(None),) * dim, 0, []
+    for n in sections:  # a loop, not comprehensions: split runs in every attention layer's call
+        parts.append(source[(*before, builtins.slice(start, start + n))])
+        start += n
+    return _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
 
 
 def chunk(input, chunks, dim=0):

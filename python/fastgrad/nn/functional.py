@@ -824,9 +824,12 @@ def _check_indices(input, weight):
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)"
         )
-    if input.numel() and not weight.shape[0]:  # PyTorch checks this before the range
+    if not input.numel():
+        return
+    rows = weight.shape[0]
+    if not rows:  # PyTorch checks this before the range
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    if input.numel() and (input.min().item() < 0 or input.max().item() >= weight.shape[0]):
+    if _prims.min_all(input).item() < 0 or _prims.max_all(input).item() >= rows:  # the primitives: no dim parsing
         raise IndexError("index out of range in self")
 
 
