@@ -103,7 +103,7 @@ def scaled_dot_product_attention(
     mask's True takes part; a float mask is added; is_causal is a lower-triangular bool mask aligned
     to the top left."""
     _check_sdpa_inputs(query, key, value, attn_mask)
-    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale  # ATen's calculate_scale
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale  # ATen's calculate_scale
     root = math.sqrt(abs(scale))  # q and k are each scaled by the root, the sign going to q
     query = query * (-root if scale < 0 else root)
     if is_causal:
@@ -118,18 +118,19 @@ def scaled_dot_product_attention(
         attn_mask = _bias_from_bool_mask(attn_mask, query.dtype)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
-    scores = query.matmul(key.transpose(-2, -1) * root)
+    # the primitives, not the methods: sampling loops call this per token, and these arguments need no parsing
+    scores = _prims.matmul(query, _prims.transpose(key, -2, -1) * root)
     if attn_mask is not None:
         scores.add_(attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
     if attn_mask is not None and not is_causal:
         weights = _safe_softmax(scores)
     else:  # no row all -inf: the causal mask keeps each row's first key (infinite inputs give NaN anyway)
-        weights = scores.softmax(-1)
+        weights = _prims.softmax(scores, -1)
     if dropout_p > 0.0:
         if dropout_p > 1.0:  # ATen's dropout: a RuntimeError, where F.dropout's is a ValueError
             raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
         weights = F.dropout(weights, dropout_p, True)
-    return weights.matmul(value)
+    return _prims.matmul(weights, value)
 
 
 # ---- multi-head attention

@@ -64,9 +64,9 @@ def linear(input, weight, bias=None):
     vector_bias = bias.dim() == 1 or sum(size != 1 for size in bias.shape) == 1  # PyTorch: bias.squeeze().dim() == 1
     if vector_bias and input.is_contiguous() and bias.is_contiguous():
         # the primitive view: these sizes need none of Tensor.view's argument parsing
-        rows = math.prod(shape[:-1])  # not -1: a dim may be 0
-        output = _prims.addmm(bias, _prims.view(input, [rows, shape[-1]]), weight.t(), 1, 1)
-        return _prims.view(output, [*shape[:-1], output.shape[1]])
+        *leading, width = shape
+        output = _prims.addmm(bias, _prims.view(input, [math.prod(leading), width]), weight.t(), 1, 1)
+        return _prims.view(output, [*leading, output.shape[1]])  # math.prod, not -1: a dim may be 0
     return input.matmul(weight.t()).add_(bias)
 
 
@@ -783,7 +783,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = _checked_normalized_shape("layer_norm", input, normalized_shape, weight, bias)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    weight, bias = (None if t is None else _in_dtype(t, input.dtype) for t in (weight, bias))
+    weight = None if weight is None else _in_dtype(weight, input.dtype)  # no generator: a call per layer per step
+    bias = None if bias is None else _in_dtype(bias, input.dtype)
     return _prims.layer_norm(input, weight, bias, len(shape), eps)
 
 
