@@ -121,7 +121,7 @@ def scaled_dot_product_attention(
     # the primitives, not the methods: sampling loops call this per token, and these arguments need no parsing
     scores = _prims.matmul(query, _prims.transpose(key, -2, -1) * root)
     if attn_mask is not None:
-        scores.add_(attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
+        _prims.add_(scores, attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
     if attn_mask is not None and not is_causal:
         weights = _safe_softmax(scores)
     else:  # no row all -inf: the causal mask keeps each row's first key (infinite inputs give NaN anyway)
