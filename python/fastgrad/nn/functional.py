@@ -60,13 +60,10 @@ def linear(input, weight, bias=None):
     if bias is None:
         return input.matmul(weight.t())
     if len(shape) == 2:
-        return _prims.addmm(bias, input, weight.t(), 1, 1)
+        return _prims.linear(input, weight, bias)
     vector_bias = bias.dim() == 1 or sum(size != 1 for size in bias.shape) == 1  # PyTorch: bias.squeeze().dim() == 1
     if vector_bias and input.is_contiguous() and bias.is_contiguous():
-        # the primitive view: these sizes need none of Tensor.view's argument parsing
-        *leading, width = shape
-        output = _prims.addmm(bias, _prims.view(input, [math.prod(leading), width]), weight.t(), 1, 1)
-        return _prims.view(output, [*leading, output.shape[1]])  # math.prod, not -1: a dim may be 0
+        return _prims.linear(input, weight, bias)
     return input.matmul(weight.t()).add_(bias)
 
 
