@@ -43,8 +43,8 @@ def linear(input, weight, bias=None):
     """x @ W.t() + b as PyTorch routes it (ATen's linear), with its nodes: a 2-D input and a bias are
     one addmm (AddmmBackward0, the bias added in the product's epilogue); a contiguous input of
     another rank, with a contiguous bias that is a vector once squeezed, is viewed as 2-D around
-    that addmm (ViewBackward0 on either side); otherwise matmul, then the bias added in place
-    (AddBackward0)."""
+    that addmm (ViewBackward0 on either side), both in one call of the primitive linear; otherwise
+    matmul, then the bias added in place (AddBackward0)."""
     if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
         position, name, value = next(
             (i, name, x)
