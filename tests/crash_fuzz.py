@@ -374,6 +374,9 @@ def _upsample_primitive(x, mode, output_size, scales, align_corners, antialias):
 def _recurrent_layer_primitive(mode, projected, h0, c0, w_hh, b_hh, reverse): ...
 
 
+def _linear_primitive(input, weight, bias): ...
+
+
 PRIMITIVES = {
     "batch_norm": _batch_norm_primitive,
     "group_norm": _group_norm_primitive,
@@ -384,6 +387,7 @@ PRIMITIVES = {
     "hardtanh_": _hardtanh_primitive,
     "upsample": _upsample_primitive,
     "recurrent_layer": _recurrent_layer_primitive,
+    "linear": _linear_primitive,
 }
 
 

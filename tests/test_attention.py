@@ -4,6 +4,8 @@ a table of options and masks, the encoder/decoder layers, their stacks and nn.Tr
 attention weights, gradients of the inputs, masks and every weight, from PyTorch's weights loaded
 through state_dict); float64 gradcheck; reprs, state_dict keys, init, warnings and errors."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -97,6 +99,22 @@ def test_sdpa_float32_matches_pytorch(fg, torch, case):
     for got, expected in zip(ours, theirs):
         assert got.dtype == np.float32
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=2e-6 * np.abs(expected).max())
+
+
+def test_sdpa_causal_bias_follows_sizes_and_dtype(fg, torch, monkeypatch):
+    """is_causal's bias is kept per (rows, cols, dtype) for small attentions: calls that revisit sizes
+    and dtypes in turn, and one past the kept size (lowered here to 16 elements), each get their own mask."""
+    attention = importlib.import_module(f"{fg.__name__}.nn._functional_attention")
+    monkeypatch.setattr(attention, "_CACHED_CAUSAL_BIAS_ELEMENTS", 16)
+    rng = rng_for("sdpa causal bias")
+    for rows, cols, dtype in [(3, 5, np.float64), (5, 3, np.float64), (3, 5, np.float32), (5, 5, np.float64)] * 2:
+        q, k, v = (rng.standard_normal((1, n, 4)).astype(dtype) for n in (rows, cols, cols))
+        got, expected = (
+            to_numpy(lib.nn.functional.scaled_dot_product_attention(*map(lib.tensor, (q, k, v)), is_causal=True))
+            for lib in (fg, torch)
+        )
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-10, atol=1e-6)
 
 
 def test_sdpa_fully_masked_row_is_zero(fg):

@@ -342,4 +342,18 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return unsafe_view(out, out_shape);
 }
 
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (input->dim() == 0 || weight->dim() == 0)
+    throw RuntimeError(cat("both arguments to linear need to be at least 1D, but they are ", input->dim(), "D and ",
+                           weight->dim(), "D"));
+  const Scalar one = Scalar::from_int(1);
+  if (input->dim() == 2) return addmm(bias, input, t(weight), one, one);
+  // another rank: ViewBackward0 on either side of the AddmmBackward0, as PyTorch's nodes; the rows
+  // counted, not -1: a dim may be 0
+  Shape out_shape(input->shape.begin(), input->shape.end() - 1);
+  Tensor out = addmm(bias, view(input, {numel_of(out_shape), input->shape.back()}), t(weight), one, one);
+  out_shape.push_back(out->shape[1]);
+  return view(out, out_shape);
+}
+
 }  // namespace fg

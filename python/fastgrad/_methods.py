@@ -51,6 +51,11 @@ def _sizes(args, what="size"):
     """(2, 3), ((2, 3),) and ([2, 3],) all mean the sizes [2, 3]; each an int64, as PyTorch unpacks them."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
+    for a in args:  # the common case first: plain ints in range, taken as they are
+        if a.__class__ is not int or not -(2**63) <= a < 2**63:
+            break
+    else:
+        return list(args)
     sizes = []
     for pos, a in enumerate(args, 1):
         try:
@@ -72,6 +77,8 @@ def _sizes(args, what="size"):
 
 
 def _index(value):
+    if value.__class__ is int:  # the common case: no call
+        return value
     if isinstance(value, Tensor):
         return int(value.item())
     return operator.index(value)
@@ -832,10 +839,11 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
         name = "SplitBackward0"
-    starts = [builtins.sum(sections[:i]) for i in builtins.range(len(sections))]
-    source = tensor.detach()
-    parts = tuple(source[_dim_slice(dim, builtins.slice(a, a + n))] for a, n in zip(starts, sections))
-    return _recorded_views(name, tensor, parts, lambda grads: _prims.cat(grads, dim))
+    source, before, start, parts = tensor.detach(), (builtins.slice(None),) * dim, 0, []
+    for n in sections:  # a loop, not comprehensions: split runs in every attention layer's call
+        parts.append(source[(*before, builtins.slice(start, start + n))])
+        start += n
+    return _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
 
 
 def chunk(input, chunks, dim=0):

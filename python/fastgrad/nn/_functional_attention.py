@@ -11,6 +11,7 @@ attn_mask (applying both) where the math path raises, as documented; here it rai
 multi_head_attention_forward is PyTorch's Python function, with its checks and messages.
 """
 
+import functools
 import math
 import warnings
 
@@ -59,6 +60,22 @@ def _bias_from_bool_mask(mask, dtype):
     return _factories.zeros(tuple(mask.shape), dtype=dtype).masked_fill_(mask.logical_not(), float("-inf"))
 
 
+# A causal bias of up to this many elements is kept for reuse: building one takes five ops, as long as
+# a small attention's own (a sampling loop's); a large one is cheap beside its attention (and too big to keep).
+_CACHED_CAUSAL_BIAS_ELEMENTS = 1 << 16
+
+
+@functools.lru_cache(maxsize=16)
+def _cached_causal_bias(rows, cols, dtype):
+    return _causal_bias(rows, cols, dtype)
+
+
+def _causal_bias(rows, cols, dtype):
+    """is_causal's mask (lower triangular, aligned to the top left) as an additive bias. Only ever read
+    (the source of the scores' add_), so the cached one cannot change."""
+    return _bias_from_bool_mask(_factories.ones(rows, cols, dtype=bool_).tril(), dtype)
+
+
 def _repeat_kv_heads(query, key, value):
     """Grouped-query attention: key and value heads (dim -3) repeated to the query's head count, as
     ATen's pre_process_group_query_attention_input."""
@@ -86,7 +103,7 @@ def scaled_dot_product_attention(
     mask's True takes part; a float mask is added; is_causal is a lower-triangular bool mask aligned
     to the top left."""
     _check_sdpa_inputs(query, key, value, attn_mask)
-    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale  # ATen's calculate_scale
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale  # ATen's calculate_scale
     root = math.sqrt(abs(scale))  # q and k are each scaled by the root, the sign going to q
     query = query * (-root if scale < 0 else root)
     if is_causal:
@@ -94,23 +111,26 @@ def scaled_dot_product_attention(
             raise RuntimeError(
                 "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
             )
-        attn_mask = _factories.ones(query.size(-2), key.size(-2), dtype=bool_).tril()
-    if attn_mask is not None and attn_mask.dtype == bool_:
+        rows, cols = query.shape[-2], key.shape[-2]
+        build = _cached_causal_bias if rows * cols <= _CACHED_CAUSAL_BIAS_ELEMENTS else _causal_bias
+        attn_mask = build(rows, cols, query.dtype)
+    elif attn_mask is not None and attn_mask.dtype == bool_:
         attn_mask = _bias_from_bool_mask(attn_mask, query.dtype)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
-    scores = query.matmul(key.transpose(-2, -1) * root)
+    # the primitives, not the methods: sampling loops call this per token, and these arguments need no parsing
+    scores = _prims.matmul(query, _prims.transpose(key, -2, -1) * root)
     if attn_mask is not None:
-        scores.add_(attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
+        _prims.add_(scores, attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
     if attn_mask is not None and not is_causal:
         weights = _safe_softmax(scores)
     else:  # no row all -inf: the causal mask keeps each row's first key (infinite inputs give NaN anyway)
-        weights = scores.softmax(-1)
+        weights = _prims.softmax(scores, -1)
     if dropout_p > 0.0:
         if dropout_p > 1.0:  # ATen's dropout: a RuntimeError, where F.dropout's is a ValueError
             raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
         weights = F.dropout(weights, dropout_p, True)
-    return weights.matmul(value)
+    return _prims.matmul(weights, value)
 
 
 # ---- multi-head attention

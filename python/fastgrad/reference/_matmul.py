@@ -9,7 +9,7 @@ from .._types import SCALAR_TYPE_NAME, bool as bool_, compute_type, int64, float
 from ._autograd import Function, no_grad
 from ._inplace import squeeze_
 from ._storage import TYPECODE, cast_scalar
-from ._shape import expand, reshape, squeeze, t, transpose, unsqueeze, UnsafeViewBackward0
+from ._shape import expand, reshape, squeeze, t, transpose, unsqueeze, view, UnsafeViewBackward0
 from ._tensor import broadcast_shapes, element_offsets, new_tensor, numel_of, read
 
 _C_TYPE_NAME = {bool_: "bool", int64: "long int", float32: "float"}
@@ -226,6 +226,20 @@ def bmm(a, b):
 
 def addmm(input, mat1, mat2, beta, alpha):
     return AddmmBackward0.run(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def linear(input, weight, bias):
+    """F.linear with a vector bias (once squeezed), as the core's linear: one addmm for a 2-D input,
+    another rank (contiguous) viewed as rows around it."""
+    if input.dim() == 0 or weight.dim() == 0:
+        raise RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and {weight.dim()}D"
+        )
+    if input.dim() == 2:
+        return addmm(bias, input, t(weight), 1, 1)
+    *leading, width = input.shape
+    out = addmm(bias, view(input, [numel_of(leading), width]), t(weight), 1, 1)  # not -1: a dim may be 0
+    return view(out, [*leading, out.shape[1]])
 
 
 def _unsafe_view(x, shape):

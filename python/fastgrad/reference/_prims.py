@@ -299,6 +299,7 @@ for _name, _op in {
     "bmm": _matmul.bmm,
     "mv": _matmul.mv,
     "dot": _matmul.dot,
+    "linear": _matmul.linear,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
 
