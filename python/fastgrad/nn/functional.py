@@ -21,7 +21,7 @@ from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, bro
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy, ones_like
 from .._grad_mode import is_grad_enabled
-from .._sampling import bernoulli_, rand
+from .._sampling import bernoulli_
 from .._grad_mode import no_grad
 from ._checked import CheckedArguments
 from ..autograd.function import Function
@@ -560,6 +560,19 @@ def prelu(input, weight):
     return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
 
 
+def _rrelu_noise(input, lower, upper):
+    """PyTorch's rrelu_with_noise draws: for each non-positive element in order, a double uniform
+    slope in [lower, upper] (the bounds first rounded to the input's compute type), 1 elsewhere. Its
+    kernel is compiled without FMA: u * (upper - lower) + lower rounds twice."""
+    non_positive = input <= 0
+    bound_type = float64 if input.dtype is float64 else float32
+    low, high = (_prims.full([], bound, bound_type).item() for bound in (lower, upper))
+    slopes = _prims.empty([int(non_positive.sum().item())], float64).uniform_() * (high - low) + low
+    noise = ones_like(input)
+    noise[non_positive] = slopes.to(input.dtype)
+    return noise
+
+
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Training: each non-positive element times a slope drawn uniformly from [lower, upper]; in
     evaluation the mean slope, as leaky_relu."""
@@ -571,9 +584,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     node = f"RreluWithNoiseBackward{int(inplace)}"
     if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
-        noise = _prims.where(
-            input.detach() > 0, 1.0, rand(list(input.shape), dtype=input.dtype) * (upper - lower) + lower
-        )
+        noise = _rrelu_noise(input.detach(), lower, upper)
         return _activation(
             node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, piecewise_linear=True
         )
