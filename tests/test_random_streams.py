@@ -127,6 +127,9 @@ def interleaved(m):
         m.multinomial(m.tensor([[1.0, 2.0, 3.0], [0.0, 1.0, 1.0]]), 2, generator=g),
         m.empty(3, dtype=m.float64).normal_(),
         m.randn(2, generator=g),
+        m.empty(4, 5).t().uniform_(generator=g),  # in-place fills walk memory order
+        m.empty(3, 4, 5).permute(2, 0, 1).normal_(),  # non-contiguous: the scalar normal path
+        m.empty(6, 8)[:, ::2].exponential_(),
     ]
 
 

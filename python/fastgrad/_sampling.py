@@ -263,7 +263,13 @@ def _poisson_count(rate, rng):
 
 
 def _fill_with(self, fill, *args):
-    return self.copy_(_drawn(list(self.shape), self.dtype, fill, *args))
+    """self's values replaced by `fill`'s draws, in memory order as PyTorch's kernels walk it: a
+    transposed or permuted self gets its draws in the order of its strides, largest first."""
+    if self.is_contiguous():
+        return self.copy_(_drawn(list(self.shape), self.dtype, fill, *args))
+    order = sorted(range(self.dim()), key=lambda d: -self.stride(d))
+    drawn = _drawn([self.shape[d] for d in order], self.dtype, fill, *args)
+    return self.copy_(drawn.permute(sorted(range(self.dim()), key=order.__getitem__)))
 
 
 def _continuous(self, name):
