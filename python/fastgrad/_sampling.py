@@ -182,8 +182,13 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         weights = _values(input).reshape(rows.shape)
         keys = np.empty(weights.size, weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32)
         rng.exponential_(keys, 1.0)
-        keys = (weights / keys.reshape(weights.shape).astype(weights.dtype)).astype(np.float64)
-        drawn = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+        keys = weights / keys.reshape(weights.shape).astype(weights.dtype)
+        if num_samples == 1:  # argmax: the first of equal keys
+            drawn = np.argmax(keys, axis=1)[:, None]
+        else:  # topk: the num_samples largest keys, largest first
+            top = np.argpartition(-keys, num_samples - 1, axis=1)[:, :num_samples]
+            order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1, kind="stable")
+            drawn = np.take_along_axis(top, order, axis=1)
     result = _from_array(drawn.reshape(list(input.shape[:-1]) + [num_samples]), int64)
     return _with_out(result, out)
 
