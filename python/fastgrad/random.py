@@ -31,7 +31,7 @@ class Generator:
         if where.type != "cpu":
             raise RuntimeError(f"Generator(): fastgrad has no generator for device '{where.type}'")
         self.device = _device("cpu")
-        self.engine = _prims._CPUGenerator(DEFAULT_SEED)
+        self._engine = _prims._CPUGenerator(DEFAULT_SEED)
 
     def manual_seed(self, seed):
         if isinstance(seed, (builtins.bool, builtins.float)) or not hasattr(seed, "__index__"):
@@ -39,7 +39,7 @@ class Generator:
         seed = operator.index(seed)
         if not -(2**63) <= seed < _WORD:
             raise ValueError("Overflow when unpacking long long")
-        self.engine.manual_seed(seed % _WORD)
+        self._engine.manual_seed(seed % _WORD)
         return self
 
     def seed(self):
@@ -48,10 +48,10 @@ class Generator:
         return self.initial_seed()
 
     def initial_seed(self):
-        return self.engine.initial_seed()
+        return self._engine.initial_seed()
 
     def get_state(self):
-        state = self.engine.get_state()
+        state = self._engine.get_state()
         return _prims.from_values(list(state), [len(state)], uint8, int64)
 
     def set_state(self, new_state):
@@ -59,7 +59,7 @@ class Generator:
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state.dtype is not uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        self.engine.set_state(bytes(new_state.reshape(-1).tolist()))
+        self._engine.set_state(bytes(new_state.reshape(-1).tolist()))
         return self
 
     def __repr__(self):
@@ -73,10 +73,10 @@ default_generator.seed()  # each process starts from fresh entropy, as PyTorch's
 def engine(generator):
     """The _CPUGenerator behind a `generator=` argument (None: the default generator)."""
     if generator is None:
-        return default_generator.engine
+        return default_generator._engine
     if not isinstance(generator, Generator):
         raise TypeError(f"argument 'generator' must be Generator, not {type(generator).__name__}")
-    return generator.engine
+    return generator._engine
 
 
 def manual_seed(seed):
