@@ -4,11 +4,17 @@
 // on every machine whatever this file is compiled with.
 #include "ops/random.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
+
+#include "kernels/isa.h"
 
 namespace fg::random {
 
@@ -16,13 +22,9 @@ namespace {
 
 constexpr double kPi = 3.14159265358979323846;
 
-// The float normal fill is all fused multiply-adds: where the CPU has FMA instructions, a clone of it
-// compiled for them runs (chosen at load time) instead of calling libm's fmaf for each. Same values.
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__)
-#define FG_FMA_CLONES __attribute__((target_clones("fma", "default")))
-#else
-#define FG_FMA_CLONES
-#endif
+// Cephes' logf polynomial (avx_mathfun.h) after its leading coefficient 7.0376836292E-2.
+constexpr float kLogPolynomial[] = {-1.1514610310E-1f, 1.1676998740E-1f, -1.2420140846E-1f, 1.4249322787E-1f,
+                                    -1.6668057665E-1f, 2.0000714765E-1f, -2.4999993993E-1f, 3.3333331174E-1f};
 
 // at::uniform_real_distribution<T>(from, to): the mantissa's worth of bits of one draw, scaled.
 inline float uniform_value(CPUGenerator& gen, float from, float to) {
@@ -65,9 +67,7 @@ inline float cephes_log(float x) {
   }
   const float z = m * m;
   float y = 7.0376836292E-2f;
-  for (float c : {-1.1514610310E-1f, 1.1676998740E-1f, -1.2420140846E-1f, 1.4249322787E-1f, -1.6668057665E-1f,
-                  2.0000714765E-1f, -2.4999993993E-1f, 3.3333331174E-1f})
-    y = std::fma(y, m, c);
+  for (float c : kLogPolynomial) y = std::fma(y, m, c);
   y = std::fma(y * m, z, exponent * -2.12194440e-4f);  // GCC fused this product of the two, not the other
   y = std::fma(-z, 0.5f, y);
   return std::fma(exponent, 0.693359375f, m + y);
@@ -99,7 +99,64 @@ void normal_fill_16(double* data, double mean, double std) {
     data[j + 8] = std::fma(radius * std::sin(theta), std, mean);
   }
 }
-FG_FMA_CLONES void normal_fill_16(float* data, float mean, float std) {
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same steps eight lanes at a time (as ATen's normal_fill_16_AVX2 runs them), for CPUs with AVX2
+// and FMA: the same values, about five times faster than a call to libm's fmaf per step.
+__attribute__((target("avx2,fma"))) void normal_fill_16_avx2(float* data, float mean, float std) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  // radius = sqrt(-2 log(1 - u)), the logarithm as cephes_log
+  const __m256i bits = _mm256_castps_si256(_mm256_sub_ps(one, _mm256_loadu_ps(data)));
+  __m256 exponent =
+      _mm256_add_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(0x7f))), one);
+  __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(~0x7f800000)), _mm256_set1_epi32(0x3f000000)));
+  const __m256 small = _mm256_cmp_ps(m, _mm256_set1_ps(0.707106781186547524f), _CMP_LT_OS);
+  exponent = _mm256_sub_ps(exponent, _mm256_and_ps(one, small));
+  m = _mm256_add_ps(_mm256_sub_ps(m, one), _mm256_and_ps(m, small));
+  __m256 z = _mm256_mul_ps(m, m);
+  __m256 y = _mm256_set1_ps(7.0376836292E-2f);
+  for (float c : kLogPolynomial) y = _mm256_fmadd_ps(y, m, _mm256_set1_ps(c));
+  y = _mm256_fmadd_ps(_mm256_mul_ps(y, m), z, _mm256_mul_ps(exponent, _mm256_set1_ps(-2.12194440e-4f)));
+  y = _mm256_fnmadd_ps(z, _mm256_set1_ps(0.5f), y);
+  const __m256 logarithm = _mm256_fmadd_ps(exponent, _mm256_set1_ps(0.693359375f), _mm256_add_ps(m, y));
+  const __m256 radius = _mm256_sqrt_ps(_mm256_mul_ps(_mm256_set1_ps(-2.0f), logarithm));
+  // sin and cos of theta = 2 pi u, as cephes_sincos
+  __m256 x = _mm256_mul_ps(_mm256_set1_ps(float(2.0f * kPi)), _mm256_loadu_ps(data + 8));
+  const __m256i octant = _mm256_and_si256(
+      _mm256_add_epi32(_mm256_cvttps_epi32(_mm256_mul_ps(x, _mm256_set1_ps(1.27323954473516f))), _mm256_set1_epi32(1)),
+      _mm256_set1_epi32(~1));
+  const __m256 q = _mm256_cvtepi32_ps(octant);
+  const __m256 sin_sign = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_and_si256(octant, _mm256_set1_epi32(4)), 29));
+  const __m256 cos_sign = _mm256_castsi256_ps(
+      _mm256_slli_epi32(_mm256_andnot_si256(_mm256_sub_epi32(octant, _mm256_set1_epi32(2)), _mm256_set1_epi32(4)), 29));
+  const __m256 sin_poly =
+      _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(octant, _mm256_set1_epi32(2)), _mm256_setzero_si256()));
+  x = _mm256_fmadd_ps(q, _mm256_set1_ps(-0.78515625f), x);
+  x = _mm256_fmadd_ps(q, _mm256_set1_ps(-2.4187564849853515625e-4f), x);
+  x = _mm256_fmadd_ps(q, _mm256_set1_ps(-3.77489497744594108e-8f), x);
+  z = _mm256_mul_ps(x, x);
+  __m256 cos_value = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_set1_ps(2.443315711809948E-005f), z, _mm256_set1_ps(-1.388731625493765E-003f)), z,
+      _mm256_set1_ps(4.166664568298827E-002f));
+  cos_value =
+      _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(cos_value, z), z, _mm256_mul_ps(z, _mm256_set1_ps(-0.5f))), one);
+  __m256 sin_value =
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(-1.9515295891E-4f), z, _mm256_set1_ps(8.3321608736E-3f)), z,
+                      _mm256_set1_ps(-1.6666654611E-1f));
+  sin_value = _mm256_fmadd_ps(_mm256_mul_ps(sin_value, z), x, x);
+  const __m256 s = _mm256_xor_ps(_mm256_blendv_ps(cos_value, sin_value, sin_poly), sin_sign);
+  const __m256 c = _mm256_xor_ps(_mm256_blendv_ps(sin_value, cos_value, sin_poly), cos_sign);
+  const __m256 mean_v = _mm256_set1_ps(mean), std_v = _mm256_set1_ps(std);
+  _mm256_storeu_ps(data, _mm256_fmadd_ps(_mm256_mul_ps(radius, c), std_v, mean_v));
+  _mm256_storeu_ps(data + 8, _mm256_fmadd_ps(_mm256_mul_ps(radius, s), std_v, mean_v));
+}
+#endif
+
+void normal_fill_16(float* data, float mean, float std) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = active_isa() != Isa::Scalar;  // AVX2 and FMA, unless FASTGRAD_ISA=scalar
+  if (avx2) return normal_fill_16_avx2(data, mean, std);
+#endif
   const float two_pi = float(2.0f * kPi);
   for (int j = 0; j < 8; ++j) {
     float radius = std::sqrt(-2.0f * cephes_log(1.0f - data[j]));
