@@ -39,7 +39,7 @@ __all__ = [
 
 def _shape(size, device):
     """The sizes asked for, checked by the backend's empty() (negative sizes, overflow, memory) so that
-    numpy's generator never sees them and the errors are worded as for every other factory."""
+    the generator never sees them and the errors are worded as for every other factory."""
     check_cpu(device)
     return list(_prims.empty(_sizes(size), bool_).shape)
 
