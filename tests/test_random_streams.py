@@ -55,6 +55,7 @@ DRAWS = {
     "exponential_": lambda m, n, g: m.empty(n).exponential_(2.5, generator=g),
     "exponential_float64_": lambda m, n, g: m.empty(n, dtype=m.float64).exponential_(generator=g),
     "geometric_": lambda m, n, g: m.empty(n).geometric_(0.2, generator=g),
+    "geometric_int64": lambda m, n, g: m.empty(n, dtype=m.int64).geometric_(0.6, generator=g),
     "log_normal_": lambda m, n, g: m.empty(n, dtype=m.float64).log_normal_(0.5, 0.75, generator=g),
     "cauchy_": lambda m, n, g: m.empty(n).cauchy_(1.0, 2.0, generator=g),
     "poisson": lambda m, n, g: m.poisson(m.arange(n, dtype=m.float32) % 37 * 0.75, generator=g),  # below 10 and above
@@ -101,7 +102,8 @@ def test_draws_are_pytorchs(torch, name):
 
 
 REFERENCE_DRAWS = ["rand", "randn", "randn_float64", "normal_tensor_std", "randint", "randperm", "bernoulli_tensor",
-                   "exponential_", "poisson", "multinomial", "multinomial_replacement"]  # fmt: skip
+                   "exponential_", "geometric_", "log_normal_", "cauchy_", "poisson", "multinomial",
+                   "multinomial_replacement"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", REFERENCE_DRAWS)

@@ -1,7 +1,7 @@
 // PyTorch's CPU distribution kernels, draw for draw (see random.h). Where ATen's x86 build fuses a
 // multiply and an add (GCC contracts `x * (to - from) + from` and avx_mathfun's polynomial steps into
-// FMA instructions in its AVX2/AVX512 kernels), the code here says std::fma, so the values match
-// on every machine whatever this file is compiled with.
+// FMA instructions in its AVX2/AVX512 kernels), the code here says std::fma; everything else rounds
+// each step (this file is compiled with -ffp-contract=off), so the values match on every machine.
 #include "ops/random.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -248,10 +248,60 @@ void exponential(CPUGenerator& gen, T* out, int64_t n, double lambd) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(-1.0 / lambd * std::log1p(-uniform_value(gen, 0.0, 1.0)));
 }
 
+template <typename T>
+void geometric(CPUGenerator& gen, T* out, int64_t n, double p) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(std::ceil(std::log(uniform_value(gen, 0.0, 1.0)) / std::log(1.0 - p)));
+}
+
+template <typename T>
+void log_normal(CPUGenerator& gen, T* out, int64_t n, double mean, double std) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(std::exp(scalar_normal(gen, mean, std)));
+}
+
+template <typename T>
+void cauchy(CPUGenerator& gen, T* out, int64_t n, double median, double sigma) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(median + sigma * std::tan(kPi * (uniform_value(gen, 0.0, 1.0) - 0.5)));
+}
+
+namespace {
+int64_t poisson_count(CPUGenerator& gen, double rate) {
+  if (rate >= 10) {
+    const double sqrt_rate = std::sqrt(rate), log_rate = std::log(rate);
+    const double b = 0.931 + 2.53 * sqrt_rate, a = -0.059 + 0.02483 * b;
+    const double inverse_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+    while (true) {
+      const double u = uniform_value(gen, 0.0, 1.0) - 0.5, v = uniform_value(gen, 0.0, 1.0);
+      const double us = 0.5 - std::fabs(u);
+      const auto k = static_cast<int64_t>(std::floor((2 * a / us + b) * u + rate + 0.43));
+      if (us >= 0.07 && v <= vr) return k;
+      if (k < 0 || (us < 0.013 && v > us)) continue;
+      if (std::log(v) + std::log(inverse_alpha) - std::log(a / (us * us) + b) <=
+          -rate + double(k) * log_rate - std::lgamma(double(k) + 1))
+        return k;
+    }
+  }
+  if (rate == 0) return 0;
+  int64_t count = 0;
+  const double limit = std::exp(-rate);
+  for (double product = uniform_value(gen, 0.0, 1.0); product > limit; product *= uniform_value(gen, 0.0, 1.0)) ++count;
+  return count;
+}
+}  // namespace
+
+template <typename T>
+void poisson(CPUGenerator& gen, T* out, const T* rates, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(poisson_count(gen, double(rates[i])));
+}
+
 #define FG_RANDOM_REAL(T)                                                    \
   template void uniform<T>(CPUGenerator&, T*, int64_t, double, double);      \
   template void normal<T>(CPUGenerator&, T*, int64_t, double, double, bool); \
-  template void exponential<T>(CPUGenerator&, T*, int64_t, double);
+  template void exponential<T>(CPUGenerator&, T*, int64_t, double);          \
+  template void log_normal<T>(CPUGenerator&, T*, int64_t, double, double);   \
+  template void cauchy<T>(CPUGenerator&, T*, int64_t, double, double);       \
+  template void poisson<T>(CPUGenerator&, T*, const T*, int64_t);
 FG_RANDOM_REAL(float)
 FG_RANDOM_REAL(double)
 #undef FG_RANDOM_REAL
@@ -261,6 +311,7 @@ FG_RANDOM_REAL(double)
   template void random_full_range<T>(CPUGenerator&, T*, int64_t);                     \
   template void random_default<T>(CPUGenerator&, T*, int64_t);                        \
   template void bernoulli_scalar<T>(CPUGenerator&, T*, int64_t, double);              \
+  template void geometric<T>(CPUGenerator&, T*, int64_t, double);                     \
   template void bernoulli_tensor<T, float>(CPUGenerator&, T*, const float*, int64_t); \
   template void bernoulli_tensor<T, double>(CPUGenerator&, T*, const double*, int64_t);
 FG_RANDOM_ANY(float)

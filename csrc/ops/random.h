@@ -44,4 +44,18 @@ void bernoulli_tensor(CPUGenerator& gen, T* out, const P* p, int64_t n);
 template <typename T>
 void exponential(CPUGenerator& gen, T* out, int64_t n, double lambd);
 
+// geometric_(p): ceil(log(u) / log(1 - p)) of a double uniform.
+template <typename T>
+void geometric(CPUGenerator& gen, T* out, int64_t n, double p);
+// log_normal_(mean, std): exp of a scalar Box-Muller normal (the generator's kept value first).
+template <typename T>
+void log_normal(CPUGenerator& gen, T* out, int64_t n, double mean, double std);
+// cauchy_(median, sigma): median + sigma * tan(pi * (u - 0.5)).
+template <typename T>
+void cauchy(CPUGenerator& gen, T* out, int64_t n, double median, double sigma);
+// poisson(rates): ATen's sample_poisson for each rate (a product of double uniforms below 10,
+// Hoermann's transformed rejection from 10 on).
+template <typename T>
+void poisson(CPUGenerator& gen, T* out, const T* rates, int64_t n);
+
 }  // namespace fg::random

@@ -72,6 +72,27 @@ void bind_random(py::module_& m) {
            [](CPUGenerator& g, py::array out, double lambd) {
              dispatch<false>(out, [&](auto* data, int64_t n) { random::exponential(g, data, n, lambd); });
            })
+      .def("geometric_",
+           [](CPUGenerator& g, py::array out, double p) {
+             dispatch<true>(out, [&](auto* data, int64_t n) { random::geometric(g, data, n, p); });
+           })
+      .def("log_normal_",
+           [](CPUGenerator& g, py::array out, double mean, double std) {
+             dispatch<false>(out, [&](auto* data, int64_t n) { random::log_normal(g, data, n, mean, std); });
+           })
+      .def("cauchy_",
+           [](CPUGenerator& g, py::array out, double median, double sigma) {
+             dispatch<false>(out, [&](auto* data, int64_t n) { random::cauchy(g, data, n, median, sigma); });
+           })
+      .def("poisson_",
+           [](CPUGenerator& g, py::array out, py::array rates) {
+             if (rates.size() != out.size() || !rates.dtype().is(out.dtype()) || !(rates.flags() & py::array::c_style))
+               throw ValueError("poisson_: one rate of the output's type per value, C-contiguous");
+             dispatch<false>(out, [&](auto* data, int64_t n) {
+               using T = std::remove_pointer_t<decltype(data)>;
+               random::poisson(g, data, static_cast<const T*>(rates.data()), n);
+             });
+           })
       .def("random_from_to_",
            [](CPUGenerator& g, py::array out, uint64_t range, int64_t from) {
              dispatch<true>(out, [&](auto* data, int64_t n) { random::random_from_to(g, data, n, range, from); });

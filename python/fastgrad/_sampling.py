@@ -10,7 +10,6 @@ zero; here the result has no history: README, Differences).
 """
 
 import builtins
-import math
 import numbers
 
 import numpy as np
@@ -222,46 +221,12 @@ def poisson(input, generator=None):
     rejection from 10 on."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    rates = _values(input).astype(np.float64).reshape(-1)
+    rates = _values(input)
     if np.any(rates < 0):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    rng = engine(generator)
-    counts = [_poisson_count(float(rate), rng) for rate in rates]
-    return _from_array(np.array(counts, np.float64).reshape(list(input.shape)), input.dtype)
-
-
-def _standard_uniform(rng):
-    return (rng.random64() & (2**53 - 1)) / 2**53
-
-
-def _poisson_count(rate, rng):
-    if rate >= 10:
-        sqrt_rate, log_rate = math.sqrt(rate), math.log(rate)
-        b = 0.931 + 2.53 * sqrt_rate
-        a = -0.059 + 0.02483 * b
-        inverse_alpha = 1.1239 + 1.1328 / (b - 3.4)
-        vr = 0.9277 - 3.6224 / (b - 2)
-        while True:
-            u = _standard_uniform(rng) - 0.5
-            v = _standard_uniform(rng)
-            us = 0.5 - abs(u)
-            k = math.floor((2 * a / us + b) * u + rate + 0.43)
-            if us >= 0.07 and v <= vr:
-                return k
-            if k < 0 or (us < 0.013 and v > us):
-                continue
-            if math.log(v) + math.log(inverse_alpha) - math.log(a / (us * us) + b) <= (
-                -rate + k * log_rate - math.lgamma(k + 1.0)
-            ):
-                return k
-    if rate == 0:
-        return 0
-    count, product, limit = 0, 1.0, math.exp(-rate)
-    while True:
-        product *= _standard_uniform(rng)
-        if product <= limit:
-            return count
-        count += 1
+    draw_type = float64 if input.dtype is float64 else float32
+    rates = np.ascontiguousarray(rates, NUMPY_TYPES[draw_type]).reshape(-1)
+    return _drawn(list(input.shape), input.dtype, engine(generator).poisson_, rates)
 
 
 # ---- in-place fills: self's values replaced by draws (copy_ does the in-place and autograd checks)
@@ -325,38 +290,24 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _fill_with(self, engine(generator).exponential_, lambd)
 
 
-def _uniforms(self, generator):
-    """One double uniform per value of self (ATen's at::uniform_real_distribution<double>)."""
-    values = np.empty(self.numel(), np.float64)
-    engine(generator).uniform_(values, 0.0, 1.0)
-    return values
-
-
-def _fill(self, values):
-    return self.copy_(_from_array(np.asarray(values, np.float64).reshape(list(self.shape)), self.dtype))
-
-
 def geometric_(self, p, *, generator=None):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    log_q = math.log(1.0 - p)
-    return _fill(self, [math.ceil(math.log(u) / log_q) for u in _uniforms(self, generator)])
+    return _fill_with(self, engine(generator).geometric_, p)
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     _continuous(self, "Log Normal")
-    normals = np.empty(self.numel(), np.float64)
-    engine(generator).normal_(normals, mean, std, False)  # ATen's scalar normal_distribution<double>
-    return _fill(self, [math.exp(v) for v in normals])
+    return _fill_with(self, engine(generator).log_normal_, mean, std)
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     _continuous(self, "Cauchy")
-    return _fill(self, [median + sigma * math.tan(math.pi * (u - 0.5)) for u in _uniforms(self, generator)])
+    return _fill_with(self, engine(generator).cauchy_, median, sigma)
 
 
 def random_(self, *bounds, to=None, generator=None):

@@ -212,6 +212,53 @@ class _CPUGenerator:
         for i in range(out.size):
             out[i] = -1.0 / lambd * math.log1p(-self._uniform(False))
 
+    def geometric_(self, out, p):
+        log_q = math.log(1.0 - p)
+        for i in range(out.size):
+            out[i] = math.ceil(math.log(self._uniform(False)) / log_q)
+
+    def log_normal_(self, out, mean, std):
+        for i in range(out.size):
+            out[i] = math.exp(self._scalar_normal(mean, std))
+
+    def cauchy_(self, out, median, sigma):
+        for i in range(out.size):
+            out[i] = median + sigma * math.tan(math.pi * (self._uniform(False) - 0.5))
+
+    def poisson_(self, out, rates):
+        for i in range(out.size):
+            out[i] = self._poisson_count(float(rates[i]))
+
+    def _poisson_count(self, rate):
+        """ATen's sample_poisson (math.lgamma is CPython's, which can differ from libm's in the last
+        bit: a draw on the acceptance boundary could go the other way than in the core)."""
+        if rate >= 10:
+            sqrt_rate, log_rate = math.sqrt(rate), math.log(rate)
+            b = 0.931 + 2.53 * sqrt_rate
+            a = -0.059 + 0.02483 * b
+            inverse_alpha = 1.1239 + 1.1328 / (b - 3.4)
+            vr = 0.9277 - 3.6224 / (b - 2)
+            while True:
+                u = self._uniform(False) - 0.5
+                v = self._uniform(False)
+                us = 0.5 - abs(u)
+                k = math.floor((2 * a / us + b) * u + rate + 0.43)
+                if us >= 0.07 and v <= vr:
+                    return k
+                if k < 0 or (us < 0.013 and v > us):
+                    continue
+                if math.log(v) + math.log(inverse_alpha) - math.log(a / (us * us) + b) <= (
+                    -rate + k * log_rate - math.lgamma(k + 1.0)
+                ):
+                    return k
+        if rate == 0:
+            return 0
+        count, product, limit = 0, self._uniform(False), math.exp(-rate)
+        while product > limit:
+            count += 1
+            product *= self._uniform(False)
+        return count
+
     def random_from_to_(self, out, span, low):
         wide = _is_real(out) or out.dtype.itemsize == 8 and out.dtype.kind == "i"
         draw = self.random64 if wide and span >= 2**32 else self.random
