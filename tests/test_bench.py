@@ -7,7 +7,7 @@ import pytest
 
 from semantics_helpers import run_python
 
-GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn", "seq"]
+GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn", "seq", "random"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
 LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
 

@@ -462,6 +462,9 @@ for dtype in (np.float32, np.float64):
             h.update(r.numpy().tobytes())
         for approximate in ("none", "tanh"):  # double lanes on AVX2 and AVX-512, double scalars
             h.update(fastgrad.nn.functional.gelu(x, approximate=approximate).numpy().tobytes())
+fastgrad.manual_seed(3)
+for n in (16, 17, 1000, 4099):  # float32 normals: the Box-Muller fill in AVX2 lanes or one lane (ops/random.cpp)
+    h.update(fastgrad.randn(n).numpy().tobytes() + fastgrad.empty(n).normal_(0.5, 3.0).numpy().tobytes())
 print(h.hexdigest())
 """
 

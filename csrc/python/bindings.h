@@ -97,6 +97,8 @@ py::object node_to_py(const NodeRef& node);
 const NodeRef& node_of(py::handle obj);
 // Gradient hooks over Python functions (hooks_bind.cpp); after bind_tensor and bind_node.
 void bind_hooks(py::module_& m);
+// _C._CPUGenerator: PyTorch's CPU generator and its distribution fills (random_bind.cpp).
+void bind_random(py::module_& m);
 // The process-wide lock of backward passes (autograd_bind.cpp); waits without the GIL.
 std::unique_lock<std::recursive_mutex> lock_engine();
 // The Python backward a custom Function's node holds (a bound method of its ctx), or null for

@@ -9,6 +9,7 @@ import numpy as np
 from ._C import *  # noqa: F401,F403  add, sum, reshape, full, from_numpy, ...: the core's fixed-signature ops
 from ._C import (  # noqa: F401
     Tensor,
+    _CPUGenerator,
     _register_types,
     _set_grad_enabled,
     _set_inference_mode,

@@ -2,8 +2,9 @@
 in-place fills (uniform_, normal_, bernoulli_, exponential_, geometric_, log_normal_, cauchy_, random_).
 
 Written once for both backends. Every draw comes from a Generator (the `generator=` argument, or the
-backend's default one; see random.py), through numpy's vectorized samplers: drawing numbers is not
-tensor math, and one sampler per distribution keeps the two backends' numbers identical for a seed.
+backend's default one; see random.py) through its engine's fills, which are PyTorch's CPU
+distribution kernels: after the same seed and the same calls, the same numbers as PyTorch (the
+float32/float64 values bit for bit; float16/bfloat16 are drawn as float32 and rounded).
 The results are not differentiable (PyTorch's bernoulli and poisson record a node whose gradient is
 zero; here the result has no history: README, Differences).
 """
@@ -16,8 +17,9 @@ import numpy as np
 from . import _prims
 from ._factories import _finish, _from_array
 from ._methods import Tensor, _index, _sizes, _with_out, register
-from .random import stream
-from fastgrad._types import SCALAR_TYPE_NAME, check_cpu, float32, float64, get_default_dtype, int64, bool as bool_
+from .random import engine
+from fastgrad._types import NUMPY_TYPES, SCALAR_TYPE_NAME, check_cpu, float32, float64, get_default_dtype, int64
+from fastgrad._types import bool as bool_
 
 __all__ = [
     "rand",
@@ -36,31 +38,43 @@ __all__ = [
 
 def _shape(size, device):
     """The sizes asked for, checked by the backend's empty() (negative sizes, overflow, memory) so that
-    numpy's generator never sees them and the errors are worded as for every other factory."""
+    the generator never sees them and the errors are worded as for every other factory."""
     check_cpu(device)
     return list(_prims.empty(_sizes(size), bool_).shape)
-
-
-def _floating(values, dtype, requires_grad):
-    dtype = dtype or get_default_dtype()
-    if not dtype.is_floating_point:
-        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
-    return _finish(_from_array(values, dtype), requires_grad)
 
 
 def _values(t):
     return _prims.to_numpy(t.detach())
 
 
+def _drawn(shape, dtype, fill, *args):
+    """A new tensor of `shape` and `dtype` filled by the engine method `fill` (row-major order). The
+    engine fills float32, float64, bool and the integer types; float16/bfloat16 are drawn as float32."""
+    draw_type = float32 if dtype.is_floating_point and dtype not in (float32, float64) else dtype
+    values = np.empty(int(np.prod(shape, dtype=np.int64)), NUMPY_TYPES[draw_type])
+    fill(values, *args)
+    return _from_array(values.reshape(shape), dtype)
+
+
+def _floating_type(dtype):
+    dtype = dtype or get_default_dtype()
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[dtype]}'")
+    return dtype
+
+
 # ---- factories
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    return _floating(stream(generator).random(_shape(size, device)), dtype, requires_grad)
+    dtype = _floating_type(dtype)
+    return _finish(_drawn(_shape(size, device), dtype, engine(generator).uniform_, 0.0, 1.0), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    return _floating(stream(generator).standard_normal(_shape(size, device)), dtype, requires_grad)
+    dtype = _floating_type(dtype)
+    values = _drawn(_shape(size, device), dtype, engine(generator).normal_, 0.0, 1.0, True)
+    return _finish(values, requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
@@ -71,45 +85,61 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
     return randn(list(input.shape), dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
 
 
-def _integers(low, high, shape, generator):
+def _integers(low, high, shape, dtype, generator):
+    """random_(low, high) of a new tensor: PyTorch's randint."""
     if not -(2**63) <= low < 2**63 or not -(2**63) <= high < 2**63:
         raise ValueError("Overflow when unpacking long long")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return stream(generator).integers(low, high, size=shape)
+    return _drawn(shape, dtype, engine(generator).random_from_to_, high - low, low)
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
-    values = _integers(low, high, _shape((size,), device), generator)
-    return _finish(_from_array(values, dtype or int64), requires_grad)
+    return _finish(_integers(low, high, _shape((size,), device), dtype or int64, generator), requires_grad)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
     if high is None:  # randint_like(input, high)
         low, high = 0, low
-    values = _integers(_index(low), _index(high), _shape((list(input.shape),), device), None)
-    return _finish(_from_array(values, dtype or input.dtype), requires_grad)
+    values = _integers(_index(low), _index(high), _shape((list(input.shape),), device), dtype or input.dtype, None)
+    return _finish(values, requires_grad)
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, pin_memory=False):
     n = _shape((_index(n),), device)[0]
-    return _finish(_from_array(stream(generator).permutation(n), dtype or int64), requires_grad)
+    values = _drawn([n], int64, engine(generator).randperm_)  # PyTorch shuffles the same way in every dtype
+    return _finish(values if dtype in (None, int64) else _prims.to_dtype(values, dtype), requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """PyTorch's forms: numbers and a size (normal_(mean, std)); a tensor mean (normal_(0, std), then
+    + mean); a tensor std (normal_(0, 1), then * std + mean), shaped as they broadcast."""
     check_cpu(device)
-    means = _values(mean) if isinstance(mean, Tensor) else mean
-    stds = _values(std) if isinstance(std, Tensor) else std
-    if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
-        raise TypeError("normal() with float mean and std needs a size")
-    if np.any(np.asarray(stds) < 0):
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {np.min(stds)}")
-    shape = None if size is None else _shape((size,), None)
-    values = stream(generator).normal(means, stds, size=shape)
-    like = mean if isinstance(mean, Tensor) else std if isinstance(std, Tensor) else None
-    return _floating(values, dtype or (like.dtype if like is not None else None), requires_grad)
+    tensors = [t for t in (mean, std) if isinstance(t, Tensor)]
+    if not tensors:
+        if size is None:
+            raise TypeError("normal() with float mean and std needs a size")
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        values = _drawn(_shape((size,), None), _floating_type(dtype), engine(generator).normal_, mean, std, True)
+        return _finish(values, requires_grad)
+    if isinstance(std, Tensor):
+        if np.any(_values(std) < 0):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        shape = _meta_broadcast(mean, std)
+        noise = _drawn(shape, _floating_type(dtype or tensors[0].dtype), engine(generator).normal_, 0.0, 1.0, True)
+        mean = mean.detach() if isinstance(mean, Tensor) else mean
+        return _finish(noise.mul_(std.detach()).add_(mean), requires_grad)
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    noise = _drawn(list(mean.shape), _floating_type(dtype or mean.dtype), engine(generator).normal_, 0.0, std, True)
+    return _finish(noise.add_(mean.detach()), requires_grad)
+
+
+def _meta_broadcast(*tensors):
+    return list(_prims.broadcast_shapes(*[list(t.shape) if isinstance(t, Tensor) else [] for t in tensors]))
 
 
 # ---- draws shaped by a tensor of parameters
@@ -124,9 +154,10 @@ def _probabilities(input, name):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
-    """Category indices drawn from each row of (unnormalised) probabilities. Without replacement a
-    row's draws are distinct: the num_samples largest of p / Exponential(1) (PyTorch's method, so
-    zero-probability categories come last, once the others are used up)."""
+    """Category indices drawn from each row of (unnormalised) probabilities, as PyTorch's CPU kernel:
+    without replacement (or one sample) the num_samples largest of p / Exponential(1) (argmax or
+    topk: distinct draws, zero-probability categories last); with replacement a binary search of
+    one double uniform per sample in the row's normalised cumulative sums."""
     probabilities = _probabilities(input, "multinomial")
     num_samples = _index(num_samples)
     if input.dim() not in (1, 2):
@@ -143,18 +174,33 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if np.any(rows.sum(axis=1) <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = stream(generator)
-    if replacement:
-        cumulative = np.cumsum(rows, axis=1)
-        targets = rng.random((rows.shape[0], num_samples)) * cumulative[:, -1:]
-        # the first category whose cumulative sum exceeds the draw: never one of probability 0
-        drawn = np.stack([np.searchsorted(c, t, side="right") for c, t in zip(cumulative, targets)])
-        drawn = np.minimum(drawn, categories - 1).reshape(-1, num_samples)
+    rng = engine(generator)
+    if replacement and num_samples > 1:
+        drawn = np.stack([_inverse_cdf_draws(row, num_samples, rng) for row in _values(input).reshape(rows.shape)])
     else:
-        keys = rows / rng.exponential(size=rows.shape)
-        drawn = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+        weights = _values(input).reshape(rows.shape)
+        keys = np.empty(weights.size, weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32)
+        rng.exponential_(keys, 1.0)
+        keys = weights / keys.reshape(weights.shape).astype(weights.dtype)
+        if num_samples == 1:  # argmax: the first of equal keys
+            drawn = np.argmax(keys, axis=1)[:, None]
+        else:  # topk: the num_samples largest keys, largest first
+            top = np.argpartition(-keys, num_samples - 1, axis=1)[:, :num_samples]
+            order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1, kind="stable")
+            drawn = np.take_along_axis(top, order, axis=1)
     result = _from_array(drawn.reshape(list(input.shape[:-1]) + [num_samples]), int64)
     return _with_out(result, out)
+
+
+def _inverse_cdf_draws(row, num_samples, rng):
+    """ATen's multinomial_with_replacement for one row: cumulative sums in the row's type, divided
+    by the total, the last set to 1; each sample the first category whose sum is >= a double uniform."""
+    cumulative = np.cumsum(row, dtype=row.dtype)
+    cumulative /= cumulative[-1]
+    cumulative[-1] = 1
+    uniforms = np.empty(num_samples, np.float64)
+    rng.uniform_(uniforms, 0.0, 1.0)
+    return np.searchsorted(cumulative.astype(np.float64), uniforms, side="left")
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -164,32 +210,36 @@ def bernoulli(input, p=None, *, generator=None, out=None):
             raise NotImplementedError(
                 f"\"bernoulli_tensor_cpu_p_\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'"
             )
-        probabilities = _values(input)
-        if not np.all((probabilities >= 0) & (probabilities <= 1)):
-            raise RuntimeError(
-                "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be "
-                "improved?  If so, please report an enhancement request to PyTorch.)"
-            )
-        values = stream(generator).random(probabilities.shape) < probabilities
-        return _with_out(_from_array(values, input.dtype), out)
+        result = bernoulli_(_prims.empty(list(input.shape), input.dtype), input, generator=generator)
+        return _with_out(result, out)
     result = _prims.empty(list(input.shape), input.dtype)
     return _with_out(bernoulli_(result, p, generator=generator), out)
 
 
 def poisson(input, generator=None):
+    """ATen's sample_poisson per rate: a product of uniforms below 10, Hoermann's transformed
+    rejection from 10 on."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"poisson_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     rates = _values(input)
     if np.any(rates < 0):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    return _from_array(stream(generator).poisson(rates).astype(np.float64), input.dtype)
+    draw_type = float64 if input.dtype is float64 else float32
+    rates = np.ascontiguousarray(rates, NUMPY_TYPES[draw_type]).reshape(-1)
+    return _drawn(list(input.shape), input.dtype, engine(generator).poisson_, rates)
 
 
 # ---- in-place fills: self's values replaced by draws (copy_ does the in-place and autograd checks)
 
 
-def _fill(self, values):
-    return self.copy_(_from_array(np.asarray(values), self.dtype))
+def _fill_with(self, fill, *args):
+    """self's values replaced by `fill`'s draws, in memory order as PyTorch's kernels walk it: a
+    transposed or permuted self gets its draws in the order of its strides, largest first."""
+    if self.is_contiguous():
+        return self.copy_(_drawn(list(self.shape), self.dtype, fill, *args))
+    order = sorted(range(self.dim()), key=lambda d: -self.stride(d))
+    drawn = _drawn([self.shape[d] for d in order], self.dtype, fill, *args)
+    return self.copy_(drawn.permute(sorted(range(self.dim()), key=order.__getitem__)))
 
 
 def _continuous(self, name):
@@ -205,7 +255,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[self.dtype]}'")
-    return _fill(self, stream(generator).uniform(a, b, size=list(self.shape)))
+    return _fill_with(self, engine(generator).uniform_, a, b)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -213,48 +263,51 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{SCALAR_TYPE_NAME[self.dtype]}'")
-    return _fill(self, stream(generator).normal(mean, std, size=list(self.shape)))
+    return _fill_with(self, engine(generator).normal_, mean, std, self.is_contiguous())
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
-    if isinstance(p, Tensor):
-        probabilities = np.broadcast_to(_values(p), list(self.shape))
-    else:
+    if not isinstance(p, Tensor):
         if not 0 <= p <= 1:
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-        probabilities = p
-    return _fill(self, stream(generator).random(list(self.shape)) < probabilities)
+        return _fill_with(self, engine(generator).bernoulli_, p)
+    probabilities = _values(p)
+    if not np.all((probabilities >= 0) & (probabilities <= 1)):
+        raise RuntimeError(
+            "Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message be "
+            "improved?  If so, please report an enhancement request to PyTorch.)"
+        )
+    # a float64 p draws double uniforms, any other floating p float ones (ATen's bernoulli_tensor_cpu_p_)
+    p_type = np.float64 if p.dtype is float64 else np.float32
+    expanded = np.array(np.broadcast_to(probabilities, list(self.shape)), dtype=p_type).reshape(-1)
+    return _fill_with(self, engine(generator).bernoulli_tensor_, expanded)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     _continuous(self, "Exponential")
-    return _fill(self, stream(generator).exponential(1 / lambd, size=list(self.shape)))
+    return _fill_with(self, engine(generator).exponential_, lambd)
 
 
 def geometric_(self, p, *, generator=None):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return _fill(self, stream(generator).geometric(p, size=list(self.shape)))
+    return _fill_with(self, engine(generator).geometric_, p)
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     _continuous(self, "Log Normal")
-    return _fill(self, stream(generator).lognormal(mean, std, size=list(self.shape)))
+    return _fill_with(self, engine(generator).log_normal_, mean, std)
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     _continuous(self, "Cauchy")
-    return _fill(self, median + sigma * stream(generator).standard_cauchy(size=list(self.shape)))
-
-
-# random_()'s default range: the integers the dtype holds exactly (its mantissa for floats).
-_RANDOM_TOP = {bool_: 2, int64: 2**63 - 1, float32: 2**24 + 1, float64: 2**53 + 1}
+    return _fill_with(self, engine(generator).cauchy_, median, sigma)
 
 
 def random_(self, *bounds, to=None, generator=None):
@@ -262,8 +315,10 @@ def random_(self, *bounds, to=None, generator=None):
     bounds = bounds if to is None else (*bounds, to)
     if len(bounds) > 2 or not builtins.all(isinstance(b, numbers.Integral) for b in bounds):
         raise TypeError("random_() takes random_(), random_(to) or random_(from, to), with int bounds")
-    low, high = (0, _RANDOM_TOP[self.dtype]) if not bounds else (0, bounds[0]) if len(bounds) == 1 else bounds
-    return _fill(self, _integers(low, high, list(self.shape), generator))
+    if not bounds:
+        return _fill_with(self, engine(generator).random_)
+    low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
+    return self.copy_(_integers(low, high, list(self.shape), self.dtype, generator))
 
 
 register("_sampling", globals())

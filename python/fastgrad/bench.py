@@ -773,6 +773,34 @@ NUMPY_TOO = ("fastgrad", "torch", "numpy", "reference")
 NO_NUMPY = ("fastgrad", "torch", "reference")
 
 
+def random_draw(draw, n):
+    """One random call making n values from the library's default generator (seeded alike: since
+    issue 19 fastgrad's numbers are PyTorch's, so both do the same work)."""
+
+    def make(lib, rng):
+        lib.manual_seed(0)
+        ones = lib.ones(n)
+        return lambda: draw(lib, n, ones)
+
+    return make
+
+
+RANDOM_DRAWS = {
+    "rand": lambda m, n, ones: m.rand(n),
+    "randn": lambda m, n, ones: m.randn(n),
+    "randn float64": lambda m, n, ones: m.randn(n, dtype=m.float64),
+    "randint": lambda m, n, ones: m.randint(0, 1000, (n,)),
+    "randperm": lambda m, n, ones: m.randperm(n),
+    "dropout(p=0.1)": lambda m, n, ones: m.nn.functional.dropout(ones, 0.1),
+    "multinomial (1 of 1000 per row)": lambda m, n, ones: m.multinomial(ones.view(-1, 1000), 1),
+}
+
+
+def random_rows(quick):
+    n = 64_000 if quick else 1_024_000  # whole rows of 1000 for multinomial
+    return [(f"{name} {n:.1e}", random_draw(draw, n), None, None, NO_NUMPY[:2]) for name, draw in RANDOM_DRAWS.items()]
+
+
 def groups(quick):
     big = 1 << 20 if quick else 16_000_000
     small = 1 << 16 if quick else 1_000_000
@@ -819,6 +847,7 @@ def groups(quick):
         + batch_rows(RESIZES, RESIZE_SHAPE, quick)
         + norm_rows(quick),
         "seq": seq_rows(quick),
+        "random": random_rows(quick),
     }
 
 

@@ -1,25 +1,22 @@
 """Random number generators: torch.Generator and torch.random's state functions.
 
 Written once for both backends (each gets its own default generator, as each has its own tensors).
-Underneath is numpy's PCG64, so a seed gives the same numbers on fastgrad and fastgrad.reference
-but not PyTorch's numbers (PyTorch's Mersenne Twister streams are an issue of their own). For the
-same reason a state is not PyTorch's 5056-byte uint8 tensor but an int64 tensor of six numbers
-(the PCG64 state and increment as signed 64-bit halves, and numpy's buffered 32-bit draw).
+Underneath is the backend's _CPUGenerator (the core's csrc/core/generator.h, or the pure-Python
+reference/_random.py): PyTorch's CPU generator, so a seed gives PyTorch's numbers, and a state is
+PyTorch's: a 5056-byte uint8 tensor that torch.set_rng_state() takes, and the other way round.
 """
 
 import builtins
 import contextlib
 import operator
-
-import numpy as np
+import secrets
 
 from . import _prims
-from fastgrad._types import device as _device, int64
+from fastgrad._types import device as _device, int64, uint8
 
 __all__ = ["manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "fork_rng"]
 
 DEFAULT_SEED = 67280421310721  # a new Generator's seed, as PyTorch's
-STATE_SIZE = 6
 _WORD = 2**64
 
 
@@ -34,7 +31,7 @@ class Generator:
         if where.type != "cpu":
             raise RuntimeError(f"Generator(): fastgrad has no generator for device '{where.type}'")
         self.device = _device("cpu")
-        self.manual_seed(DEFAULT_SEED)
+        self._engine = _prims._CPUGenerator(DEFAULT_SEED)
 
     def manual_seed(self, seed):
         if isinstance(seed, (builtins.bool, builtins.float)) or not hasattr(seed, "__index__"):
@@ -42,43 +39,27 @@ class Generator:
         seed = operator.index(seed)
         if not -(2**63) <= seed < _WORD:
             raise ValueError("Overflow when unpacking long long")
-        self._initial_seed = seed % _WORD
-        self.numpy = np.random.Generator(np.random.PCG64(self._initial_seed))
+        self._engine.manual_seed(seed % _WORD)
         return self
 
     def seed(self):
-        """Seeds from the operating system's entropy; returns the seed."""
-        self.manual_seed(np.random.SeedSequence().entropy % 2**63)
-        return self._initial_seed
+        """Seeds from the operating system's entropy (53 bits, as PyTorch's); returns the seed."""
+        self.manual_seed(secrets.randbits(53))
+        return self.initial_seed()
 
     def initial_seed(self):
-        return self._initial_seed
+        return self._engine.initial_seed()
 
     def get_state(self):
-        bits = self.numpy.bit_generator.state
-        words = [bits["state"]["state"], bits["state"]["inc"]]
-        halves = [w >> 64 if i % 2 == 0 else w % _WORD for w in words for i in range(2)]
-        values = [h - _WORD if h >= 2**63 else h for h in halves] + [bits["has_uint32"], bits["uinteger"]]
-        return _prims.from_values(values, [STATE_SIZE], int64, int64)
+        state = self._engine.get_state()
+        return _prims.from_values(list(state), [len(state)], uint8, int64)
 
     def set_state(self, new_state):
         if not isinstance(new_state, _prims.Tensor):
-            raise TypeError(f"expected a fastgrad int64 tensor, but got {type(new_state).__name__}")
-        if new_state.dtype is not int64:
-            raise TypeError("RNG state must be a fastgrad int64 tensor (as get_state() gives)")
-        if new_state.numel() != STATE_SIZE:
-            raise RuntimeError(
-                f"Expected a generator state of size {STATE_SIZE} but found the input RNG state size to be "
-                f"{new_state.numel()}"
-            )
-        values = [v % _WORD for v in new_state.reshape(-1).tolist()]
-        state, inc = (values[0] << 64) | values[1], (values[2] << 64) | values[3]
-        self.numpy.bit_generator.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": state, "inc": inc},
-            "has_uint32": values[4],
-            "uinteger": values[5],
-        }
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
+        self._engine.set_state(bytes(new_state.reshape(-1).tolist()))
         return self
 
     def __repr__(self):
@@ -89,13 +70,13 @@ default_generator = Generator()
 default_generator.seed()  # each process starts from fresh entropy, as PyTorch's
 
 
-def stream(generator):
-    """The numpy generator behind a `generator=` argument (None: the default generator)."""
+def engine(generator):
+    """The _CPUGenerator behind a `generator=` argument (None: the default generator)."""
     if generator is None:
-        return default_generator.numpy
+        return default_generator._engine
     if not isinstance(generator, Generator):
         raise TypeError(f"argument 'generator' must be Generator, not {type(generator).__name__}")
-    return generator.numpy
+    return generator._engine
 
 
 def manual_seed(seed):

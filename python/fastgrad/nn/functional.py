@@ -21,7 +21,7 @@ from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, bro
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy, ones_like
 from .._grad_mode import is_grad_enabled
-from .._sampling import rand
+from .._sampling import bernoulli_
 from .._grad_mode import no_grad
 from ._checked import CheckedArguments
 from ..autograd.function import Function
@@ -116,14 +116,9 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zeroes each element with probability p (a uniform draw below p), scaling the rest by 1/(1-p)."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0 or input.numel() == 0:  # nothing to drop: PyTorch returns the input itself
-        return input
-    keep = rand(list(input.shape)) >= p
-    scale = 1.0 / (1.0 - p) if p < 1 else 0.0
-    return input.mul_(keep).mul_(scale) if inplace else input * keep * scale
+    """Zeroes each element with probability p (PyTorch's mask: bernoulli_(1 - p)), scaling the rest by 1/(1-p)."""
+    _check_probability(p)
+    return _noisy(input, p, training, inplace, feature=False, alpha=False)
 
 
 _SELU_NEGATIVE_LIMIT = 1.7580993408473766  # alpha dropout's alpha: SELU's scale * alpha
@@ -145,9 +140,9 @@ def _noisy(input, p, training, inplace, feature, alpha):
     if p == 1:
         return input.mul_(0) if inplace else input * 0
     noise_shape = list(input.shape[:2]) + [1] * (input.dim() - 2) if feature else list(input.shape)
-    noise = (rand(noise_shape, dtype=input.dtype) >= p).to(input.dtype)
+    noise = bernoulli_(_prims.empty(noise_shape, input.dtype), 1 - p)
     if not alpha:
-        noise = noise / (1 - p)
+        noise = noise.div_(1 - p)
         return input.mul_(noise) if inplace else input * noise
     a = 1.0 / math.sqrt((_SELU_NEGATIVE_LIMIT**2 * p + 1) * (1 - p))
     shift = (noise - 1) * (_SELU_NEGATIVE_LIMIT * a) + _SELU_NEGATIVE_LIMIT * a * p
@@ -564,6 +559,19 @@ def prelu(input, weight):
     return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
 
 
+def _rrelu_noise(input, lower, upper):
+    """PyTorch's rrelu_with_noise draws: for each non-positive element in order, a double uniform
+    slope in [lower, upper] (the bounds first rounded to the input's compute type), 1 elsewhere. Its
+    kernel is compiled without FMA: u * (upper - lower) + lower rounds twice."""
+    non_positive = input <= 0
+    bound_type = float64 if input.dtype is float64 else float32
+    low, high = (_prims.full([], bound, bound_type).item() for bound in (lower, upper))
+    slopes = _prims.empty([int(non_positive.sum().item())], float64).uniform_() * (high - low) + low
+    noise = ones_like(input)
+    noise[non_positive] = slopes.to(input.dtype)
+    return noise
+
+
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Training: each non-positive element times a slope drawn uniformly from [lower, upper]; in
     evaluation the mean slope, as leaky_relu."""
@@ -575,9 +583,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     node = f"RreluWithNoiseBackward{int(inplace)}"
     if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
-        noise = _prims.where(
-            input.detach() > 0, 1.0, rand(list(input.shape), dtype=input.dtype) * (upper - lower) + lower
-        )
+        noise = _rrelu_noise(input.detach(), lower, upper)
         return _activation(
             node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, piecewise_linear=True
         )

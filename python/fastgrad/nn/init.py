@@ -6,9 +6,9 @@ import math
 import warnings
 
 from .. import linalg
-from .._factories import eye
+from .._factories import empty_like, eye
 from .._grad_mode import no_grad
-from .._methods import diag
+from .._methods import diag, where
 from .._sampling import randperm
 
 
@@ -23,9 +23,10 @@ def normal_(tensor, mean=0.0, std=1.0, generator=None):
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """N(mean, std) restricted to [a, b], by the inverse CDF of a uniform draw between the bounds'
-    CDF values (PyTorch's method until 2.5; its current one redraws in a loop, which never ends for
-    bounds far in a tail: a rule here is that no call hangs). Issue 19 revisits the stream."""
+    """N(mean, std) restricted to [a, b], PyTorch's way (so its numbers): when [a, b] holds more than
+    0.3 of the mass, normal draws with the values outside redrawn (a whole new normal_ per round);
+    otherwise uniform candidates in [a, b] kept with probability pdf / pdf(mode), by a log-uniform
+    test. Each round keeps a value with probability 0.3 or more, or pdf(b) / pdf(a) for a far tail."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
@@ -37,13 +38,31 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     with no_grad():
-        low, high = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-        tensor.uniform_(2 * low - 1, 2 * high - 1, generator=generator)
-        tensor.erfinv_()
-        tensor.mul_(std * math.sqrt(2.0))
-        tensor.add_(mean)
-        tensor.clamp_(min=a, max=b)
-    return tensor
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            low, high = tensor.new_tensor(a).item(), tensor.new_tensor(b).item()  # the bounds in tensor's dtype
+            result = tensor.normal_(mean, std, generator=generator)
+            while (outside := (result < low) | (result > high)).any():
+                result = where(outside, empty_like(result).normal_(mean, std, generator=generator), result)
+            return tensor if result is tensor else tensor.copy_(result)
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+        def rejected(candidates):
+            """Whether each candidate fails its test (it is overwritten by its log density)."""
+            candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+            return empty_like(candidates).uniform_(generator=generator).log_().gt(candidates)
+
+        candidates = tensor.uniform_(a, b, generator=generator).clone()
+        pending = rejected(candidates)
+        if not pending.any():
+            return tensor
+        result = tensor
+        while True:
+            candidates.uniform_(a, b, generator=generator)
+            result = where(pending, candidates, result)
+            pending = where(pending, rejected(candidates), pending)
+            if not pending.any():
+                return tensor.copy_(result)
 
 
 def orthogonal_(tensor, gain=1, generator=None):

@@ -9,8 +9,8 @@
 
 Same public API, semantics, error messages and grad_fn names as fastgrad; every computation is
 plain Python (array, math, itertools), numpy only at the edges (numpy arrays and Python data in,
-.numpy() out, printing, random numbers). float32 values live in array('f'), so every stored result
-is rounded to float32 as the core rounds it.
+.numpy() out, printing, the arrays random draws are written into). float32 values live in
+array('f'), so every stored result is rounded to float32 as the core rounds it.
 
 The modules here replace the C++ core:
 
@@ -30,6 +30,7 @@ The modules here replace the C++ core:
     _norm         batch_norm, group_norm, layer_norm: the fused normalizations of nn.functional
     _rnn          recurrent_layer: one direction of a recurrent layer (nn.RNN/LSTM/GRU and the cells)
     _creation     from_numpy, full, arange, linspace, eye: the creation primitives
+    _random       PyTorch's CPU generator (mt19937) and its distribution kernels' draws
     _prims        the primitives under fastgrad._prims's names (the core's bindings): operators and
                   the methods bound on Tensor, argument checks, isclose
 
