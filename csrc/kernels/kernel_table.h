@@ -49,6 +49,11 @@ using GemmKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t
 template <class T>
 using GemmPackedBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
                                    const T* b_panels, T* c, int64_t ldc);
+// The same product with B's rows read in place: B[p][j] = b[b_rows[p] + j], each row readable up to
+// n rounded up to whole nr-column tiles (the columns past n are read and dropped).
+template <class T>
+using GemmOffsetBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
+                                   const int64_t* b_rows, T* c, int64_t ldc);
 
 // The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
 // caches at load time; small_a_bytes: the largest A the small path reads in place.
@@ -192,6 +197,7 @@ struct TypedKernels {
   AccumulateKernel<T> accumulate;
   GemmKernel<T> gemm;
   GemmPackedBKernel<T> gemm_packed_b;
+  GemmOffsetBKernel<T> gemm_offset_b;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;

@@ -494,9 +494,89 @@ void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, cons
   });
 }
 
+// A stride-1 convolution runs as an implicit GEMM: its input rows zero-padded on both sides into a
+// scratch buffer (rows wp = w + 2 * padding apart), every (channel, ky, kx) row of the column matrix
+// is one contiguous run of that buffer from a fixed offset, so the GEMM reads B's rows in place
+// (gemm_offset_b) and nothing is unfolded. The GEMM's columns are the output pixels on the padded
+// grid, j = oy * wp + ox: the wp - ow columns at the end of each output row read across the border
+// and are dropped when the product is copied out (with the bias added). Taken when those dropped
+// columns are at most an eighth of the grid and an image has enough pixels for the GEMM's tiles
+// (b8 3x3 on 32x32: 34-wide rows of which 32 are kept); others (5x5 unpadded on 14x14 keeps 10
+// of 14 columns) unfold.
+int64_t padded_width(const ConvGeometry& g) { return g.w + 2 * g.p.padding[1]; }
+
+bool implicit_gemm(const ConvGeometry& g) {
+  return g.p.stride[0] == 1 && g.p.stride[1] == 1 && !g.pointwise() && g.pixels() >= kRangeColumns &&
+         8 * g.ow >= 7 * padded_width(g);
+}
+
+// The output rows per task of the implicit GEMM: about kImplicitColumns of the padded grid's
+// columns, so that the padded rows and the product stay in L2 with the weight.
+constexpr int64_t kImplicitColumns = 1088;
+int64_t implicit_rows_per_range(const ConvGeometry& g) {
+  return std::clamp<int64_t>(kImplicitColumns / padded_width(g), 1, g.oh);
+}
+
+// padded (cg planes of `rows` x wp, then `slack` zeros) = input rows [first - padding, ...) of one
+// group's planes (plane h x w each) with zero borders: rows outside the image and padding columns.
+template <class T>
+void pad_rows(const ConvGeometry& g, const T* planes, int64_t first, int64_t rows, int64_t slack, T* padded) {
+  const int64_t wp = padded_width(g), pw = g.p.padding[1];
+  const int64_t y0 = first - g.p.padding[0];  // the input row of padded row 0
+  const int64_t r0 = std::clamp<int64_t>(-y0, 0, rows), r1 = std::clamp<int64_t>(g.h - y0, r0, rows);
+  CopyBlockKernel<T> copy_block = kernels().of<T>().copy_block;
+  for (int64_t ch = 0; ch < g.cg(); ++ch, padded += rows * wp) {
+    std::fill(padded, padded + r0 * wp, T(0));
+    for (int64_t r = r0; r < r1; ++r) {
+      std::fill(padded + r * wp, padded + r * wp + pw, T(0));
+      std::fill(padded + r * wp + pw + g.w, padded + (r + 1) * wp, T(0));
+    }
+    copy_block(r1 - r0, g.w, planes + ch * g.h * g.w + (y0 + r0) * g.w, g.w, padded + r0 * wp + pw, wp);
+    std::fill(padded + r1 * wp, padded + rows * wp, T(0));
+  }
+  std::fill(padded, padded + slack, T(0));
+}
+
+template <class T>
+void conv_forward_implicit(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  const TypedKernels<T>& kernel = kernels().of<T>();
+  const int64_t p = g.pixels(), k = g.k(), og = g.og(), wp = padded_width(g), nr = kernel.gemm_blocks.nr;
+  const int64_t rows = implicit_rows_per_range(g), ranges = (g.oh + rows - 1) / rows;
+  const int64_t dy = g.p.dilation[0], dx = g.p.dilation[1];
+  parallel_over<T>(0, g.n * ranges, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> b_rows(k);
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t img = task / ranges, ob = task % ranges * rows, oe = std::min(g.oh, ob + rows);
+      const int64_t padded_rows = oe - ob + dy * (g.kh - 1), plane = padded_rows * wp;
+      const int64_t columns = (oe - ob - 1) * wp + g.ow;  // the last row's dropped columns not computed
+      for (int64_t ch = 0, r = 0; ch < g.cg(); ++ch)
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx) b_rows[r++] = ch * plane + ky * dy * wp + kx * dx;
+      T* padded = scratch<T, Scratch::Columns>(g.cg() * plane + nr);
+      T* product = scratch<T, Scratch::Block>(og * columns);
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        pad_rows(g, in + (img * g.c + grp * g.cg()) * g.h * g.w, ob, padded_rows, nr, padded);
+        kernel.gemm_offset_b(og, columns, k, w + grp * og * k, k, 1, padded, b_rows.data(), product, columns);
+        for (int64_t oc = 0; oc < og; ++oc) {
+          const T bias = b ? b[grp * og + oc] : T(0);
+          T* dst = out + (img * g.o + grp * og + oc) * p + ob * g.ow;
+          for (int64_t oy = 0; oy < oe - ob; ++oy) {
+            const T* from = product + oc * columns + oy * wp;
+            T* to = dst + oy * g.ow;
+            if (b)
+              for (int64_t ox = 0; ox < g.ow; ++ox) to[ox] = from[ox] + bias;
+            else std::copy_n(from, g.ow, to);
+          }
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
+  if (implicit_gemm(g)) return conv_forward_implicit(g, in, w, b, out);
   if (!g.pointwise() && rows_per_range<T>(g) < g.oh) return conv_forward_in_ranges(g, in, w, b, out);
   const TypedKernels<T>& kernel = kernels().of<T>();
   const int64_t p = g.pixels(), k = g.k();
