@@ -54,6 +54,10 @@ using GemmPackedBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, 
 template <class T>
 using GemmOffsetBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
                                    const int64_t* b_rows, T* c, int64_t ldc);
+// The same product with A's columns read in place: A[i][p] = a[a_columns[p] + i]; B as GemmKernel's.
+template <class T>
+using GemmOffsetAKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_columns, const T* b,
+                                   int64_t rsb, int64_t csb, T* c, int64_t ldc);
 
 // The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
 // caches at load time; small_a_bytes: the largest A the small path reads in place.
@@ -198,6 +202,7 @@ struct TypedKernels {
   GemmKernel<T> gemm;
   GemmPackedBKernel<T> gemm_packed_b;
   GemmOffsetBKernel<T> gemm_offset_b;
+  GemmOffsetAKernel<T> gemm_offset_a;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;

@@ -672,14 +672,58 @@ void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
 // Blocks whose weight-gradient products are held at once before being summed in block order.
 constexpr int64_t kBlocksPerWave = 8;
 
+// The weight gradient reads the input in place, through per-pixel offsets, once a group has enough
+// input channels (fewer unfold): each image's group planes are transposed into a zero-padded
+// channels-last buffer (padded pixel by padded pixel, cg channels contiguous), where the channels
+// that tap (ky, kx) meets at output pixel q are the cg elements from (position(q) + offset(ky, kx))
+// * cg -- and at dilation 1 the kw taps of a kernel row the kw * cg elements from the row's first.
+// So per kernel row (per tap when dilated) the block's product is those rows (A's columns read in
+// place: gemm_offset_a) @ G_g^T, with no column matrix; each element the same chain over the
+// block's pixels as the unfolded product's, so the same bits.
+constexpr int64_t kChannelsLastMinChannels = 8;
+bool weight_grad_channels_last(const ConvGeometry& g) { return g.cg() >= kChannelsLastMinChannels; }
+
+// part (K x Og, its rows tap-major: [ky][kx][ch]) = the product of group `grp` of `count` images from `first`.
+template <class T>
+void channels_last_product(const ConvGeometry& g, const T* grad, const T* in, int64_t first, int64_t count, int64_t grp,
+                           T* part) {
+  const int64_t cg = g.cg(), og = g.og(), p = g.pixels();
+  const int64_t hp = g.h + 2 * g.p.padding[0], wp = padded_width(g), image = hp * wp * cg;
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1], dy = g.p.dilation[0], dx = g.p.dilation[1];
+  T* padded = scratch<T, Scratch::Columns>(count * image);
+  std::fill(padded, padded + count * image, T(0));
+  for (int64_t b = 0; b < count; ++b)
+    for (int64_t ch = 0; ch < cg; ++ch) {
+      const T* plane = in + ((first + b) * g.c + grp * cg + ch) * g.h * g.w;
+      for (int64_t y = 0; y < g.h; ++y) {
+        T* to = padded + b * image + ((y + g.p.padding[0]) * wp + g.p.padding[1]) * cg + ch;
+        for (int64_t x = 0; x < g.w; ++x) to[x * cg] = plane[y * g.w + x];
+      }
+    }
+  thread_local std::vector<int64_t> columns;
+  columns.resize(count * p);
+  for (int64_t b = 0, q = 0; b < count; ++b)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) columns[q++] = (b * hp * wp + oy * sy * wp + ox * sx) * cg;
+  int64_t ldg;
+  const T* gg = block_grad(g, grad, first, count, grp, ldg);
+  GemmOffsetAKernel<T> gemm = kernels().of<T>().gemm_offset_a;
+  const int64_t taps_per_call = dx == 1 ? g.kw : 1;  // kernel rows, or single taps
+  for (int64_t ky = 0; ky < g.kh; ++ky)
+    for (int64_t kx = 0; kx < g.kw; kx += taps_per_call)
+      gemm(taps_per_call * cg, og, count * p, padded + (ky * dy * wp + kx * dx) * cg, columns.data(), gg, 1, ldg,
+           part + (ky * g.kw + kx) * cg * og, og);
+}
+
 // grad_weight: per wave of blocks (of images_per_block images, fixed by the geometry alone), each
-// block's product G_g @ cols^T in parallel, then summed in block order: so the bits do not depend on
-// the thread count. The sums run in the products' K x Og layout (contiguous adds), transposed into
-// gw once at the end.
+// block's product (channels_last_product's, or G_g @ cols^T) in parallel, then summed in block
+// order: so the bits do not depend on the thread count. The sums run in the products' layout
+// (contiguous adds), rearranged into gw once at the end.
 template <class T>
 void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
   if (depthwise(g)) return depthwise_grad_weight(g, grad, in, gw);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
+  const bool channels_last = weight_grad_channels_last(g);
   const int64_t k = g.k(), og = g.og(), per_block = g.o * k, images = images_per_block<T>(g);
   const int64_t blocks = (g.n + images - 1) / images;
   std::vector<T> partial(std::min(blocks, kBlocksPerWave) * per_block), total(per_block);
@@ -689,13 +733,17 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
       for (int64_t blk = lo; blk < hi; ++blk) {
         const int64_t count = std::min(images, g.n - blk * images);
         for (int64_t grp = 0; grp < g.groups; ++grp) {
+          T* part = partial.data() + (blk - first) * per_block + grp * og * k;
+          if (channels_last) {
+            channels_last_product(g, grad, in, blk * images, count, grp, part);
+            continue;
+          }
           int64_t ld, ldg;
           const T* columns = block_columns(g, in, blk * images, count, grp, ld);
           const T* gg = block_grad(g, grad, blk * images, count, grp, ldg);
           // The transposed product cols (K x count*P) @ G_g^T (count*P x Og), G_g^T read through
           // G_g's strides: cols, the larger operand, is then read along its rows (measured faster
           // than G_g @ cols^T).
-          T* part = partial.data() + (blk - first) * per_block + grp * og * k;
           gemm(k, og, ld, columns, ld, 1, gg, 1, ldg, part, og);
         }
       }
@@ -707,11 +755,13 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
         for (int64_t e = 0; e < per_block; ++e) total[e] += part[e];
     }
   }
+  const int64_t taps = g.kh * g.kw;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
-    const T* sum = total.data() + grp * og * k;  // K x Og
+    const T* sum = total.data() + grp * og * k;  // K x Og (K tap-major, or channel-major)
     T* dst = gw + grp * og * k;  // Og x K
     for (int64_t oc = 0; oc < og; ++oc)
-      for (int64_t r = 0; r < k; ++r) dst[oc * k + r] = sum[r * og + oc];
+      for (int64_t r = 0; r < k; ++r)  // r = ch * taps + tap
+        dst[oc * k + r] = sum[(channels_last ? r % taps * g.cg() + r / taps : r) * og + oc];
   }
 }
 
