@@ -249,6 +249,8 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
   constexpr bool kRowsOfB = Mode == Reads::OffsetRowsOfB, kColumnsOfA = Mode == Reads::OffsetColumnsOfA;
+  // A B of exactly one panel's columns, its rows contiguous and nr apart, is that panel already.
+  if (!b_panels && !kRowsOfB && n == nr && csb == 1 && rsb == nr) b_panels = b;
   const bool packs_b = !b_panels && !kRowsOfB;
   T* bpack = packs_b ? scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr)) : nullptr;
   constexpr int64_t mr = kRowsOf<Vecs>;
@@ -353,6 +355,14 @@ void gemm_offset_a(int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a
   gemm_blocked<T, kVecs, kMode>(m, n, k, a, 1, 0, b, rsb, csb, c, ldc, false, nullptr, a_columns);
 }
 
+// dst (cols x rows, contiguous) = src (rows x cols, rows ld_src apart) transposed: the GEMM's packing
+// of one panel `rows` wide (register-block transposes), for callers that lay out an operand once
+// (conv.cpp's channels-last input; kernel_table.h: TransposeKernel).
+template <class T>
+void transpose(int64_t rows, int64_t cols, const T* src, int64_t ld_src, T* dst) {
+  gemm_detail::pack<T>(rows, cols, src, ld_src, 1, rows, dst);
+}
+
 // The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
 // independent chains as the micro-kernel has accumulators, on registers only (x -> x * 0.999 + 0.001
 // stays near 1: no overflow, no denormals). Returns the flops done.
@@ -383,6 +393,7 @@ void fill_gemm(TypedKernels<T>& k) {
   k.gemm_packed_b = gemm_packed_b<T>;
   k.gemm_offset_b = gemm_offset_b<T>;
   k.gemm_offset_a = gemm_offset_a<T>;
+  k.transpose = transpose<T>;
   k.gemm_blocks = gemm_detail::blocks<T>();
   k.fma_loop = fma_loop<T>;
 }

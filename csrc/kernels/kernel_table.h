@@ -59,6 +59,10 @@ template <class T>
 using GemmOffsetAKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_columns, const T* b,
                                    int64_t rsb, int64_t csb, T* c, int64_t ldc);
 
+// dst (cols x rows, contiguous) = src (rows x cols, rows ld_src apart) transposed.
+template <class T>
+using TransposeKernel = void (*)(int64_t rows, int64_t cols, const T* src, int64_t ld_src, T* dst);
+
 // The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
 // caches at load time; small_a_bytes: the largest A the small path reads in place.
 struct GemmBlocks {
@@ -203,6 +207,7 @@ struct TypedKernels {
   GemmPackedBKernel<T> gemm_packed_b;
   GemmOffsetBKernel<T> gemm_offset_b;
   GemmOffsetAKernel<T> gemm_offset_a;
+  TransposeKernel<T> transpose;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;

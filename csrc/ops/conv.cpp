@@ -249,7 +249,7 @@ void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
 // mapped (a fresh vector per call zero-filled and faulted in its pages: measured a third of a
 // small forward). Those past kRetainedScratchBytes are freed when their pass ends (parallel_over),
 // so one large convolution does not keep its column matrix on every thread.
-enum class Scratch { Columns, Block, Row };
+enum class Scratch { Columns, Block, Row, GradTransposed };
 constexpr size_t kRetainedScratchBytes = 4 << 20;
 
 template <class T, Scratch Role>
@@ -268,7 +268,7 @@ T* scratch(int64_t count) {
 template <class T>
 void trim_scratch() {
   for (std::vector<T>* buffer : {&scratch_buffer<T, Scratch::Columns>(), &scratch_buffer<T, Scratch::Block>(),
-                                 &scratch_buffer<T, Scratch::Row>()})
+                                 &scratch_buffer<T, Scratch::Row>(), &scratch_buffer<T, Scratch::GradTransposed>()})
     if (buffer->size() * sizeof(T) > kRetainedScratchBytes) std::vector<T>().swap(*buffer);
 }
 
@@ -690,29 +690,31 @@ void channels_last_product(const ConvGeometry& g, const T* grad, const T* in, in
   const int64_t cg = g.cg(), og = g.og(), p = g.pixels();
   const int64_t hp = g.h + 2 * g.p.padding[0], wp = padded_width(g), image = hp * wp * cg;
   const int64_t sy = g.p.stride[0], sx = g.p.stride[1], dy = g.p.dilation[0], dx = g.p.dilation[1];
+  const TypedKernels<T>& kernel = kernels().of<T>();
   T* padded = scratch<T, Scratch::Columns>(count * image);
   std::fill(padded, padded + count * image, T(0));
-  for (int64_t b = 0; b < count; ++b)
-    for (int64_t ch = 0; ch < cg; ++ch) {
-      const T* plane = in + ((first + b) * g.c + grp * cg + ch) * g.h * g.w;
-      for (int64_t y = 0; y < g.h; ++y) {
-        T* to = padded + b * image + ((y + g.p.padding[0]) * wp + g.p.padding[1]) * cg + ch;
-        for (int64_t x = 0; x < g.w; ++x) to[x * cg] = plane[y * g.w + x];
-      }
-    }
+  for (int64_t b = 0; b < count; ++b) {
+    const T* planes = in + ((first + b) * g.c + grp * cg) * g.h * g.w;
+    for (int64_t y = 0; y < g.h; ++y)
+      kernel.transpose(cg, g.w, planes + y * g.w, g.h * g.w,
+                       padded + b * image + ((y + g.p.padding[0]) * wp + g.p.padding[1]) * cg);
+  }
   thread_local std::vector<int64_t> columns;
   columns.resize(count * p);
   for (int64_t b = 0, q = 0; b < count; ++b)
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < g.ow; ++ox) columns[q++] = (b * hp * wp + oy * sy * wp + ox * sx) * cg;
+  // G_g^T (count * P x Og) laid out once, not transposed again by every call's packing (at 16, 32 or 64
+  // output channels on AVX-512, a tile's width, it is the GEMM's packed panel itself).
   int64_t ldg;
   const T* gg = block_grad(g, grad, first, count, grp, ldg);
-  GemmOffsetAKernel<T> gemm = kernels().of<T>().gemm_offset_a;
+  T* grad_t = scratch<T, Scratch::GradTransposed>(count * p * og);
+  kernel.transpose(og, count * p, gg, ldg, grad_t);
   const int64_t taps_per_call = dx == 1 ? g.kw : 1;  // kernel rows, or single taps
   for (int64_t ky = 0; ky < g.kh; ++ky)
     for (int64_t kx = 0; kx < g.kw; kx += taps_per_call)
-      gemm(taps_per_call * cg, og, count * p, padded + (ky * dy * wp + kx * dx) * cg, columns.data(), gg, 1, ldg,
-           part + (ky * g.kw + kx) * cg * og, og);
+      kernel.gemm_offset_a(taps_per_call * cg, og, count * p, padded + (ky * dy * wp + kx * dx) * cg, columns.data(),
+                           grad_t, og, 1, part + (ky * g.kw + kx) * cg * og, og);
 }
 
 // grad_weight: per wave of blocks (of images_per_block images, fixed by the geometry alone), each
