@@ -511,10 +511,15 @@ bool implicit_gemm(const ConvGeometry& g) {
 }
 
 // The output rows per task of the implicit GEMM: about kImplicitColumns of the padded grid's
-// columns, so that the padded rows and the product stay in L2 with the weight.
+// columns, so that the padded rows and the product stay in L2 with the weight (a 32x32 image whole:
+// 17 tiles of 64 columns); fewer when the batch has fewer images than threads, so each gets work.
+// Each element is one chain whatever the ranges, so the bits do not depend on them.
 constexpr int64_t kImplicitColumns = 1088;
 int64_t implicit_rows_per_range(const ConvGeometry& g) {
-  return std::clamp<int64_t>(kImplicitColumns / padded_width(g), 1, g.oh);
+  const int64_t threads = parallel_worth_it(g) ? get_num_threads() : 1;
+  const int64_t ranges_per_image = (threads + g.n - 1) / std::max<int64_t>(g.n, 1);
+  const int64_t by_columns = std::clamp<int64_t>(kImplicitColumns / padded_width(g), 1, g.oh);
+  return std::min(by_columns, (g.oh + ranges_per_image - 1) / ranges_per_image);
 }
 
 // padded (cg planes of `rows` x wp, then `slack` zeros) = input rows [first - padding, ...) of one
