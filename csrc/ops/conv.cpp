@@ -6,6 +6,11 @@
 // = the sum over blocks of G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g) (or
 // at stride 1, where it pays, the forward pass of a convolution of G by the flipped weight: see
 // input_grad_is_convolution), and grad_bias the sum of G over images and pixels.
+// Where the operand is a set of shifted runs of the input, the GEMM reads it in place through
+// offsets instead (implicit GEMM, no column matrix at all): a stride-1 forward (conv_forward_implicit:
+// the input rows zero-padded, B's rows offsets into them) and the weight gradient of 8+ input
+// channels per group (channels_last_product: a zero-padded channels-last copy, A's columns offsets
+// into it). Both compute every element in the same chain as the unfolded product.
 //
 // Threads split the batch into whole blocks of images. Every output element is computed by one
 // thread in an order that does not depend on how many there are: a forward or input-gradient
