@@ -59,6 +59,22 @@ CASES = {  # id: (fn(F, x, w, b), input shape, weight shape, has bias)
     "2d valid": (lambda F, x, w, b: F.conv2d(x, w, b, padding="valid"), (2, 2, 5, 6), (3, 2, 3, 3), True),
     "2d unbatched": (lambda F, x, w, b: F.conv2d(x, w, b, padding=1), (3, 4, 5), (2, 3, 3, 3), True),
     "2d size-1 dims": (lambda F, x, w, b: F.conv2d(x, w, b), (1, 1, 1, 4), (2, 1, 1, 2), True),
+    # stride 1 over 256+ output pixels: the forward (and the input gradient) as an implicit GEMM on the
+    # zero-padded input; 8+ input channels per group: the weight gradient read from a channels-last
+    # copy of the input, per kernel row (per tap when dilated in width)
+    "2d implicit gemm": (
+        lambda F, x, w, b: F.conv2d(x, w, b, padding=(2, 1), dilation=(2, 1), groups=2),
+        (1, 16, 18, 16),
+        (4, 8, 3, 3),
+        True,
+    ),
+    "2d implicit gemm strided dilated weight gradient": (
+        lambda F, x, w, b: F.conv2d(x, w, b, stride=(2, 1), padding=1, dilation=(1, 2)),
+        (2, 8, 9, 11),
+        (2, 8, 3, 3),
+        True,
+    ),
+    "1d implicit gemm": (lambda F, x, w, b: F.conv1d(x, w, b, padding=2), (1, 8, 260), (2, 8, 5), True),
     "1d plain": (lambda F, x, w, b: F.conv1d(x, w, b), (2, 3, 9), (4, 3, 3), True),
     "1d stride padding dilation": (
         lambda F, x, w, b: F.conv1d(x, w, b, stride=2, padding=3, dilation=2),
@@ -116,15 +132,16 @@ def test_gradcheck(fg, case):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
     "channels, side, groups, padding",
-    [(6, 12, 1, 0), (2, 34, 1, 0), (4, 37, 4, 0), (8, 12, 2, 1)],
-    ids=["blocks of images", "waves", "depthwise", "input gradient as a convolution"],
+    [(6, 12, 1, 0), (2, 34, 1, 0), (4, 37, 4, 0), (8, 12, 2, 1), (8, 16, 1, 1)],
+    ids=["blocks of images", "waves", "depthwise", "input gradient as a convolution", "implicit gemm"],
 )
 def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups, padding):
     """The batch is split into whole blocks of images and the weight gradient summed in block order,
     so 1, 2 and 3 threads give the same bits: small images go several to a GEMM (the forward's
     blocks shrink with the thread count), 32x32 outputs one to a GEMM over several waves of blocks;
     the depthwise kernels split the planes (and the channels, for the weight gradient); a padded
-    stride-1 input gradient runs as the forward pass of its own convolution."""
+    stride-1 input gradient runs as the forward pass of its own convolution; 16x16 outputs with 8
+    input channels take the implicit GEMM and the channels-last weight gradient."""
     import fastgrad
 
     rng = rng_for("threads", dtype)
@@ -170,9 +187,10 @@ def test_one_pixel_outputs_do_not_depend_on_the_thread_count():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("isa", ["scalar", "avx2", "avx512"])
-def test_depthwise_kernels_under_every_isa(isa):
-    """The depthwise cases and their thread-count check rerun in a child under a forced ISA (the
-    direct kernels are compiled once per ISA; the main run covers this process's own)."""
+def test_depthwise_and_implicit_gemm_kernels_under_every_isa(isa):
+    """The depthwise and implicit GEMM cases and their thread-count checks rerun in a child under a
+    forced ISA (the direct kernels and the GEMM's offset reads are compiled once per ISA; the main
+    run covers this process's own)."""
     import os
     import subprocess
     import sys
@@ -185,7 +203,17 @@ def test_depthwise_kernels_under_every_isa(isa):
     if os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED") and "san.so" not in os.environ.get("LD_PRELOAD", ""):
         pytest.skip("the sanitized run reruns the kernels under every ISA (see test_kernels.ISA_RERUN_FILES)")
     child = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "depthwise", os.path.abspath(__file__)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            "depthwise or implicit",
+            os.path.abspath(__file__),
+        ],
         capture_output=True,
         text=True,
         timeout=600,

@@ -163,22 +163,32 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
   }
 }
 
+// Where the micro-kernel finds A's and B's elements of step p: A at a + p * a_step and B in a
+// packed panel (Packed); B's row p at b + offsets[p] (OffsetRowsOfB: gemm_offset_b); A's column p at
+// a + offsets[p] (OffsetColumnsOfA: gemm_offset_a). Callers whose operand is a set of shifted runs
+// of one buffer (conv.cpp's taps over a zero-padded image) then need no copy of it.
+enum class Reads { Packed, OffsetRowsOfB, OffsetColumnsOfA };
+
 // Continues the k-chain of a Rows x (Vecs * width) tile of c (rows ldc apart) over `depth` more
 // steps; `start` = the chain starts here (from zero) instead of from c. A's element (i, p) is
-// a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step the tile's rows; the small path reads A in place);
-// b is a packed panel, depth-major, Vecs * width wide.
-template <class T, int Rows, int Vecs>
-void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, T* c, int64_t ldc, bool start) {
+// a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step the tile's rows; the small path reads A
+// in place); B's row p is a packed panel's (depth-major, Vecs * width wide: b + p * Vecs * width).
+// Or as `Mode` says (Reads).
+template <class T, int Rows, int Vecs, Reads Mode>
+void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, const int64_t* offsets, T* c,
+                  int64_t ldc, bool start) {
   using V = Vec<T>;
   constexpr int W = V::kWidth;
   V acc[Rows][Vecs];
   for (int i = 0; i < Rows; ++i)
     for (int v = 0; v < Vecs; ++v) acc[i][v] = start ? V::broadcast(T(0)) : V::load(c + i * ldc + v * W);
-  for (int64_t p = 0; p < depth; ++p, a += a_step, b += Vecs * W) {
+  for (int64_t p = 0; p < depth; ++p) {
+    const T* row = Mode == Reads::OffsetRowsOfB ? b + offsets[p] : b + p * (Vecs * W);
+    const T* column = Mode == Reads::OffsetColumnsOfA ? a + offsets[p] : a + p * a_step;
     V bv[Vecs];
-    for (int v = 0; v < Vecs; ++v) bv[v] = V::load(b + v * W);
+    for (int v = 0; v < Vecs; ++v) bv[v] = V::load(row + v * W);
     for (int i = 0; i < Rows; ++i) {
-      V ai = V::broadcast(a[i * a_row]);
+      V ai = V::broadcast(column[i * a_row]);
       for (int v = 0; v < Vecs; ++v) acc[i][v] = fma(ai, bv[v], acc[i][v]);
     }
   }
@@ -187,22 +197,24 @@ void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, cons
 }
 
 template <class T>
-using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, T*, int64_t, bool);
+using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, const int64_t*, T*, int64_t, bool);
 
 // micro_kernel for 1..kRowsOf<Vecs> rows, so the last rows of C run without padding.
-template <class T, int Vecs, int... R>
+template <class T, int Vecs, Reads Mode, int... R>
 constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_sequence<int, R...>) {
-  return {&micro_kernel<T, R + 1, Vecs>...};
+  return {&micro_kernel<T, R + 1, Vecs, Mode>...};
 }
 
 // C[0:rows, 0:cols] continues its k-chain over `depth` steps: A read as in micro_kernel, B from
-// packed panels nr = Vecs * width wide, `b_panel` elements apart. A tile cut by C's right edge runs
-// through a full-width copy (the padding columns multiply the packed zeros and are dropped).
-template <class T, int Vecs>
+// packed panels nr = Vecs * width wide, `b_panel` elements apart (or with OffsetRowsOfB, rows
+// offsets into b, each tile of columns b_panel = nr further along them). A tile cut by C's right
+// edge runs through a full-width copy (the padding columns multiply the packed zeros, or whatever
+// the rows hold there, and are dropped).
+template <class T, int Vecs, Reads Mode>
 void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t a_row, int64_t a_panel, int64_t a_step,
-                  const T* bpack, int64_t b_panel, T* c, int64_t ldc, bool start) {
+                  const T* bpack, int64_t b_panel, const int64_t* offsets, T* c, int64_t ldc, bool start) {
   constexpr int kTileRows = kRowsOf<Vecs>;
-  static constexpr auto kernels = kernels_by_rows<T, Vecs>(std::make_integer_sequence<int, kTileRows>());
+  static constexpr auto kernels = kernels_by_rows<T, Vecs, Mode>(std::make_integer_sequence<int, kTileRows>());
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   alignas(64) T tile[kTileRows * nr];
   for (int64_t jr = 0; jr < cols; jr += nr, bpack += b_panel) {
@@ -212,12 +224,12 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
       const T* ap = a + (ir / kTileRows) * a_panel;
       T* cp = c + ir * ldc + jr;
       if (w == nr) {
-        kernels[h - 1](depth, ap, a_row, a_step, bpack, cp, ldc, start);
+        kernels[h - 1](depth, ap, a_row, a_step, bpack, offsets, cp, ldc, start);
         continue;
       }
       for (int64_t i = 0; i < h && !start; ++i)
         for (int64_t j = 0; j < w; ++j) tile[i * nr + j] = cp[i * ldc + j];
-      kernels[h - 1](depth, ap, a_row, a_step, bpack, tile, nr, start);
+      kernels[h - 1](depth, ap, a_row, a_step, bpack, offsets, tile, nr, start);
       for (int64_t i = 0; i < h; ++i)
         for (int64_t j = 0; j < w; ++j) cp[i * ldc + j] = tile[i * nr + j];
     }
@@ -226,34 +238,44 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
 
 // The loops over cache blocks: for each NC-wide panel of B, for each KC slice of k (in increasing
 // order: the chains continue from one slice to the next), pack that B panel (unless the caller
-// passed B already packed, `b_panels`: see gemm_packed_b), then for each MC block of A (packed, or
-// read in place) run the micro-tiles.
-template <class T, int Vecs>
+// passed B already packed, `b_panels`: see gemm_packed_b; or B's rows are read in place,
+// Reads::OffsetRowsOfB), then for each MC block of A (packed, or read in place) run the
+// micro-tiles. `offsets`: the Mode's offsets of every step in k.
+template <class T, int Vecs, Reads Mode = Reads::Packed>
 void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb,
-                  int64_t csb, T* c, int64_t ldc, bool pack_a, const T* b_panels = nullptr) {
+                  int64_t csb, T* c, int64_t ldc, bool pack_a, const T* b_panels = nullptr,
+                  const int64_t* offsets = nullptr) {
   const GemmBlocks& B = blocks<T>();
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-  T* bpack = b_panels ? nullptr : scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr));
+  constexpr bool kRowsOfB = Mode == Reads::OffsetRowsOfB, kColumnsOfA = Mode == Reads::OffsetColumnsOfA;
+  // A B of exactly one panel's columns, its rows contiguous and nr apart, is that panel already.
+  if (!b_panels && !kRowsOfB && n == nr && csb == 1 && rsb == nr) b_panels = b;
+  const bool packs_b = !b_panels && !kRowsOfB;
+  T* bpack = packs_b ? scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr)) : nullptr;
   constexpr int64_t mr = kRowsOf<Vecs>;
   T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), mr)) : nullptr;
   for (int64_t jc = 0; jc < n; jc += B.nc) {
     int64_t nc = std::min(B.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += B.kc) {
       int64_t kc = std::min(B.kc, k - pc);
-      // This slice's panels: a caller's full-depth panels read from row pc on, or packed here.
-      const T* panels = b_panels ? b_panels + jc * k + pc * nr : bpack;
-      const int64_t b_panel = b_panels ? nr * k : nr * kc;
-      if (!b_panels) pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
+      // This slice's panels: a caller's full-depth panels read from row pc on, its rows from
+      // column jc on, or packed here.
+      const T* panels = b_panels ? b_panels + jc * k + pc * nr : kRowsOfB ? b + jc : bpack;
+      const int64_t b_panel = b_panels ? nr * k : kRowsOfB ? nr : nr * kc;
+      const int64_t* slice_offsets = offsets ? offsets + pc : nullptr;
+      if (packs_b) pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
       for (int64_t ic = 0; ic < m; ic += B.mc) {
         int64_t mc = std::min(B.mc, m - ic);
-        const T* ablock = a + ic * rsa + pc * csa;
+        const T* ablock = a + ic * rsa + (kColumnsOfA ? 0 : pc * csa);
         T* cblock = c + ic * ldc + jc;
         if (pack_a) {
           pack<T>(mc, kc, ablock, rsa, csa, mr, apack);
-          macro_kernel<T, Vecs>(mc, nc, kc, apack, 1, mr * kc, mr, panels, b_panel, cblock, ldc, pc == 0);
+          macro_kernel<T, Vecs, Mode>(mc, nc, kc, apack, 1, mr * kc, mr, panels, b_panel, slice_offsets, cblock, ldc,
+                                      pc == 0);
         } else {
-          macro_kernel<T, Vecs>(mc, nc, kc, ablock, rsa, mr * rsa, csa, panels, b_panel, cblock, ldc, pc == 0);
+          macro_kernel<T, Vecs, Mode>(mc, nc, kc, ablock, rsa, mr * rsa, csa, panels, b_panel, slice_offsets, cblock,
+                                      ldc, pc == 0);
         }
       }
     }
@@ -305,6 +327,42 @@ void gemm_packed_b(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int
   gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, nullptr, 0, 0, c, ldc, packs_a<T>(m, n, k), b_panels);
 }
 
+// C = A @ B with B's rows read in place: B[p][j] = b[b_rows[p] + j] (kernel_table.h:
+// GemmOffsetBKernel). Every C runs the full-width micro-tiles (the same chains as gemm's packed
+// path); each row is read up to n rounded up to whole tiles (GemmBlocks::nr columns).
+template <class T>
+void gemm_offset_b(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
+                   const int64_t* b_rows, T* c, int64_t ldc) {
+  using namespace gemm_detail;
+  if (empty_product(m, n, k, c, ldc)) return;
+  gemm_blocked<T, kVecs, Reads::OffsetRowsOfB>(m, n, k, a, rsa, csa, b, 0, 0, c, ldc, packs_a<T>(m, n, k), nullptr,
+                                               b_rows);
+}
+
+// C = A @ B with A's columns read in place: A[i][p] = a[a_columns[p] + i] (kernel_table.h:
+// GemmOffsetAKernel); B strided as gemm's. A is never packed; the chains are gemm's.
+template <class T>
+void gemm_offset_a(int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_columns, const T* b, int64_t rsb,
+                   int64_t csb, T* c, int64_t ldc) {
+  using namespace gemm_detail;
+  constexpr int64_t W = Vec<T>::kWidth;
+  constexpr Reads kMode = Reads::OffsetColumnsOfA;
+  if (empty_product(m, n, k, c, ldc)) return;
+  if (kVecs >= 2 && n <= W)
+    return gemm_blocked<T, 1, kMode>(m, n, k, a, 1, 0, b, rsb, csb, c, ldc, false, nullptr, a_columns);
+  if (kVecs >= 4 && n <= 2 * W)
+    return gemm_blocked<T, 2, kMode>(m, n, k, a, 1, 0, b, rsb, csb, c, ldc, false, nullptr, a_columns);
+  gemm_blocked<T, kVecs, kMode>(m, n, k, a, 1, 0, b, rsb, csb, c, ldc, false, nullptr, a_columns);
+}
+
+// dst (cols x rows, contiguous) = src (rows x cols, rows ld_src apart) transposed: the GEMM's packing
+// of one panel `rows` wide (register-block transposes), for callers that lay out an operand once
+// (conv.cpp's channels-last input; kernel_table.h: TransposeKernel).
+template <class T>
+void transpose(int64_t rows, int64_t cols, const T* src, int64_t ld_src, T* dst) {
+  gemm_detail::pack<T>(rows, cols, src, ld_src, 1, rows, dst);
+}
+
 // The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
 // independent chains as the micro-kernel has accumulators, on registers only (x -> x * 0.999 + 0.001
 // stays near 1: no overflow, no denormals). Returns the flops done.
@@ -333,6 +391,9 @@ template <class T>
 void fill_gemm(TypedKernels<T>& k) {
   k.gemm = gemm<T>;
   k.gemm_packed_b = gemm_packed_b<T>;
+  k.gemm_offset_b = gemm_offset_b<T>;
+  k.gemm_offset_a = gemm_offset_a<T>;
+  k.transpose = transpose<T>;
   k.gemm_blocks = gemm_detail::blocks<T>();
   k.fma_loop = fma_loop<T>;
 }

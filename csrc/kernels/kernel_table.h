@@ -49,6 +49,19 @@ using GemmKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t
 template <class T>
 using GemmPackedBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
                                    const T* b_panels, T* c, int64_t ldc);
+// The same product with B's rows read in place: B[p][j] = b[b_rows[p] + j], each row readable up to
+// n rounded up to whole nr-column tiles (the columns past n are read and dropped).
+template <class T>
+using GemmOffsetBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
+                                   const int64_t* b_rows, T* c, int64_t ldc);
+// The same product with A's columns read in place: A[i][p] = a[a_columns[p] + i]; B as GemmKernel's.
+template <class T>
+using GemmOffsetAKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_columns, const T* b,
+                                   int64_t rsb, int64_t csb, T* c, int64_t ldc);
+
+// dst (cols x rows, contiguous) = src (rows x cols, rows ld_src apart) transposed.
+template <class T>
+using TransposeKernel = void (*)(int64_t rows, int64_t cols, const T* src, int64_t ld_src, T* dst);
 
 // The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
 // caches at load time; small_a_bytes: the largest A the small path reads in place.
@@ -192,6 +205,9 @@ struct TypedKernels {
   AccumulateKernel<T> accumulate;
   GemmKernel<T> gemm;
   GemmPackedBKernel<T> gemm_packed_b;
+  GemmOffsetBKernel<T> gemm_offset_b;
+  GemmOffsetAKernel<T> gemm_offset_a;
+  TransposeKernel<T> transpose;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;

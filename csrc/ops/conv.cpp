@@ -6,6 +6,11 @@
 // = the sum over blocks of G_g (Og x images * P) @ cols^T, grad_input = col2im(W_g^T @ G_g) (or
 // at stride 1, where it pays, the forward pass of a convolution of G by the flipped weight: see
 // input_grad_is_convolution), and grad_bias the sum of G over images and pixels.
+// Where the operand is a set of shifted runs of the input, the GEMM reads it in place through
+// offsets instead (implicit GEMM, no column matrix at all): a stride-1 forward (conv_forward_implicit:
+// the input rows zero-padded, B's rows offsets into them) and the weight gradient of 8+ input
+// channels per group (channels_last_product: a zero-padded channels-last copy, A's columns offsets
+// into it). Both compute every element in the same chain as the unfolded product.
 //
 // Threads split the batch into whole blocks of images. Every output element is computed by one
 // thread in an order that does not depend on how many there are: a forward or input-gradient
@@ -249,7 +254,7 @@ void col2im(const ConvGeometry& g, T* cols, int64_t ld, T* image) {
 // mapped (a fresh vector per call zero-filled and faulted in its pages: measured a third of a
 // small forward). Those past kRetainedScratchBytes are freed when their pass ends (parallel_over),
 // so one large convolution does not keep its column matrix on every thread.
-enum class Scratch { Columns, Block, Row };
+enum class Scratch { Columns, Block, Row, GradTransposed };
 constexpr size_t kRetainedScratchBytes = 4 << 20;
 
 template <class T, Scratch Role>
@@ -268,7 +273,7 @@ T* scratch(int64_t count) {
 template <class T>
 void trim_scratch() {
   for (std::vector<T>* buffer : {&scratch_buffer<T, Scratch::Columns>(), &scratch_buffer<T, Scratch::Block>(),
-                                 &scratch_buffer<T, Scratch::Row>()})
+                                 &scratch_buffer<T, Scratch::Row>(), &scratch_buffer<T, Scratch::GradTransposed>()})
     if (buffer->size() * sizeof(T) > kRetainedScratchBytes) std::vector<T>().swap(*buffer);
 }
 
@@ -494,9 +499,94 @@ void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, cons
   });
 }
 
+// A stride-1 convolution runs as an implicit GEMM: its input rows zero-padded on both sides into a
+// scratch buffer (rows wp = w + 2 * padding apart), every (channel, ky, kx) row of the column matrix
+// is one contiguous run of that buffer from a fixed offset, so the GEMM reads B's rows in place
+// (gemm_offset_b) and nothing is unfolded. The GEMM's columns are the output pixels on the padded
+// grid, j = oy * wp + ox: the wp - ow columns at the end of each output row read across the border
+// and are dropped when the product is copied out (with the bias added). Taken when those dropped
+// columns are at most an eighth of the grid and an image has enough pixels for the GEMM's tiles
+// (b8 3x3 on 32x32: 34-wide rows of which 32 are kept); others (5x5 unpadded on 14x14 keeps 10
+// of 14 columns) unfold.
+int64_t padded_width(const ConvGeometry& g) { return g.w + 2 * g.p.padding[1]; }
+
+bool implicit_gemm(const ConvGeometry& g) {
+  return g.p.stride[0] == 1 && g.p.stride[1] == 1 && !g.pointwise() && g.pixels() >= kRangeColumns &&
+         8 * g.ow >= 7 * padded_width(g);
+}
+
+// The output rows per task of the implicit GEMM: about kImplicitColumns of the padded grid's
+// columns, so that the padded rows and the product stay in L2 with the weight (a 32x32 image whole:
+// 17 tiles of 64 columns); fewer when the batch has fewer images than threads, so each gets work.
+// Each element is one chain whatever the ranges, so the bits do not depend on them.
+constexpr int64_t kImplicitColumns = 1088;
+int64_t implicit_rows_per_range(const ConvGeometry& g) {
+  const int64_t threads = parallel_worth_it(g) ? get_num_threads() : 1;
+  const int64_t ranges_per_image = (threads + g.n - 1) / std::max<int64_t>(g.n, 1);
+  const int64_t by_columns = std::clamp<int64_t>(kImplicitColumns / padded_width(g), 1, g.oh);
+  return std::min(by_columns, (g.oh + ranges_per_image - 1) / ranges_per_image);
+}
+
+// padded (cg planes of `rows` x wp, then `slack` zeros) = input rows [first - padding, ...) of one
+// group's planes (plane h x w each) with zero borders: rows outside the image and padding columns.
+template <class T>
+void pad_rows(const ConvGeometry& g, const T* planes, int64_t first, int64_t rows, int64_t slack, T* padded) {
+  const int64_t wp = padded_width(g), pw = g.p.padding[1];
+  const int64_t y0 = first - g.p.padding[0];  // the input row of padded row 0
+  const int64_t r0 = std::clamp<int64_t>(-y0, 0, rows), r1 = std::clamp<int64_t>(g.h - y0, r0, rows);
+  CopyBlockKernel<T> copy_block = kernels().of<T>().copy_block;
+  for (int64_t ch = 0; ch < g.cg(); ++ch, padded += rows * wp) {
+    std::fill(padded, padded + r0 * wp, T(0));
+    for (int64_t r = r0; r < r1; ++r) {
+      std::fill(padded + r * wp, padded + r * wp + pw, T(0));
+      std::fill(padded + r * wp + pw + g.w, padded + (r + 1) * wp, T(0));
+    }
+    copy_block(r1 - r0, g.w, planes + ch * g.h * g.w + (y0 + r0) * g.w, g.w, padded + r0 * wp + pw, wp);
+    std::fill(padded + r1 * wp, padded + rows * wp, T(0));
+  }
+  std::fill(padded, padded + slack, T(0));
+}
+
+template <class T>
+void conv_forward_implicit(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
+  const TypedKernels<T>& kernel = kernels().of<T>();
+  const int64_t p = g.pixels(), k = g.k(), og = g.og(), wp = padded_width(g), nr = kernel.gemm_blocks.nr;
+  const int64_t rows = implicit_rows_per_range(g), ranges = (g.oh + rows - 1) / rows;
+  const int64_t dy = g.p.dilation[0], dx = g.p.dilation[1];
+  parallel_over<T>(0, g.n * ranges, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
+    std::vector<int64_t> b_rows(k);
+    for (int64_t task = lo; task < hi; ++task) {
+      const int64_t img = task / ranges, ob = task % ranges * rows, oe = std::min(g.oh, ob + rows);
+      const int64_t padded_rows = oe - ob + dy * (g.kh - 1), plane = padded_rows * wp;
+      const int64_t columns = (oe - ob - 1) * wp + g.ow;  // the last row's dropped columns not computed
+      for (int64_t ch = 0, r = 0; ch < g.cg(); ++ch)
+        for (int64_t ky = 0; ky < g.kh; ++ky)
+          for (int64_t kx = 0; kx < g.kw; ++kx) b_rows[r++] = ch * plane + ky * dy * wp + kx * dx;
+      T* padded = scratch<T, Scratch::Columns>(g.cg() * plane + nr);
+      T* product = scratch<T, Scratch::Block>(og * columns);
+      for (int64_t grp = 0; grp < g.groups; ++grp) {
+        pad_rows(g, in + (img * g.c + grp * g.cg()) * g.h * g.w, ob, padded_rows, nr, padded);
+        kernel.gemm_offset_b(og, columns, k, w + grp * og * k, k, 1, padded, b_rows.data(), product, columns);
+        for (int64_t oc = 0; oc < og; ++oc) {
+          const T bias = b ? b[grp * og + oc] : T(0);
+          T* dst = out + (img * g.o + grp * og + oc) * p + ob * g.ow;
+          for (int64_t oy = 0; oy < oe - ob; ++oy) {
+            const T* from = product + oc * columns + oy * wp;
+            T* to = dst + oy * g.ow;
+            if (b)
+              for (int64_t ox = 0; ox < g.ow; ++ox) to[ox] = from[ox] + bias;
+            else std::copy_n(from, g.ow, to);
+          }
+        }
+      }
+    }
+  });
+}
+
 template <class T>
 void conv_forward(const ConvGeometry& g, const T* in, const T* w, const T* b, T* out) {
   if (depthwise(g)) return depthwise_forward(g, in, w, b, out);
+  if (implicit_gemm(g)) return conv_forward_implicit(g, in, w, b, out);
   if (!g.pointwise() && rows_per_range<T>(g) < g.oh) return conv_forward_in_ranges(g, in, w, b, out);
   const TypedKernels<T>& kernel = kernels().of<T>();
   const int64_t p = g.pixels(), k = g.k();
@@ -592,14 +682,62 @@ void conv_grad_input(const ConvGeometry& g, const T* grad, const T* w, T* gin) {
 // Blocks whose weight-gradient products are held at once before being summed in block order.
 constexpr int64_t kBlocksPerWave = 8;
 
+// The weight gradient reads the input in place, through per-pixel offsets, once a group has enough
+// input channels (fewer unfold): each image's group planes are transposed into a zero-padded
+// channels-last buffer (padded pixel by padded pixel, cg channels contiguous), where the channels
+// that tap (ky, kx) meets at output pixel q are the cg elements from (position(q) + offset(ky, kx))
+// * cg -- and at dilation 1 the kw taps of a kernel row the kw * cg elements from the row's first.
+// So per kernel row (per tap when dilated) the block's product is those rows (A's columns read in
+// place: gemm_offset_a) @ G_g^T, with no column matrix; each element the same chain over the
+// block's pixels as the unfolded product's, so the same bits.
+constexpr int64_t kChannelsLastMinChannels = 8;
+// Not for a pointwise kernel: its operand is the image itself already (measured 1x1 64 -> 64 on 32x32, b8: 348 us
+// read in place, 525-658 us through the channels-last copy).
+bool weight_grad_channels_last(const ConvGeometry& g) { return g.cg() >= kChannelsLastMinChannels && !g.pointwise(); }
+
+// part (K x Og, its rows tap-major: [ky][kx][ch]) = the product of group `grp` of `count` images from `first`.
+template <class T>
+void channels_last_product(const ConvGeometry& g, const T* grad, const T* in, int64_t first, int64_t count, int64_t grp,
+                           T* part) {
+  const int64_t cg = g.cg(), og = g.og(), p = g.pixels();
+  const int64_t hp = g.h + 2 * g.p.padding[0], wp = padded_width(g), image = hp * wp * cg;
+  const int64_t sy = g.p.stride[0], sx = g.p.stride[1], dy = g.p.dilation[0], dx = g.p.dilation[1];
+  const TypedKernels<T>& kernel = kernels().of<T>();
+  T* padded = scratch<T, Scratch::Columns>(count * image);
+  std::fill(padded, padded + count * image, T(0));
+  for (int64_t b = 0; b < count; ++b) {
+    const T* planes = in + ((first + b) * g.c + grp * cg) * g.h * g.w;
+    for (int64_t y = 0; y < g.h; ++y)
+      kernel.transpose(cg, g.w, planes + y * g.w, g.h * g.w,
+                       padded + b * image + ((y + g.p.padding[0]) * wp + g.p.padding[1]) * cg);
+  }
+  thread_local std::vector<int64_t> columns;
+  columns.resize(count * p);
+  for (int64_t b = 0, q = 0; b < count; ++b)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) columns[q++] = (b * hp * wp + oy * sy * wp + ox * sx) * cg;
+  // G_g^T (count * P x Og) laid out once, not transposed again by every call's packing (at 16, 32 or 64
+  // output channels on AVX-512, a tile's width, it is the GEMM's packed panel itself).
+  int64_t ldg;
+  const T* gg = block_grad(g, grad, first, count, grp, ldg);
+  T* grad_t = scratch<T, Scratch::GradTransposed>(count * p * og);
+  kernel.transpose(og, count * p, gg, ldg, grad_t);
+  const int64_t taps_per_call = dx == 1 ? g.kw : 1;  // kernel rows, or single taps
+  for (int64_t ky = 0; ky < g.kh; ++ky)
+    for (int64_t kx = 0; kx < g.kw; kx += taps_per_call)
+      kernel.gemm_offset_a(taps_per_call * cg, og, count * p, padded + (ky * dy * wp + kx * dx) * cg, columns.data(),
+                           grad_t, og, 1, part + (ky * g.kw + kx) * cg * og, og);
+}
+
 // grad_weight: per wave of blocks (of images_per_block images, fixed by the geometry alone), each
-// block's product G_g @ cols^T in parallel, then summed in block order: so the bits do not depend on
-// the thread count. The sums run in the products' K x Og layout (contiguous adds), transposed into
-// gw once at the end.
+// block's product (channels_last_product's, or G_g @ cols^T) in parallel, then summed in block
+// order: so the bits do not depend on the thread count. The sums run in the products' layout
+// (contiguous adds), rearranged into gw once at the end.
 template <class T>
 void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) {
   if (depthwise(g)) return depthwise_grad_weight(g, grad, in, gw);
   GemmKernel<T> gemm = kernels().of<T>().gemm;
+  const bool channels_last = weight_grad_channels_last(g);
   const int64_t k = g.k(), og = g.og(), per_block = g.o * k, images = images_per_block<T>(g);
   const int64_t blocks = (g.n + images - 1) / images;
   std::vector<T> partial(std::min(blocks, kBlocksPerWave) * per_block), total(per_block);
@@ -609,13 +747,17 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
       for (int64_t blk = lo; blk < hi; ++blk) {
         const int64_t count = std::min(images, g.n - blk * images);
         for (int64_t grp = 0; grp < g.groups; ++grp) {
+          T* part = partial.data() + (blk - first) * per_block + grp * og * k;
+          if (channels_last) {
+            channels_last_product(g, grad, in, blk * images, count, grp, part);
+            continue;
+          }
           int64_t ld, ldg;
           const T* columns = block_columns(g, in, blk * images, count, grp, ld);
           const T* gg = block_grad(g, grad, blk * images, count, grp, ldg);
           // The transposed product cols (K x count*P) @ G_g^T (count*P x Og), G_g^T read through
           // G_g's strides: cols, the larger operand, is then read along its rows (measured faster
           // than G_g @ cols^T).
-          T* part = partial.data() + (blk - first) * per_block + grp * og * k;
           gemm(k, og, ld, columns, ld, 1, gg, 1, ldg, part, og);
         }
       }
@@ -627,11 +769,13 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
         for (int64_t e = 0; e < per_block; ++e) total[e] += part[e];
     }
   }
+  const int64_t taps = g.kh * g.kw;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
-    const T* sum = total.data() + grp * og * k;  // K x Og
+    const T* sum = total.data() + grp * og * k;  // K x Og (K tap-major, or channel-major)
     T* dst = gw + grp * og * k;  // Og x K
     for (int64_t oc = 0; oc < og; ++oc)
-      for (int64_t r = 0; r < k; ++r) dst[oc * k + r] = sum[r * og + oc];
+      for (int64_t r = 0; r < k; ++r)  // r = ch * taps + tap
+        dst[oc * k + r] = sum[(channels_last ? r % taps * g.cg() + r / taps : r) * og + oc];
   }
 }
 
