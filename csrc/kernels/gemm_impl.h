@@ -305,6 +305,12 @@ void gemm_packed_b(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int
   gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, nullptr, 0, 0, c, ldc, packs_a<T>(m, n, k), b_panels);
 }
 
+// B (k x n, read through its strides) packed into gemm_packed_b's panels.
+template <class T>
+void gemm_pack_b(int64_t k, int64_t n, const T* b, int64_t rsb, int64_t csb, T* panels) {
+  gemm_detail::pack<T>(n, k, b, csb, rsb, gemm_detail::tile_cols<T>(), panels);
+}
+
 // The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
 // independent chains as the micro-kernel has accumulators, on registers only (x -> x * 0.999 + 0.001
 // stays near 1: no overflow, no denormals). Returns the flops done.
@@ -333,6 +339,7 @@ template <class T>
 void fill_gemm(TypedKernels<T>& k) {
   k.gemm = gemm<T>;
   k.gemm_packed_b = gemm_packed_b<T>;
+  k.gemm_pack_b = gemm_pack_b<T>;
   k.gemm_blocks = gemm_detail::blocks<T>();
   k.fma_loop = fma_loop<T>;
 }
