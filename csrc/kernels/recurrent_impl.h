@@ -19,36 +19,49 @@
 namespace fg::simd::FG_ISA_NAMESPACE {
 namespace recurrent_detail {
 
-// The `count` (1..kWidth) elements at p as a vector, zero-padded past them; and the store of a
-// vector's first `count` lanes (a hidden size that is no multiple of the vector width).
+// The vector of units a kernel works on: kWidth of them (Full, a compile-time count: plain loads
+// and stores) or the `count` < kWidth past the last full vector (zero-padded loads, partial stores).
+template <class T>
+struct Full {
+  static constexpr int64_t count = Vec<T>::kWidth;
+};
+template <class T>
+Vec<T> load_part(const T* p, Full<T>) {
+  return Vec<T>::load(p);
+}
+template <class T>
+void store_part(Vec<T> v, T* p, Full<T>) {
+  v.store(p);
+}
 template <class T>
 Vec<T> load_part(const T* p, int64_t count) {
-  if (count == Vec<T>::kWidth) return Vec<T>::load(p);
   T lanes[Vec<T>::kWidth] = {};
   for (int64_t i = 0; i < count; ++i) lanes[i] = p[i];
   return Vec<T>::load(lanes);
 }
 template <class T>
 void store_part(Vec<T> v, T* p, int64_t count) {
-  if (count == Vec<T>::kWidth) return v.store(p);
   T lanes[Vec<T>::kWidth];
   v.store(lanes);
   for (int64_t i = 0; i < count; ++i) p[i] = lanes[i];
 }
 
-// Calls body(row, unit, count) for every vector of `count` units of every row.
+// Calls body(row, unit, n) for every vector of units of every row, n a Full<T> or the tail's count.
 template <class T, class F>
 void for_each_vector(int64_t rows, int64_t hidden, F body) {
   constexpr int64_t W = Vec<T>::kWidth;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < hidden; j += W) body(r, j, hidden - j < W ? hidden - j : W);
+  const int64_t full = hidden / W * W;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < full; j += W) body(r, j, Full<T>{});
+    if (full < hidden) body(r, full, hidden - full);
+  }
 }
 
 template <class T, RecurrentCell Cell>
 void step_forward(const RecurrentStep<T>& s) {
   using V = Vec<T>;
   const int64_t H = s.hidden, G = recurrent_gates(Cell) * H, K = recurrent_kept(Cell) * H;
-  for_each_vector<T>(s.rows, H, [&](int64_t r, int64_t j, int64_t n) {
+  for_each_vector<T>(s.rows, H, [&](int64_t r, int64_t j, auto n) {
     auto in = [n, j](const T* row, int64_t part) { return load_part(row + part + j, n); };
     auto out = [n, j](V v, T* row, int64_t part) { store_part(v, row + part + j, n); };
     // gate q's h W_hh^T + b_hh (addmm's epilogue), and the projected input's part of it
@@ -86,7 +99,7 @@ void step_backward(const RecurrentStepGrad<T>& s) {
   using V = Vec<T>;
   const int64_t H = s.hidden, G = recurrent_gates(Cell) * H, K = recurrent_kept(Cell) * H;
   const V one = V::broadcast(T(1)), zero = V::broadcast(T(0));
-  for_each_vector<T>(s.rows, H, [&](int64_t r, int64_t j, int64_t n) {
+  for_each_vector<T>(s.rows, H, [&](int64_t r, int64_t j, auto n) {
     auto in = [n, j](const T* row, int64_t part) { return load_part(row + part + j, n); };
     auto out = [n, j](V v, T* row, int64_t part) { store_part(v, row + part + j, n); };
     const T* keep = s.keep + r * K;
