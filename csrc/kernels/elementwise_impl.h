@@ -297,6 +297,9 @@ struct ExpNeg {
 struct OneOverOnePlus {
   template <class V> V operator()(V e) const { return V::broadcast(1) / (V::broadcast(1) + e); }
 };
+// sigmoid_kernel's results for one vector (float64: its two passes in one), for fused kernels.
+inline Vec<float> sigmoid_value(Vec<float> x) { return sigmoid(x); }
+inline Vec<double> sigmoid_value(Vec<double> x) { return OneOverOnePlus{}(ExpNeg{}(x)); }
 
 // The activations with parameters: f(x, params...) and the gradient g f'(x), each parameter a
 // broadcast vector. As PyTorch's kernels: leaky_relu is x > 0 ? x : x slope (its gradient takes the

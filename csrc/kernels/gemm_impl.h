@@ -310,9 +310,18 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   if (empty_product(m, n, k, c, ldc)) return;
   if (m == 1) return gemv<T>(n, k, b, csb, rsb, a, csa, c, 1);  // c[j] = sum_p B[p][j] A[0][p]
   if (n == 1) return gemv<T>(m, k, a, rsa, csa, b, rsb, c, ldc);
-  // A narrow C gets a narrower tile rather than columns of padding (A read in place).
-  if (kVecs >= 2 && n <= W) return gemm_blocked<T, 1>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, false);
-  if (kVecs >= 4 && n <= 2 * W) return gemm_blocked<T, 2>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, false);
+  // A narrow C, and the last columns of a wide one that would fill at most half a tile (nn.Linear
+  // to a vocabulary of 65: 64 + 1), get a narrower tile rather than columns of padding (A read in place).
+  auto narrow = [&](int64_t first, int64_t cols) {
+    if (kVecs >= 2 && cols <= W)
+      return gemm_blocked<T, 1>(m, cols, k, a, rsa, csa, b + first * csb, rsb, csb, c + first, ldc, false), true;
+    if (kVecs >= 4 && cols <= 2 * W)
+      return gemm_blocked<T, 2>(m, cols, k, a, rsa, csa, b + first * csb, rsb, csb, c + first, ldc, false), true;
+    return false;
+  };
+  if (narrow(0, n)) return;
+  const int64_t tail = n % tile_cols<T>();
+  if (tail > 0 && narrow(n - tail, tail)) n -= tail;
   gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, b, rsb, csb, c, ldc, packs_a<T>(m, n, k));
 }
 
@@ -363,6 +372,12 @@ void transpose(int64_t rows, int64_t cols, const T* src, int64_t ld_src, T* dst)
   gemm_detail::pack<T>(rows, cols, src, ld_src, 1, rows, dst);
 }
 
+// B (k x n, read through its strides) packed into gemm_packed_b's panels.
+template <class T>
+void gemm_pack_b(int64_t k, int64_t n, const T* b, int64_t rsb, int64_t csb, T* panels) {
+  gemm_detail::pack<T>(n, k, b, csb, rsb, gemm_detail::tile_cols<T>(), panels);
+}
+
 // The FMA peak the GEMM is measured against (the bench's "% of peak"): `iterations` steps of as many
 // independent chains as the micro-kernel has accumulators, on registers only (x -> x * 0.999 + 0.001
 // stays near 1: no overflow, no denormals). Returns the flops done.
@@ -394,6 +409,7 @@ void fill_gemm(TypedKernels<T>& k) {
   k.gemm_offset_b = gemm_offset_b<T>;
   k.gemm_offset_a = gemm_offset_a<T>;
   k.transpose = transpose<T>;
+  k.gemm_pack_b = gemm_pack_b<T>;
   k.gemm_blocks = gemm_detail::blocks<T>();
   k.fma_loop = fma_loop<T>;
 }

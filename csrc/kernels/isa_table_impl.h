@@ -8,6 +8,7 @@
 #include "kernels/norm_impl.h"
 #include "kernels/optim_impl.h"
 #include "kernels/pool_impl.h"
+#include "kernels/recurrent_impl.h"
 #include "kernels/reduce_impl.h"
 #include "kernels/softmax_impl.h"
 
@@ -39,6 +40,8 @@ const KernelTable& kernel_table() {
     fill_norm(t.f64);
     fill_softmax(t.f32);
     fill_softmax(t.f64);
+    fill_recurrent(t.f32);
+    fill_recurrent(t.f64);
     return t;
   }();
   return table;

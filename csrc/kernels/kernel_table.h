@@ -63,6 +63,12 @@ using GemmOffsetAKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, 
 template <class T>
 using TransposeKernel = void (*)(int64_t rows, int64_t cols, const T* src, int64_t ld_src, T* dst);
 
+// gemm_pack_b(k, n, b, rsb, csb, panels): B (k x n, B[p][j] = b[p * rsb + j * csb]) into the panels
+// GemmPackedBKernel reads (round_up(n, nr) * k elements), so a B used by many products (a recurrent
+// layer's W_hh at every time step) is packed once.
+template <class T>
+using GemmPackBKernel = void (*)(int64_t k, int64_t n, const T* b, int64_t rsb, int64_t csb, T* panels);
+
 // The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
 // caches at load time; small_a_bytes: the largest A the small path reads in place.
 struct GemmBlocks {
@@ -192,6 +198,44 @@ template <class T>
 using SoftmaxBackwardKernel = void (*)(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns,
                                        bool log);
 
+// The cells of the recurrent layers (recurrent_impl.h, ops/recurrent.cpp); gates in PyTorch's order.
+enum class RecurrentCell : uint8_t { RnnTanh, RnnRelu, Lstm, Gru, Count };
+// Gates per unit (LSTM i, f, g, o; GRU r, z, n), and what the forward keeps per unit for the backward.
+constexpr int64_t recurrent_gates(RecurrentCell cell) {
+  return cell == RecurrentCell::Lstm ? 4 : cell == RecurrentCell::Gru ? 3 : 1;
+}
+constexpr int64_t recurrent_kept(RecurrentCell cell) {
+  return cell == RecurrentCell::Lstm ? 5 : cell == RecurrentCell::Gru ? 4 : 0;
+}
+// One time step of `rows` rows of `hidden` units, every buffer rows of contiguous units: `hh`
+// (recurrent_gates * hidden a row) = h W_hh^T; `bias` b_hh (null: none); `x` the projected input (as
+// hh); `h`, `c` the previous state (c: LSTM); writes `h_out`, `c_out` (LSTM) and `keep`
+// (recurrent_kept * hidden a row: LSTM i, f, g, o, tanh(c'); GRU r, z, n, h W_hn + b_hn; RNN none).
+template <class T>
+struct RecurrentStep {
+  int64_t rows, hidden;
+  const T *hh, *bias, *x, *h, *c;
+  T *h_out, *c_out, *keep;
+};
+// The step's backward from the forward's buffers (`keep`, `h_out`, the previous `h` and `c`) and: `grad_h` (in: the
+// part of h''s gradient that reached it directly from the next step, GRU's dh'' z, else zero; out: this step's direct
+// part to h), `through` (the part through the next step's hidden product), `grad_h_out` / `grad_c_out` (the gradients
+// of this step's outputs from the layer's outputs), `grad_c` (LSTM: in, the gradient of c' from the next step; out,
+// that of c); writes `grad_x`, the gradient of the projected input, and for GRU `grad_hh`, that of h W_hh^T + b_hh (it
+// differs in the n-part; the other cells' is grad_x).
+template <class T>
+struct RecurrentStepGrad {
+  int64_t rows, hidden;
+  const T *keep, *h_out, *h, *c, *through, *grad_h_out, *grad_c_out;
+  T *grad_h, *grad_c, *grad_x, *grad_hh;
+};
+// forward: the step's gates with the elementwise kernels' own functions in the composition's order
+// (nn/rnn.py: gates = (h W_hh^T + b_hh) + x, ...), so the states are the composed ops' bits.
+template <class T>
+using RecurrentForwardKernel = void (*)(const RecurrentStep<T>& step);
+template <class T>
+using RecurrentBackwardKernel = void (*)(const RecurrentStepGrad<T>& grad);
+
 // Runs `iterations` steps of independent register-only FMA chains; returns the flops done (gemm_impl.h).
 using FmaLoopKernel = double (*)(int64_t iterations);
 
@@ -208,6 +252,7 @@ struct TypedKernels {
   GemmOffsetBKernel<T> gemm_offset_b;
   GemmOffsetAKernel<T> gemm_offset_a;
   TransposeKernel<T> transpose;
+  GemmPackBKernel<T> gemm_pack_b;
   GemmBlocks gemm_blocks;
   FmaLoopKernel fma_loop;
   DepthwiseKernel<T> depthwise_forward, depthwise_grad_input, depthwise_grad_weight;
@@ -227,6 +272,8 @@ struct TypedKernels {
   LayerNormParamSumsKernel<T> layer_norm_param_sums;
   SoftmaxForwardKernel<T> softmax_forward;
   SoftmaxBackwardKernel<T> softmax_backward;
+  RecurrentForwardKernel<T> recurrent_forward[static_cast<int>(RecurrentCell::Count)];
+  RecurrentBackwardKernel<T> recurrent_backward[static_cast<int>(RecurrentCell::Count)];
 };
 
 struct KernelTable {

@@ -13,6 +13,7 @@
 #include "autograd/node.h"
 #include "core/scalar.h"
 #include "core/tensor.h"
+#include "kernels/kernel_table.h"
 
 namespace fg {
 
@@ -447,7 +448,7 @@ Tensor layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 // Returns the states (1, T, B, H), LSTM's (2, T, B, H) (h, then c), of every step in time order;
 // float32 and float64. One node, RnnLayerBackward0. PyTorch's argument checks
 // are the caller's (nn/rnn.py).
-enum class RecurrentMode { RnnTanh, RnnRelu, Lstm, Gru };
+using RecurrentMode = RecurrentCell;  // kernels/kernel_table.h
 RecurrentMode recurrent_mode_from_name(const std::string& name);  // RNN_TANH, RNN_RELU, LSTM, GRU
 Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor& h0, const Tensor& c0,
                        const Tensor& w_hh, const Tensor& b_hh, bool reverse);

@@ -2,41 +2,36 @@
 // node, RnnLayerBackward0 (nn.RNN/LSTM/GRU and the cells, python/fastgrad/nn/rnn.py, call it with
 // the input projection of every step already made by one F.linear).
 //
-// Forward, per step: one product h W_hh^T (+ b_hh) (the addmm/mm ops, run without autograd), then
-// one pass over the step's rows computing the gates with the elementwise ops' own vector kernels
-// (kernels().unary/binary), operation for operation as the composition in rnn.py (ATen's CPU cell
-// formulas), so the states are the composition's bits. The pass keeps what the backward reads:
-// the activated gates, LSTM's tanh(c), GRU's hidden n-part (h W_hn + b_hn).
+// Forward, per step: one product h W_hh^T, then one pass over the step's rows (the ISA's
+// recurrent_forward kernel, kernels/recurrent_impl.h) adding b_hh and the projected input and
+// computing the gates and states with the elementwise kernels' functions, operation for operation
+// as the composition in rnn.py (F.linear's addmm, then ATen's CPU cell formulas), so the states are
+// the composition's bits. The pass keeps what the backward reads: the activated gates, LSTM's
+// tanh(c), GRU's hidden n-part (h W_hn + b_hn).
 // Backward through time, per step (last first): one pass for the gates' gradients from the saved
-// activations, and one product for the gradient of the previous state (dgates @ W_hh); then the
-// weight and bias gradients over all steps at once (dW_hh = dgates^T @ H_prev, one product). The
-// gradient of the projected input is the gates' gradient itself.
+// activations (recurrent_backward), and one product for the gradient of the previous state
+// (dgates @ W_hh); then the weight and bias gradients over all steps at once (dW_hh = dgates^T @
+// H_prev, one product). The gradient of the projected input is the gates' gradient itself.
+// W_hh (as W_hh^T forward) is packed into the GEMM's panels once per call, not once per step: at
+// a batch of 16 the packing cost as much as the product (StepProduct).
 //
 // Every loop runs on one thread in an order fixed by the shape; the products split their output
-// among threads without changing a bit (matmul.cpp), so results do not depend on the thread count.
+// among threads by whole column panels, which never changes a bit (gemm_impl.h), so results do not
+// depend on the thread count.
 // In a backward with create_graph the saved activations (which have no graph) are of no use: the
 // node then recomputes the states as the composition of tensor ops from its saved inputs and
 // differentiates that (a nested autograd.grad with create_graph), so gradients of any order follow.
+#include <algorithm>
 #include <cstring>
 
 #include "autograd/node.h"
 #include "kernels/kernel_table.h"
+#include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
 namespace fg {
 
 namespace {
-
-int64_t gate_count(RecurrentMode mode) { return mode == RecurrentMode::Lstm ? 4 : mode == RecurrentMode::Gru ? 3 : 1; }
-
-// What the forward keeps per step and row, in units of the hidden size: LSTM i, f, g, o activated
-// and tanh(c); GRU r, z, n and h W_hn + b_hn; RNN nothing (its output is enough).
-int64_t saved_width(RecurrentMode mode) { return mode == RecurrentMode::Lstm ? 5 : mode == RecurrentMode::Gru ? 4 : 0; }
-
-// h W^T (+ b) as F.linear computes it (addmm with the bias in the epilogue, or mm), without autograd.
-Tensor hidden_product(const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
-  return b_hh ? addmm(b_hh, h, t(w_hh), Scalar::from_int(1), Scalar::from_int(1)) : mm(h, t(w_hh));
-}
 
 // The rows of step `t` of a (T, B, W) contiguous buffer.
 template <class T>
@@ -44,129 +39,42 @@ T* step_rows(const Tensor& x, int64_t t) {
   return x->data_as<T>() + t * x->shape[1] * x->shape[2];
 }
 
+// Products below this many multiply-adds run on one thread (matmul.cpp's threshold).
+constexpr double kParallelStepWork = 1 << 20;
+
+// C (rows x n, contiguous) = A (rows x k, contiguous) @ B for every step of a layer, one B for all:
+// B packed once into the GEMM's panels (gemm_pack_b), each step's product split among threads by
+// whole panels (every element the same chain whatever the split). A C of one row or column keeps
+// the plain GEMM: its matrix-vector path, which the composition's mm takes there (other bits than
+// the tiles') and which reads B in place (nothing to pack).
 template <class T>
-struct Kernels {
-  BinaryKernel<T> add, sub, mul;
-  UnaryKernel<T> sigmoid, tanh, relu;
-  Kernels() {
-    const TypedKernels<T>& k = kernels().of<T>();
-    add = k.binary[int(VecBinary::Add)], sub = k.binary[int(VecBinary::Sub)], mul = k.binary[int(VecBinary::Mul)];
-    sigmoid = k.unary[int(VecUnary::Sigmoid)], tanh = k.unary[int(VecUnary::Tanh)];
-    relu = k.unary[int(VecUnary::Relu)];
+class StepProduct {
+ public:
+  StepProduct(int64_t rows, int64_t n, int64_t k, const T* b, int64_t rsb, int64_t csb, DType dtype)
+      : rows_(rows), n_(n), k_(k), b_(b), rsb_(rsb), csb_(csb), nr_(kernels().of<T>().gemm_blocks.nr) {
+    if (rows_ < 2 || n_ < 2) return;
+    panels_ = empty({(n_ + nr_ - 1) / nr_ * nr_ * k_}, dtype);
+    kernels().of<T>().gemm_pack_b(k_, n_, b_, rsb_, csb_, panels_->data_as<T>());
   }
+
+  void operator()(const T* a, T* c) const {
+    const TypedKernels<T>& kernel = kernels().of<T>();
+    if (!panels_) return kernel.gemm(rows_, n_, k_, a, k_, 1, b_, rsb_, csb_, c, n_);
+    const T* panels = panels_->data_as<T>();
+    const int64_t count = (n_ + nr_ - 1) / nr_;
+    const bool parallel = double(rows_) * double(n_) * double(k_) >= kParallelStepWork;
+    parallel_for(0, count, parallel ? 1 : count, [&](int64_t lo, int64_t hi) {
+      const int64_t c0 = lo * nr_, c1 = std::min(n_, hi * nr_);
+      kernel.gemm_packed_b(rows_, c1 - c0, k_, a, k_, 1, panels + c0 * k_, c + c0, n_);
+    });
+  }
+
+ private:
+  int64_t rows_, n_, k_;
+  const T* b_;
+  int64_t rsb_, csb_, nr_;
+  Tensor panels_;
 };
-
-// One step's gates for `rows` rows: `hh` = h W_hh^T + b_hh (rows of G * H, overwritten), `x` the
-// projected input (rows of G * H), `h`, `c` the previous state (rows of H), into `h_out`, `c_out`
-// and `keep` (rows of saved_width * H). The composition's ops in its order (rnn.py's _lstm_step etc.).
-template <class T>
-void gates_forward(RecurrentMode mode, const Kernels<T>& k, int64_t rows, int64_t hidden, T* hh, const T* x, const T* h,
-                   const T* c, T* h_out, T* c_out, T* keep) {
-  const int64_t H = hidden, G = gate_count(mode) * H, W = saved_width(mode) * H;
-  std::vector<T> scratch(2 * H);
-  T* tmp = scratch.data();
-  for (int64_t b = 0; b < rows; ++b) {
-    T* gates = hh + b * G;
-    const T* in = x + b * G;
-    T* ho = h_out + b * H;
-    switch (mode) {
-      case RecurrentMode::RnnTanh:
-      case RecurrentMode::RnnRelu:
-        k.add(gates, false, in, false, gates, H);
-        (mode == RecurrentMode::RnnTanh ? k.tanh : k.relu)(gates, ho, H);
-        break;
-      case RecurrentMode::Lstm: {
-        T* saved = keep + b * W;  // i, f, g, o, tanh(c')
-        T *i = saved, *f = saved + H, *g = saved + 2 * H, *o = saved + 3 * H, *tc = saved + 4 * H;
-        T* co = c_out + b * H;
-        k.add(gates, false, in, false, gates, G);
-        k.sigmoid(gates, i, H);
-        k.sigmoid(gates + H, f, H);
-        k.tanh(gates + 2 * H, g, H);
-        k.sigmoid(gates + 3 * H, o, H);
-        k.mul(f, false, c + b * H, false, co, H);  // c' = f * c + i * g
-        k.mul(i, false, g, false, tmp, H);
-        k.add(co, false, tmp, false, co, H);
-        k.tanh(co, tc, H);  // h' = o * tanh(c')
-        k.mul(o, false, tc, false, ho, H);
-        break;
-      }
-      case RecurrentMode::Gru: {
-        T* saved = keep + b * W;  // r, z, n, h W_hn + b_hn
-        T *r = saved, *z = saved + H, *n = saved + 2 * H, *hn = saved + 3 * H;
-        k.add(gates, false, in, false, r, H);
-        k.sigmoid(r, r, H);
-        k.add(gates + H, false, in + H, false, z, H);
-        k.sigmoid(z, z, H);
-        std::memcpy(hn, gates + 2 * H, sizeof(T) * H);
-        k.mul(hn, false, r, false, tmp, H);  // n = tanh(x_n + hn * r)
-        k.add(in + 2 * H, false, tmp, false, n, H);
-        k.tanh(n, n, H);
-        k.sub(h + b * H, false, n, false, tmp, H);  // h' = (h - n) * z + n
-        k.mul(tmp, false, z, false, tmp, H);
-        k.add(tmp, false, n, false, ho, H);
-        break;
-      }
-    }
-  }
-}
-
-// One step's backward for `rows` rows: `dh` (rows of H, the gradient of h', overwritten with the part
-// that reaches h directly, GRU's dh' * z, zero otherwise), `dc` (LSTM: the gradient of c', in place
-// the gradient of c), the saved `keep`, the step's output `h_out`, the previous `h`, `c`. Writes the
-// gradient of the projected input `dx` and of h W_hh^T + b_hh `dhh` (rows of G * H; they differ only
-// in GRU's n-part).
-template <class T>
-void gates_backward(RecurrentMode mode, int64_t rows, int64_t H, T* dh, T* dc, const T* keep, const T* h_out,
-                    const T* h, const T* c, T* dx, T* dhh) {
-  const int64_t G = gate_count(mode) * H, W = saved_width(mode) * H;
-  for (int64_t b = 0; b < rows; ++b) {
-    T* gh = dh + b * H;
-    T* gx = dx + b * G;
-    T* ghh = dhh + b * G;
-    switch (mode) {
-      case RecurrentMode::RnnTanh:
-      case RecurrentMode::RnnRelu: {
-        const T* y = h_out + b * H;
-        for (int64_t j = 0; j < H; ++j) {
-          const T d = mode == RecurrentMode::RnnTanh ? gh[j] * (T(1) - y[j] * y[j]) : (y[j] > T(0) ? gh[j] : T(0));
-          gx[j] = ghh[j] = d, gh[j] = T(0);
-        }
-        break;
-      }
-      case RecurrentMode::Lstm: {
-        const T* saved = keep + b * W;
-        const T *i = saved, *f = saved + H, *g = saved + 2 * H, *o = saved + 3 * H, *tc = saved + 4 * H;
-        const T* cp = c + b * H;
-        T* gc = dc + b * H;
-        for (int64_t j = 0; j < H; ++j) {
-          const T dcell = gc[j] + gh[j] * o[j] * (T(1) - tc[j] * tc[j]);
-          gx[j] = dcell * g[j] * i[j] * (T(1) - i[j]);
-          gx[H + j] = dcell * cp[j] * f[j] * (T(1) - f[j]);
-          gx[2 * H + j] = dcell * i[j] * (T(1) - g[j] * g[j]);
-          gx[3 * H + j] = gh[j] * tc[j] * o[j] * (T(1) - o[j]);
-          gc[j] = dcell * f[j], gh[j] = T(0);
-        }
-        std::memcpy(ghh, gx, sizeof(T) * G);
-        break;
-      }
-      case RecurrentMode::Gru: {
-        const T* saved = keep + b * W;
-        const T *r = saved, *z = saved + H, *n = saved + 2 * H, *hn = saved + 3 * H;
-        const T* hp = h + b * H;
-        for (int64_t j = 0; j < H; ++j) {
-          const T dnew = gh[j] * (T(1) - z[j]) * (T(1) - n[j] * n[j]);  // through tanh's input
-          const T dreset = dnew * hn[j];
-          gx[j] = ghh[j] = dreset * r[j] * (T(1) - r[j]);
-          gx[H + j] = ghh[H + j] = gh[j] * (hp[j] - n[j]) * z[j] * (T(1) - z[j]);
-          gx[2 * H + j] = dnew, ghh[2 * H + j] = dnew * r[j];
-          gh[j] = gh[j] * z[j];
-        }
-        break;
-      }
-    }
-  }
-}
 
 // Step t's position in processing order, and the step processed before it (-1: the initial state).
 int64_t previous_step(int64_t t, int64_t steps, bool reverse) { return reverse ? (t + 1 < steps ? t + 1 : -1) : t - 1; }
@@ -199,6 +107,7 @@ Tensor composed_states(RecurrentMode mode, const Tensor& projected, const Tensor
         h = add(mul(sub(h, candidate), update), candidate);
         break;
       }
+      case RecurrentMode::Count: break;  // the kernel tables' size, never a mode
     }
     hs[t] = h, cs[t] = c;
   }
@@ -240,38 +149,43 @@ GradList RnnLayerBackward0::apply(GradList&& grads) {
     return result;
   }
   // h0 and c0 read row by row (the caller's may be strided views)
-  const Tensor h0 = dense(unpack(1)), c0 = saved[2].defined() ? dense(unpack(2)) : Tensor(), w_hh = unpack(3);
+  const Tensor h0 = dense(unpack(1)), c0 = saved[2].defined() ? dense(unpack(2)) : Tensor(), w_hh = dense(unpack(3));
   const Tensor states = unpack(5), keep = unpack(6);
   const bool lstm = mode == RecurrentMode::Lstm;
   const int64_t steps = states->shape[1], rows = states->shape[2], H = states->shape[3];
-  const int64_t G = gate_count(mode) * H;
+  const int64_t G = recurrent_gates(mode) * H;
   const DType dtype = states->dtype;
   const Tensor dstates = dense(grads[0]);
-  Tensor dx = empty({steps, rows, G}, dtype), dhh = empty({steps, rows, G}, dtype);
-  Tensor dh = empty({rows, H}, dtype), dc = lstm ? empty({rows, H}, dtype) : Tensor();
+  // dx: the gates' gradient; GRU's gradient of h W_hh^T + b_hh differs from it in the n-part
+  Tensor dx = empty({steps, rows, G}, dtype), dhh = mode == RecurrentMode::Gru ? empty({steps, rows, G}, dtype) : dx;
+  // dh: the direct part of h's gradient (GRU's dh' z); through: the part through the hidden product
+  Tensor dh = zeros({rows, H}, dtype), through = zeros({rows, H}, dtype);
+  Tensor dc = lstm ? zeros({rows, H}, dtype) : Tensor();
   Tensor h_prev = empty({steps, rows, H}, dtype);  // each step's incoming h, for dW_hh
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
+    const TypedKernels<T>& kernel = kernels().of<T>();
     const int64_t plane = steps * rows * H, step_size = rows * H;
     const T *out = states->data_as<T>(), *gout = dstates->data_as<T>();
-    T *gh = dh->data_as<T>(), *gc = lstm ? dc->data_as<T>() : nullptr;
-    std::memset(gh, 0, sizeof(T) * step_size);
-    if (lstm) std::memset(gc, 0, sizeof(T) * step_size);
+    const StepProduct<T> product(rows, H, G, w_hh->data_as<T>(), H, 1, dtype);  // dgates @ W_hh
+    RecurrentStepGrad<T> step{};
+    step.rows = rows, step.hidden = H, step.through = through->data_as<T>();
+    step.grad_h = dh->data_as<T>(), step.grad_c = lstm ? dc->data_as<T>() : nullptr;
     for (int64_t n = 0; n < steps; ++n) {
       const int64_t t = reverse ? n : steps - 1 - n;  // the last step processed comes first
       const int64_t p = previous_step(t, steps, reverse);
-      const T* hp = p < 0 ? h0->data_as<T>() : out + p * step_size;
-      const T* cp = lstm ? (p < 0 ? c0->data_as<T>() : out + plane + p * step_size) : nullptr;
-      std::memcpy(step_rows<T>(h_prev, t), hp, sizeof(T) * step_size);
-      for (int64_t j = 0; j < step_size; ++j) gh[j] += gout[t * step_size + j];
-      if (lstm)
-        for (int64_t j = 0; j < step_size; ++j) gc[j] += gout[plane + t * step_size + j];
-      gates_backward<T>(mode, rows, H, gh, gc, keep->shape[2] ? step_rows<T>(keep, t) : nullptr, out + t * step_size,
-                        hp, cp, step_rows<T>(dx, t), step_rows<T>(dhh, t));
-      // dh += dgates @ W_hh (the product, then the add kernel: the direct part is kept apart)
-      Tensor through = mm(select(dhh, 0, t), w_hh);
-      kernels().of<T>().binary[int(VecBinary::Add)](gh, false, through->data_as<T>(), false, gh, step_size);
+      step.h = p < 0 ? h0->data_as<T>() : out + p * step_size;
+      step.c = lstm ? (p < 0 ? c0->data_as<T>() : out + plane + p * step_size) : nullptr;
+      std::memcpy(step_rows<T>(h_prev, t), step.h, sizeof(T) * step_size);
+      step.keep = keep->shape[2] ? step_rows<T>(keep, t) : nullptr;
+      step.h_out = out + t * step_size;
+      step.grad_h_out = gout + t * step_size;
+      step.grad_c_out = lstm ? gout + plane + t * step_size : nullptr;
+      step.grad_x = step_rows<T>(dx, t), step.grad_hh = step_rows<T>(dhh, t);
+      kernel.recurrent_backward[int(mode)](step);
+      product(step.grad_hh, through->data_as<T>());
     }
+    kernel.binary[int(VecBinary::Add)](step.grad_h, false, step.through, false, step.grad_h, step_size);
   });
   GradList result(5);
   result[0] = dx;
@@ -291,7 +205,7 @@ Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor
   if (projected->dim() != 3 || h0->dim() != 2 || w_hh->dim() != 2)
     throw RuntimeError("recurrent_layer: expected projected (T, B, G * H), h0 (B, H) and w_hh (G * H, H)");
   const int64_t steps = projected->shape[0], rows = projected->shape[1], H = h0->shape[1];
-  const int64_t G = gate_count(mode) * H;
+  const int64_t G = recurrent_gates(mode) * H;
   const bool shapes_match = projected->shape[2] == G && h0->shape[0] == rows && w_hh->shape[0] == G &&
                             w_hh->shape[1] == H && (!b_hh || (b_hh->dim() == 1 && b_hh->shape[0] == G)) &&
                             (lstm ? c0 && c0->shape == h0->shape : !c0);
@@ -299,26 +213,30 @@ Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor
     throw RuntimeError("recurrent_layer: the shapes of projected, h0, c0, w_hh and b_hh do not match the mode");
   for (const Tensor* t : {&h0, &c0, &w_hh, &b_hh})
     if (*t && (*t)->dtype != dtype) throw RuntimeError("recurrent_layer: every tensor must have projected's dtype");
-  // states: (1 or 2 for LSTM's c, T, B, H); keep: (T, B, saved_width * H)
+  // states: (1 or 2 for LSTM's c, T, B, H); keep: (T, B, recurrent_kept * H)
   Tensor states = empty({lstm ? 2 : 1, steps, rows, H}, dtype);
-  Tensor keep = empty({steps, rows, saved_width(mode) * H}, dtype);
+  Tensor keep = empty({steps, rows, recurrent_kept(mode) * H}, dtype);
   {
     GradModeGuard no_grad(false);
     const Tensor x = dense(projected), h_start = dense(h0), c_start = lstm ? dense(c0) : Tensor();
     const Tensor w = dense(w_hh), b = b_hh ? dense(b_hh) : Tensor();
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      const Kernels<T> k;
       const int64_t plane = steps * rows * H, step_size = rows * H;
       T* out = states->data_as<T>();
+      const StepProduct<T> product(rows, G, H, w->data_as<T>(), 1, H, dtype);  // h @ W_hh^T
+      const Tensor hh = empty({rows, G}, dtype);
+      RecurrentStep<T> step{};
+      step.rows = rows, step.hidden = H, step.hh = hh->data_as<T>(), step.bias = b ? b->data_as<T>() : nullptr;
       for (int64_t n = 0; n < steps; ++n) {
         const int64_t t = reverse ? steps - 1 - n : n, p = previous_step(t, steps, reverse);
-        const Tensor h = p < 0 ? h_start : select(select(states, 0, 0), 0, p);
-        const T* cp = lstm ? (p < 0 ? c_start->data_as<T>() : out + plane + p * step_size) : nullptr;
-        Tensor hh = hidden_product(h, w, b);
-        gates_forward<T>(mode, k, rows, H, hh->data_as<T>(), step_rows<T>(x, t), h->data_as<T>(), cp,
-                         out + t * step_size, lstm ? out + plane + t * step_size : nullptr,
-                         keep->shape[2] ? step_rows<T>(keep, t) : nullptr);
+        step.h = p < 0 ? h_start->data_as<T>() : out + p * step_size;
+        step.c = lstm ? (p < 0 ? c_start->data_as<T>() : out + plane + p * step_size) : nullptr;
+        product(step.h, hh->data_as<T>());
+        step.x = step_rows<T>(x, t);
+        step.h_out = out + t * step_size, step.c_out = lstm ? out + plane + t * step_size : nullptr;
+        step.keep = keep->shape[2] ? step_rows<T>(keep, t) : nullptr;
+        kernels().of<T>().recurrent_forward[int(mode)](step);
       }
     });
   }
