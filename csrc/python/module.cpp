@@ -221,5 +221,6 @@ PYBIND11_MODULE(_C, m) {
   bind_tensor(m);
   bind_hooks(m);
   bind_dlpack(m);
+  bind_capture(m);
   guard_argument_errors(m);
 }

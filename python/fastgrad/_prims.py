@@ -9,6 +9,14 @@ import numpy as np
 from ._C import *  # noqa: F401,F403  add, sum, reshape, full, from_numpy, ...: the core's fixed-signature ops
 from ._C import (  # noqa: F401
     Tensor,
+    _capture_abandon,
+    _capture_abort,
+    _capture_begin,
+    _capture_end,
+    _capture_host_call,
+    _capturing,
+    _guard_tensors,
+    _input_signature,
     _register_types,
     _set_grad_enabled,
     _set_inference_mode,
