@@ -377,3 +377,26 @@ def test_data_updates_and_zeroed_gradients_replay():
             assert run.eager_reason is None and len(run._cache) == 2
     for got, want in zip(*runs):
         np.testing.assert_array_equal(got, want)
+
+
+def test_check_every_catches_hidden_python_state():
+    config = types.SimpleNamespace(scale=2.0)  # a plain object: its attributes are not guarded
+
+    def scaled_by_config(x):
+        return x * config.scale
+
+    x = fastgrad.tensor([1.0, 2.0])
+    unchecked = fastgrad.compile(scaled_by_config)
+    checked = fastgrad.compile(scaled_by_config, options={"check_every": 2})
+    for f in (unchecked, checked):
+        f(x)
+        f(x)  # a replay (checked: its first replay is not a check)
+    config.scale = 3.0
+    # the documented limit: a replay does not see the change...
+    np.testing.assert_array_equal(values(unchecked(x)), [2.0, 4.0])
+    # ...which check_every finds on its next check (that call ran eagerly: the state moved on)
+    with pytest.raises(RuntimeError, match="no longer does what its captured program replays"):
+        checked(x)
+    np.testing.assert_array_equal(values(checked(x)), [3.0, 6.0])  # captured again
+    with pytest.raises(ValueError, match="check_every"):
+        fastgrad.compile(scaled_by_config, options={"check_every": 0})

@@ -32,6 +32,7 @@ struct Program {
   std::vector<Tensor> frame_template;  // the constants in their slots, empty slots elsewhere
   std::vector<Step> steps;
   std::vector<int> outputs;
+  size_t fingerprint = 0;  // of the steps (capture.h's add_step)
 
   // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error.
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
@@ -144,8 +145,9 @@ void refresh_geometry(Recorder* r, const Tensor& t) {
   if (found != r->slots.end()) r->geometries[found->second] = geometry_of(t);
 }
 
-void add_step(Recorder* r, std::function<void(Frame&)> step) {
+void add_step(Recorder* r, std::function<void(Frame&)> step, size_t identity) {
   r->program->steps.push_back({std::move(step), grad_enabled(), {}});
+  r->program->fingerprint = combine(combine(r->program->fingerprint, identity), grad_enabled());
 }
 
 Region::Region(Recorder* r) : r_(r) { ++r_->depth; }
@@ -195,6 +197,7 @@ void bind_capture(py::module_& m) {
       .def("run", &Program::run)
       .def_property_readonly("num_steps", [](const Program& p) { return p.steps.size(); })
       .def_property_readonly("num_inputs", [](const Program& p) { return p.inputs; })
+      .def_property_readonly("fingerprint", [](const Program& p) { return p.fingerprint; })
       // The tensors made before the capture that the program reads (parameters, buffers, globals).
       .def_property_readonly("constants", [](const Program& p) {
         std::vector<Tensor> out;
@@ -278,7 +281,16 @@ void bind_capture(py::module_& m) {
   m.def("_capture_host_call", [](py::object fn, py::args args) {
     Recorder* r = recorder();
     if (!recording(r)) return fn(*args);
-    add_step(r, [fn, args](Frame&) { fn(*args); });
+    // Its identity: for a functools.partial (which hashes by identity), the method and the arguments
+    // that hash.
+    const bool partial = py::hasattr(fn, "func") && py::hasattr(fn, "args");
+    size_t identity = py::hash(partial ? fn.attr("func") : fn);
+    for (py::handle a : partial ? py::tuple(fn.attr("args")) : py::tuple()) {
+      const Py_hash_t h = PyObject_Hash(a.ptr());
+      if (h == -1) PyErr_Clear();
+      identity = combine(identity, static_cast<size_t>(h));
+    }
+    add_step(r, [fn, args](Frame&) { fn(*args); }, identity);
     Region region(r);
     return fn(*args);
   });

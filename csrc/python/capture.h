@@ -15,8 +15,10 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <typeinfo>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -61,7 +63,39 @@ inline void refresh_geometry(Recorder* r, const std::vector<Tensor>& list) {
 }
 template <class T>
 void refresh_geometry(Recorder*, const T&) {}
-void add_step(Recorder* r, std::function<void(Frame&)> step);
+// Appends a step; `identity` (the op, its slots and arguments) goes into the program's fingerprint,
+// which options={"check_every": n} compares with a new capture's.
+void add_step(Recorder* r, std::function<void(Frame&)> step, size_t identity);
+
+// The identity of a step's argument: slots by index, values by value. Structs whose bytes are not
+// all value (padding) are left out, which only makes the fingerprint coarser.
+inline size_t combine(size_t seed, size_t h) { return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
+inline size_t identity_of(Slot s) { return std::hash<int>()(s.index); }
+inline size_t identity_of(const std::vector<Slot>& slots) {
+  size_t h = slots.size();
+  for (Slot s : slots) h = combine(h, identity_of(s));
+  return h;
+}
+inline size_t identity_of(const Scalar& s) {
+  return combine(combine(std::hash<double>()(s.value), static_cast<size_t>(s.kind)), std::hash<int64_t>()(s.integer));
+}
+inline size_t identity_of(const std::string& s) { return std::hash<std::string>()(s); }
+inline size_t identity_of(const char* s) { return std::hash<std::string>()(s); }
+template <class T>
+size_t identity_of(const T& value) {
+  if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
+    return std::hash<T>()(value);
+  } else if constexpr (std::has_unique_object_representations_v<T>) {
+    return std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(&value), sizeof(T)));
+  } else if constexpr (std::is_same_v<T, Shape> || std::is_same_v<T, std::vector<int64_t>> ||
+                       std::is_same_v<T, std::vector<double>>) {
+    size_t h = value.size();
+    for (auto v : value) h = combine(h, std::hash<std::decay_t<decltype(v)>>()(v));
+    return h;
+  } else {
+    return 0;
+  }
+}
 // Marks the ops and allocations of a recorded op as its own while it runs.
 class Region {
  public:
@@ -168,14 +202,24 @@ auto record(bool long_work, const Op& op, const Args&... args) {
     bool refused = false;
     // The slots of the inputs as they are before the op runs (its result may be one of them).
     std::tuple<typename Kept<std::decay_t<Args>>::type...> kept{keep(r, args, refused)...};
+    const size_t identity = std::apply(
+        [](const auto&... a) {
+          size_t h = typeid(Op).hash_code();
+          ((h = combine(h, identity_of(a))), ...);
+          return h;
+        },
+        kept);
     Region region(r);
     if constexpr (std::is_void_v<Result>) {
       invoke(long_work, op, args...);
       (refresh_geometry(r, args), ...);
       if (!refused)
-        add_step(r, [long_work, op, kept](Frame& frame) {
-          std::apply([&](const auto&... a) { invoke(long_work, op, resolve(frame, a)...); }, kept);
-        });
+        add_step(
+            r,
+            [long_work, op, kept](Frame& frame) {
+              std::apply([&](const auto&... a) { invoke(long_work, op, resolve(frame, a)...); }, kept);
+            },
+            identity);
     } else {
       Tensor result = invoke(long_work, op, args...);
       (refresh_geometry(r, args), ...);
@@ -183,11 +227,15 @@ auto record(bool long_work, const Op& op, const Args&... args) {
         const int out = output_slot(r, result);
         const bool defined = bool(result);
         Shape shape = defined ? result->shape : Shape();
-        add_step(r, [long_work, op, kept, out, defined, shape](Frame& frame) {
-          Tensor t = std::apply([&](const auto&... a) { return invoke(long_work, op, resolve(frame, a)...); }, kept);
-          check_result(t, defined, shape);
-          if (out >= 0) frame[out] = std::move(t);
-        });
+        add_step(
+            r,
+            [long_work, op, kept, out, defined, shape](Frame& frame) {
+              Tensor t =
+                  std::apply([&](const auto&... a) { return invoke(long_work, op, resolve(frame, a)...); }, kept);
+              check_result(t, defined, shape);
+              if (out >= 0) frame[out] = std::move(t);
+            },
+            combine(identity, std::hash<int>()(out)));
       }
       return result;
     }

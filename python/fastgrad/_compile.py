@@ -35,7 +35,9 @@ DISABLE_ENV = "FASTGRAD_COMPILE_DISABLE"  # "1": compile() returns what it is gi
 RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 BACKENDS = ("inductor", "eager", "aot_eager")
-OPTIONS = ()  # torch.compile's `options` that fastgrad reads (none yet)
+# torch.compile's `options` that fastgrad reads. check_every=n: every n-th replay runs the function
+# eagerly under a new capture instead, and raises if it did not do what the program replays.
+OPTIONS = ("check_every",)
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 _PRIMITIVES = (builtins.bool, builtins.int, builtins.float, builtins.complex, builtins.str, builtins.bytes, type(None))
 # How deep the guards look into containers (a list of layers of lists of parameters is 3 levels).
@@ -171,9 +173,11 @@ def _global_names(code):
 class _CompiledFunction:
     """A function with its captured programs, one per signature; called as the function."""
 
-    def __init__(self, fn, fullgraph):
+    def __init__(self, fn, fullgraph, check_every=None):
         self._fn = fn
         self._fullgraph = fullgraph
+        self._check_every = check_every
+        self._replays = 0
         code = getattr(getattr(fn, "__func__", fn), "__code__", None)
         self._globals = getattr(getattr(fn, "__func__", fn), "__globals__", {})
         self._global_names = builtins.tuple(sorted(_global_names(code))) if code is not None else ()
@@ -226,6 +230,9 @@ class _CompiledFunction:
             return self._fn(*args, **kwargs)
         entry = self._cache.get(key)
         if entry is not None:
+            self._replays += 1
+            if self._check_every is not None and self._replays % self._check_every == 0:
+                return self._check(entry, args, kwargs, tensors)
             program, structure = entry
             return _unflatten(structure, program.run(tensors))
         if len(self._cache) >= RECOMPILE_LIMIT:
@@ -270,6 +277,39 @@ class _CompiledFunction:
             return result
         self._cache[key] = (program, structure)
         return result
+
+    def _check(self, entry, args, kwargs, tensors):
+        """check_every: run the function eagerly under a new capture, as on its first call, and raise
+        if what it did is not what the cached program replays (Python state it reads changed
+        without passing through the guards)."""
+        if not _prims._capture_begin(tensors, _user_line):  # another thread is capturing
+            return self._fn(*args, **kwargs)
+        try:
+            result = self._fn(*args, **kwargs)
+        except BaseException:
+            _prims._capture_abort()
+            raise
+        outputs = []
+        try:
+            structure = _flatten_result(result, outputs)
+        except TypeError:
+            _prims._capture_abort()
+            structure = None
+        fresh = _prims._capture_end(outputs) if structure is not None else None
+        program, cached_structure = entry
+        if (
+            isinstance(fresh, _prims.CompiledProgram)
+            and fresh.fingerprint == program.fingerprint
+            and structure == cached_structure
+            and [id(t) for t in fresh.constants] == [id(t) for t in program.constants]
+        ):
+            return result
+        self.reset()
+        raise RuntimeError(
+            f"fastgrad.compile (check_every): '{self._name()}' no longer does what its captured program "
+            "replays: Python state it reads changed without passing through its guards (docs/compile.md). "
+            "This call ran eagerly; the next one captures again."
+        )
 
     def _give_up(self, reason, location):
         self.eager_reason = (reason, location)
@@ -323,6 +363,9 @@ def _check_arguments(fullgraph, dynamic, backend, mode, options, disable):
     for name in options or {}:
         if name not in OPTIONS:
             raise RuntimeError(f"Unexpected optimization option {name}, known options are {list(OPTIONS)}")
+    check_every = (options or {}).get("check_every", 1)
+    if type(check_every) is not builtins.int or check_every < 1:
+        raise ValueError(f"options['check_every'] must be a positive int, got {check_every!r}")
     if callable(backend):
         raise NotImplementedError("fastgrad.compile: a custom backend (a callable) is not supported")
     if backend not in BACKENDS:
@@ -345,13 +388,14 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         )
     if not callable(model):
         raise RuntimeError("compile(): model must be a callable (a function or an nn.Module)")
+    check_every = (options or {}).get("check_every")
     if disable or _disabled() or not hasattr(_prims, "_capture_begin"):  # fastgrad.reference captures nothing
         return model
     from .nn import Module
 
     if isinstance(model, Module):
-        return _optimized_module(model, _CompiledFunction(model._call_impl, fullgraph))
-    return _CompiledFunction(model, fullgraph)
+        return _optimized_module(model, _CompiledFunction(model._call_impl, fullgraph, check_every))
+    return _CompiledFunction(model, fullgraph, check_every)
 
 
 def compile_module_call(module, *args, **kwargs):
