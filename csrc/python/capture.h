@@ -188,8 +188,9 @@ auto invoke(bool long_work, const Op& op, const Args&... args) {
   return op(args...);
 }
 
+// Out of line and cold: the bindings' hot path keeps only call_op's load and branch.
 template <class Op, class... Args>
-auto record(bool long_work, const Op& op, const Args&... args) {
+[[gnu::noinline, gnu::cold]] auto record(bool long_work, const Op& op, const Args&... args) {
   using Result = decltype(op(args...));
   Recorder* r = recorder();
   if (!recording(r)) return invoke(long_work, op, args...);

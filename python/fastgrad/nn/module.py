@@ -299,9 +299,6 @@ class Module:
     def __call__(self, *args, **kwargs):
         if self._compiled_call_impl is not None:
             return self._compiled_call_impl(*args, **kwargs)
-        return self._call_impl(*args, **kwargs)
-
-    def _call_impl(self, *args, **kwargs):
         if not (
             self._forward_pre_hooks
             or self._forward_hooks
@@ -312,7 +309,12 @@ class Module:
             or _global_backward_pre_hooks
             or _global_backward_hooks
         ):
-            return self.forward(*args, **kwargs)
+            return self.forward(*args, **kwargs)  # the common case, without a call of _call_impl
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """forward between the hooks (with none, forward alone): what __call__ runs, and the body a
+        compiled module captures."""
         always_called_run = set()
         result = None
         try:
