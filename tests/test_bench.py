@@ -7,9 +7,13 @@ import pytest
 
 from semantics_helpers import run_python
 
-GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn", "seq", "random"]
+GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn", "seq", "random", "compile"]
 HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs numpy | vs reference | target | met |"
 LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
+COMPILE_HEADER = (
+    "| benchmark | fastgrad compiled | fastgrad eager | torch eager | vs fastgrad eager | vs torch eager "
+    "| capture call | FLOP time at peak | target | met |"
+)
 
 
 def bench(*args):
@@ -27,6 +31,11 @@ def tables(output):
         lines = [line for line in body.splitlines() if line.startswith("|")]
         if name.startswith(LAYOUT_TITLE):
             found[LAYOUT_TITLE] = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+            continue
+        if name.startswith("compile: "):  # compiled against eager; no torch.compile in a quick run
+            assert lines[0] == COMPILE_HEADER
+            found["compile"] = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
+            assert found["compile"] and all(len(r) == COMPILE_HEADER.count("|") - 1 for r in found["compile"])
             continue
         assert lines[0] == HEADER and set(lines[1]) <= set("|-")
         rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
@@ -76,6 +85,7 @@ def test_quick_run_prints_every_group():
         "LayerNorm (1024, 384) forward+backward",
         "tiny GPT 65 block 32, 2 layers, 4 heads, 64 embd b16 step (AdamW)",
         "tiny GPT sampling 20 tokens top-k 10",
+        "MLP 64-128-10 b32 step, nn.Linear+CrossEntropyLoss+Adam",
     ):
         assert any(n.startswith(expected) for n in names), expected
     # x @ W, then its transposed forms with their ratios to it, for fastgrad (and torch beside it)

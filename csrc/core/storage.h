@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/capture_state.h"
+
 namespace fg {
 
 // torch.inference_mode, per thread: storages allocated while it is on are inference tensors' (see
@@ -24,7 +26,9 @@ class Storage {
   static std::shared_ptr<Storage> wrap(void* data, size_t nbytes, void (*release)(void*), void* ctx);
 
   Storage(void* data, size_t nbytes, void (*release)(void*), void* ctx)
-      : data_(data), nbytes_(nbytes), release_(release), ctx_(ctx) {}
+      : data_(data), nbytes_(nbytes), release_(release), ctx_(ctx) {
+    if (capture_in_progress()) capture_untracked("a tensor made by an operation compile cannot capture");
+  }
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -32,7 +36,10 @@ class Storage {
   void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
-  void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  void bump_version() {
+    if (capture_in_progress()) capture_untracked("an in-place write by an operation compile cannot capture");
+    version_.fetch_add(1, std::memory_order_relaxed);
+  }
   // Allocated in inference mode: PyTorch's inference tensors, and all their views, are never saved
   // for backward and are written in place only in inference mode (check_inference_write).
   bool inference() const { return inference_; }

@@ -47,6 +47,9 @@ struct TensorImpl {
   bool view_in_custom_function = false;
   uint32_t view_version = 0;
   std::unique_ptr<LeafHooks> hooks;  // a leaf's gradient hooks (autograd/hooks.h); null while it has none
+  // The capture this tensor was made during (0: none). fastgrad.compile replays a tensor made during
+  // its capture only if a recorded op made it (python/capture.cpp).
+  uint32_t capture_birth = capture_in_progress();
 
   TensorImpl() = default;
   TensorImpl(const TensorImpl&) = delete;

@@ -7,6 +7,7 @@
 #include "autograd/node.h"
 #include "core/shape.h"
 #include "python/bindings.h"
+#include "python/capture.h"
 
 namespace fg {
 
@@ -255,7 +256,15 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
 
 void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_graph, bool create_graph) {
   bool retain = retain_graph.is_none() ? create_graph : retain_graph.cast<bool>();
-  run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none(), create_graph);
+  if (!gradient.is_none()) {  // not recorded: a compiled function that passes a gradient runs eagerly
+    run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none(), create_graph);
+    return;
+  }
+  // loss.backward(), a step of a compiled function's program.
+  auto backward = [](const Tensor& root, bool retain, bool create) {
+    run_backward_checked(py::make_tuple(root), py::make_tuple(py::none()), retain, py::none(), create);
+  };
+  call_op(false, backward, self, retain, create_graph);
 }
 
 void bind_autograd(py::module_& m) {

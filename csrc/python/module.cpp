@@ -222,5 +222,6 @@ PYBIND11_MODULE(_C, m) {
   bind_hooks(m);
   bind_dlpack(m);
   bind_random(m);
+  bind_capture(m);
   guard_argument_errors(m);
 }

@@ -4,6 +4,7 @@
 #include "autograd/long_work.h"
 #include "autograd/node.h"
 #include "python/bindings.h"
+#include "python/capture.h"
 
 namespace fg {
 
@@ -48,17 +49,10 @@ py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotI
 constexpr double kLongKernelElements = 100000;
 constexpr double kLongKernelMultiplyAdds = 1 << 16;
 
-template <class Op, class... Args>
-auto without_gil(Op op, Args... args) {
-  py::gil_scoped_release no_gil;
-  return op(args...);
-}
-
 // op(args...) for a kernel over `elements` elements: without the GIL when they are many.
 template <class Op, class... Args>
 auto by_elements(double elements, Op op, const Args&... args) {
-  if (elements >= kLongKernelElements) return without_gil(op, args...);
-  return op(args...);
+  return call_op(elements >= kLongKernelElements, op, args...);
 }
 
 // op(x, options...) (a unary function, a reduction, softmax, a copy), whose work is x's elements.
@@ -75,12 +69,18 @@ Tensor elementwise(Op op, const Tensor& a, const B& b) {
   return by_elements(n, op, a, b);
 }
 
-// A matrix product, whose work is its multiply-adds: a's elements times b's columns (batch
-// broadcasting aside).
-template <class Op>
-Tensor product(Op op, const Tensor& a, const Tensor& b) {
+// op(a, b, extra...) for a matrix product, whose work is its multiply-adds: a's elements times b's
+// columns (batch broadcasting aside).
+template <class Op, class... Extra>
+Tensor product(Op op, const Tensor& a, const Tensor& b, const Extra&... extra) {
   const double work = double(a->numel()) * double(b->dim() >= 2 ? b->shape.back() : 1);
-  return work >= kLongKernelMultiplyAdds ? without_gil(op, a, b) : op(a, b);
+  return call_op(work >= kLongKernelMultiplyAdds, op, a, b, extra...);
+}
+
+// A view op (or an in-place one, which changes only x's geometry): no work, recorded by a capture.
+template <class Op, class... Args>
+Tensor view_op(Op op, const Args&... args) {
+  return call_op(false, op, args...);
 }
 
 // The elements of a list of tensors (cat, stack, index lists, the optimizers' lists).
@@ -222,23 +222,24 @@ const char* kNonLeafGradWarning =
     "use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you access "
     "the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more informations.";
 
+// x.grad reads and writes go through call_op: a compiled step reads and resets gradients on replay.
 py::object get_grad(const Tensor& self) {
   if (!self->is_leaf() && !self->retains_grad && self->requires_grad())
     if (PyErr_WarnEx(PyExc_UserWarning, kNonLeafGradWarning, 1) < 0) throw py::error_already_set();
-  return self->grad ? py::cast(self->grad) : py::none();
+  Tensor grad = call_op(false, [](const Tensor& t) { return t->grad; }, self);
+  return grad ? py::cast(grad) : py::none();
 }
 
 void set_grad(const Tensor& self, py::handle value) {
-  if (value.is_none()) {
-    self->grad.reset();
-    return;
+  Tensor g;
+  if (!value.is_none()) {
+    if (!py::isinstance<TensorImpl>(value))
+      throw TypeError(cat("assigned grad expected to be a Tensor or None but got grad of type ", type_name(value)));
+    g = value.cast<Tensor>();
+    if (g->dtype != self->dtype) throw RuntimeError("assigned grad has data of a different type");
+    if (g->shape != self->shape) throw RuntimeError("assigned grad has data of a different size");
   }
-  if (!py::isinstance<TensorImpl>(value))
-    throw TypeError(cat("assigned grad expected to be a Tensor or None but got grad of type ", type_name(value)));
-  Tensor g = value.cast<Tensor>();
-  if (g->dtype != self->dtype) throw RuntimeError("assigned grad has data of a different type");
-  if (g->shape != self->shape) throw RuntimeError("assigned grad has data of a different size");
-  self->grad = g;
+  call_op(false, [](const Tensor& t, const Tensor& grad) { t->grad = grad; }, self, g);
 }
 
 void set_requires_grad(const Tensor& self, bool flag) {
@@ -274,6 +275,7 @@ void retain_grad(const Tensor& self) {
 }
 
 py::object item_to_py(const Tensor& t) {
+  if (capture_in_progress()) capture::host_read("Tensor.item() (a host read: bool(), float(), print, ...)");
   Scalar s = item(t);
   if (s.kind == Category::Bool) return py::bool_(s.value != 0);
   if (s.kind == Category::Integral) return py::int_(s.integer);
@@ -345,7 +347,7 @@ void bind_tensor(py::module_& m) {
           "requires_grad", [](const Tensor& t) { return t->requires_grad(); },
           [](const Tensor& t, py::handle flag) {
             if (!PyBool_Check(flag.ptr())) throw RuntimeError("requires_grad must be a bool");  // as PyTorch
-            set_requires_grad(t, flag.ptr() == Py_True);
+            call_op(false, set_requires_grad, t, flag.ptr() == Py_True);
           })
       .def_property_readonly("is_leaf",
                              [](const Tensor& t) {
@@ -358,7 +360,9 @@ void bind_tensor(py::module_& m) {
                                refresh_view_history(t);
                                return node_to_py(t->grad_fn);
                              })
-      .def_property("data", &untracked_alias, &set_data)
+      .def_property(
+          "data", [](const Tensor& t) { return view_op(untracked_alias, t); },
+          [](const Tensor& self, const Tensor& other) { call_op(false, set_data, self, other); })
       .def_property_readonly("retains_grad", [](const Tensor& t) { return t->retains_grad; })
       .def_property_readonly("ndim", [](const Tensor& t) { return t->dim(); })
       .def_property_readonly("_version",
@@ -381,7 +385,7 @@ void bind_tensor(py::module_& m) {
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t->data()); })
       .def("item", &item_to_py)
       .def("retain_grad", &retain_grad)
-      .def("detach", [](const Tensor& x) { return alias(x); })
+      .def("detach", [](const Tensor& x) { return view_op(alias, x); })
       .def("detach_",
            [](const Tensor& x) {
              x->grad_fn = NodeRef();
@@ -733,21 +737,24 @@ void bind_tensor(py::module_& m) {
   m.def("cummax", [](const Tensor& x, int64_t dim) { return unary(fg::cummax, x, dim); });
   m.def("cummin", [](const Tensor& x, int64_t dim) { return unary(fg::cummin, x, dim); });
 
-  m.def("view", [](const Tensor& x, Shape shape) { return view(x, shape); });
+  m.def("view", [](const Tensor& x, Shape shape) { return view_op(fg::view, x, shape); });
   // A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.
   m.def("reshape", [](const Tensor& x, Shape shape) { return by_elements(copied_elements(x), fg::reshape, x, shape); });
-  m.def("expand", [](const Tensor& x, Shape shape) { return expand(x, shape); });
-  m.def("permute", [](const Tensor& x, std::vector<int64_t> dims) { return permute(x, dims); });
-  m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return transpose(x, d0, d1); });
-  m.def("t", [](const Tensor& x) { return t(x); });
-  m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze(x, dims); });
-  m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return unsqueeze(x, dim); });
-  m.def("t_", [](const Tensor& x) { return t_(x); });
-  m.def("transpose_", [](const Tensor& x, int64_t d0, int64_t d1) { return transpose_(x, d0, d1); });
-  m.def("squeeze_", [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return squeeze_(x, dims); });
-  m.def("unsqueeze_", [](const Tensor& x, int64_t dim) { return unsqueeze_(x, dim); });
-  m.def("diagonal",
-        [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) { return diagonal(x, offset, dim1, dim2); });
+  m.def("expand", [](const Tensor& x, Shape shape) { return view_op(fg::expand, x, shape); });
+  m.def("permute", [](const Tensor& x, std::vector<int64_t> dims) { return view_op(fg::permute, x, dims); });
+  m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return view_op(fg::transpose, x, d0, d1); });
+  m.def("t", [](const Tensor& x) { return view_op(fg::t, x); });
+  m.def("squeeze",
+        [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return view_op(fg::squeeze, x, dims); });
+  m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return view_op(fg::unsqueeze, x, dim); });
+  m.def("t_", [](const Tensor& x) { return view_op(fg::t_, x); });
+  m.def("transpose_", [](const Tensor& x, int64_t d0, int64_t d1) { return view_op(fg::transpose_, x, d0, d1); });
+  m.def("squeeze_",
+        [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return view_op(fg::squeeze_, x, dims); });
+  m.def("unsqueeze_", [](const Tensor& x, int64_t dim) { return view_op(fg::unsqueeze_, x, dim); });
+  m.def("diagonal", [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
+    return view_op(fg::diagonal, x, offset, dim1, dim2);
+  });
   m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) {
     return by_elements(copied_elements(x), fg::flatten, x, start, end);
   });
@@ -789,8 +796,10 @@ void bind_tensor(py::module_& m) {
     for (auto [i, name, value] : {std::tuple{0, "beta", beta}, std::tuple{1, "alpha", alpha}})
       if (!scalar_from_py(value, scalars[i]))
         throw TypeError(cat("addmm(): argument '", name, "' must be Number, not ", type_name(value)));
-    auto op = [&](const Tensor& x, const Tensor& y) { return fg::addmm(input, x, y, scalars[0], scalars[1]); };
-    return product(op, a, b);
+    auto op = [](const Tensor& x, const Tensor& y, const Tensor& input, const Scalar& beta, const Scalar& alpha) {
+      return fg::addmm(input, x, y, beta, alpha);
+    };
+    return product(op, a, b, input, scalars[0], scalars[1]);
   });
   m.def("linear", [](const Tensor& input, const Tensor& weight, const Tensor& bias) {
     // the work of input @ weight^T: product() would read the columns from weight's last dim, not its rows
@@ -948,7 +957,10 @@ void bind_tensor(py::module_& m) {
     return by_elements(double(n) * double(m), fg::eye, n, m, dtype_from_py(dtype));
   });
   m.def("from_numpy", &tensor_from_numpy, py::arg("array"), py::arg("share_memory"));
-  m.def("to_numpy", &tensor_to_numpy);
+  m.def("to_numpy", [](const Tensor& x) {
+    if (capture_in_progress()) capture::host_read("Tensor.numpy() (a host read: tolist(), np.asarray(), print, ...)");
+    return tensor_to_numpy(x);
+  });
   m.def("to_dtype", [](const Tensor& x, py::handle dtype) {
     DType d = dtype_from_py(dtype);
     return by_elements(x->dtype == d ? 0 : x->numel(), fg::to_dtype, x, d);  // the same dtype: x itself
@@ -956,8 +968,13 @@ void bind_tensor(py::module_& m) {
   m.def("clone", [](const Tensor& x) { return unary(fg::clone, x); });
   m.def("contiguous", &contiguous_binding);
   m.def("set_requires_grad", [](const Tensor& x, bool flag) {
-    set_requires_grad(x, flag);
-    return x;
+    return call_op(
+        false,
+        [](const Tensor& x, bool flag) {
+          set_requires_grad(x, flag);
+          return x;
+        },
+        x, flag);
   });
   // For deepcopy, which copies whole storages so that views copied together still share one:
   // (identity, size in elements) of x's storage, and a tensor on x's storage with absolute geometry.

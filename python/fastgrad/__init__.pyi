@@ -45,6 +45,8 @@ from fastgrad._methods import clamp_max_ as clamp_max_
 from fastgrad._methods import clamp_min as clamp_min
 from fastgrad._methods import clamp_min_ as clamp_min_
 from fastgrad._methods import column_stack as column_stack
+from fastgrad._compile import compile as compile
+from . import compiler as compiler
 from fastgrad._C import config as config
 from fastgrad._methods import copysign as copysign
 from . import cuda as cuda

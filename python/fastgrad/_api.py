@@ -19,7 +19,7 @@ MODULE = (
     randint_like randperm
     Generator default_generator random initial_seed get_rng_state set_rng_state
     no_grad enable_grad set_grad_enabled is_grad_enabled inference_mode is_inference_mode_enabled
-    autograd nn optim utils viz linalg
+    autograd nn optim utils viz linalg compile compiler
     is_anomaly_enabled is_anomaly_check_nan_enabled set_anomaly_enabled
     save load serialization safetensors config set_num_threads get_num_threads
     set_num_interop_threads get_num_interop_threads

@@ -18,6 +18,7 @@ SHARED = [
     "_pickling",
     "_methods",
     "_hooks",
+    "_compile",
     "_factories",
     "random",
     "_sampling",
@@ -29,6 +30,7 @@ SHARED = [
     "serialization",
     "safetensors",
     "optim",
+    "compiler",
     "utils",
     "__config__",
 ]

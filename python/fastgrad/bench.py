@@ -335,9 +335,10 @@ def matrix_vector(n, matrix):
     return make
 
 
-def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
+def micrograd_loss(lib, rng, sizes=(2, 16, 16, 1), batch=4):
     """karpathy's micrograd demo on 0-d tensors: an MLP of scalar neurons (ReLU hidden layers, linear
-    output), max-margin loss over a few points, backward, SGD on every scalar parameter."""
+    output), max-margin loss over a few points, backward, SGD on every scalar parameter; the step
+    returns the loss tensor."""
 
     def scalar(v, grad=False):
         return lib.tensor(float(v), requires_grad=grad)
@@ -368,9 +369,15 @@ def micrograd(lib, rng, sizes=(2, 16, 16, 1), batch=4):
             for p in params:
                 p -= 0.05 * p.grad
                 p.grad = None
-        return loss.item()
+        return loss
 
     return step
+
+
+def micrograd(lib, rng):
+    """micrograd_loss's step, reading the loss."""
+    step = micrograd_loss(lib, rng)
+    return lambda: step().item()
 
 
 # --- the cnn group's whole models (issue 16) ------------------------------------------------------
@@ -1002,6 +1009,130 @@ def table(title, rows):
     return "\n".join(lines)
 
 
+# --- the compile group (issue 18) ---------------------------------------------------------------
+
+
+def mlp_training_step(lib, sizes, batch, optimizer):
+    """An nn.Linear MLP's training step (zero_grad, forward, cross_entropy, backward, the optimizer's
+    step) returning the loss tensor: what fastgrad.compile captures (no item() inside)."""
+    rng = np.random.default_rng(0)
+    x, labels, _ = mlp_data(rng, sizes, batch)
+    x, labels = lib.tensor(x), lib.tensor(labels)
+    layers = [lib.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]
+    model = lib.nn.Sequential(*[m for layer in layers for m in (layer, lib.nn.ReLU())][:-1])
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3) if optimizer == "adam" else lib.optim.SGD(model.parameters(), LR)
+
+    def step():
+        opt.zero_grad()
+        loss = lib.nn.functional.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+# (row, make(lib) -> step, matmul FLOPs per step or None, [(peer, smallest compiled-over-peer ratio)])
+COMPILE_ROWS = [
+    (
+        "MLP 64-128-10 b32 step, nn.Linear+CrossEntropyLoss+Adam",
+        lambda lib: mlp_training_step(lib, (64, 128, 10), 32, "adam"),
+        3 * 2 * 32 * (64 * 128 + 128 * 10),
+        [("eager", 3.0)],
+    ),
+    (
+        "MLP 64-128-10 b32 step, nn.Linear+CrossEntropyLoss+SGD",
+        lambda lib: mlp_training_step(lib, (64, 128, 10), 32, "sgd"),
+        3 * 2 * 32 * (64 * 128 + 128 * 10),
+        [],
+    ),
+    (
+        "MLP 784-256-10 b64 step, nn.Linear+CrossEntropyLoss+SGD",
+        lambda lib: mlp_training_step(lib, (784, 256, 10), 64, "sgd"),
+        3 * 2 * 64 * (784 * 256 + 256 * 10),
+        [],
+    ),
+    (
+        "micrograd step 2-16-16-1, 4 points, 0-d tensors",
+        lambda lib: micrograd_loss(lib, np.random.default_rng(0)),
+        None,
+        [("torch", 50.0)],
+    ),
+]
+
+
+def torch_compile_works(torch):
+    """Whether torch.compile (inductor) compiles a small function here (it needs a C++ compiler, and
+    no network); False when it raises."""
+    try:
+        return bool(torch.compile(lambda t: t * 2)(torch.ones(2)).sum() == 4)
+    except Exception:  # noqa: BLE001  any failure of the inductor stack means: no peer row
+        return False
+
+
+def compile_table(libs, timer, torch, peak, quick):
+    """Issue 18's rows: a compiled fastgrad step against the same step eagerly, PyTorch's eager step
+    and torch.compile's (when it works here, and not in a quick run: its compiler takes seconds),
+    one thread; and the capturing call's cost."""
+    set_threads(1, torch)
+    with_torch_compile = torch is not None and not quick and torch_compile_works(torch)
+    peers = ["fastgrad eager"] + (["torch eager"] if torch is not None else [])
+    peers += ["torch.compile"] if with_torch_compile else []
+    lines = [
+        "### compile: fastgrad.compile'd steps (one thread; ratio = peer time / compiled time)",
+        "",
+        "| benchmark | fastgrad compiled | "
+        + " | ".join(peers)
+        + " | "
+        + " | ".join(f"vs {p}" for p in peers)
+        + " | capture call | FLOP time at peak | target | met |",
+        "|---|" + "---|" * (2 * len(peers) + 5),
+    ]
+    for name, make, flops, targets in (COMPILE_ROWS[:2] + COMPILE_ROWS[3:]) if quick else COMPILE_ROWS:  # no 784
+        compiled = fastgrad.compile(make(fastgrad))
+        fns = [compiled, make(fastgrad)]
+        if torch is not None:
+            fns.append(make(torch))
+        if with_torch_compile:
+            fns.append(torch.compile(make(torch)))
+        seconds = timer.interleaved(fns)
+        ratios = dict(zip(["eager", "torch", "torch.compile"], [t / seconds[0] for t in seconds[1:]]))
+        capture = capture_seconds(make, timer.samples)
+        met = [ratios[peer] >= goal for peer, goal in targets]
+        if compiled.eager_reason is not None:
+            name += f" (fell back to eager: {compiled.eager_reason[0]})"
+        lines.append(
+            "| "
+            + " | ".join(
+                [name, f"{seconds[0] * 1e6:,.1f} µs"]
+                + [f"{t * 1e6:,.1f} µs" for t in seconds[1:]]
+                + [f"{r:.2f}x" for r in ratios.values()]
+                + [
+                    f"{capture * 1e6:,.0f} µs ({capture / seconds[1]:.1f}x eager)",
+                    f"{flops / peak * 1e6:,.1f} µs" if flops else "-",
+                    ", ".join(f">= {goal:g}x vs {peer}" for peer, goal in targets) or "report",
+                    ", ".join("met" if m else "not met" for m in met) or "-",
+                ]
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def capture_seconds(make, samples):
+    """The median time of a capturing call (a new compiled function's first call after a warm-up
+    eager call of its own step)."""
+    times = []
+    for _ in range(samples):
+        step = make(fastgrad)
+        step()
+        compiled = fastgrad.compile(step)
+        start = time.perf_counter()
+        compiled()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
 def layout_table(shapes, libs, timer, torch):
     """Issue 23's rows: each form of LAYOUT_FORMS, its time and its ratio to x @ W, one thread."""
     set_threads(1, torch)
@@ -1040,10 +1171,12 @@ def main(argv=None):
         action="append",
         default=[],
         metavar="NAME",
-        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd, cnn, seq); repeatable",
+        help="run only these groups (op, mlp, matmul, elementwise, mv, micrograd, cnn, seq, random, compile); "
+        "repeatable",
     )
     args = parser.parse_args(argv)
     selected = groups(args.quick)
+    selected["compile"] = []  # its own table (compile_table)
     only = [n for names in args.only for n in names.split(",")]
     unknown = set(only) - set(selected)
     if unknown:
@@ -1073,6 +1206,9 @@ def main(argv=None):
     print(machine_line(torch) + "\n")
     for name, rows in selected.items():
         if only and name not in only:
+            continue
+        if name == "compile":
+            print(compile_table(libs, timer, torch, fastgrad._C._fma_peak(0.1) * 1e9, args.quick) + "\n", flush=True)
             continue
         group_threads = threads if name in ("elementwise", "matmul", "cnn", "seq") else (1,)
         peak = None

@@ -15,6 +15,7 @@ from .. import _prims
 from .._factories import empty_like
 from .._grad_mode import no_grad
 from .. import _hooks
+from .._compile import module_changed, replayed_as_host_call
 from ..autograd.function import Function
 from .parameter import Buffer, Parameter, is_lazy
 from fastgrad._types import float32
@@ -293,7 +294,11 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
+    _compiled_call_impl = None  # set by compile(): calls replay its captured programs
+
     def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         if not (
             self._forward_pre_hooks
             or self._forward_hooks
@@ -304,7 +309,12 @@ class Module:
             or _global_backward_pre_hooks
             or _global_backward_hooks
         ):
-            return self.forward(*args, **kwargs)
+            return self.forward(*args, **kwargs)  # the common case, without a call of _call_impl
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """forward between the hooks (with none, forward alone): what __call__ runs, and the body a
+        compiled module captures."""
         always_called_run = set()
         result = None
         try:
@@ -431,6 +441,7 @@ class Module:
     # ---- registration
 
     def register_parameter(self, name, param):
+        module_changed()
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         _check_member_name("parameter", name, self, self._parameters)
@@ -447,6 +458,7 @@ class Module:
         self._parameters[name] = param
 
     def register_buffer(self, name, tensor, persistent=True):
+        module_changed()
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         _check_member_name("buffer", name, self, self._buffers)
@@ -461,6 +473,7 @@ class Module:
             self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name, module):
+        module_changed()
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{_typename(module)} is not a Module subclass")
         _check_member_name("module", name, self, self._modules)
@@ -477,6 +490,8 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
+        module_changed()  # fastgrad.compile's guards read modules again
+
         def remove_from(*registries):
             for registry in registries:
                 if isinstance(registry, set):
@@ -521,6 +536,7 @@ class Module:
             object.__setattr__(self, name, value)
 
     def __delattr__(self, name):
+        module_changed()
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:
@@ -663,6 +679,14 @@ class Module:
             param.requires_grad_(requires_grad)
         return self
 
+    def compile(self, *args, **kwargs):
+        """Compile this module's calls in place (torch.nn.Module.compile): fastgrad.compile's
+        arguments; the module itself is unchanged, and so are its state_dict keys."""
+        from .._compile import compile_module_call
+
+        self._compiled_call_impl = compile_module_call(self, *args, **kwargs)
+
+    @replayed_as_host_call
     def zero_grad(self, set_to_none=True):
         for param in self.parameters():
             if param.grad is None:
@@ -693,6 +717,7 @@ class Module:
             for name, buffer in self._buffers.items():
                 if buffer is not None:
                     self._buffers[name] = fn(buffer)
+        module_changed()
         return self
 
     def to(self, *args, **kwargs):

@@ -21,6 +21,8 @@ from collections import Counter
 
 from .._prims import Tensor
 from .optimizer import Optimizer
+from .. import _prims
+from .._compile import host_call
 
 __all__ = [
     "LambdaLR",
@@ -233,6 +235,8 @@ class LRScheduler:
     def step(self, epoch=None):
         """Advance one epoch and set the groups' lr. With `epoch` (deprecated), jump to it and use the
         closed form where the scheduler has one."""
+        if _prims._capturing():  # in a compiled function: replays call step again
+            return host_call(LRScheduler.step, self, epoch)
         if self._step_count == 1:  # the first step after the constructor's: the optimizer should have stepped
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn(
@@ -580,6 +584,8 @@ class SequentialLR(_SchedulersState, LRScheduler):
             scheduler.last_epoch -= 1
 
     def step(self):
+        if _prims._capturing():  # in a compiled function: replays call step again
+            return host_call(SequentialLR.step, self)
         self.last_epoch += 1
         index = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[index]
@@ -604,6 +610,8 @@ class ChainedScheduler(_SchedulersState, LRScheduler):
         self._last_lr = _param_groups_val_list(schedulers[-1].optimizer, "lr")
 
     def step(self):
+        if _prims._capturing():  # in a compiled function: replays call step again
+            return host_call(ChainedScheduler.step, self)
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
@@ -656,6 +664,8 @@ class ReduceLROnPlateau(LRScheduler):
         self.num_bad_epochs = 0
 
     def step(self, metrics, epoch=None):
+        if _prims._capturing():  # in a compiled function: replays call step again
+            return host_call(ReduceLROnPlateau.step, self, metrics, epoch)
         current = float(metrics)  # a number or a one-element tensor
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -863,6 +873,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch=None):
         """One epoch on, or to `epoch` (fractional: call it after every batch with epoch + i / iters)."""
+        if _prims._capturing():  # in a compiled function: replays call step again
+            return host_call(CosineAnnealingWarmRestarts.step, self, epoch)
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:

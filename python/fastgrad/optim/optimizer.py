@@ -25,6 +25,7 @@ from .._prims import Tensor
 from .._factories import tensor
 from .._grad_mode import enable_grad, no_grad
 from .._hooks import RemovableHandle
+from .._compile import replayed_as_host_call
 from fastgrad._types import float32, float64
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook"]
@@ -69,6 +70,7 @@ def _with_step_hooks(step):
     the hooks see `args` with the optimizer first, and a pre-hook may return new (args, kwargs)."""
 
     @functools.wraps(step)
+    @replayed_as_host_call
     def hooked_step(*args, **kwargs):
         self = args[0]
         for hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
@@ -268,6 +270,7 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
+    @replayed_as_host_call
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
             if set_to_none:

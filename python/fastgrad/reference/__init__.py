@@ -59,6 +59,7 @@ from ._factories import *  # noqa: E402, F403  the factories both backends expor
 from ._sampling import *  # noqa: E402, F403  rand, randn, multinomial, ...: _sampling.__all__
 from .random import Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state  # noqa: E402
 from .serialization import save, load  # noqa: E402
+from ._compile import compile  # noqa: E402  (runs eagerly: the reference captures nothing)
 from .. import accelerator, amp, backends, cuda, return_types  # noqa: E402  backend-independent: the same modules
 from ..amp import autocast  # noqa: E402
 from .._determinism import *  # noqa: E402, F403

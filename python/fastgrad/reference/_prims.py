@@ -49,6 +49,13 @@ from ._tensor import (  # noqa: F401
     write,
 )
 
+# ---- fastgrad.compile: the reference captures nothing (compile returns what it is given)
+
+
+def _capturing():
+    return False
+
+
 # ---- argument conversion
 
 

@@ -1,0 +1,299 @@
+// The recorder and the replayed program of fastgrad.compile (capture.h; the Python side, guards and
+// fallbacks, is python/fastgrad/_compile.py).
+#include "python/capture.h"
+
+#include <algorithm>
+#include <memory>
+#include <unordered_map>
+
+namespace fg::capture {
+
+// A slot's tensor as the capture last saw it. A metadata change no recorded op explains (an
+// in-place view op such as squeeze_ outside call_op, x.data = y) would not happen on replay.
+struct Geometry {
+  const Storage* storage;
+  Shape shape, strides;
+  int64_t offset;
+  DType dtype;
+  bool operator==(const Geometry& o) const {
+    return storage == o.storage && shape == o.shape && strides == o.strides && offset == o.offset && dtype == o.dtype;
+  }
+};
+Geometry geometry_of(const Tensor& t) { return {t->storage.get(), t->shape, t->strides, t->offset, t->dtype}; }
+
+struct Step {
+  std::function<void(Frame&)> run;
+  bool grad_mode;             // the grad mode it ran in
+  std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
+};
+
+struct Program {
+  int inputs = 0;
+  std::vector<Tensor> frame_template;  // the constants in their slots, empty slots elsewhere
+  std::vector<Step> steps;
+  std::vector<int> outputs;
+  size_t fingerprint = 0;  // of the steps (capture.h's add_step)
+
+  // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error.
+  std::vector<Tensor> run(const std::vector<Tensor>& args) const {
+    if (static_cast<int>(args.size()) != inputs)
+      throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
+    Frame frame = frame_template;
+    std::copy(args.begin(), args.end(), frame.begin());
+    GradModeGuard restore(grad_enabled());
+    for (const Step& step : steps) {
+      if (step.grad_mode != grad_enabled()) set_grad_enabled(step.grad_mode);
+      step.run(frame);
+      for (int slot : step.last_use) frame[slot].reset();
+    }
+    std::vector<Tensor> out;
+    for (int slot : outputs) out.push_back(frame[slot]);
+    return out;
+  }
+};
+
+struct Recorder {
+  uint32_t id;
+  int depth = 0;
+  bool abandoned = false;
+  std::string reason, location;
+  py::object locate;  // Python: the user's line that is running ("file:line")
+  std::unique_ptr<Program> program = std::make_unique<Program>();
+  std::unordered_map<const TensorImpl*, int> slots;
+  std::vector<Geometry> geometries;  // per slot
+  std::vector<size_t> last_step;     // per slot: the last step that reads or writes it
+  std::vector<Tensor> alive;         // every slot's tensor, so that no address is reused meanwhile
+
+  int new_slot(const Tensor& t) {
+    const int slot = static_cast<int>(alive.size());
+    slots.emplace(t.get(), slot);
+    geometries.push_back(geometry_of(t));
+    last_step.push_back(0);
+    alive.push_back(t);
+    return slot;
+  }
+};
+
+namespace {
+thread_local Recorder* this_thread_recorder = nullptr;
+uint32_t last_capture_id = 0;
+
+void untracked(const char* what) {
+  Recorder* r = this_thread_recorder;
+  if (r && r->depth == 0) abandon(r, what);
+}
+}  // namespace
+
+Recorder* recorder() { return this_thread_recorder; }
+bool recording(const Recorder* r) { return r && r->depth == 0 && !r->abandoned; }
+
+void abandon(Recorder* r, const char* what) {
+  if (r->abandoned) return;
+  r->abandoned = true;
+  r->reason = what;
+  // Where the user's code is: asked of Python, which may be waiting for the GIL (a kernel released it).
+  py::gil_scoped_acquire gil;
+  try {
+    r->location = py::cast<std::string>(r->locate());
+  } catch (py::error_already_set& e) {
+    e.discard_as_unraisable("fastgrad.compile locating a graph break");
+  }
+}
+
+void host_read(const char* what) {
+  Recorder* r = this_thread_recorder;
+  if (r && r->depth == 0) abandon(r, what);
+}
+
+int input_slot(Recorder* r, const Tensor& t) {
+  if (!t) return -1;
+  auto found = r->slots.find(t.get());
+  if (found != r->slots.end()) {
+    r->last_step[found->second] = r->program->steps.size();  // the step about to be added
+    if (r->geometries[found->second] == geometry_of(t)) return found->second;
+    abandon(r, "a tensor changed in place by an operation compile cannot capture (x.data = ..., an in-place view op)");
+    return -2;
+  }
+  if (t->capture_birth == r->id) {
+    abandon(r, "a tensor made by an operation compile cannot capture yet (a view, detach(), .data, ...)");
+    return -2;
+  }
+  // Made before the call (a parameter, a buffer, a global): replays read it as it is then.
+  const int slot = r->new_slot(t);
+  r->last_step[slot] = r->program->steps.size();
+  r->program->frame_template.push_back(t);
+  return slot;
+}
+
+int output_slot(Recorder* r, const Tensor& t) {
+  if (!t) return -1;
+  auto found = r->slots.find(t.get());
+  if (found == r->slots.end()) {
+    r->program->frame_template.emplace_back();
+    const int slot = r->new_slot(t);
+    r->last_step[slot] = r->program->steps.size();
+    return slot;
+  }
+  r->last_step[found->second] = r->program->steps.size();
+  r->geometries[found->second] = geometry_of(t);  // an in-place op's result is its input
+  return found->second;
+}
+
+void refresh_geometry(Recorder* r, const Tensor& t) {
+  if (!t) return;
+  auto found = r->slots.find(t.get());
+  if (found != r->slots.end()) r->geometries[found->second] = geometry_of(t);
+}
+
+void add_step(Recorder* r, std::function<void(Frame&)> step, size_t identity) {
+  r->program->steps.push_back({std::move(step), grad_enabled(), {}});
+  r->program->fingerprint = combine(combine(r->program->fingerprint, identity), grad_enabled());
+}
+
+Region::Region(Recorder* r) : r_(r) { ++r_->depth; }
+Region::~Region() { --r_->depth; }
+
+void check_result(const Tensor& result, bool defined, const Shape& shape) {
+  if (bool(result) != defined || (defined && result->shape != shape))
+    throw RuntimeError(
+        "fastgrad.compile: a replayed operation gave a result of another shape than at capture (it depends on "
+        "tensor values or on state the guards do not see); call fastgrad.compiler.reset() and run the function "
+        "uncompiled");
+}
+
+namespace {
+
+// The tensors of a Python list, which must hold only tensors.
+template <class F>
+void for_each_tensor(py::handle list, const char* caller, F f) {
+  if (!PyList_Check(list.ptr())) throw TypeError(cat(caller, "(): expected a list of tensors"));
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list.ptr()); ++i) {
+    const Tensor* t = tensor_of(PyList_GET_ITEM(list.ptr(), i));
+    if (!t) throw TypeError(cat(caller, "(): expected a list of tensors"));
+    f(**t);
+  }
+}
+
+py::bytes words_to_bytes(const std::vector<int64_t>& words) {
+  return py::bytes(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
+}
+
+// Ends this thread's capture, whatever becomes of it.
+std::unique_ptr<Recorder> end_capture() {
+  std::unique_ptr<Recorder> r(this_thread_recorder);
+  this_thread_recorder = nullptr;
+  active_capture.store(0, std::memory_order_relaxed);
+  return r;
+}
+
+}  // namespace
+}  // namespace fg::capture
+
+namespace fg {
+
+void bind_capture(py::module_& m) {
+  using namespace capture;
+  py::class_<Program, std::shared_ptr<Program>>(m, "CompiledProgram")
+      .def("run", &Program::run)
+      .def_property_readonly("num_steps", [](const Program& p) { return p.steps.size(); })
+      .def_property_readonly("num_inputs", [](const Program& p) { return p.inputs; })
+      .def_property_readonly("fingerprint", [](const Program& p) { return p.fingerprint; })
+      // The tensors made before the capture that the program reads (parameters, buffers, globals).
+      .def_property_readonly("constants", [](const Program& p) {
+        std::vector<Tensor> out;
+        for (const Tensor& t : p.frame_template)
+          if (t) out.push_back(t);
+        return out;
+      });
+  // Starts recording this thread's ops, `inputs` in the first slots; `locate()` names the user's line.
+  // False if another thread is capturing (the call then runs eagerly, unrecorded).
+  m.def("_capture_begin", [](const std::vector<Tensor>& inputs, py::object locate) {
+    if (capture_in_progress()) return false;
+    auto r = std::make_unique<Recorder>();
+    r->id = ++last_capture_id == 0 ? ++last_capture_id : last_capture_id;
+    r->locate = std::move(locate);
+    for (const Tensor& t : inputs) {
+      if (r->slots.count(t.get())) throw ValueError("_capture_begin: an input appears twice");
+      r->program->frame_template.emplace_back();
+      r->new_slot(t);
+    }
+    r->program->inputs = static_cast<int>(inputs.size());
+    capture_untracked = &untracked;
+    this_thread_recorder = r.release();
+    active_capture.store(this_thread_recorder->id, std::memory_order_relaxed);
+    return true;
+  });
+  // Ends the capture: the program whose outputs are `outputs`, or (reason, "file:line") when the
+  // function did something the capture cannot replay.
+  m.def("_capture_end", [](const std::vector<Tensor>& outputs) -> py::object {
+    std::unique_ptr<Recorder> r = end_capture();
+    if (!r) throw RuntimeError("_capture_end: no capture in progress on this thread");
+    if (!r->abandoned) {
+      r->depth = 0;  // the outputs' slots are looked up as inputs of a last step would be
+      for (const Tensor& t : outputs) {
+        const int slot = input_slot(r.get(), t);
+        if (slot < 0) break;
+        r->program->outputs.push_back(slot);
+      }
+    }
+    if (!r->abandoned) {
+      Program& program = *r->program;
+      for (int slot : program.outputs) r->last_step[slot] = program.steps.size();  // kept to the end
+      for (size_t slot = 0; slot < r->last_step.size(); ++slot)
+        if (r->last_step[slot] < program.steps.size()) program.steps[r->last_step[slot]].last_use.push_back(slot);
+    }
+    if (r->abandoned) return py::make_tuple(r->reason, r->location);
+    return py::cast(std::shared_ptr<Program>(std::move(r->program)));
+  });
+  // The guard of a call's tensor inputs, as bytes compared whole: each one's shape, strides, offset,
+  // dtype and requires_grad, and which earlier input shares its storage (the replay's ops see the
+  // same aliasing).
+  m.def("_input_signature", [](py::handle tensors) {
+    std::vector<int64_t> words;
+    std::vector<const Storage*> storages;
+    for_each_tensor(tensors, "_input_signature", [&](const TensorImpl& t) {
+      const int64_t sharing = std::find(storages.begin(), storages.end(), t.storage.get()) - storages.begin();
+      storages.push_back(t.storage.get());
+      words.insert(words.end(), {t.dim(), t.offset, static_cast<int64_t>(t.dtype), t.requires_grad(), sharing});
+      words.insert(words.end(), t.shape.begin(), t.shape.end());
+      words.insert(words.end(), t.strides.begin(), t.strides.end());
+    });
+    return words_to_bytes(words);
+  });
+  // The guard of the tensors a replay reads as they are (parameters, buffers, globals): each one's
+  // identity, dtype, requires_grad, whether its .grad is set (Python may branch on it) and shape.
+  m.def("_guard_tensors", [](py::handle tensors) {
+    std::vector<int64_t> words;
+    for_each_tensor(tensors, "_guard_tensors", [&](const TensorImpl& t) {
+      words.insert(words.end(), {reinterpret_cast<intptr_t>(&t), t.dim(), static_cast<int64_t>(t.dtype),
+                                 t.requires_grad(), bool(t.grad)});
+      words.insert(words.end(), t.shape.begin(), t.shape.end());
+    });
+    return words_to_bytes(words);
+  });
+  m.def("_capture_abort", [] { end_capture(); });
+  // Python code that knows a replay would go wrong (capture.h's host_read).
+  m.def("_capture_abandon", [](const std::string& what) { host_read(what.c_str()); });
+  // Whether this thread records steps now (a capture at depth 0).
+  m.def("_capturing", [] { return recording(recorder()); });
+  // fn(*args), a host call of the program: replays call it again (an optimizer's step, a scheduler's
+  // step: Python that reads its state then). What it does with tensors is its own, not recorded.
+  m.def("_capture_host_call", [](py::object fn, py::args args) {
+    Recorder* r = recorder();
+    if (!recording(r)) return fn(*args);
+    // Its identity: for a functools.partial (which hashes by identity), the method and the arguments
+    // that hash.
+    const bool partial = py::hasattr(fn, "func") && py::hasattr(fn, "args");
+    size_t identity = py::hash(partial ? fn.attr("func") : fn);
+    for (py::handle a : partial ? py::tuple(fn.attr("args")) : py::tuple()) {
+      const Py_hash_t h = PyObject_Hash(a.ptr());
+      if (h == -1) PyErr_Clear();
+      identity = combine(identity, static_cast<size_t>(h));
+    }
+    add_step(r, [fn, args](Frame&) { fn(*args); }, identity);
+    Region region(r);
+    return fn(*args);
+  });
+}
+
+}  // namespace fg

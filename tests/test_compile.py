@@ -1,0 +1,402 @@
+"""fastgrad.compile (docs/compile.md): compiled steps equal eager steps bit for bit, every guard
+recaptures instead of replaying stale work, and what cannot be replayed runs eagerly with a warning
+that names the line (fullgraph=True raises)."""
+
+import inspect
+import os
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import fastgrad
+import fastgrad.nn as nn
+import fastgrad.nn.functional as F
+
+HERE = os.path.basename(__file__)
+
+
+def values(t):
+    return t.detach().numpy().copy()
+
+
+def line_of(fn, text):
+    """The line number of the first line of `fn`'s source containing `text`."""
+    lines, start = inspect.getsourcelines(fn)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def mlp_setup(optimizer, seed=0):
+    fastgrad.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = fastgrad.optim.Adam(model.parameters(), lr=1e-3) if optimizer == "adam" else None
+    opt = opt or fastgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return model, opt
+
+
+def mlp_data(steps, batch=32):
+    rng = np.random.default_rng(1)
+    xs = [fastgrad.tensor(rng.standard_normal((batch, 64)).astype(np.float32)) for _ in range(steps)]
+    ys = [fastgrad.tensor(rng.integers(0, 10, batch)) for _ in range(steps)]
+    return xs, ys
+
+
+def train(step, xs, ys):
+    return [values(step(x, y)) for x, y in zip(xs, ys)]
+
+
+def optimizer_state(opt):
+    return [values(v) for state in opt.state.values() for v in state.values()]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_mlp_training_matches_eager_bit_for_bit(optimizer, threads):
+    previous = fastgrad.get_num_threads()
+    fastgrad.set_num_threads(threads)
+    try:
+        xs, ys = mlp_data(200)
+        runs = []
+        for compiled in (False, True):
+            model, opt = mlp_setup(optimizer)
+            loss_fn = nn.CrossEntropyLoss()
+            bodies = types.SimpleNamespace(runs=0)  # an object: guarded by identity, not contents
+
+            def step(x, y):
+                bodies.runs += 1
+                opt.zero_grad()
+                loss = loss_fn(model(x), y)
+                loss.backward()
+                opt.step()
+                return loss
+
+            run = fastgrad.compile(step) if compiled else step
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no fallback
+                losses = train(run, xs, ys)
+            runs.append((losses, [values(p) for p in model.parameters()], optimizer_state(opt), bodies.runs))
+        (eager_losses, eager_params, eager_state, _), (losses, params, state, bodies) = runs
+        # the first call captures with no gradients yet, the second with them; then only replays
+        assert bodies == 2
+        for got, want in zip(losses + params + state, eager_losses + eager_params + eager_state):
+            np.testing.assert_array_equal(got, want)
+    finally:
+        fastgrad.set_num_threads(previous)
+
+
+def micrograd_setup(seed):
+    rng = np.random.default_rng(seed)
+    sizes = (2, 16, 16, 1)
+    layers = [
+        [
+            (
+                [fastgrad.tensor(rng.uniform(-1, 1), requires_grad=True) for _ in range(fan_in)],
+                fastgrad.tensor(0.0, requires_grad=True),
+            )
+            for _ in range(fan_out)
+        ]
+        for fan_in, fan_out in zip(sizes, sizes[1:])
+    ]
+    params = [p for layer in layers for w, b in layer for p in (*w, b)]
+    points = [[fastgrad.tensor(v) for v in rng.standard_normal(2)] for _ in range(4)]
+    targets = [float(rng.choice((-1.0, 1.0))) for _ in range(4)]
+
+    def forward(values):
+        for i, layer in enumerate(layers):
+            outs = []
+            for w, b in layer:
+                act = b
+                for wi, xi in zip(w, values):
+                    act = act + wi * xi
+                outs.append(act.relu() if i < len(layers) - 1 else act)
+            values = outs
+        return values[0]
+
+    def step():
+        loss = sum((1 - t * forward(p)).relu() for p, t in zip(points, targets)) * (1.0 / len(points))
+        loss.backward()
+        with fastgrad.no_grad():
+            for p in params:
+                p -= 0.05 * p.grad
+                p.grad = None
+        return loss
+
+    return step, params
+
+
+def test_micrograd_scalar_mlp_matches_eager():
+    eager, eager_params = micrograd_setup(0)
+    step, params = micrograd_setup(0)
+    compiled = fastgrad.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(5):
+            np.testing.assert_array_equal(values(compiled()), values(eager()))
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(values(p), values(q))
+    assert compiled.eager_reason is None and len(compiled._cache) == 1
+
+
+def test_returned_tensors_are_not_overwritten_by_the_next_replay():
+    w = fastgrad.ones(3, requires_grad=True)
+    f = fastgrad.compile(lambda x: (x * w).sum() + x)
+    x1, x2 = fastgrad.tensor([1.0, 2.0, 3.0]), fastgrad.tensor([4.0, 5.0, 6.0])
+    outs = [f(x1), f(x1), f(x2)]
+    np.testing.assert_array_equal(values(outs[1]), [7.0, 8.0, 9.0])
+    np.testing.assert_array_equal(values(outs[2]), [19.0, 20.0, 21.0])
+    assert outs[1] is not outs[0]
+    assert len(f._cache) == 1  # the same signature: one program, replayed twice
+
+
+def test_compiled_module_and_backward_outside():
+    fastgrad.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 2))
+    compiled = fastgrad.compile(model)
+    assert isinstance(compiled, nn.Module) and compiled._orig_mod is model
+    assert list(compiled.state_dict()) == [f"_orig_mod.{k}" for k in model.state_dict()]  # as PyTorch's
+    x = fastgrad.randn(5, 4)
+    for _ in range(2):  # a capture, then a replay
+        model.zero_grad()
+        out = compiled(x)
+        out.sum().backward()
+        grads = [values(p.grad) for p in model.parameters()]
+        model.zero_grad()
+        model(x).sum().backward()
+        np.testing.assert_array_equal(values(out), values(model(x)))
+        for g, p in zip(grads, model.parameters()):
+            np.testing.assert_array_equal(g, values(p.grad))
+    assert compiled._compiled_call_impl.eager_reason is None
+    model.compile()
+    np.testing.assert_array_equal(values(model(x)), values(compiled(x)))
+    assert model._compiled_call_impl is not None
+
+
+# ---- guards ----------------------------------------------------------------------------------
+
+
+class Branchy(nn.Module):
+    """forward reads the training flag, a plain attribute and its parameter."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.scale = 2.0
+
+    def forward(self, x):
+        y = self.lin(x) * self.scale
+        return y.relu() if self.training else y.tanh()
+
+
+def test_guards_recapture_instead_of_replaying_stale_work():
+    fastgrad.manual_seed(0)
+    model = Branchy()
+    compiled = fastgrad.compile(model)
+
+    def check(x):
+        np.testing.assert_array_equal(values(compiled(x)), values(model(x)))
+
+    x = fastgrad.randn(4, 3)
+    check(x)
+    check(x)
+    model.eval()  # module.training
+    check(x)
+    model.scale = 3.0  # a plain attribute, by value
+    check(x)
+    model.lin.weight = nn.Parameter(fastgrad.randn(3, 3))  # a replaced parameter
+    check(x)
+    check(fastgrad.randn(2, 3))  # a shape
+    check(fastgrad.randn(3, 4).t())  # strides
+    check(fastgrad.randn(4, 3, dtype=fastgrad.float64).float())
+    check(fastgrad.randn(4, 3, requires_grad=True))  # requires_grad
+    with fastgrad.no_grad():  # grad mode
+        check(x)
+    assert compiled._compiled_call_impl.eager_reason is None
+
+
+SCALE = 2.0
+
+
+def scaled(x, power):
+    return x**power * SCALE
+
+
+def test_non_tensor_arguments_and_globals_are_guarded_by_value():
+    global SCALE
+    f = fastgrad.compile(scaled)
+    x = fastgrad.tensor([1.0, 2.0])
+    np.testing.assert_array_equal(values(f(x, 2)), [2.0, 8.0])
+    np.testing.assert_array_equal(values(f(x, 3)), [2.0, 16.0])
+    SCALE = 10.0
+    try:
+        np.testing.assert_array_equal(values(f(x, 3)), [10.0, 80.0])
+    finally:
+        SCALE = 2.0
+    assert len(f._cache) == 3
+
+
+def test_aliased_inputs_are_part_of_the_signature():
+    f = fastgrad.compile(lambda a, b: a.add_(1) + b)
+    x, y = fastgrad.zeros(2), fastgrad.zeros(2)
+    f(x, y)
+    # the same tensor twice: b sees a's write
+    np.testing.assert_array_equal(values(f(x, x)), [4.0, 4.0])
+    assert len(f._cache) == 2
+
+
+def test_scheduler_and_learning_rate_are_read_at_replay():
+    xs, ys = mlp_data(12, batch=4)
+    runs = []
+    for compiled in (False, True):
+        model, opt = mlp_setup("sgd")
+        scheduler = fastgrad.optim.lr_scheduler.StepLR(opt, step_size=3, gamma=0.5)
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            scheduler.step()
+            return loss
+
+        runs.append(train(fastgrad.compile(step) if compiled else step, xs, ys))
+        runs.append(opt.param_groups[0]["lr"])
+    np.testing.assert_array_equal(runs[0], runs[2])
+    assert runs[1] == runs[3] == 0.1 * 0.5**4
+
+
+def test_cache_limit_then_eager_with_one_warning():
+    f = fastgrad.compile(lambda x: x * 2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(1, 12):
+            np.testing.assert_array_equal(values(f(fastgrad.ones(n))), np.full(n, 2.0))
+    assert len(f._cache) == fastgrad.compiler.RECOMPILE_LIMIT
+    assert [str(w.message) for w in caught if "recompile limit" in str(w.message)] != []
+    assert len(caught) == 1
+    fastgrad.compiler.reset()
+    assert len(f._cache) == 0
+
+
+# ---- fallbacks --------------------------------------------------------------------------------
+
+
+def reads_host(x):
+    y = x * 2
+    if y.sum() > 0:  # a host read
+        return y + 1
+    return y - 1
+
+
+def test_host_read_falls_back_to_eager_naming_the_line():
+    f = fastgrad.compile(reads_host)
+    x = fastgrad.tensor([1.0, -3.0])
+    with pytest.warns(UserWarning, match=rf"{HERE}:{line_of(reads_host, 'if y.sum()')}"):
+        np.testing.assert_array_equal(values(f(x)), [1.0, -7.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # eager for good, without more warnings
+        np.testing.assert_array_equal(values(f(-x)), [-1.0, 7.0])
+    assert "item()" in f.eager_reason[0]
+    with pytest.raises(fastgrad.compiler.Unsupported, match="fullgraph"):
+        fastgrad.compile(reads_host, fullgraph=True)(x)
+
+
+def test_random_draws_and_uncaptured_ops_fall_back():
+    def noisy(x):
+        return x + fastgrad.randn(2)
+
+    def masked(x):
+        return x[x > 0].sum()
+
+    for fn, want in ((noisy, None), (masked, [3.0])):
+        f = fastgrad.compile(fn)
+        fastgrad.manual_seed(3)
+        with pytest.warns(UserWarning, match="runs eagerly"):
+            got = f(fastgrad.tensor([1.0, 2.0]))
+        fastgrad.manual_seed(3)
+        np.testing.assert_array_equal(values(got), values(fn(fastgrad.tensor([1.0, 2.0]))))
+        assert f.eager_reason is not None
+
+
+def test_explain_and_disable(monkeypatch):
+    x = fastgrad.tensor([1.0, 2.0])
+    clean = fastgrad.compiler.explain(lambda t: (t * 2).exp(), x)
+    assert (clean.graph_count, clean.graph_break_count, clean.op_count) == (1, 0, 2)
+    assert any("shape [2]" in g for g in clean.guards)
+    broken = fastgrad.compiler.explain(reads_host, x)
+    assert broken.graph_break_count == 1 and HERE in broken.break_reasons[0][1]
+    assert "Break Reasons" in str(broken)
+
+    def f(t):
+        return t
+
+    assert fastgrad.compile(f, disable=True) is f
+    monkeypatch.setenv(fastgrad.compiler.DISABLE_ENV, "1")
+    assert fastgrad.compile(f) is f
+
+
+def test_argument_checks_as_torch():
+    f = lambda x: x  # noqa: E731
+    with pytest.raises(RuntimeError, match="Either mode or options"):
+        fastgrad.compile(f, mode="default", options={})
+    with pytest.raises(RuntimeError, match="Unrecognized mode=fast"):
+        fastgrad.compile(f, mode="fast")
+    with pytest.raises(RuntimeError, match="Invalid backend"):
+        fastgrad.compile(f, backend="tvm")
+    with pytest.raises(RuntimeError, match="Unexpected optimization option"):
+        fastgrad.compile(f, options={"trace.enabled": True})
+    decorated = fastgrad.compile(mode="reduce-overhead")(f)
+    x = fastgrad.ones(2)
+    assert decorated(x) is x and decorated(x) is x  # an input returned: itself, on replay too
+
+
+def test_data_updates_and_zeroed_gradients_replay():
+    """A hand-written update through .data, gradients zeroed in place (set_to_none=False) and a
+    parameter's data swapped for a recorded result, as eagerly."""
+    runs = []
+    for compiled in (False, True):
+        fastgrad.manual_seed(0)
+        model = nn.Linear(3, 2)
+        x = fastgrad.randn(4, 3)
+
+        def step():
+            model.zero_grad(set_to_none=False)
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            for p in model.parameters():
+                p.data.add_(p.grad, alpha=-0.1)
+            model.bias.data = model.bias.detach() * 0.5
+            return loss
+
+        run = fastgrad.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            losses = [values(run()) for _ in range(4)]
+        runs.append(losses + [values(p) for p in model.parameters()])
+        if compiled:
+            assert run.eager_reason is None and len(run._cache) == 2
+    for got, want in zip(*runs):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_check_every_catches_hidden_python_state():
+    config = types.SimpleNamespace(scale=2.0)  # a plain object: its attributes are not guarded
+
+    def scaled_by_config(x):
+        return x * config.scale
+
+    x = fastgrad.tensor([1.0, 2.0])
+    unchecked = fastgrad.compile(scaled_by_config)
+    checked = fastgrad.compile(scaled_by_config, options={"check_every": 2})
+    for f in (unchecked, checked):
+        f(x)
+        f(x)  # a replay (checked: its first replay is not a check)
+    config.scale = 3.0
+    # the documented limit: a replay does not see the change...
+    np.testing.assert_array_equal(values(unchecked(x)), [2.0, 4.0])
+    # ...which check_every finds on its next check (that call ran eagerly: the state moved on)
+    with pytest.raises(RuntimeError, match="no longer does what its captured program replays"):
+        checked(x)
+    np.testing.assert_array_equal(values(checked(x)), [3.0, 6.0])  # captured again
+    with pytest.raises(ValueError, match="check_every"):
+        fastgrad.compile(scaled_by_config, options={"check_every": 0})
