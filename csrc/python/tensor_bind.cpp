@@ -804,8 +804,7 @@ void bind_tensor(py::module_& m) {
   m.def("linear", [](const Tensor& input, const Tensor& weight, const Tensor& bias) {
     // the work of input @ weight^T: product() would read the columns from weight's last dim, not its rows
     const double work = double(input->numel()) * double(weight->dim() ? weight->shape[0] : 1);
-    if (work >= kLongKernelMultiplyAdds) return without_gil(fg::linear, input, weight, bias);
-    return fg::linear(input, weight, bias);
+    return call_op(work >= kLongKernelMultiplyAdds, fg::linear, input, weight, bias);
   });
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return product(fg::matmul, a, b); });
