@@ -51,3 +51,9 @@ def test_size_zero_matches_torch(fg, torch, case, shapes):
             assert leaf.grad is None, f"input {i}"
         else:
             assert_close(to_numpy(leaf.grad), to_numpy(t_leaf.grad), what=f"grad of input {i}")
+
+
+def test_strides_of_huge_zero_element_tensors_wrap_as_pytorchs(fg):
+    # the other dims multiply past int64 (found by the crash fuzzer as a UBSan overflow)
+    assert fg.empty(0, 2**31 - 1, 2**31 - 1, 3).stride() == (-4611686031312289789, 6442450941, 3, 1)
+    assert fg.empty(0, 2**62, 4, 3).stride() == (0, 12, 3, 1)

@@ -31,10 +31,12 @@ bool TensorImpl::is_contiguous() const {
 
 Shape contiguous_strides(const Shape& shape) {
   Shape strides(shape.size());
-  int64_t s = 1;
+  // Wrapping, as PyTorch's: a zero-element tensor's other dims may multiply past int64 (its strides
+  // are never used to address memory).
+  uint64_t s = 1;
   for (size_t d = shape.size(); d-- > 0;) {
-    strides[d] = s;
-    s *= shape[d] > 0 ? shape[d] : 1;
+    strides[d] = static_cast<int64_t>(s);
+    s *= shape[d] > 0 ? static_cast<uint64_t>(shape[d]) : 1;
   }
   return strides;
 }

@@ -45,7 +45,7 @@ def numel_of(shape):
 def contiguous_strides(shape):
     strides, step = [], 1
     for size in reversed(shape):
-        strides.append(step)
+        strides.append((step + 2**63) % 2**64 - 2**63)  # int64's wrap-around, as PyTorch's (a zero-element tensor's)
         step *= max(size, 1)
     return tuple(reversed(strides))
 
