@@ -248,9 +248,12 @@ class _CompiledFunction:
             return self._fn(*args, **kwargs)
         return self._capture(key, args, kwargs, tensors)
 
-    def _capture(self, key, args, kwargs, tensors):
-        if not _prims._capture_begin(tensors, _user_line):  # another thread is capturing
-            return self._fn(*args, **kwargs)
+    def _run_captured(self, args, kwargs, tensors):
+        """Runs the function under a new capture: (its result, the result's structure or the
+        TypeError that makes it one compile cannot return, what _capture_end gave or None); None
+        when another thread is capturing (the caller runs the function eagerly)."""
+        if not _prims._capture_begin(tensors, _user_line):
+            return None
         try:
             result = self._fn(*args, **kwargs)
         except BaseException:
@@ -261,9 +264,17 @@ class _CompiledFunction:
             structure = _flatten_result(result, outputs)
         except TypeError as e:
             _prims._capture_abort()
-            self._give_up(f"returns {e}", _user_line())
+            return result, e, None
+        return result, structure, _prims._capture_end(outputs)
+
+    def _capture(self, key, args, kwargs, tensors):
+        run = self._run_captured(args, kwargs, tensors)
+        if run is None:
+            return self._fn(*args, **kwargs)
+        result, structure, program = run
+        if isinstance(structure, TypeError):
+            self._give_up(f"returns {structure}", _user_line())
             return result
-        program = _prims._capture_end(outputs)
         if isinstance(program, builtins.tuple):
             self._give_up(*program)
             return result
@@ -282,20 +293,10 @@ class _CompiledFunction:
         """check_every: run the function eagerly under a new capture, as on its first call, and raise
         if what it did is not what the cached program replays (Python state it reads changed
         without passing through the guards)."""
-        if not _prims._capture_begin(tensors, _user_line):  # another thread is capturing
+        run = self._run_captured(args, kwargs, tensors)
+        if run is None:
             return self._fn(*args, **kwargs)
-        try:
-            result = self._fn(*args, **kwargs)
-        except BaseException:
-            _prims._capture_abort()
-            raise
-        outputs = []
-        try:
-            structure = _flatten_result(result, outputs)
-        except TypeError:
-            _prims._capture_abort()
-            structure = None
-        fresh = _prims._capture_end(outputs) if structure is not None else None
+        result, structure, fresh = run
         program, cached_structure = entry
         if (
             isinstance(fresh, _prims.CompiledProgram)
