@@ -13,6 +13,7 @@ import pytest
 import fastgrad
 import fastgrad.nn as nn
 import fastgrad.nn.functional as F
+from fastgrad.bench import micrograd_loss
 
 HERE = os.path.basename(__file__)
 
@@ -86,43 +87,9 @@ def test_mlp_training_matches_eager_bit_for_bit(optimizer, threads):
 
 
 def micrograd_setup(seed):
-    rng = np.random.default_rng(seed)
-    sizes = (2, 16, 16, 1)
-    layers = [
-        [
-            (
-                [fastgrad.tensor(rng.uniform(-1, 1), requires_grad=True) for _ in range(fan_in)],
-                fastgrad.tensor(0.0, requires_grad=True),
-            )
-            for _ in range(fan_out)
-        ]
-        for fan_in, fan_out in zip(sizes, sizes[1:])
-    ]
-    params = [p for layer in layers for w, b in layer for p in (*w, b)]
-    points = [[fastgrad.tensor(v) for v in rng.standard_normal(2)] for _ in range(4)]
-    targets = [float(rng.choice((-1.0, 1.0))) for _ in range(4)]
-
-    def forward(values):
-        for i, layer in enumerate(layers):
-            outs = []
-            for w, b in layer:
-                act = b
-                for wi, xi in zip(w, values):
-                    act = act + wi * xi
-                outs.append(act.relu() if i < len(layers) - 1 else act)
-            values = outs
-        return values[0]
-
-    def step():
-        loss = sum((1 - t * forward(p)).relu() for p, t in zip(points, targets)) * (1.0 / len(points))
-        loss.backward()
-        with fastgrad.no_grad():
-            for p in params:
-                p -= 0.05 * p.grad
-                p.grad = None
-        return loss
-
-    return step, params
+    """The bench's micrograd step (0-d tensors, SGD on every scalar) and its parameters."""
+    step = micrograd_loss(fastgrad, np.random.default_rng(seed))
+    return step, step.params
 
 
 def test_micrograd_scalar_mlp_matches_eager():

@@ -371,6 +371,7 @@ def micrograd_loss(lib, rng, sizes=(2, 16, 16, 1), batch=4):
                 p.grad = None
         return loss
 
+    step.params = params  # for checks of the parameters after some steps (tests/test_compile.py)
     return step
 
 
