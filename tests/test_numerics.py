@@ -164,6 +164,17 @@ def test_log_of_zero_and_below(fg):
     assert x.grad.tolist()[:2] == [inf, -inf]  # 1 / x keeps the sign of zero
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_clamp_keeps_the_sign_of_a_zero_at_a_zero_bound_like_torch(fg, torch, dtype):
+    """A number bound replaces x only where x is past it: -0 clamped at 0 stays -0 (and +0 at -0
+    stays +0), as PyTorch's clamp kernels; 1 / clamp(x) shows the sign."""
+    zeros = [-0.0, 0.0] * 20  # long enough for the vector path
+    for bounds in [{"min": 0.0}, {"max": 0.0}, {"min": -0.0}, {"max": -0.0}, {"min": 0.0, "max": 0.0}]:
+        ours = (1 / fg.tensor(zeros, dtype=getattr(fg, dtype)).clamp(**bounds)).tolist()
+        theirs = (1 / torch.tensor(zeros, dtype=getattr(torch, dtype)).clamp(**bounds)).tolist()
+        assert ours == theirs, bounds
+
+
 def test_nan_is_never_masked(fg):
     """Ops that choose or clip (relu, clamp, max) return NaN for NaN, and pass a NaN gradient on
     where they pass the gradient."""

@@ -157,7 +157,7 @@ GradList ClampBackward1::apply(GradList&& grads) {
   return {g};
 }
 // max(x, min), then min(that, max), as PyTorch: with min > max every element is max, and a NaN
-// bound makes every element NaN (max_nan / min_nan keep NaN from either side).
+// bound makes every element NaN (a NaN x stays NaN).
 Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> max) {
   if (!min && !max) throw RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None");
   // The bounds take part in type promotion as Python numbers: an int64 tensor clamped to 0.5 is float32.
@@ -172,10 +172,18 @@ Tensor clamp(const Tensor& x, std::optional<Scalar> min, std::optional<Scalar> m
                                              : "clamp_max",
                                   "_scalar_cpu\" not implemented for 'Bool'"));
   // The bounds in the computation type, as PyTorch converts them (an integer bound exactly).
+  // A bound replaces x only where x is past it (or the bound is NaN): x equal to the bound stays
+  // itself, so -0 clamped to a bound 0 stays -0, as PyTorch's clamp kernels.
   Tensor out = unary_map(x, dt, [&min, &max](auto v) {
     using T = decltype(v);
-    if (min) v = max_nan(v, min->to<T>());
-    if (max) v = min_nan(v, max->to<T>());
+    if (min) {
+      T bound = min->to<T>();
+      if (v < bound || bound != bound) v = bound;
+    }
+    if (max) {
+      T bound = max->to<T>();
+      if (bound < v || bound != bound) v = bound;
+    }
     return v;
   });
   if (auto* node = record<ClampBackward1>(out, {&x})) {

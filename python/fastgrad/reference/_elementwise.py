@@ -885,10 +885,11 @@ class ClampBackward1(Function):
             raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
         self.save(x)
         values = cast(read(x), x._dtype, dtype)
-        for bound, pick in ((self.min, _maximum), (self.max, _minimum)):
+        # A bound replaces x only where x is past it or the bound is NaN: -0 clamped to 0 stays -0.
+        for bound, past in ((self.min, operator.lt), (self.max, operator.gt)):
             if bound is not None:
                 bound = cast_scalar(bound, dtype)  # in the computation dtype, as PyTorch converts it
-                values = [pick(v, bound) for v in values]
+                values = [bound if past(v, bound) or bound != bound else v for v in values]
         return new_tensor(values, x._shape, dtype)
 
     def backward(self, g):
