@@ -1930,9 +1930,13 @@ def _recorded_views(name, input, parts, join):
     join(grads), a gradient missing for a part counting as zeros. As in PyTorch, the parts of such a
     node may not be written in place while they require grad."""
     if _prims.is_grad_enabled() and input.requires_grad:
+        # The backward keeps the parts' shapes, not the parts: a part holds the node, which holds the
+        # backward, and that cycle runs through C++, where the cycle collector cannot see it (each
+        # split leaked its input's storage).
+        shapes = [(list(p.shape), p.dtype) for p in parts]
 
         def backward(grads):
-            return [join([_prims.full(list(p.shape), 0, p.dtype) if g is None else g for p, g in zip(parts, grads)])]
+            return [join([_prims.full(s, 0, dtype) if g is None else g for (s, dtype), g in zip(shapes, grads)])]
 
         _check_differentiable(parts)
         _prims.record_function(backward, name, [input], list(parts), [])
