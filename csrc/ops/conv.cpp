@@ -776,12 +776,15 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
         }
       }
     });
-    for (int64_t blk = first; blk < last; ++blk) {
-      const T* part = partial.data() + (blk - first) * per_block;
-      if (blk == 0) std::copy_n(part, per_block, total.data());
-      else
-        for (int64_t e = 0; e < per_block; ++e) total[e] += part[e];
-    }
+    // Threads split the elements; each element's sum runs over the blocks in order.
+    parallel_for(0, per_block, std::max<int64_t>(1, kParallelElements / (last - first)), [&](int64_t lo, int64_t hi) {
+      for (int64_t blk = first; blk < last; ++blk) {
+        const T* part = partial.data() + (blk - first) * per_block;
+        if (blk == 0) std::copy(part + lo, part + hi, total.data() + lo);
+        else
+          for (int64_t e = lo; e < hi; ++e) total[e] += part[e];
+      }
+    });
   }
   const int64_t taps = g.kh * g.kw;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
@@ -794,16 +797,18 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
 }
 
 // grad_bias[o] = the sum of G[:, o] over images (each image's pixels summed by the SIMD sum kernel,
-// in double and a fixed order), rounded once.
+// in double and a fixed order), rounded once. Threads split the channels.
 template <class T>
 void conv_grad_bias(const ConvGeometry& g, const T* grad, T* gb) {
   SumKernel<T> sum_kernel = kernels().of<T>().sum;
-  const int64_t p = g.pixels();
-  for (int64_t oc = 0; oc < g.o; ++oc) {
-    double sum = 0;
-    for (int64_t i = 0; i < g.n; ++i) sum += sum_kernel(grad + (i * g.o + oc) * p, p);
-    gb[oc] = static_cast<T>(sum);
-  }
+  const int64_t p = g.pixels(), per_channel = std::max<int64_t>(1, g.n * p);
+  parallel_for(0, g.o, std::max<int64_t>(1, kParallelElements / per_channel), [&](int64_t lo, int64_t hi) {
+    for (int64_t oc = lo; oc < hi; ++oc) {
+      double sum = 0;
+      for (int64_t i = 0; i < g.n; ++i) sum += sum_kernel(grad + (i * g.o + oc) * p, p);
+      gb[oc] = static_cast<T>(sum);
+    }
+  });
 }
 
 struct ConvolutionNode : Node {
