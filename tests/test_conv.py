@@ -131,24 +131,25 @@ def test_gradcheck(fg, case):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize(
-    "channels, side, groups, padding",
-    [(6, 12, 1, 0), (2, 34, 1, 0), (4, 37, 4, 0), (8, 12, 2, 1), (8, 16, 1, 1)],
-    ids=["blocks of images", "waves", "depthwise", "input gradient as a convolution", "implicit gemm"],
+    "channels, side, groups, padding, out_channels",
+    [(6, 12, 1, 0, 8), (2, 34, 1, 0, 8), (4, 37, 4, 0, 8), (8, 12, 2, 1, 8), (8, 16, 1, 1, 8), (64, 16, 1, 1, 64)],
+    ids=["blocks of images", "waves", "depthwise", "input gradient as a convolution", "implicit gemm", "split sums"],
 )
-def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups, padding):
+def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups, padding, out_channels):
     """The batch is split into whole blocks of images and the weight gradient summed in block order,
     so 1, 2 and 3 threads give the same bits: small images go several to a GEMM (the forward's
     blocks shrink with the thread count), 32x32 outputs one to a GEMM over several waves of blocks;
     the depthwise kernels split the planes (and the channels, for the weight gradient); a padded
     stride-1 input gradient runs as the forward pass of its own convolution; 16x16 outputs with 8
-    input channels take the implicit GEMM and the channels-last weight gradient."""
+    input channels take the implicit GEMM and the channels-last weight gradient; with 64 channels
+    the threads also split the elements of the weight gradient's sums and the bias gradient's channels."""
     import fastgrad
 
     rng = rng_for("threads", dtype)
-    shapes = ((19, channels, side, side), (8, channels // groups, 3, 3), (8,))
+    shapes = ((19, channels, side, side), (out_channels, channels // groups, 3, 3), (out_channels,))
     arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
     out_side = side - 2 + 2 * padding
-    upstream = rng.standard_normal((19, 8, out_side, out_side)).astype(dtype)
+    upstream = rng.standard_normal((19, out_channels, out_side, out_side)).astype(dtype)
     results, before = [], fastgrad.get_num_threads()
     try:
         for threads in (1, 2, 3):

@@ -74,6 +74,7 @@ GemmBlocks derive_blocks(const CacheSizes& caches) {
   GemmBlocks b;
   b.mr = kRows;
   b.nr = tile_cols<T>();
+  b.lanes = Vec<T>::kWidth;
   b.kc = std::max<int64_t>(64, l1d / 4 / kRows / int64_t(sizeof(T)) / 8 * 8);
   b.mc = std::max<int64_t>(kRows, l2 / 2 / (b.kc * int64_t(sizeof(T))) / kRows * kRows);
   b.nc = std::max<int64_t>(b.nr, b_panel_bytes / (b.kc * int64_t(sizeof(T))) / b.nr * b.nr);
@@ -164,29 +165,40 @@ void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t
 }
 
 // Where the micro-kernel finds A's and B's elements of step p: A at a + p * a_step and B in a
-// packed panel (Packed); B's row p at b + offsets[p] (OffsetRowsOfB: gemm_offset_b); A's column p at
-// a + offsets[p] (OffsetColumnsOfA: gemm_offset_a). Callers whose operand is a set of shifted runs
-// of one buffer (conv.cpp's taps over a zero-padded image) then need no copy of it.
+// packed panel (Packed); B's row p at b + offsets[p], the tile's vector v at b + offsets[p] +
+// vectors[v] (OffsetRowsOfB: gemm_offset_b); A's column p at a + offsets[p] (OffsetColumnsOfA:
+// gemm_offset_a). Callers whose operand is a set of shifted runs of one buffer (conv.cpp's taps over
+// a zero-padded image) then need no copy of it.
 enum class Reads { Packed, OffsetRowsOfB, OffsetColumnsOfA };
+
+// B's columns in OffsetRowsOfB mode: in runs of `run` columns (a multiple of the vector width, or at
+// least n), `stride` apart along each row: column j at (j / run) * stride + j % run (conv.cpp's
+// output rows over the rows of a zero-padded image, whose borders no tile then computes).
+struct ColumnRuns {
+  int64_t run, stride;
+  int64_t position(int64_t j) const { return j / run * stride + j % run; }
+};
 
 // Continues the k-chain of a Rows x (Vecs * width) tile of c (rows ldc apart) over `depth` more
 // steps; `start` = the chain starts here (from zero) instead of from c. A's element (i, p) is
 // a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step the tile's rows; the small path reads A
 // in place); B's row p is a packed panel's (depth-major, Vecs * width wide: b + p * Vecs * width).
-// Or as `Mode` says (Reads).
+// Or as `Mode` says (Reads; `vectors`: OffsetRowsOfB's vector offsets).
 template <class T, int Rows, int Vecs, Reads Mode>
-void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, const int64_t* offsets, T* c,
-                  int64_t ldc, bool start) {
+void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, const int64_t* offsets,
+                  const int64_t* vectors, T* c, int64_t ldc, bool start) {
   using V = Vec<T>;
   constexpr int W = V::kWidth;
   V acc[Rows][Vecs];
   for (int i = 0; i < Rows; ++i)
     for (int v = 0; v < Vecs; ++v) acc[i][v] = start ? V::broadcast(T(0)) : V::load(c + i * ldc + v * W);
+  int64_t vector_at[Vecs];
+  for (int v = 0; v < Vecs; ++v) vector_at[v] = Mode == Reads::OffsetRowsOfB ? vectors[v] : v * W;
   for (int64_t p = 0; p < depth; ++p) {
     const T* row = Mode == Reads::OffsetRowsOfB ? b + offsets[p] : b + p * (Vecs * W);
     const T* column = Mode == Reads::OffsetColumnsOfA ? a + offsets[p] : a + p * a_step;
     V bv[Vecs];
-    for (int v = 0; v < Vecs; ++v) bv[v] = V::load(row + v * W);
+    for (int v = 0; v < Vecs; ++v) bv[v] = V::load(row + vector_at[v]);
     for (int i = 0; i < Rows; ++i) {
       V ai = V::broadcast(column[i * a_row]);
       for (int v = 0; v < Vecs; ++v) acc[i][v] = fma(ai, bv[v], acc[i][v]);
@@ -197,7 +209,8 @@ void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, cons
 }
 
 template <class T>
-using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, const int64_t*, T*, int64_t, bool);
+using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, const int64_t*, const int64_t*, T*, int64_t,
+                             bool);
 
 // micro_kernel for 1..kRowsOf<Vecs> rows, so the last rows of C run without padding.
 template <class T, int Vecs, Reads Mode, int... R>
@@ -207,29 +220,37 @@ constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_
 
 // C[0:rows, 0:cols] continues its k-chain over `depth` steps: A read as in micro_kernel, B from
 // packed panels nr = Vecs * width wide, `b_panel` elements apart (or with OffsetRowsOfB, rows
-// offsets into b, each tile of columns b_panel = nr further along them). A tile cut by C's right
-// edge runs through a full-width copy (the padding columns multiply the packed zeros, or whatever
-// the rows hold there, and are dropped).
+// offsets into b, C's column j being B's column first_column + j of `runs`). A tile cut by C's
+// right edge runs through a full-width copy (the padding columns multiply the packed zeros, or
+// whatever the rows hold at the tile's first vector, and are dropped).
 template <class T, int Vecs, Reads Mode>
 void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t a_row, int64_t a_panel, int64_t a_step,
-                  const T* bpack, int64_t b_panel, const int64_t* offsets, T* c, int64_t ldc, bool start) {
+                  const T* bpack, int64_t b_panel, const int64_t* offsets, int64_t first_column, ColumnRuns runs, T* c,
+                  int64_t ldc, bool start) {
   constexpr int kTileRows = kRowsOf<Vecs>;
   static constexpr auto kernels = kernels_by_rows<T, Vecs, Mode>(std::make_integer_sequence<int, kTileRows>());
-  constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
+  constexpr int64_t W = Vec<T>::kWidth, nr = int64_t(Vecs) * W;
   alignas(64) T tile[kTileRows * nr];
+  int64_t vectors[Vecs];
   for (int64_t jr = 0; jr < cols; jr += nr, bpack += b_panel) {
     int64_t w = std::min(nr, cols - jr);
+    const T* b = bpack;
+    if (Mode == Reads::OffsetRowsOfB) {
+      b = bpack + runs.position(first_column + jr);
+      for (int v = 0; v < Vecs; ++v)
+        vectors[v] = v * W < w ? runs.position(first_column + jr + v * W) - runs.position(first_column + jr) : 0;
+    }
     for (int64_t ir = 0; ir < rows; ir += kTileRows) {
       int64_t h = std::min<int64_t>(kTileRows, rows - ir);
       const T* ap = a + (ir / kTileRows) * a_panel;
       T* cp = c + ir * ldc + jr;
       if (w == nr) {
-        kernels[h - 1](depth, ap, a_row, a_step, bpack, offsets, cp, ldc, start);
+        kernels[h - 1](depth, ap, a_row, a_step, b, offsets, vectors, cp, ldc, start);
         continue;
       }
       for (int64_t i = 0; i < h && !start; ++i)
         for (int64_t j = 0; j < w; ++j) tile[i * nr + j] = cp[i * ldc + j];
-      kernels[h - 1](depth, ap, a_row, a_step, bpack, offsets, tile, nr, start);
+      kernels[h - 1](depth, ap, a_row, a_step, b, offsets, vectors, tile, nr, start);
       for (int64_t i = 0; i < h; ++i)
         for (int64_t j = 0; j < w; ++j) cp[i * ldc + j] = tile[i * nr + j];
     }
@@ -244,7 +265,7 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
 template <class T, int Vecs, Reads Mode = Reads::Packed>
 void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb,
                   int64_t csb, T* c, int64_t ldc, bool pack_a, const T* b_panels = nullptr,
-                  const int64_t* offsets = nullptr) {
+                  const int64_t* offsets = nullptr, ColumnRuns runs = {1, 1}) {
   const GemmBlocks& B = blocks<T>();
   constexpr int64_t nr = int64_t(Vecs) * Vec<T>::kWidth;
   auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
@@ -259,10 +280,10 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
     int64_t nc = std::min(B.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += B.kc) {
       int64_t kc = std::min(B.kc, k - pc);
-      // This slice's panels: a caller's full-depth panels read from row pc on, its rows from
-      // column jc on, or packed here.
-      const T* panels = b_panels ? b_panels + jc * k + pc * nr : kRowsOfB ? b + jc : bpack;
-      const int64_t b_panel = b_panels ? nr * k : kRowsOfB ? nr : nr * kc;
+      // This slice's panels: a caller's full-depth panels read from row pc on, its rows (whose
+      // columns macro_kernel places), or packed here.
+      const T* panels = b_panels ? b_panels + jc * k + pc * nr : kRowsOfB ? b : bpack;
+      const int64_t b_panel = b_panels ? nr * k : kRowsOfB ? 0 : nr * kc;
       const int64_t* slice_offsets = offsets ? offsets + pc : nullptr;
       if (packs_b) pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
       for (int64_t ic = 0; ic < m; ic += B.mc) {
@@ -271,11 +292,11 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
         T* cblock = c + ic * ldc + jc;
         if (pack_a) {
           pack<T>(mc, kc, ablock, rsa, csa, mr, apack);
-          macro_kernel<T, Vecs, Mode>(mc, nc, kc, apack, 1, mr * kc, mr, panels, b_panel, slice_offsets, cblock, ldc,
-                                      pc == 0);
+          macro_kernel<T, Vecs, Mode>(mc, nc, kc, apack, 1, mr * kc, mr, panels, b_panel, slice_offsets, jc, runs,
+                                      cblock, ldc, pc == 0);
         } else {
-          macro_kernel<T, Vecs, Mode>(mc, nc, kc, ablock, rsa, mr * rsa, csa, panels, b_panel, slice_offsets, cblock,
-                                      ldc, pc == 0);
+          macro_kernel<T, Vecs, Mode>(mc, nc, kc, ablock, rsa, mr * rsa, csa, panels, b_panel, slice_offsets, jc, runs,
+                                      cblock, ldc, pc == 0);
         }
       }
     }
@@ -336,16 +357,17 @@ void gemm_packed_b(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int
   gemm_blocked<T, kVecs>(m, n, k, a, rsa, csa, nullptr, 0, 0, c, ldc, packs_a<T>(m, n, k), b_panels);
 }
 
-// C = A @ B with B's rows read in place: B[p][j] = b[b_rows[p] + j] (kernel_table.h:
-// GemmOffsetBKernel). Every C runs the full-width micro-tiles (the same chains as gemm's packed
-// path); each row is read up to n rounded up to whole tiles (GemmBlocks::nr columns).
+// C = A @ B with B's rows read in place, its columns in runs: B[p][j] = b[b_rows[p] + (j / run) *
+// run_stride + j % run] (kernel_table.h: GemmOffsetBKernel). Every C runs the full-width micro-tiles
+// (the same chains as gemm's packed path); a tile cut by C's right edge reads its columns past n
+// at its first vector's place.
 template <class T>
 void gemm_offset_b(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
-                   const int64_t* b_rows, T* c, int64_t ldc) {
+                   const int64_t* b_rows, int64_t run, int64_t run_stride, T* c, int64_t ldc) {
   using namespace gemm_detail;
   if (empty_product(m, n, k, c, ldc)) return;
   gemm_blocked<T, kVecs, Reads::OffsetRowsOfB>(m, n, k, a, rsa, csa, b, 0, 0, c, ldc, packs_a<T>(m, n, k), nullptr,
-                                               b_rows);
+                                               b_rows, {run, run_stride});
 }
 
 // C = A @ B with A's columns read in place: A[i][p] = a[a_columns[p] + i] (kernel_table.h:

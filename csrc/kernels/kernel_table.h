@@ -49,11 +49,13 @@ using GemmKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t
 template <class T>
 using GemmPackedBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
                                    const T* b_panels, T* c, int64_t ldc);
-// The same product with B's rows read in place: B[p][j] = b[b_rows[p] + j], each row readable up to
-// n rounded up to whole nr-column tiles (the columns past n are read and dropped).
+// The same product with B's rows read in place and its columns in runs of `run` (a multiple of the
+// vector width, or at least n) `run_stride` apart: B[p][j] = b[b_rows[p] + (j / run) * run_stride +
+// j % run], each row readable up to its last column rounded up to a whole vector (columns past n are
+// read and dropped).
 template <class T>
 using GemmOffsetBKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa, const T* b,
-                                   const int64_t* b_rows, T* c, int64_t ldc);
+                                   const int64_t* b_rows, int64_t run, int64_t run_stride, T* c, int64_t ldc);
 // The same product with A's columns read in place: A[i][p] = a[a_columns[p] + i]; B as GemmKernel's.
 template <class T>
 using GemmOffsetAKernel = void (*)(int64_t m, int64_t n, int64_t k, const T* a, const int64_t* a_columns, const T* b,
@@ -69,10 +71,11 @@ using TransposeKernel = void (*)(int64_t rows, int64_t cols, const T* src, int64
 template <class T>
 using GemmPackBKernel = void (*)(int64_t k, int64_t n, const T* b, int64_t rsb, int64_t csb, T* panels);
 
-// The GEMM's micro-tile (mr x nr) and cache blocks (kc, mc, nc; gemm_impl.h), derived from the CPU's
-// caches at load time; small_a_bytes: the largest A the small path reads in place.
+// The GEMM's micro-tile (mr x nr, nr a whole number of vectors of `lanes` elements) and cache blocks
+// (kc, mc, nc; gemm_impl.h), derived from the CPU's caches at load time; small_a_bytes: the largest A
+// the small path reads in place.
 struct GemmBlocks {
-  int64_t mr, nr, kc, mc, nc, small_a_bytes;
+  int64_t mr, nr, lanes, kc, mc, nc, small_a_bytes;
 };
 
 // One plane of a depthwise convolution (depthwise_impl.h): an output of oh x ow, taps kh x kw with

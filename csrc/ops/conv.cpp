@@ -502,9 +502,11 @@ void conv_forward_in_ranges(const ConvGeometry& g, const T* in, const T* w, cons
 // A stride-1 convolution runs as an implicit GEMM: its input rows zero-padded on both sides into a
 // scratch buffer (rows wp = w + 2 * padding apart), every (channel, ky, kx) row of the column matrix
 // is one contiguous run of that buffer from a fixed offset, so the GEMM reads B's rows in place
-// (gemm_offset_b) and nothing is unfolded. The GEMM's columns are the output pixels on the padded
-// grid, j = oy * wp + ox: the wp - ow columns at the end of each output row read across the border
-// and are dropped when the product is copied out (with the bias added). Taken when those dropped
+// (gemm_offset_b) and nothing is unfolded. Where an output row is a whole number of vectors (32x32
+// images), the GEMM's columns are the output pixels, read as runs of ow along the padded rows, and
+// its product is the output itself. Otherwise they are the output pixels on the padded grid, j =
+// oy * wp + ox: the wp - ow columns at the end of each output row read across the border and are
+// dropped when the product is copied out (with the bias added). Taken when those dropped
 // columns are at most an eighth of the grid and an image has enough pixels for the GEMM's tiles
 // (b8 3x3 on 32x32: 34-wide rows of which 32 are kept); others (5x5 unpadded on 14x14 keeps 10
 // of 14 columns) unfold.
@@ -553,26 +555,38 @@ void conv_forward_implicit(const ConvGeometry& g, const T* in, const T* w, const
   const int64_t p = g.pixels(), k = g.k(), og = g.og(), wp = padded_width(g), nr = kernel.gemm_blocks.nr;
   const int64_t rows = implicit_rows_per_range(g), ranges = (g.oh + rows - 1) / rows;
   const int64_t dy = g.p.dilation[0], dx = g.p.dilation[1];
+  // Output rows of whole vectors: the GEMM's columns are the output pixels themselves, in runs of ow
+  // along the padded rows (wp apart), so no tile computes the border columns and C is the output.
+  const bool in_runs = g.ow % kernel.gemm_blocks.lanes == 0;
   parallel_over<T>(0, g.n * ranges, parallel_worth_it(g), [&](int64_t lo, int64_t hi) {
     std::vector<int64_t> b_rows(k);
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t img = task / ranges, ob = task % ranges * rows, oe = std::min(g.oh, ob + rows);
       const int64_t padded_rows = oe - ob + dy * (g.kh - 1), plane = padded_rows * wp;
-      const int64_t columns = (oe - ob - 1) * wp + g.ow;  // the last row's dropped columns not computed
+      // the padded grid's columns, the last row's dropped columns not computed
+      const int64_t columns = in_runs ? (oe - ob) * g.ow : (oe - ob - 1) * wp + g.ow;
       for (int64_t ch = 0, r = 0; ch < g.cg(); ++ch)
         for (int64_t ky = 0; ky < g.kh; ++ky)
           for (int64_t kx = 0; kx < g.kw; ++kx) b_rows[r++] = ch * plane + ky * dy * wp + kx * dx;
       T* padded = scratch<T, Scratch::Columns>(g.cg() * plane + nr);
-      T* product = scratch<T, Scratch::Block>(og * columns);
+      T* product = in_runs ? nullptr : scratch<T, Scratch::Block>(og * columns);
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         pad_rows(g, in + (img * g.c + grp * g.cg()) * g.h * g.w, ob, padded_rows, nr, padded);
-        kernel.gemm_offset_b(og, columns, k, w + grp * og * k, k, 1, padded, b_rows.data(), product, columns);
+        T* dst = out + (img * g.o + grp * og) * p + ob * g.ow;
+        if (in_runs) {
+          kernel.gemm_offset_b(og, columns, k, w + grp * og * k, k, 1, padded, b_rows.data(), g.ow, wp, dst, p);
+          if (b)
+            for (int64_t oc = 0; oc < og; ++oc)
+              for (int64_t q = 0; q < columns; ++q) dst[oc * p + q] += b[grp * og + oc];
+          continue;
+        }
+        kernel.gemm_offset_b(og, columns, k, w + grp * og * k, k, 1, padded, b_rows.data(), columns, columns, product,
+                             columns);
         for (int64_t oc = 0; oc < og; ++oc) {
           const T bias = b ? b[grp * og + oc] : T(0);
-          T* dst = out + (img * g.o + grp * og + oc) * p + ob * g.ow;
           for (int64_t oy = 0; oy < oe - ob; ++oy) {
             const T* from = product + oc * columns + oy * wp;
-            T* to = dst + oy * g.ow;
+            T* to = dst + oc * p + oy * g.ow;
             if (b)
               for (int64_t ox = 0; ox < g.ow; ++ox) to[ox] = from[ox] + bias;
             else std::copy_n(from, g.ow, to);
@@ -762,12 +776,15 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
         }
       }
     });
-    for (int64_t blk = first; blk < last; ++blk) {
-      const T* part = partial.data() + (blk - first) * per_block;
-      if (blk == 0) std::copy_n(part, per_block, total.data());
-      else
-        for (int64_t e = 0; e < per_block; ++e) total[e] += part[e];
-    }
+    // Threads split the elements; each element's sum runs over the blocks in order.
+    parallel_for(0, per_block, std::max<int64_t>(1, kParallelElements / (last - first)), [&](int64_t lo, int64_t hi) {
+      for (int64_t blk = first; blk < last; ++blk) {
+        const T* part = partial.data() + (blk - first) * per_block;
+        if (blk == 0) std::copy(part + lo, part + hi, total.data() + lo);
+        else
+          for (int64_t e = lo; e < hi; ++e) total[e] += part[e];
+      }
+    });
   }
   const int64_t taps = g.kh * g.kw;
   for (int64_t grp = 0; grp < g.groups; ++grp) {
@@ -780,16 +797,18 @@ void conv_grad_weight(const ConvGeometry& g, const T* grad, const T* in, T* gw) 
 }
 
 // grad_bias[o] = the sum of G[:, o] over images (each image's pixels summed by the SIMD sum kernel,
-// in double and a fixed order), rounded once.
+// in double and a fixed order), rounded once. Threads split the channels.
 template <class T>
 void conv_grad_bias(const ConvGeometry& g, const T* grad, T* gb) {
   SumKernel<T> sum_kernel = kernels().of<T>().sum;
-  const int64_t p = g.pixels();
-  for (int64_t oc = 0; oc < g.o; ++oc) {
-    double sum = 0;
-    for (int64_t i = 0; i < g.n; ++i) sum += sum_kernel(grad + (i * g.o + oc) * p, p);
-    gb[oc] = static_cast<T>(sum);
-  }
+  const int64_t p = g.pixels(), per_channel = std::max<int64_t>(1, g.n * p);
+  parallel_for(0, g.o, std::max<int64_t>(1, kParallelElements / per_channel), [&](int64_t lo, int64_t hi) {
+    for (int64_t oc = lo; oc < hi; ++oc) {
+      double sum = 0;
+      for (int64_t i = 0; i < g.n; ++i) sum += sum_kernel(grad + (i * g.o + oc) * p, p);
+      gb[oc] = static_cast<T>(sum);
+    }
+  });
 }
 
 struct ConvolutionNode : Node {
