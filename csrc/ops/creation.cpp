@@ -4,6 +4,7 @@
 
 #include "autograd/node.h"
 #include "core/shape.h"
+#include "kernels/isa.h"
 #include "kernels/loops.h"
 #include "kernels/thread_pool.h"
 #include "ops/ops.h"
@@ -55,37 +56,96 @@ Tensor zeros_like(const Tensor& t) { return full(t->shape, 0.0, t->dtype); }
 Tensor ones_like(const Tensor& t) { return full(t->shape, 1.0, t->dtype); }
 
 namespace {
-// The chunks ATen's parallel_for hands its threads: above 32768 elements, as many chunks of equal
-// size (rounded up) as threads, at most one per 32768 elements; fastgrad's thread count stands in
-// for PyTorch's (the same by default: both take the physical cores).
-template <class F>
-void for_each_aten_chunk(int64_t n, F&& fn) {
-  constexpr int64_t grain = 32768;
-  const int64_t threads = get_num_threads();
-  const int64_t chunks = n > grain && threads > 1 ? std::min(threads, (n + grain - 1) / grain) : 1;
-  const int64_t size = (n + chunks - 1) / std::max<int64_t>(chunks, 1);
-  for (int64_t begin = 0; begin < n; begin += size) fn(begin, std::min(n, begin + size));
-}
+// std::fma is one instruction where the CPU has FMA, but a libm call in the baseline x86-64 build:
+// the fills of arange and linspace are also compiled for AVX2 and FMA (the GCC/Clang `target`
+// attribute; the fills are inlined into those copies), taken when the active ISA has them: a long
+// arange or linspace is several times faster.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define FG_FUSED_COPY 1
+#define FG_FILL_INLINE __attribute__((always_inline)) inline
+#else
+#define FG_FILL_INLINE inline
+#endif
 
 // ATen's arange kernel for a floating type T, in its accumulate type A (double for float32 and
-// float64, float for the 16-bit floats), as its x86 build runs it: start + step * i fused; in each
-// chunk, runs of two 32-byte vectors come from Vectorized<T>::arange (the vector's first value
-// rounded to T, then + j * step for lane j, fused), the rest one value at a time. So the values of
-// an arange past 32768 elements depend on the number of threads, as PyTorch's do.
+// float64, float for the 16-bit floats), as its x86 build runs it: start + step * i fused. ATen's
+// parallel_for hands its threads, past 32768 values, as many chunks of equal size as threads (at
+// most one per 32768 values; fastgrad's thread count stands in for PyTorch's, the same by default:
+// the physical cores), and in each chunk runs of two 32-byte vectors come from Vectorized<T>::arange
+// (the vector's first value rounded to T, then + j * step for lane j, fused), the rest one value at a
+// time. So the values of a long arange depend on the number of threads, as PyTorch's do.
 template <class T, class A>
-void fill_arange(T* data, int64_t n, A start, A step) {
-  constexpr int64_t lanes = 32 / sizeof(T);
-  auto value_at = [&](int64_t i) { return std::fma(step, A(i), start); };
-  for_each_aten_chunk(n, [&](int64_t begin, int64_t end) {
+FG_FILL_INLINE void fill_arange(T* data, int64_t n, A start, A step, int64_t threads) {
+  constexpr int64_t grain = 32768, lanes = 32 / sizeof(T);
+  const int64_t chunks = n > grain && threads > 1 ? std::min(threads, (n + grain - 1) / grain) : 1;
+  const int64_t chunk = std::max<int64_t>((n + chunks - 1) / chunks, 1);
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(n, begin + chunk);
+    const int64_t runs_end = begin + (end - begin) / (2 * lanes) * (2 * lanes);
     int64_t i = begin;
-    for (; i + 2 * lanes <= end; i += 2 * lanes) {
-      for (int64_t vector = i; vector < i + 2 * lanes; vector += lanes) {
-        const A first = value_cast<A>(value_cast<T>(value_at(vector)));
-        for (int64_t j = 0; j < lanes; ++j) data[vector + j] = value_cast<T>(std::fma(A(j), step, first));
-      }
+    for (; i < runs_end; i += lanes) {
+      const A first = value_cast<A>(value_cast<T>(std::fma(step, A(i), start)));
+      for (int64_t j = 0; j < lanes; ++j) data[i + j] = value_cast<T>(std::fma(A(j), step, first));
     }
-    for (; i < end; ++i) data[i] = value_cast<T>(value_at(i));
-  });
+    for (; i < end; ++i) data[i] = value_cast<T>(std::fma(step, A(i), start));
+  }
+}
+
+// ATen's linspace kernel for a floating T: the step (end - start) / (steps - 1) in T, the first half
+// start + step * i and the second end - step * (steps - 1 - i), fused in its x86 build for float and
+// double; the 16-bit floats round each operation to 16 bits, as c10::Half's operators do.
+template <class T>
+FG_FILL_INLINE void fill_linspace(T* data, int64_t steps, double start, double end) {
+  const int64_t halfway = steps / 2;
+  if constexpr (is_half_v<T>) {
+    auto round = [](float x) { return T::from_float(x).to_float(); };
+    const float first = round(float(start)), last = round(float(end));
+    const float step = round(round(last - first) / round(float(steps - 1)));
+    for (int64_t i = 0; i < steps; ++i)
+      data[i] = T::from_float(i < halfway ? first + round(step * round(float(i)))
+                                          : last - round(step * round(float(steps - 1 - i))));
+  } else {
+    const T first = T(start), last = T(end), step = (last - first) / T(steps - 1);
+    for (int64_t i = 0; i < steps; ++i)
+      data[i] = i < halfway ? std::fma(step, T(i), first) : std::fma(-step, T(steps - 1 - i), last);
+  }
+}
+
+#ifdef FG_FUSED_COPY
+template <class T, class A>
+__attribute__((target("avx2,fma"))) void fill_arange_fused(T* data, int64_t n, A start, A step, int64_t threads) {
+  fill_arange(data, n, start, step, threads);
+}
+template <class T>
+__attribute__((target("avx2,fma"))) void fill_linspace_fused(T* data, int64_t steps, double start, double end) {
+  fill_linspace(data, steps, start, end);
+}
+#endif
+
+// The copy compiled with FMA when the active ISA has it (every ISA but the scalar baseline).
+bool fused_copy() {
+#ifdef FG_FUSED_COPY
+  static const bool fused = active_isa() != Isa::Scalar;
+  return fused;
+#else
+  return false;
+#endif
+}
+
+template <class T, class A>
+void arange_values(T* data, int64_t n, A start, A step) {
+#ifdef FG_FUSED_COPY
+  if (fused_copy()) return fill_arange_fused(data, n, start, step, int64_t(get_num_threads()));
+#endif
+  fill_arange(data, n, start, step, int64_t(get_num_threads()));
+}
+
+template <class T>
+void linspace_values(T* data, int64_t steps, double start, double end) {
+#ifdef FG_FUSED_COPY
+  if (fused_copy()) return fill_linspace_fused(data, steps, start, end);
+#endif
+  fill_linspace(data, steps, start, end);
 }
 }  // namespace
 
@@ -110,37 +170,15 @@ Tensor arange(double start, double end, double step, DType dtype) {
     using T = decltype(tag);
     T* data = out->data_as<T>();
     if constexpr (is_half_v<T>) {
-      fill_arange(data, n, float(start), float(step));
+      arange_values(data, n, float(start), float(step));
     } else if constexpr (std::is_floating_point_v<T>) {
-      fill_arange(data, n, start, step);
+      arange_values(data, n, start, step);
     } else {
       for (int64_t i = 0; i < n; ++i) data[i] = value_cast<T>(start + static_cast<double>(i) * step);
     }
   });
   return out;
 }
-
-namespace {
-// ATen's linspace kernel for a floating T: the step (end - start) / (steps - 1) in T, the first half
-// start + step * i and the second end - step * (steps - 1 - i), fused in its x86 build for float and
-// double; the 16-bit floats round each operation to 16 bits, as c10::Half's operators do.
-template <class T>
-void fill_linspace(T* data, int64_t steps, double start, double end) {
-  const int64_t halfway = steps / 2;
-  if constexpr (is_half_v<T>) {
-    auto round = [](float x) { return T::from_float(x).to_float(); };
-    const float first = round(float(start)), last = round(float(end));
-    const float step = round(round(last - first) / round(float(steps - 1)));
-    for (int64_t i = 0; i < steps; ++i)
-      data[i] = T::from_float(i < halfway ? first + round(step * round(float(i)))
-                                          : last - round(step * round(float(steps - 1 - i))));
-  } else {
-    const T first = T(start), last = T(end), step = (last - first) / T(steps - 1);
-    for (int64_t i = 0; i < steps; ++i)
-      data[i] = i < halfway ? std::fma(step, T(i), first) : std::fma(-step, T(steps - 1 - i), last);
-  }
-}
-}  // namespace
 
 Tensor linspace(double start, double end, int64_t steps, DType dtype) {
   if (steps < 0) throw RuntimeError("number of steps must be non-negative");
@@ -157,7 +195,7 @@ Tensor linspace(double start, double end, int64_t steps, DType dtype) {
     using T = decltype(tag);
     T* data = out->data_as<T>();
     if constexpr (is_half_v<T> || std::is_floating_point_v<T>) {
-      fill_linspace(data, steps, start, end);
+      linspace_values(data, steps, start, end);
     } else {  // integers: a double step from the integer bounds, each value truncated
       const double first = double(value_cast<T>(start)), last = double(value_cast<T>(end));
       const double step = (last - first) / double(steps - 1);
