@@ -936,7 +936,7 @@ NOT_IN_GRAMMAR = {
     **dict.fromkeys(
         ["multinomial", "bernoulli", "poisson", "uniform_", "normal_", "bernoulli_", "exponential_", "geometric_"]
         + ["log_normal_", "cauchy_", "random_"],
-        "random: PyTorch draws other numbers (tests/test_random.py)",
+        "random: compared with PyTorch's draws bit for bit in tests/test_random_streams.py",
     ),
     **dict.fromkeys(
         ["new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"],

@@ -1262,7 +1262,7 @@ NOT_IN_CASES = {
     **dict.fromkeys(
         ["multinomial", "bernoulli", "poisson", "normal_", "bernoulli_", "exponential_", "geometric_"]
         + ["log_normal_", "cauchy_", "random_"],
-        "random: PyTorch's numbers are another generator's; tests/test_random.py checks shapes, dtypes and errors",
+        "random: compared with PyTorch's draws bit for bit in tests/test_random_streams.py (errors: test_random.py)",
     ),
     **dict.fromkeys(
         ["new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"], "creation: tests/test_creation.py"

@@ -1,4 +1,4 @@
-"""Helpers shared by the seed, autograd-semantics, grad-mode, in-place, creation and memory tests.
+"""Helpers shared by the seed, autograd-semantics, grad-mode, in-place, creation, memory and example tests.
 
 Everything here goes through the public PyTorch-style API of the backend under test (`fg`), so the
 same helpers work for fastgrad, for the pure-Python reference and for PyTorch itself.
@@ -11,6 +11,7 @@ import sys
 import tempfile
 
 import numpy as np
+import pytest
 
 # "torch.float64", "fastgrad.float64", "fastgrad.reference.Size" ... -> "float64", "Size".
 _MODULE_PREFIX = re.compile(
@@ -34,6 +35,19 @@ def assert_values(tensor, expected, rtol=1e-6, atol=0.0):
     want = np.asarray(expected, dtype=np.float64)
     assert got.shape == want.shape, f"shape {got.shape} != {want.shape}"
     np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
+
+
+# A printed number with a decimal point (and an exponent: a coefficient that cancels to -5.7e-10).
+_NUMBER = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def assert_same_output(ours, theirs, rel=1e-5):
+    """Two programs' printed text equal, their numbers with a decimal point equal to float32 rounding
+    (relative `rel`, absolute 2e-6: a value that cancels to about zero may print as 0.0)."""
+    assert _NUMBER.sub("#", ours) == _NUMBER.sub("#", theirs), (ours, theirs)
+    assert [float(n) for n in _NUMBER.findall(ours)] == pytest.approx(
+        [float(n) for n in _NUMBER.findall(theirs)], rel=rel, abs=2e-6
+    )
 
 
 def grad_of(tensor):

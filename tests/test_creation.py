@@ -192,6 +192,57 @@ def test_linspace(fg):
     assert info(fg.linspace(0, 3, 4, dtype=fg.float64)) == ("float64", (4,), [0.0, 1.0, 2.0, 3.0])
 
 
+# (start, end, steps): bounds that no float type holds, halves computed from each end, odd lengths
+LINSPACES = [(-3.141592653589793, 3.141592653589793, 2000), (0, 1, 1001), (-3.7, 11.3, 777), (0.1, 0.7, 33),
+             (5, -2.5, 2), (0, 5000, 5001), (-(2**40), 2**40, 1001), (1e-3, 7.25, 0)]  # fmt: skip
+# (start, end, step): runs of two 32-byte vectors and the values left after them
+ARANGES = [(0, 100, 0.37), (-5, 5, 0.01), (-3.3, 7.7, 0.013), (1, 2, 1e-3), (10, -7.5, -0.3)]
+FLOATING = ["float32", "float64", "float16", "bfloat16"]
+
+
+def bits(t):
+    """A tensor's values as bytes of its dtype (16-bit floats widened exactly to float32)."""
+    if t.dtype.is_floating_point and t.element_size() == 2:
+        t = t.float()
+    return t.numpy().tobytes()
+
+
+@pytest.mark.parametrize("dtype", [*FLOATING, "int64", "int32"])
+def test_linspace_is_pytorchs_bit_for_bit(fg, torch, dtype):
+    cases = LINSPACES if fg.__name__ == "fastgrad" else LINSPACES[1:5]
+    narrow = dtype in ("int32", "float16", "bfloat16")  # PyTorch refuses bounds they cannot hold
+    for start, end, steps in [case for case in cases if not narrow or abs(case[0]) < 2**31]:
+        expected = torch.linspace(start, end, steps, dtype=getattr(torch, dtype))
+        assert bits(fg.linspace(start, end, steps, dtype=getattr(fg, dtype))) == bits(expected), (start, end, steps)
+    with pytest.raises(NotImplementedError, match="\"linspace_cpu\" not implemented for 'Bool'"):
+        fg.linspace(0, 1, 3, dtype=fg.bool)
+
+
+@pytest.mark.parametrize("dtype", FLOATING)
+def test_arange_is_pytorchs_bit_for_bit(fg, torch, dtype):
+    for start, end, step in ARANGES:
+        expected = torch.arange(start, end, step, dtype=getattr(torch, dtype))
+        assert bits(fg.arange(start, end, step, dtype=getattr(fg, dtype))) == bits(expected), (start, end, step)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_long_arange_splits_as_pytorchs_threads(torch, threads):
+    """Past 32768 values PyTorch's arange splits the range among its threads, and each part starts
+    its own runs of vectors: fastgrad's values follow its own thread count the same way."""
+    import fastgrad
+
+    saved = fastgrad.get_num_threads(), torch.get_num_threads()
+    fastgrad.set_num_threads(threads)
+    torch.set_num_threads(threads)
+    try:
+        for dtype in ("float32", "float64"):
+            expected = torch.arange(0.1, 1e4, 0.3, dtype=getattr(torch, dtype))
+            assert bits(fastgrad.arange(0.1, 1e4, 0.3, dtype=getattr(fastgrad, dtype))) == bits(expected)
+    finally:
+        fastgrad.set_num_threads(saved[0])
+        torch.set_num_threads(saved[1])
+
+
 def test_eye(fg):
     assert info(fg.eye(2)) == ("float32", (2, 2), [[1.0, 0.0], [0.0, 1.0]])
     assert info(fg.eye(2, 3)) == ("float32", (2, 3), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])

@@ -5,11 +5,12 @@ hash, the same under every library (the libraries' own random streams differ), s
 tokens and the dropout masks must agree too."""
 
 import os
-import re
 import subprocess
 import sys
 
 import pytest
+
+from semantics_helpers import assert_same_output
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
@@ -66,17 +67,6 @@ def run_all(tmp_path, examples, *command):
 
 def run(tmp_path, example, *command):
     return run_all(tmp_path, [example], *command)[example]
-
-
-NUMBER = re.compile(r"-?\d+\.\d+")
-
-
-def assert_same_output(ours, theirs, rel=1e-5):
-    """Equal text; numbers with a decimal point equal to float32 rounding."""
-    assert NUMBER.sub("#", ours) == NUMBER.sub("#", theirs), (ours, theirs)
-    assert [float(n) for n in NUMBER.findall(ours)] == pytest.approx(
-        [float(n) for n in NUMBER.findall(theirs)], rel=rel, abs=2e-6
-    )
 
 
 @pytest.fixture(scope="module")

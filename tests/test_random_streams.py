@@ -61,13 +61,21 @@ DRAWS = {
     "poisson": lambda m, n, g: m.poisson(m.arange(n, dtype=m.float32) % 37 * 0.75, generator=g),  # below 10 and above
     "multinomial": lambda m, n, g: m.multinomial(m.arange(1.0, n + 2), min(n + 1, 5), generator=g),
     "multinomial_rows": lambda m, n, g: m.multinomial(m.ones(3, n + 1), 1, generator=g),
+    # equal keys: the zero-probability categories once the others are drawn, in the order of ATen's topk
+    "multinomial_ties": lambda m, n, g: m.multinomial((m.arange(n + 4.0) % 3 == 0).float(), n // 3 + 3, generator=g),
     "multinomial_replacement": lambda m, n, g: m.multinomial(m.arange(4.0), n + 1, True, generator=g),
+    "multinomial_replacement_rows": lambda m, n, g: m.multinomial(
+        (m.arange(3.0 * n + 3, dtype=m.float64).reshape(3, -1) + 1) % 5 * 0.3, 7, True, generator=g
+    ),
+    "uniform_onto_to": lambda m, n, g: m.empty(n).uniform_(2.0, 2.0000005, generator=g),  # rounds to `to`: `from`
 }
 
 
 def values(t):
-    """A result as numpy (dtype and bits are compared)."""
-    return t.detach().numpy() if hasattr(t, "detach") else np.asarray(t)
+    """A result as numpy (dtype and bits are compared; bfloat16, which numpy lacks, widened exactly)."""
+    if not hasattr(t, "detach"):
+        return np.asarray(t)
+    return (t.detach().float() if str(t.dtype).endswith("bfloat16") else t.detach()).numpy()
 
 
 def state_bytes(lib, generator=None):
@@ -103,13 +111,71 @@ def test_draws_are_pytorchs(torch, name):
 
 REFERENCE_DRAWS = ["rand", "randn", "randn_float64", "normal_tensor_std", "randint", "randperm", "bernoulli_tensor",
                    "exponential_", "geometric_", "log_normal_", "cauchy_", "poisson", "multinomial",
-                   "multinomial_replacement"]  # fmt: skip
+                   "multinomial_ties", "multinomial_replacement", "multinomial_replacement_rows",
+                   "uniform_onto_to"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", REFERENCE_DRAWS)
 def test_reference_draws_are_pytorchs(torch, name):
     draw = DRAWS[name]
     assert_same_stream(fastgrad.reference, torch, lambda m: [draw(m, n, None) for n in REFERENCE_SIZES], 3)
+
+
+# float16 and bfloat16 as ATen's kernels draw them: float computations rounded to 16 bits, with their
+# own normal blocks (a partial last block is new draws), uniform's bound (a value rounding to `to`
+# becomes `from`), random_'s range (0..2**digits) and randint's bounds moved to representable ones.
+SIXTEEN_BIT_DRAWS = {
+    "rand": lambda m, n, g, d: m.rand(n, generator=g, dtype=d),
+    "randn": lambda m, n, g, d: m.randn(n, generator=g, dtype=d),
+    "normal_": lambda m, n, g, d: m.empty(n, dtype=d).normal_(0.1, 0.3, generator=g),
+    "normal_tensor_std": lambda m, n, g, d: m.normal(-1.0, m.arange(n, dtype=d), generator=g),
+    "normal_strided": lambda m, n, g, d: m.empty(n, 2, dtype=d).t().normal_(generator=g),
+    "uniform_": lambda m, n, g, d: m.empty(n, dtype=d).uniform_(2.0, 2.01, generator=g),  # often rounds to `to`
+    "randint": lambda m, n, g, d: m.randint(-5, 250, (n,), generator=g, dtype=d),
+    "random_to": lambda m, n, g, d: m.empty(n, dtype=d).random_(-3000, 3000, generator=g),
+    "random_": lambda m, n, g, d: m.empty(n, dtype=d).random_(generator=g),
+    "bernoulli": lambda m, n, g, d: m.bernoulli((m.arange(n) / max(n, 1)).to(d), generator=g),
+    "exponential_": lambda m, n, g, d: m.empty(n, dtype=d).exponential_(2.5, generator=g),
+    "log_normal_": lambda m, n, g, d: m.empty(n, dtype=d).log_normal_(0.5, 0.75, generator=g),
+    "poisson": lambda m, n, g, d: m.poisson((m.arange(n, dtype=m.float32) % 37 * 0.75).to(d), generator=g),
+    "multinomial": lambda m, n, g, d: m.multinomial((m.arange(n + 1) % 7 + 1).to(d), min(n + 1, 3), generator=g),
+    "multinomial_replacement": lambda m, n, g, d: m.multinomial((m.arange(n + 1) % 5).to(d), n + 2, True, generator=g),
+    "xavier_normal_": lambda m, n, g, d: m.nn.init.xavier_normal_(m.empty(n + 1, 3, dtype=d)),
+    "trunc_normal_": lambda m, n, g, d: m.nn.init.trunc_normal_(m.empty(n, dtype=d)),
+}
+
+
+@pytest.mark.filterwarnings("ignore:.* is out of bounds")  # random_to's bounds, outside +-2**digits on purpose
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", SIXTEEN_BIT_DRAWS)
+def test_sixteen_bit_draws_are_pytorchs(fg, torch, name, dtype):
+    draw = SIXTEEN_BIT_DRAWS[name]
+    sizes = SIZES if fg.__name__ == "fastgrad" else REFERENCE_SIZES
+    # sizes from 1: multinomial's rows must not be empty
+    assert_same_stream(
+        fg,
+        torch,
+        lambda m: [
+            r
+            for n in sizes
+            if n
+            for r in (draw(m, n, m.Generator().manual_seed(n), getattr(m, dtype)), draw(m, n, None, getattr(m, dtype)))
+        ],
+        1,
+    )
+
+
+def test_reference_poisson_counts_are_the_cores():
+    """Poisson counts by rejection (rates from 10) compare logarithms with lgamma(k + 1): the reference
+    calls the C library's lgamma, as the core's std::lgamma does (CPython's math.lgamma differs from
+    glibc's in the last bit for about half the integers), so both accept the same counts."""
+    rates = np.arange(3000, dtype=np.float64) % 600 * 0.77
+    counts = []
+    for lib in (fastgrad, fastgrad.reference):
+        out = np.empty_like(rates)
+        lib.Generator().manual_seed(5)._engine.poisson_(out, rates)
+        counts.append(out)
+    assert counts[0].tobytes() == counts[1].tobytes()
 
 
 def interleaved(m):

@@ -8,11 +8,13 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kernels/isa.h"
 
@@ -170,7 +172,10 @@ void normal_fill_16(float* data, float mean, float std) {
 
 template <typename T>
 void uniform(CPUGenerator& gen, T* out, int64_t n, double from, double to) {
-  for (int64_t i = 0; i < n; ++i) out[i] = uniform_value(gen, T(from), T(to));
+  for (int64_t i = 0; i < n; ++i) {
+    const T value = uniform_value(gen, T(from), T(to));
+    out[i] = value == T(to) ? T(from) : value;
+  }
 }
 
 template <typename T>
@@ -244,6 +249,47 @@ void bernoulli_tensor(CPUGenerator& gen, T* out, const P* p, int64_t n) {
 }
 
 template <typename T>
+void multinomial_with_replacement(CPUGenerator& gen, int64_t* out, const T* probabilities, int64_t rows,
+                                  int64_t categories, int64_t samples) {
+  std::vector<T> cumulative(categories);
+  for (int64_t r = 0; r < rows; ++r) {
+    T sum = 0;
+    for (int64_t j = 0; j < categories; ++j) cumulative[j] = sum += probabilities[r * categories + j];
+    for (T& c : cumulative) c /= sum;
+    cumulative[categories - 1] = 1;
+    for (int64_t s = 0; s < samples; ++s) {
+      const double u = uniform_value(gen, 0.0, 1.0);
+      int64_t left = 0, right = categories;
+      while (left < right) {
+        const int64_t middle = left + (right - left) / 2;
+        if (cumulative[middle] < u) left = middle + 1;
+        else right = middle;
+      }
+      out[r * samples + s] = left;
+    }
+  }
+}
+
+template <typename T>
+void top_keys(int64_t* out, const T* keys, int64_t rows, int64_t n, int64_t count) {
+  using Entry = std::pair<T, int64_t>;
+  auto before = [](const Entry& a, const Entry& b) {
+    return (std::isnan(a.first) && !std::isnan(b.first)) || a.first > b.first;
+  };
+  std::vector<Entry> row(n);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < n; ++j) row[j] = {keys[r * n + j], j};
+    if (count * 64 <= n) {
+      std::partial_sort(row.begin(), row.begin() + count, row.end(), before);
+    } else {
+      std::nth_element(row.begin(), row.begin() + count - 1, row.end(), before);
+      std::sort(row.begin(), row.begin() + count - 1, before);
+    }
+    for (int64_t j = 0; j < count; ++j) out[r * count + j] = row[j].second;
+  }
+}
+
+template <typename T>
 void exponential(CPUGenerator& gen, T* out, int64_t n, double lambd) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(-1.0 / lambd * std::log1p(-uniform_value(gen, 0.0, 1.0)));
 }
@@ -295,13 +341,15 @@ void poisson(CPUGenerator& gen, T* out, const T* rates, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(poisson_count(gen, double(rates[i])));
 }
 
-#define FG_RANDOM_REAL(T)                                                    \
-  template void uniform<T>(CPUGenerator&, T*, int64_t, double, double);      \
-  template void normal<T>(CPUGenerator&, T*, int64_t, double, double, bool); \
-  template void exponential<T>(CPUGenerator&, T*, int64_t, double);          \
-  template void log_normal<T>(CPUGenerator&, T*, int64_t, double, double);   \
-  template void cauchy<T>(CPUGenerator&, T*, int64_t, double, double);       \
-  template void poisson<T>(CPUGenerator&, T*, const T*, int64_t);
+#define FG_RANDOM_REAL(T)                                                                                      \
+  template void uniform<T>(CPUGenerator&, T*, int64_t, double, double);                                        \
+  template void normal<T>(CPUGenerator&, T*, int64_t, double, double, bool);                                   \
+  template void exponential<T>(CPUGenerator&, T*, int64_t, double);                                            \
+  template void log_normal<T>(CPUGenerator&, T*, int64_t, double, double);                                     \
+  template void cauchy<T>(CPUGenerator&, T*, int64_t, double, double);                                         \
+  template void poisson<T>(CPUGenerator&, T*, const T*, int64_t);                                              \
+  template void multinomial_with_replacement<T>(CPUGenerator&, int64_t*, const T*, int64_t, int64_t, int64_t); \
+  template void top_keys<T>(int64_t*, const T*, int64_t, int64_t, int64_t);
 FG_RANDOM_REAL(float)
 FG_RANDOM_REAL(double)
 #undef FG_RANDOM_REAL

@@ -9,7 +9,8 @@
 
 namespace fg::random {
 
-// uniform_(from, to): float draws 24 bits of one word, double 53 bits of random64().
+// uniform_(from, to): float draws 24 bits of one word, double 53 bits of random64(); a value that
+// rounds to `to` becomes `from` (ATen keeps the range half-open).
 template <typename T>
 void uniform(CPUGenerator& gen, T* out, int64_t n, double from, double to);
 
@@ -39,6 +40,21 @@ void bernoulli_scalar(CPUGenerator& gen, T* out, int64_t n, double p);
 // bernoulli(p tensor): a uniform of p's type (float or double) < p, per value.
 template <typename T, typename P>
 void bernoulli_tensor(CPUGenerator& gen, T* out, const P* p, int64_t n);
+
+// multinomial(probabilities, samples, replacement=True), samples > 1 (ATen's
+// multinomial_with_replacement): for each of `rows` rows of `categories` probabilities, the
+// cumulative sums in T divided by their total, the last set to 1; each sample is the first category
+// whose cumulative sum is >= a double uniform (a binary search). Rows are checked by the caller.
+template <typename T>
+void multinomial_with_replacement(CPUGenerator& gen, int64_t* out, const T* probabilities, int64_t rows,
+                                  int64_t categories, int64_t samples);
+
+// multinomial without replacement keeps the `count` largest keys of each row (ATen's topk, largest
+// and sorted): the row's (key, position) pairs partially sorted by std::partial_sort when
+// count * 64 <= n, else by std::nth_element and a std::sort of the first count - 1, NaN first. The
+// positions of equal keys come out in the order these libstdc++ algorithms leave them, PyTorch's.
+template <typename T>
+void top_keys(int64_t* out, const T* keys, int64_t rows, int64_t n, int64_t count);
 
 // exponential_(lambd): -1/lambd * log1p(-u) in double.
 template <typename T>

@@ -116,6 +116,28 @@ void bind_random(py::module_& m) {
                dispatch<true>(out, [&](auto* data, int64_t n) { random::bernoulli_tensor(g, data, probabilities, n); });
              });
            })
+      .def("multinomial_with_replacement_",
+           [](CPUGenerator& g, py::array_t<int64_t> out, py::array probabilities) {
+             // out: rows x samples, probabilities: rows x categories (float32 or float64)
+             if (out.ndim() != 2 || probabilities.ndim() != 2 || out.shape(0) != probabilities.shape(0) ||
+                 probabilities.shape(1) < 1)
+               throw ValueError("multinomial_with_replacement_: rows x samples out, rows x categories probabilities");
+             int64_t* samples = elements<int64_t>(out);
+             dispatch<false>(probabilities, [&](auto* p, int64_t) {
+               random::multinomial_with_replacement(g, samples, p, out.shape(0), probabilities.shape(1), out.shape(1));
+             });
+           })
+      .def("multinomial_top_",
+           [](CPUGenerator&, py::array_t<int64_t> out, py::array keys) {
+             // out: rows x count, keys: rows x categories (float32 or float64), count <= categories
+             if (out.ndim() != 2 || keys.ndim() != 2 || out.shape(0) != keys.shape(0) || out.shape(1) < 1 ||
+                 out.shape(1) > keys.shape(1))
+               throw ValueError("multinomial_top_: rows x count out, rows x categories keys");
+             int64_t* positions = elements<int64_t>(out);
+             dispatch<false>(keys, [&](auto* k, int64_t) {
+               random::top_keys(positions, k, keys.shape(0), keys.shape(1), out.shape(1));
+             });
+           })
       .def("randperm_",
            [](CPUGenerator& g, py::array_t<int64_t> out) { random::randperm(g, elements<int64_t>(out), out.size()); });
 }

@@ -3,14 +3,17 @@ in-place fills (uniform_, normal_, bernoulli_, exponential_, geometric_, log_nor
 
 Written once for both backends. Every draw comes from a Generator (the `generator=` argument, or the
 backend's default one; see random.py) through its engine's fills, which are PyTorch's CPU
-distribution kernels: after the same seed and the same calls, the same numbers as PyTorch (the
-float32/float64 values bit for bit; float16/bfloat16 are drawn as float32 and rounded).
+distribution kernels: after the same seed and the same calls, the same numbers as PyTorch, bit for
+bit. float16/bfloat16 values are drawn as float32 and rounded, as ATen's kernels compute them in
+float (with its few differences for them: normal's blocks, uniform's bound, random_'s range).
 The results are not differentiable (PyTorch's bernoulli and poisson record a node whose gradient is
 zero; here the result has no history: README, Differences).
 """
 
 import builtins
 import numbers
+import warnings
+from fractions import Fraction
 
 import numpy as np
 
@@ -19,7 +22,7 @@ from ._factories import _finish, _from_array
 from ._methods import Tensor, _index, _sizes, _with_out, register
 from .random import engine
 from fastgrad._types import NUMPY_TYPES, SCALAR_TYPE_NAME, check_cpu, float32, float64, get_default_dtype, int64
-from fastgrad._types import bool as bool_
+from fastgrad._types import C_TYPE_NAME, bfloat16, bool as bool_, finfo, float16
 
 __all__ = [
     "rand",
@@ -43,8 +46,15 @@ def _shape(size, device):
     return list(_prims.empty(_sizes(size), bool_).shape)
 
 
+# The significand bits of each floating dtype (std::numeric_limits<T>::digits).
+_DIGITS = {float16: 11, bfloat16: 8, float32: 24, float64: 53}
+_SIXTEEN_BIT = (float16, bfloat16)
+
+
 def _values(t):
-    return _prims.to_numpy(t.detach())
+    """t's values as numpy (bfloat16, which numpy lacks, widened exactly to float32)."""
+    t = t.detach()
+    return _prims.to_numpy(_prims.to_dtype(t, float32) if t.dtype is bfloat16 else t)
 
 
 def _drawn(shape, dtype, fill, *args):
@@ -54,6 +64,41 @@ def _drawn(shape, dtype, fill, *args):
     values = np.empty(int(np.prod(shape, dtype=np.int64)), NUMPY_TYPES[draw_type])
     fill(values, *args)
     return _from_array(values.reshape(shape), dtype)
+
+
+def _uniform_fill(generator, dtype):
+    """The engine's uniform_ fill; for float16/bfloat16 a float32 fill whose values that round to
+    the dtype's `to` become `from` (ATen's kernel keeps [from, to) half-open after its rounding)."""
+    fill = engine(generator).uniform_
+    if dtype not in _SIXTEEN_BIT:
+        return fill
+
+    def fill_rounded(values, low, high):
+        fill(values, low, high)
+        rounded = _values(_from_array(values, dtype))
+        values[rounded == _values(_from_array(np.array([high], values.dtype), dtype))] = low
+
+    return fill_rounded
+
+
+def _normal_fill(generator, dtype):
+    """The engine's normal_ fill; for float16/bfloat16 ATen's fill of them: the float32 blocks of 16
+    values, but a last partial block is a whole block of new draws laid over the last 16 values (the
+    float32 fill first draws every value, then redraws those 16)."""
+    fill = engine(generator).normal_
+    if dtype not in _SIXTEEN_BIT:
+        return fill
+
+    def fill_blocks(values, mean, std, contiguous):
+        n = values.size
+        if n < 16 or not contiguous or n % 16 == 0:
+            return fill(values, mean, std, contiguous)
+        blocks = np.empty(n - n % 16 + 16, values.dtype)
+        fill(blocks, mean, std, True)
+        values[: n - 16] = blocks[: n - 16]
+        values[n - 16 :] = blocks[-16:]
+
+    return fill_blocks
 
 
 def _floating_type(dtype):
@@ -68,12 +113,12 @@ def _floating_type(dtype):
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dtype = _floating_type(dtype)
-    return _finish(_drawn(_shape(size, device), dtype, engine(generator).uniform_, 0.0, 1.0), requires_grad)
+    return _finish(_drawn(_shape(size, device), dtype, _uniform_fill(generator, dtype), 0.0, 1.0), requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     dtype = _floating_type(dtype)
-    values = _drawn(_shape(size, device), dtype, engine(generator).normal_, 0.0, 1.0, True)
+    values = _drawn(_shape(size, device), dtype, _normal_fill(generator, dtype), 0.0, 1.0, True)
     return _finish(values, requires_grad)
 
 
@@ -91,7 +136,44 @@ def _integers(low, high, shape, dtype, generator):
         raise ValueError("Overflow when unpacking long long")
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype.is_floating_point:
+        low, high = _floating_bounds(low, high, dtype)
     return _drawn(shape, dtype, engine(generator).random_from_to_, high - low, low)
+
+
+def _rounded(integer, digits):
+    """An integer rounded to `digits` significant bits, ties to even (its conversion to a float)."""
+    excess = abs(integer).bit_length() - digits
+    return integer if excess <= 0 else round(Fraction(integer, 1 << excess)) << excess
+
+
+def _floating_bounds(low, high, dtype):
+    """ATen's update_from/update_to and check_from_to_in_range for a floating dtype: where it rounds
+    from + 1 below `from` (or to - 1 up to `to`), the bound moves inward by the dtype's spacing there,
+    so that no draw rounds out of range; bounds past the dtype's range raise, past +-2**digits warn."""
+    digits = _DIGITS[dtype]
+    if _rounded(low + 1, digits) < low:
+        low = _rounded(low + 1, digits) + (1 << (abs(low + 1).bit_length() - digits))
+    if _rounded(high - 1, digits) >= high:
+        high = _rounded(high - 1, digits) - (1 << (abs(high - 1).bit_length() - digits))
+    if low >= high:
+        raise RuntimeError(
+            "random_ expects 'from' casted to dtype to be less than 'to' casted to dtype, but got "
+            f"from={low} >= to={high}"
+        )
+    largest, name = finfo(dtype).max, C_TYPE_NAME[dtype]
+    for value, what in ((low, "from"), (high - 1, "to - 1")):
+        if not -largest <= value <= largest:
+            raise RuntimeError(f"{what} is out of bounds for {name}")
+    for value, what in ((low, "from"), (high - 1, "to - 1")):
+        if not -(2**digits) <= value <= 2**digits:
+            warnings.warn(
+                f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations {name} can "
+                "support discrete uniform distribution only within this range. This warning will become an error "
+                "in version 1.7 release, please fix the code in advance",
+                stacklevel=4,
+            )
+    return low, high
 
 
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -123,18 +205,21 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
             raise TypeError("normal() with float mean and std needs a size")
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-        values = _drawn(_shape((size,), None), _floating_type(dtype), engine(generator).normal_, mean, std, True)
-        return _finish(values, requires_grad)
+        dtype = _floating_type(dtype)
+        return _finish(
+            _drawn(_shape((size,), None), dtype, _normal_fill(generator, dtype), mean, std, True), requires_grad
+        )
     if isinstance(std, Tensor):
         if np.any(_values(std) < 0):
             raise RuntimeError("normal expects all elements of std >= 0.0")
-        shape = _meta_broadcast(mean, std)
-        noise = _drawn(shape, _floating_type(dtype or tensors[0].dtype), engine(generator).normal_, 0.0, 1.0, True)
+        dtype = _floating_type(dtype or tensors[0].dtype)
+        noise = _drawn(_meta_broadcast(mean, std), dtype, _normal_fill(generator, dtype), 0.0, 1.0, True)
         mean = mean.detach() if isinstance(mean, Tensor) else mean
         return _finish(noise.mul_(std.detach()).add_(mean), requires_grad)
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    noise = _drawn(list(mean.shape), _floating_type(dtype or mean.dtype), engine(generator).normal_, 0.0, std, True)
+    dtype = _floating_type(dtype or mean.dtype)
+    noise = _drawn(list(mean.shape), dtype, _normal_fill(generator, dtype), 0.0, std, True)
     return _finish(noise.add_(mean.detach()), requires_grad)
 
 
@@ -155,9 +240,10 @@ def _probabilities(input, name):
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Category indices drawn from each row of (unnormalised) probabilities, as PyTorch's CPU kernel:
-    without replacement (or one sample) the num_samples largest of p / Exponential(1) (argmax or
-    topk: distinct draws, zero-probability categories last); with replacement a binary search of
-    one double uniform per sample in the row's normalised cumulative sums."""
+    without replacement (or one sample) the num_samples largest of p / Exponential(1) in the input's
+    dtype (argmax, or topk with its order of equal keys: distinct draws, zero-probability categories
+    last); with replacement a binary search of one double uniform per sample in the row's normalised
+    cumulative sums."""
     probabilities = _probabilities(input, "multinomial")
     num_samples = _index(num_samples)
     if input.dim() not in (1, 2):
@@ -174,33 +260,21 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if np.any(rows.sum(axis=1) <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = engine(generator)
-    if replacement and num_samples > 1:
-        drawn = np.stack([_inverse_cdf_draws(row, num_samples, rng) for row in _values(input).reshape(rows.shape)])
+    if replacement and num_samples > 1:  # the 16-bit floats sum in float32, as ATen's kernel for them
+        drawn = np.empty((rows.shape[0], num_samples), np.int64)
+        row_type = np.float64 if input.dtype is float64 else np.float32
+        engine(generator).multinomial_with_replacement_(drawn, np.array(rows, row_type))
     else:
-        weights = _values(input).reshape(rows.shape)
-        keys = np.empty(weights.size, weights.dtype if weights.dtype in (np.float32, np.float64) else np.float32)
-        rng.exponential_(keys, 1.0)
-        keys = weights / keys.reshape(weights.shape).astype(weights.dtype)
+        weights = input.detach().reshape(rows.shape)
+        keys = _values(weights / exponential_(_prims.empty(list(rows.shape), input.dtype), generator=generator))
         if num_samples == 1:  # argmax: the first of equal keys
             drawn = np.argmax(keys, axis=1)[:, None]
-        else:  # topk: the num_samples largest keys, largest first
-            top = np.argpartition(-keys, num_samples - 1, axis=1)[:, :num_samples]
-            order = np.argsort(-np.take_along_axis(keys, top, axis=1), axis=1, kind="stable")
-            drawn = np.take_along_axis(top, order, axis=1)
+        else:  # topk: the num_samples largest keys, largest first, equal ones in the order ATen's leaves them
+            drawn = np.empty((rows.shape[0], num_samples), np.int64)
+            key_type = np.float64 if input.dtype is float64 else np.float32  # ATen's topk compares 16-bit keys as float
+            engine(generator).multinomial_top_(drawn, np.array(keys, key_type))
     result = _from_array(drawn.reshape(list(input.shape[:-1]) + [num_samples]), int64)
     return _with_out(result, out)
-
-
-def _inverse_cdf_draws(row, num_samples, rng):
-    """ATen's multinomial_with_replacement for one row: cumulative sums in the row's type, divided
-    by the total, the last set to 1; each sample the first category whose sum is >= a double uniform."""
-    cumulative = np.cumsum(row, dtype=row.dtype)
-    cumulative /= cumulative[-1]
-    cumulative[-1] = 1
-    uniforms = np.empty(num_samples, np.float64)
-    rng.uniform_(uniforms, 0.0, 1.0)
-    return np.searchsorted(cumulative.astype(np.float64), uniforms, side="left")
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):
@@ -255,7 +329,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"\"check_uniform_bounds\" not implemented for '{SCALAR_TYPE_NAME[self.dtype]}'")
-    return _fill_with(self, engine(generator).uniform_, a, b)
+    return _fill_with(self, _uniform_fill(generator, self.dtype), a, b)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
@@ -263,7 +337,7 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if not self.dtype.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for '{SCALAR_TYPE_NAME[self.dtype]}'")
-    return _fill_with(self, engine(generator).normal_, mean, std, self.is_contiguous())
+    return _fill_with(self, _normal_fill(generator, self.dtype), mean, std, self.is_contiguous())
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -316,6 +390,8 @@ def random_(self, *bounds, to=None, generator=None):
     if len(bounds) > 2 or not builtins.all(isinstance(b, numbers.Integral) for b in bounds):
         raise TypeError("random_() takes random_(), random_(to) or random_(from, to), with int bounds")
     if not bounds:
+        if self.dtype in _SIXTEEN_BIT:  # ATen's range for them: 0..2**digits (the float32 fill's is 0..2**24)
+            return _fill_with(self, engine(generator).random_from_to_, 2 ** _DIGITS[self.dtype] + 1, 0)
         return _fill_with(self, engine(generator).random_)
     low, high = (0, bounds[0]) if len(bounds) == 1 else bounds
     return self.copy_(_integers(low, high, list(self.shape), self.dtype, generator))

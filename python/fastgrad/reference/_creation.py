@@ -9,8 +9,9 @@ import math
 
 import numpy as np
 
-from .._types import DTYPE_OF_NUMPY, float16, float64, int64, bool as bool_
-from ._storage import Storage, TYPECODE, cast
+from .._types import DTYPE_OF_NUMPY, float16, float32, float64, int64, bool as bool_
+from ._random import _f32, _fma, _fmaf
+from ._storage import SIXTEEN_BIT_ROUNDING, Storage, TYPECODE, cast
 from ._tensor import Tensor, full, new_tensor, to_numpy
 
 
@@ -92,17 +93,82 @@ def arange(start, end, step, dtype):
     if (step > 0 and end < start) or (step < 0 and end > start):
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     n = math.ceil((end - start) / step)
-    return new_tensor(cast([start + i * step for i in range(n)], float64, dtype), (n,), dtype)
+    if not dtype.is_floating_point:
+        return new_tensor(cast([start + i * step for i in range(n)], float64, dtype), (n,), dtype)
+    return new_tensor(_floating_arange(n, start, step, dtype), (n,), dtype)
+
+
+def _aten_chunks(n):
+    """The chunks ATen's parallel_for hands its threads (the core's for_each_aten_chunk), for this
+    backend's thread count."""
+    from ._prims import get_num_threads  # _prims imports this module
+
+    threads = get_num_threads()
+    chunks = min(threads, -(-n // 32768)) if n > 32768 and threads > 1 else 1
+    size = max(-(-n // chunks), 1)
+    return [(begin, min(n, begin + size)) for begin in range(0, n, size)]
+
+
+def _floating_arange(n, start, step, dtype):
+    """ATen's arange kernel as the core's fill_arange runs it: start + step * i fused in the
+    accumulate type (double; float for the 16-bit floats), and in each chunk runs of two 32-byte
+    vectors whose lanes are the vector's first value, rounded, + j * step (fused)."""
+    if dtype is float64 or dtype is float32:
+        fused, rounded = _fma, (_f32 if dtype is float32 else float)
+    else:
+        start, step = _f32(start), _f32(step)
+        fused, rounded = _fmaf, SIXTEEN_BIT_ROUNDING[dtype]
+    lanes = 32 // (8 if dtype is float64 else 4 if dtype is float32 else 2)
+    values = [0.0] * n
+    for begin, end in _aten_chunks(n):
+        i = begin
+        while i + 2 * lanes <= end:
+            for vector in (i, i + lanes):
+                first = rounded(fused(step, float(vector), start))
+                for j in range(lanes):
+                    values[vector + j] = rounded(fused(float(j), step, first))
+            i += 2 * lanes
+        for k in range(i, end):
+            values[k] = rounded(fused(step, float(k), start))
+    return values
 
 
 def linspace(start, end, steps, dtype):
+    """ATen's linspace kernel (the core's fill_linspace): a step in the dtype, the first half fused
+    start + step * i, the second end - step * (steps - 1 - i); each operation rounded to 16 bits for
+    the 16-bit floats; integers from a double step, truncated."""
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    step = (end - start) / (steps - 1) if steps > 1 else 0.0
-    half = 1 if steps == 1 else steps // 2
-    # The second half is filled from the end, as PyTorch does, so that the last value is exactly `end`.
-    values = [start + step * i if i < half else end - step * (steps - 1 - i) for i in range(steps)]
-    return new_tensor(cast(values, float64, dtype), (steps,), dtype)
+    if dtype is bool_:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    if steps == 1:
+        return new_tensor(cast([start], float64, dtype), (1,), dtype)
+    halfway = steps // 2
+    if dtype is float64:
+        step = (end - start) / (steps - 1)
+        values = [_fma(step, i, start) if i < halfway else _fma(-step, steps - 1 - i, end) for i in range(steps)]
+    elif dtype is float32:
+        first, last = _f32(start), _f32(end)
+        step = _f32(_f32(last - first) / _f32(steps - 1))
+        values = [
+            _fmaf(step, _f32(i), first) if i < halfway else _fmaf(-step, _f32(steps - 1 - i), last)
+            for i in range(steps)
+        ]
+    elif dtype.is_floating_point:
+
+        def r(x):
+            return SIXTEEN_BIT_ROUNDING[dtype](_f32(x))
+
+        first, last = r(start), r(end)
+        step = r(r(last - first) / r(steps - 1))
+        values = [first + r(step * r(i)) if i < halfway else last - r(step * r(steps - 1 - i)) for i in range(steps)]
+        values = [r(v) for v in values]
+    else:
+        first, last = (builtins.float(v) for v in cast([start, end], float64, int64))
+        step = (last - first) / (steps - 1)
+        values = [_fma(step, i, first) if i < halfway else _fma(-step, steps - 1 - i, last) for i in range(steps)]
+        return new_tensor(cast(values, float64, dtype), (steps,), dtype)
+    return new_tensor(values, (steps,), dtype)
 
 
 def eye(n, m, dtype):

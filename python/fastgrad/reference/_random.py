@@ -6,9 +6,13 @@ float32 arithmetic is done in double and rounded (exact for one +, -, * or sqrt 
 the fused multiply-adds ATen's x86 kernels execute are done exactly (_fma, _fmaf).
 """
 
+import ctypes
+import ctypes.util
 import math
 import struct
 from fractions import Fraction
+
+from . import _stl
 
 _WORDS = 624
 _SHIFT = 397
@@ -22,6 +26,20 @@ _TWO_PI = 2.0 * math.pi
 # Cephes' logf polynomial (avx_mathfun.h), after its leading coefficient 7.0376836292e-2.
 _LOG_POLYNOMIAL = (-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
                    2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)  # fmt: skip
+
+
+def _load_c_lgamma():
+    """The C library's lgamma, which the core's std::lgamma calls: CPython's math.lgamma is its own
+    code, and differs from glibc's in the last bit for about half the integers."""
+    library = ctypes.util.find_library("m") or ctypes.util.find_library("c")
+    if library is None:  # no C library found by name (Windows): CPython's, which may differ
+        return math.lgamma
+    lgamma = ctypes.CDLL(library).lgamma
+    lgamma.restype, lgamma.argtypes = ctypes.c_double, [ctypes.c_double]
+    return lgamma
+
+
+_c_lgamma = _load_c_lgamma()
 
 
 def _f32(x):
@@ -174,7 +192,8 @@ class _CPUGenerator:
         single = out.dtype.itemsize == 4
         low, high = (_f32(low), _f32(high)) if single else (low, high)
         for i in range(out.size):
-            out[i] = self._uniform(single, low, high)
+            value = self._uniform(single, low, high)
+            out[i] = low if value == high else value  # the range stays half-open, as ATen's
 
     def normal_(self, out, mean, std, contiguous):
         n, single = out.size, out.dtype.itemsize == 4
@@ -230,8 +249,7 @@ class _CPUGenerator:
             out[i] = self._poisson_count(float(rates[i]))
 
     def _poisson_count(self, rate):
-        """ATen's sample_poisson (math.lgamma is CPython's, which can differ from libm's in the last
-        bit: a draw on the acceptance boundary could go the other way than in the core)."""
+        """ATen's sample_poisson, with the C library's lgamma (the core's std::lgamma)."""
         if rate >= 10:
             sqrt_rate, log_rate = math.sqrt(rate), math.log(rate)
             b = 0.931 + 2.53 * sqrt_rate
@@ -248,7 +266,7 @@ class _CPUGenerator:
                 if k < 0 or (us < 0.013 and v > us):
                     continue
                 if math.log(v) + math.log(inverse_alpha) - math.log(a / (us * us) + b) <= (
-                    -rate + k * log_rate - math.lgamma(k + 1.0)
+                    -rate + k * log_rate - _c_lgamma(k + 1.0)
                 ):
                     return k
         if rate == 0:
@@ -258,6 +276,39 @@ class _CPUGenerator:
             count += 1
             product *= self._uniform(False)
         return count
+
+    def multinomial_with_replacement_(self, out, probabilities):
+        """ATen's multinomial_with_replacement (csrc/ops/random.cpp): per row, cumulative sums in the
+        row's type over their total, the last set to 1; each sample the first category whose sum is
+        >= a double uniform (a binary search)."""
+        rounded = _f32 if probabilities.dtype.itemsize == 4 else float
+        for r, row in enumerate(probabilities.tolist()):
+            total, cumulative = 0.0, []
+            for p in row:
+                total = rounded(total + p)
+                cumulative.append(total)
+            cumulative = [rounded(c / total) for c in cumulative[:-1]] + [1.0]
+            for s in range(out.shape[1]):
+                u, left, right = self._uniform(False), 0, len(cumulative)
+                while left < right:
+                    middle = left + (right - left) // 2
+                    left, right = (middle + 1, right) if cumulative[middle] < u else (left, middle)
+                out[r, s] = left
+
+    @staticmethod
+    def multinomial_top_(out, keys):
+        """The positions of the out.shape[1] largest keys of each row as ATen's topk leaves them
+        (csrc/ops/random.cpp's top_keys): libstdc++'s partial_sort, or nth_element and a sort of all
+        but the last, of (key, position) pairs, NaN first."""
+        count = out.shape[1]
+        for r, row in enumerate(keys.tolist()):
+            entries, n = [(key, j) for j, key in enumerate(row)], len(row)
+            if count * 64 <= n:
+                _stl.partial_sort(entries, 0, count, n, _key_before)
+            else:
+                _stl.nth_element(entries, 0, count - 1, n, _key_before)
+                _stl.sort(entries, 0, count - 1, _key_before)
+            out[r] = [j for _, j in entries[:count]]
 
     def random_from_to_(self, out, span, low):
         wide = _is_real(out) or out.dtype.itemsize == 8 and out.dtype.kind == "i"
@@ -301,6 +352,11 @@ class _CPUGenerator:
                 z = self.random64() % (i + 1)
                 values[i], values[z] = values[z], i
         out[:] = values
+
+
+def _key_before(a, b):
+    """ATen's topk order of (key, position) pairs: larger keys first, NaN before all."""
+    return (math.isnan(a[0]) and not math.isnan(b[0])) or a[0] > b[0]
 
 
 def _to_int64(word):
