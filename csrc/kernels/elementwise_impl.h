@@ -219,16 +219,17 @@ inline Vec<float> tanh(Vec<float> x) {
   return select(ne(x, x), x, select(lt(a, splat(0.625f)), small, large));
 }
 
-// ---- float32 sin and cos: x = n pi/2 + r, then sin(r) or cos(r) with the sign of the quadrant n mod 4.
-// pi/2 = C1 + C2 + C3 to 2^-76 relative (three floats): r1 = x - n C1 is exact (a multiple of
-// 2^-24 below 1: the fma rounds nothing), r1 - n C2 is summed exactly into r + r_lo (two_product and
-// a two-sum), and n C3 joins r_lo. sin(r + r_lo) = r + (r_lo + r z S(z)) and cos(r + r_lo) = (1 -
-// z/2) - r r_lo + z^2 C(z), z = r^2, with 1 - z/2 summed exactly (two_product and a fast two-sum):
-// nothing near the size of the result is rounded before the last addition. S and C are
-// least-squares fits over |r| <= 0.8 (pi/4 and the slack of rounding n) (relative error below 4e-9 and 7e-10 with float
-// coefficients). Up to |x| = 2^17 the reduced argument keeps about 2^-31 relative (n C3's residue,
-// n below 2^17, against the closest a float comes to a multiple of pi/2); a vector with a larger,
-// infinite or NaN lane takes the C library's double sin / cos lane by lane, rounded once.
+// ---- float32 sin and cos: x = n pi/2 + r, then sin(r) or cos(r) with the sign of the quadrant
+// n mod 4. pi/2 = C1 + C2 + C3 to 2^-76 relative (three floats): r1 = x - n C1 is exact (a multiple
+// of 2^-24 below 1: the fused multiply-add rounds nothing), r1 - n C2 is summed exactly into r + r_lo
+// (two_product and a two-sum), and n C3 joins r_lo. With z = r^2 (exactly z + z_lo),
+//   sin(r + r_lo) = r + (r_lo (1 - z/2) + r z S(z)),
+//   cos(r + r_lo) = (1 - z/2) + (z^2 C(z) - z_lo/2 - r r_lo), 1 - z/2 summed exactly (fast two-sum),
+// so nothing near the size of the result is rounded before the last addition. S and C are
+// least-squares fits over |r| <= 0.8 (pi/4 and the slack of rounding n), relative error below 4e-9
+// and 7e-10 with float coefficients. The 1-ulp bound holds over every float up to |x| = 2^17 (the
+// exhaustive scan at the top of this file); a vector with a larger, infinite or NaN lane takes the C
+// library's double sin / cos lane by lane, rounded once.
 inline constexpr float kSinCosVectorMax = 131072.0f;
 
 template <bool kCos>
@@ -251,13 +252,12 @@ Vec<float> sin_or_cos(Vec<float> x) {
   const V t_part = r - r1;
   const V e = (r1 - (r - t_part)) - (t + t_part);
   const V r_lo = fma(n, splat(1.715124510e-15f), e - t_lo);  // - n C3, C3 = -1.7151245e-15
-  const V z = r * r;
-  const V sine = r + fma(r * z, polynomial(z, s), r_lo);
   V z_lo;
-  const V z_hi = two_product(r, r, z_lo);
+  const V z = two_product(r, r, z_lo);
+  const V sine = r + fma(r * z, polynomial(z, s), fma(r_lo * z, splat(-0.5f), r_lo));  // r_lo cos(r)
   V w_lo;
-  const V w = fast_two_sum(splat(1.0f), z_hi * splat(-0.5f), w_lo);
-  const V cosine = w + (fma(z_hi * z_hi, polynomial(z_hi, c), w_lo) - fma(z_lo, splat(0.5f), r * r_lo));
+  const V w = fast_two_sum(splat(1.0f), z * splat(-0.5f), w_lo);
+  const V cosine = w + (fma(z * z, polynomial(z, c), w_lo) - fma(z_lo, splat(0.5f), r * r_lo));
   // the quadrant q = (n + kCos) mod 4 in [-2, 2]: sin, cos, -sin, -cos for q = 0, 1, 2 (or -2), -1
   const V m = kCos ? n + splat(1.0f) : n;
   const V q = fma(round_nearest(m * splat(0.25f)), splat(-4.0f), m);
