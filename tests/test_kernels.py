@@ -1,8 +1,8 @@
 """The SIMD kernels (csrc/kernels) through the ops that use them, against numpy and long double.
 
 Every fast path (contiguous, tensor-scalar, scalar-tensor, row and column broadcast) and the
-strided fallback, at sizes around the vector widths; the ulp bounds of exp, log, tanh, sigmoid and
-gelu stated in csrc/kernels/elementwise_impl.h (for float32 also over a strided sample of all 2^32
+strided fallback, at sizes around the vector widths; the ulp bounds of exp, log, tanh, sigmoid, sin,
+cos and gelu stated in csrc/kernels/elementwise_impl.h (for float32 also over a strided sample of all 2^32
 inputs on every ISA, and over all of them with FASTGRAD_EXHAUSTIVE_ULP=1); sums.
 `test_suite_under_isa` reruns this file and the op tests in child interpreters with FASTGRAD_ISA
 forcing each other available ISA.
@@ -186,16 +186,23 @@ def test_abs_of_negative_zero_is_positive_zero(torch):
     assert np.signbit(got.numpy()).tolist() == np.signbit(torch.abs(torch.tensor([-0.0, 0.0])).numpy()).tolist()
 
 
-# ---- exp, log, tanh, sigmoid: ulp bounds against long double
+# ---- exp, log, tanh, sigmoid, sin, cos: ulp bounds against long double
 
 L = np.longdouble
 EXTENDED = np.finfo(L).eps < np.finfo(np.float64).eps  # long double is wider than double here
 
-EXACT = {"exp": np.exp, "log": np.log, "tanh": np.tanh, "sigmoid": lambda x: 1 / (1 + np.exp(-x))}
+EXACT = {
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sigmoid": lambda x: 1 / (1 + np.exp(-x)),
+    "sin": np.sin,
+    "cos": np.cos,
+}
 # The bounds stated in csrc/kernels/elementwise_impl.h, in ulps of the result's type.
 BOUNDS = {
-    np.float32: {"exp": 1.0, "log": 1.0, "tanh": 1.0, "sigmoid": 1.0},
-    np.float64: {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0},
+    np.float32: {"exp": 1.0, "log": 1.0, "tanh": 1.0, "sigmoid": 1.0, "sin": 1.0, "cos": 1.0},
+    np.float64: {"exp": 1.5, "log": 1.0, "tanh": 1.5, "sigmoid": 3.0, "sin": 1.0, "cos": 1.0},
 }
 
 
@@ -210,8 +217,10 @@ def sweep(name, dtype):
         parts = [np.geomspace(tiny, big, 400_001), np.linspace(0.5, 2, 100_001)]
     elif name == "tanh":
         parts = [np.linspace(-25, 25, 400_001), np.linspace(-0.7, 0.7, 100_001), np.geomspace(1e-30, 1e-3, 10_001)]
-    else:
+    elif name == "sigmoid":
         parts = [np.linspace(-np.log(big, dtype=np.float64) + 1, 50, 400_001), np.linspace(-2, 2, 100_001)]
+    else:  # sin, cos: the vector range (|x| <= 2^17), the C library's beyond it, tiny inputs
+        parts = [np.linspace(-200, 200, 200_001), np.linspace(-2e5, 2e5, 50_001), np.geomspace(tiny, 1e-3, 10_001)]
     return np.concatenate(parts).astype(dtype)
 
 
@@ -248,6 +257,9 @@ def test_transcendental_special_values(dtype):
     np.testing.assert_array_equal(got["tanh"][:5], [0, -0.0, 1, -1, nan])
     assert np.signbit(got["tanh"][1]) and not np.signbit(got["tanh"][0])
     np.testing.assert_array_equal(got["sigmoid"][:5], [0.5, 0.5, 1, 0, nan])
+    np.testing.assert_array_equal(got["sin"][:6], [0, -0.0, nan, nan, nan, fi.smallest_subnormal])
+    assert np.signbit(got["sin"][1]) and not np.signbit(got["sin"][0])
+    np.testing.assert_array_equal(got["cos"][:6], [1, 1, nan, nan, nan, 1])
     # overflow and underflow thresholds of exp: the last finite result and the first infinite one
     top = np.nextafter(np.log(fi.max, dtype=dtype), dtype(0))
     edge = np.array([top, np.nextafter(top, dtype(np.inf)) * dtype(1.0001)], dtype=dtype)

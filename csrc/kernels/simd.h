@@ -5,11 +5,13 @@
 //   Vec<double>::load(const float*) (kWidth floats, widened), v.store(float*) (kWidth doubles, each
 //   rounded to float), + - * /, fma(a, b, c) (= a * b + c,
 //   fused where the ISA has FMA), two_product(a, b, e) for float (a * b rounded, and e its exact
-//   rounding error, on every ISA), min/max (x86 semantics: the second operand when either is NaN),
+//   rounding error, on every ISA), fused_fma(a, b, c) for float (fused on every ISA: the scalar ISA
+//   adds in double), min/max (x86 semantics: the second operand when either is NaN),
 //   abs, neg, sqrt, round_nearest (to nearest even),
 //   ldexp(x, n) (x * 2^n, n integral, |n| < twice the largest normal exponent: a single rounding),
 //   frexp(x, e) (x = m * 2^e with m in [0.5, 1), for positive finite x including denormals),
-//   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, select(mask, a, b) (a where set),
+//   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, any(mask) (a lane is set),
+//   select(mask, a, b) (a where set),
 //   interleave_low(a, b) / interleave_high(a, b) (a0 b0 a1 b1 ... of the lower / upper halves, across
 //   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block),
 //   even_lanes(a, b) (a0 a2 a4 ... b0 b2 b4 ...: the stride-2 columns of 2 * kWidth elements).
@@ -116,6 +118,7 @@ template <class T> bool gt(Vec<T> a, Vec<T> b) { return a.v > b.v; }
 template <class T> bool eq(Vec<T> a, Vec<T> b) { return a.v == b.v; }
 template <class T> bool ne(Vec<T> a, Vec<T> b) { return a.v != b.v; }
 inline bool mask_or(bool a, bool b) { return a || b; }
+inline bool any(bool m) { return m; }
 template <class T> Vec<T> select(bool m, Vec<T> a, Vec<T> b) { return m ? a : b; }
 template <class T> Vec<T> interleave_low(Vec<T> a, Vec<T>) { return a; }
 template <class T> Vec<T> interleave_high(Vec<T>, Vec<T> b) { return b; }
@@ -159,6 +162,8 @@ inline __m256d eq(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v,
 inline __m256d ne(Vec<double> a, Vec<double> b) { return _mm256_cmp_pd(a.v, b.v, _CMP_NEQ_UQ); }
 inline __m256 mask_or(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
 inline __m256d mask_or(__m256d a, __m256d b) { return _mm256_or_pd(a, b); }
+inline bool any(__m256 m) { return _mm256_movemask_ps(m) != 0; }
+inline bool any(__m256d m) { return _mm256_movemask_pd(m) != 0; }
 inline Vec<float> select(__m256 m, Vec<float> a, Vec<float> b) { return {_mm256_blendv_ps(b.v, a.v, m)}; }
 inline Vec<double> select(__m256d m, Vec<double> a, Vec<double> b) { return {_mm256_blendv_pd(b.v, a.v, m)}; }
 // unpacklo/hi interleave within each 128-bit lane; the lane permute puts the halves in order.
@@ -255,6 +260,8 @@ FG_AVX512_MASKS(double, pd, __mmask8)
 #undef FG_AVX512_MASKS
 inline __mmask16 mask_or(__mmask16 a, __mmask16 b) { return static_cast<__mmask16>(a | b); }
 inline __mmask8 mask_or(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(a | b); }
+inline bool any(__mmask16 m) { return m != 0; }
+inline bool any(__mmask8 m) { return m != 0; }
 // Two-source permutes: index i < kWidth picks a[i], kWidth + i picks b[i].
 inline Vec<float> interleave_low(Vec<float> a, Vec<float> b) {
   return {_mm512_permutex2var_ps(a.v, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b.v)};
@@ -284,6 +291,8 @@ inline Vec<double> even_lanes(Vec<double> a, Vec<double> b) {
 // point). frexp and ldexp go lane by lane through libm.
 inline uint32x4_t mask_not(uint32x4_t m) { return vmvnq_u32(m); }
 inline uint64x2_t mask_not(uint64x2_t m) { return vreinterpretq_u64_u32(vmvnq_u32(vreinterpretq_u32_u64(m))); }
+inline bool any(uint32x4_t m) { return vmaxvq_u32(m) != 0; }
+inline bool any(uint64x2_t m) { return vmaxvq_u32(vreinterpretq_u32_u64(m)) != 0; }
 #define FG_NEON_VEC(T, R, Q, U, I, W, WIDEN)                                                  \
   FG_VEC_STRUCT(T, R, W, U, vld1q_##Q, vdupq_n_##Q, vst1q_##Q, WIDEN)                         \
   inline Vec<T> operator+(Vec<T> a, Vec<T> b) { return {vaddq_##Q(a.v, b.v)}; }               \
@@ -342,6 +351,13 @@ inline Vec<float> two_product(Vec<float> a, Vec<float> b, Vec<float>& e) {
   Vec<float> p = a * b;
   e = fma(a, b, neg(p));
   return p;
+}
+inline Vec<float> fused_fma(Vec<float> a, Vec<float> b, Vec<float> c) { return fma(a, b, c); }
+#else
+// a * b + c in double, then rounded to float: the fused result wherever it fits a double
+// (exact where it fits a float).
+inline Vec<float> fused_fma(Vec<float> a, Vec<float> b, Vec<float> c) {
+  return {static_cast<float>(static_cast<double>(a.v) * b.v + c.v)};
 }
 #endif
 

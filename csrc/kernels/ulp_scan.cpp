@@ -36,8 +36,9 @@ double ulp_error(float got, double exact) {
 }  // namespace
 
 UlpScan ulp_scan(VecUnary op, Isa isa, uint64_t start, uint64_t stop, uint64_t step) {
-  if (op != VecUnary::Exp && op != VecUnary::Log && op != VecUnary::Tanh && op != VecUnary::Sigmoid)
-    throw ValueError("ulp_scan: expected exp, log, tanh or sigmoid");
+  if (op != VecUnary::Exp && op != VecUnary::Log && op != VecUnary::Tanh && op != VecUnary::Sigmoid &&
+      op != VecUnary::Sin && op != VecUnary::Cos)
+    throw ValueError("ulp_scan: expected exp, log, tanh, sigmoid, sin or cos");
   const std::vector<Isa> available = available_isas();
   if (std::find(available.begin(), available.end(), isa) == available.end())
     throw ValueError(cat("ulp_scan: ISA ", isa_name(isa), " is not available on this machine"));

@@ -19,7 +19,7 @@ struct UlpScan {
 };
 
 // Over the inputs with bit patterns start, start + step, ... below stop (stop <= 2^32, step >= 1).
-// exp, log, tanh and sigmoid only; an unavailable ISA or another op throws ValueError.
+// exp, log, tanh, sigmoid, sin and cos only; an unavailable ISA or another op throws ValueError.
 UlpScan ulp_scan(VecUnary op, Isa isa, uint64_t start, uint64_t stop, uint64_t step);
 
 }  // namespace fg

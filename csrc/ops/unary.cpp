@@ -80,7 +80,7 @@ Tensor sqrt(const Tensor& x) {
 FG_NODE(SinBackward0);
 GradList SinBackward0::apply(GradList&& grads) { return {mul(grads[0], cos(unpack(0)))}; }
 Tensor sin(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::sin(v); });
+  Tensor out = float_unary(x, VecUnary::Sin);
   if (auto* node = record<SinBackward0>(out, {&x})) node->save(x);
   return out;
 }
@@ -88,7 +88,7 @@ Tensor sin(const Tensor& x) {
 FG_NODE(CosBackward0);
 GradList CosBackward0::apply(GradList&& grads) { return {mul(grads[0], neg(sin(unpack(0))))}; }
 Tensor cos(const Tensor& x) {
-  Tensor out = unary_map(x, float_type(x->dtype), [](auto v) { return std::cos(v); });
+  Tensor out = float_unary(x, VecUnary::Cos);
   if (auto* node = record<CosBackward0>(out, {&x})) node->save(x);
   return out;
 }

@@ -182,8 +182,9 @@ PYBIND11_MODULE(_C, m) {
   m.def(
       "_ulp_scan",
       [](const std::string& name, const std::string& isa, uint64_t start, uint64_t stop, uint64_t step) {
-        const std::pair<const char*, VecUnary> ops[] = {
-            {"exp", VecUnary::Exp}, {"log", VecUnary::Log}, {"tanh", VecUnary::Tanh}, {"sigmoid", VecUnary::Sigmoid}};
+        const std::pair<const char*, VecUnary> ops[] = {{"exp", VecUnary::Exp},   {"log", VecUnary::Log},
+                                                        {"tanh", VecUnary::Tanh}, {"sigmoid", VecUnary::Sigmoid},
+                                                        {"sin", VecUnary::Sin},   {"cos", VecUnary::Cos}};
         auto op = std::find_if(std::begin(ops), std::end(ops), [&](const auto& o) { return name == o.first; });
         if (op == std::end(ops)) throw ValueError(cat("_ulp_scan: unknown function ", name));
         const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon};

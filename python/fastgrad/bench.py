@@ -50,6 +50,9 @@ TARGETS = {
     "exp 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
     "tanh 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
     "sigmoid 1.0e+06": [("numpy", 1.0), ("torch", 1.0)],
+    # issue 20: float32 sin and cos as native vector polynomials, at numpy's speed
+    "sin": [("numpy", 1.0)],
+    "cos": [("numpy", 1.0)],
     # issue 16: Conv2d forward+backward faster than PyTorch for 3x3 convs of 16-64 channels on 32x32
     **{f"conv2d 3x3 {c}->{c} 32x32 b{n} fwd+bwd": [("torch", 1.0)] for c in (16, 32, 64) for n in (8, 64)},
     # issue 16: a LeNet-5 training step at least 2x PyTorch's at batch 8, 1.2x at batch 64
@@ -316,7 +319,7 @@ def elementwise(op, n):
         if op == "add":
             return lambda: a + b
         if lib is np:  # numpy has no sigmoid: its usual spelling
-            return {"exp": lambda: np.exp(a), "tanh": lambda: np.tanh(a), "sigmoid": lambda: 1 / (1 + np.exp(-a))}[op]
+            return {"sigmoid": lambda: 1 / (1 + np.exp(-a))}.get(op, lambda: getattr(np, op)(a))
         return getattr(a, op)
 
     return make
@@ -837,7 +840,7 @@ def groups(quick):
                 "Gelem/s",
                 NUMPY_TOO if n <= small and op == "add" else NUMPY_TOO[:3],
             )
-            for op in ("add", "exp", "tanh", "sigmoid")
+            for op in ("add", "exp", "tanh", "sigmoid", "sin", "cos")
             for n in (small, big)
         ],
         "mv": [
