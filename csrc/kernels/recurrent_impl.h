@@ -60,8 +60,15 @@ void for_each_vector(int64_t rows, int64_t hidden, F body) {
 // flatten: the vector functions (tanh, exp, their polynomials) inlined into the pass. Called out of
 // line, each call spills and reloads every live vector (the ABI saves no vector register across
 // calls): the LSTM layer's forward measured ~15% faster inlined (AVX-512, one thread).
+// Not in a sanitized build (CMakeLists.txt): there the inlined, instrumented copies doubled the
+// compile time of each ISA file (avx512: 19 -> 10 s of CPU without), and its tests time nothing.
+#ifdef FASTGRAD_SANITIZED
+#define FG_FLATTEN
+#else
+#define FG_FLATTEN [[gnu::flatten]]
+#endif
 template <class T, RecurrentCell Cell>
-[[gnu::flatten]] void step_forward(const RecurrentStep<T>& s) {
+FG_FLATTEN void step_forward(const RecurrentStep<T>& s) {
   using V = Vec<T>;
   const int64_t H = s.hidden, G = recurrent_gates(Cell) * H, K = recurrent_kept(Cell) * H;
   for_each_vector<T>(s.rows, H, [&](int64_t r, int64_t j, auto n) {
@@ -98,7 +105,7 @@ template <class T, RecurrentCell Cell>
 }
 
 template <class T, RecurrentCell Cell>
-[[gnu::flatten]] void step_backward(const RecurrentStepGrad<T>& s) {
+FG_FLATTEN void step_backward(const RecurrentStepGrad<T>& s) {
   using V = Vec<T>;
   const int64_t H = s.hidden, G = recurrent_gates(Cell) * H, K = recurrent_kept(Cell) * H;
   const V one = V::broadcast(T(1)), zero = V::broadcast(T(0));
