@@ -52,7 +52,9 @@ Tensor run_call(const Call& call, bool long_work, const Tensor* const* tensors) 
 }
 
 struct Step {
-  std::unique_ptr<const Call> call;
+  explicit Step(Call c, std::vector<int> tensor_slots = {}) : call(std::move(c)), slots(std::move(tensor_slots)) {}
+
+  Call call;
   std::vector<int> slots;  // the op's tensor arguments in argument order (capture.h's Call); -1: undefined
   int out = -1;            // the result's slot; -1: none, or undefined
   bool has_result = false, defined = false, long_work = false;
@@ -65,7 +67,7 @@ struct Step {
     static const Tensor undefined;
     tensors.clear();
     for (int slot : slots) tensors.push_back(slot < 0 ? &undefined : &frame[slot]);
-    Tensor result = run_call(*call, long_work, tensors.data());  // the frame belongs to this replay
+    Tensor result = run_call(call, long_work, tensors.data());  // the frame belongs to this replay
     if (!has_result) return;
     check_result(result, defined, shape);
     if (out >= 0) frame[out] = std::move(result);
@@ -215,11 +217,11 @@ class Region {
 };
 
 // A host call as a step: fn(*args) again, with the GIL (a replay holds it between long kernels).
-struct HostCall final : Call {
+struct HostCall {
   py::object fn;
   py::args args;
   HostCall(py::object f, py::args a) : fn(std::move(f)), args(std::move(a)) {}
-  Tensor run(const Tensor* const*) const override {
+  Tensor run(const Tensor* const*) const {
     fn(*args);
     return Tensor();
   }
@@ -235,7 +237,7 @@ class OpRecord {
   OpRecord(const OpRecord&) = delete;
   OpRecord& operator=(const OpRecord&) = delete;
   // result: the op's result, null for a void op; long_work: the replay runs it without the GIL.
-  void finish(std::unique_ptr<const Call> call, bool long_work, const Tensor* result);
+  void finish(Call call, bool long_work, const Tensor* result);
 
  private:
   Recorder* r_;
@@ -266,7 +268,7 @@ OpRecord::OpRecord(Recorder* r, const ArgRef* args, size_t count, size_t op_iden
 
 OpRecord::~OpRecord() { --r_->depth; }
 
-void OpRecord::finish(std::unique_ptr<const Call> call, bool long_work, const Tensor* result) {
+void OpRecord::finish(Call call, bool long_work, const Tensor* result) {
   // The arguments' geometry as the op left it (an in-place view op, x.data = y).
   for (size_t i = 0; i < count_; ++i) {
     if (args_[i].tensor) refresh_geometry(r_, *args_[i].tensor);
@@ -274,9 +276,7 @@ void OpRecord::finish(std::unique_ptr<const Call> call, bool long_work, const Te
       for (const Tensor& t : *args_[i].list) refresh_geometry(r_, t);
   }
   if (refused_) return;
-  Step step;
-  step.call = std::move(call);
-  step.slots = std::move(slots_);
+  Step step(std::move(call), std::move(slots_));
   step.long_work = long_work;
   if (result) {
     step.has_result = true;
@@ -290,8 +290,7 @@ void OpRecord::finish(std::unique_ptr<const Call> call, bool long_work, const Te
 
 }  // namespace
 
-Tensor run_recorded(std::unique_ptr<const Call> call, bool long_work, const ArgRef* args, size_t count,
-                    size_t op_identity, bool has_result) {
+Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity, bool has_result) {
   // The op's tensors in the Call's order: copies holding their own references (with the GIL
   // released, another thread may drop the caller's Python objects).
   std::vector<Tensor> tensors;
@@ -302,9 +301,9 @@ Tensor run_recorded(std::unique_ptr<const Call> call, bool long_work, const ArgR
   std::vector<const Tensor*> pointers;
   for (const Tensor& t : tensors) pointers.push_back(&t);
   Recorder* r = recorder();
-  if (!recording(r)) return run_call(*call, long_work, pointers.data());
+  if (!recording(r)) return run_call(call, long_work, pointers.data());
   OpRecord record(r, args, count, op_identity);
-  Tensor result = run_call(*call, long_work, pointers.data());
+  Tensor result = run_call(call, long_work, pointers.data());
   record.finish(std::move(call), long_work, has_result ? &result : nullptr);
   return result;
 }
@@ -438,8 +437,7 @@ void bind_capture(py::module_& m) {
       if (h == -1) PyErr_Clear();
       identity = combine(identity, static_cast<size_t>(h));
     }
-    Step step;
-    step.call = std::make_unique<HostCall>(fn, args);
+    Step step(Call(new HostCall(fn, args)));
     add_step(r, std::move(step), identity);
     Region region(r);
     return fn(*args);

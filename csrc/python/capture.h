@@ -87,18 +87,35 @@ ArgRef arg_ref(const T& value) {
   return {nullptr, nullptr, identity_of(value)};
 }
 
-// The typed part of a step: run() calls the op on the replay's tensor arguments, given in argument
-// order (a list's tensors one after another), and returns its result (undefined for a void op).
-struct Call {
-  virtual ~Call() = default;
-  virtual Tensor run(const Tensor* const* tensors) const = 0;
+// The typed part of a step: the op and its arguments other than tensors (a Bound below, or a host
+// call), and the two functions that know their type. run() calls the op on the replay's tensor
+// arguments, given in argument order (a list's tensors one after another), and returns its result
+// (undefined for a void op). Function pointers rather than virtual functions: no vtable or type
+// info per op.
+class Call {
+ public:
+  template <class State>
+  explicit Call(State* state)
+      : state_(state),
+        run_([](const void* s, const Tensor* const* tensors) { return static_cast<const State*>(s)->run(tensors); }),
+        free_([](void* s) { delete static_cast<State*>(s); }) {}
+  Call(Call&& o) noexcept : state_(o.state_), run_(o.run_), free_(o.free_) { o.state_ = nullptr; }
+  Call& operator=(Call&&) = delete;
+  ~Call() {
+    if (state_) free_(state_);
+  }
+  Tensor run(const Tensor* const* tensors) const { return run_(state_, tensors); }
+
+ private:
+  void* state_;
+  Tensor (*run_)(const void*, const Tensor* const*);
+  void (*free_)(void*);
 };
 
 // A binding's op while this thread captures (record() below): run on `args` (their tensors in
 // `call`'s order), without the GIL when `long_work`, and recorded as a step when the capture records
 // (at depth 0 and not abandoned). The result is undefined for a void op (has_result false).
-Tensor run_recorded(std::unique_ptr<const Call> call, bool long_work, const ArgRef* args, size_t count,
-                    size_t op_identity, bool has_result);
+Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity, bool has_result);
 
 // How a Call keeps each argument: tensors and lists of tensors as their positions among the tensors
 // run() is given, everything else (numbers, enums, Scalars, shapes, option structs, names) as a
@@ -168,12 +185,12 @@ inline std::vector<Tensor> take(const Tensor* const* tensors, TensorListArg list
 }
 
 template <class Op, class... Args>
-struct CallOf final : Call {
+struct Bound {
   Op op;
   std::tuple<typename Kept<Args>::type...> kept;
   // Braces: the arguments are kept in order, counting tensors.
-  CallOf(const Op& o, const Args&... args, size_t tensors = 0) : op(o), kept{keep(args, tensors)...} {}
-  Tensor run(const Tensor* const* tensors) const override { return run(tensors, std::index_sequence_for<Args...>()); }
+  Bound(const Op& o, const Args&... args, size_t tensors = 0) : op(o), kept{keep(args, tensors)...} {}
+  Tensor run(const Tensor* const* tensors) const { return run(tensors, std::index_sequence_for<Args...>()); }
 
  private:
   template <size_t... I>
@@ -206,8 +223,8 @@ template <class Op, class... Args>
     return invoke(long_work, op, args...);
   } else {
     const std::array<ArgRef, sizeof...(Args)> refs{arg_ref(args)...};
-    Tensor result = run_recorded(std::make_unique<CallOf<std::decay_t<Op>, Args...>>(op, args...), long_work,
-                                 refs.data(), refs.size(), typeid(Op).hash_code(), !std::is_void_v<Result>);
+    Tensor result = run_recorded(Call(new Bound<std::decay_t<Op>, Args...>(op, args...)), long_work, refs.data(),
+                                 refs.size(), typeid(Op).hash_code(), !std::is_void_v<Result>);
     if constexpr (!std::is_void_v<Result>) return result;
   }
 }
