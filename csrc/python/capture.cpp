@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 
 namespace fg::capture {
@@ -45,7 +46,7 @@ void check_result(const Tensor& result, bool defined, const Shape& shape) {
 }
 
 // call on `tensors`, without the GIL when `long_work` (the tensors are the caller's own copies).
-Tensor run_call(const Call& call, bool long_work, const Tensor* const* tensors) {
+Tensor run_call(const Call& call, bool long_work, TensorArgs tensors) {
   if (!long_work) return call.run(tensors);
   py::gil_scoped_release no_gil;
   return call.run(tensors);
@@ -55,19 +56,15 @@ struct Step {
   explicit Step(Call c, std::vector<int> tensor_slots = {}) : call(std::move(c)), slots(std::move(tensor_slots)) {}
 
   Call call;
-  std::vector<int> slots;  // the op's tensor arguments in argument order (capture.h's Call); -1: undefined
+  std::vector<int> slots;  // the op's tensor arguments in argument order (capture.h's TensorArgs)
   int out = -1;            // the result's slot; -1: none, or undefined
   bool has_result = false, defined = false, long_work = false;
   Shape shape;                // the result's at capture
   bool grad_mode = false;     // the grad mode it ran in
   std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
 
-  // `tensors`: scratch space for the arguments' addresses, reused from step to step.
-  void run(Frame& frame, std::vector<const Tensor*>& tensors) const {
-    static const Tensor undefined;
-    tensors.clear();
-    for (int slot : slots) tensors.push_back(slot < 0 ? &undefined : &frame[slot]);
-    Tensor result = run_call(call, long_work, tensors.data());  // the frame belongs to this replay
+  void run(Frame& frame) const {
+    Tensor result = run_call(call, long_work, {frame.data(), slots.data()});  // the frame belongs to this replay
     if (!has_result) return;
     check_result(result, defined, shape);
     if (out >= 0) frame[out] = std::move(result);
@@ -88,10 +85,9 @@ struct Program {
     Frame frame = frame_template;
     std::copy(args.begin(), args.end(), frame.begin());
     GradModeGuard restore(grad_enabled());
-    std::vector<const Tensor*> tensors;
     for (const Step& step : steps) {
       if (step.grad_mode != grad_enabled()) set_grad_enabled(step.grad_mode);
-      step.run(frame, tensors);
+      step.run(frame);
       for (int slot : step.last_use) frame[slot].reset();
     }
     std::vector<Tensor> out;
@@ -221,7 +217,7 @@ struct HostCall {
   py::object fn;
   py::args args;
   HostCall(py::object f, py::args a) : fn(std::move(f)), args(std::move(a)) {}
-  Tensor run(const Tensor* const*) const {
+  Tensor run(TensorArgs) const {
     fn(*args);
     return Tensor();
   }
@@ -298,12 +294,13 @@ Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count,
     if (args[i].tensor) tensors.push_back(*args[i].tensor);
     if (args[i].list) tensors.insert(tensors.end(), args[i].list->begin(), args[i].list->end());
   }
-  std::vector<const Tensor*> pointers;
-  for (const Tensor& t : tensors) pointers.push_back(&t);
+  std::vector<int> positions(tensors.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  const TensorArgs in_place{tensors.data(), positions.data()};
   Recorder* r = recorder();
-  if (!recording(r)) return run_call(call, long_work, pointers.data());
+  if (!recording(r)) return run_call(call, long_work, in_place);
   OpRecord record(r, args, count, op_identity);
-  Tensor result = run_call(call, long_work, pointers.data());
+  Tensor result = run_call(call, long_work, in_place);
   record.finish(std::move(call), long_work, has_result ? &result : nullptr);
   return result;
 }
@@ -388,6 +385,10 @@ void bind_capture(py::module_& m) {
       for (int slot : program.outputs) r->last_step[slot] = program.steps.size();  // kept to the end
       for (size_t slot = 0; slot < r->last_step.size(); ++slot)
         if (r->last_step[slot] < program.steps.size()) program.steps[r->last_step[slot]].last_use.push_back(slot);
+      // Undefined arguments read one slot that stays empty.
+      const int undefined = static_cast<int>(program.frame_template.size());
+      program.frame_template.emplace_back();
+      for (Step& step : program.steps) std::replace(step.slots.begin(), step.slots.end(), -1, undefined);
     }
     if (r->abandoned) return py::make_tuple(r->reason, r->location);
     return py::cast(std::shared_ptr<Program>(std::move(r->program)));

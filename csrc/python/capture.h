@@ -87,28 +87,35 @@ ArgRef arg_ref(const T& value) {
   return {nullptr, nullptr, identity_of(value)};
 }
 
+// The tensor arguments of a step's op in argument order (a list's tensors one after another): the
+// i-th is tensors[slots[i]] (a replay's frame and the step's slots, read in place).
+struct TensorArgs {
+  const Tensor* tensors;
+  const int* slots;
+  const Tensor& operator[](size_t i) const { return tensors[slots[i]]; }
+};
+
 // The typed part of a step: the op and its arguments other than tensors (a Bound below, or a host
 // call), and the two functions that know their type. run() calls the op on the replay's tensor
-// arguments, given in argument order (a list's tensors one after another), and returns its result
-// (undefined for a void op). Function pointers rather than virtual functions: no vtable or type
-// info per op.
+// arguments and returns its result (undefined for a void op). Function pointers rather than virtual functions: no
+// vtable or type info per op.
 class Call {
  public:
   template <class State>
   explicit Call(State* state)
       : state_(state),
-        run_([](const void* s, const Tensor* const* tensors) { return static_cast<const State*>(s)->run(tensors); }),
+        run_([](const void* s, TensorArgs tensors) { return static_cast<const State*>(s)->run(tensors); }),
         free_([](void* s) { delete static_cast<State*>(s); }) {}
   Call(Call&& o) noexcept : state_(o.state_), run_(o.run_), free_(o.free_) { o.state_ = nullptr; }
   Call& operator=(Call&&) = delete;
   ~Call() {
     if (state_) free_(state_);
   }
-  Tensor run(const Tensor* const* tensors) const { return run_(state_, tensors); }
+  Tensor run(TensorArgs tensors) const { return run_(state_, tensors); }
 
  private:
   void* state_;
-  Tensor (*run_)(const void*, const Tensor* const*);
+  Tensor (*run_)(const void*, TensorArgs);
   void (*free_)(void*);
 };
 
@@ -174,13 +181,13 @@ inline TensorListArg keep(const std::vector<Tensor>& list, size_t& tensors) {
 }
 
 template <class T>
-const T& take(const Tensor* const*, const T& value) {
+const T& take(TensorArgs, const T& value) {
   return value;
 }
-inline const Tensor& take(const Tensor* const* tensors, TensorArg arg) { return *tensors[arg.index]; }
-inline std::vector<Tensor> take(const Tensor* const* tensors, TensorListArg list) {
+inline const Tensor& take(TensorArgs tensors, TensorArg arg) { return tensors[arg.index]; }
+inline std::vector<Tensor> take(TensorArgs tensors, TensorListArg list) {
   std::vector<Tensor> out;
-  for (size_t i = 0; i < list.size; ++i) out.push_back(*tensors[list.first + i]);
+  for (size_t i = 0; i < list.size; ++i) out.push_back(tensors[list.first + i]);
   return out;
 }
 
@@ -190,11 +197,11 @@ struct Bound {
   std::tuple<typename Kept<Args>::type...> kept;
   // Braces: the arguments are kept in order, counting tensors.
   Bound(const Op& o, const Args&... args, size_t tensors = 0) : op(o), kept{keep(args, tensors)...} {}
-  Tensor run(const Tensor* const* tensors) const { return run(tensors, std::index_sequence_for<Args...>()); }
+  Tensor run(TensorArgs tensors) const { return run(tensors, std::index_sequence_for<Args...>()); }
 
  private:
   template <size_t... I>
-  Tensor run(const Tensor* const* tensors, std::index_sequence<I...>) const {
+  Tensor run(TensorArgs tensors, std::index_sequence<I...>) const {
     if constexpr (std::is_void_v<decltype(op(take(tensors, std::get<I>(kept))...))>) {
       op(take(tensors, std::get<I>(kept))...);
       return Tensor();
