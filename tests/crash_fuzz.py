@@ -441,12 +441,20 @@ BACKWARDS = [
 ]
 
 
+# The share of function calls made through fastgrad.compile, twice with the same argument sources:
+# a capture (or a fallback), then a replay, on hostile arguments.
+COMPILED = 0.15
+
+
 def call_source(rng, target):
     prefix, obj, suffix = target
     call = Call(rng)
     fill = lambda text: text.replace("{tensor}", tensor_source(call))  # noqa: E731
     if prefix.endswith(" = "):
         return fill(prefix) + value_source(call, prefix.split(".")[-1][:-3])
+    if prefix.startswith("fg.") and not suffix and rng.random() < COMPILED:
+        arguments = arguments_source(call, obj)
+        return f"(_c := fg.compile({prefix}))({arguments}); _c({arguments})"
     source = f"{fill(prefix)}({arguments_source(call, obj, '{tensor}' in prefix)}){fill(suffix)}"
     if not suffix and "expand" not in prefix and rng.random() < 0.3:
         source = f"({source}){fill(rng.choice(BACKWARDS))}"

@@ -121,6 +121,9 @@ struct PyFunctionNode final : Node {
 // (tensors or None), an output without its history. Returns what ctx.saved_tensors reads.
 std::shared_ptr<SavedTensors> record_function(py::object backward, std::string name, const std::vector<Tensor>& inputs,
                                               py::sequence outputs, py::sequence to_save) {
+  // A replay would compute the outputs but not give them this node (it attaches to tensors that
+  // exist, so no allocation reports it).
+  if (capture_in_progress()) capture::cannot_replay("a custom autograd Function (its node is made in Python)");
   // The edges first: making one may give a stale view a fresh history, which must come earlier
   // on the tape than this node.
   std::vector<Edge> edges;

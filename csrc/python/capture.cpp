@@ -4,9 +4,19 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <unordered_map>
 
 namespace fg::capture {
+
+// The recorder of the capture this thread runs (null when it runs none). Steps are recorded only
+// at depth 0: what a recorded op (a backward pass, an optimizer's step) does inside is its own.
+struct Recorder;
+Recorder* recorder();
+bool recording(const Recorder* r);  // r is at depth 0 and not yet abandoned
+// The capture cannot replay what the function does: `what` says why. Only the first reason is kept
+// (with the user's line, found from the Python stack).
+void abandon(Recorder* r, const char* what);
 
 // A slot's tensor as the capture last saw it. A metadata change no recorded op explains (an
 // in-place view op such as squeeze_ outside call_op, x.data = y) would not happen on replay.
@@ -21,10 +31,44 @@ struct Geometry {
 };
 Geometry geometry_of(const Tensor& t) { return {t->storage.get(), t->shape, t->strides, t->offset, t->dtype}; }
 
+// A replay's tensors: the program's inputs, its constants and the results of its steps, by slot.
+using Frame = std::vector<Tensor>;
+
+// A step's result must be what it was at capture: defined or not, and of the same shape. An op whose
+// result depends on values (a boolean mask's selection) or on state the guards do not see would
+// otherwise feed later steps, recorded for the captured shapes, with something else.
+void check_result(const Tensor& result, bool defined, const Shape& shape) {
+  if (bool(result) != defined || (defined && result->shape != shape))
+    throw RuntimeError(
+        "fastgrad.compile: a replayed operation gave a result of another shape than at capture (it depends on "
+        "tensor values or on state the guards do not see); call fastgrad.compiler.reset() and run the function "
+        "uncompiled");
+}
+
+// call on `tensors`, without the GIL when `long_work` (the tensors are the caller's own copies).
+Tensor run_call(const Call& call, bool long_work, TensorArgs tensors) {
+  if (!long_work) return call.run(tensors);
+  py::gil_scoped_release no_gil;
+  return call.run(tensors);
+}
+
 struct Step {
-  std::function<void(Frame&)> run;
-  bool grad_mode;             // the grad mode it ran in
+  explicit Step(Call c, std::vector<int> tensor_slots = {}) : call(std::move(c)), slots(std::move(tensor_slots)) {}
+
+  Call call;
+  std::vector<int> slots;  // the op's tensor arguments in argument order (capture.h's TensorArgs)
+  int out = -1;            // the result's slot; -1: none, or undefined
+  bool has_result = false, defined = false, long_work = false;
+  Shape shape;                // the result's at capture
+  bool grad_mode = false;     // the grad mode it ran in
   std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
+
+  void run(Frame& frame) const {
+    Tensor result = run_call(call, long_work, {frame.data(), slots.data()});  // the frame belongs to this replay
+    if (!has_result) return;
+    check_result(result, defined, shape);
+    if (out >= 0) frame[out] = std::move(result);
+  }
 };
 
 struct Program {
@@ -32,7 +76,7 @@ struct Program {
   std::vector<Tensor> frame_template;  // the constants in their slots, empty slots elsewhere
   std::vector<Step> steps;
   std::vector<int> outputs;
-  size_t fingerprint = 0;  // of the steps (capture.h's add_step)
+  size_t fingerprint = 0;  // of the steps (add_step)
 
   // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error.
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
@@ -100,11 +144,15 @@ void abandon(Recorder* r, const char* what) {
   }
 }
 
-void host_read(const char* what) {
+void cannot_replay(const char* what) {
   Recorder* r = this_thread_recorder;
   if (r && r->depth == 0) abandon(r, what);
 }
 
+namespace {
+
+// The slot of a tensor argument of the step about to be added: -1 for an undefined tensor, -2 when
+// refused (the capture is abandoned).
 int input_slot(Recorder* r, const Tensor& t) {
   if (!t) return -1;
   auto found = r->slots.find(t.get());
@@ -145,20 +193,116 @@ void refresh_geometry(Recorder* r, const Tensor& t) {
   if (found != r->slots.end()) r->geometries[found->second] = geometry_of(t);
 }
 
-void add_step(Recorder* r, std::function<void(Frame&)> step, size_t identity) {
-  r->program->steps.push_back({std::move(step), grad_enabled(), {}});
+// `identity` (the op, its slots and its other arguments) goes into the program's fingerprint.
+void add_step(Recorder* r, Step step, size_t identity) {
+  step.grad_mode = grad_enabled();
+  r->program->steps.push_back(std::move(step));
   r->program->fingerprint = combine(combine(r->program->fingerprint, identity), grad_enabled());
 }
 
-Region::Region(Recorder* r) : r_(r) { ++r_->depth; }
-Region::~Region() { --r_->depth; }
+// Marks the ops and allocations of a recorded host call as its own while it runs.
+class Region {
+ public:
+  explicit Region(Recorder* r) : r_(r) { ++r_->depth; }
+  ~Region() { --r_->depth; }
+  Region(const Region&) = delete;
+  Region& operator=(const Region&) = delete;
 
-void check_result(const Tensor& result, bool defined, const Shape& shape) {
-  if (bool(result) != defined || (defined && result->shape != shape))
-    throw RuntimeError(
-        "fastgrad.compile: a replayed operation gave a result of another shape than at capture (it depends on "
-        "tensor values or on state the guards do not see); call fastgrad.compiler.reset() and run the function "
-        "uncompiled");
+ private:
+  Recorder* r_;
+};
+
+// A host call as a step: fn(*args) again, with the GIL (a replay holds it between long kernels).
+struct HostCall {
+  py::object fn;
+  py::args args;
+  HostCall(py::object f, py::args a) : fn(std::move(f)), args(std::move(a)) {}
+  Tensor run(TensorArgs) const {
+    fn(*args);
+    return Tensor();
+  }
+};
+
+// Records one op around its eager run: the constructor takes the slots of the op's tensor arguments
+// as they are before it runs (its result may be one of them) and marks what the op does inside as
+// its own; finish() adds the step once the op has run.
+class OpRecord {
+ public:
+  OpRecord(Recorder* r, const ArgRef* args, size_t count, size_t op_identity);
+  ~OpRecord();
+  OpRecord(const OpRecord&) = delete;
+  OpRecord& operator=(const OpRecord&) = delete;
+  // result: the op's result, null for a void op; long_work: the replay runs it without the GIL.
+  void finish(Call call, bool long_work, const Tensor* result);
+
+ private:
+  Recorder* r_;
+  const ArgRef* args_;
+  size_t count_;
+  size_t identity_;
+  std::vector<int> slots_;
+  bool refused_ = false;
+};
+
+OpRecord::OpRecord(Recorder* r, const ArgRef* args, size_t count, size_t op_identity)
+    : r_(r), args_(args), count_(count), identity_(op_identity) {
+  for (size_t i = 0; i < count; ++i) {
+    if (args[i].tensor) {
+      slots_.push_back(input_slot(r, *args[i].tensor));
+    } else if (args[i].list) {
+      for (const Tensor& t : *args[i].list) slots_.push_back(input_slot(r, t));
+    } else {
+      identity_ = combine(identity_, args[i].identity);
+    }
+  }
+  for (int slot : slots_) {
+    refused_ |= slot == -2;
+    identity_ = combine(identity_, std::hash<int>()(slot));
+  }
+  ++r_->depth;
+}
+
+OpRecord::~OpRecord() { --r_->depth; }
+
+void OpRecord::finish(Call call, bool long_work, const Tensor* result) {
+  // The arguments' geometry as the op left it (an in-place view op, x.data = y).
+  for (size_t i = 0; i < count_; ++i) {
+    if (args_[i].tensor) refresh_geometry(r_, *args_[i].tensor);
+    if (args_[i].list)
+      for (const Tensor& t : *args_[i].list) refresh_geometry(r_, t);
+  }
+  if (refused_) return;
+  Step step(std::move(call), std::move(slots_));
+  step.long_work = long_work;
+  if (result) {
+    step.has_result = true;
+    step.out = output_slot(r_, *result);
+    step.defined = bool(*result);
+    if (step.defined) step.shape = (*result)->shape;
+    identity_ = combine(identity_, std::hash<int>()(step.out));
+  }
+  add_step(r_, std::move(step), identity_);
+}
+
+}  // namespace
+
+Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity, bool has_result) {
+  // The op's tensors in the Call's order: copies holding their own references (with the GIL
+  // released, another thread may drop the caller's Python objects).
+  std::vector<Tensor> tensors;
+  for (size_t i = 0; i < count; ++i) {
+    if (args[i].tensor) tensors.push_back(*args[i].tensor);
+    if (args[i].list) tensors.insert(tensors.end(), args[i].list->begin(), args[i].list->end());
+  }
+  std::vector<int> positions(tensors.size());
+  std::iota(positions.begin(), positions.end(), 0);
+  const TensorArgs in_place{tensors.data(), positions.data()};
+  Recorder* r = recorder();
+  if (!recording(r)) return run_call(call, long_work, in_place);
+  OpRecord record(r, args, count, op_identity);
+  Tensor result = run_call(call, long_work, in_place);
+  record.finish(std::move(call), long_work, has_result ? &result : nullptr);
+  return result;
 }
 
 namespace {
@@ -241,6 +385,10 @@ void bind_capture(py::module_& m) {
       for (int slot : program.outputs) r->last_step[slot] = program.steps.size();  // kept to the end
       for (size_t slot = 0; slot < r->last_step.size(); ++slot)
         if (r->last_step[slot] < program.steps.size()) program.steps[r->last_step[slot]].last_use.push_back(slot);
+      // Undefined arguments read one slot that stays empty.
+      const int undefined = static_cast<int>(program.frame_template.size());
+      program.frame_template.emplace_back();
+      for (Step& step : program.steps) std::replace(step.slots.begin(), step.slots.end(), -1, undefined);
     }
     if (r->abandoned) return py::make_tuple(r->reason, r->location);
     return py::cast(std::shared_ptr<Program>(std::move(r->program)));
@@ -272,8 +420,8 @@ void bind_capture(py::module_& m) {
     return words_to_bytes(words);
   });
   m.def("_capture_abort", [] { end_capture(); });
-  // Python code that knows a replay would go wrong (capture.h's host_read).
-  m.def("_capture_abandon", [](const std::string& what) { host_read(what.c_str()); });
+  // Python code that knows a replay would go wrong (capture.h's cannot_replay).
+  m.def("_capture_abandon", [](const std::string& what) { cannot_replay(what.c_str()); });
   // Whether this thread records steps now (a capture at depth 0).
   m.def("_capturing", [] { return recording(recorder()); });
   // fn(*args), a host call of the program: replays call it again (an optimizer's step, a scheduler's
@@ -290,7 +438,8 @@ void bind_capture(py::module_& m) {
       if (h == -1) PyErr_Clear();
       identity = combine(identity, static_cast<size_t>(h));
     }
-    add_step(r, [fn, args](Frame&) { fn(*args); }, identity);
+    Step step(Call(new HostCall(fn, args)));
+    add_step(r, std::move(step), identity);
     Region region(r);
     return fn(*args);
   });

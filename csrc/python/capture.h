@@ -10,15 +10,22 @@
 // as item()) abandons the capture: the core reports untracked allocations and writes
 // (core/capture_state.h), inputs made during the capture but not by a recorded op are refused, and
 // the bindings of host reads report themselves. The function then runs eagerly for good.
+//
+// Every binding instantiates call_op, so what it instantiates per op is kept small (it decides the
+// bindings' compile time): a description of the arguments for the recorder, which is not a
+// template (capture.cpp: slots, fingerprint, geometry, the replay loop), and a Call that re-runs
+// the op on the replay's tensors.
 #pragma once
 #include <array>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <typeinfo>
+#include <utility>
 #include <vector>
 
 #include "autograd/grad_mode.h"
@@ -37,50 +44,19 @@ auto without_gil(Op op, Args... args) {
 
 namespace capture {
 
-using Frame = std::vector<Tensor>;
+// What a replay cannot redo, done by this thread outside a recorded op, abandons its capture: a host
+// read (item(), numpy(), ...), a node made by Python (a custom autograd Function's).
+void cannot_replay(const char* what);
 
-// A tensor argument of a step: its slot in the frame, or -1 for an undefined tensor.
-struct Slot {
-  int index;
-};
-
-// The recorder of the capture this thread runs (null when it runs none). Steps are recorded only
-// at depth 0: what a recorded op (a backward pass, an optimizer's step) does inside is its own.
-struct Recorder;
-Recorder* recorder();
-bool recording(const Recorder* r);  // r is at depth 0 and not yet abandoned
-// The capture cannot replay what the function does: `what` says why. Only the first reason is kept
-// (with the user's line, found from the Python stack).
-void abandon(Recorder* r, const char* what);
-// A host read (item(), numpy(), ...) of this thread outside a recorded op abandons its capture.
-void host_read(const char* what);
-int input_slot(Recorder* r, const Tensor& t);  // -1: undefined; -2: refused (the capture abandoned)
-int output_slot(Recorder* r, const Tensor& t);
-// After a recorded op: its tensor arguments' geometry as the op left it (an in-place view op, x.data = y).
-void refresh_geometry(Recorder* r, const Tensor& t);
-inline void refresh_geometry(Recorder* r, const std::vector<Tensor>& list) {
-  for (const Tensor& t : list) refresh_geometry(r, t);
-}
-template <class T>
-void refresh_geometry(Recorder*, const T&) {}
-// Appends a step; `identity` (the op, its slots and arguments) goes into the program's fingerprint,
-// which options={"check_every": n} compares with a new capture's.
-void add_step(Recorder* r, std::function<void(Frame&)> step, size_t identity);
-
-// The identity of a step's argument: slots by index, values by value. Structs whose bytes are not
-// all value (padding) are left out, which only makes the fingerprint coarser.
+// The identity of a step's argument other than a tensor, by value; it goes into the program's
+// fingerprint, which options={"check_every": n} compares with a new capture's. Structs whose bytes
+// are not all value (padding) are left out, which only makes the fingerprint coarser.
 inline size_t combine(size_t seed, size_t h) { return seed ^ (h + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2)); }
-inline size_t identity_of(Slot s) { return std::hash<int>()(s.index); }
-inline size_t identity_of(const std::vector<Slot>& slots) {
-  size_t h = slots.size();
-  for (Slot s : slots) h = combine(h, identity_of(s));
-  return h;
-}
 inline size_t identity_of(const Scalar& s) {
   return combine(combine(std::hash<double>()(s.value), static_cast<size_t>(s.kind)), std::hash<int64_t>()(s.integer));
 }
 inline size_t identity_of(const std::string& s) { return std::hash<std::string>()(s); }
-inline size_t identity_of(const char* s) { return std::hash<std::string>()(s); }
+inline size_t identity_of(const char* s) { return std::hash<std::string_view>()(s); }
 template <class T>
 size_t identity_of(const T& value) {
   if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T>) {
@@ -96,21 +72,67 @@ size_t identity_of(const T& value) {
     return 0;
   }
 }
-// Marks the ops and allocations of a recorded op as its own while it runs.
-class Region {
- public:
-  explicit Region(Recorder* r);
-  ~Region();
-  Region(const Region&) = delete;
-  Region& operator=(const Region&) = delete;
 
- private:
-  Recorder* r_;
+// One argument of a recorded op as the recorder sees it: a tensor, a list of tensors, or another
+// value (kept by the op's Call) known by its identity.
+struct ArgRef {
+  const Tensor* tensor = nullptr;
+  const std::vector<Tensor>* list = nullptr;
+  size_t identity = 0;
+};
+inline ArgRef arg_ref(const Tensor& t) { return {&t, nullptr, 0}; }
+inline ArgRef arg_ref(const std::vector<Tensor>& list) { return {nullptr, &list, 0}; }
+template <class T>
+ArgRef arg_ref(const T& value) {
+  return {nullptr, nullptr, identity_of(value)};
+}
+
+// The tensor arguments of a step's op in argument order (a list's tensors one after another): the
+// i-th is tensors[slots[i]] (a replay's frame and the step's slots, read in place).
+struct TensorArgs {
+  const Tensor* tensors;
+  const int* slots;
+  const Tensor& operator[](size_t i) const { return tensors[slots[i]]; }
 };
 
-// How a step keeps each argument: tensors as slots, lists of tensors as lists of slots, everything
-// else (numbers, enums, Scalars, shapes, option structs, names) as a copy. Other types (an index
-// spec holding tensors) make the op one that cannot be captured yet.
+// The typed part of a step: the op and its arguments other than tensors (a Bound below, or a host
+// call), and the two functions that know their type. run() calls the op on the replay's tensor
+// arguments and returns its result (undefined for a void op). Function pointers rather than virtual functions: no
+// vtable or type info per op.
+class Call {
+ public:
+  template <class State>
+  explicit Call(State* state)
+      : state_(state),
+        run_([](const void* s, TensorArgs tensors) { return static_cast<const State*>(s)->run(tensors); }),
+        free_([](void* s) { delete static_cast<State*>(s); }) {}
+  Call(Call&& o) noexcept : state_(o.state_), run_(o.run_), free_(o.free_) { o.state_ = nullptr; }
+  Call& operator=(Call&&) = delete;
+  ~Call() {
+    if (state_) free_(state_);
+  }
+  Tensor run(TensorArgs tensors) const { return run_(state_, tensors); }
+
+ private:
+  void* state_;
+  Tensor (*run_)(const void*, TensorArgs);
+  void (*free_)(void*);
+};
+
+// A binding's op while this thread captures (record() below): run on `args` (their tensors in
+// `call`'s order), without the GIL when `long_work`, and recorded as a step when the capture records
+// (at depth 0 and not abandoned). The result is undefined for a void op (has_result false).
+Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity, bool has_result);
+
+// How a Call keeps each argument: tensors and lists of tensors as their positions among the tensors
+// run() is given, everything else (numbers, enums, Scalars, shapes, option structs, names) as a
+// copy. Other types (an index spec holding tensors) make the op one that cannot be captured yet.
+struct TensorArg {
+  size_t index;
+};
+struct TensorListArg {
+  size_t first, size;
+};
 template <class T>
 struct Kept {
   static constexpr bool capturable = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>;
@@ -124,12 +146,12 @@ struct Kept<const char*> {  // node and op names: string literals
 template <>
 struct Kept<Tensor> {
   static constexpr bool capturable = true;
-  using type = Slot;
+  using type = TensorArg;
 };
 template <>
 struct Kept<std::vector<Tensor>> {
   static constexpr bool capturable = true;
-  using type = std::vector<Slot>;
+  using type = TensorListArg;
 };
 template <class T>
 struct KeptCopy {
@@ -147,39 +169,47 @@ struct Kept<std::optional<std::vector<int64_t>>> : KeptCopy<std::optional<std::v
 template <>
 struct Kept<std::string> : KeptCopy<std::string> {};
 
+// `tensors`: how many tensors the arguments before this one hold.
 template <class T>
-const T& keep(Recorder*, const T& value, bool&) {
+const T& keep(const T& value, size_t&) {
   return value;
 }
-inline Slot keep(Recorder* r, const Tensor& t, bool& refused) {
-  const int index = input_slot(r, t);
-  refused |= index == -2;
-  return Slot{index};
-}
-inline std::vector<Slot> keep(Recorder* r, const std::vector<Tensor>& list, bool& refused) {
-  std::vector<Slot> slots;
-  for (const Tensor& t : list) slots.push_back(keep(r, t, refused));
-  return slots;
+inline TensorArg keep(const Tensor&, size_t& tensors) { return {tensors++}; }
+inline TensorListArg keep(const std::vector<Tensor>& list, size_t& tensors) {
+  tensors += list.size();
+  return {tensors - list.size(), list.size()};
 }
 
 template <class T>
-const T& resolve(const Frame&, const T& value) {
+const T& take(TensorArgs, const T& value) {
   return value;
 }
-inline const Tensor& resolve(const Frame& frame, Slot slot) {
-  static const Tensor undefined;
-  return slot.index < 0 ? undefined : frame[slot.index];
-}
-inline std::vector<Tensor> resolve(const Frame& frame, const std::vector<Slot>& slots) {
-  std::vector<Tensor> list;
-  for (Slot s : slots) list.push_back(resolve(frame, s));
-  return list;
+inline const Tensor& take(TensorArgs tensors, TensorArg arg) { return tensors[arg.index]; }
+inline std::vector<Tensor> take(TensorArgs tensors, TensorListArg list) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < list.size; ++i) out.push_back(tensors[list.first + i]);
+  return out;
 }
 
-// A step's result must be what it was at capture: defined or not, and of the same shape. An op whose
-// result depends on values (a boolean mask's selection) or on state the guards do not see would
-// otherwise feed later steps, recorded for the captured shapes, with something else.
-void check_result(const Tensor& result, bool defined, const Shape& shape);
+template <class Op, class... Args>
+struct Bound {
+  Op op;
+  std::tuple<typename Kept<Args>::type...> kept;
+  // Braces: the arguments are kept in order, counting tensors.
+  Bound(const Op& o, const Args&... args, size_t tensors = 0) : op(o), kept{keep(args, tensors)...} {}
+  Tensor run(TensorArgs tensors) const { return run(tensors, std::index_sequence_for<Args...>()); }
+
+ private:
+  template <size_t... I>
+  Tensor run(TensorArgs tensors, std::index_sequence<I...>) const {
+    if constexpr (std::is_void_v<decltype(op(take(tensors, std::get<I>(kept))...))>) {
+      op(take(tensors, std::get<I>(kept))...);
+      return Tensor();
+    } else {
+      return op(take(tensors, std::get<I>(kept))...);
+    }
+  }
+};
 
 // op(args...), without the GIL when the work is long; with the GIL released, the op runs on copies.
 template <class Op, class... Args>
@@ -188,58 +218,21 @@ auto invoke(bool long_work, const Op& op, const Args&... args) {
   return op(args...);
 }
 
-// Out of line and cold: the bindings' hot path keeps only call_op's load and branch.
+// Out of line and cold: the bindings' hot path keeps only call_op's load and branch. The op runs
+// through its Call, as replays run it, so what is instantiated per op is the Call alone.
 template <class Op, class... Args>
 [[gnu::noinline, gnu::cold]] auto record(bool long_work, const Op& op, const Args&... args) {
   using Result = decltype(op(args...));
-  Recorder* r = recorder();
-  if (!recording(r)) return invoke(long_work, op, args...);
   constexpr bool capturable =
-      (Kept<std::decay_t<Args>>::capturable && ...) && (std::is_same_v<Result, Tensor> || std::is_void_v<Result>);
+      (Kept<Args>::capturable && ...) && (std::is_same_v<Result, Tensor> || std::is_void_v<Result>);
   if constexpr (!capturable) {
-    abandon(r, "an operation compile cannot capture yet");
+    cannot_replay("an operation compile cannot capture yet");
     return invoke(long_work, op, args...);
   } else {
-    bool refused = false;
-    // The slots of the inputs as they are before the op runs (its result may be one of them).
-    std::tuple<typename Kept<std::decay_t<Args>>::type...> kept{keep(r, args, refused)...};
-    const size_t identity = std::apply(
-        [](const auto&... a) {
-          size_t h = typeid(Op).hash_code();
-          ((h = combine(h, identity_of(a))), ...);
-          return h;
-        },
-        kept);
-    Region region(r);
-    if constexpr (std::is_void_v<Result>) {
-      invoke(long_work, op, args...);
-      (refresh_geometry(r, args), ...);
-      if (!refused)
-        add_step(
-            r,
-            [long_work, op, kept](Frame& frame) {
-              std::apply([&](const auto&... a) { invoke(long_work, op, resolve(frame, a)...); }, kept);
-            },
-            identity);
-    } else {
-      Tensor result = invoke(long_work, op, args...);
-      (refresh_geometry(r, args), ...);
-      if (!refused) {
-        const int out = output_slot(r, result);
-        const bool defined = bool(result);
-        Shape shape = defined ? result->shape : Shape();
-        add_step(
-            r,
-            [long_work, op, kept, out, defined, shape](Frame& frame) {
-              Tensor t =
-                  std::apply([&](const auto&... a) { return invoke(long_work, op, resolve(frame, a)...); }, kept);
-              check_result(t, defined, shape);
-              if (out >= 0) frame[out] = std::move(t);
-            },
-            combine(identity, std::hash<int>()(out)));
-      }
-      return result;
-    }
+    const std::array<ArgRef, sizeof...(Args)> refs{arg_ref(args)...};
+    Tensor result = run_recorded(Call(new Bound<std::decay_t<Op>, Args...>(op, args...)), long_work, refs.data(),
+                                 refs.size(), typeid(Op).hash_code(), !std::is_void_v<Result>);
+    if constexpr (!std::is_void_v<Result>) return result;
   }
 }
 

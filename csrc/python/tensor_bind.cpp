@@ -275,7 +275,7 @@ void retain_grad(const Tensor& self) {
 }
 
 py::object item_to_py(const Tensor& t) {
-  if (capture_in_progress()) capture::host_read("Tensor.item() (a host read: bool(), float(), print, ...)");
+  if (capture_in_progress()) capture::cannot_replay("Tensor.item() (a host read: bool(), float(), print, ...)");
   Scalar s = item(t);
   if (s.kind == Category::Bool) return py::bool_(s.value != 0);
   if (s.kind == Category::Integral) return py::int_(s.integer);
@@ -957,7 +957,8 @@ void bind_tensor(py::module_& m) {
   });
   m.def("from_numpy", &tensor_from_numpy, py::arg("array"), py::arg("share_memory"));
   m.def("to_numpy", [](const Tensor& x) {
-    if (capture_in_progress()) capture::host_read("Tensor.numpy() (a host read: tolist(), np.asarray(), print, ...)");
+    if (capture_in_progress())
+      capture::cannot_replay("Tensor.numpy() (a host read: tolist(), np.asarray(), print, ...)");
     return tensor_to_numpy(x);
   });
   m.def("to_dtype", [](const Tensor& x, py::handle dtype) {
