@@ -92,6 +92,25 @@ def run_python(code, timeout=300, stdin=None):
         )
 
 
+def printed_by_each(tmp_path, wrapper_source, scripts, *command):
+    """{script name: what it printed}: `python *command wrapper scripts...` in tmp_path, where the
+    wrapper (its source given) runs the scripts one after another in one process, which pays the
+    library's import once, printing "=== name" before each."""
+    wrapper = tmp_path / "run_each.py"
+    wrapper.write_text(wrapper_source, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
+    result = subprocess.run(
+        [sys.executable, *command, str(wrapper), *map(str, scripts)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    sections = result.stdout.split("=== ")[1:]
+    return {name: text for name, _, text in (section.partition("\n") for section in sections)}
+
+
 IMPORT_TORCH = re.compile(r"^import torch[ \t]*$", re.MULTILINE)
 
 

@@ -5,12 +5,10 @@ hash, the same under every library (the libraries' own random streams differ), s
 tokens and the dropout masks must agree too."""
 
 import os
-import subprocess
-import sys
 
 import pytest
 
-from semantics_helpers import assert_same_output
+from semantics_helpers import assert_same_output, printed_by_each
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
@@ -48,21 +46,8 @@ for script in sys.argv[1:]:  # each in turn, after a line with its name
 
 
 def run_all(tmp_path, examples, *command):
-    """What each example prints, run one after another in one process (which pays the library's
-    import once): {example: its output}."""
-    wrapper = tmp_path / "pinned.py"
-    wrapper.write_text(PINNED, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
-    result = subprocess.run(
-        [sys.executable, *command, str(wrapper), *(os.path.join(EXAMPLES, example) for example in examples)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr
-    sections = result.stdout.split("=== ")[1:]
-    return {name: text for name, _, text in (section.partition("\n") for section in sections)}
+    """What each example prints, run one after another in one process: {example: its output}."""
+    return printed_by_each(tmp_path, PINNED, (os.path.join(EXAMPLES, example) for example in examples), *command)
 
 
 def run(tmp_path, example, *command):

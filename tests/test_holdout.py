@@ -12,14 +12,11 @@ with `import torch`) runs the same way and prints what PyTorch prints (tests/see
 
 import contextlib
 import io
-import os
 import random
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
-from semantics_helpers import assert_same_output, strip_module
+from semantics_helpers import assert_same_output, printed_by_each, strip_module
 from test_seeds import SEEDS, expected, source
 
 HOLDOUT = Path(__file__).resolve().parent / "holdout"
@@ -38,19 +35,7 @@ for script in sys.argv[1:]:
 def printed(tmp_path, scripts, *command):
     """{script name: what it printed}, the scripts run one after another by `python *command`
     (`-m fastgrad.run`: `import torch` in them is fastgrad)."""
-    runner = tmp_path / "run_each.py"
-    runner.write_text(RUN_EACH, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)))
-    result = subprocess.run(
-        [sys.executable, *command, str(runner), *map(str, scripts)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert result.returncode == 0, result.stderr
-    sections = result.stdout.split("=== ")[1:]
-    return {name: text for name, _, text in (section.partition("\n") for section in sections)}
+    return printed_by_each(tmp_path, RUN_EACH, scripts, *command)
 
 
 def printed_by_torch(torch, scripts):
