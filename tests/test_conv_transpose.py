@@ -163,6 +163,10 @@ ERRORS = {
     "1d output too small": lambda t: t.nn.functional.conv_transpose1d(_t(t, 2, 4, 5), _t(t, 4, 3, 3), padding=5),
     "empty image": lambda t: _conv_t2d(t, (2, 4, 0, 5), W),
     "weight dtype": lambda t: t.nn.functional.conv_transpose2d(_t(t, *X), _t(t, *W).float()),
+    "no output channels": lambda t: _conv_t2d(t, X, (4, 0, 3, 3)),
+    "1d no output channels": lambda t: t.nn.functional.conv_transpose1d(_t(t, 2, 4, 5), _t(t, 4, 0, 3)),
+    "empty kernel": lambda t: _conv_t2d(t, X, (4, 3, 3, 0)),
+    "1d empty kernel": lambda t: t.nn.functional.conv_transpose1d(_t(t, 2, 4, 5), _t(t, 4, 3, 0)),
 }
 
 

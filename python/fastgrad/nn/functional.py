@@ -1342,6 +1342,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     # slow_conv_transpose2d's messages name a height and a width: a 1-D convolution's height is 1 high
     planar = [(1, 0, 0, 1), *zip(stride, padding, output_padding, dilation)][-2:]
     (sh, _, oph, dh), (sw, _, opw, dw) = planar
+    kh, kw = [1, *weight.shape[2:]][-2:]
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kh} kernel_width: {kw}")
     if dh <= 0 or dw <= 0:
         raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {dh}, dilation_width: {dw}")
     if (oph >= sh and oph >= dh) or (opw >= sw and opw >= dw):
@@ -1350,6 +1353,9 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
             f"output_padding_height: {oph} output_padding_width: {opw} stride_height: {sh} stride_width: {sw} "
             f"dilation_height: {dh} dilation_width: {dw}"
         )
+    if weight.numel() == 0 and input.numel() != 0:  # no output channels (PyTorch: also for a zero batch, an IndexError)
+        planar_weight = [*weight.shape[:2], *[1, *weight.shape[2:]][-2:]]
+        raise RuntimeError(f"non-empty 2D or 4D weight tensor expected, but got: {planar_weight}")
     _check_conv_dtypes(input, weight, bias)
     if input.numel() == 0 and input.shape[0] != 0 and input.shape[1] != 0:
         raise RuntimeError(
