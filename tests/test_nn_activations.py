@@ -514,6 +514,7 @@ def test_embedding_from_pretrained(fg, torch):
 
 
 EMBEDDINGS = {
+    "plain": {},
     "max_norm": dict(max_norm=1.5),
     "max_norm_p1": dict(max_norm=1.0, norm_type=1.0),
     "scale_grad_by_freq": dict(scale_grad_by_freq=True, padding_idx=1),
@@ -526,11 +527,14 @@ def test_embedding_options_match_torch(fg, torch, name):
     def run(lib):
         weight = embedding_weight(lib)
         y = lib.nn.functional.embedding(lib.tensor([[0, 1, 1], [4, 1, 3]]), weight, **EMBEDDINGS[name])
+        node = y.grad_fn.name()  # EmbeddingBackward0 in every form
         (y * lib.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
-        return y, weight.grad, weight.detach()  # max_norm renormalizes the looked-up rows in place
+        return node, (y, weight.grad, weight.detach())  # max_norm renormalizes the looked-up rows in place
 
-    for ours, theirs in zip(run(fg), run(torch)):
-        assert_close(to_numpy(ours), theirs.detach().numpy(), rtol=1e-13, atol=1e-15)
+    (our_node, ours), (their_node, theirs) = run(fg), run(torch)
+    assert our_node == their_node
+    for a, b in zip(ours, theirs):
+        assert_close(to_numpy(a), b.detach().numpy(), rtol=1e-13, atol=1e-15)
 
 
 BAGS = {
