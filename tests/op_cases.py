@@ -591,6 +591,8 @@ for _name, _fn, _shapes, _grad_fn in [
     ("squeeze(-1)", lambda m, x: x.squeeze(-1), [(3, 1, 4, 1)], "SqueezeBackward1"),
     ("squeeze(0) of size 3 (no-op)", lambda m, x: x.squeeze(0), [(3, 1, 4, 1)], "SqueezeBackward1"),
     ("squeeze((1,3))", lambda m, x: x.squeeze((1, 3)), [(3, 1, 4, 1)], "SqueezeBackward2"),
+    ("squeeze([1])", lambda m, x: x.squeeze([1]), [(3, 1, 4)], "SqueezeBackward2"),  # a sequence, even of one
+    ("torch.squeeze(x,(1,))", lambda m, x: m.squeeze(x, (1,)), [(3, 1, 4)], "SqueezeBackward2"),
     ("torch.squeeze(x,1)", lambda m, x: m.squeeze(x, 1), [(3, 1, 4)], "SqueezeBackward1"),
     ("unsqueeze(0)", lambda m, x: x.unsqueeze(0), [(3, 4)], "UnsqueezeBackward0"),
     ("unsqueeze(-1)", lambda m, x: x.unsqueeze(-1), [(3, 4)], "UnsqueezeBackward0"),
@@ -999,7 +1001,8 @@ for _name, _fn in [
     ("mode(-1,keepdim).indices", lambda m, x: x.mode(-1, keepdim=True).indices),
 ]:
     nondiff(_name, _fn, [(2, 3, 4)], "real")
-# ties keep their index order: PyTorch's stable sort, and its sort of rows of up to 16 elements
+# ties in PyTorch's CPU order (tests/test_sort.py checks longer rows): on rows of up to 16 elements its
+# sorts are insertion sorts, which keep index order
 nondiff("argsort(1) with ties", lambda m, x: x.argsort(1), [(4, 6)], "int")
 nondiff("argsort(0,descending,stable) with ties", lambda m, x: x.argsort(dim=0, descending=True, stable=True), [(4, 6)])
 # mode: the smallest of the most frequent values, at its last position (PyTorch's CPU mode on short rows)

@@ -15,6 +15,7 @@ RESTRIDES = {
     "squeeze_(dim)": lambda x: x.squeeze_(-1),
     "squeeze_(dims)": lambda x: x.squeeze_((0, 2)),
     "squeeze_([dims])": lambda x: x.squeeze_([1, 2]),
+    "squeeze_((dim,))": lambda x: x.squeeze_((2,)),  # a sequence of one dim: SqueezeBackward5, not 4
     "unsqueeze_": lambda x: x.unsqueeze_(1),
 }
 SHAPES = {"t_": (2, 3)}  # the others on a 3-d tensor with size-1 dims to squeeze

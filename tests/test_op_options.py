@@ -84,3 +84,68 @@ def test_a_gradient_of_another_shape_fails_cleanly():
     v.data = fastgrad.ones(2, 2)
     with pytest.raises(RuntimeError):
         v.mean().backward()
+
+
+# Arguments of the wrong type: PyTorch refuses a bool parameter given 1, 0.5, None or numpy.bool_, and an
+# int parameter given a bool, with a TypeError naming the argument. (Its "(position N)" for an argument
+# passed by position is left out: a Python wrapper cannot tell it from a keyword. PyTorch's ops with
+# several overloads, such as sort, std and all, report "received an invalid combination of arguments":
+# fastgrad names the argument, and those are checked for the exception type only.)
+WRONG_TYPES = {
+    "sum keepdim=0.5": lambda m, x: x.sum(0, keepdim=0.5),
+    "sum keepdim=numpy.bool_": lambda m, x: m.sum(x, 0, keepdim=np.bool_(True)),
+    "mean keepdim=None": lambda m, x: x.mean(0, keepdim=None),
+    "amax keepdim=1": lambda m, x: x.amax(0, keepdim=1),
+    "argmax dim=True": lambda m, x: x.argmax(dim=True),
+    "max keepdim=1": lambda m, x: x.max(0, keepdim=1),
+    "median dim=True": lambda m, x: x.median(dim=True),
+    "kthvalue keepdim=1": lambda m, x: x.kthvalue(1, 0, keepdim=1),
+    "mode dim=numpy.bool_": lambda m, x: x.mode(dim=np.bool_(False)),
+    "logsumexp keepdim=1": lambda m, x: x.logsumexp(0, keepdim=1),
+    "topk largest=0": lambda m, x: x.topk(1, largest=0),
+    "topk sorted=0.0": lambda m, x: m.topk(x, 1, sorted=0.0),
+    "cat dim=True": lambda m, x: m.cat([x, x], dim=True),
+    "stack dim=1.0": lambda m, x: m.stack([x, x], dim=1.0),
+    "unsqueeze dim=True": lambda m, x: x.unsqueeze(dim=True),
+    "transpose dim1=True": lambda m, x: x.transpose(dim0=0, dim1=True),
+    "softmax dim=True": lambda m, x: x.softmax(dim=True),
+    "cumsum dim=False": lambda m, x: m.cumsum(x, dim=False),
+}
+OTHER_WORDING = {
+    "sort descending=1": lambda m, x: x.sort(descending=1),
+    "sort stable=1": lambda m, x: x.sort(stable=1),
+    "argsort descending=1.0": lambda m, x: x.argsort(descending=1.0),
+    "std unbiased=1": lambda m, x: x.std(0, unbiased=1),
+    "var keepdim=0": lambda m, x: x.var(0, keepdim=0),
+    "all keepdim=1": lambda m, x: x.all(0, keepdim=1),
+}
+
+
+@pytest.mark.parametrize("name", WRONG_TYPES)
+def test_wrong_argument_types_give_pytorchs_type_error(fg, torch, name):
+    same_error(fg, torch, lambda m: WRONG_TYPES[name](m, m.tensor(X)))
+
+
+@pytest.mark.parametrize("name", OTHER_WORDING)
+def test_wrong_argument_types_of_overloaded_ops_are_type_errors(fg, torch, name):
+    for m in (fg, torch):
+        with pytest.raises(TypeError, match="bool"):
+            OTHER_WORDING[name](m, m.tensor(X))
+
+
+def test_right_argument_types_still_pass(fg, torch):
+    def program(m):
+        x = m.tensor(X)
+        return [
+            x.sum(np.int64(1), keepdim=True),
+            x.std(0, True),
+            x.var(False),
+            x.unsqueeze(m.tensor(0)).shape,
+            m.cat([x, x], np.int32(1)),
+            x.max(1, False).values,
+            x.sort(dim=0, stable=None).values,
+            x.topk(np.int64(2)).values,
+        ]
+
+    for ours, theirs in zip(program(fg), program(torch)):
+        assert_close(np.asarray(ours), np.asarray(theirs))

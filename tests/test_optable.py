@@ -44,11 +44,13 @@ def test_each_variant_is_registered(fg, row):
 
 
 def test_a_generated_wrapper_is_plain_code():
-    """What the table generates for a primitive: parameters converted by type, out= handled once."""
+    """What the table generates for a primitive: parameters converted by type (a bool tested inline),
+    out= handled once."""
     (sum_row,) = [row for row in _optable.OPS if row.name == "sum"]
     assert _optable.wrapper_source(sum_row, "sum") == (
         "def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):\n"
-        "    return _with_out(_prims.sum(input, _dims(dim), keepdim, dtype), out)\n"
+        "    return _with_out(_prims.sum(input, _dims(dim), (keepdim if keepdim is True or keepdim is False "
+        'else _not_bool("sum", "keepdim", keepdim)), dtype), out)\n'
     )
 
 

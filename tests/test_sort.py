@@ -1,10 +1,9 @@
 """sort, argsort, topk, kthvalue, median, mode against PyTorch: named tuples, NaN and tie order,
 gradients, errors.
 
-Ties: fastgrad orders every row with ties in index order. That is PyTorch's order for stable=True, and
-for its CPU sort of rows of up to 16 elements (an insertion sort) with or without it; for longer
-rows without stable=True, and for topk, kthvalue and median(dim), PyTorch leaves which of tied
-positions it reports unspecified, so those tests compare values only (or use distinct values).
+Ties: PyTorch's documentation leaves which of tied positions an unstable sort, topk, kthvalue or mode
+reports unspecified, but on the CPU it is fixed by the steps of its algorithms (std::sort, partial_sort,
+nth_element, its own quickselect), and fastgrad follows them: the tie tables below compare indices.
 """
 
 import pickle
@@ -63,9 +62,61 @@ def test_topk_values_and_gradient(fg, torch, largest):
 
 
 def test_topk_of_ties_gives_pytorchs_values(fg, torch):
-    """Which tied position topk reports is unspecified in PyTorch: the values agree."""
     same_on_both(fg, torch, lambda m: [no_nan(m, m.topk(m.tensor(ROW), k).values) for k in range(10)])
     same_on_both(fg, torch, lambda m: no_nan(m, m.topk(m.tensor(ROW), 4, sorted=False).values.sort().values))
+
+
+def tie_table(m):
+    """Rows of many ties, along dim 1 and (transposed) dim 0: all equal, two values, NaNs, -0.0 and 0.0;
+    of 9 elements (insertion sorts), 40 (std::sort's partitions, nth_element) and 130 (topk's partial_sort
+    when k * 64 <= n), from a fixed pattern."""
+    rows = []
+    for n in (9, 40, 130):
+        pattern = [(i * 7 + n) % 5 for i in range(n)]
+        rows += [
+            [1.0] * n,
+            [float(p % 2) for p in pattern],
+            [NAN if p == 0 else float(p % 2) for p in pattern],
+            [[0.0, -0.0, 1.0, -1.0, -0.0][p] for p in pattern],
+        ]
+    return [m.tensor(r) for r in rows]
+
+
+SELECTIONS = {
+    "sort": lambda m, x, d: m.sort(x, d).indices,
+    "sort descending": lambda m, x, d: x.sort(d, descending=True).indices,
+    "sort stable=False": lambda m, x, d: x.sort(dim=d, stable=False).indices,
+    "sort stable": lambda m, x, d: x.sort(dim=d, descending=True, stable=True).indices,
+    "argsort": lambda m, x, d: m.argsort(x, d, descending=True),
+    "topk": lambda m, x, d: [x.topk(k, d).indices for k in (1, 2, 5)],
+    "topk smallest": lambda m, x, d: [x.topk(k, d, largest=False).indices for k in (1, 3)],
+    "topk unsorted": lambda m, x, d: [x.topk(k, d, sorted=False).indices for k in (2, 7)],
+    "kthvalue": lambda m, x, d: [x.kthvalue(k, d).indices for k in (1, 2, 5, 9)],
+    "median": lambda m, x, d: x.median(d).indices,
+    "mode": lambda m, x, d: list(x.mode(d)),
+}
+
+
+@pytest.mark.parametrize("op", SELECTIONS)
+def test_tied_positions_are_pytorchs(fg, torch, op):
+    def program(m):
+        found = []
+        for row in tie_table(m):
+            found.append(SELECTIONS[op](m, row.unsqueeze(0), 1))
+            found.append(SELECTIONS[op](m, row.unsqueeze(1).expand(-1, 2), 0))
+        return found
+
+    same_on_both(fg, torch, lambda m: [no_nan(m, r) if r.is_floating_point() else r for r in _flat(program(m))])
+
+
+def _flat(results):
+    return [t for r in results for t in (r if isinstance(r, list) else [r])]
+
+
+def test_long_integer_sort_is_stable_as_pytorchs_radix_sort(fg, torch):
+    """PyTorch sorts 1-D integer tensors of 32768 elements or more (ascending) with a stable radix sort
+    (shorter ones, as the tie tables, with std::sort)."""
+    same_on_both(fg, torch, lambda m: (m.arange(32768) % 3).sort().indices)
 
 
 def test_sort_backward_of_backward(fg, torch):

@@ -307,14 +307,15 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (a->dim() == 1 && b->dim() == 1) return dot(a, b);
   if (a->dim() == 2 && b->dim() == 1) return mv(a, b);
   // squeezed in place, as PyTorch (SqueezeBackward4): F.linear of a vector without a bias shows it
-  if (a->dim() == 1 && b->dim() == 2) return squeeze_(mm(unsqueeze(a, 0), b), std::vector<int64_t>{0});
+  if (a->dim() == 1 && b->dim() == 2) return squeeze_(mm(unsqueeze(a, 0), b), std::vector<int64_t>{0}, false);
   if (a->dim() == 2 && b->dim() == 2) return mm(a, b);
   if (a->dim() >= 3 && b->dim() <= 2) {
     // (..., n, k) @ (k, m): one mm over the folded leading dims.
     int64_t k = a->shape.back();
     Shape out_shape(a->shape.begin(), a->shape.end() - 1);
     Tensor folded = reshape(a, {numel_of(out_shape), k});  // not -1: k may be 0
-    if (b->dim() == 1) return unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), std::vector<int64_t>{1}), out_shape);
+    if (b->dim() == 1)
+      return unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), std::vector<int64_t>{1}, false), out_shape);
     out_shape.push_back(b->shape[1]);
     return unsafe_view(mm(folded, b), out_shape);
   }

@@ -260,12 +260,12 @@ std::pair<Tensor, Tensor> cummin(const Tensor& x, int64_t dim);
 // The gradient of a broadcast op, summed back to the input's shape.
 Tensor sum_to(const Tensor& grad, const Shape& shape);
 
-// ---- sorting and selection along a dim (ops/sort.cpp): (values, indices). NaN is largest; ties
-// keep their index order. `stable` only names the node (SortBackward1 when given, as PyTorch's
-// sort.stable overload): the order is always stable.
+// ---- sorting and selection along a dim (ops/sort.cpp): (values, indices). NaN is largest; equal
+// values in PyTorch's CPU order. `stable` given (even false) names the node SortBackward1, as
+// PyTorch's sort.stable overload; true keeps equal values in index order.
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable);
-Tensor argsort(const Tensor& x, int64_t dim, bool descending);
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest);  // always sorted
+Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable);
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted);
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim);  // k-th smallest
 // The lower median (of a row, or of all elements); NaN if there is one.
 std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim);
@@ -291,7 +291,9 @@ Tensor expand(const Tensor& x, const Shape& shape);
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims);
 Tensor transpose(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor t(const Tensor& x);
-Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims);
+// dims: none (every size-1 dim), or given as one int or (`dim_sequence`) as a sequence, PyTorch's
+// squeeze, squeeze.dim and squeeze.dims, whose nodes are SqueezeBackward0/1/2 (a sequence of one dim too).
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims, bool dim_sequence);
 Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
@@ -305,7 +307,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 // UnsqueezeBackward1).
 Tensor t_(const Tensor& self);
 Tensor transpose_(const Tensor& self, int64_t dim0, int64_t dim1);
-Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims);
+Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims, bool dim_sequence);
 Tensor unsqueeze_(const Tensor& self, int64_t dim);
 
 // ---- indexing (ops/index.cpp). `indices` has one entry per leading dim of x; an undefined

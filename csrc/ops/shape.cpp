@@ -235,7 +235,7 @@ Tensor t(const Tensor& x) {
 
 // ---- squeeze / unsqueeze (their backward: ReshapeBackward)
 
-Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
+Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims, bool dim_sequence) {
   std::vector<bool> drop(x->dim(), !dims);
   if (dims) reduction_mask(*dims, x->dim());  // checks the dims: in range, none twice
   if (dims)
@@ -250,7 +250,7 @@ Tensor squeeze(const Tensor& x, std::optional<std::vector<int64_t>> dims) {
       strides.push_back(x->strides[d]);
     }
   Tensor out = make_differentiable_view(x, shape, strides, x->offset);
-  const char* name = !dims ? "SqueezeBackward0" : dims->size() == 1 ? "SqueezeBackward1" : "SqueezeBackward2";
+  const char* name = !dims ? "SqueezeBackward0" : dim_sequence ? "SqueezeBackward2" : "SqueezeBackward1";
   if (auto* node = record<ReshapeBackward>(out, {&x}, name)) node->input = InputMeta::of(x);
   return out;
 }
@@ -594,9 +594,9 @@ Tensor t_(const Tensor& self) {
 Tensor transpose_(const Tensor& self, int64_t dim0, int64_t dim1) {
   return restride_(self, "TransposeBackward1", [&](const Tensor& s) { return transpose(s, dim0, dim1); });
 }
-Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims) {
-  const char* name = !dims ? "SqueezeBackward3" : dims->size() == 1 ? "SqueezeBackward4" : "SqueezeBackward5";
-  return restride_(self, name, [&](const Tensor& s) { return squeeze(s, dims); });
+Tensor squeeze_(const Tensor& self, std::optional<std::vector<int64_t>> dims, bool dim_sequence) {
+  const char* name = !dims ? "SqueezeBackward3" : dim_sequence ? "SqueezeBackward5" : "SqueezeBackward4";
+  return restride_(self, name, [&](const Tensor& s) { return squeeze(s, dims, dim_sequence); });
 }
 Tensor unsqueeze_(const Tensor& self, int64_t dim) {
   return restride_(self, "UnsqueezeBackward1", [&](const Tensor& s) { return unsqueeze(s, dim); });

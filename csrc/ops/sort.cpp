@@ -1,8 +1,10 @@
 // Sorting and selection along one dim: sort, argsort, topk, kthvalue, median, mode. Each row along `dim`
-// is ordered by value with NaN largest and ties in index order: a strict total order, so every
-// algorithm (sort, partial_sort, nth_element) gives the same rows. That is PyTorch's stable sort,
-// and its CPU sort of rows of up to 16 elements (an insertion sort); where PyTorch leaves the order
-// of ties unspecified (topk, kthvalue, median, longer unstable sorts) the values are still its.
+// is ordered by value with NaN largest. Equal values come in PyTorch's CPU order: index order for the
+// stable sort and for median (whose nth_element breaks ties by position); elsewhere PyTorch compares
+// values alone and the order of equal values is what the exact steps of its algorithm give, so each
+// op runs the same algorithm on the same comparisons: std::sort (unstable sort, mode), std::partial_sort
+// or std::nth_element (topk), PyTorch's own quickselect (kthvalue). The pure-Python twin replays
+// libstdc++'s steps (python/fastgrad/reference/_stl.py).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -29,22 +31,60 @@ bool less_nan_last(T a, T b) {
   return (!is_nan(a) && is_nan(b)) || a < b;
 }
 
-// Positions 0..n-1 of `row`, the first `count` of them in order (ascending, or descending);
-// `only_nth`: just position count-1 in its place (nth_element).
+// PyTorch's CPU comparators of two positions of `row` by value alone (KeyValueCompAsc/Desc, topk's,
+// kthvalue's gt_or_nan): NaN largest, equal values left where the algorithm puts them.
 template <class T>
-void order_row(const std::vector<T>& row, int64_t count, bool descending, bool only_nth, std::vector<int64_t>& order) {
-  order.resize(row.size());
-  std::iota(order.begin(), order.end(), int64_t(0));
-  auto before = [&](int64_t a, int64_t b) {
-    T va = row[a], vb = row[b];
-    if (descending ? less_nan_last(vb, va) : less_nan_last(va, vb)) return true;
-    if (descending ? less_nan_last(va, vb) : less_nan_last(vb, va)) return false;
-    return a < b;
+auto by_value(const std::vector<T>& row, bool descending) {
+  return [&row, descending](int64_t a, int64_t b) {
+    return descending ? less_nan_last(row[b], row[a]) : less_nan_last(row[a], row[b]);
   };
-  if (count == 0) return;
-  if (only_nth) std::nth_element(order.begin(), order.begin() + count - 1, order.end(), before);
-  else if (count == static_cast<int64_t>(order.size())) std::sort(order.begin(), order.end(), before);
-  else std::partial_sort(order.begin(), order.begin() + count, order.end(), before);
+}
+
+std::vector<int64_t>& positions(std::vector<int64_t>& order, size_t n) {
+  order.resize(n);
+  std::iota(order.begin(), order.end(), int64_t(0));
+  return order;
+}
+
+// PyTorch sorts a 1-D integer tensor of at least this many elements in ascending order with a radix
+// sort (can_use_radix_sort), which is stable; other unstable sorts with std::sort.
+constexpr int64_t kRadixSortFrom = 32768;
+
+bool sorts_stably(const Tensor& x, bool descending, std::optional<bool> stable) {
+  bool radix =
+      x->dim() == 1 && !descending && !is_floating(x->dtype) && x->dtype != DType::Bool && x->numel() >= kRadixSortFrom;
+  return stable.value_or(false) || radix;
+}
+
+// PyTorch's quick_select_template (aten/src/ATen/native/SortingUtils.h) over the positions of `row`:
+// median-of-three quickselect that leaves the k-th smallest (NaN largest) at order[k].
+template <class T>
+void quick_select(const std::vector<T>& row, int64_t k, std::vector<int64_t>& order) {
+  auto gt = by_value(row, true);
+  int64_t low = 0, high = static_cast<int64_t>(order.size()) - 1;
+  while (high > low) {
+    if (high == low + 1) {
+      if (gt(order[low], order[high])) std::swap(order[low], order[high]);
+      return;
+    }
+    int64_t mid = low + (high - low) / 2;
+    std::swap(order[mid], order[low + 1]);
+    if (gt(order[low + 1], order[high])) std::swap(order[low + 1], order[high]);
+    if (gt(order[low], order[high])) std::swap(order[low], order[high]);
+    if (gt(order[low + 1], order[low])) std::swap(order[low + 1], order[low]);
+    int64_t i = low + 1, j = high, pivot = order[low];
+    while (true) {
+      do ++i;
+      while (gt(pivot, order[i]));
+      do --j;
+      while (gt(order[j], pivot));
+      if (j < i) break;
+      std::swap(order[i], order[j]);
+    }
+    std::swap(order[low], order[j]);
+    if (j <= k) low = i;
+    if (j >= k) high = j - 1;
+  }
 }
 
 // Calls f(row, values, indices, stride) for each row of x along `dim` (a 0-d x is one row of one
@@ -83,18 +123,26 @@ std::pair<Tensor, Tensor> for_each_row(const Tensor& x, int64_t dim, int64_t per
   return {values, indices};
 }
 
-// The `count` first (or, `only_nth`, the count-th) of each row in order.
-std::pair<Tensor, Tensor> ordered(const Tensor& x, int64_t dim, int64_t count, bool descending, bool only_nth,
-                                  const Shape& out_shape) {
+// Each row's positions, `count` of them, as `order_row(row, order)` leaves them in `order`.
+template <class OrderRow>
+std::pair<Tensor, Tensor> ordered(const Tensor& x, int64_t dim, int64_t count, const Shape& out_shape,
+                                  OrderRow&& order_row) {
   std::vector<int64_t> order;
-  return for_each_row(x, dim, only_nth ? 1 : count, out_shape,
-                      [&](const auto& row, auto* values, int64_t* indices, int64_t stride) {
-                        order_row(row, count, descending, only_nth, order);
-                        for (int64_t j = only_nth ? count - 1 : 0, out = 0; j < count; ++j, ++out) {
-                          values[out * stride] = row[order[j]];
-                          indices[out * stride] = order[j];
-                        }
-                      });
+  return for_each_row(x, dim, count, out_shape, [&](const auto& row, auto* values, int64_t* indices, int64_t stride) {
+    order_row(row, positions(order, row.size()));
+    for (int64_t j = 0; j < count; ++j) {
+      values[j * stride] = row[order[j]];
+      indices[j * stride] = order[j];
+    }
+  });
+}
+
+std::pair<Tensor, Tensor> sorted_rows(const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable) {
+  bool stably = sorts_stably(x, descending, stable);
+  return ordered(x, dim, x->dim() ? x->shape[dim] : 1, x->shape, [&](const auto& row, std::vector<int64_t>& order) {
+    if (stably) std::stable_sort(order.begin(), order.end(), by_value(row, descending));
+    else std::sort(order.begin(), order.end(), by_value(row, descending));
+  });
 }
 
 // x's shape with `dim` of length n (a 0-d x keeps its shape: its one row has one element).
@@ -104,29 +152,32 @@ Shape with_length(const Tensor& x, int64_t dim, int64_t n) {
   return shape;
 }
 
-// The lower median of each row, or its first NaN (as PyTorch's median: NaN wins).
+// The lower median of each row, or its first NaN (as PyTorch's median: NaN wins). PyTorch's
+// nth_element breaks ties by position: a total order, which any selection follows.
 std::pair<Tensor, Tensor> median_rows(const Tensor& x, int64_t dim, const Shape& out_shape) {
   std::vector<int64_t> order;
   return for_each_row(x, dim, 1, out_shape, [&](const auto& row, auto* values, int64_t* indices, int64_t) {
     auto nan = std::find_if(row.begin(), row.end(), [](auto v) { return is_nan(v); });
     int64_t at = nan - row.begin();
     if (nan == row.end()) {
-      int64_t k = (static_cast<int64_t>(row.size()) + 1) / 2;
-      order_row(row, k, false, true, order);
-      at = order[k - 1];
+      auto nth = positions(order, row.size()).begin() + (static_cast<int64_t>(row.size()) - 1) / 2;
+      std::nth_element(order.begin(), nth, order.end(),
+                       [&](int64_t a, int64_t b) { return row[a] < row[b] || (row[a] == row[b] && a < b); });
+      at = *nth;
     }
     *values = row[at];
     *indices = at;
   });
 }
 
-// The most frequent value of each row (the smallest of equally frequent ones) and its last position
-// (PyTorch's CPU mode: the end of its run in a sort of the row, index order for ties).
+// The most frequent value of each row (the smallest of equally frequent ones) and its last position:
+// PyTorch's CPU mode, the end of its run in a std::sort of the row by `<` alone.
 std::pair<Tensor, Tensor> mode_rows(const Tensor& x, int64_t dim, const Shape& out_shape) {
   std::vector<int64_t> order;
   return for_each_row(x, dim, 1, out_shape, [&](const auto& row, auto* values, int64_t* indices, int64_t) {
     int64_t n = static_cast<int64_t>(row.size()), best_count = 0, run = 0;
-    order_row(row, n, false, false, order);
+    positions(order, row.size());
+    std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] < row[b]; });
     for (int64_t j = 0; j < n; ++j) {
       ++run;
       if (j + 1 < n && row[order[j + 1]] == row[order[j]]) continue;  // the run goes on (NaN ends it)
@@ -197,23 +248,34 @@ std::pair<Tensor, Tensor> record_selection(std::pair<Tensor, Tensor> result, con
 
 std::pair<Tensor, Tensor> sort(const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable) {
   dim = wrap_dim(dim, x->dim());
-  int64_t n = x->dim() ? x->shape[dim] : 1;
-  return record_selection(ordered(x, dim, n, descending, false, x->shape), x, dim, true,
+  return record_selection(sorted_rows(x, dim, descending, stable), x, dim, true,
                           stable ? "SortBackward1" : "SortBackward0");
 }
 
-Tensor argsort(const Tensor& x, int64_t dim, bool descending) {
+Tensor argsort(const Tensor& x, int64_t dim, bool descending, bool stable) {
   dim = wrap_dim(dim, x->dim());
-  return ordered(x, dim, x->dim() ? x->shape[dim] : 1, descending, false, x->shape).second;
+  return sorted_rows(x, dim, descending, stable).second;
 }
 
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
   dim = wrap_dim(dim, x->dim());
   int64_t n = x->dim() ? x->shape[dim] : 1;
   if (k < 0 || k > n) throw RuntimeError("selected index k out of range");
   if (x->dtype == DType::Bool) throw RuntimeError("topk does not support bool dtypes on CPU");
   if (!x->dim()) k = 1;  // a 0-d input gives itself, for k 0 or 1 (as PyTorch)
-  return record_selection(ordered(x, dim, k, largest, false, with_length(x, dim, k)), x, dim, true, "TopkBackward0");
+  // PyTorch's topk_impl_loop: partial_sort for a few of many, else nth_element at k - 1 and (sorted)
+  // a sort of those before it.
+  auto select = [&](const auto& row, std::vector<int64_t>& order) {
+    if (k == 0) return;
+    auto before = by_value(row, largest);
+    if (k * 64 <= n) {
+      std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
+    } else {
+      std::nth_element(order.begin(), order.begin() + k - 1, order.end(), before);
+      if (sorted) std::sort(order.begin(), order.begin() + k - 1, before);
+    }
+  };
+  return record_selection(ordered(x, dim, k, with_length(x, dim, k), select), x, dim, true, "TopkBackward0");
 }
 
 std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool keepdim) {
@@ -222,8 +284,14 @@ std::pair<Tensor, Tensor> kthvalue(const Tensor& x, int64_t k, int64_t dim, bool
   if (k < 1 || k > (x->dim() ? x->shape[dim] : 1))
     throw RuntimeError(cat("kthvalue(): selected number k out of range for dimension ", dim));
   require_not_bool(x, "kthvalue_cpu");
-  return record_selection(ordered(x, dim, k, false, true, reduced(x, dim, keepdim)), x, dim, keepdim,
-                          "KthvalueBackward0");
+  std::vector<int64_t> order;
+  auto kth =
+      for_each_row(x, dim, 1, reduced(x, dim, keepdim), [&](const auto& row, auto* values, int64_t* indices, int64_t) {
+        quick_select(row, k - 1, positions(order, row.size()));
+        *values = row[order[k - 1]];
+        *indices = order[k - 1];
+      });
+  return record_selection(kth, x, dim, keepdim, "KthvalueBackward0");
 }
 
 std::pair<Tensor, Tensor> median_dim(const Tensor& x, int64_t dim, bool keepdim) {

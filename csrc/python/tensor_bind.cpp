@@ -695,10 +695,12 @@ void bind_tensor(py::module_& m) {
   m.def("sort", [](const Tensor& x, int64_t dim, bool descending, std::optional<bool> stable) {
     return unary(fg::sort, x, dim, descending, stable);
   });
-  m.def("argsort",
-        [](const Tensor& x, int64_t dim, bool descending) { return unary(fg::argsort, x, dim, descending); });
-  m.def("topk",
-        [](const Tensor& x, int64_t k, int64_t dim, bool largest) { return unary(fg::topk, x, k, dim, largest); });
+  m.def("argsort", [](const Tensor& x, int64_t dim, bool descending, bool stable) {
+    return unary(fg::argsort, x, dim, descending, stable);
+  });
+  m.def("topk", [](const Tensor& x, int64_t k, int64_t dim, bool largest, bool sorted) {
+    return unary(fg::topk, x, k, dim, largest, sorted);
+  });
   m.def("kthvalue",
         [](const Tensor& x, int64_t k, int64_t dim, bool keepdim) { return unary(fg::kthvalue, x, k, dim, keepdim); });
   m.def("median_dim",
@@ -744,13 +746,15 @@ void bind_tensor(py::module_& m) {
   m.def("permute", [](const Tensor& x, std::vector<int64_t> dims) { return view_op(fg::permute, x, dims); });
   m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return view_op(fg::transpose, x, d0, d1); });
   m.def("t", [](const Tensor& x) { return view_op(fg::t, x); });
-  m.def("squeeze",
-        [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return view_op(fg::squeeze, x, dims); });
+  m.def("squeeze", [](const Tensor& x, std::optional<std::vector<int64_t>> dims, bool dim_sequence) {
+    return view_op(fg::squeeze, x, dims, dim_sequence);
+  });
   m.def("unsqueeze", [](const Tensor& x, int64_t dim) { return view_op(fg::unsqueeze, x, dim); });
   m.def("t_", [](const Tensor& x) { return view_op(fg::t_, x); });
   m.def("transpose_", [](const Tensor& x, int64_t d0, int64_t d1) { return view_op(fg::transpose_, x, d0, d1); });
-  m.def("squeeze_",
-        [](const Tensor& x, std::optional<std::vector<int64_t>> dims) { return view_op(fg::squeeze_, x, dims); });
+  m.def("squeeze_", [](const Tensor& x, std::optional<std::vector<int64_t>> dims, bool dim_sequence) {
+    return view_op(fg::squeeze_, x, dims, dim_sequence);
+  });
   m.def("unsqueeze_", [](const Tensor& x, int64_t dim) { return view_op(fg::unsqueeze_, x, dim); });
   m.def("diagonal", [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
     return view_op(fg::diagonal, x, offset, dim1, dim2);

@@ -81,16 +81,33 @@ def _index(value):
         return value
     if isinstance(value, Tensor):
         return int(value.item())
+    if isinstance(value, (builtins.bool, np.bool_)):  # operator.index takes True for 1; PyTorch's ints do not
+        raise TypeError(f"expected an int, not {_type_name(value)}")
     return operator.index(value)
 
 
-def _int_argument(value, op, name, position):
-    """_index(value), or PyTorch's TypeError naming the argument."""
+def _type_name(value):
+    """A value's type as PyTorch's argument errors name it: bool, Tensor, numpy.bool."""
+    if isinstance(value, Tensor):
+        return "Tensor"
+    kind = builtins.type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _int_argument(value, op, name, position=None):
+    """_index(value), or PyTorch's TypeError naming the argument (with its position when known: a
+    Python function cannot tell a positional argument from a keyword one)."""
     try:
         return _index(value)
     except TypeError:
-        kind = builtins.type(value).__name__
-        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be int, not {kind}") from None
+        at = "" if position is None else f" (position {position})"
+        raise TypeError(f"{op}(): argument '{name}'{at} must be int, not {_type_name(value)}") from None
+
+
+def _not_bool(op, name, value):
+    """PyTorch's TypeError for a bool parameter given something else (1, 0.5, None, numpy.bool_, a
+    tensor): callers test `value is True or value is False` inline, which costs next to nothing."""
+    raise TypeError(f"{op}(): argument '{name}' must be bool, not {_type_name(value)}")
 
 
 def _dims(dim):
@@ -570,15 +587,26 @@ def copy_(self, src, non_blocking=False):
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("mean", "keepdim", keepdim)
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
     return _with_out(_prims.mean(input, _dims(dim), keepdim), out)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("prod", "keepdim", keepdim)
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
     return _prims.prod(input, dim, keepdim)
+
+
+def _check_unbiased_keepdim(op, unbiased, keepdim):
+    if unbiased is not None and unbiased is not False and unbiased is not True:
+        _not_bool(op, "unbiased", unbiased)
+    if keepdim is not False and keepdim is not True:
+        _not_bool(op, "keepdim", keepdim)
 
 
 def _correction(dim, unbiased, correction):
@@ -591,11 +619,13 @@ def _correction(dim, unbiased, correction):
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    _check_unbiased_keepdim("var", unbiased, keepdim)
     dim, correction = _correction(dim, unbiased, correction)
     return _prims.var(input, _dims(dim), builtins.float(correction), keepdim)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    _check_unbiased_keepdim("std", unbiased, keepdim)
     dim, correction = _correction(dim, unbiased, correction)
     return _prims.std(input, _dims(dim), builtins.float(correction), keepdim)
 
@@ -610,7 +640,9 @@ def _extreme(name, elementwise):
             return _with_out(elementwise(input, dim), out)
         if dim is None:
             return over_all(input)
-        return result(over_dim(input, _index(dim), keepdim))
+        if keepdim is not False and keepdim is not True:
+            _not_bool(name, "keepdim", keepdim)
+        return result(over_dim(input, _int_argument(dim, name, "dim"), keepdim))
 
     extreme.__name__ = extreme.__qualname__ = name
     return extreme
@@ -619,13 +651,16 @@ def _extreme(name, elementwise):
 max, min = _extreme("max", _prims.maximum), _extreme("min", _prims.minimum)
 
 
-# ---- sorting and selection: each row along `dim` ordered with NaN largest, ties in index order
+# ---- sorting and selection: each row along `dim` ordered with NaN largest, equal values in PyTorch's CPU order
 
 
 def sort(input, dim=-1, descending=False, *, stable=None):
-    """`stable` given (even False) is PyTorch's sort.stable overload, shown as SortBackward1; the
-    order is stable either way."""
-    return return_types.sort(_prims.sort(input, _index(dim), descending, stable))
+    """`stable` given (even False) is PyTorch's sort.stable overload, shown as SortBackward1."""
+    if descending is not False and descending is not True:
+        _not_bool("sort", "descending", descending)
+    if stable is not None and stable is not False and stable is not True:
+        _not_bool("sort", "stable", stable)
+    return return_types.sort(_prims.sort(input, _int_argument(dim, "sort", "dim"), descending, stable))
 
 
 def msort(input, *, out=None):
@@ -634,29 +669,43 @@ def msort(input, *, out=None):
 
 
 def argsort(input, dim=-1, descending=False, *, stable=False):
-    return _prims.argsort(input, _index(dim), descending)
+    if descending is not False and descending is not True:
+        _not_bool("argsort", "descending", descending)
+    if stable is not False and stable is not True:
+        _not_bool("argsort", "stable", stable)
+    return _prims.argsort(input, _int_argument(dim, "argsort", "dim"), descending, stable)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
-    """Always in order: PyTorch leaves the order of sorted=False unspecified."""
+    """sorted=False: PyTorch's documentation leaves the order unspecified; its CPU order is followed."""
+    if largest is not False and largest is not True:
+        _not_bool("topk", "largest", largest)
+    if sorted is not False and sorted is not True:
+        _not_bool("topk", "sorted", sorted)
     k = _int_argument(k, "topk", "k", 2)
-    return return_types.topk(_prims.topk(input, k, _index(dim), largest))
+    return return_types.topk(_prims.topk(input, k, _int_argument(dim, "topk", "dim"), largest, sorted))
 
 
 def kthvalue(input, k, dim=-1, keepdim=False):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("kthvalue", "keepdim", keepdim)
     k = _int_argument(k, "kthvalue", "k", 2)
-    return return_types.kthvalue(_prims.kthvalue(input, k, _index(dim), keepdim))
+    return return_types.kthvalue(_prims.kthvalue(input, k, _int_argument(dim, "kthvalue", "dim"), keepdim))
 
 
 def median(input, dim=None, keepdim=False):
     """The lower median: of all elements (a tensor), or along `dim` (values and indices)."""
+    if keepdim is not False and keepdim is not True:
+        _not_bool("median", "keepdim", keepdim)
     if dim is None:
         return _prims.median_all(input)
-    return return_types.median(_prims.median_dim(input, _index(dim), keepdim))
+    return return_types.median(_prims.median_dim(input, _int_argument(dim, "median", "dim"), keepdim))
 
 
 def mode(input, dim=-1, keepdim=False):
-    return return_types.mode(_prims.mode(input, _index(dim), keepdim))
+    if keepdim is not False and keepdim is not True:
+        _not_bool("mode", "keepdim", keepdim)
+    return return_types.mode(_prims.mode(input, _int_argument(dim, "mode", "dim"), keepdim))
 
 
 def cummax(input, dim):
@@ -670,6 +719,8 @@ def cummin(input, dim):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """PyTorch's torch.norm: a vector norm, except p='fro' over more than two dims and p='nuc', which
     PyTorch hands to matrix_norm."""
+    if keepdim is not False and keepdim is not True:
+        _not_bool("norm", "keepdim", keepdim)
     dims = _dims(dim)
     if isinstance(p, str) and not (p == "fro" and len(dims) <= 2):
         dims = dims or list(builtins.range(input.dim()))
@@ -714,13 +765,13 @@ def _check_matrix_norm(input, p, dims):
 def softmax(input, dim, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
-    return _prims.softmax(input, dim)
+    return _prims.softmax(input, dim if dim.__class__ is int else _int_argument(dim, "softmax", "dim"))
 
 
 def log_softmax(input, dim, dtype=None):
     if dtype is not None:
         input = _prims.to_dtype(input, dtype)
-    return _prims.log_softmax(input, dim)
+    return _prims.log_softmax(input, dim if dim.__class__ is int else _int_argument(dim, "log_softmax", "dim"))
 
 
 # ---- shapes
@@ -750,14 +801,15 @@ def permute_function(input, dims):
 
 
 def squeeze(input, dim=None):
-    return _prims.squeeze(input, None if dim is None else _dims(dim))
+    """A sequence of dims, even of one, is PyTorch's squeeze.dims overload (SqueezeBackward2)."""
+    return _prims.squeeze(input, None if dim is None else _dims(dim), isinstance(dim, (tuple, list)))
 
 
 # ---- in-place shape ops of issue 13 (t_, transpose_ and unsqueeze_ are primitives)
 
 
 def squeeze_(self, dim=None):
-    return _prims.squeeze_(self, None if dim is None else _dims(dim))
+    return _prims.squeeze_(self, None if dim is None else _dims(dim), isinstance(dim, (tuple, list)))
 
 
 def fill_diagonal_(self, fill_value, wrap=False):
@@ -878,6 +930,8 @@ def _truth_of(input, result):
 
 
 def all(input, dim=None, keepdim=False):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("all", "keepdim", keepdim)
     nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
     if dim is None:
         return _truth_of(input, _prims.eq(_prims.sum(nonzero, [], False, None), input.numel()))
@@ -888,6 +942,8 @@ def all(input, dim=None, keepdim=False):
 
 
 def any(input, dim=None, keepdim=False):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("any", "keepdim", keepdim)
     nonzero = _prims.to_dtype(_prims.ne(input, 0), int64)
     return _truth_of(input, _prims.gt(_prims.sum(nonzero, _dims(dim), keepdim, None), 0))
 
@@ -1426,6 +1482,8 @@ def _as_floating(input):
 def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(x))) shifted by each block's maximum, so large inputs do not overflow; a block
     whose maximum is infinite is not shifted (a row of -inf gives -inf, as PyTorch)."""
+    if keepdim is not False and keepdim is not True:
+        _not_bool("logsumexp", "keepdim", keepdim)
     dims, x = _dims(dim), _as_floating(input)
     if x.numel():
         shift = _prims.amax(x, dims, True)
@@ -1447,6 +1505,8 @@ def _isnan(x):
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """sum with NaNs counted as zeros, which get no gradient."""
+    if keepdim is not False and keepdim is not True:
+        _not_bool("nansum", "keepdim", keepdim)
     dims, x = _dims(dim), input.detach()
     result = _prims.sum(_prims.where(_isnan(x), _prims.full([], 0, x.dtype), x), dims, keepdim, dtype)
 
@@ -1457,6 +1517,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("nanmean", "keepdim", keepdim)
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             f"nanmean(): expected input to have floating point or complex dtype but got {SCALAR_TYPE_NAME[input.dtype]}"
@@ -1476,6 +1538,8 @@ def _spread_over_ties(grad, x, result, dims):
 
 
 def aminmax(input, *, dim=None, keepdim=False):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("aminmax", "keepdim", keepdim)
     if dim is None:
         if input.numel() == 0:
             raise RuntimeError(
@@ -1516,6 +1580,7 @@ def _welford_mean(x, dims, keepdim):
 
 def _with_mean(name, input, dim, unbiased, keepdim, correction):
     """std_mean / var_mean: both results from one node, as PyTorch's (a plain tuple)."""
+    _check_unbiased_keepdim(name, unbiased, keepdim)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"{name} only support floating point and complex dtypes")
     dim, correction = _correction(dim, unbiased, correction)
@@ -1906,10 +1971,14 @@ def _lerp(start, end, weight):
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("quantile", "keepdim", keepdim)
     return _with_out(_quantile(input, q, dim, keepdim, interpolation, False), out)
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
+    if keepdim is not False and keepdim is not True:
+        _not_bool("nanquantile", "keepdim", keepdim)
     return _with_out(_quantile(input, q, dim, keepdim, interpolation, True), out)
 
 

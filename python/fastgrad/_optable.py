@@ -881,23 +881,33 @@ def _source(name, params, primitive, with_out):
             declared.append(f"*{p.name}")
         else:
             declared.append(p.name if p.default is None else f"{p.name}={p.default}")
-    call = f"_prims.{primitive}({', '.join(map(_converted, params))})"
+    call = f"_prims.{primitive}({', '.join(_converted(p, name) for p in params)})"
     if with_out:
         declared += ["out=None"] if "*" in declared else ["*", "out=None"]
         call = f"_with_out({call}, out)"
     return f"def {name}({', '.join(declared)}):\n    return {call}\n"
 
 
-def _converted(p):
+def _converted(p, op):
+    """The expression that passes parameter `p` of `op` to the primitive. An int or a bool is checked
+    inline (an identity test when it is right: no call) and otherwise gets PyTorch's TypeError naming it;
+    pybind11 would take True for 1, and 1, 0.5 or None for a bool."""
+    n = p.name
     if p.type.endswith("..."):  # varargs sizes
-        return f'_sizes({p.name}, "{p.name}")'
+        return f'_sizes({n}, "{n}")'
     if p.type == "SymInt[]":  # sizes as one argument
-        return f'_sizes(({p.name},), "{p.name}")'
+        return f'_sizes(({n},), "{n}")'
     if p.type.startswith("int["):  # dims
-        return f"_dims({p.name})"
-    if p.type == "int":
-        return f"_index({p.name})"
-    return p.name
+        return f"_dims({n})"
+    if p.type in ("int", "int?"):
+        test, refusal = f"{n}.__class__ is int", f'_int_argument({n}, "{op}", "{n}")'
+    elif p.type in ("bool", "bool?"):
+        test, refusal = f"{n} is True or {n} is False", f'_not_bool("{op}", "{n}", {n})'
+    else:
+        return n
+    if p.type.endswith("?"):
+        test = f"{n} is None or {test}"
+    return f"({n} if {test} else {refusal})"
 
 
 # PyTorch's argument parser takes numpy's names for two parameters of its native ops

@@ -199,7 +199,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     summed, extreme = (rows, cols) if ord in (1, -1) else (cols, rows)
     sums = _prims.sum(A.abs(), [summed], True, None)
     if not keepdim:
-        sums = _prims.squeeze(sums, [summed])
+        sums = _prims.squeeze(sums, [summed], False)
         extreme -= extreme > summed
     return _with_out(_extreme(sums, extreme, keepdim, ord > 0), out)
 

@@ -434,8 +434,8 @@ def transpose_(self, dim0, dim1):
     return _restride_(TransposeBackward1, self, dim0=dim0, dim1=dim1)
 
 
-def squeeze_(self, dims):
-    node = SqueezeBackward3 if dims is None else SqueezeBackward4 if len(dims) == 1 else SqueezeBackward5
+def squeeze_(self, dims, dim_sequence):
+    node = SqueezeBackward3 if dims is None else SqueezeBackward5 if dim_sequence else SqueezeBackward4
     return _restride_(node, self, dims=dims)
 
 

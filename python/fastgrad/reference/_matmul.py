@@ -257,13 +257,13 @@ def matmul(a, b):
     if ranks == (2, 1):
         return mv(a, b)
     if ranks == (1, 2):
-        return squeeze_(mm(unsqueeze(a, 0), b), [0])  # in place, as PyTorch (SqueezeBackward4)
+        return squeeze_(mm(unsqueeze(a, 0), b), [0], False)  # in place, as PyTorch (SqueezeBackward4)
     if ranks == (2, 2):
         return mm(a, b)
     if a.dim() >= 3 and b.dim() <= 2:  # (..., n, k) @ (k, m): one mm over the folded leading dims
         folded = reshape(a, (numel_of(a._shape[:-1]), a._shape[-1]))  # not -1: k may be 0
         if b.dim() == 1:
-            return _unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), [1]), a._shape[:-1])
+            return _unsafe_view(squeeze(mm(folded, unsqueeze(b, 1)), [1], False), a._shape[:-1])
         return _unsafe_view(mm(folded, b), a._shape[:-1] + b._shape[1:])
     a3 = unsqueeze(a, 0) if a.dim() == 1 else a
     b3 = unsqueeze(b, 1) if b.dim() == 1 else b

@@ -276,8 +276,9 @@ class SqueezeBackward2(SqueezeBackward0):
     """squeeze(dims)"""
 
 
-def squeeze(x, dims):
-    node = SqueezeBackward0 if dims is None else SqueezeBackward1 if len(dims) == 1 else SqueezeBackward2
+def squeeze(x, dims, dim_sequence):
+    """dims given as one int or (dim_sequence) as a sequence: PyTorch's squeeze.dim or squeeze.dims."""
+    node = SqueezeBackward0 if dims is None else SqueezeBackward2 if dim_sequence else SqueezeBackward1
     return node.run(x, dims=dims)
 
 

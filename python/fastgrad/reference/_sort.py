@@ -1,11 +1,14 @@
 """Sorting and selection along one dim: sort, argsort, topk, kthvalue, median, mode. Each row along `dim` is ordered by
-value with NaN largest and ties in index order (Python's sort is stable), as the C++ core orders it.
+value with NaN largest. Equal values come in PyTorch's CPU order, as the C++ core's: index order for the stable sort
+and median (whose nth_element breaks ties by position), and otherwise the order that the exact steps of PyTorch's
+algorithms give (libstdc++'s std::sort, partial_sort and nth_element, in _stl; kthvalue's own quickselect).
 """
 
 import bisect
 import math
 from array import array
 
+from . import _stl
 from .._types import bool as bool_, float32, int64
 from ._autograd import Function, no_grad
 from ._creation import arange
@@ -22,9 +25,88 @@ def _key(value, descending):
     return (-key[0], -key[1]) if descending else key
 
 
-def _order(row, descending):
+def _stable_order(row, descending):
     """The positions of `row` in order, ties in index order (sorted() is stable)."""
     return sorted(range(len(row)), key=lambda i: _key(row[i], descending))
+
+
+def _before(row, descending):
+    """PyTorch's CPU comparators of two positions by value alone, NaN largest (KeyValueCompAsc/Desc, and
+    topk's): equal values are left in the order the algorithm's own steps put them."""
+    if descending:
+        return lambda i, j: (row[i] != row[i] and row[j] == row[j]) or row[i] > row[j]
+    return lambda i, j: (row[i] == row[i] and row[j] != row[j]) or row[i] < row[j]
+
+
+# PyTorch sorts a 1-D integer tensor of at least this many elements in ascending order with a radix sort
+# (can_use_radix_sort: stable); other unstable sorts with std::sort.
+RADIX_SORT_FROM = 32768
+
+
+def _sort_positions(x, descending, stable):
+    integral = not x._dtype.is_floating_point and x._dtype is not bool_
+    radix = x.dim() == 1 and not descending and integral and x.numel() >= RADIX_SORT_FROM
+
+    def positions(row):
+        if stable or radix:
+            return _stable_order(row, descending)
+        order = list(range(len(row)))
+        _stl.sort(order, 0, len(order), _before(row, descending))
+        return order
+
+    return positions
+
+
+def _topk_positions(k, largest, sorted):
+    """PyTorch's topk_impl_loop: partial_sort when k * 64 <= n, else nth_element at k - 1 and (sorted)
+    a sort of the k - 1 before it."""
+
+    def positions(row):
+        n, order, before = len(row), list(range(len(row))), _before(row, largest)
+        if k * 64 <= n:
+            _stl.partial_sort(order, 0, k, n, before)
+        else:
+            _stl.nth_element(order, 0, k - 1, n, before)
+            if sorted:
+                _stl.sort(order, 0, k - 1, before)
+        return order[:k]
+
+    return positions
+
+
+def _kth_position(row, k):
+    """PyTorch's kthvalue: its quick_select_template (median-of-three quickselect, NaN largest) over the
+    row's positions, which puts the k-th smallest at k - 1."""
+    arr = list(range(len(row)))
+    gt = _before(row, True)  # gt_or_nan
+    low, high = 0, len(arr) - 1
+    while high > low:
+        if high == low + 1:
+            if gt(arr[low], arr[high]):
+                arr[low], arr[high] = arr[high], arr[low]
+            break
+        mid = low + (high - low) // 2
+        arr[mid], arr[low + 1] = arr[low + 1], arr[mid]
+        for a, b in ((low + 1, high), (low, high), (low + 1, low)):
+            if gt(arr[a], arr[b]):
+                arr[a], arr[b] = arr[b], arr[a]
+        i, j, pivot = low + 1, high, arr[low]
+        while True:
+            i += 1
+            while gt(pivot, arr[i]):
+                i += 1
+            j -= 1
+            while gt(arr[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            arr[i], arr[j] = arr[j], arr[i]
+        arr[low], arr[j] = arr[j], arr[low]
+        if j <= k - 1:
+            low = i
+        if j >= k - 1:
+            high = j - 1
+    return arr[k - 1]
 
 
 def _by_row(x, dim, per_row, out_shape, positions):
@@ -41,22 +123,19 @@ def _by_row(x, dim, per_row, out_shape, positions):
     return new_tensor(values, out_shape, x._dtype), new_tensor(indices, out_shape, int64)
 
 
-def ordered(x, dim, count, descending, only_nth=False, out_shape=None):
-    """The first `count` of each row in order (or, `only_nth`, the count-th alone)."""
-    first = count - 1 if only_nth else 0
-    return _by_row(x, dim, count - first, out_shape, lambda row: _order(row, descending)[first:count])
-
-
 def _median_position(row):
-    """The lower median, or the first NaN (as PyTorch's median: NaN wins)."""
+    """The lower median, or the first NaN (as PyTorch's median: NaN wins; its nth_element breaks ties
+    by position, so the order is the stable one)."""
     nan = next((i for i, v in enumerate(row) if v != v), None)
-    return nan if nan is not None else _order(row, False)[(len(row) - 1) // 2]
+    return nan if nan is not None else _stable_order(row, False)[(len(row) - 1) // 2]
 
 
 def _mode_position(row):
     """The last position of the most frequent value (the smallest of equally frequent ones): the end
-    of its run in the row's sorted order, as PyTorch's CPU mode."""
-    order, best, best_count, run = _order(row, False), None, 0, 0
+    of its run in PyTorch's CPU mode's std::sort of the row by `<` alone."""
+    order = list(range(len(row)))
+    _stl.sort(order, 0, len(order), lambda i, j: row[i] < row[j])
+    best, best_count, run = None, 0, 0
     for j, at in enumerate(order):
         run += 1
         if j + 1 < len(order) and row[order[j + 1]] == row[at]:
@@ -161,17 +240,19 @@ class MedianBackward0(Function):
 
 
 def sort(x, dim, descending, stable):
+    """`stable` None or False: PyTorch's unstable sort (std::sort's order of equal values)."""
     dim = wrap_dim(dim, x.dim())
     node = SortBackward0 if stable is None else SortBackward1
-    return node.run(x, result=ordered(x, dim, _length(x, dim), descending, out_shape=x._shape), dim=dim)
+    n = _length(x, dim)
+    return node.run(x, result=_by_row(x, dim, n, x._shape, _sort_positions(x, descending, stable)), dim=dim)
 
 
-def argsort(x, dim, descending):
+def argsort(x, dim, descending, stable):
     dim = wrap_dim(dim, x.dim())
-    return ordered(x, dim, _length(x, dim), descending, out_shape=x._shape)[1]
+    return _by_row(x, dim, _length(x, dim), x._shape, _sort_positions(x, descending, stable))[1]
 
 
-def topk(x, k, dim, largest):
+def topk(x, k, dim, largest, sorted):
     dim = wrap_dim(dim, x.dim())
     if not 0 <= k <= _length(x, dim):
         raise RuntimeError("selected index k out of range")
@@ -179,7 +260,8 @@ def topk(x, k, dim, largest):
         raise RuntimeError("topk does not support bool dtypes on CPU")
     if not x._shape:
         k = 1  # a 0-d input gives itself, for k 0 or 1 (as PyTorch)
-    return TopkBackward0.run(x, result=ordered(x, dim, k, largest, out_shape=_with_length(x, dim, k)), dim=dim)
+    result = _by_row(x, dim, k, _with_length(x, dim, k), _topk_positions(k, largest, sorted))
+    return TopkBackward0.run(x, result=result, dim=dim)
 
 
 def kthvalue(x, k, dim, keepdim):
@@ -188,7 +270,7 @@ def kthvalue(x, k, dim, keepdim):
     if not 1 <= k <= _length(x, dim):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
     _require_not_bool(x, "kthvalue_cpu")
-    result = ordered(x, dim, k, False, only_nth=True, out_shape=_reduced(x, dim, keepdim))
+    result = _by_row(x, dim, 1, _reduced(x, dim, keepdim), lambda row: [_kth_position(row, k)])
     return KthvalueBackward0.run(x, result=result, dim=dim, keepdim=keepdim)
 
 
