@@ -223,7 +223,7 @@ def _tensors(call):
 # What a parameter of this name usually receives; a wild value stays likely (WILD) to test validation.
 BY_NAME = [
     (("index", "target", "indices"), lambda c: tensor_source(c, "fg.int64")),
-    (("mask", "condition"), lambda c: tensor_source(c, "fg.bool")),
+    (("mask", "condition", "attn_mask", "key_padding_mask"), lambda c: tensor_source(c, "fg.bool")),
     (
         (
             "input",
@@ -244,6 +244,21 @@ BY_NAME = [
             "pos_weight",
             "outputs",
             "grad_outputs",
+            # attention (scaled_dot_product_attention, multi_head_attention_forward)
+            "query",
+            "key",
+            "value",
+            "in_proj_weight",
+            "in_proj_bias",
+            "out_proj_weight",
+            "out_proj_bias",
+            "bias_k",
+            "bias_v",
+            "q_proj_weight",
+            "k_proj_weight",
+            "v_proj_weight",
+            "static_k",
+            "static_v",
         ),
         lambda c: tensor_source(c),
     ),
@@ -264,6 +279,8 @@ BY_NAME = [
             "ignore_index",
             "step_size",
             "T_max",
+            "num_heads",
+            "embed_dim_to_check",
         ),
         lambda c: c.rng.choice(SMALL_INTS + ["(0, -1)", "[1]"]),
     ),
@@ -286,6 +303,12 @@ BY_NAME = [
             "elementwise_affine",
             "strict",
             "vectorize",
+            "is_causal",
+            "need_weights",
+            "average_attn_weights",
+            "add_zero_attn",
+            "use_separate_proj_weight",
+            "enable_gqa",
         ),
         lambda c: c.rng.choice(["True", "False"]),
     ),
@@ -404,7 +427,7 @@ def targets():
     ]:
         found += [(f"{path}.{name}", obj, "") for name, obj in _public_callables(module)]
     # the functions nn.functional re-exports from files of their own
-    for module in (fg.nn._functional_pooling, fg.nn._functional_grid):
+    for module in (fg.nn._functional_pooling, fg.nn._functional_grid, fg.nn._functional_attention):
         names = module.__all__
         found += [(f"fg.nn.functional.{name}", obj, "") for name, obj in _public_callables(fg.nn.functional, names)]
     found += [(f"fg._prims.{name}", signature, "") for name, signature in PRIMITIVES.items()]
