@@ -152,25 +152,6 @@ TORCH_BUGS.append(
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
     (
-        "topk, kthvalue, median(dim), mode and quantile/nanquantile of tied values: PyTorch leaves which tied "
-        "position it reports (and so gets the gradient) unspecified (its sort is not stable); fastgrad reports the "
-        "first in index order (mode: the last)",
-        lambda program, ours, theirs: (
-            ours.error is None
-            and theirs.error is None
-            and _uses(
-                program,
-                "torch.topk({a}, {k}, {d}).values",
-                "{a}.topk({k}, largest=False)[1]",
-                "{a}.kthvalue({k}, {d}).values",
-                "{a}.median({d}, keepdim=True)[0]",
-                "torch.mode({a}, {d}).values",
-                "torch.quantile({a}, {q}, dim={d})",
-                "{a}.nanquantile(0.25, interpolation={i})",
-            )
-        ),
-    ),
-    (
         "split/chunk outputs are ordinary views (slices) in fastgrad, and may be modified in place; PyTorch marks them "
         "as outputs of a multi-view function and refuses that (and later use of them once their base changed)",
         lambda program, ours, theirs: (

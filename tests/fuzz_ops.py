@@ -311,7 +311,7 @@ op("torch.unique({a}, dim={d}, return_inverse=True)[1]", a=tensor(ANY, min_rank=
 op("{a}.unique_consecutive(return_inverse=True)[1]", a=tensor(ANY))
 op("torch.quantile({a}, {q}, dim={d})", a=tensor(min_rank=1), q=options("0.3", "0.5", "1.0"), d=dim("a"))
 op("{a}.nanquantile(0.25, interpolation={i})", a=tensor(), i=options("'lower'", "'nearest'", "'midpoint'"))
-# sorting and selection (tied values: fuzz_compare.DIFFERENCES)
+# sorting and selection (tied values in PyTorch's CPU order: tests/test_sort.py)
 op("{a}.sort({d})[0]", a=tensor(NUM), d=dim("a"))
 op("torch.sort({a}, dim={d}, descending=True, stable=True).indices", a=tensor(ANY), d=dim("a"))
 op("torch.argsort({a}, {d}, descending=True)", a=tensor(ANY), d=dim("a"))
