@@ -519,6 +519,7 @@ EMBEDDINGS = {
     "max_norm_p1": dict(max_norm=1.0, norm_type=1.0),
     "scale_grad_by_freq": dict(scale_grad_by_freq=True, padding_idx=1),
     "padding_idx": dict(padding_idx=-2),
+    "int32 indices": dict(scale_grad_by_freq=True, indices_dtype="int32"),
 }
 
 
@@ -526,7 +527,9 @@ EMBEDDINGS = {
 def test_embedding_options_match_torch(fg, torch, name):
     def run(lib):
         weight = embedding_weight(lib)
-        y = lib.nn.functional.embedding(lib.tensor([[0, 1, 1], [4, 1, 3]]), weight, **EMBEDDINGS[name])
+        options = dict(EMBEDDINGS[name])
+        indices = lib.tensor([[0, 1, 1], [4, 1, 3]], dtype=getattr(lib, options.pop("indices_dtype", "int64")))
+        y = lib.nn.functional.embedding(indices, weight, **options)
         node = y.grad_fn.name()  # EmbeddingBackward0 in every form
         (y * lib.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
         return node, (y, weight.grad, weight.detach())  # max_norm renormalizes the looked-up rows in place

@@ -25,7 +25,18 @@ from .._sampling import bernoulli_
 from .._grad_mode import no_grad
 from ._checked import CheckedArguments
 from ..autograd.function import Function
-from fastgrad._types import SCALAR_TYPE_NAME, bool as bool_, bfloat16, can_cast, finfo, float16, float32, float64, int64
+from fastgrad._types import (
+    SCALAR_TYPE_NAME,
+    bool as bool_,
+    bfloat16,
+    can_cast,
+    finfo,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+)
 from fastgrad._types import promote_types
 
 Tensor = _prims.Tensor
@@ -823,7 +834,7 @@ def _renorm_rows(weight, input, max_norm, norm_type):
 
 
 def _check_indices(input, weight):
-    if input.dtype is not int64:
+    if input.dtype is not int64 and input.dtype is not int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)"
@@ -842,7 +853,7 @@ def _lookup(input, weight, padding_row, scale_grad_by_freq):
     row summed into a zero weight gradient in index order (as embedding_dense_backward's index_add), the
     padding row given none, and with scale_grad_by_freq each row's gradient divided by how often its
     index occurs in input."""
-    flat = input.flatten()
+    flat = input.flatten().long()  # int32 indices too (bincount takes int64)
     counts = flat.bincount(minlength=weight.shape[0]) if scale_grad_by_freq else None
 
     def backward(grads):
