@@ -116,7 +116,17 @@ def _flat(results):
 def test_long_integer_sort_is_stable_as_pytorchs_radix_sort(fg, torch):
     """PyTorch sorts 1-D integer tensors of 32768 elements or more (ascending) with a stable radix sort
     (shorter ones, as the tie tables, with std::sort)."""
-    same_on_both(fg, torch, lambda m: (m.arange(32768) % 3).sort().indices)
+
+    def program(m):
+        order = (m.arange(32768) % 3).sort().indices
+        return [order[:40], (order * m.arange(32768)).sum()]  # the whole order, weighed by position
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # its parallel radix sort took 0.3-0.4 s on 2 busy cores, 1 ms on one
+    try:
+        same_on_both(fg, torch, program)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_sort_backward_of_backward(fg, torch):
