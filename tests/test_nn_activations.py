@@ -540,6 +540,12 @@ def test_embedding_options_match_torch(fg, torch, name):
         assert_close(to_numpy(a), b.detach().numpy(), rtol=1e-13, atol=1e-15)
 
 
+def test_embedding_refuses_a_weight_not_2d_before_its_indices(fg, torch):
+    for lib in (fg, torch):  # index 7 is out of range too: the weight's check comes first
+        with pytest.raises(RuntimeError, match="'weight' must be 2-D"):
+            lib.nn.functional.embedding(lib.tensor([7]), lib.ones(5))
+
+
 BAGS = {
     "rows_mean": dict(input=[[0, 2, 2], [5, 1, 2]]),
     "offsets_sum_empty_bag": dict(input=[0, 2, 2, 5, 1, 2, 4], offsets=[0, 2, 2, 5], mode="sum"),

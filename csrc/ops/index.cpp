@@ -236,6 +236,42 @@ Tensor index(const Tensor& x, const std::vector<Tensor>& indices) {
   return out;
 }
 
+struct EmbeddingNode : Node {
+  InputMeta weight;
+  int64_t padding_row = -1;
+  bool scale_grad_by_freq = false;
+};
+FG_NODE_FROM(EmbeddingBackward0, EmbeddingNode);
+GradList EmbeddingBackward0::apply(GradList&& grads) {
+  Tensor flat = reshape(unpack(0), {-1});
+  Tensor g = reshape(grads[0], {flat->numel(), weight.sizes()[1]});
+  if (scale_grad_by_freq) {
+    Tensor counts = bincount(flat, std::nullopt, weight.sizes()[0]);
+    g = div(g, unsqueeze(to_dtype(index(counts, {flat}), g->dtype), 1));
+  }
+  if (padding_row >= 0) {
+    Tensor is_padding = unsqueeze(compare(flat, Scalar::from_int(padding_row), CompareOp::Eq), 1);
+    g = where(is_padding, zeros({}, g->dtype), g);
+  }
+  return {index_put_(zeros(weight.sizes(), weight.dtype), {flat}, g, true)};
+}
+
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_row, bool scale_grad_by_freq) {
+  if (weight->dim() != 2) throw RuntimeError("'weight' must be 2-D");
+  Tensor out;
+  {
+    GradModeGuard no_grad(false);
+    out = index(weight, {indices});
+  }
+  if (auto* node = record<EmbeddingBackward0>(out, {&weight})) {
+    node->weight = InputMeta::of(weight);
+    node->padding_row = padding_row;
+    node->scale_grad_by_freq = scale_grad_by_freq;
+    node->save(indices);
+  }
+  return out;
+}
+
 struct IndexPutNode : IndexNode {
   InputMeta values;
   bool accumulate = false;  // then self's elements all stay in the result: its gradient passes whole

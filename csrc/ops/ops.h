@@ -313,6 +313,10 @@ Tensor unsqueeze_(const Tensor& self, int64_t dim);
 // ---- indexing (ops/index.cpp). `indices` has one entry per leading dim of x; an undefined
 // entry keeps that dim whole. Index tensors are int64 or bool masks (a k-dim mask covers k dims).
 Tensor index(const Tensor& x, const std::vector<Tensor>& indices);
+// weight[indices] (rows of a 2-D weight, int64 indices) as one EmbeddingBackward0 node: backward sums
+// the looked-up rows' gradients into the weight's in index order, none into `padding_row` (-1: no
+// such row), each divided by how often its index occurs when `scale_grad_by_freq`.
+Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_row, bool scale_grad_by_freq);
 Tensor index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate);
 // Along one dim (index has x's number of dims, at least 1; entries in [0, size)): out[i] = x[.., index[i], ..]
 // (gather) and self[.., index[i], ..] = src[i] or combined with it (scatter_). `name` is the node's

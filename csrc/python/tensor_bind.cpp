@@ -775,6 +775,10 @@ void bind_tensor(py::module_& m) {
     std::vector<Tensor> list = optional_tensor_list(indices);
     return by_elements(std::max(x->numel(), elements_of(list)), fg::index, x, list);
   });
+  m.def("embedding", [](const Tensor& weight, const Tensor& indices, int64_t padding_row, bool scale_grad_by_freq) {
+    return by_elements(indices->numel() * (weight->dim() == 2 ? weight->shape[1] : 1), fg::embedding, weight, indices,
+                       padding_row, scale_grad_by_freq);
+  });
   m.def("index_put_", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
     std::vector<Tensor> list = optional_tensor_list(indices);
     return by_elements(std::max(values->numel(), elements_of(list)), fg::index_put_, x, list, values, accumulate);

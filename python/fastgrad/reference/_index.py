@@ -268,6 +268,36 @@ def index(x, indices):
     return IndexBackward0.run(x, indices=indices)
 
 
+class EmbeddingBackward0(Function):
+    def forward(self, weight, indices, padding_row, scale_grad_by_freq):
+        if weight.dim() != 2:
+            raise RuntimeError("'weight' must be 2-D")
+        self.padding_row, self.scale_grad_by_freq = padding_row, scale_grad_by_freq
+        self.save(indices)
+        with no_grad():
+            return index(weight, [indices])
+
+    def backward(self, g):
+        from ._elementwise import DivBackward0, compare, where
+        from ._shape import reshape
+        from ._sort import bincount
+
+        (rows, columns), dtype = self.inputs[0]
+        flat = reshape(self.unpack(0), [-1])
+        g = reshape(g, [flat.numel(), columns])
+        if self.scale_grad_by_freq:
+            counts = bincount(flat, None, rows)
+            g = DivBackward0.run(g, unsqueeze(to_dtype(index(counts, [flat]), g._dtype), 1))
+        if self.padding_row >= 0:
+            g = where(unsqueeze(compare(flat, self.padding_row, operator.eq), 1), full((), 0, g._dtype), g)
+        return index_put_(full([rows, columns], 0, dtype), [flat], g, True)
+
+
+def embedding(weight, indices, padding_row, scale_grad_by_freq):
+    """weight[indices] as one EmbeddingBackward0 node (csrc/ops/ops.h: embedding)."""
+    return EmbeddingBackward0.run(weight, indices, padding_row=padding_row, scale_grad_by_freq=scale_grad_by_freq)
+
+
 def _scatter_values(self, indices, values, accumulate):
     """Writes `values` (broadcast to the indexing result) into self[indices]; no autograd."""
     positions, layout, to_out = _plan(self, indices)
