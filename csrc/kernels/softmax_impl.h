@@ -26,9 +26,8 @@
 namespace fg::simd::FG_ISA_NAMESPACE {
 namespace softmax_detail {
 
-// The sum over i < n of term(a[i..], b[i..]) (term maps kWidth doubles of each to their terms), in
-// double: element i to partial sum i % kSumLanes; the last partial block through zero-padded
-// buffers (term(0, 0) must be 0).
+// The sum over i < n of term(a[i], b[i]) in double (term maps kWidth doubles of each, or one double
+// of each, to their terms): element i to partial sum i % kSumLanes.
 template <class T, class F>
 double row_sum(const T* a, const T* b, int64_t n, F term) {
   using D = Vec<double>;
@@ -40,33 +39,22 @@ double row_sum(const T* a, const T* b, int64_t n, F term) {
   };
   int64_t i = 0;
   for (; i + kSumLanes <= n; i += kSumLanes) step(a + i, b + i);
-  if (i < n) {
-    T ta[kSumLanes] = {}, tb[kSumLanes] = {};
-    std::copy(a + i, a + n, ta);
-    std::copy(b + i, b + n, tb);
-    step(ta, tb);
-  }
   double lanes[kSumLanes];
   for (int r = 0; r < R; ++r) acc[r].store(lanes + r * D::kWidth);
+  for (int j = 0; i + j < n; ++j) lanes[j] += term(double(a[i + j]), double(b[i + j]));
   for (int width = kSumLanes / 2; width > 0; width /= 2)
     for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
   return lanes[0];
 }
 
-// out[i] = f(i, a at i, b at i) for i < n, a and b read as vectors (the last partial one through
-// zero-padded buffers; its padding lanes compute values nobody stores).
+// out[i] = f(a at i, b at i) for i < n, a and b read as vectors (the last partial one with zeros in
+// its other lanes, which compute values nobody stores).
 template <class T, class F>
 void row_map(const T* a, const T* b, T* out, int64_t n, F f) {
   using V = Vec<T>;
   int64_t i = 0;
   for (; i + V::kWidth <= n; i += V::kWidth) f(V::load(a + i), V::load(b + i)).store(out + i);
-  if (i < n) {
-    T ta[V::kWidth] = {}, tb[V::kWidth] = {}, to[V::kWidth];
-    std::copy(a + i, a + n, ta);
-    std::copy(b + i, b + n, tb);
-    f(V::load(ta), V::load(tb)).store(to);
-    std::copy(to, to + (n - i), out + i);
-  }
+  if (i < n) store_first(f(load_first(a + i, n - i), load_first(b + i, n - i)), out + i, n - i);
 }
 
 template <class T>
@@ -79,28 +67,26 @@ T row_max(const T* x, int64_t n) {
     for (i = V::kWidth; i + V::kWidth <= n; i += V::kWidth) acc = max(acc, V::load(x + i));
     T lanes[V::kWidth];
     acc.store(lanes);
-    for (T v : lanes) m = v > m ? v : m;
+    // lane j against lane j + width: the lowest lane of the largest value, as a chain over the lanes
+    // would pick (a NaN lane may win here: the row gives NaN either way)
+    for (int width = V::kWidth / 2; width > 0; width /= 2)
+      for (int j = 0; j < width; ++j) lanes[j] = lanes[j + width] > lanes[j] ? lanes[j + width] : lanes[j];
+    m = lanes[0];
   }
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
 // A block of `count` (<= kWidth) neighbouring columns, its row k at p + k * inner: read and written
-// as one vector, through a zero-padded buffer when count < kWidth.
+// as one vector (zeros in the lanes past count).
 template <class T>
 struct ColumnBlock {
   int64_t inner, count;
   Vec<T> load(const T* p, int64_t k) const {
-    if (count == Vec<T>::kWidth) return Vec<T>::load(p + k * inner);
-    T buf[Vec<T>::kWidth] = {};
-    std::copy(p + k * inner, p + k * inner + count, buf);
-    return Vec<T>::load(buf);
+    return count == Vec<T>::kWidth ? Vec<T>::load(p + k * inner) : load_first(p + k * inner, count);
   }
   void store(Vec<T> v, T* p, int64_t k) const {
-    if (count == Vec<T>::kWidth) return v.store(p + k * inner);
-    T buf[Vec<T>::kWidth];
-    v.store(buf);
-    std::copy(buf, buf + count, p + k * inner);
+    count == Vec<T>::kWidth ? v.store(p + k * inner) : store_first(v, p + k * inner, count);
   }
 };
 
@@ -131,7 +117,7 @@ template <class T>
 void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns, bool log) {
   using namespace softmax_detail;
   using V = Vec<T>;
-  auto plain = [](Vec<double> a, Vec<double>) { return a; };
+  auto plain = [](auto a, auto) { return a; };
   if (inner == 1) {
     const V m = V::broadcast(row_max(x, n));
     row_map(x, x, y, n, [&](V v, V) { return exp(v - m); });
@@ -167,8 +153,7 @@ template <class T>
 void softmax_backward(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns, bool log) {
   using namespace softmax_detail;
   using V = Vec<T>;
-  using D = Vec<double>;
-  auto term = [log](D gv, D yv) { return log ? gv : gv * yv; };
+  auto term = [log](auto gv, auto yv) { return log ? gv : gv * yv; };
   auto grad = [log](V yv, V gv, V s) { return log ? gv - exp(yv) * s : yv * (gv - s); };
   if (inner == 1) {
     const V s = V::broadcast(static_cast<T>(row_sum(g, y, n, term)));
