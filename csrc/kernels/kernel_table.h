@@ -205,7 +205,7 @@ using LayerNormParamSumsKernel = void (*)(const T* dy, const T* x, int64_t ld, c
                                           int64_t rows, int64_t n, double* grad_weight, double* grad_bias);
 
 // Softmax over a block of a tensor seen as [n, inner] (softmax_impl.h): `columns` rows of n values,
-// column j's at x[j], x[j + inner], ... (inner == 1: one contiguous row, columns == 1).
+// column j's at x[j], x[j + inner], ... (inner == 1: `columns` contiguous rows).
 // forward(x, y, n, inner, columns, log): y = softmax(x) or log_softmax(x);
 // backward(y, g, gx, n, inner, columns, log): gx = the input gradient from the output y and its gradient g.
 template <class T>

@@ -1,7 +1,7 @@
 // Softmax and log_softmax, forward and backward, over one block of a tensor seen as [n, inner]:
-// `columns` rows of n values each (column j's values x[j], x[j + inner], ...). inner == 1 is one
-// contiguous row (softmax over the last dim), vectorized along the row; otherwise the vector runs
-// across neighbouring columns, each lane one row.
+// `columns` rows of n values each (column j's values x[j], x[j + inner], ...). inner == 1 is
+// `columns` contiguous rows (softmax over the last dim), each vectorized along the row; otherwise
+// the vector runs across neighbouring columns, each lane one row.
 //
 // Numerics: the row's maximum m is subtracted before exp (no overflow for any logits); exp is the
 // elementwise kernel's (elementwise_impl.h: float32 within 1 ulp, float64 within 1.5 ulp), so
@@ -108,6 +108,11 @@ void column_sums(const ColumnBlock<T>& cols, const T* a, const T* b, int64_t n, 
   for (int h = 0; h < H; ++h) acc[h].store(sums + h * D::kWidth);
 }
 
+// Contiguous rows are taken in groups, each step (maxima, exps, sums, outputs) over the whole group
+// before the next: short rows' steps are chains of dependent operations (a horizontal maximum, a
+// tree of sums, a division or log), and the rows of a group run theirs side by side.
+constexpr int64_t kRowGroup = 8;
+
 }  // namespace softmax_detail
 
 // y = softmax(x) (log: log_softmax) along each row: with m the row's maximum and s = sum exp(x - m),
@@ -118,16 +123,26 @@ void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns
   using namespace softmax_detail;
   using V = Vec<T>;
   auto plain = [](auto a, auto) { return a; };
-  if (inner == 1) {
-    const V m = V::broadcast(row_max(x, n));
-    row_map(x, x, y, n, [&](V v, V) { return exp(v - m); });
-    const double s = row_sum(y, y, n, plain);
-    if (log) {
-      const V log_s = V::broadcast(static_cast<T>(std::log(s)));
-      row_map(x, x, y, n, [&](V v, V) { return (v - m) - log_s; });
-    } else {
-      const V scale = V::broadcast(static_cast<T>(1 / s));
-      row_map(y, y, y, n, [&](V e, V) { return e * scale; });
+  if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
+    for (int64_t first = 0; first < columns; first += kRowGroup) {
+      const int64_t group = std::min(kRowGroup, columns - first);
+      const T* xs = x + first * n;
+      T* ys = y + first * n;
+      T m[kRowGroup], factor[kRowGroup];
+      for (int64_t r = 0; r < group; ++r) m[r] = row_max(xs + r * n, n);
+      for (int64_t r = 0; r < group; ++r) {
+        const V mv = V::broadcast(m[r]);
+        row_map(xs + r * n, xs + r * n, ys + r * n, n, [&](V v, V) { return exp(v - mv); });
+      }
+      for (int64_t r = 0; r < group; ++r) {
+        const double s = row_sum(ys + r * n, ys + r * n, n, plain);
+        factor[r] = static_cast<T>(log ? std::log(s) : 1 / s);
+      }
+      for (int64_t r = 0; r < group; ++r) {
+        const V mv = V::broadcast(m[r]), c = V::broadcast(factor[r]);
+        if (log) row_map(xs + r * n, xs + r * n, ys + r * n, n, [&](V v, V) { return (v - mv) - c; });
+        else row_map(ys + r * n, ys + r * n, ys + r * n, n, [&](V e, V) { return e * c; });
+      }
     }
     return;
   }
@@ -155,9 +170,16 @@ void softmax_backward(const T* y, const T* g, T* gx, int64_t n, int64_t inner, i
   using V = Vec<T>;
   auto term = [log](auto gv, auto yv) { return log ? gv : gv * yv; };
   auto grad = [log](V yv, V gv, V s) { return log ? gv - exp(yv) * s : yv * (gv - s); };
-  if (inner == 1) {
-    const V s = V::broadcast(static_cast<T>(row_sum(g, y, n, term)));
-    row_map(y, g, gx, n, [&](V yv, V gv) { return grad(yv, gv, s); });
+  if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
+    for (int64_t first = 0; first < columns; first += kRowGroup) {
+      const int64_t group = std::min(kRowGroup, columns - first), at = first * n;
+      T sums[kRowGroup];
+      for (int64_t r = 0; r < group; ++r) sums[r] = static_cast<T>(row_sum(g + at + r * n, y + at + r * n, n, term));
+      for (int64_t r = 0; r < group; ++r) {
+        const V s = V::broadcast(sums[r]);
+        row_map(y + at + r * n, g + at + r * n, gx + at + r * n, n, [&](V yv, V gv) { return grad(yv, gv, s); });
+      }
+    }
     return;
   }
   for (int64_t j = 0; j < columns; j += V::kWidth) {
