@@ -16,7 +16,8 @@
 //   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block),
 //   even_lanes(a, b) (a0 a2 a4 ... b0 b2 b4 ...: the stride-2 columns of 2 * kWidth elements).
 //   load_first(p, count) / store_first(v, p, count) (the first count <= kWidth elements, the other
-//   lanes 0 / memory past them untouched: a row's tail without a copy through a buffer).
+//   lanes 0 / memory past them untouched: a row's tail without a copy through a buffer),
+//   load_first_widened(const float* p, count) (Vec<double>'s: count <= its kWidth floats, widened).
 // Loads and stores are unaligned.
 #pragma once
 #include <cmath>
@@ -354,6 +355,9 @@ inline Vec<float> load_first(const float* p, int64_t count) {
 inline Vec<double> load_first(const double* p, int64_t count) {
   return {_mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p)};
 }
+inline Vec<double> load_first_widened(const float* p, int64_t count) {
+  return {_mm512_cvtps_pd(_mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << count) - 1), p))};
+}
 inline void store_first(Vec<float> v, float* p, int64_t count) {
   _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1), v.v);
 }
@@ -370,6 +374,10 @@ inline __m256i first_lanes_64(int64_t count) {
 }
 inline Vec<float> load_first(const float* p, int64_t count) { return {_mm256_maskload_ps(p, first_lanes_32(count))}; }
 inline Vec<double> load_first(const double* p, int64_t count) { return {_mm256_maskload_pd(p, first_lanes_64(count))}; }
+inline Vec<double> load_first_widened(const float* p, int64_t count) {
+  return {_mm256_cvtps_pd(
+      _mm_maskload_ps(p, _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(count)), _mm_setr_epi32(0, 1, 2, 3))))};
+}
 inline void store_first(Vec<float> v, float* p, int64_t count) { _mm256_maskstore_ps(p, first_lanes_32(count), v.v); }
 inline void store_first(Vec<double> v, double* p, int64_t count) { _mm256_maskstore_pd(p, first_lanes_64(count), v.v); }
 #else  // one lane (a tail has no element) or NEON's: through a buffer
@@ -378,6 +386,11 @@ Vec<T> load_first(const T* p, int64_t count) {
   T buffer[Vec<T>::kWidth] = {};
   for (int64_t i = 0; i < count; ++i) buffer[i] = p[i];
   return Vec<T>::load(buffer);
+}
+inline Vec<double> load_first_widened(const float* p, int64_t count) {
+  double buffer[Vec<double>::kWidth] = {};
+  for (int64_t i = 0; i < count; ++i) buffer[i] = p[i];
+  return Vec<double>::load(buffer);
 }
 template <class T>
 void store_first(Vec<T> v, T* p, int64_t count) {

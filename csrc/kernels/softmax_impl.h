@@ -26,22 +26,28 @@
 namespace fg::simd::FG_ISA_NAMESPACE {
 namespace softmax_detail {
 
-// The sum over i < n of term(a[i], b[i]) in double (term maps kWidth doubles of each, or one double
-// of each, to their terms): element i to partial sum i % kSumLanes.
+// The first `count` (<= Vec<double>::kWidth) elements at p as doubles, the other lanes 0.
+inline Vec<double> load_first_as_double(const double* p, int64_t count) { return load_first(p, count); }
+inline Vec<double> load_first_as_double(const float* p, int64_t count) { return load_first_widened(p, count); }
+
+// The sum over i < n of term(a[i..], b[i..]) (term maps kWidth doubles of each to their terms), in
+// double: element i to partial sum i % kSumLanes; the last partial block read with zeros past n
+// (term(0, 0) must be 0; the partial sums are never -0, so adding its +0 changes nothing).
 template <class T, class F>
 double row_sum(const T* a, const T* b, int64_t n, F term) {
   using D = Vec<double>;
   constexpr int R = kSumLanes / D::kWidth;
   D acc[R];
   for (D& v : acc) v = D::broadcast(0.0);
-  auto step = [&](const T* pa, const T* pb) {
-    for (int r = 0; r < R; ++r) acc[r] = acc[r] + term(D::load(pa + r * D::kWidth), D::load(pb + r * D::kWidth));
-  };
   int64_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) step(a + i, b + i);
+  for (; i + kSumLanes <= n; i += kSumLanes)
+    for (int r = 0; r < R; ++r) acc[r] = acc[r] + term(D::load(a + i + r * D::kWidth), D::load(b + i + r * D::kWidth));
+  for (int r = 0; r < R && i + r * D::kWidth < n; ++r) {
+    const int64_t at = i + r * D::kWidth, count = std::min<int64_t>(D::kWidth, n - at);
+    acc[r] = acc[r] + term(load_first_as_double(a + at, count), load_first_as_double(b + at, count));
+  }
   double lanes[kSumLanes];
   for (int r = 0; r < R; ++r) acc[r].store(lanes + r * D::kWidth);
-  for (int j = 0; i + j < n; ++j) lanes[j] += term(double(a[i + j]), double(b[i + j]));
   for (int width = kSumLanes / 2; width > 0; width /= 2)
     for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
   return lanes[0];
@@ -122,7 +128,7 @@ template <class T>
 void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns, bool log) {
   using namespace softmax_detail;
   using V = Vec<T>;
-  auto plain = [](auto a, auto) { return a; };
+  auto plain = [](Vec<double> a, Vec<double>) { return a; };
   if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
     for (int64_t first = 0; first < columns; first += kRowGroup) {
       const int64_t group = std::min(kRowGroup, columns - first);
@@ -168,7 +174,7 @@ template <class T>
 void softmax_backward(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns, bool log) {
   using namespace softmax_detail;
   using V = Vec<T>;
-  auto term = [log](auto gv, auto yv) { return log ? gv : gv * yv; };
+  auto term = [log](Vec<double> gv, Vec<double> yv) { return log ? gv : gv * yv; };
   auto grad = [log](V yv, V gv, V s) { return log ? gv - exp(yv) * s : yv * (gv - s); };
   if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
     for (int64_t first = 0; first < columns; first += kRowGroup) {
