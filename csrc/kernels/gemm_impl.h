@@ -91,7 +91,7 @@ const GemmBlocks& blocks() {
 template <class T>
 constexpr int64_t kSmallCols = 4 * tile_cols<T>();
 
-// One growing, 64-byte aligned scratch buffer per thread and role (packed A, packed B).
+// One growing, 64-byte aligned scratch buffer per thread and role (packed A, packed B, gemm's C^T).
 template <class T, int Role>
 T* scratch(int64_t count) {
   struct Buffer {
@@ -331,9 +331,19 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   if (empty_product(m, n, k, c, ldc)) return;
   if (m == 1) return gemv<T>(n, k, b, csb, rsb, a, csa, c, 1);  // c[j] = sum_p B[p][j] A[0][p]
   if (n == 1) return gemv<T>(m, k, a, rsa, csa, b, rsb, c, ldc);
-  // A narrow C, and the last columns of a wide one that would fill at most half a tile (nn.Linear
-  // to a vocabulary of 65: 64 + 1), get a narrower tile rather than columns of padding (A read in place).
+  // A narrow C, and the last columns of a wide one that would fill at most half a tile, get a
+  // narrower tile rather than columns of padding (A read in place). At most a quarter of a vector
+  // of columns (nn.Linear to a vocabulary of 65: 64 + 1) would still be mostly padding lanes: those
+  // columns are computed as the rows of C^T = B^T A^T instead, vectors along m (A^T packed once by
+  // register transposes), through a scratch C^T; every element is still one chain over k from zero.
   auto narrow = [&](int64_t first, int64_t cols) {
+    if (cols * 4 <= W) {
+      T* ct = scratch<T, 2>(cols * m);
+      gemm_blocked<T, kVecs>(cols, m, k, b + first * csb, csb, rsb, a, csa, rsa, ct, m, false);
+      for (int64_t j = 0; j < cols; ++j)
+        for (int64_t i = 0; i < m; ++i) c[i * ldc + first + j] = ct[j * m + i];
+      return true;
+    }
     if (kVecs >= 2 && cols <= W)
       return gemm_blocked<T, 1>(m, cols, k, a, rsa, csa, b + first * csb, rsb, csb, c + first, ldc, false), true;
     if (kVecs >= 4 && cols <= 2 * W)

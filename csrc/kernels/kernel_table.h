@@ -153,6 +153,15 @@ using SpreadAverageKernel = void (*)(const T* shares, int64_t count, int64_t wid
 // of lane l (kNormLanes lanes, the same order on every ISA); norm_column_sums(...): the same terms
 // with per-element shifts s1[j], s2[j], added to first[j], second[j] (j < n).
 inline constexpr int kNormLanes = 16;  // a multiple of every ISA's float and double width
+// The total of kNormLanes lane sums (destroying them), added in a fixed pairwise order: lane l and
+// lane l + 8, then l and l + 4, ...: four dependent adds per total where a chain of lanes took 15.
+// static: every translation unit (each ISA's too) keeps its own copy, so the linker cannot hand
+// the baseline code one compiled for AVX-512.
+static inline double lane_total(double* lanes) {
+  for (int width = kNormLanes / 2; width > 0; width /= 2)
+    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
+  return lanes[0];
+}
 template <class T>
 using NormSumsKernel = void (*)(const T* p, T s1, const T* q, T s2, int64_t n, double* first, double* second);
 template <class T>
@@ -167,32 +176,36 @@ struct NormAffine {
 };
 template <class T>
 using NormAffineKernel = void (*)(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t n);
-// Layer normalization's passes over one row of n elements (norm_impl.h), with the row's statistics
-// and the per-element weight and bias (each null when absent):
-// layer_norm_grad_sums(dy, w, x, mean, n, first, second): norm_sums' lanes of dy * w and dy * w * (x - mean);
-// layer_norm_output(row, x, out, n): out = (x - mean) * rstd * weight + bias;
-// layer_norm_input_grad(row, dy, x, out, n): out = (dy * weight - (x - mean) * projection - grad_mean) * rstd;
+// norm_moments(units, count, shift, sum, squares, eps, mean, invstd, var): per unit u, from the sums of
+// x - shift[u] and of its square over `count` elements, in double: m = sum / count, var = squares /
+// count - m^2 (a negative from rounding: 0; a NaN stays), mean = shift + m, invstd = 1 / sqrt(var + eps)
+// (var null: not stored).
+template <class T>
+using NormMomentsKernel = void (*)(int64_t units, int64_t count, const T* shift, const double* sum,
+                                   const double* squares, double eps, double* mean, double* invstd, double* var);
+// Layer normalization over `rows` contiguous rows of `len` elements (norm_impl.h), with a weight and
+// bias per element of a row (each null when absent):
+// layer_norm_forward(x, rows, len, weight, bias, eps, out, mean, rstd): each row's statistics (norm_sums
+// with the row's first element as the shift, lane_total, norm_moments) saved in mean[r] and rstd[r]
+// (rounded to T), and out = (x - mean) * rstd * weight + bias;
+// layer_norm_input_grad(dy, x, rows, len, weight, mean, rstd, out): per row the sums s1 of dy * weight
+// and s2 of dy * weight * (x - mean) (norm_sums' lanes), then out = (dy * weight - (x - mean) *
+// projection - grad_mean) * rstd with projection = s2 / len * rstd^2 and grad_mean = s1 / len, each
+// computed in double and rounded to T;
 // layer_norm_param_sums(dy, x, ld, mean, rstd, rows, n, grad_weight, grad_bias): over `rows` rows ld apart,
 // grad_weight[j] += the sum of dy * (x - mean) * rstd, grad_bias[j] += that of dy (blocks of rows in T, then double).
 template <class T>
-struct LayerNormRow {
-  T mean, rstd;
-  const T *weight, *bias;
-  T projection, grad_mean;  // the input gradient's
-};
+using LayerNormForwardKernel = void (*)(const T* x, int64_t rows, int64_t len, const T* weight, const T* bias,
+                                        double eps, T* out, T* mean, T* rstd);
 template <class T>
-using LayerNormGradSumsKernel = void (*)(const T* dy, const T* w, const T* x, T mean, int64_t n, double* first,
-                                         double* second);
-template <class T>
-using LayerNormOutputKernel = void (*)(const LayerNormRow<T>& row, const T* x, T* out, int64_t n);
-template <class T>
-using LayerNormInputGradKernel = void (*)(const LayerNormRow<T>& row, const T* dy, const T* x, T* out, int64_t n);
+using LayerNormInputGradKernel = void (*)(const T* dy, const T* x, int64_t rows, int64_t len, const T* weight,
+                                          const T* mean, const T* rstd, T* out);
 template <class T>
 using LayerNormParamSumsKernel = void (*)(const T* dy, const T* x, int64_t ld, const T* mean, const T* rstd,
                                           int64_t rows, int64_t n, double* grad_weight, double* grad_bias);
 
 // Softmax over a block of a tensor seen as [n, inner] (softmax_impl.h): `columns` rows of n values,
-// column j's at x[j], x[j + inner], ... (inner == 1: one contiguous row, columns == 1).
+// column j's at x[j], x[j + inner], ... (inner == 1: `columns` contiguous rows).
 // forward(x, y, n, inner, columns, log): y = softmax(x) or log_softmax(x);
 // backward(y, g, gx, n, inner, columns, log): gx = the input gradient from the output y and its gradient g.
 template <class T>
@@ -269,8 +282,8 @@ struct TypedKernels {
   NormSumsKernel<T> norm_sums;
   NormColumnSumsKernel<T> norm_column_sums;
   NormAffineKernel<T> norm_affine;
-  LayerNormGradSumsKernel<T> layer_norm_grad_sums;
-  LayerNormOutputKernel<T> layer_norm_output;
+  NormMomentsKernel<T> norm_moments;
+  LayerNormForwardKernel<T> layer_norm_forward;
   LayerNormInputGradKernel<T> layer_norm_input_grad;
   LayerNormParamSumsKernel<T> layer_norm_param_sums;
   SoftmaxForwardKernel<T> softmax_forward;

@@ -49,7 +49,11 @@ void lane_sums(TermVector term_vector, Term term, const T* q, T s2, int64_t n, d
       const T d = term(i);
       lane_a[l] += d, lane_b[l] += d * (q[i] - s2);
     }
-    for (int l = 0; l < kNormLanes; ++l) first[l] += double(lane_a[l]), second[l] += double(lane_b[l]);
+    using D = Vec<double>;  // its load widens float lanes
+    for (int l = 0; l < kNormLanes; l += D::kWidth) {
+      (D::load(first + l) + D::load(lane_a + l)).store(first + l);
+      (D::load(second + l) + D::load(lane_b + l)).store(second + l);
+    }
   }
 }
 
@@ -144,6 +148,15 @@ void norm_affine(const NormAffine<T>& k, const T* u, const T* v, T* out, int64_t
 
 namespace norm_detail {
 
+// One row's statistics and weight and bias (each null when absent), and the input gradient's
+// coefficients.
+template <class T>
+struct LayerNormRow {
+  T mean, rstd;
+  const T *weight, *bias;
+  T projection, grad_mean;
+};
+
 template <class T, bool kWeight, bool kBias>
 void output_row(const LayerNormRow<T>& r, const T* x, T* out, int64_t n) {
   using V = Vec<T>;
@@ -181,21 +194,89 @@ void input_grad_row(const LayerNormRow<T>& r, const T* dy, const T* x, T* out, i
   }
 }
 
-}  // namespace norm_detail
-
 // out[i] = (x[i] - mean) * rstd * weight[i] + bias[i] (a null weight or bias left out).
 template <class T>
-void layer_norm_output(const LayerNormRow<T>& r, const T* x, T* out, int64_t n) {
-  using namespace norm_detail;
+void output(const LayerNormRow<T>& r, const T* x, T* out, int64_t n) {
   if (r.weight) r.bias ? output_row<T, true, true>(r, x, out, n) : output_row<T, true, false>(r, x, out, n);
   else r.bias ? output_row<T, false, true>(r, x, out, n) : output_row<T, false, false>(r, x, out, n);
 }
 
-// out[i] = (dy[i] * weight[i] - (x[i] - mean) * projection - grad_mean) * rstd (a null weight: 1).
+// Rows are handled in groups: first each row's sums, then the group's divisions and square roots
+// side by side (a single row's would wait on one another), then each row's output pass.
+constexpr int64_t kRowGroup = 8;
+
+}  // namespace norm_detail
+
 template <class T>
-void layer_norm_input_grad(const LayerNormRow<T>& r, const T* dy, const T* x, T* out, int64_t n) {
+void norm_moments(int64_t units, int64_t count, const T* shift, const double* sum, const double* squares, double eps,
+                  double* mean, double* invstd, double* var) {
+  using D = Vec<double>;
+  const D n = D::broadcast(double(count)), zero = D::broadcast(0.0), one = D::broadcast(1.0), e = D::broadcast(eps);
+  for (int64_t u = 0; u < units; u += D::kWidth) {
+    const int64_t lanes = std::min<int64_t>(D::kWidth, units - u);
+    double base[D::kWidth] = {}, means[D::kWidth], invstds[D::kWidth], vars[D::kWidth];
+    for (int64_t l = 0; l < lanes; ++l) base[l] = double(shift[u + l]);
+    const D m = load_first(sum + u, lanes) / n;
+    // max(0, v): 0 for a negative v, v itself for a NaN (the second operand's, as on x86)
+    const D v = max(zero, load_first(squares + u, lanes) / n - m * m);
+    (D::load(base) + m).store(means);
+    (one / sqrt(v + e)).store(invstds);
+    v.store(vars);
+    for (int64_t l = 0; l < lanes; ++l) {
+      mean[u + l] = means[l], invstd[u + l] = invstds[l];
+      if (var) var[u + l] = vars[l];
+    }
+  }
+}
+
+template <class T>
+void layer_norm_forward(const T* x, int64_t rows, int64_t len, const T* weight, const T* bias, double eps, T* out,
+                        T* mean, T* rstd) {
   using namespace norm_detail;
-  r.weight ? input_grad_row<T, true>(r, dy, x, out, n) : input_grad_row<T, false>(r, dy, x, out, n);
+  for (int64_t first_row = 0; first_row < rows; first_row += kRowGroup) {
+    const int64_t group = std::min(kRowGroup, rows - first_row);
+    const T* xs = x + first_row * len;
+    T shift[kRowGroup];
+    double sum[kRowGroup], squares[kRowGroup], means[kRowGroup], invstds[kRowGroup];
+    for (int64_t r = 0; r < group; ++r) {
+      const T* row = xs + r * len;
+      shift[r] = len > 0 ? row[0] : T(0);
+      double first[kNormLanes] = {}, second[kNormLanes] = {};
+      norm_sums(row, shift[r], row, shift[r], len, first, second);
+      sum[r] = lane_total(first), squares[r] = lane_total(second);
+    }
+    norm_moments(group, std::max<int64_t>(len, 1), shift, sum, squares, eps, means, invstds, nullptr);
+    for (int64_t r = 0; r < group; ++r) {
+      T &m = mean[first_row + r], &s = rstd[first_row + r];
+      m = T(means[r]), s = T(invstds[r]);
+      output<T>({m, s, weight, bias, T(0), T(0)}, xs + r * len, out + (first_row + r) * len, len);
+    }
+  }
+}
+
+template <class T>
+void layer_norm_input_grad(const T* dy, const T* x, int64_t rows, int64_t len, const T* weight, const T* mean,
+                           const T* rstd, T* out) {
+  using namespace norm_detail;
+  for (int64_t first_row = 0; first_row < rows; first_row += kRowGroup) {
+    const int64_t group = std::min(kRowGroup, rows - first_row);
+    const int64_t at = first_row * len;
+    double sum_wdy[kRowGroup], sum_wdy_xmu[kRowGroup];
+    for (int64_t r = 0; r < group; ++r) {
+      double first[kNormLanes] = {}, second[kNormLanes] = {};
+      layer_norm_grad_sums(dy + at + r * len, weight, x + at + r * len, mean[first_row + r], len, first, second);
+      sum_wdy[r] = lane_total(first), sum_wdy_xmu[r] = lane_total(second);
+    }
+    for (int64_t r = 0; r < group; ++r) {
+      const T m = mean[first_row + r], s = rstd[first_row + r];
+      const double wide = double(s);
+      const LayerNormRow<T> row{
+          m, s, weight, nullptr, T(sum_wdy_xmu[r] / double(len) * wide * wide), T(sum_wdy[r] / double(len))};
+      const int64_t row_at = at + r * len;
+      weight ? input_grad_row<T, true>(row, dy + row_at, x + row_at, out + row_at, len)
+             : input_grad_row<T, false>(row, dy + row_at, x + row_at, out + row_at, len);
+    }
+  }
 }
 
 // grad_weight[j] += the sum over rows r of dy[r][j] * ((x[r][j] - mean[r]) * rstd[r]) and grad_bias[j]
@@ -230,8 +311,8 @@ void fill_norm(TypedKernels<T>& k) {
   k.norm_sums = norm_sums<T>;
   k.norm_column_sums = norm_column_sums<T>;
   k.norm_affine = norm_affine<T>;
-  k.layer_norm_grad_sums = layer_norm_grad_sums<T>;
-  k.layer_norm_output = layer_norm_output<T>;
+  k.norm_moments = norm_moments<T>;
+  k.layer_norm_forward = layer_norm_forward<T>;
   k.layer_norm_input_grad = layer_norm_input_grad<T>;
   k.layer_norm_param_sums = layer_norm_param_sums<T>;
 }

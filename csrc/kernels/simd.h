@@ -15,6 +15,9 @@
 //   interleave_low(a, b) / interleave_high(a, b) (a0 b0 a1 b1 ... of the lower / upper halves, across
 //   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block),
 //   even_lanes(a, b) (a0 a2 a4 ... b0 b2 b4 ...: the stride-2 columns of 2 * kWidth elements).
+//   load_first(p, count) / store_first(v, p, count) (the first count <= kWidth elements, the other
+//   lanes 0 / memory past them untouched: a row's tail without a copy through a buffer),
+//   load_first_widened(const float* p, count) (Vec<double>'s: count <= its kWidth floats, widened).
 // Loads and stores are unaligned.
 #pragma once
 #include <cmath>
@@ -344,6 +347,58 @@ FG_NEON_VEC(double, float64x2_t, f64, uint64x2_t, u64, 2,
 #endif
 
 #undef FG_VEC_STRUCT
+
+#if defined(FG_ISA_AVX512)
+inline Vec<float> load_first(const float* p, int64_t count) {
+  return {_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << count) - 1), p)};
+}
+inline Vec<double> load_first(const double* p, int64_t count) {
+  return {_mm512_maskz_loadu_pd(static_cast<__mmask8>((1u << count) - 1), p)};
+}
+inline Vec<double> load_first_widened(const float* p, int64_t count) {
+  return {_mm512_cvtps_pd(_mm256_maskz_loadu_ps(static_cast<__mmask8>((1u << count) - 1), p))};
+}
+inline void store_first(Vec<float> v, float* p, int64_t count) {
+  _mm512_mask_storeu_ps(p, static_cast<__mmask16>((1u << count) - 1), v.v);
+}
+inline void store_first(Vec<double> v, double* p, int64_t count) {
+  _mm512_mask_storeu_pd(p, static_cast<__mmask8>((1u << count) - 1), v.v);
+}
+#elif defined(FG_ISA_AVX2)
+// Lane i is set where i < count (all bits, as maskload/maskstore read the top one).
+inline __m256i first_lanes_32(int64_t count) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+inline __m256i first_lanes_64(int64_t count) {
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(count), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+inline Vec<float> load_first(const float* p, int64_t count) { return {_mm256_maskload_ps(p, first_lanes_32(count))}; }
+inline Vec<double> load_first(const double* p, int64_t count) { return {_mm256_maskload_pd(p, first_lanes_64(count))}; }
+inline Vec<double> load_first_widened(const float* p, int64_t count) {
+  return {_mm256_cvtps_pd(
+      _mm_maskload_ps(p, _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(count)), _mm_setr_epi32(0, 1, 2, 3))))};
+}
+inline void store_first(Vec<float> v, float* p, int64_t count) { _mm256_maskstore_ps(p, first_lanes_32(count), v.v); }
+inline void store_first(Vec<double> v, double* p, int64_t count) { _mm256_maskstore_pd(p, first_lanes_64(count), v.v); }
+#else  // one lane (a tail has no element) or NEON's: through a buffer
+template <class T>
+Vec<T> load_first(const T* p, int64_t count) {
+  T buffer[Vec<T>::kWidth] = {};
+  for (int64_t i = 0; i < count; ++i) buffer[i] = p[i];
+  return Vec<T>::load(buffer);
+}
+inline Vec<double> load_first_widened(const float* p, int64_t count) {
+  double buffer[Vec<double>::kWidth] = {};
+  for (int64_t i = 0; i < count; ++i) buffer[i] = p[i];
+  return Vec<double>::load(buffer);
+}
+template <class T>
+void store_first(Vec<T> v, T* p, int64_t count) {
+  T buffer[Vec<T>::kWidth];
+  v.store(buffer);
+  for (int64_t i = 0; i < count; ++i) p[i] = buffer[i];
+}
+#endif
 
 #if !defined(FG_ISA_SCALAR)
 // The fused multiply-add gives the product's rounding error exactly.

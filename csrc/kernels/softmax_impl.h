@@ -1,7 +1,7 @@
 // Softmax and log_softmax, forward and backward, over one block of a tensor seen as [n, inner]:
-// `columns` rows of n values each (column j's values x[j], x[j + inner], ...). inner == 1 is one
-// contiguous row (softmax over the last dim), vectorized along the row; otherwise the vector runs
-// across neighbouring columns, each lane one row.
+// `columns` rows of n values each (column j's values x[j], x[j + inner], ...). inner == 1 is
+// `columns` contiguous rows (softmax over the last dim), each vectorized along the row; otherwise
+// the vector runs across neighbouring columns, each lane one row.
 //
 // Numerics: the row's maximum m is subtracted before exp (no overflow for any logits); exp is the
 // elementwise kernel's (elementwise_impl.h: float32 within 1 ulp, float64 within 1.5 ulp), so
@@ -26,25 +26,25 @@
 namespace fg::simd::FG_ISA_NAMESPACE {
 namespace softmax_detail {
 
+// The first `count` (<= Vec<double>::kWidth) elements at p as doubles, the other lanes 0.
+inline Vec<double> load_first_as_double(const double* p, int64_t count) { return load_first(p, count); }
+inline Vec<double> load_first_as_double(const float* p, int64_t count) { return load_first_widened(p, count); }
+
 // The sum over i < n of term(a[i..], b[i..]) (term maps kWidth doubles of each to their terms), in
-// double: element i to partial sum i % kSumLanes; the last partial block through zero-padded
-// buffers (term(0, 0) must be 0).
+// double: element i to partial sum i % kSumLanes; the last partial block read with zeros past n
+// (term(0, 0) must be 0; the partial sums are never -0, so adding its +0 changes nothing).
 template <class T, class F>
 double row_sum(const T* a, const T* b, int64_t n, F term) {
   using D = Vec<double>;
   constexpr int R = kSumLanes / D::kWidth;
   D acc[R];
   for (D& v : acc) v = D::broadcast(0.0);
-  auto step = [&](const T* pa, const T* pb) {
-    for (int r = 0; r < R; ++r) acc[r] = acc[r] + term(D::load(pa + r * D::kWidth), D::load(pb + r * D::kWidth));
-  };
   int64_t i = 0;
-  for (; i + kSumLanes <= n; i += kSumLanes) step(a + i, b + i);
-  if (i < n) {
-    T ta[kSumLanes] = {}, tb[kSumLanes] = {};
-    std::copy(a + i, a + n, ta);
-    std::copy(b + i, b + n, tb);
-    step(ta, tb);
+  for (; i + kSumLanes <= n; i += kSumLanes)
+    for (int r = 0; r < R; ++r) acc[r] = acc[r] + term(D::load(a + i + r * D::kWidth), D::load(b + i + r * D::kWidth));
+  for (int r = 0; r < R && i + r * D::kWidth < n; ++r) {
+    const int64_t at = i + r * D::kWidth, count = std::min<int64_t>(D::kWidth, n - at);
+    acc[r] = acc[r] + term(load_first_as_double(a + at, count), load_first_as_double(b + at, count));
   }
   double lanes[kSumLanes];
   for (int r = 0; r < R; ++r) acc[r].store(lanes + r * D::kWidth);
@@ -53,20 +53,14 @@ double row_sum(const T* a, const T* b, int64_t n, F term) {
   return lanes[0];
 }
 
-// out[i] = f(i, a at i, b at i) for i < n, a and b read as vectors (the last partial one through
-// zero-padded buffers; its padding lanes compute values nobody stores).
+// out[i] = f(a at i, b at i) for i < n, a and b read as vectors (the last partial one with zeros in
+// its other lanes, which compute values nobody stores).
 template <class T, class F>
 void row_map(const T* a, const T* b, T* out, int64_t n, F f) {
   using V = Vec<T>;
   int64_t i = 0;
   for (; i + V::kWidth <= n; i += V::kWidth) f(V::load(a + i), V::load(b + i)).store(out + i);
-  if (i < n) {
-    T ta[V::kWidth] = {}, tb[V::kWidth] = {}, to[V::kWidth];
-    std::copy(a + i, a + n, ta);
-    std::copy(b + i, b + n, tb);
-    f(V::load(ta), V::load(tb)).store(to);
-    std::copy(to, to + (n - i), out + i);
-  }
+  if (i < n) store_first(f(load_first(a + i, n - i), load_first(b + i, n - i)), out + i, n - i);
 }
 
 template <class T>
@@ -79,28 +73,26 @@ T row_max(const T* x, int64_t n) {
     for (i = V::kWidth; i + V::kWidth <= n; i += V::kWidth) acc = max(acc, V::load(x + i));
     T lanes[V::kWidth];
     acc.store(lanes);
-    for (T v : lanes) m = v > m ? v : m;
+    // lane j against lane j + width: the lowest lane of the largest value, as a chain over the lanes
+    // would pick (a NaN lane may win here: the row gives NaN either way)
+    for (int width = V::kWidth / 2; width > 0; width /= 2)
+      for (int j = 0; j < width; ++j) lanes[j] = lanes[j + width] > lanes[j] ? lanes[j + width] : lanes[j];
+    m = lanes[0];
   }
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;
 }
 
 // A block of `count` (<= kWidth) neighbouring columns, its row k at p + k * inner: read and written
-// as one vector, through a zero-padded buffer when count < kWidth.
+// as one vector (zeros in the lanes past count).
 template <class T>
 struct ColumnBlock {
   int64_t inner, count;
   Vec<T> load(const T* p, int64_t k) const {
-    if (count == Vec<T>::kWidth) return Vec<T>::load(p + k * inner);
-    T buf[Vec<T>::kWidth] = {};
-    std::copy(p + k * inner, p + k * inner + count, buf);
-    return Vec<T>::load(buf);
+    return count == Vec<T>::kWidth ? Vec<T>::load(p + k * inner) : load_first(p + k * inner, count);
   }
   void store(Vec<T> v, T* p, int64_t k) const {
-    if (count == Vec<T>::kWidth) return v.store(p + k * inner);
-    T buf[Vec<T>::kWidth];
-    v.store(buf);
-    std::copy(buf, buf + count, p + k * inner);
+    count == Vec<T>::kWidth ? v.store(p + k * inner) : store_first(v, p + k * inner, count);
   }
 };
 
@@ -122,6 +114,11 @@ void column_sums(const ColumnBlock<T>& cols, const T* a, const T* b, int64_t n, 
   for (int h = 0; h < H; ++h) acc[h].store(sums + h * D::kWidth);
 }
 
+// Contiguous rows are taken in groups, each step (maxima, exps, sums, outputs) over the whole group
+// before the next: short rows' steps are chains of dependent operations (a horizontal maximum, a
+// tree of sums, a division or log), and the rows of a group run theirs side by side.
+constexpr int64_t kRowGroup = 8;
+
 }  // namespace softmax_detail
 
 // y = softmax(x) (log: log_softmax) along each row: with m the row's maximum and s = sum exp(x - m),
@@ -132,16 +129,26 @@ void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns
   using namespace softmax_detail;
   using V = Vec<T>;
   auto plain = [](Vec<double> a, Vec<double>) { return a; };
-  if (inner == 1) {
-    const V m = V::broadcast(row_max(x, n));
-    row_map(x, x, y, n, [&](V v, V) { return exp(v - m); });
-    const double s = row_sum(y, y, n, plain);
-    if (log) {
-      const V log_s = V::broadcast(static_cast<T>(std::log(s)));
-      row_map(x, x, y, n, [&](V v, V) { return (v - m) - log_s; });
-    } else {
-      const V scale = V::broadcast(static_cast<T>(1 / s));
-      row_map(y, y, y, n, [&](V e, V) { return e * scale; });
+  if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
+    for (int64_t first = 0; first < columns; first += kRowGroup) {
+      const int64_t group = std::min(kRowGroup, columns - first);
+      const T* xs = x + first * n;
+      T* ys = y + first * n;
+      T m[kRowGroup], factor[kRowGroup];
+      for (int64_t r = 0; r < group; ++r) m[r] = row_max(xs + r * n, n);
+      for (int64_t r = 0; r < group; ++r) {
+        const V mv = V::broadcast(m[r]);
+        row_map(xs + r * n, xs + r * n, ys + r * n, n, [&](V v, V) { return exp(v - mv); });
+      }
+      for (int64_t r = 0; r < group; ++r) {
+        const double s = row_sum(ys + r * n, ys + r * n, n, plain);
+        factor[r] = static_cast<T>(log ? std::log(s) : 1 / s);
+      }
+      for (int64_t r = 0; r < group; ++r) {
+        const V mv = V::broadcast(m[r]), c = V::broadcast(factor[r]);
+        if (log) row_map(xs + r * n, xs + r * n, ys + r * n, n, [&](V v, V) { return (v - mv) - c; });
+        else row_map(ys + r * n, ys + r * n, ys + r * n, n, [&](V e, V) { return e * c; });
+      }
     }
     return;
   }
@@ -167,12 +174,18 @@ template <class T>
 void softmax_backward(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns, bool log) {
   using namespace softmax_detail;
   using V = Vec<T>;
-  using D = Vec<double>;
-  auto term = [log](D gv, D yv) { return log ? gv : gv * yv; };
+  auto term = [log](Vec<double> gv, Vec<double> yv) { return log ? gv : gv * yv; };
   auto grad = [log](V yv, V gv, V s) { return log ? gv - exp(yv) * s : yv * (gv - s); };
-  if (inner == 1) {
-    const V s = V::broadcast(static_cast<T>(row_sum(g, y, n, term)));
-    row_map(y, g, gx, n, [&](V yv, V gv) { return grad(yv, gv, s); });
+  if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
+    for (int64_t first = 0; first < columns; first += kRowGroup) {
+      const int64_t group = std::min(kRowGroup, columns - first), at = first * n;
+      T sums[kRowGroup];
+      for (int64_t r = 0; r < group; ++r) sums[r] = static_cast<T>(row_sum(g + at + r * n, y + at + r * n, n, term));
+      for (int64_t r = 0; r < group; ++r) {
+        const V s = V::broadcast(sums[r]);
+        row_map(y + at + r * n, g + at + r * n, gx + at + r * n, n, [&](V yv, V gv) { return grad(yv, gv, s); });
+      }
+    }
     return;
   }
   for (int64_t j = 0; j < columns; j += V::kWidth) {

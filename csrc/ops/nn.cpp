@@ -41,22 +41,26 @@ struct Rows {
 };
 
 // Calls block(first, columns) for every block of rows, split over threads: along the last dim
-// (inner == 1) each row is a block (its n values contiguous from first); otherwise a block is up to
-// kColumnBlock neighbouring columns of one outer index. The kernels compute each row the same way
+// (inner == 1) a block is a run of `columns` whole rows, contiguous from first; otherwise a block is
+// up to kColumnBlock neighbouring columns of one outer index. The kernels compute each row the same way
 // in whichever block and thread it falls, so the bits do not depend on the thread count.
 constexpr int64_t kColumnBlock = 64;  // a multiple of every ISA's vector width
 
 template <class F>
 void for_each_block(const Rows& rows, F&& block) {
-  const int64_t width = rows.inner == 1 ? 1 : kColumnBlock;
-  const int64_t per_outer = (rows.inner + width - 1) / width;
-  const int64_t block_elements = rows.n * std::min(width, rows.inner);
-  if (rows.outer == 0 || block_elements == 0) return;  // no rows, or rows without values
-  parallel_for(0, rows.outer * per_outer, std::max<int64_t>(1, kParallelElements / block_elements),
+  if (rows.outer == 0 || rows.n == 0 || rows.inner == 0) return;  // no rows, or rows without values
+  if (rows.inner == 1) {
+    parallel_for(0, rows.outer, std::max<int64_t>(1, kParallelElements / rows.n),
+                 [&](int64_t lo, int64_t hi) { block(lo * rows.n, hi - lo); });
+    return;
+  }
+  const int64_t per_outer = (rows.inner + kColumnBlock - 1) / kColumnBlock;
+  parallel_for(0, rows.outer * per_outer,
+               std::max<int64_t>(1, kParallelElements / (rows.n * std::min(kColumnBlock, rows.inner))),
                [&](int64_t lo, int64_t hi) {
                  for (int64_t b = lo; b < hi; ++b) {
-                   const int64_t o = b / per_outer, column = (b % per_outer) * width;
-                   block(o * rows.n * rows.inner + column, std::min(width, rows.inner - column));
+                   const int64_t o = b / per_outer, column = (b % per_outer) * kColumnBlock;
+                   block(o * rows.n * rows.inner + column, std::min(kColumnBlock, rows.inner - column));
                  }
                });
 }

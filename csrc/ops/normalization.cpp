@@ -57,7 +57,7 @@ struct SumTerms {
 };
 
 // The sums of unit u's terms over `rows` runs of `len` elements, the first at `begin` and each
-// `row_stride` after the last: the kernel's lanes (norm_impl.h), added in lane order at the end.
+// `row_stride` after the last: the kernel's lanes (norm_impl.h), totalled by lane_total.
 template <class T>
 std::pair<double, double> unit_sums(const SumTerms<T>& t, int64_t u, int64_t begin, int64_t rows, int64_t len,
                                     int64_t row_stride) {
@@ -67,9 +67,7 @@ std::pair<double, double> unit_sums(const SumTerms<T>& t, int64_t u, int64_t beg
     const int64_t at = begin + r * row_stride;
     sums(t.p + at, t.s1[u], t.q + at, t.s2[u], len, first, second);
   }
-  double a = 0, b = 0;
-  for (int l = 0; l < kNormLanes; ++l) a += first[l], b += second[l];
-  return {a, b};
+  return {lane_total(first), lane_total(second)};
 }
 
 // Per channel c: the sums of the terms over its N * S elements (unit c).
@@ -135,21 +133,6 @@ void plane_affine(const Planes& p, const PlaneCoefficients<T>& k, const T* u, co
       }
     }
   });
-}
-
-// The mean and 1 / sqrt(var + eps) of each unit, from the sums of x - shift and its square over
-// `count` elements; the biased variance in `var` (when given).
-template <class T>
-void finish_moments(int64_t units, int64_t count, const T* shift, const double* sum, const double* squares, double eps,
-                    double* mean, double* invstd, double* var) {
-  for (int64_t u = 0; u < units; ++u) {
-    const double m = sum[u] / double(count);
-    double v = squares[u] / double(count) - m * m;
-    if (v < 0) v = 0;  // rounding's; a NaN (of a non-finite element) stays, as in PyTorch's statistics
-    mean[u] = double(shift[u]) + m;
-    invstd[u] = 1.0 / std::sqrt(v + eps);
-    if (var) var[u] = v;
-  }
 }
 
 template <class T>
@@ -291,8 +274,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
       if (count > 0)
         for (int64_t c = 0; c < p.c; ++c) shift[c] = xs[c * p.s];
       per_channel_sums<T>(p, {xs, shift.data(), xs, shift.data()}, sum.data(), squares.data());
-      finish_moments(p.c, std::max<int64_t>(count, 1), shift.data(), sum.data(), squares.data(), eps, mean.data(),
-                     invstd.data(), var.data());
+      kernels().of<T>().norm_moments(p.c, std::max<int64_t>(count, 1), shift.data(), sum.data(), squares.data(), eps,
+                                     mean.data(), invstd.data(), var.data());
       if (count > 0) {  // an empty batch leaves the running stats as they are, as PyTorch's
         if (running_mean) update_running<T>(running_mean, mean, momentum);
         if (running_var) {
@@ -413,8 +396,8 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     if (group_size > 0)
       for (int64_t u = 0; u < units; ++u) shift[u] = xs[u * group_size];
     per_row_sums<T>(units, group_size, 1, {xs, shift.data(), xs, shift.data()}, sum.data(), squares.data());
-    finish_moments(units, std::max<int64_t>(group_size, 1), shift.data(), sum.data(), squares.data(), eps, mean.data(),
-                   invstd.data(), nullptr);
+    kernels().of<T>().norm_moments(units, std::max<int64_t>(group_size, 1), shift.data(), sum.data(), squares.data(),
+                                   eps, mean.data(), invstd.data(), nullptr);
     // y = x * scale + shift per (n, c): scale = invstd[n, g] * w[c], shift = b[c] - mean[n, g] * scale
     const Tensor w_dense = weight ? dense(weight) : Tensor();  // alive while w is read
     const T* w = weight ? w_dense->data_as<T>() : nullptr;
@@ -443,8 +426,9 @@ Tensor group_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
 // group norm's passes with one group), the affine per element of the row. float16 and bfloat16 are
 // computed in float32 (PyTorch's accumulate type) and rounded once. Saves the input, the weight, and
 // the mean and 1 / std per row in the compute type, shaped as PyTorch's (the leading dims, then ones).
-// Forward: one pass per row (its statistics, then its output while the row is in cache). The backward
-// is one pass per row for its two sums and the input gradient, PyTorch's formula
+// Forward: one pass per row (its statistics, then its output while the row is in cache; norm_impl.h
+// takes rows in groups whose statistics are finished side by side). The backward is one pass per row
+// for its two sums and the input gradient, PyTorch's formula
 // rstd * (w dy - mean(w dy) - xhat * mean(w dy xhat)), and one pass for the weight's and bias's
 // gradients with threads splitting the columns (each column's sum in blocks of rows counted from the
 // first, in row order: no bit depends on the thread count). It is an
@@ -573,16 +557,7 @@ std::array<Tensor, 3> layer_norm_backward(const Tensor& grad, const Tensor& inpu
       Tensor grad_input = empty(input->shape, type);
       T* gi = grad_input->data_as<T>();
       parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
-        for (int64_t r = lo; r < hi; ++r) {
-          double first[kNormLanes] = {}, second[kNormLanes] = {};
-          k.layer_norm_grad_sums(g + r * len, ws, xs + r * len, means[r], len, first, second);
-          double sum_wdy = 0, sum_wdy_xmu = 0;
-          for (int l = 0; l < kNormLanes; ++l) sum_wdy += first[l], sum_wdy_xmu += second[l];
-          const double rstd = double(rstds[r]);
-          const LayerNormRow<T> row{
-              means[r], rstds[r], ws, nullptr, T(sum_wdy_xmu / double(len) * rstd * rstd), T(sum_wdy / double(len))};
-          k.layer_norm_input_grad(row, g + r * len, xs + r * len, gi + r * len, len);
-        }
+        k.layer_norm_input_grad(g + lo * len, xs + lo * len, hi - lo, len, ws, means + lo, rstds + lo, gi + lo * len);
       });
       out[0] = cast_values(grad_input, input->dtype);
     }
@@ -636,17 +611,7 @@ Tensor layer_norm(const Tensor& input, const Tensor& weight, const Tensor& bias,
     const TypedKernels<T>& k = kernels().of<T>();
     // Per row, while it is in cache: the sums of x - x[0] and its square, then the output.
     parallel_for(0, rows, grain_for(len), [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r) {
-        const T* row = xs + r * len;
-        const T shift = len > 0 ? row[0] : T(0);
-        double first[kNormLanes] = {}, second[kNormLanes] = {};
-        k.norm_sums(row, shift, row, shift, len, first, second);
-        double sum = 0, squares = 0, mean = 0, invstd = 0;
-        for (int l = 0; l < kNormLanes; ++l) sum += first[l], squares += second[l];
-        finish_moments(1, std::max<int64_t>(len, 1), &shift, &sum, &squares, eps, &mean, &invstd, nullptr);
-        means[r] = T(mean), rstds[r] = T(invstd);
-        k.layer_norm_output({means[r], rstds[r], ws, bs, T(0), T(0)}, row, ys + r * len, len);
-      }
+      k.layer_norm_forward(xs + lo * len, hi - lo, len, ws, bs, eps, ys + lo * len, means + lo, rstds + lo);
     });
   });
   out = cast_values(out, input->dtype);
