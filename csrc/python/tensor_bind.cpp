@@ -801,10 +801,11 @@ void bind_tensor(py::module_& m) {
     };
     return product(op, a, b, input, scalars[0], scalars[1]);
   });
-  m.def("linear", [](const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  // linear(input, weight, bias or None): F.linear, its argument types checked by the caller
+  m.def("linear", [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias) {
     // the work of input @ weight^T: product() would read the columns from weight's last dim, not its rows
     const double work = double(input->numel()) * double(weight->dim() ? weight->shape[0] : 1);
-    return call_op(work >= kLongKernelMultiplyAdds, fg::linear, input, weight, bias);
+    return call_op(work >= kLongKernelMultiplyAdds, fg::linear, input, weight, bias.value_or(Tensor()));
   });
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return product(fg::matmul, a, b); });

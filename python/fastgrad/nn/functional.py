@@ -43,8 +43,9 @@ def linear(input, weight, bias=None):
     """x @ W.t() + b as PyTorch routes it (ATen's linear), with its nodes: a 2-D input and a bias are
     one addmm (AddmmBackward0, the bias added in the product's epilogue); a contiguous input of
     another rank, with a contiguous bias that is a vector once squeezed, is viewed as 2-D around
-    that addmm (ViewBackward0 on either side), both in one call of the primitive linear; otherwise
-    matmul, then the bias added in place (AddBackward0)."""
+    that addmm (ViewBackward0 on either side); otherwise matmul, then the bias added in place
+    (AddBackward0). The primitive routes (its one call is most of a small layer's time); the types
+    are checked here for PyTorch's message."""
     if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
         position, name, value = next(
             (i, name, x)
@@ -52,19 +53,7 @@ def linear(input, weight, bias=None):
             if not isinstance(x, Tensor) and (x is not None or name != "bias")
         )
         raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}")
-    shape = input.shape
-    if not shape or weight.dim() == 0:
-        raise RuntimeError(
-            f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and {weight.dim()}D"
-        )
-    if bias is None:
-        return input.matmul(weight.t())
-    if len(shape) == 2:
-        return _prims.linear(input, weight, bias)
-    vector_bias = bias.dim() == 1 or sum(size != 1 for size in bias.shape) == 1  # PyTorch: bias.squeeze().dim() == 1
-    if vector_bias and input.is_contiguous() and bias.is_contiguous():
-        return _prims.linear(input, weight, bias)
-    return input.matmul(weight.t()).add_(bias)
+    return _prims.linear(input, weight, bias)
 
 
 def relu(input, inplace=False):

@@ -87,6 +87,13 @@ def addmm(input, mat1, mat2, beta, alpha):
     return _matmul.addmm(input, mat1, mat2, number_or_none(beta), number_or_none(alpha))
 
 
+def linear(input, weight, bias):
+    """F.linear: two tensors and a tensor or None, as the core's binding takes them."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        raise _invalid_arguments("linear", (input, weight, bias), "Tensor, Tensor, Tensor | None")
+    return _matmul.linear(input, weight, bias)
+
+
 def _dim_reduction(name, op):
     """op(x, dim, keepdim) for a dim that is None or an int, as the core's binding takes it."""
 
@@ -307,7 +314,6 @@ for _name, _op in {
     "bmm": _matmul.bmm,
     "mv": _matmul.mv,
     "dot": _matmul.dot,
-    "linear": _matmul.linear,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
 
