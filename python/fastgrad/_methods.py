@@ -839,11 +839,15 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
         name = "SplitBackward0"
-    source, before, start, parts = tensor.detach(), (builtins.slice(None),) * dim, 0, []
+    recording = _prims.is_grad_enabled() and tensor.requires_grad
+    # recorded: views of the detached input, made the outputs of one node; otherwise views of the input itself
+    source, before, start, parts = tensor.detach() if recording else tensor, (builtins.slice(None),) * dim, 0, []
     for n in sections:  # a loop, not comprehensions: split runs in every attention layer's call
         parts.append(source[(*before, builtins.slice(start, start + n))])
         start += n
-    return _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
+    if recording:
+        _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
+    return tuple(parts)
 
 
 def chunk(input, chunks, dim=0):

@@ -740,50 +740,47 @@ def bilinear(input1, input2, weight, bias=None):
 # ---- normalization and lookup
 
 
-def _checked_normalized_shape(op, input, normalized_shape, weight, bias=None):
-    """normalized_shape as a tuple, after PyTorch's checks of it, of the input's trailing dims and of
-    the parameters' shapes (layer_norm and rms_norm word them slightly differently). Shapes are compared
-    as tuples: a call per layer on every step, kept cheap."""
+def _checked_normalized_shape(input, normalized_shape, weight):
+    """rms_norm's normalized_shape as a tuple, after PyTorch's checks of it, of the input's trailing
+    dims and of the weight's shape (layer_norm's primitive makes its own)."""
     if not isinstance(normalized_shape, (tuple, list)):
         raise TypeError(
-            f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            "rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
             f"not {type(normalized_shape).__name__}"
         )
     shape = tuple(normalized_shape)
     dims = input.shape
-    if op == "rms_norm" and len(dims) < len(shape):
+    if len(dims) < len(shape):
         raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got {len(dims)}")
-    if len(dims) < len(shape) or tuple.__getitem__(dims, slice(len(dims) - len(shape), None)) != shape:
-        trailing = ("*, " if op == "layer_norm" else "*") + ", ".join(map(str, shape))
+    if tuple.__getitem__(dims, slice(len(dims) - len(shape), None)) != shape:
         raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape [{trailing}], "
+            f"Given normalized_shape={list(shape)}, expected input with shape [*{', '.join(map(str, shape))}], "
             f"but got input of size{list(dims)}"
         )
-    for name, tensor in (("weight", weight), ("bias", bias)):
-        if tensor is not None and tensor.shape != shape:
-            raise RuntimeError(
-                f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                f"{list(tensor.shape)} and normalized_shape = {list(shape)}"
-            )
+    if weight is not None and weight.shape != shape:
+        raise RuntimeError(
+            f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+            f"{list(weight.shape)} and normalized_shape = {list(shape)}"
+        )
     return shape
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, times weight plus bias:
     one fused op and one node (NativeLayerNormBackward0), as PyTorch's; float16 and bfloat16
-    computed in float32."""
-    shape = _checked_normalized_shape("layer_norm", input, normalized_shape, weight, bias)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    weight = None if weight is None else _in_dtype(weight, input.dtype)  # no generator: a call per layer per step
-    bias = None if bias is None else _in_dtype(bias, input.dtype)
-    return _prims.layer_norm(input, weight, bias, len(shape), eps)
+    computed in float32. The primitive checks the shapes (a call per layer on every step: one crossing)."""
+    if not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError(
+            "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            f"not {type(normalized_shape).__name__}"
+        )
+    return _prims.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight: composed as PyTorch's CPU
     path composes it (float16/bfloat16 computed in float32; eps None = the computing dtype's eps)."""
-    shape = _checked_normalized_shape("rms_norm", input, normalized_shape, weight)
+    shape = _checked_normalized_shape(input, normalized_shape, weight)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"rms_norm\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     upcast = input if input.dtype in (float32, float64) else input.float()
