@@ -109,7 +109,7 @@ def bare_forward(model, idx):
     causal = _C.where(_C.lt(_C.sub(_C.view(rows, [32, 1]), rows), 0), float("-inf"), 0.0)  # -inf above the diagonal
 
     def norm(x, name):
-        return _C.layer_norm(x, p[f"{name}.weight"], p[f"{name}.bias"], 1, 1e-5)
+        return _C.layer_norm(x, [64], p[f"{name}.weight"], p[f"{name}.bias"], 1e-5)
 
     def linear(x, name):
         return _C.linear(x, p[f"{name}.weight"], p[f"{name}.bias"])

@@ -103,6 +103,7 @@ def test_copies_do_not_follow_the_input(fg, torch, copy):
         lambda m, x, v: x.tensor_split(m.tensor([1, 2]), 1),
         lambda m, x, v: x.split(3, 1),
         lambda m, x, v: x.split([3, 1], 1),
+        lambda m, x, v: x[:, :0].split(0, 1),
         lambda m, x, v: m.broadcast_tensors(x, v, m.tensor(1.0)),
         lambda m, x, v: m.meshgrid(v, x[:, 0], indexing="xy"),
         lambda m, x, v: m.meshgrid([v, x[:, 0], v[:2]], indexing="ij"),

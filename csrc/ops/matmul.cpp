@@ -347,8 +347,13 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   if (input->dim() == 0 || weight->dim() == 0)
     throw RuntimeError(cat("both arguments to linear need to be at least 1D, but they are ", input->dim(), "D and ",
                            weight->dim(), "D"));
+  if (!bias) return matmul(input, t(weight));
   const Scalar one = Scalar::from_int(1);
   if (input->dim() == 2) return addmm(bias, input, t(weight), one, one);
+  // PyTorch's bias.squeeze().dim() == 1: one size other than 1
+  const bool vector_bias =
+      bias->dim() == 1 || std::count_if(bias->shape.begin(), bias->shape.end(), [](int64_t n) { return n != 1; }) == 1;
+  if (!vector_bias || !input->is_contiguous() || !bias->is_contiguous()) return add_(matmul(input, t(weight)), bias);
   // another rank: ViewBackward0 on either side of the AddmmBackward0, as PyTorch's nodes; the rows
   // counted, not -1: a dim may be 0
   Shape out_shape(input->shape.begin(), input->shape.end() - 1);

@@ -353,8 +353,9 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 // beta * input + alpha * (mat1 @ mat2), input broadcast to the product's shape (PyTorch's addmm).
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha);
 Tensor matmul(const Tensor& a, const Tensor& b);
-// F.linear with a bias that is a vector (once squeezed) and an input of rank 2, or contiguous of another
-// rank: one addmm (the bias in its epilogue), the input viewed as rows around it (ATen's linear).
+// F.linear as ATen's linear routes it: with a bias that is a vector (once squeezed) and an input of rank 2,
+// or contiguous of another rank, one addmm (the bias in its epilogue), the input viewed as rows around
+// it; without a bias (undefined) input @ weight^T; otherwise that product, then the bias added in place.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias);
 
 // ---- fused neural-network ops (ops/nn.cpp). Their backwards are direct loops too (as PyTorch's

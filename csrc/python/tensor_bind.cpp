@@ -809,10 +809,11 @@ void bind_tensor(py::module_& m) {
     };
     return product(op, a, b, input, scalars[0], scalars[1]);
   });
-  m.def("linear", [](const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  // linear(input, weight, bias or None): F.linear, its argument types checked by the caller
+  m.def("linear", [](const Tensor& input, const Tensor& weight, std::optional<Tensor> bias) {
     // the work of input @ weight^T: product() would read the columns from weight's last dim, not its rows
     const double work = double(input->numel()) * double(weight->dim() ? weight->shape[0] : 1);
-    return call_op(work >= kLongKernelMultiplyAdds, fg::linear, input, weight, bias);
+    return call_op(work >= kLongKernelMultiplyAdds, fg::linear, input, weight, bias.value_or(Tensor()));
   });
   m.def("bmm", [](const Tensor& a, const Tensor& b) { return product(fg::bmm, a, b); });
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return product(fg::matmul, a, b); });
@@ -899,11 +900,30 @@ void bind_tensor(py::module_& m) {
           return by_elements(2.0 * double(input->numel()), fg::group_norm, input, weight.value_or(Tensor()),
                              bias.value_or(Tensor()), groups, eps);
         });
-  // layer_norm(input, weight or None, bias or None, normalized_dims, eps)
-  m.def("layer_norm", [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias,
-                         int64_t normalized_dims, double eps) {
-    return by_elements(2.0 * double(input->numel()), fg::layer_norm, input, weight.value_or(Tensor()),
-                       bias.value_or(Tensor()), normalized_dims, eps);
+  // layer_norm(input, normalized_shape, weight or None, bias or None, eps): F.layer_norm after its
+  // shape checks (PyTorch's messages), here rather than in Python: they cost as much as a small
+  // layer's kernel. A floating input's weight and bias in another dtype are converted to its dtype.
+  m.def("layer_norm", [](const Tensor& input, const Shape& normalized_shape, std::optional<Tensor> weight,
+                         std::optional<Tensor> bias, double eps) {
+    const size_t dims = normalized_shape.size();
+    if (input->shape.size() < dims || !std::equal(normalized_shape.begin(), normalized_shape.end(),
+                                                  input->shape.end() - static_cast<std::ptrdiff_t>(dims))) {
+      const std::string trailing = shape_str(normalized_shape).substr(1);  // "64, 64]" (dims > 0 here)
+      throw RuntimeError(cat("Given normalized_shape=", shape_str(normalized_shape), ", expected input with shape [*, ",
+                             trailing, ", but got input of size", shape_str(input->shape)));
+    }
+    for (auto [name, t] : {std::pair{"weight", &weight}, std::pair{"bias", &bias}})
+      if (*t && (**t)->shape != normalized_shape)
+        throw RuntimeError(cat("Expected ", name, " to be of same shape as normalized_shape, but got ", name,
+                               " of shape ", shape_str((**t)->shape),
+                               " and normalized_shape = ", shape_str(normalized_shape)));
+    auto op = [](const Tensor& x, const Tensor& w, const Tensor& b, int64_t normalized_dims, double epsilon) {
+      const bool convert = is_floating(x->dtype);  // otherwise layer_norm refuses x first
+      return fg::layer_norm(x, w && convert ? to_dtype(w, x->dtype) : w, b && convert ? to_dtype(b, x->dtype) : b,
+                            normalized_dims, epsilon);
+    };
+    return by_elements(2.0 * double(input->numel()), op, input, weight.value_or(Tensor()), bias.value_or(Tensor()),
+                       static_cast<int64_t>(dims), eps);
   });
   // recurrent_layer(mode "RNN_TANH" | "RNN_RELU" | "LSTM" | "GRU", projected, h0, c0 or None, w_hh, b_hh or
   // None, reverse): the states of one direction of one layer (nn/rnn.py)

@@ -383,6 +383,9 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    if start.__class__ is int and end is None and dtype is None and device is None and out is None:
+        # arange(n), a model's positions on every call: what the general path below makes of it
+        return _finish(_prims.arange(0.0, builtins.float(start), 1.0, int64), requires_grad)
     check_cpu(device)
     if end is None:
         start, end = 0, start

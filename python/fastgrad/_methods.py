@@ -889,13 +889,19 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={size}")
         if size == 0 and length != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
-        sections = [builtins.min(size, length - start) for start in builtins.range(0, length, size)] or [0]
+        # whole parts of `size`, then the rest (an empty dim split by 0: one empty part)
+        sections = ([size] * (length // size) + ([length % size] if length % size else []) if size else []) or [0]
         name = "SplitBackward0"
-    source, before, start, parts = tensor.detach(), (builtins.slice(None),) * dim, 0, []
+    recording = _prims.is_grad_enabled() and tensor.requires_grad
+    # recorded: views of the detached input, made the outputs of one node; otherwise views of the input itself
+    slice_ = builtins.slice
+    source, before, start, parts = tensor.detach() if recording else tensor, (slice_(None),) * dim, 0, []
     for n in sections:  # a loop, not comprehensions: split runs in every attention layer's call
-        parts.append(source[(*before, builtins.slice(start, start + n))])
+        parts.append(source[(*before, slice_(start, start + n))])
         start += n
-    return _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
+    if recording:
+        _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
+    return tuple(parts)
 
 
 def chunk(input, chunks, dim=0):
@@ -3154,8 +3160,12 @@ FUNCTIONS = {  # exported by the package
 def _taking_numpy_names(op, aliases):
     """op, also taking numpy's names for its parameters (`aliases`: pairs such as ("axis", "dim"))."""
 
+    alias_names = frozenset(alias for alias, _ in aliases)
+
     @functools.wraps(op)
     def taking(*args, **kwargs):
+        if not kwargs or alias_names.isdisjoint(kwargs):  # torch's names: no renaming (softmax, cat, topk per token)
+            return op(*args, **kwargs)
         for alias, name in aliases:
             if alias in kwargs:
                 if name in kwargs:  # both names: PyTorch's parser takes the alias for an unknown keyword

@@ -11,6 +11,7 @@ zero; here the result has no history: README, Differences).
 """
 
 import builtins
+import math
 import numbers
 import warnings
 from fractions import Fraction
@@ -61,8 +62,10 @@ def _drawn(shape, dtype, fill, *args):
     """A new tensor of `shape` and `dtype` filled by the engine method `fill` (row-major order). The
     engine fills float32, float64, bool and the integer types; float16/bfloat16 are drawn as float32."""
     draw_type = float32 if dtype.is_floating_point and dtype not in (float32, float64) else dtype
-    values = np.empty(int(np.prod(shape, dtype=np.int64)), NUMPY_TYPES[draw_type])
+    values = np.empty(math.prod(shape), NUMPY_TYPES[draw_type])  # math's: numpy's prod of a list costs µs
     fill(values, *args)
+    if draw_type is dtype and dtype is not bool_:  # a native array of the dtype: nothing for _from_array to convert
+        return _prims.from_numpy(values.reshape(shape), share_memory=False)
     return _from_array(values.reshape(shape), dtype)
 
 
@@ -230,50 +233,49 @@ def _meta_broadcast(*tensors):
 # ---- draws shaped by a tensor of parameters
 
 
-def _probabilities(input, name):
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(
-            f"{name} only supports floating-point dtypes for input, got: {SCALAR_TYPE_NAME[input.dtype]}"
-        )
-    return _values(input).astype(np.float64)
-
-
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Category indices drawn from each row of (unnormalised) probabilities, as PyTorch's CPU kernel:
     without replacement (or one sample) the num_samples largest of p / Exponential(1) in the input's
     dtype (argmax, or topk with its order of equal keys: distinct draws, zero-probability categories
     last); with replacement a binary search of one double uniform per sample in the row's normalised
-    cumulative sums."""
-    probabilities = _probabilities(input, "multinomial")
+    cumulative sums. A sampling loop calls this per token: few numpy calls, and the one sample of a row
+    is the core's argmax of the keys."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(
+            f"multinomial only supports floating-point dtypes for input, got: {SCALAR_TYPE_NAME[input.dtype]}"
+        )
     num_samples = _index(num_samples)
     if input.dim() not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
-    rows = probabilities.reshape(-1, input.shape[-1])
-    categories = rows.shape[1]
-    if not replacement and num_samples > categories:
+    shape = list(input.shape)
+    rows = _values(input).reshape(shape[0] if len(shape) == 2 else 1, shape[-1])  # not -1: rows may be empty
+    if not replacement and num_samples > shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
-    if categories > 2**24:
+    if shape[-1] > 2**24:
         raise RuntimeError("number of categories cannot exceed 2^24")
-    if not np.all(np.isfinite(rows) & (rows >= 0)):
+    # every value finite and >= 0 (NaN fails both comparisons), then every row's sum > 0: its largest value
+    row_max = rows.max(axis=1, initial=0.0)
+    if not (rows.min(initial=0.0) >= 0 and row_max.max(initial=0.0) < np.inf):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if np.any(rows.sum(axis=1) <= 0):
+    if not row_max.min(initial=np.inf) > 0:
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     if replacement and num_samples > 1:  # the 16-bit floats sum in float32, as ATen's kernel for them
         drawn = np.empty((rows.shape[0], num_samples), np.int64)
         row_type = np.float64 if input.dtype is float64 else np.float32
         engine(generator).multinomial_with_replacement_(drawn, np.array(rows, row_type))
+        result = _prims.from_numpy(drawn.reshape(shape[:-1] + [num_samples]), share_memory=False)
     else:
-        weights = input.detach().reshape(rows.shape)
-        keys = _values(weights / exponential_(_prims.empty(list(rows.shape), input.dtype), generator=generator))
+        noise = _drawn(shape, input.dtype, engine(generator).exponential_, 1.0)
+        keys = _prims.div(input.detach() if input.requires_grad else input, noise)
         if num_samples == 1:  # argmax: the first of equal keys
-            drawn = np.argmax(keys, axis=1)[:, None]
+            result = _prims.argmax(keys, -1, True)
         else:  # topk: the num_samples largest keys, largest first, equal ones in the order ATen's leaves them
             drawn = np.empty((rows.shape[0], num_samples), np.int64)
             key_type = np.float64 if input.dtype is float64 else np.float32  # ATen's topk compares 16-bit keys as float
-            engine(generator).multinomial_top_(drawn, np.array(keys, key_type))
-    result = _from_array(drawn.reshape(list(input.shape[:-1]) + [num_samples]), int64)
+            engine(generator).multinomial_top_(drawn, np.array(_values(keys).reshape(rows.shape), key_type))
+            result = _prims.from_numpy(drawn.reshape(shape[:-1] + [num_samples]), share_memory=False)
     return _with_out(result, out)
 
 

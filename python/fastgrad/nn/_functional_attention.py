@@ -26,12 +26,16 @@ __all__ = ["multi_head_attention_forward", "scaled_dot_product_attention"]
 
 def _check_sdpa_inputs(query, key, value, attn_mask):
     """ATen's validate_sdpa_input."""
-    for position, (name, tensor) in enumerate((("query", query), ("key", key), ("value", value)), 1):
-        if not isinstance(tensor, Tensor):
-            raise TypeError(
-                f"scaled_dot_product_attention(): argument '{name}' (position {position}) "
-                f"must be Tensor, not {type(tensor).__name__}"
-            )
+    if not (isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor)):
+        position, name, tensor = next(
+            (i, name, t)
+            for i, (name, t) in enumerate((("query", query), ("key", key), ("value", value)), 1)
+            if not isinstance(t, Tensor)
+        )
+        raise TypeError(
+            f"scaled_dot_product_attention(): argument '{name}' (position {position}) "
+            f"must be Tensor, not {type(tensor).__name__}"
+        )
     if attn_mask is not None and not isinstance(attn_mask, Tensor):
         raise TypeError(
             "scaled_dot_product_attention(): argument 'attn_mask' (position 4) "
@@ -103,7 +107,8 @@ def scaled_dot_product_attention(
     mask's True takes part; a float mask is added; is_causal is a lower-triangular bool mask aligned
     to the top left."""
     _check_sdpa_inputs(query, key, value, attn_mask)
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale  # ATen's calculate_scale
+    *_, rows, width = query.shape  # unpacked: Size's indexing is a Python call
+    scale = 1.0 / math.sqrt(width) if scale is None else scale  # ATen's calculate_scale
     root = math.sqrt(abs(scale))  # q and k are each scaled by the root, the sign going to q
     query = query * (-root if scale < 0 else root)
     if is_causal:
@@ -111,7 +116,7 @@ def scaled_dot_product_attention(
             raise RuntimeError(
                 "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
             )
-        rows, cols = query.shape[-2], key.shape[-2]
+        cols = key.shape[-2]
         build = _cached_causal_bias if rows * cols <= _CACHED_CAUSAL_BIAS_ELEMENTS else _causal_bias
         attn_mask = build(rows, cols, query.dtype)
     elif attn_mask is not None and attn_mask.dtype == bool_:

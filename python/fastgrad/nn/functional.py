@@ -54,8 +54,9 @@ def linear(input, weight, bias=None):
     """x @ W.t() + b as PyTorch routes it (ATen's linear), with its nodes: a 2-D input and a bias are
     one addmm (AddmmBackward0, the bias added in the product's epilogue); a contiguous input of
     another rank, with a contiguous bias that is a vector once squeezed, is viewed as 2-D around
-    that addmm (ViewBackward0 on either side), both in one call of the primitive linear; otherwise
-    matmul, then the bias added in place (AddBackward0)."""
+    that addmm (ViewBackward0 on either side); otherwise matmul, then the bias added in place
+    (AddBackward0). The primitive routes (its one call is most of a small layer's time); the types
+    are checked here for PyTorch's message."""
     if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
         position, name, value = next(
             (i, name, x)
@@ -63,19 +64,7 @@ def linear(input, weight, bias=None):
             if not isinstance(x, Tensor) and (x is not None or name != "bias")
         )
         raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}")
-    shape = input.shape
-    if not shape or weight.dim() == 0:
-        raise RuntimeError(
-            f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and {weight.dim()}D"
-        )
-    if bias is None:
-        return input.matmul(weight.t())
-    if len(shape) == 2:
-        return _prims.linear(input, weight, bias)
-    vector_bias = bias.dim() == 1 or sum(size != 1 for size in bias.shape) == 1  # PyTorch: bias.squeeze().dim() == 1
-    if vector_bias and input.is_contiguous() and bias.is_contiguous():
-        return _prims.linear(input, weight, bias)
-    return input.matmul(weight.t()).add_(bias)
+    return _prims.linear(input, weight, bias)
 
 
 def relu(input, inplace=False):
@@ -762,50 +751,47 @@ def bilinear(input1, input2, weight, bias=None):
 # ---- normalization and lookup
 
 
-def _checked_normalized_shape(op, input, normalized_shape, weight, bias=None):
-    """normalized_shape as a tuple, after PyTorch's checks of it, of the input's trailing dims and of
-    the parameters' shapes (layer_norm and rms_norm word them slightly differently). Shapes are compared
-    as tuples: a call per layer on every step, kept cheap."""
+def _checked_normalized_shape(input, normalized_shape, weight):
+    """rms_norm's normalized_shape as a tuple, after PyTorch's checks of it, of the input's trailing
+    dims and of the weight's shape (layer_norm's primitive makes its own)."""
     if not isinstance(normalized_shape, (tuple, list)):
         raise TypeError(
-            f"{op}(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            "rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
             f"not {type(normalized_shape).__name__}"
         )
     shape = tuple(normalized_shape)
     dims = input.shape
-    if op == "rms_norm" and len(dims) < len(shape):
+    if len(dims) < len(shape):
         raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got {len(dims)}")
-    if len(dims) < len(shape) or tuple.__getitem__(dims, slice(len(dims) - len(shape), None)) != shape:
-        trailing = ("*, " if op == "layer_norm" else "*") + ", ".join(map(str, shape))
+    if tuple.__getitem__(dims, slice(len(dims) - len(shape), None)) != shape:
         raise RuntimeError(
-            f"Given normalized_shape={list(shape)}, expected input with shape [{trailing}], "
+            f"Given normalized_shape={list(shape)}, expected input with shape [*{', '.join(map(str, shape))}], "
             f"but got input of size{list(dims)}"
         )
-    for name, tensor in (("weight", weight), ("bias", bias)):
-        if tensor is not None and tensor.shape != shape:
-            raise RuntimeError(
-                f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                f"{list(tensor.shape)} and normalized_shape = {list(shape)}"
-            )
+    if weight is not None and weight.shape != shape:
+        raise RuntimeError(
+            f"Expected weight to be of same shape as normalized_shape, but got weight of shape "
+            f"{list(weight.shape)} and normalized_shape = {list(shape)}"
+        )
     return shape
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) over the trailing normalized_shape dims, times weight plus bias:
     one fused op and one node (NativeLayerNormBackward0), as PyTorch's; float16 and bfloat16
-    computed in float32."""
-    shape = _checked_normalized_shape("layer_norm", input, normalized_shape, weight, bias)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"LayerNormKernelImpl\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-    weight = None if weight is None else _in_dtype(weight, input.dtype)  # no generator: a call per layer per step
-    bias = None if bias is None else _in_dtype(bias, input.dtype)
-    return _prims.layer_norm(input, weight, bias, len(shape), eps)
+    computed in float32. The primitive checks the shapes (a call per layer on every step: one crossing)."""
+    if not isinstance(normalized_shape, (tuple, list)):
+        raise TypeError(
+            "layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, "
+            f"not {type(normalized_shape).__name__}"
+        )
+    return _prims.layer_norm(input, normalized_shape, weight, bias, eps)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the trailing dims, times weight: composed as PyTorch's CPU
     path composes it (float16/bfloat16 computed in float32; eps None = the computing dtype's eps)."""
-    shape = _checked_normalized_shape("rms_norm", input, normalized_shape, weight)
+    shape = _checked_normalized_shape(input, normalized_shape, weight)
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"rms_norm\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
     upcast = input if input.dtype in (float32, float64) else input.float()

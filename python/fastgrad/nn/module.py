@@ -483,10 +483,20 @@ class Module:
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: parameters, buffers and submodules live in their dicts.
-        for registry in ("_parameters", "_buffers", "_modules"):
-            members = self.__dict__.get(registry)
-            if members is not None and name in members:
-                return members[name]
+        # Written out, not a loop over the three names: a layer reads its parameters here on every call.
+        members = self.__dict__
+        try:
+            parameters = members["_parameters"]
+            if name in parameters:
+                return parameters[name]
+            buffers = members["_buffers"]
+            if name in buffers:
+                return buffers[name]
+            modules = members["_modules"]
+            if name in modules:
+                return modules[name]
+        except KeyError:  # before Module.__init__ made the dicts
+            pass
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):

@@ -7,7 +7,7 @@ from array import array
 
 from .._types import SCALAR_TYPE_NAME, bool as bool_, compute_type, int64, float32
 from ._autograd import Function, no_grad
-from ._inplace import squeeze_
+from ._inplace import add_, squeeze_
 from ._storage import TYPECODE, cast_scalar
 from ._shape import expand, reshape, squeeze, t, transpose, unsqueeze, view, UnsafeViewBackward0
 from ._tensor import broadcast_shapes, element_offsets, new_tensor, numel_of, read
@@ -229,14 +229,21 @@ def addmm(input, mat1, mat2, beta, alpha):
 
 
 def linear(input, weight, bias):
-    """F.linear with a vector bias (once squeezed), as the core's linear: one addmm for a 2-D input,
-    another rank (contiguous) viewed as rows around it."""
+    """F.linear as the core's linear routes it (ATen's): with a bias that is a vector once squeezed,
+    one addmm for a 2-D input, another rank (contiguous, with a contiguous bias) viewed as rows
+    around it; without a bias (None) input @ weight^T; otherwise that product, then the bias added
+    in place."""
     if input.dim() == 0 or weight.dim() == 0:
         raise RuntimeError(
             f"both arguments to linear need to be at least 1D, but they are {input.dim()}D and {weight.dim()}D"
         )
+    if bias is None:
+        return matmul(input, t(weight))
     if input.dim() == 2:
         return addmm(bias, input, t(weight), 1, 1)
+    vector_bias = bias.dim() == 1 or sum(size != 1 for size in bias.shape) == 1  # bias.squeeze().dim() == 1
+    if not (vector_bias and input.is_contiguous() and bias.is_contiguous()):
+        return add_(matmul(input, t(weight)), bias)
     *leading, width = input.shape
     out = addmm(bias, view(input, [numel_of(leading), width]), t(weight), 1, 1)  # not -1: a dim may be 0
     return view(out, [*leading, out.shape[1]])

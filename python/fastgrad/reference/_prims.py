@@ -87,6 +87,13 @@ def addmm(input, mat1, mat2, beta, alpha):
     return _matmul.addmm(input, mat1, mat2, number_or_none(beta), number_or_none(alpha))
 
 
+def linear(input, weight, bias):
+    """F.linear: two tensors and a tensor or None, as the core's binding takes them."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        raise _invalid_arguments("linear", (input, weight, bias), "Tensor, Tensor, Tensor | None")
+    return _matmul.linear(input, weight, bias)
+
+
 def _dim_reduction(name, op):
     """op(x, dim, keepdim) for a dim that is None or an int, as the core's binding takes it."""
 
@@ -307,7 +314,6 @@ for _name, _op in {
     "bmm": _matmul.bmm,
     "mv": _matmul.mv,
     "dot": _matmul.dot,
-    "linear": _matmul.linear,
 }.items():
     globals()[_name] = _tensor_args(_name, _op)
 
@@ -631,16 +637,34 @@ def group_norm(input, weight, bias, groups, eps):
     return _norm.group_norm(input, weight, bias, operator.index(groups), float(eps))
 
 
-def layer_norm(input, weight, bias, normalized_dims, eps):
-    args = (input, weight, bias, normalized_dims, eps)
+def layer_norm(input, normalized_shape, weight, bias, eps):
+    """F.layer_norm after PyTorch's shape checks, as the core's binding makes them: a floating input's
+    weight and bias in another dtype converted to its dtype."""
+    args = (input, normalized_shape, weight, bias, eps)
     if not (
         isinstance(input, Tensor)
+        and isinstance(normalized_shape, (tuple, list))
+        and builtins.all(_int_like(size) for size in normalized_shape)
         and _optional_tensors(weight, bias)
-        and _int_like(normalized_dims)
         and _float_like(eps)
     ):
-        raise _invalid_arguments("layer_norm", args, "Tensor, Tensor | None, Tensor | None, int, float")
-    return _norm.layer_norm(input, weight, bias, operator.index(normalized_dims), float(eps))
+        raise _invalid_arguments("layer_norm", args, "Tensor, List[int], Tensor | None, Tensor | None, float")
+    shape = [operator.index(size) for size in normalized_shape]
+    dims = list(input.shape)
+    if len(dims) < len(shape) or dims[len(dims) - len(shape) :] != shape:
+        raise RuntimeError(
+            f"Given normalized_shape={shape_str(shape)}, expected input with shape [*, {shape_str(shape)[1:]}, "
+            f"but got input of size{shape_str(dims)}"
+        )
+    for name, tensor in (("weight", weight), ("bias", bias)):
+        if tensor is not None and list(tensor.shape) != shape:
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                f"{shape_str(tensor.shape)} and normalized_shape = {shape_str(shape)}"
+            )
+    if input.dtype.is_floating_point:
+        weight, bias = (None if t is None else to_dtype(t, input.dtype) for t in (weight, bias))
+    return _norm.layer_norm(input, weight, bias, len(shape), float(eps))
 
 
 def recurrent_layer(mode, projected, h0, c0, w_hh, b_hh, reverse):
