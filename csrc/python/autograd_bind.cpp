@@ -179,6 +179,10 @@ std::recursive_mutex engine_mutex;
 std::unique_lock<std::recursive_mutex> lock_engine() {
   std::unique_lock<std::recursive_mutex> lock(engine_mutex, std::try_to_lock);
   if (!lock.owns_lock()) {
+    if (!PyGILState_Check()) {  // a compiled program's replay, which runs without the GIL
+      lock.lock();
+      return lock;
+    }
     py::gil_scoped_release no_gil;
     lock.lock();
   }
@@ -193,6 +197,7 @@ void warn_gradient_cycle() {
   static bool warned = false;
   if (warned) return;
   warned = true;
+  py::gil_scoped_acquire gil;  // a replay runs without it
   if (PyErr_WarnEx(PyExc_UserWarning,
                    "Using backward() with create_graph=True will create a reference cycle between the parameter and "
                    "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
@@ -200,6 +205,27 @@ void warn_gradient_cycle() {
                    "your parameters to None after use to break the cycle and avoid the leak.",
                    1) != 0)
     throw py::error_already_set();
+}
+
+// torch.autograd.backward's check of an output given no gradient (ones then stand for it).
+void check_implicit_gradient(const Tensor& root) {
+  if (root->requires_grad() && root->numel() != 1)
+    throw RuntimeError("grad can be implicitly created only for scalar outputs");
+}
+
+void check_gradient_edge(const Tensor& root, size_t i) {
+  if (!gradient_edge(root).fn)  // a view made under no_grad requires grad but has no gradient edge
+    throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
+}
+
+// root.backward() without a gradient, with no Python object involved: a compiled program replays it
+// without the GIL.
+void backward_of_root(const Tensor& root, bool retain_graph, bool create_graph) {
+  check_implicit_gradient(root);
+  check_gradient_edge(root, 0);
+  if (create_graph) warn_gradient_cycle();
+  auto lock = lock_engine();
+  run_backward({root}, {ones_like(root)}, retain_graph, nullptr, create_graph);
 }
 
 // torch.autograd.backward's checks of the outputs and of the gradient given for each (a tensor, or
@@ -212,8 +238,7 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     Tensor root = tensors[i].cast<Tensor>();
     py::handle g = grad_tensors[i];
     if (g.is_none()) {
-      if (root->requires_grad() && root->numel() != 1)
-        throw RuntimeError("grad can be implicitly created only for scalar outputs");
+      check_implicit_gradient(root);
       grads.push_back(Tensor());
     } else if (!py::isinstance<TensorImpl>(g)) {
       throw TypeError(cat("gradients can be either Tensors or None, but got ", type_name(g)));
@@ -228,8 +253,7 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     roots.push_back(root);
   }
   for (size_t i = 0; i < roots.size(); ++i) {
-    if (!gradient_edge(roots[i]).fn)  // a view made under no_grad requires grad but has no gradient edge
-      throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
+    check_gradient_edge(roots[i], i);
     if (!grads[i]) grads[i] = ones_like(roots[i]);
   }
   // The pass runs with the GIL, released around each node whose incoming gradients are long
@@ -263,10 +287,8 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
     run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none(), create_graph);
     return;
   }
-  // loss.backward(), a step of a compiled function's program.
-  auto backward = [](const Tensor& root, bool retain, bool create) {
-    run_backward_checked(py::make_tuple(root), py::make_tuple(py::none()), retain, py::none(), create);
-  };
+  // loss.backward(), a step of a compiled function's program: C++ only, as a replay runs it without the GIL.
+  auto backward = [](const Tensor& root, bool retain, bool create) { backward_of_root(root, retain, create); };
   call_op(false, backward, self, retain, create_graph);
 }
 

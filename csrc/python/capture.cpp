@@ -7,6 +7,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "python/optim_replay.h"
+
 namespace fg::capture {
 
 // The recorder of the capture this thread runs (null when it runs none). Steps are recorded only
@@ -63,8 +65,9 @@ struct Step {
   bool grad_mode = false;     // the grad mode it ran in
   std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
 
+  // Without the GIL (Program::run): host calls take it back themselves.
   void run(Frame& frame) const {
-    Tensor result = run_call(call, long_work, {frame.data(), slots.data()});  // the frame belongs to this replay
+    Tensor result = call.run({frame.data(), slots.data()});  // the frame belongs to this replay
     if (!has_result) return;
     check_result(result, defined, shape);
     if (out >= 0) frame[out] = std::move(result);
@@ -78,12 +81,15 @@ struct Program {
   std::vector<int> outputs;
   size_t fingerprint = 0;  // of the steps (add_step)
 
-  // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error.
+  // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error. The steps
+  // run without the GIL (other Python threads run meanwhile, other programs replay in parallel): the
+  // ops and the backward pass are C++ on the frame's own tensors, and host calls take the GIL back.
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
     if (static_cast<int>(args.size()) != inputs)
       throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
     Frame frame = frame_template;
     std::copy(args.begin(), args.end(), frame.begin());
+    py::gil_scoped_release no_gil;
     GradModeGuard restore(grad_enabled());
     for (const Step& step : steps) {
       if (step.grad_mode != grad_enabled()) set_grad_enabled(step.grad_mode);
@@ -212,13 +218,15 @@ class Region {
   Recorder* r_;
 };
 
-// A host call as a step: fn(*args) again, with the GIL (a replay holds it between long kernels).
+// A host call as a step: fn() again, with the GIL taken back (a replay runs without it), or the
+// optimizer update it stands for in C++ where optim_replay.h can do it.
 struct HostCall {
   py::object fn;
-  py::args args;
-  HostCall(py::object f, py::args a) : fn(std::move(f)), args(std::move(a)) {}
+  std::optional<FusedUpdate> fused;
+  HostCall(py::object f, std::optional<FusedUpdate> u) : fn(std::move(f)), fused(std::move(u)) {}
   Tensor run(TensorArgs) const {
-    fn(*args);
+    py::gil_scoped_acquire gil;
+    if (!fused || !replay_fused_update(*fused)) fn();
     return Tensor();
   }
 };
@@ -426,9 +434,11 @@ void bind_capture(py::module_& m) {
   m.def("_capturing", [] { return recording(recorder()); });
   // fn(*args), a host call of the program: replays call it again (an optimizer's step, a scheduler's
   // step: Python that reads its state then). What it does with tensors is its own, not recorded.
-  m.def("_capture_host_call", [](py::object fn, py::args args) {
+  // `fused`: None, or the C++ form of an optimizer's step or zero_grad (optim_replay.h) that replays
+  // run instead of fn() when they can.
+  m.def("_capture_host_call", [](py::object fn, py::handle fused) {
     Recorder* r = recorder();
-    if (!recording(r)) return fn(*args);
+    if (!recording(r)) return fn();
     // Its identity: for a functools.partial (which hashes by identity), the method and the arguments
     // that hash.
     const bool partial = py::hasattr(fn, "func") && py::hasattr(fn, "args");
@@ -438,10 +448,12 @@ void bind_capture(py::module_& m) {
       if (h == -1) PyErr_Clear();
       identity = combine(identity, static_cast<size_t>(h));
     }
-    Step step(Call(new HostCall(fn, args)));
+    std::optional<FusedUpdate> update;
+    if (!fused.is_none()) update = fused_update_of(fused);
+    Step step(Call(new HostCall(fn, std::move(update))));
     add_step(r, std::move(step), identity);
     Region region(r);
-    return fn(*args);
+    return fn();
   });
 }
 

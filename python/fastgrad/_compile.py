@@ -440,19 +440,28 @@ def host_call(method, *args, **kwargs):
     becomes a step of the program that calls the method again on replay, which so reads the learning
     rate, the step count, the gradients as they are then (an optimizer's step and zero_grad, a
     scheduler's step). Tensor arguments (a metric) would be stale on replay: they end the capture."""
+    return _host_call(method, args, kwargs, None)
+
+
+def _host_call(method, args, kwargs, fused):
+    """host_call; `fused`: None, or what C++ needs to replay the call without running Python
+    (csrc/python/optim_replay.h), which it does whenever the method would do just that."""
     if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         _prims._capture_abandon(f"a tensor passed to {method.__qualname__}()")
         return method(*args, **kwargs)
-    return _prims._capture_host_call(functools.partial(method, *args, **kwargs))
+    return _prims._capture_host_call(functools.partial(method, *args, **kwargs), fused)
 
 
-def replayed_as_host_call(method):
-    """`method`, made a host call when called during a capture (host_call)."""
+def replayed_as_host_call(method=None, *, fused=None):
+    """`method`, made a host call when called during a capture (host_call). `fused(*args, **kwargs)`
+    says how C++ may replay that call (_host_call), or None. Without `method`, a decorator."""
+    if method is None:
+        return functools.partial(replayed_as_host_call, fused=fused)
 
     @functools.wraps(method)
     def call(*args, **kwargs):
         if _prims._capturing():
-            return host_call(method, *args, **kwargs)
+            return _host_call(method, args, kwargs, fused and fused(*args, **kwargs))
         return method(*args, **kwargs)
 
     return call
