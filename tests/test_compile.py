@@ -202,6 +202,32 @@ def test_non_tensor_arguments_and_globals_are_guarded_by_value():
     assert len(f._cache) == 3
 
 
+def test_arguments_in_containers_and_closure_state_are_keys():
+    """Tensors inside lists and dicts are inputs; numbers by value and type; an unhashable argument
+    runs eagerly; a list in the closure is guarded by its contents."""
+    weights = [fastgrad.tensor([1.0, 2.0])]
+    holder = types.SimpleNamespace(scale=2.0)
+
+    def f(parts, options):
+        return parts[0] * options["k"] + parts[1] * weights[0] * holder.scale
+
+    compiled = fastgrad.compile(f)
+    a, b = fastgrad.tensor([1.0, 1.0]), fastgrad.tensor([3.0, 4.0])
+
+    def check(parts, options, programs):
+        np.testing.assert_array_equal(values(compiled(parts, options)), values(f(parts, options)))
+        assert len(compiled._cache) == programs
+
+    check([a, b], {"k": 2}, 1)
+    check([b, a], {"k": 2}, 1)  # other tensors, the same signature
+    check((a, b), {"k": 2}, 2)  # a tuple is not a list
+    check([a, b], {"k": 2.0}, 3)  # a float is not an int
+    check([a, a], {"k": 2}, 4)  # the same tensor twice
+    weights[0] = fastgrad.tensor([5.0, 6.0])  # a list of the closure: by contents
+    check([a, b], {"k": 2}, 5)
+    check([a, b], {"k": 2, "tag": {1}}, 5)  # an unhashable argument (a set): run eagerly, not cached
+
+
 def test_aliased_inputs_are_part_of_the_signature():
     f = fastgrad.compile(lambda a, b: a.add_(1) + b)
     x, y = fastgrad.zeros(2), fastgrad.zeros(2)

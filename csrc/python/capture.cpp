@@ -326,6 +326,86 @@ void for_each_tensor(py::handle list, const char* caller, F f) {
   }
 }
 
+// _compile.py's guard state of a value a compiled function reaches (what its replay depends on in
+// it but for the tensors it reaches, appended to `tensors`): a primitive by type and value, a module
+// by module_parts(module) (its structure's key and tensors, cached in Python), a tuple, list or dict
+// by its contents `depth` levels deep (and its identity, unless it is an argument: `inputs`),
+// anything else by identity. The same objects as _compile.py built in Python before, in C++ since
+// they are computed on every call.
+struct GuardWalk {
+  py::list tensors;
+  py::handle module_class, module_parts;
+  bool inputs;
+
+  py::object state(py::handle value, int depth) {
+    if (tensor_of(value.ptr())) {
+      if (!inputs) tensors.append(value);
+      return py::none();
+    }
+    PyTypeObject* kind = Py_TYPE(value.ptr());
+    const py::handle type(reinterpret_cast<PyObject*>(kind));
+    if (kind == &PyBool_Type || kind == &PyLong_Type || kind == &PyFloat_Type || kind == &PyComplex_Type ||
+        kind == &PyUnicode_Type || kind == &PyBytes_Type || value.is_none())
+      return py::make_tuple(type, value);
+    const int is_module = PyObject_IsInstance(value.ptr(), module_class.ptr());
+    if (is_module < 0) throw py::error_already_set();
+    if (is_module) {
+      py::tuple parts = module_parts(value);
+      for (py::handle t : parts[1]) tensors.append(t);
+      return parts[0];
+    }
+    const bool dict = kind == &PyDict_Type;
+    if (depth > 0 && (dict || kind == &PyTuple_Type || kind == &PyList_Type)) {
+      std::vector<py::object> contents;
+      if (dict) {
+        for (auto [k, v] : py::reinterpret_borrow<py::dict>(value))
+          contents.push_back(py::make_tuple(k, state(v, depth - 1)));
+      } else {
+        const py::sequence items = py::reinterpret_borrow<py::sequence>(value);
+        for (size_t i = 0; i < items.size(); ++i) contents.push_back(py::make_tuple(i, state(items[i], depth - 1)));
+      }
+      py::tuple key(contents.size());
+      for (size_t i = 0; i < contents.size(); ++i) key[i] = std::move(contents[i]);
+      if (inputs) return std::move(key);  // an argument's container is new on each call
+      return py::make_tuple(py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(value.ptr())), key);
+    }
+    return py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(value.ptr()));  // id(value)
+  }
+};
+
+// _compile.py's key of a call's arguments: a tensor as (Tensor, its position in `tensors`, where it
+// is appended the first time it is met), a tuple or list as (its type, its items' keys), a dict as
+// (dict, its (key, value's key) pairs), anything else as (its type, itself), which must hash (else
+// TypeError: the call cannot have a key). The type too: f(x, 1) and f(x, True) promote differently.
+struct ArgumentKeys {
+  py::list tensors;
+  std::unordered_map<PyObject*, size_t> positions;
+
+  py::object key(py::handle value) {
+    const py::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
+    if (tensor_of(value.ptr())) {
+      auto [at, added] = positions.emplace(value.ptr(), positions.size());
+      if (added) tensors.append(value);
+      return py::make_tuple(py::type::of<TensorImpl>(), at->second);
+    }
+    const bool dict = PyDict_CheckExact(value.ptr());
+    if (dict || PyTuple_CheckExact(value.ptr()) || PyList_CheckExact(value.ptr())) {
+      std::vector<py::object> items;
+      if (dict) {
+        for (auto [k, v] : py::reinterpret_borrow<py::dict>(value)) items.push_back(py::make_tuple(k, key(v)));
+      } else {
+        const py::sequence sequence = py::reinterpret_borrow<py::sequence>(value);
+        for (size_t i = 0; i < sequence.size(); ++i) items.push_back(key(sequence[i]));
+      }
+      py::tuple keys(items.size());
+      for (size_t i = 0; i < items.size(); ++i) keys[i] = std::move(items[i]);
+      return py::make_tuple(type, keys);
+    }
+    if (PyObject_Hash(value.ptr()) == -1) throw py::error_already_set();
+    return py::make_tuple(type, value);
+  }
+};
+
 py::bytes words_to_bytes(const std::vector<int64_t>& words) {
   return py::bytes(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
 }
@@ -427,6 +507,30 @@ void bind_capture(py::module_& m) {
     });
     return words_to_bytes(words);
   });
+  // The guard state of what a compiled function reaches besides its tensor arguments (_compile.py's
+  // _reached): the object of a bound method, its closure cells (None for an empty one), the global
+  // names its code reads, and its arguments; the tensors met on the way are appended to `tensors`.
+  m.def("_guard_reached", [](py::handle self, py::tuple cells, py::dict globals, py::tuple names, py::handle args,
+                             py::list tensors, int depth, py::handle module_class, py::handle module_parts) {
+    GuardWalk walk{tensors, module_class, module_parts, false};
+    py::tuple parts(2 + cells.size() + names.size());
+    size_t i = 0;
+    parts[i++] = walk.state(self, depth);
+    for (py::handle cell : cells) {
+      PyObject* contents = PyCell_GET(cell.ptr());
+      parts[i++] = contents ? walk.state(contents, depth) : py::none();
+    }
+    for (py::handle name : names) {
+      PyObject* value = PyDict_GetItemWithError(globals.ptr(), name.ptr());
+      if (!value && PyErr_Occurred()) throw py::error_already_set();
+      parts[i++] = walk.state(value ? value : Py_None, depth);
+    }
+    walk.inputs = true;
+    parts[i++] = walk.state(args, depth);
+    return parts;
+  });
+  m.def("_argument_key",
+        [](py::handle arguments, py::list tensors) { return ArgumentKeys{tensors, {}}.key(arguments); });
   m.def("_capture_abort", [] { end_capture(); });
   // Python code that knows a replay would go wrong (capture.h's cannot_replay).
   m.def("_capture_abandon", [](const std::string& what) { cannot_replay(what.c_str()); });
