@@ -179,10 +179,6 @@ std::recursive_mutex engine_mutex;
 std::unique_lock<std::recursive_mutex> lock_engine() {
   std::unique_lock<std::recursive_mutex> lock(engine_mutex, std::try_to_lock);
   if (!lock.owns_lock()) {
-    if (!PyGILState_Check()) {  // a compiled program's replay, which runs without the GIL
-      lock.lock();
-      return lock;
-    }
     py::gil_scoped_release no_gil;
     lock.lock();
   }
@@ -197,7 +193,6 @@ void warn_gradient_cycle() {
   static bool warned = false;
   if (warned) return;
   warned = true;
-  py::gil_scoped_acquire gil;  // a replay runs without it
   if (PyErr_WarnEx(PyExc_UserWarning,
                    "Using backward() with create_graph=True will create a reference cycle between the parameter and "
                    "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
@@ -218,8 +213,7 @@ void check_gradient_edge(const Tensor& root, size_t i) {
     throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
 }
 
-// root.backward() without a gradient, with no Python object involved: a compiled program replays it
-// without the GIL.
+// root.backward() without a gradient, with no Python object involved: a compiled program replays it.
 void backward_of_root(const Tensor& root, bool retain_graph, bool create_graph) {
   check_implicit_gradient(root);
   check_gradient_edge(root, 0);
@@ -287,9 +281,10 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
     run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none(), create_graph);
     return;
   }
-  // loss.backward(), a step of a compiled function's program: C++ only, as a replay runs it without the GIL.
-  auto backward = [](const Tensor& root, bool retain, bool create) { backward_of_root(root, retain, create); };
-  call_op(false, backward, self, retain, create_graph);
+  // loss.backward(), a step of a compiled function's program: C++ only, run with the GIL as eagerly (the
+  // pass writes the leaves' .grad; it releases the GIL around its long nodes).
+  call_op(false, with_gil([](const Tensor& root, bool retain, bool create) { backward_of_root(root, retain, create); }),
+          self, retain, create_graph);
 }
 
 void bind_autograd(py::module_& m) {

@@ -83,7 +83,8 @@ struct Program {
 
   // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error. The steps
   // run without the GIL (other Python threads run meanwhile, other programs replay in parallel): the
-  // ops and the backward pass are C++ on the frame's own tensors, and host calls take the GIL back.
+  // ops are C++ on the frame's own tensors; host calls, the backward pass and the reads and writes of
+  // .grad take the GIL back, as they hold it eagerly (capture.h's with_gil).
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
     if (static_cast<int>(args.size()) != inputs)
       throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
