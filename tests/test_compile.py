@@ -540,11 +540,11 @@ def test_replay_releases_the_gil():
     import threading
     import time
 
-    x = fastgrad.ones(20_000)  # below the ops' long-work bar (100,000 elements)
+    x = fastgrad.ones(80_000)  # below the ops' long-work bar (100,000 elements)
 
     @fastgrad.compile
-    def chain(x):
-        for _ in range(500):
+    def chain(x):  # 10-30 ms: long enough for the other thread to wake up on a loaded machine
+        for _ in range(800):
             x = x * 1.0
         return x
 
@@ -562,7 +562,7 @@ def test_replay_releases_the_gil():
     thread.start()
     try:
         ran = []
-        for _ in range(10):
+        for _ in range(8):
             before = count[0]
             chain(x)
             ran.append(count[0] - before)
