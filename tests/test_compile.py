@@ -202,6 +202,32 @@ def test_non_tensor_arguments_and_globals_are_guarded_by_value():
     assert len(f._cache) == 3
 
 
+def test_arguments_in_containers_and_closure_state_are_keys():
+    """Tensors inside lists and dicts are inputs; numbers by value and type; an unhashable argument
+    runs eagerly; a list in the closure is guarded by its contents."""
+    weights = [fastgrad.tensor([1.0, 2.0])]
+    holder = types.SimpleNamespace(scale=2.0)
+
+    def f(parts, options):
+        return parts[0] * options["k"] + parts[1] * weights[0] * holder.scale
+
+    compiled = fastgrad.compile(f)
+    a, b = fastgrad.tensor([1.0, 1.0]), fastgrad.tensor([3.0, 4.0])
+
+    def check(parts, options, programs):
+        np.testing.assert_array_equal(values(compiled(parts, options)), values(f(parts, options)))
+        assert len(compiled._cache) == programs
+
+    check([a, b], {"k": 2}, 1)
+    check([b, a], {"k": 2}, 1)  # other tensors, the same signature
+    check((a, b), {"k": 2}, 2)  # a tuple is not a list
+    check([a, b], {"k": 2.0}, 3)  # a float is not an int
+    check([a, a], {"k": 2}, 4)  # the same tensor twice
+    weights[0] = fastgrad.tensor([5.0, 6.0])  # a list of the closure: by contents
+    check([a, b], {"k": 2}, 5)
+    check([a, b], {"k": 2, "tag": {1}}, 5)  # an unhashable argument (a set): run eagerly, not cached
+
+
 def test_aliased_inputs_are_part_of_the_signature():
     f = fastgrad.compile(lambda a, b: a.add_(1) + b)
     x, y = fastgrad.zeros(2), fastgrad.zeros(2)
@@ -410,3 +436,140 @@ def test_soak_replays_keep_memory_flat():
     assert step.eager_reason is None and step._replays >= SOAK_STEPS and len(step._cache) <= 2
     if SOAK_STEPS >= 20_000 and "libasan" not in os.environ.get("LD_PRELOAD", ""):
         assert rss_end - rss_warm < 2048  # kB; in a short run, other tests' memory makes RSS say nothing
+
+
+def python_calls_during(fn):
+    """The names of the Python functions that run during fn()."""
+    import sys
+
+    names = []
+    sys.setprofile(lambda frame, event, arg: names.append(frame.f_code.co_name) if event == "call" else None)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return names
+
+
+FUSED_OPTIMIZERS = {
+    "adam amsgrad l2": lambda ps: fastgrad.optim.Adam(ps, lr=0.01, weight_decay=0.1, amsgrad=True),
+    "adamw maximize": lambda ps: fastgrad.optim.AdamW(ps, lr=0.01, maximize=True),
+    "sgd nesterov l2": lambda ps: fastgrad.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    "sgd dampening, two groups": lambda ps: fastgrad.optim.SGD(
+        [{"params": ps[:1]}, {"params": ps[1:], "lr": 0.05}], lr=0.1, momentum=0.5, dampening=0.25
+    ),
+}
+
+
+@pytest.mark.parametrize("make", FUSED_OPTIMIZERS.values(), ids=FUSED_OPTIMIZERS.keys())
+def test_optimizer_steps_replay_in_cpp_as_eager(make):
+    """A replay runs Adam/AdamW/SGD's step and zero_grad as their fused C++ update, reading the
+    optimizer's groups and state then (no Python method runs), with eager's bits."""
+    xs, ys = mlp_data(8, batch=4)
+    runs = []
+    for compiled in (False, True):
+        fastgrad.manual_seed(0)
+        model = nn.Linear(64, 10)
+        opt = make(list(model.parameters()))
+
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fastgrad.compile(step) if compiled else step
+        losses = train(run, xs[:4], ys[:4])
+        if compiled:
+            calls = python_calls_during(lambda: losses.extend(train(run, xs[4:], ys[4:])))
+            assert not {"zero_grad", "step", "hooked_step", "_update_group"} & set(calls)
+        else:
+            losses += train(run, xs[4:], ys[4:])
+        runs.append((losses, [values(p) for p in model.parameters()], optimizer_state(opt)))
+    for got, want in zip(*(losses + params + state for losses, params, state in runs)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_optimizer_steps_fall_back_to_python_where_cpp_would_differ():
+    """What the C++ update does not mirror makes the replay call the Python method: a step hook
+    added after the capture, a method of the optimizer's class patched after it, a gradient
+    missing, zero_grad(set_to_none=False)."""
+    xs, ys = mlp_data(6, batch=4)
+
+    class PatchedAdam(fastgrad.optim.Adam):
+        pass
+
+    runs = []
+    for compiled in (False, True):
+        fastgrad.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 8), nn.Linear(8, 10))
+        opt = PatchedAdam(model.parameters(), lr=0.01)
+        seen = []
+
+        def step(x, y, set_to_none=True):
+            opt.zero_grad(set_to_none)
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = fastgrad.compile(step) if compiled else step
+        losses = train(run, xs[:2], ys[:2])  # captured (without and with gradients), then replayed
+        handle = opt.register_step_pre_hook(lambda *args: seen.append("hook"))
+        losses += train(run, xs[2:3], ys[2:3])
+        handle.remove()
+        original = PatchedAdam._update_group
+        PatchedAdam._update_group = lambda self, params, group: (seen.append("patched"), original(self, params, group))
+        losses += train(run, xs[3:4], ys[3:4])
+        del PatchedAdam._update_group
+        model[1].weight.requires_grad_(False)  # requires_grad is guarded: a new capture, then a replay
+        losses += train(run, xs[4:5], ys[4:5])
+        losses.append(values(run(xs[5], ys[5], False)))
+        runs.append((losses, [values(p) for p in model.parameters()], optimizer_state(opt), seen))
+    (eager_losses, eager_params, eager_state, eager_seen), (losses, params, state, seen) = runs
+    assert seen == eager_seen == ["hook", "patched"]
+    for got, want in zip(losses + params + state, eager_losses + eager_params + eager_state):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_replay_releases_the_gil():
+    """A replay runs its steps without the GIL, though none of them would give it away by itself (short
+    ops): with forced switches off, another Python thread runs only when the GIL is given away."""
+    import sys
+    import threading
+    import time
+
+    x = fastgrad.ones(80_000)  # below the ops' long-work bar (100,000 elements)
+
+    @fastgrad.compile
+    def chain(x):  # 10-30 ms: long enough for the other thread to wake up on a loaded machine
+        for _ in range(800):
+            x = x * 1.0
+        return x
+
+    chain(x)
+    count, stop = [0], threading.Event()
+
+    def other():
+        while not stop.is_set():
+            count[0] += 1
+            time.sleep(0)  # gives the GIL back to the replaying thread
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(100.0)  # the other thread runs only where the main thread releases the GIL
+    thread = threading.Thread(target=other)
+    thread.start()
+    try:
+        ran = []
+        for _ in range(8):
+            before = count[0]
+            chain(x)
+            ran.append(count[0] - before)
+            if ran[-1]:
+                break
+    finally:
+        stop.set()
+        sys.setswitchinterval(interval)
+        thread.join()
+    assert ran[-1] > 0 and chain._replays >= 1

@@ -202,6 +202,26 @@ void warn_gradient_cycle() {
     throw py::error_already_set();
 }
 
+// torch.autograd.backward's check of an output given no gradient (ones then stand for it).
+void check_implicit_gradient(const Tensor& root) {
+  if (root->requires_grad() && root->numel() != 1)
+    throw RuntimeError("grad can be implicitly created only for scalar outputs");
+}
+
+void check_gradient_edge(const Tensor& root, size_t i) {
+  if (!gradient_edge(root).fn)  // a view made under no_grad requires grad but has no gradient edge
+    throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
+}
+
+// root.backward() without a gradient, with no Python object involved: a compiled program replays it.
+void backward_of_root(const Tensor& root, bool retain_graph, bool create_graph) {
+  check_implicit_gradient(root);
+  check_gradient_edge(root, 0);
+  if (create_graph) warn_gradient_cycle();
+  auto lock = lock_engine();
+  run_backward({root}, {ones_like(root)}, retain_graph, nullptr, create_graph);
+}
+
 // torch.autograd.backward's checks of the outputs and of the gradient given for each (a tensor, or
 // None: ones for a single-element output), in its order, then the engine. With `inputs` (a list of
 // tensors), returns their gradients (None where none arrives) and leaves .grad alone.
@@ -212,8 +232,7 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     Tensor root = tensors[i].cast<Tensor>();
     py::handle g = grad_tensors[i];
     if (g.is_none()) {
-      if (root->requires_grad() && root->numel() != 1)
-        throw RuntimeError("grad can be implicitly created only for scalar outputs");
+      check_implicit_gradient(root);
       grads.push_back(Tensor());
     } else if (!py::isinstance<TensorImpl>(g)) {
       throw TypeError(cat("gradients can be either Tensors or None, but got ", type_name(g)));
@@ -228,8 +247,7 @@ py::object run_backward_checked(py::sequence tensors, py::sequence grad_tensors,
     roots.push_back(root);
   }
   for (size_t i = 0; i < roots.size(); ++i) {
-    if (!gradient_edge(roots[i]).fn)  // a view made under no_grad requires grad but has no gradient edge
-      throw RuntimeError(cat("element ", i, " of tensors does not require grad and does not have a grad_fn"));
+    check_gradient_edge(roots[i], i);
     if (!grads[i]) grads[i] = ones_like(roots[i]);
   }
   // The pass runs with the GIL, released around each node whose incoming gradients are long
@@ -263,11 +281,10 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
     run_backward_checked(py::make_tuple(self), py::make_tuple(gradient), retain, py::none(), create_graph);
     return;
   }
-  // loss.backward(), a step of a compiled function's program.
-  auto backward = [](const Tensor& root, bool retain, bool create) {
-    run_backward_checked(py::make_tuple(root), py::make_tuple(py::none()), retain, py::none(), create);
-  };
-  call_op(false, backward, self, retain, create_graph);
+  // loss.backward(), a step of a compiled function's program: C++ only, run with the GIL as eagerly (the
+  // pass writes the leaves' .grad; it releases the GIL around its long nodes).
+  call_op(false, with_gil([](const Tensor& root, bool retain, bool create) { backward_of_root(root, retain, create); }),
+          self, retain, create_graph);
 }
 
 void bind_autograd(py::module_& m) {

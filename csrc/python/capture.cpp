@@ -7,6 +7,8 @@
 #include <numeric>
 #include <unordered_map>
 
+#include "python/optim_replay.h"
+
 namespace fg::capture {
 
 // The recorder of the capture this thread runs (null when it runs none). Steps are recorded only
@@ -63,8 +65,9 @@ struct Step {
   bool grad_mode = false;     // the grad mode it ran in
   std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
 
+  // Without the GIL (Program::run): host calls take it back themselves.
   void run(Frame& frame) const {
-    Tensor result = run_call(call, long_work, {frame.data(), slots.data()});  // the frame belongs to this replay
+    Tensor result = call.run({frame.data(), slots.data()});  // the frame belongs to this replay
     if (!has_result) return;
     check_result(result, defined, shape);
     if (out >= 0) frame[out] = std::move(result);
@@ -78,12 +81,16 @@ struct Program {
   std::vector<int> outputs;
   size_t fingerprint = 0;  // of the steps (add_step)
 
-  // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error.
+  // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error. The steps
+  // run without the GIL (other Python threads run meanwhile, other programs replay in parallel): the
+  // ops are C++ on the frame's own tensors; host calls, the backward pass and the reads and writes of
+  // .grad take the GIL back, as they hold it eagerly (capture.h's with_gil).
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
     if (static_cast<int>(args.size()) != inputs)
       throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
     Frame frame = frame_template;
     std::copy(args.begin(), args.end(), frame.begin());
+    py::gil_scoped_release no_gil;
     GradModeGuard restore(grad_enabled());
     for (const Step& step : steps) {
       if (step.grad_mode != grad_enabled()) set_grad_enabled(step.grad_mode);
@@ -212,13 +219,15 @@ class Region {
   Recorder* r_;
 };
 
-// A host call as a step: fn(*args) again, with the GIL (a replay holds it between long kernels).
+// A host call as a step: fn() again, with the GIL taken back (a replay runs without it), or the
+// optimizer update it stands for in C++ where optim_replay.h can do it.
 struct HostCall {
   py::object fn;
-  py::args args;
-  HostCall(py::object f, py::args a) : fn(std::move(f)), args(std::move(a)) {}
+  std::optional<FusedUpdate> fused;
+  HostCall(py::object f, std::optional<FusedUpdate> u) : fn(std::move(f)), fused(std::move(u)) {}
   Tensor run(TensorArgs) const {
-    fn(*args);
+    py::gil_scoped_acquire gil;
+    if (!fused || !replay_fused_update(*fused)) fn();
     return Tensor();
   }
 };
@@ -317,6 +326,86 @@ void for_each_tensor(py::handle list, const char* caller, F f) {
     f(**t);
   }
 }
+
+// _compile.py's guard state of a value a compiled function reaches (what its replay depends on in
+// it but for the tensors it reaches, appended to `tensors`): a primitive by type and value, a module
+// by module_parts(module) (its structure's key and tensors, cached in Python), a tuple, list or dict
+// by its contents `depth` levels deep (and its identity, unless it is an argument: `inputs`),
+// anything else by identity. The same objects as _compile.py built in Python before, in C++ since
+// they are computed on every call.
+struct GuardWalk {
+  py::list tensors;
+  py::handle module_class, module_parts;
+  bool inputs;
+
+  py::object state(py::handle value, int depth) {
+    if (tensor_of(value.ptr())) {
+      if (!inputs) tensors.append(value);
+      return py::none();
+    }
+    PyTypeObject* kind = Py_TYPE(value.ptr());
+    const py::handle type(reinterpret_cast<PyObject*>(kind));
+    if (kind == &PyBool_Type || kind == &PyLong_Type || kind == &PyFloat_Type || kind == &PyComplex_Type ||
+        kind == &PyUnicode_Type || kind == &PyBytes_Type || value.is_none())
+      return py::make_tuple(type, value);
+    const int is_module = PyObject_IsInstance(value.ptr(), module_class.ptr());
+    if (is_module < 0) throw py::error_already_set();
+    if (is_module) {
+      py::tuple parts = module_parts(value);
+      for (py::handle t : parts[1]) tensors.append(t);
+      return parts[0];
+    }
+    const bool dict = kind == &PyDict_Type;
+    if (depth > 0 && (dict || kind == &PyTuple_Type || kind == &PyList_Type)) {
+      std::vector<py::object> contents;
+      if (dict) {
+        for (auto [k, v] : py::reinterpret_borrow<py::dict>(value))
+          contents.push_back(py::make_tuple(k, state(v, depth - 1)));
+      } else {
+        const py::sequence items = py::reinterpret_borrow<py::sequence>(value);
+        for (size_t i = 0; i < items.size(); ++i) contents.push_back(py::make_tuple(i, state(items[i], depth - 1)));
+      }
+      py::tuple key(contents.size());
+      for (size_t i = 0; i < contents.size(); ++i) key[i] = std::move(contents[i]);
+      if (inputs) return std::move(key);  // an argument's container is new on each call
+      return py::make_tuple(py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(value.ptr())), key);
+    }
+    return py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(value.ptr()));  // id(value)
+  }
+};
+
+// _compile.py's key of a call's arguments: a tensor as (Tensor, its position in `tensors`, where it
+// is appended the first time it is met), a tuple or list as (its type, its items' keys), a dict as
+// (dict, its (key, value's key) pairs), anything else as (its type, itself), which must hash (else
+// TypeError: the call cannot have a key). The type too: f(x, 1) and f(x, True) promote differently.
+struct ArgumentKeys {
+  py::list tensors;
+  std::unordered_map<PyObject*, size_t> positions;
+
+  py::object key(py::handle value) {
+    const py::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
+    if (tensor_of(value.ptr())) {
+      auto [at, added] = positions.emplace(value.ptr(), positions.size());
+      if (added) tensors.append(value);
+      return py::make_tuple(py::type::of<TensorImpl>(), at->second);
+    }
+    const bool dict = PyDict_CheckExact(value.ptr());
+    if (dict || PyTuple_CheckExact(value.ptr()) || PyList_CheckExact(value.ptr())) {
+      std::vector<py::object> items;
+      if (dict) {
+        for (auto [k, v] : py::reinterpret_borrow<py::dict>(value)) items.push_back(py::make_tuple(k, key(v)));
+      } else {
+        const py::sequence sequence = py::reinterpret_borrow<py::sequence>(value);
+        for (size_t i = 0; i < sequence.size(); ++i) items.push_back(key(sequence[i]));
+      }
+      py::tuple keys(items.size());
+      for (size_t i = 0; i < items.size(); ++i) keys[i] = std::move(items[i]);
+      return py::make_tuple(type, keys);
+    }
+    if (PyObject_Hash(value.ptr()) == -1) throw py::error_already_set();
+    return py::make_tuple(type, value);
+  }
+};
 
 py::bytes words_to_bytes(const std::vector<int64_t>& words) {
   return py::bytes(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
@@ -419,6 +508,30 @@ void bind_capture(py::module_& m) {
     });
     return words_to_bytes(words);
   });
+  // The guard state of what a compiled function reaches besides its tensor arguments (_compile.py's
+  // _reached): the object of a bound method, its closure cells (None for an empty one), the global
+  // names its code reads, and its arguments; the tensors met on the way are appended to `tensors`.
+  m.def("_guard_reached", [](py::handle self, py::tuple cells, py::dict globals, py::tuple names, py::handle args,
+                             py::list tensors, int depth, py::handle module_class, py::handle module_parts) {
+    GuardWalk walk{tensors, module_class, module_parts, false};
+    py::tuple parts(2 + cells.size() + names.size());
+    size_t i = 0;
+    parts[i++] = walk.state(self, depth);
+    for (py::handle cell : cells) {
+      PyObject* contents = PyCell_GET(cell.ptr());
+      parts[i++] = contents ? walk.state(contents, depth) : py::none();
+    }
+    for (py::handle name : names) {
+      PyObject* value = PyDict_GetItemWithError(globals.ptr(), name.ptr());
+      if (!value && PyErr_Occurred()) throw py::error_already_set();
+      parts[i++] = walk.state(value ? value : Py_None, depth);
+    }
+    walk.inputs = true;
+    parts[i++] = walk.state(args, depth);
+    return parts;
+  });
+  m.def("_argument_key",
+        [](py::handle arguments, py::list tensors) { return ArgumentKeys{tensors, {}}.key(arguments); });
   m.def("_capture_abort", [] { end_capture(); });
   // Python code that knows a replay would go wrong (capture.h's cannot_replay).
   m.def("_capture_abandon", [](const std::string& what) { cannot_replay(what.c_str()); });
@@ -426,9 +539,11 @@ void bind_capture(py::module_& m) {
   m.def("_capturing", [] { return recording(recorder()); });
   // fn(*args), a host call of the program: replays call it again (an optimizer's step, a scheduler's
   // step: Python that reads its state then). What it does with tensors is its own, not recorded.
-  m.def("_capture_host_call", [](py::object fn, py::args args) {
+  // `fused`: None, or the C++ form of an optimizer's step or zero_grad (optim_replay.h) that replays
+  // run instead of fn() when they can.
+  m.def("_capture_host_call", [](py::object fn, py::handle fused) {
     Recorder* r = recorder();
-    if (!recording(r)) return fn(*args);
+    if (!recording(r)) return fn();
     // Its identity: for a functools.partial (which hashes by identity), the method and the arguments
     // that hash.
     const bool partial = py::hasattr(fn, "func") && py::hasattr(fn, "args");
@@ -438,10 +553,12 @@ void bind_capture(py::module_& m) {
       if (h == -1) PyErr_Clear();
       identity = combine(identity, static_cast<size_t>(h));
     }
-    Step step(Call(new HostCall(fn, args)));
+    std::optional<FusedUpdate> update;
+    if (!fused.is_none()) update = fused_update_of(fused);
+    Step step(Call(new HostCall(fn, std::move(update))));
     add_step(r, std::move(step), identity);
     Region region(r);
-    return fn(*args);
+    return fn();
   });
 }
 

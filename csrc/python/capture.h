@@ -42,6 +42,18 @@ auto without_gil(Op op, Args... args) {
   return op(args...);
 }
 
+// f as an op that reads or writes what Python code of other threads reads with the GIL (a leaf's
+// .grad; the backward pass, which accumulates into it): run with the GIL also by a replay, which runs
+// its other steps without it.
+template <class F>
+auto with_gil(F f) {
+  return [f](const auto&... args) {
+    if (PyGILState_Check()) return f(args...);
+    py::gil_scoped_acquire gil;
+    return f(args...);
+  };
+}
+
 namespace capture {
 
 // What a replay cannot redo, done by this thread outside a recorded op, abandons its capture: a host

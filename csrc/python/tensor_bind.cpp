@@ -226,7 +226,7 @@ const char* kNonLeafGradWarning =
 py::object get_grad(const Tensor& self) {
   if (!self->is_leaf() && !self->retains_grad && self->requires_grad())
     if (PyErr_WarnEx(PyExc_UserWarning, kNonLeafGradWarning, 1) < 0) throw py::error_already_set();
-  Tensor grad = call_op(false, [](const Tensor& t) { return t->grad; }, self);
+  Tensor grad = call_op(false, with_gil([](const Tensor& t) { return t->grad; }), self);
   return grad ? py::cast(grad) : py::none();
 }
 
@@ -239,7 +239,7 @@ void set_grad(const Tensor& self, py::handle value) {
     if (g->dtype != self->dtype) throw RuntimeError("assigned grad has data of a different type");
     if (g->shape != self->shape) throw RuntimeError("assigned grad has data of a different size");
   }
-  call_op(false, [](const Tensor& t, const Tensor& grad) { t->grad = grad; }, self, g);
+  call_op(false, with_gil([](const Tensor& t, const Tensor& grad) { t->grad = grad; }), self, g);
 }
 
 void set_requires_grad(const Tensor& self, bool flag) {

@@ -66,23 +66,11 @@ def _disabled():
 # ---- the key of a call: its arguments' signature ------------------------------------------------
 
 
-def _flatten(value, tensors, positions):
+def _flatten(value, tensors):
     """A hashable description of an argument, its tensors replaced by their position in `tensors`
-    (appended to; `positions` maps their ids to positions, so a tensor passed twice is one input).
-    Raises TypeError for a value that cannot be part of a key."""
-    if isinstance(value, Tensor):
-        position = positions.get(id(value))
-        if position is None:
-            position = positions[id(value)] = len(tensors)
-            tensors.append(value)
-        return (Tensor, position)
-    kind = type(value)
-    if kind in (builtins.tuple, builtins.list):
-        return (kind, builtins.tuple(_flatten(v, tensors, positions) for v in value))
-    if kind is builtins.dict:
-        return (kind, builtins.tuple((k, _flatten(v, tensors, positions)) for k, v in value.items()))
-    hash(value)
-    return (kind, value)  # the type too: f(x, 1) and f(x, True) promote differently
+    (appended to, a tensor passed twice once). Raises TypeError for a value that cannot be part of a
+    key. In C++ (capture.cpp's ArgumentKeys), as it runs on every call."""
+    return _prims._argument_key(value, tensors)
 
 
 def _tensor_signature(tensors):
@@ -126,28 +114,6 @@ def _module_parts(module):
     return key, tensors
 
 
-def _state(value, tensors, depth, inputs=False):
-    """A hashable description of what replaying depends on in `value`, but for the tensors it
-    reaches, appended to `tensors` (their state is read in one go: _guard_tensors). With `inputs`,
-    tensors are the call's inputs (in the key already) and are left out."""
-    if isinstance(value, Tensor):
-        if not inputs:
-            tensors.append(value)
-        return None
-    kind = type(value)
-    if kind in _PRIMITIVES:
-        return (kind, value)
-    if isinstance(value, _module_class()):
-        key, module_tensors = _module_parts(value)
-        tensors.extend(module_tensors)
-        return key
-    if depth > 0 and kind in (builtins.tuple, builtins.list, builtins.dict):
-        items = value.items() if kind is builtins.dict else enumerate(value)
-        contents = builtins.tuple((k, _state(v, tensors, depth - 1, inputs)) for k, v in items)
-        return contents if inputs else (id(value), contents)  # an argument's container is new on each call
-    return id(value)  # a function, a class, an optimizer: replaced or not
-
-
 def _module_class():
     global _Module
     if _Module is None:
@@ -180,6 +146,8 @@ class _CompiledFunction:
         self._replays = 0
         code = getattr(getattr(fn, "__func__", fn), "__code__", None)
         self._globals = getattr(getattr(fn, "__func__", fn), "__globals__", {})
+        self._bound_to = getattr(fn, "__self__", None)
+        self._closure = getattr(getattr(fn, "__func__", fn), "__closure__", None) or ()
         self._global_names = builtins.tuple(sorted(_global_names(code))) if code is not None else ()
         self._cache = {}
         self.eager_reason = None  # (reason, "file:line") once the function runs eagerly for good
@@ -191,25 +159,27 @@ class _CompiledFunction:
         return getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
 
     def _reached(self, args):
-        """The guard state of everything the function reaches besides its tensor arguments, and the
-        tensors among it (which a replay reads as they are then)."""
-        fn = self._fn
+        """The guard state of everything the function reaches besides its tensor arguments (a bound
+        method's object, the closure, the globals its code reads, the arguments: _state of each, in
+        C++ as it runs on every call), and the tensors among it (which a replay reads as they are then)."""
         tensors = []
-        parts = [_state(getattr(fn, "__self__", None), tensors, _CONTAINER_DEPTH)]  # a bound method's object
-        for cell in getattr(getattr(fn, "__func__", fn), "__closure__", None) or ():
-            try:
-                parts.append(_state(cell.cell_contents, tensors, _CONTAINER_DEPTH))
-            except ValueError:  # an empty cell
-                parts.append(None)
-        g = self._globals
-        parts.extend(_state(g.get(name), tensors, _CONTAINER_DEPTH) for name in self._global_names)
-        parts.append(_state(args, tensors, _CONTAINER_DEPTH, inputs=True))
-        return builtins.tuple(parts), tensors
+        parts = _prims._guard_reached(
+            self._bound_to,
+            self._closure,
+            self._globals,
+            self._global_names,
+            args,
+            tensors,
+            _CONTAINER_DEPTH,
+            _module_class(),
+            _module_parts,
+        )
+        return parts, tensors
 
     def _key(self, args, kwargs, tensors):
         reached, reached_tensors = self._reached((args, kwargs))
         return (
-            _flatten((args, kwargs), tensors, {}),
+            _flatten((args, kwargs), tensors),
             _tensor_signature(tensors),
             is_grad_enabled(),
             _prims.is_inference_mode_enabled(),
@@ -440,19 +410,28 @@ def host_call(method, *args, **kwargs):
     becomes a step of the program that calls the method again on replay, which so reads the learning
     rate, the step count, the gradients as they are then (an optimizer's step and zero_grad, a
     scheduler's step). Tensor arguments (a metric) would be stale on replay: they end the capture."""
+    return _host_call(method, args, kwargs, None)
+
+
+def _host_call(method, args, kwargs, fused):
+    """host_call; `fused`: None, or what C++ needs to replay the call without running Python
+    (csrc/python/optim_replay.h), which it does whenever the method would do just that."""
     if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
         _prims._capture_abandon(f"a tensor passed to {method.__qualname__}()")
         return method(*args, **kwargs)
-    return _prims._capture_host_call(functools.partial(method, *args, **kwargs))
+    return _prims._capture_host_call(functools.partial(method, *args, **kwargs), fused)
 
 
-def replayed_as_host_call(method):
-    """`method`, made a host call when called during a capture (host_call)."""
+def replayed_as_host_call(method=None, *, fused=None):
+    """`method`, made a host call when called during a capture (host_call). `fused(*args, **kwargs)`
+    says how C++ may replay that call (_host_call), or None. Without `method`, a decorator."""
+    if method is None:
+        return functools.partial(replayed_as_host_call, fused=fused)
 
     @functools.wraps(method)
     def call(*args, **kwargs):
         if _prims._capturing():
-            return host_call(method, *args, **kwargs)
+            return _host_call(method, args, kwargs, fused and fused(*args, **kwargs))
         return method(*args, **kwargs)
 
     return call
@@ -490,7 +469,7 @@ class ExplainOutput:
 
 def _describe_guards(compiled, args, kwargs):
     tensors = []
-    _flatten((args, kwargs), tensors, {})
+    _flatten((args, kwargs), tensors)
     guards = [
         f"tensor argument {i}: shape {list(t.shape)}, strides {list(_prims.strides(t))}, offset "
         f"{t.storage_offset()}, {t.dtype}, requires_grad={t.requires_grad}"

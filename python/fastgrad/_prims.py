@@ -16,6 +16,8 @@ from ._C import (  # noqa: F401
     _capture_end,
     _capture_host_call,
     _capturing,
+    _argument_key,
+    _guard_reached,
     _guard_tensors,
     _input_signature,
     _register_types,

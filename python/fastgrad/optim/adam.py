@@ -10,6 +10,8 @@ __all__ = ["Adam", "AdamW"]
 
 
 class Adam(Optimizer):
+    _fused_update = "adam"  # a compiled program replays step() in C++ (Optimizer._fused_replay)
+
     def __init__(
         self,
         params,

@@ -65,12 +65,28 @@ def register_optimizer_step_post_hook(hook):
     return _add_hook(_global_optimizer_post_hooks, hook)
 
 
+def _fused_step(optimizer, *args, **kwargs):
+    """How a compiled program may replay optimizer.step() without Python (_compile.replayed_as_host_call):
+    the fused update of its class (Optimizer._fused_replay), without a closure; None otherwise."""
+    kind = type(optimizer)._fused_replay()
+    if kind is None or args or kwargs:
+        return None
+    return (kind, optimizer, _global_optimizer_pre_hooks, _global_optimizer_post_hooks)
+
+
+def _fused_zero_grad(optimizer, *args, **kwargs):
+    """zero_grad() (set_to_none) as a compiled program may replay it without Python; None otherwise."""
+    if args or kwargs:
+        return None
+    return ("zero_grad", optimizer, _global_optimizer_pre_hooks, _global_optimizer_post_hooks)
+
+
 def _with_step_hooks(step):
     """step(self, *args, **kwargs) between the global and the optimizer's step hooks. As PyTorch's,
     the hooks see `args` with the optimizer first, and a pre-hook may return new (args, kwargs)."""
 
     @functools.wraps(step)
-    @replayed_as_host_call
+    @replayed_as_host_call(fused=_fused_step)
     def hooked_step(*args, **kwargs):
         self = args[0]
         for hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
@@ -177,6 +193,19 @@ class Optimizer:
     per-parameter state (a dict per parameter, keyed by the tensor). Subclasses define _update, or
     their own step; every step runs the step hooks."""
 
+    # The update that C++ repeats when a compiled program replays step() ("adam", "sgd":
+    # csrc/python/optim_replay.cpp), set by the class whose methods it mirrors.
+    _fused_update = None
+
+    @classmethod
+    def _fused_replay(cls):
+        """cls's fused update, None if cls changes one of the methods it mirrors."""
+        owner = next(c for c in cls.__mro__ if "_fused_update" in c.__dict__)
+        mirrored = ("step", "_update_group", "_fused_params", "_update", "_state")
+        if any(getattr(cls, name, None) is not getattr(owner, name, None) for name in mirrored):
+            return None
+        return owner._fused_update
+
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         if "step" in cls.__dict__ and not getattr(cls.step, "hooked", False):
@@ -270,7 +299,7 @@ class Optimizer:
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
-    @replayed_as_host_call
+    @replayed_as_host_call(fused=_fused_zero_grad)
     def zero_grad(self, set_to_none=True):
         for group in self.param_groups:
             if set_to_none:

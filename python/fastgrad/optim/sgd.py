@@ -10,6 +10,8 @@ __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
+    _fused_update = "sgd"  # a compiled program replays step() in C++ (Optimizer._fused_replay)
+
     def __init__(
         self,
         params,
