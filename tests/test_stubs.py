@@ -93,7 +93,7 @@ def test_examples_and_demo_type_check(tmp_path):
     # The examples that import fastgrad: the others import torch (python -m fastgrad.run swaps in fastgrad):
     # mypy would check them against PyTorch's annotations, not these stubs. Ray's package is skipped
     # (its names are Any, installed or not) for the same reason: reading PyTorch's and Ray's packages
-    # took 15 of mypy's 18 s of CPU.
+    # made mypy take 9.1 s of CPU instead of 1.5 s.
     examples = [path for path in sorted((REPO / "examples").glob("*.py")) if "import fastgrad" in path.read_text()]
     assert len(examples) >= 3, "the seed programs import fastgrad"
     targets = [*map(str, examples), str(tmp_path / "fastgrad_demo.py")]
