@@ -329,6 +329,8 @@ def test_bincount_and_histc(fg, torch):
             m.bincount(x, m.tensor([0.5, 1.0, 1.0, 2.0, 3.0])),
             m.bincount(x, m.tensor([1, 1, 1, 2, 3])),
             m.bincount(m.zeros(0, dtype=m.int64), minlength=2),
+            *(m.bincount(x.to(dtype), m.tensor([0.5, 1.0, 1.0, 2.0, 3.0])) for dtype in (m.uint8, m.int8, m.int16)),
+            m.bincount(x.int(), minlength=7),
             m.histc(m.tensor([1.0, 2.0, 1.0, 4.0]), bins=4),
             m.histc(m.tensor([1.0, 2.0, 1.0, 4.0, INF, NAN]), bins=4, min=0, max=3),
             m.histc(m.tensor([2.0, 2.0]), 3),

@@ -1768,8 +1768,9 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
 
 def bincount(input, weights=None, minlength=0):
     minlength = _int_argument(minlength, "bincount", "minlength", 3)
-    if input.dtype is not int64:
+    if input.dtype not in (uint8, int8, int16, int32, int64):
         raise NotImplementedError(f"\"bincount_cpu\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
+    input = _prims.to_dtype(input, int64)  # the counted values, whatever integer type holds them
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
     if input.dim() != 1 or (input.numel() and _prims.amin(input, [], False).item() < 0):
