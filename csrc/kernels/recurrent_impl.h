@@ -35,15 +35,11 @@ void store_part(Vec<T> v, T* p, Full<T>) {
 }
 template <class T>
 Vec<T> load_part(const T* p, int64_t count) {
-  T lanes[Vec<T>::kWidth] = {};
-  for (int64_t i = 0; i < count; ++i) lanes[i] = p[i];
-  return Vec<T>::load(lanes);
+  return load_first(p, count);
 }
 template <class T>
 void store_part(Vec<T> v, T* p, int64_t count) {
-  T lanes[Vec<T>::kWidth];
-  v.store(lanes);
-  for (int64_t i = 0; i < count; ++i) p[i] = lanes[i];
+  store_first(v, p, count);
 }
 
 // Calls body(row, unit, n) for every vector of units of every row, n a Full<T> or the tail's count.
