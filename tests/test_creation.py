@@ -105,6 +105,12 @@ def test_empty(fg):
     for t in (fg.empty(2, 3), fg.empty((2, 3))):
         assert dtype_name(t.dtype) == "float32" and t.shape == (2, 3)
     assert dtype_name(fg.empty(4, dtype=fg.int64).dtype) == "int64"
+    # bool memory is written (False): recycled bytes that are neither 0 nor 1 summed to more than numel
+    for _ in range(3):  # the freed float block comes back for the bool tensor
+        scratch = fg.full((4000,), 0.1)
+        del scratch
+        flags = fg.empty(4000, dtype=fg.bool)
+        assert flags.sum().item() == 0 and fg.empty_like(flags).sum().item() == 0
 
 
 def resident_bytes():

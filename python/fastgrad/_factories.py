@@ -336,6 +336,8 @@ def _filled(size, value, dtype, requires_grad, device, out=None):
         if isinstance(value, builtins.bool)
         else get_default_dtype()
     )
+    if value is None and dtype is bool_:
+        value = False  # a byte other than 0 and 1 is no bool: the kernels' reads of one are undefined
     t = _prims.empty(_sizes(size), dtype) if value is None else _prims.full(_sizes(size), value, dtype)
     t = _finish(t, requires_grad)
     if out is not None:
