@@ -133,6 +133,8 @@ for _t in [
     "~{a}",
     "torch.logical_not({a})",
     "torch.negative({a})",
+    "torch.absolute({a})",
+    "{a}.absolute()",
 ]:
     op(_t, a=tensor(NUM))
 # elementwise math (issue 13): float functions, their aliases and in-place forms
@@ -247,6 +249,11 @@ for _t in [
     "{a} != {b}",
     "torch.gt({a}, {b})",
     "{a}.le({b})",
+    "torch.less({a}, {b})",
+    "{a}.less_equal({b})",
+    "torch.greater({a}, {b})",
+    "{a}.greater_equal({b})",
+    "torch.not_equal({a}, {b})",
 ]:
     op(_t, a=tensor(NUM), b=partner("a"))
 for _t in ["{a} > {s}", "{a} <= {s}", "{s} < {a}", "{a} == {s}", "{a}.ne({s})"]:
@@ -861,6 +868,9 @@ for _t in [
 ]:
     op(_t, a=tensor(), b=partner("a"))
 op("torch.true_divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
+op("torch.divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
+op("{a}.multiply({b})", a=tensor(NUM), b=partner("a"))
+op("torch.subtract({a}, {b}, alpha=2)", a=tensor(NUM), b=partner("a"))
 
 # elementwise ops and in-place forms of issue 13 (ewise): sign changes and clamps have no derivative there
 op("torch.xlogy({a}, {b}.abs() + 0.5)", a=tensor(NUM), b=partner("a"))
@@ -885,6 +895,10 @@ for _t in [
     "{a}.arctan2_({b})",
     "{a}.hypot_({b})",
     "{a}.true_divide_({b}.exp())",
+    "{a}.divide_({b}.exp())",
+    "{a}.multiply_({b})",
+    "{a}.subtract_({b})",
+    "{a}.absolute_()",
     "{a}.logical_and_({b})",
     "{a}.logical_or_({b})",
     "{a}.logical_xor_({b})",

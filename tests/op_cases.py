@@ -93,6 +93,7 @@ BACKWARD_NAMES = {
     "remainder": "RemainderBackward1",
     "fmod": "FmodBackward1",
     "negative": "NegBackward0",
+    "absolute": "AbsBackward0",
     "log1p": "Log1PBackward0",
 }
 
@@ -899,6 +900,9 @@ for _op, _grad_fn, _domain in [
     ("logaddexp2", "Logaddexp2Backward0", "real"),
     ("hypot", "HypotBackward0", "nonzero"),
     ("true_divide", "DivBackward0", ("real", "nonzero")),
+    ("subtract", "SubBackward0", "real"),
+    ("multiply", "MulBackward0", "real"),
+    ("divide", "DivBackward0", ("real", "nonzero")),
 ]:
     case(f"torch.{_op}", lambda m, a, b, op=_op: getattr(m, op)(a, b), [(3, 4), (4,)], _grad_fn, _domain, LAYOUTS[:1])
     case(f"Tensor.{_op}", lambda m, a, b, op=_op: getattr(a, op)(b), [(3, 1), ()], _grad_fn, _domain, LAYOUTS[:1])
@@ -1063,6 +1067,11 @@ for _name, _fn in [
     ("torch.ge", lambda m, a, b: m.ge(a, b)),
     ("torch.eq", lambda m, a, b: m.eq(a, b)),
     ("torch.ne", lambda m, a, b: m.ne(a, b)),
+    ("torch.less", lambda m, a, b: m.less(a, b)),
+    ("torch.less_equal", lambda m, a, b: m.less_equal(a, b)),
+    ("Tensor.greater", lambda m, a, b: a.greater(b)),
+    ("torch.greater_equal", lambda m, a, b: m.greater_equal(a, b)),
+    ("Tensor.not_equal", lambda m, a, b: a.not_equal(b)),
     ("Tensor.lt", lambda m, a, b: a.lt(b)),
     ("Tensor.eq", lambda m, a, b: a.eq(b)),
     ("Tensor.ge", lambda m, a, b: a.ge(b)),
@@ -1313,6 +1322,7 @@ NOT_IN_CASES.update(
         **dict.fromkeys(
             ["xlogy_", "copysign_", "logit_", "float_power_", "heaviside_", "atan2_", "arctan2_", "hypot_"]
             + ["true_divide_", "logical_and_", "logical_or_", "logical_xor_", "logical_not_"]
+            + ["subtract_", "multiply_", "divide_", "absolute_"]
             + ["eq_", "ne_", "lt_", "le_", "gt_", "ge_", "not_equal_", "less_", "less_equal_", "greater_"]
             + ["greater_equal_", "bitwise_left_shift_", "bitwise_right_shift_"],
             "in place: tests/test_binary_ops.py",

@@ -190,6 +190,10 @@ def in_place(m, program, *data):
         lambda m, x, b, w: x.lt_(0.5),
         lambda m, x, b, w: x.greater_equal_(w),
         lambda m, x, b, w: x.not_equal_(b),
+        lambda m, x, b, w: x.subtract_(b),
+        lambda m, x, b, w: x.multiply_(w),
+        lambda m, x, b, w: x.divide_(w + 1, rounding_mode="trunc"),
+        lambda m, x, b, w: x.absolute_(),
     ],
 )
 def test_in_place_forms_record_their_ops_node(fg, torch, program):

@@ -414,6 +414,18 @@ GELU_ERRORS = [
         NotImplementedError,
         "\"GeluKernelImpl\" not implemented for 'Bool'",
     ),
+    (
+        "relu6 of bool",
+        lambda m, o: m.nn.functional.relu6(_x(m, 3, dtype=m.bool)),
+        RuntimeError,
+        "Bool inputs not supported for hardtanh",
+    ),
+    (
+        "threshold of bool",
+        lambda m, o: m.nn.functional.threshold(_x(m, 3, dtype=m.bool), 0.5, 0.0),
+        NotImplementedError,
+        "\"threshold_cpu\" not implemented for 'Bool'",
+    ),
 ]
 SOFTMAX_ERRORS = [
     (

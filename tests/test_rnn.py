@@ -227,6 +227,8 @@ ERRORS = {
     "unbatched hidden dims": lambda t: t.nn.RNN(3, 4)(t.zeros(2, 3), t.zeros(1, 1, 4)),
     "lstm hidden dims": lambda t: t.nn.LSTM(3, 4)(t.zeros(2, 2, 3), (t.zeros(2, 4), t.zeros(1, 2, 4))),
     "dtype": lambda t: t.nn.LSTM(3, 4)(t.zeros(2, 2, 3, dtype=t.float64)),
+    "empty sequence": lambda t: t.nn.LSTM(3, 4, bidirectional=True)(t.zeros(0, 3)),
+    "empty batched sequence": lambda t: t.nn.GRU(3, 4, batch_first=True)(t.zeros(2, 0, 3)),
     "proj_size gru": lambda t: t.nn.GRU(3, 4, proj_size=2),
     "proj_size too large": lambda t: t.nn.LSTM(3, 4, proj_size=4),
     "nonlinearity": lambda t: t.nn.RNN(3, 4, nonlinearity="sigmoid"),

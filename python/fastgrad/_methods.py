@@ -2792,6 +2792,10 @@ def true_divide_(self, other):
     return self.div_(other)
 
 
+def multiply_(self, other):
+    return self.mul_(other)
+
+
 _true_divide_in_place = Tensor.div_  # the backend's own (x /= y), before the op table's div_ replaces it
 
 

@@ -165,6 +165,23 @@ op("hypot(Tensor input, Tensor other)",
    "function method out", "_methods.hypot", "binary_float")
 op("true_divide(Tensor input, Tensor other)",
    "function method out", "_methods.true_divide", "div")
+# PyTorch's alias names (torch.multiply is torch.mul, ...): the same implementation, node and rule
+op("subtract(Tensor input, Tensor other, *, Scalar alpha=1)",
+   "function method out", "_methods.sub", "binary")
+op("multiply(Tensor input, Tensor other)",
+   "function method out", "_prims.mul", "binary")
+op("divide(Tensor input, Tensor other, *, str? rounding_mode=None)",
+   "function method out", "_methods.div", "div")
+op("less(Tensor input, Tensor other)",
+   "function method out", "_prims.lt", "comparison")
+op("less_equal(Tensor input, Tensor other)",
+   "function method out", "_prims.le", "comparison")
+op("greater(Tensor input, Tensor other)",
+   "function method out", "_prims.gt", "comparison")
+op("greater_equal(Tensor input, Tensor other)",
+   "function method out", "_prims.ge", "comparison")
+op("not_equal(Tensor input, Tensor other)",
+   "function method out", "_prims.ne", "comparison")
 # elementwise ops and in-place forms of issue 13 (ewise): each in-place form records its op's node
 op("xlogy(Tensor input, Tensor other)",
    "function method out", "_methods.xlogy", "binary_float")
@@ -239,6 +256,8 @@ op("neg(Tensor input)",
 op("negative(Tensor input)",
    "function method out", "_prims.neg", "unary", "unary")
 op("abs(Tensor input)",
+   "function method out", "_prims.abs", "unary", "unary(nonzero)")
+op("absolute(Tensor input)",
    "function method out", "_prims.abs", "unary", "unary(nonzero)")
 op("sign(Tensor input)",
    "function method out", "_prims.sign", "unary")
@@ -412,6 +431,14 @@ op("Tensor.mul_(Tensor self, Tensor other)",
    "method", "Tensor", "inplace")
 op("Tensor.div_(Tensor self, Tensor other, *, str? rounding_mode=None)",
    "method", "_methods.div_", "inplace")
+op("Tensor.subtract_(Tensor self, Tensor other, *, Scalar alpha=1)",
+   "method", "_methods.sub_", "inplace")
+op("Tensor.multiply_(Tensor self, Tensor other)",
+   "method", "_methods.multiply_", "inplace")
+op("Tensor.divide_(Tensor self, Tensor other, *, str? rounding_mode=None)",
+   "method", "_methods.div_", "inplace")
+op("Tensor.absolute_(Tensor self)",
+   "method", "_prims.abs_", "inplace")
 op("Tensor.pow_(Tensor self, Tensor exponent)",
    "method", "Tensor", "inplace")
 op("Tensor.floor_divide_(Tensor self, Tensor other)",

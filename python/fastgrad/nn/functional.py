@@ -359,6 +359,8 @@ def _zero_where(mask, grad):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype == bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     if not input.dtype.is_floating_point:  # PyTorch's clamp, the bounds read as the input's integers
         min_val, max_val = int(min_val), int(max_val)
         return input.clamp_(min_val, max_val) if inplace else input.clamp(min_val, max_val)
@@ -461,6 +463,8 @@ def tanhshrink(input):
 
 def _thresholded(input, limit, value, inplace):
     """value where input <= limit, the input elsewhere."""
+    if input.dtype == bool_:
+        _check_floating(input, "threshold_cpu")
     if not input.dtype.is_floating_point:  # the kernel reads both as the input's integers
         limit, value = int(limit), int(value)
     return _activation(
@@ -1927,11 +1931,6 @@ def _loss_reduction(size_average, reduce, reduction):
 _ATEN_EPSILON = float(np.float32(1e-12))
 
 
-def _check_floating_kernel(kernel, input):
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
-
-
 def _check_not_differentiable(function, argument, tensor):
     """PyTorch's autograd refuses a gradient for an argument its backward does not give one."""
     if tensor is not None and tensor.requires_grad and is_grad_enabled():
@@ -2013,7 +2012,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         )
     if weight is not None:
         weight = weight.expand(broadcast_shapes(target.size(), weight.size()))
-    _check_floating_kernel("binary_cross_entropy", input)
+    _check_floating(input, "binary_cross_entropy")
     if target.dtype != input.dtype:
         raise RuntimeError(f"Found dtype {SCALAR_TYPE_NAME[target.dtype]} but expected {SCALAR_TYPE_NAME[input.dtype]}")
     _check_not_differentiable("binary_cross_entropy", "weight", weight)
@@ -2233,7 +2232,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(
             f"expected scalar type {SCALAR_TYPE_NAME[input.dtype]} but found {SCALAR_TYPE_NAME[weight.dtype]}"
         )
-    _check_floating_kernel("multi_margin_loss_cpu_kernel", input)
+    _check_floating(input, "multi_margin_loss_cpu_kernel")
     _check_not_differentiable("multi_margin_loss", "weight", weight)
     if target.numel() and (target.min().item() < 0 or target.max().item() >= classes):
         raise RuntimeError("target out of range")

@@ -299,6 +299,8 @@ class RNNBase(Module):
         state = self._initial_state(hx, input, batch, batched, packed, sorted_indices)
         self._check_input(input, packed)
         self._check_hidden(state, batch)
+        if input.shape[0] == 0:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         output, final = self._run_layers(input, state, batch_sizes if packed else None)
         if packed:
             final = tuple(s.index_select(1, unsorted_indices) if unsorted_indices is not None else s for s in final)
