@@ -706,6 +706,12 @@ for _name, _fn, _shapes, _grad_fn, _domain in [
 _L1, _L2 = LAYOUTS[:1], LAYOUTS[:2]
 for _name, _fn, _shapes, _grad_fn, _layouts in [
     ("narrow(1,-3,2)", lambda m, x: x.narrow(1, -3, 2), [(3, 4)], "SliceBackward0", _L2),
+    ("torch.select(x,1,-1)", lambda m, x: m.select(x, 1, -1), [(3, 4)], "SelectBackward0", _L2),
+    ("select(0,1) of 3-D", lambda m, x: x.select(0, 1), [(2, 3, 4)], "SelectBackward0", _L1),
+    ("torch.ravel", lambda m, x: m.ravel(x), [(3, 4)], "ViewBackward0", _L2),
+    ("ravel of 0-d", lambda m, x: x.ravel(), [()], "ViewBackward0", _L1),
+    ("torch.positive", lambda m, x: m.positive(x) * 2, [(3, 4)], "MulBackward0", _L1),
+    ("positive", lambda m, x: x.positive() * 2, [(3,)], "MulBackward0", _L1),
     ("torch.unbind(x,1)[2]", lambda m, x: m.unbind(x, 1)[2], [(3, 4)], "UnbindBackward0", _L2),
     ("torch.movedim((0,1),(2,0))", lambda m, x: m.movedim(x, (0, 1), (2, 0)), [(2, 3, 4)], "PermuteBackward0", _L1),
     ("moveaxis(0,-1)", lambda m, x: x.moveaxis(0, -1), [(3, 4)], "PermuteBackward0", _L1),

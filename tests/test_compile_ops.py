@@ -109,6 +109,8 @@ NOT_CAPTURED_YET = {
     "cummin(0).values of 3-D",
     "torch.cummin(x,-1)[0]",
     "narrow(1,-3,2)",
+    "torch.select(x,1,-1)",
+    "select(0,1) of 3-D",
     "torch.unbind(x,1)[2]",
     "torch.block_diag",
     "tensor_split(3,1)[1]",

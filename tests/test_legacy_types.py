@@ -71,3 +71,44 @@ MISUSES = {
 def test_misuse_raises_as_pytorch(fg, torch, misuse):
     error = same_error(fg, torch, misuse)
     assert error is not None
+
+
+def variables(lib):
+    """torch.autograd.Variable: a new leaf sharing its argument's data, whatever the argument's history."""
+    Variable = lib.autograd.Variable
+    source = lib.ones(2, requires_grad=True) * 2
+    wrapped, plain, empty = Variable(source, requires_grad=True), Variable(source), Variable()
+    wrapped.data[0] = 5.0  # the same storage as source
+    (wrapped * 3).sum().backward()
+    return [
+        (wrapped.requires_grad, wrapped.is_leaf, wrapped.grad_fn, wrapped.grad),
+        (plain.requires_grad, plain.is_leaf, plain.grad_fn, plain is source),
+        source.detach(),
+        (empty, str(empty.dtype).split(".")[1]),
+        [isinstance(t, Variable) for t in (source, lib.tensor(1), 1.0, [1.0])],
+    ]
+
+
+def test_variable(fg, torch):
+    same_on_both(fg, torch, variables)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda lib: lib.autograd.Variable([1.0]),
+        lambda lib: lib.autograd.Variable(lib.tensor([1, 2]), requires_grad=True),
+        lambda lib: lib.autograd.Variable(lib.ones(2), True, True),
+        lambda lib: lib.autograd.variable(lib.ones(2)),
+    ],
+)
+def test_variable_errors(fg, torch, call):
+    same_error(fg, torch, call)
+
+
+def test_volatile_warns_and_has_no_effect(fg):
+    with pytest.warns(UserWarning, match="volatile was removed and now has no effect"):
+        v = fg.autograd.Variable(fg.ones(2), volatile=True)
+    assert not v.requires_grad
+    with fg.autograd.no_grad():  # the grad-mode switches are torch.autograd's names too
+        assert not fg.is_grad_enabled()

@@ -275,6 +275,15 @@ def test_split_parts_refuse_in_place_writes(fg, torch):
         lambda m: m.ones(()).flipud(),
         lambda m: m.ones(3, 4).roll((1, 2)),
         lambda m: m.ones(3, 4).narrow(0, 0, -1),
+        lambda m: m.ones(3, 4).select(2, 0),
+        lambda m: m.ones(3, 4).select(0, 3),
+        lambda m: m.ones(3, 4).select(1, -5),
+        lambda m: m.ones(()).select(0, 0),
+        lambda m: m.positive(m.ones(2, dtype=m.bool)),
+        lambda m: m.ones(3).mT,
+        lambda m: m.ones(3).mH,
+        lambda m: m.ones(3).H,
+        lambda m: m.ones(2, 3, 4).H,
         lambda m: m.ones(3, 4).movedim(2, 0),
         lambda m: m.vstack([]),
         lambda m: m.ones(3, 4).unbind(2),
@@ -316,3 +325,16 @@ def test_base_and_is_view_as_pytorch(torch, backend, make):
         y = make(base)
         flags.append((y._is_view(), y._base is base._base if y._is_view() else y._base, y.requires_grad))
     assert flags[1] == flags[0]
+
+
+def matrix_views_and_sizes(m):
+    x = m.tensor(np.arange(24.0).reshape(2, 3, 4), requires_grad=True)
+    views = [x.mT, x.mH, x[0].H, x[0].T]
+    sum(v.sum() * (i + 1) for i, v in enumerate(views)).backward()
+    tensors = (x, x[0, 0, :2].long(), m.ones(()))
+    sizes = [(t.nelement(), t.ndimension(), t.itemsize, t.nbytes, t.is_cpu) for t in tensors]
+    return [(v, v.grad_fn.name()) for v in views], x.grad, sizes
+
+
+def test_matrix_transposes_and_size_queries(fg, torch):
+    same_on_both(fg, torch, matrix_views_and_sizes)

@@ -143,11 +143,13 @@ from fastgrad._methods import numel as numel
 from . import optim as optim
 from fastgrad._methods import outer as outer
 from fastgrad._linalg_ops import pinverse as pinverse
+from fastgrad._methods import positive as positive
 from fastgrad._methods import pow as pow
 from fastgrad._types import promote_types as promote_types
 from fastgrad._methods import put as put
 from fastgrad._linalg_ops import qr as qr
 from . import random as random
+from fastgrad._methods import ravel as ravel
 from fastgrad._methods import remainder as remainder
 from fastgrad._types import result_type as result_type
 from . import return_types as return_types
@@ -421,6 +423,7 @@ def scatter_add(input: Any, dim: Any, index: Any, src: Any, *, out: Any = ...) -
 def scatter_reduce(
     input: Any, dim: Any, index: Any, src: Any, reduce: Any, *, include_self: Any = ..., out: Any = ...
 ) -> Any: ...
+def select(input: Any, dim: Any, index: Any) -> Any: ...
 def sgn(input: Any, *, out: Any = ...) -> Any: ...
 def sigmoid(input: Any, *, out: Any = ...) -> Any: ...
 def sign(input: Any, *, out: Any = ...) -> Any: ...

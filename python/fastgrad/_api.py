@@ -32,7 +32,8 @@ MODULE = (
 
 TENSOR = (
     """
-    shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T output_nr is_cuda
+    shape dtype device requires_grad is_leaf grad grad_fn data retains_grad ndim T mT mH H output_nr is_cuda is_cpu
+    nelement ndimension itemsize nbytes
     dim numel size stride storage_offset is_contiguous element_size item tolist numpy is_inference
     backward retain_grad requires_grad_ detach detach_ contiguous cpu cuda to type float double long bool
     type_as int short char byte half bfloat16

@@ -642,6 +642,12 @@ def narrow(input, dim, start, length):
     return Meta(tuple(shape), input.dtype)
 
 
+def select(input, dim, index):
+    shape = list(input.shape)
+    del shape[_wrap(dim, len(shape))]
+    return Meta(tuple(shape), input.dtype)
+
+
 def unbind(input, dim=0):
     shape = list(input.shape)
     d = _wrap(dim, len(shape))

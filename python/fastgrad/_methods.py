@@ -311,6 +311,30 @@ def _T(self):
     return _prims.permute(self, list(range(self.dim() - 1, -1, -1)))
 
 
+def _matrix_transpose(name):
+    """Tensor.mT / mH (the same for real tensors): the last two dims swapped; a 0-d tensor itself."""
+
+    def transpose(self):
+        if self.dim() == 0:
+            warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors.", UserWarning, stacklevel=2)
+            return self
+        if self.dim() == 1:
+            raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of matrices. Got 1-D tensor.")
+        return _prims.transpose(self, -2, -1)
+
+    return property(transpose)
+
+
+def _H(self):
+    if self.dim() == 0:
+        warnings.warn("Tensor.H is deprecated on 0-D tensors.", UserWarning, stacklevel=2)
+        return self
+    if self.dim() != 2:
+        hint = " For batches of matrices, consider using tensor.mH" if self.dim() > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {self.dim()}-D tensor.{hint}")
+    return _prims.transpose(self, 0, 1)
+
+
 # ---- device and dtype conversion
 
 
@@ -2050,6 +2074,28 @@ def narrow(input, dim, start, length):
     return input[_dim_slice(dim, builtins.slice(start, start + length))]
 
 
+def select(input, dim, index):
+    if input.dim() == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    dim = _wrap_dim(_index(dim), input.dim())
+    index, size = _int64(index), input.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {dim}"
+        )
+    return input[_dim_slice(dim, index)]
+
+
+def ravel(input):
+    return input.contiguous().view(-1)
+
+
+def positive(input):
+    if input.dtype == bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
 def unbind(input, dim=0):
     if input.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
@@ -3100,6 +3146,14 @@ TENSOR_ATTRIBUTES = {
     "size": size,
     "stride": stride,
     "T": property(_T),
+    "mT": _matrix_transpose("mT"),
+    "mH": _matrix_transpose("mH"),
+    "H": property(_H),
+    "nelement": lambda self: self.numel(),
+    "ndimension": lambda self: self.dim(),
+    "is_cpu": True,
+    "itemsize": property(lambda self: self.element_size()),
+    "nbytes": property(lambda self: self.numel() * self.element_size()),
     "device": property(_device),
     "is_cuda": False,
     "cpu": cpu,

@@ -653,6 +653,12 @@ op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
 # shape family (issue 13): views, copies and joins composed in _methods
 op("narrow(Tensor input, int dim, SymInt start, SymInt length)",
    "function method", "_methods.narrow", "narrow")
+op("select(Tensor input, int dim, SymInt index)",
+   "function method", "_methods.select", "select")
+op("ravel(Tensor input)",
+   "function method", "_methods.ravel", "flatten")
+op("positive(Tensor input)",
+   "function method", "_methods.positive", "unary")
 op("unbind(Tensor input, int dim=0) -> Tensor[]",
    "function method", "_methods.unbind", "unbind")
 op("movedim(Tensor input, int[1] source, int[1] destination)",
