@@ -72,6 +72,20 @@ def test_affine_grid_matches_torch(fg, torch, size, corners):
     assert name == t_name == "AffineGridGeneratorBackward0"
 
 
+def test_affine_grid_may_be_written_in_place(fg, torch):
+    """The grid is the op's own result, not a view made inside a custom Function (which autograd
+    forbids writing in place)."""
+    theta = np.random.default_rng(5).standard_normal((2, 2, 3))
+    grads = []
+    for lib in (fg, torch):
+        t = lib.tensor(theta, requires_grad=True)
+        grid = lib.nn.functional.affine_grid(t, (2, 1, 3, 2), align_corners=False)
+        grid.mul_(2.0).sum().backward()
+        grads.append((t.grad.numpy(), grid.grad_fn.name()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-12, atol=1e-12)
+    assert grads[0][1] == grads[1][1] == "MulBackward0"
+
+
 def test_spatial_transformer_step_matches_torch(fg, torch):
     """The spatial transformer tutorial's flow: theta from a layer, affine_grid, grid_sample, a loss;
     the gradient reaches the layer's weights through both."""

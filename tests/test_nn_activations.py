@@ -207,6 +207,40 @@ def test_backward_after_the_input_changed_in_place_raises_as_torch(fg, torch, na
     same_error(fg, torch, program)
 
 
+# In place twice, then backward: PyTorch's node of elu_/celu_/selu_/leaky_relu_/rrelu_/relu_ saves the
+# result, which the second write changes (an error); hardtanh_'s, threshold_'s and silu's save the old values.
+IN_PLACE_TWICE = {
+    "elu_": (lambda F, v: F.elu_(v), True),
+    "celu_": (lambda F, v: F.celu_(v, 0.5), True),
+    "selu_": (lambda F, v: F.selu_(v), True),
+    "leaky_relu_": (lambda F, v: F.leaky_relu_(v), True),
+    "rrelu_": (lambda F, v: F.rrelu_(v), True),
+    "relu_": (lambda F, v: F.relu_(v), True),
+    "hardtanh_": (lambda F, v: F.hardtanh_(v), False),
+    "relu6": (lambda F, v: F.relu6(v, inplace=True), False),
+    "threshold_": (lambda F, v: F.threshold_(v, 0.1, 0.0), False),
+    "silu": (lambda F, v: F.silu(v, inplace=True), False),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_PLACE_TWICE))
+def test_in_place_twice_then_backward_as_torch(fg, torch, name):
+    activation, fails = IN_PLACE_TWICE[name]
+
+    def program(lib):
+        x = lib.tensor([0.5, -0.3], requires_grad=True)
+        v = x * 1
+        activation(lib.nn.functional, v)
+        activation(lib.nn.functional, v)
+        v.sum().backward()
+        return x.grad
+
+    if fails:
+        same_error(fg, torch, program)
+    else:
+        assert_close(to_numpy(program(fg)), to_numpy(program(torch)))
+
+
 ERRORS = [
     lambda lib: lib.nn.functional.leaky_relu(lib.tensor([1, 2])),
     lambda lib: lib.nn.functional.leaky_relu(lib.tensor([1, 2]), inplace=True),

@@ -275,6 +275,11 @@ def test_split_parts_refuse_in_place_writes(fg, torch):
         lambda m: m.ones(()).flipud(),
         lambda m: m.ones(3, 4).roll((1, 2)),
         lambda m: m.ones(3, 4).narrow(0, 0, -1),
+        lambda m: m.ones(3, 4).unfold(1, 5, 1),
+        lambda m: m.ones(3, 4).unfold(1, -1, 0),
+        lambda m: m.ones(3, 4).unfold(1, 2, 0),
+        lambda m: m.ones(3, 4).unfold(2, 1, 1),
+        lambda m: m.ones(()).unfold(0, 2, 1),
         lambda m: m.ones(3, 4).select(2, 0),
         lambda m: m.ones(3, 4).select(0, 3),
         lambda m: m.ones(3, 4).select(1, -5),
@@ -338,3 +343,22 @@ def matrix_views_and_sizes(m):
 
 def test_matrix_transposes_and_size_queries(fg, torch):
     same_on_both(fg, torch, matrix_views_and_sizes)
+
+
+def unfolded(m):
+    """Overlapping windows share elements: a write through the view shows in the input and in every
+    window holding the element, and the gradient adds over the windows (also in a second derivative)."""
+    x = m.tensor(np.arange(10.0).reshape(2, 5), requires_grad=True)
+    windows = x.unfold(1, 3, 1)
+    weights = m.tensor(np.arange(18.0).reshape(2, 3, 3))
+    (grad,) = m.autograd.grad((windows * windows * weights).sum(), x, create_graph=True)
+    (second,) = m.autograd.grad(grad.sum(), x)
+    data = x.detach().clone()
+    view = data.unfold(1, 2, 2)
+    view[0, 1, 0] = -1.0
+    empty = m.ones(3, 4).unfold(0, 0, 1)
+    return windows, windows.stride(), grad, second, data, view, (tuple(empty.shape), empty.stride())
+
+
+def test_unfold_windows_overlap_and_gradients_add(fg, torch):
+    same_on_both(fg, torch, unfolded)

@@ -48,8 +48,8 @@ struct ActivationNode : Node {
   ActivationParams params;
 };
 
-// The gradient g f'(x) (x: the input, or the result where that gives the same: LeakyReluBackward1,
-// HardtanhBackward0 of the in-place form), an op of its own, as PyTorch's.
+// The gradient g f'(x) (x: the input, or the result where that gives the same: LeakyReluBackward1 of
+// the in-place form), an op of its own, as PyTorch's.
 FG_NODE_UNNAMED(ActivationBackwardBackward, ActivationNode);
 Tensor activation_backward(const Tensor& g, const Tensor& x, const ActivationParams& p, const char* node_name) {
   DType dt = compute_type(x->dtype);
@@ -124,9 +124,6 @@ Tensor leaky_relu_for_inplace(const Tensor& x, double slope) {
 }
 Tensor hardtanh(const Tensor& x, double min, double max) {
   return activation(x, {Activation::Hardtanh, {min, max}}, "hardtanh_cpu", "HardtanhBackward0", false);
-}
-Tensor hardtanh_for_inplace(const Tensor& x, double min, double max) {
-  return activation(x, {Activation::Hardtanh, {min, max}}, "hardtanh_cpu", "HardtanhBackward0", true);
 }
 
 }  // namespace fg

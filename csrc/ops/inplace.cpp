@@ -292,7 +292,8 @@ Tensor leaky_relu_(const Tensor& self, double slope) {
   return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return leaky_relu_for_inplace(s, slope); });
 }
 Tensor hardtanh_(const Tensor& self, double min, double max) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return hardtanh_for_inplace(s, min, max); });
+  // PyTorch's node saves the old values (a later write to self is no error), not the result as leaky_relu_'s
+  return apply_inplace(self, nullptr, true, [&](const Tensor& s) { return hardtanh(s, min, max); });
 }
 Tensor unary_(const Tensor& self, Tensor (*op)(const Tensor&), bool reads_self) {
   return apply_inplace(self, nullptr, reads_self, op);

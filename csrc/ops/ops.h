@@ -300,6 +300,8 @@ Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::op
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
 // The diagonal `offset` of dims dim1 and dim2, as the last dim of a view; DiagonalBackward0.
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
+// The windows of `size` elements `step` apart along `dimension`, as a new last dim of a view; UnfoldBackward0.
+Tensor unfold(const Tensor& x, int64_t dimension, int64_t size, int64_t step);
 Tensor alias_view(const Tensor& x);  // x[...]: a view of the whole tensor (AliasBackward0)
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
@@ -373,11 +375,10 @@ GeluApproximation gelu_approximation_from_name(const std::string& name);  // "no
 Tensor gelu(const Tensor& x, GeluApproximation approximate);
 
 // ---- activations with parameters (ops/activation.cpp), floating tensors: one vector pass each way.
-// The *_for_inplace forms are what their in-place forms (below) write: their nodes save the result.
+// leaky_relu_for_inplace is what leaky_relu_ (below) writes: its node saves the result.
 Tensor leaky_relu(const Tensor& x, double slope);
 Tensor leaky_relu_for_inplace(const Tensor& x, double slope);
 Tensor hardtanh(const Tensor& x, double min, double max);
-Tensor hardtanh_for_inplace(const Tensor& x, double min, double max);
 
 // ---- convolution (ops/conv.cpp): input (N, C, H, W), weight (O, C / groups, kh, kw), bias (O) or
 // undefined; float32 and float64. 3-D input and weight (N, C, W) / (O, C / groups, kw) are the

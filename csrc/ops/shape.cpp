@@ -411,6 +411,64 @@ Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
   return out;
 }
 
+// ---- unfold: the windows of `size` elements, `step` apart, along one dim, as a new last dim of a
+// view. Windows overlap when step < size, so the gradient adds rather than copies: window offset j
+// of every window is one strided slice of the input (size additions, not one per window).
+struct UnfoldBackwardBackward0 final : Node {
+  FG_NODE_MEMBERS(UnfoldBackwardBackward0)
+  int64_t dim = 0, size = 0, step = 1;
+};
+GradList UnfoldBackwardBackward0::apply(GradList&& grads) { return {unfold(grads[0], dim, size, step)}; }
+
+struct UnfoldBackward0 final : Node {
+  FG_NODE_MEMBERS(UnfoldBackward0)
+  InputMeta input;
+  int64_t dim = 0, size = 0, step = 1;
+};
+GradList UnfoldBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  Tensor out = zeros(input.sizes(), g->dtype);
+  {
+    GradModeGuard no_grad(false);
+    Tensor target = out->dim() == 0 ? reshape(out, {1}) : out;  // a 0-d input unfolds as one element
+    int64_t windows = out->dim() == 0 ? 1 : g->shape[dim];
+    for (int64_t j = 0; j < size && windows > 0; ++j) {
+      Tensor at_offset = slice(target, dim, j, j + (windows - 1) * step + 1, step);
+      copy_values(at_offset, add(at_offset, select(g, -1, j)));
+    }
+  }
+  if (auto* node = record<UnfoldBackwardBackward0>(out, {&g})) {
+    node->dim = dim;
+    node->size = size;
+    node->step = step;
+  }
+  return {out};
+}
+
+Tensor unfold(const Tensor& x, int64_t dimension, int64_t size, int64_t step) {
+  int64_t d = wrap_dim(dimension, x->dim());
+  int64_t length = x->dim() == 0 ? 1 : x->shape[d];
+  if (size > length)
+    throw RuntimeError(cat("maximum size for tensor at dimension ", d, " is ", length, " but size is ", size));
+  if (size < 0) throw RuntimeError(cat("size is ", size, " but must be >= 0"));
+  if (step <= 0) throw RuntimeError(cat("step is ", step, " but must be > 0"));
+  Shape shape = x->shape, strides = x->strides;
+  if (x->dim() > 0) {
+    shape[d] = (length - size) / step + 1;
+    strides[d] = wrap_mul(x->strides[d], step);
+  }
+  shape.push_back(size);
+  strides.push_back(x->dim() == 0 ? 1 : x->strides[d]);
+  Tensor out = make_differentiable_view(x, shape, strides, x->offset);
+  if (auto* node = record<UnfoldBackward0>(out, {&x})) {
+    node->input = InputMeta::of(x);
+    node->dim = d;
+    node->size = size;
+    node->step = step;
+  }
+  return out;
+}
+
 Tensor alias_view(const Tensor& x) {
   Tensor out = make_differentiable_view(x, x->shape, x->strides, x->offset);
   record<IdentityBackward>(out, {&x}, "AliasBackward0");

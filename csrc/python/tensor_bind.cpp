@@ -759,6 +759,9 @@ void bind_tensor(py::module_& m) {
   m.def("diagonal", [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
     return view_op(fg::diagonal, x, offset, dim1, dim2);
   });
+  m.def("unfold", [](const Tensor& x, int64_t dimension, int64_t size, int64_t step) {
+    return view_op(fg::unfold, x, dimension, size, step);
+  });
   m.def("flatten", [](const Tensor& x, int64_t start, int64_t end) {
     return by_elements(copied_elements(x), fg::flatten, x, start, end);
   });

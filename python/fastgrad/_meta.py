@@ -642,6 +642,14 @@ def narrow(input, dim, start, length):
     return Meta(tuple(shape), input.dtype)
 
 
+def unfold(self, dimension, size, step):
+    shape = list(self.shape)
+    if shape:
+        d = _wrap(dimension, len(shape))
+        shape[d] = (shape[d] - size) // step + 1
+    return Meta(tuple(shape) + (size,), self.dtype)
+
+
 def select(input, dim, index):
     shape = list(input.shape)
     del shape[_wrap(dim, len(shape))]

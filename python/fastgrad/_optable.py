@@ -655,6 +655,8 @@ op("narrow(Tensor input, int dim, SymInt start, SymInt length)",
    "function method", "_methods.narrow", "narrow")
 op("select(Tensor input, int dim, SymInt index)",
    "function method", "_methods.select", "select")
+op("Tensor.unfold(Tensor self, int dimension, int size, int step)",
+   "method", "_prims.unfold", "unfold")
 op("ravel(Tensor input)",
    "function method", "_methods.ravel", "flatten")
 op("positive(Tensor input)",

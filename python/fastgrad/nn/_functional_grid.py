@@ -98,7 +98,8 @@ class AffineGridGenerator(Function):
     def forward(ctx, theta, size, align_corners):
         base = _base_grid(theta, size, align_corners)
         ctx.base = base
-        return base.bmm(theta.transpose(1, 2)).view(size[:1] + size[2:] + [len(size) - 2])
+        # a copy, not a view of the product: PyTorch's grid is an op's own result, which in-place ops may write
+        return base.bmm(theta.transpose(1, 2)).view(size[:1] + size[2:] + [len(size) - 2]).clone()
 
     @staticmethod
     def backward(ctx, grad):

@@ -224,18 +224,21 @@ def _check_floating(input, kernel):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{SCALAR_TYPE_NAME[input.dtype]}'")
 
 
-def _activation(name, input, value, gradient, inplace=False, piecewise_linear=False):
+def _activation(name, input, value, gradient, inplace=False, piecewise_linear=False, saves_result=False):
     """value(x) for x = input (computed without history) as the one node `name`, whose gradient is
     gradient(grad, x); inplace writes it over the input, as PyTorch's in-place form (the node then
-    saves a copy of the old values). A piecewise_linear activation's gradient is itself one node."""
+    saves a copy of the old values; with saves_result also the result, which becomes the input, so
+    that a later write to it fails the backward as PyTorch's, whose node computes from the result).
+    A piecewise_linear activation's gradient is itself one node."""
 
-    def backward(grads, x):
+    def backward(grads, x, *result):
         if piecewise_linear:
             return [_piecewise_linear_gradient(name, grads[0], x, lambda g: gradient(g, x))]
         return [gradient(grads[0], x)]
 
     def node(x):
-        return _recorded(name, [x], [value(x.detach())], [x], backward)[0]
+        outputs = [value(x.detach())]
+        return _recorded(name, [x], outputs, [x] + outputs if inplace and saves_result else [x], backward)[0]
 
     return _in_place(node, input) if inplace else node(input)
 
@@ -269,7 +272,7 @@ def _elu(node, input, alpha, scale, input_scale, inplace):
         below = x.masked_fill(x >= 0, 0.0)
         return _prims.where(x <= 0, grad * input_scale * negative * (below * input_scale).exp(), grad * scale)
 
-    return _activation(f"{node}{int(inplace)}", input, value, gradient, inplace)
+    return _activation(f"{node}{int(inplace)}", input, value, gradient, inplace, saves_result=True)
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -589,7 +592,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
         noise = _rrelu_noise(input.detach(), lower, upper)
         return _activation(
-            node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, piecewise_linear=True
+            node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, True, saves_result=True
         )
     slope = (lower + upper) / 2
     return _activation(
@@ -599,6 +602,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         lambda grad, x: _prims.where(x > 0, grad, grad * slope),
         inplace,
         piecewise_linear=True,
+        saves_result=True,
     )
 
 

@@ -107,6 +107,6 @@ def hardtanh(x, low, high):
     )
 
 
-def hardtanh_(self, low, high):
-    params = dict(activation="hardtanh", params=(low, high), node_name="HardtanhBackward0", saves_result=True)
-    return _apply_inplace(ActivationBackward, self, (), False, **params)
+def hardtanh_(self, low, high):  # PyTorch's node saves the old values (a later write to self is no error)
+    params = dict(activation="hardtanh", params=(low, high), node_name="HardtanhBackward0", saves_result=False)
+    return _apply_inplace(ActivationBackward, self, (), True, **params)

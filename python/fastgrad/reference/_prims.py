@@ -761,8 +761,9 @@ def set_num_threads(n):
     _num_threads = n
 
 
-# shape family (issue 13): the diagonal view
+# shape family (issue 13): the diagonal view; Tensor.unfold's windows
 diagonal = _shape.diagonal
+unfold = _shape.unfold
 
 
 def _check_update(name, lists, lengths):

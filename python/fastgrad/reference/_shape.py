@@ -382,6 +382,52 @@ def diagonal(x, offset, dim1, dim2):
     return DiagonalBackward0.run(x, offset=offset, dim1=dim1, dim2=dim2)
 
 
+class UnfoldBackwardBackward0(Function):
+    """unfold's gradient: windows overlap when step < size, so each window offset j adds one
+    strided slice of the input's gradient."""
+
+    def forward(self, grad, shape, args):
+        self.args = args  # dim, size, step
+        dim, size, step = args
+        full_grad = full(shape, 0, grad._dtype)
+        with no_grad():
+            target = _view_of(full_grad, [1], [1]) if not shape else full_grad  # a 0-d input unfolds as one element
+            windows = 1 if not shape else grad._shape[dim]
+            for j in range(size if windows else 0):
+                at_offset = slice(target, dim, j, j + (windows - 1) * step + 1, step)
+                copy_values(at_offset, at_offset + select(grad, -1, j))
+        return full_grad
+
+    def backward(self, g):
+        return unfold(g, *self.args)
+
+
+class UnfoldBackward0(Function):
+    """The windows of `size` elements `step` apart along one dim, as a new last dim of a view."""
+
+    def forward(self, x, dim, size, step):
+        d = wrap_dim(dim, x.dim())
+        length = x._shape[d] if x.dim() else 1
+        if size > length:
+            raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is {size}")
+        if size < 0:
+            raise RuntimeError(f"size is {size} but must be >= 0")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        self.dim, self.size, self.step = d, size, step
+        shape, strides = list(x._shape), list(x._strides)
+        if x.dim():
+            shape[d], strides[d] = (length - size) // step + 1, strides[d] * step
+        return _view_of(x, shape + [size], strides + [x._strides[d] if x.dim() else 1])
+
+    def backward(self, g):
+        return UnfoldBackwardBackward0.run(g, shape=self.inputs[0][0], args=(self.dim, self.size, self.step))
+
+
+def unfold(x, dimension, size, step):
+    return UnfoldBackward0.run(x, dim=dimension, size=size, step=step)
+
+
 class AsStridedBackward0(Function):
     """The regenerated history of a view after an in-place write through it."""
 
