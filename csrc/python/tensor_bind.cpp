@@ -820,6 +820,13 @@ void bind_tensor(py::module_& m) {
 
   m.def("softmax", [](const Tensor& x, int64_t dim) { return unary(fg::softmax, x, dim); });
   m.def("log_softmax", [](const Tensor& x, int64_t dim) { return unary(fg::log_softmax, x, dim); });
+  m.def("attention_scores",
+        [](const Tensor& query, const Tensor& key, double scale, std::optional<Tensor> bias, bool causal) {
+          // the product's multiply-adds: query's elements times key's rows
+          const double work = double(query->numel()) * double(key->dim() >= 2 ? key->shape[key->dim() - 2] : 1);
+          return call_op(work >= kLongKernelMultiplyAdds, fg::attention_scores, query, key, scale,
+                         bias.value_or(Tensor()), causal);
+        });
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
                        const std::string& reduction, int64_t ignore_index) {
     Reduction r = reduction_from_name(reduction);

@@ -449,6 +449,30 @@ def _along_dim(name, op):
 softmax, log_softmax = _along_dim("softmax", _nn.softmax), _along_dim("log_softmax", _nn.log_softmax)
 
 
+def attention_scores(query, key, scale, bias, causal):
+    """query key^T * scale, then bias (or None) added in place, or the causal mask (csrc/ops/ops.h:
+    attention_scores; the core writes the mask's -inf into the product, here it is the 0 / -inf bias
+    it stands for, added)."""
+    args = (query, key, scale, bias, causal)
+    if not (isinstance(query, Tensor) and isinstance(key, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        raise _invalid_arguments("attention_scores", args, "Tensor, Tensor, float, Tensor | None, bool")
+    if query.dim() < 2 or key.dim() < 2:
+        raise RuntimeError(
+            f"attention_scores: expected query and key of at least 2 dims, but got {query.dim()} and {key.dim()}"
+        )
+    if causal and bias is not None:
+        raise RuntimeError("attention_scores: a bias and the causal mask")
+    root = math.sqrt(builtins.abs(scale))  # query and key each scaled by the root, the sign going to query
+    scores = _matmul.matmul(query * (-root if scale < 0 else root), _shape.transpose(key, -2, -1) * root)
+    if causal:
+        rows, cols = scores._shape[-2:]
+        above = [-math.inf if j > i else 0.0 for i in range(rows) for j in range(cols)]
+        bias = new_tensor(above, (rows, cols), scores._dtype)
+    if bias is not None:
+        _inplace.add_(scores, bias)
+    return scores
+
+
 # ---- scans along one dim
 def _scan_with_dtype(name, op):
     def checked(x, dim, dtype):
