@@ -756,6 +756,12 @@ void bind_tensor(py::module_& m) {
     return view_op(fg::squeeze_, x, dims, dim_sequence);
   });
   m.def("unsqueeze_", [](const Tensor& x, int64_t dim) { return view_op(fg::unsqueeze_, x, dim); });
+  // x[..., start:stop:step] along one dim without parsing an index (split's and narrow's parts)
+  m.def("slice_view", [](const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+    return view_op(
+        [](const Tensor& t, int64_t d, int64_t lo, int64_t hi, int64_t by) { return fg::slice(t, d, lo, hi, by); }, x,
+        dim, start, stop, step);
+  });
   m.def("diagonal", [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
     return view_op(fg::diagonal, x, offset, dim1, dim2);
   });

@@ -437,6 +437,14 @@ def _int_like(value):
     return hasattr(builtins.type(value), "__index__")
 
 
+def slice_view(x, dim, start, stop, step):
+    """x[..., start:stop:step] along one dim: five ints, as the core's binding takes them."""
+    args = (x, dim, start, stop, step)
+    if not (isinstance(x, Tensor) and builtins.all(_int_like(v) for v in args[1:])):
+        raise _invalid_arguments("slice_view", args, "Tensor, int, int, int, int")
+    return _shape.slice(x, *(operator.index(v) for v in args[1:]))
+
+
 def _along_dim(name, op):
     def checked(x, dim):
         if not isinstance(x, Tensor) or not _int_like(dim):
