@@ -101,20 +101,49 @@ def test_sdpa_float32_matches_pytorch(fg, torch, case):
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=2e-6 * np.abs(expected).max())
 
 
-def test_sdpa_causal_bias_follows_sizes_and_dtype(fg, torch, monkeypatch):
-    """is_causal's bias is kept per (rows, cols, dtype) for small attentions: calls that revisit sizes
-    and dtypes in turn, and one past the kept size (lowered here to 16 elements), each get their own mask."""
-    attention = importlib.import_module(f"{fg.__name__}.nn._functional_attention")
-    monkeypatch.setattr(attention, "_CACHED_CAUSAL_BIAS_ELEMENTS", 16)
-    rng = rng_for("sdpa causal bias")
-    for rows, cols, dtype in [(3, 5, np.float64), (5, 3, np.float64), (3, 5, np.float32), (5, 5, np.float64)] * 2:
-        q, k, v = (rng.standard_normal((1, n, 4)).astype(dtype) for n in (rows, cols, cols))
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16", "float16"])
+def test_sdpa_causal_mask_of_every_size_and_float_dtype(fg, torch, dtype):
+    """is_causal's mask (written into the scores by the core, added as the 0 / -inf bias by the
+    reference) over rows < cols, rows > cols, a square and one row, against PyTorch."""
+    rng = rng_for("sdpa causal", dtype)
+    tolerance = {"float64": 1e-10, "float32": 1e-5}.get(dtype, 2e-2)
+    for rows, cols in [(3, 5), (5, 3), (5, 5), (1, 4)]:
+        q, k, v = (rng.standard_normal((2, n, 4)) for n in (rows, cols, cols))
         got, expected = (
-            to_numpy(lib.nn.functional.scaled_dot_product_attention(*map(lib.tensor, (q, k, v)), is_causal=True))
+            lib.nn.functional.scaled_dot_product_attention(
+                *(lib.tensor(a, dtype=getattr(lib, dtype)) for a in (q, k, v)), is_causal=True
+            )
             for lib in (fg, torch)
         )
-        assert got.dtype == dtype
-        np.testing.assert_allclose(got, expected, rtol=1e-5 if dtype == np.float32 else 1e-10, atol=1e-6)
+        assert str(got.dtype).split(".")[-1] == dtype
+        np.testing.assert_allclose(to_numpy(got.float()), expected.float().numpy(), rtol=tolerance, atol=tolerance)
+
+
+def _same_values(a, b):
+    """The same values, NaNs in the same places (and -0 equal to 0)."""
+    a, b = to_numpy(a.float()), to_numpy(b.float())
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    np.testing.assert_array_equal(a[~np.isnan(a)], b[~np.isnan(b)])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "bfloat16"])
+def test_attention_scores_primitive_is_the_scaled_product_plus_the_mask(fg, dtype):
+    """The primitive's causal scores are those of the scaled product plus the 0 / -inf bias, rounded
+    to the dtype as add_ rounds (a NaN or +inf score above the diagonal gives NaN); with a bias and a
+    negative scale, the product of query scaled by -sqrt(|scale|) and key by sqrt(|scale|), plus it."""
+    prims = importlib.import_module(f"{fg.__name__}._prims")
+    rng = rng_for("attention scores", dtype)
+    q, k = (rng.standard_normal((3, n, 4)) for n in (4, 6))
+    k[0, 5, 0], k[1, 4, 1] = np.nan, np.inf  # above the diagonal of every row
+    query, key = (fg.tensor(a, dtype=getattr(fg, dtype)) for a in (q, k))
+    root = 0.3**0.5
+    bias = fg.tensor(np.triu(np.full((4, 6), -np.inf), 1), dtype=getattr(fg, dtype))
+    product = (query * root) @ (key.transpose(-2, -1) * root)
+    _same_values(prims.attention_scores(query, key, 0.3, None, True), product + bias)
+    product = (query * -root) @ (key.transpose(-2, -1) * root)
+    _same_values(prims.attention_scores(query, key, -0.3, bias, False), product + bias)
+    with pytest.raises(RuntimeError, match="at least 2 dims"):
+        prims.attention_scores(query[0, 0], key, 0.3, None, True)
 
 
 def test_sdpa_fully_masked_row_is_zero(fg):

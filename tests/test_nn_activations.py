@@ -580,6 +580,31 @@ def test_embedding_refuses_a_weight_not_2d_before_its_indices(fg, torch):
             lib.nn.functional.embedding(lib.tensor([7]), lib.ones(5))
 
 
+def test_embedding_gathers_rows_of_any_layout_and_checks_the_range_as_torch(fg, torch):
+    """The primitive copies the rows itself: a transposed weight (strided rows), indices of any
+    rank and none; an index out of range (either side), or any index into an empty weight, raise
+    PyTorch's errors."""
+    data = rng_for("embedding", "layouts").normal(size=(3, 5))
+    indices = [[[0, 4], [4, 2]], [[1, 1], [3, 0]]]
+    for weight in (lambda lib: lib.tensor(data).t(), lambda lib: lib.tensor(data.T.copy())):
+        for idx in (indices, [], 3):
+            ours, theirs = (
+                lib.nn.functional.embedding(lib.tensor(idx, dtype=lib.int64), weight(lib)) for lib in (fg, torch)
+            )
+            assert tuple(ours.shape) == tuple(theirs.shape)
+            assert_close(to_numpy(ours), theirs.numpy(), rtol=0, atol=0)
+    for lib in (fg, torch):
+        F = lib.nn.functional
+        for bad in ([0, 5], [-1, 2]):
+            with pytest.raises(IndexError, match="index out of range in self"):
+                F.embedding(lib.tensor(bad), lib.ones(5, 2))
+        with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
+            F.embedding(lib.tensor([0]), lib.ones(0, 2))
+        assert tuple(F.embedding(lib.tensor([], dtype=lib.int64), lib.ones(0, 2)).shape) == (0, 2)
+        with pytest.raises(RuntimeError, match="Expected tensor for argument #1 'indices'"):
+            F.embedding(lib.tensor([0.0]), lib.ones(5, 2))
+
+
 BAGS = {
     "rows_mean": dict(input=[[0, 2, 2], [5, 1, 2]]),
     "offsets_sum_empty_bag": dict(input=[0, 2, 2, 5, 1, 2, 4], offsets=[0, 2, 2, 5], mode="sum"),

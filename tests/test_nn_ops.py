@@ -159,6 +159,29 @@ def test_softmax_infinities_and_nan_as_torch(fg, torch, name, dtype):
         assert_same(results, 1e-6, 1e-7)  # NaNs compare equal: they must be in the same places
 
 
+# A row of shifted values around exp's underflow: a denormal result, one rounding to the smallest
+# denormal, below the kernel's clamp (exp is 0 there: the kernel skips it), -inf (a masked score)
+VANISHING_ROWS = {
+    "float32": ([0.0, -90.0, -103.0, -104.5, -1e30, -np.inf], 1.5e-45),  # (row, one denormal ulp and a half)
+    "float64": ([0.0, -700.0, -740.0, -746.5, -1e300, -np.inf], 1e-323),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_of_vanishing_terms(fg, dtype):
+    """Terms whose exp underflows to 0 (masked scores of -inf among them) come out exactly 0, those
+    just above it as the float64 formula's tiny or denormal value: along rows and across columns,
+    with vector tails (the row is repeated to 3 * 6 + 1 values: no term is its row's maximum but 0)."""
+    values, atol = VANISHING_ROWS[dtype]
+    row = np.array(values * 3 + [-np.inf], dtype=dtype)
+    expected = np.exp(row.astype(np.float64)) / 3  # the row's sum is 3 plus terms far below its ulp
+    along_row = to_numpy(fg.softmax(fg.tensor(row), 0))
+    across_columns = to_numpy(fg.softmax(fg.tensor(np.repeat(row[:, None], 5, axis=1)), 0)).T
+    for got in (along_row, *across_columns):
+        assert_close(got, expected, rtol=1e-6, atol=atol)
+        assert (got[expected == 0] == 0).all()
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("shape,dim", [((4,), 0), ((3, 4), 0), ((3, 4), 1), ((2, 3, 4), 1), ((), 0)])
 def test_softmax_gradcheck(fg, name, shape, dim):

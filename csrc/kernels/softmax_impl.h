@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/elementwise_impl.h"
 #include "kernels/kernel_table.h"
@@ -114,6 +115,19 @@ void column_sums(const ColumnBlock<T>& cols, const T* a, const T* b, int64_t n, 
   for (int h = 0; h < H; ++h) acc[h].store(sums + h * D::kWidth);
 }
 
+// exp(d) of a shifted value d = x - (row's maximum) or a log_softmax output, with the lanes below the
+// point where exp rounds to 0 (elementwise_impl.h's clamps: -104 float32, -746 float64) given that 0
+// without evaluating exp on them. Masked scores are -inf (attention's causal mask, sampling's top-k
+// fill), and on Intel cores an exp whose final scaling underflows takes a microcode assist per
+// vector: a causal (1, 4, 32, 32) softmax measured 17.4 us against 4.2 us unmasked on a Xeon (AMD
+// cores barely notice). The same bits as exp(d).
+template <class T>
+Vec<T> exp_shifted(Vec<T> d) {
+  const Vec<T> zero = Vec<T>::broadcast(T(0));
+  const auto vanishes = lt(d, Vec<T>::broadcast(std::is_same_v<T, float> ? T(-104) : T(-746)));
+  return select(vanishes, zero, exp(select(vanishes, zero, d)));
+}
+
 // Contiguous rows are taken in groups, each step (maxima, exps, sums, outputs) over the whole group
 // before the next: short rows' steps are chains of dependent operations (a horizontal maximum, a
 // tree of sums, a division or log), and the rows of a group run theirs side by side.
@@ -138,7 +152,7 @@ void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns
       for (int64_t r = 0; r < group; ++r) m[r] = row_max(xs + r * n, n);
       for (int64_t r = 0; r < group; ++r) {
         const V mv = V::broadcast(m[r]);
-        row_map(xs + r * n, xs + r * n, ys + r * n, n, [&](V v, V) { return exp(v - mv); });
+        row_map(xs + r * n, xs + r * n, ys + r * n, n, [&](V v, V) { return exp_shifted(v - mv); });
       }
       for (int64_t r = 0; r < group; ++r) {
         const double s = row_sum(ys + r * n, ys + r * n, n, plain);
@@ -158,7 +172,7 @@ void softmax_forward(const T* x, T* y, int64_t n, int64_t inner, int64_t columns
     T* yb = y + j;
     V m = V::broadcast(-std::numeric_limits<T>::infinity());
     for (int64_t k = 0; k < n; ++k) m = max(m, cols.load(xb, k));
-    for (int64_t k = 0; k < n; ++k) cols.store(exp(cols.load(xb, k) - m), yb, k);
+    for (int64_t k = 0; k < n; ++k) cols.store(exp_shifted(cols.load(xb, k) - m), yb, k);
     double sums[V::kWidth];
     column_sums(cols, yb, yb, n, sums, plain);
     T per_lane[V::kWidth];
@@ -175,7 +189,7 @@ void softmax_backward(const T* y, const T* g, T* gx, int64_t n, int64_t inner, i
   using namespace softmax_detail;
   using V = Vec<T>;
   auto term = [log](Vec<double> gv, Vec<double> yv) { return log ? gv : gv * yv; };
-  auto grad = [log](V yv, V gv, V s) { return log ? gv - exp(yv) * s : yv * (gv - s); };
+  auto grad = [log](V yv, V gv, V s) { return log ? gv - exp_shifted(yv) * s : yv * (gv - s); };
   if (inner == 1) {  // `columns` rows, each step over a group of them (see kRowGroup)
     for (int64_t first = 0; first < columns; first += kRowGroup) {
       const int64_t group = std::min(kRowGroup, columns - first), at = first * n;

@@ -256,13 +256,47 @@ GradList EmbeddingBackward0::apply(GradList&& grads) {
   return {index_put_(zeros(weight.sizes(), weight.dtype), {flat}, g, true)};
 }
 
+namespace {
+
+// The rows of the 2-D weight that `indices` (int64 or int32) name, laid out as indices.shape +
+// [columns]: a copy per row, where index() plans a general gather, then permutes and clones its
+// result (3.3 -> ~1 us for a tiny GPT's 32 tokens). Checks the range first, with PyTorch's
+// messages in its order (F.embedding's own checks were two reductions and two reads: ~2.5 us).
+template <class I>
+Tensor gather_rows(const Tensor& weight, const Tensor& indices) {
+  const Tensor flat = dense(indices);
+  const I* rows = flat->data_as<I>();
+  const int64_t count = flat->numel(), height = weight->shape[0];
+  if (count && !height) throw RuntimeError("index_select(): self indexing axis dim should be positive");
+  for (int64_t i = 0; i < count; ++i)
+    if (rows[i] < 0 || rows[i] >= height) throw IndexError("index out of range in self");
+  Shape out_shape = indices->shape;
+  out_shape.push_back(weight->shape[1]);
+  Tensor out = empty(out_shape, weight->dtype);
+  const int64_t columns = weight->shape[1], item = static_cast<int64_t>(itemsize(weight->dtype));
+  const int64_t row_stride = weight->strides[0] * item, column_stride = weight->strides[1] * item;
+  const char* src = weight->data();
+  char* dst = out->data();
+  for (int64_t i = 0; i < count; ++i, dst += columns * item) {
+    const char* row = src + static_cast<int64_t>(rows[i]) * row_stride;
+    if (column_stride == item || columns <= 1) {
+      std::memcpy(dst, row, static_cast<size_t>(columns * item));
+    } else {
+      for (int64_t j = 0; j < columns; ++j) std::memcpy(dst + j * item, row + j * column_stride, item);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t padding_row, bool scale_grad_by_freq) {
   if (weight->dim() != 2) throw RuntimeError("'weight' must be 2-D");
-  Tensor out;
-  {
-    GradModeGuard no_grad(false);
-    out = index(weight, {indices});
-  }
+  if (indices->dtype != DType::Int64 && indices->dtype != DType::Int32)
+    throw RuntimeError(cat("Expected tensor for argument #1 'indices' to have one of the following scalar types: ",
+                           "Long, Int; but got ", c_type_name(indices->dtype), " instead"));
+  Tensor out =
+      indices->dtype == DType::Int64 ? gather_rows<int64_t>(weight, indices) : gather_rows<int32_t>(weight, indices);
   if (auto* node = record<EmbeddingBackward0>(out, {&weight})) {
     node->weight = InputMeta::of(weight);
     node->padding_row = padding_row;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "core/half.h"
 #include "core/shape.h"
 #include "kernels/kernel_table.h"
 #include "kernels/special_functions.h"
@@ -179,6 +180,57 @@ Tensor softmax_op(const Tensor& x, int64_t dim, bool log) {
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op(x, dim, false); }
 Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op(x, dim, true); }
+
+// ---- attention scores: ATen's _scaled_dot_product_attention_math up to its softmax, op for op (the
+// same values and nodes): query and key each scaled by sqrt(|scale|), the sign going to query, before
+// their product, then the mask added in place. One call for what a sampling loop ran as five
+// primitives and a Python function per attention.
+
+namespace {
+
+inline float plus_minus_inf(float v) { return v + -std::numeric_limits<float>::infinity(); }
+inline double plus_minus_inf(double v) { return v + -std::numeric_limits<double>::infinity(); }
+template <class H>
+H plus_minus_inf(H v) {  // float16 / bfloat16: added in float and rounded, as add_ computes them
+  return H::from_float(plus_minus_inf(v.to_float()));
+}
+
+// is_causal's mask (key j visible to query i when j <= i, aligned to the top left) applied to the
+// scores, a fresh contiguous (..., rows, cols) tensor: -inf added above the diagonal, the values that
+// adding the 0 / -inf bias gives (NaN stays NaN), without building the bias or running the add. No
+// node: the product's node saved its operands, not the scores, and the masked scores' gradient
+// through the softmax that follows is 0, as the bias's add_ would pass it.
+void add_causal_mask_(const Tensor& scores) {
+  const int64_t dims = scores->dim(), rows = scores->shape[dims - 2], cols = scores->shape[dims - 1];
+  const int64_t planes = rows * cols ? scores->numel() / (rows * cols) : 0;
+  auto mask = [&](auto* p) {
+    for (int64_t plane = 0; plane < planes; ++plane)
+      for (int64_t i = 0; i < rows; ++i, p += cols)
+        for (int64_t j = i + 1; j < cols; ++j) p[j] = plus_minus_inf(p[j]);
+  };
+  switch (scores->dtype) {
+    case DType::Float32: return mask(scores->data_as<float>());
+    case DType::Float64: return mask(scores->data_as<double>());
+    case DType::Float16: return mask(scores->data_as<Half>());
+    case DType::BFloat16: return mask(scores->data_as<BFloat16>());
+    default: throw not_implemented_for("scaled_dot_product_attention", scores->dtype);
+  }
+}
+
+}  // namespace
+
+Tensor attention_scores(const Tensor& query, const Tensor& key, double scale, const Tensor& bias, bool causal) {
+  if (query->dim() < 2 || key->dim() < 2)  // F.scaled_dot_product_attention checks first, with PyTorch's message
+    throw RuntimeError(cat("attention_scores: expected query and key of at least 2 dims, but got ", query->dim(),
+                           " and ", key->dim()));
+  if (causal && bias) throw RuntimeError("attention_scores: a bias and the causal mask");  // F.* raises first
+  const double root = std::sqrt(std::abs(scale));
+  Tensor scores = matmul(mul(query, Scalar::from_float(scale < 0 ? -root : root)),
+                         mul(transpose(key, -2, -1), Scalar::from_float(root)));
+  if (bias) add_(scores, bias);  // in place as ATen: a bias of more batch dims than the scores is an error
+  if (causal) add_causal_mask_(scores);
+  return scores;
+}
 
 // ---- nll_loss: minus the (weighted) log-probability of each sample's target class, per sample
 // or reduced. The weighted mean divides by the total weight of the targets that count.

@@ -365,6 +365,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias);
 // own, recorded in a backward with create_graph (see nn.cpp).
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
+// scaled_dot_product_attention's scores: query key^T * scale over the last two dims, then `bias`
+// (may be undefined) added in place, or is_causal's mask (`causal`), as ATen's math path.
+Tensor attention_scores(const Tensor& query, const Tensor& key, double scale, const Tensor& bias, bool causal);
 enum class Reduction { None, Mean, Sum };
 Reduction reduction_from_name(const std::string& name);  // "none" | "mean" | "sum", else ValueError
 // `weight` may be undefined (every class weighs 1).

@@ -756,6 +756,16 @@ void bind_tensor(py::module_& m) {
     return view_op(fg::squeeze_, x, dims, dim_sequence);
   });
   m.def("unsqueeze_", [](const Tensor& x, int64_t dim) { return view_op(fg::unsqueeze_, x, dim); });
+  // x[..., start:stop:step] along one dim without parsing an index (split's and narrow's parts)
+  m.def("slice_view", [](const Tensor& x, int64_t dim, int64_t start, int64_t stop, int64_t step) {
+    return view_op(
+        [](const Tensor& t, int64_t d, int64_t lo, int64_t hi, int64_t by) { return fg::slice(t, d, lo, hi, by); }, x,
+        dim, start, stop, step);
+  });
+  // x[..., index] along one dim without parsing an index (torch.select)
+  m.def("select_view", [](const Tensor& x, int64_t dim, int64_t index) {
+    return view_op([](const Tensor& t, int64_t d, int64_t i) { return fg::select(t, d, i); }, x, dim, index);
+  });
   m.def("diagonal", [](const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2) {
     return view_op(fg::diagonal, x, offset, dim1, dim2);
   });
@@ -823,6 +833,13 @@ void bind_tensor(py::module_& m) {
 
   m.def("softmax", [](const Tensor& x, int64_t dim) { return unary(fg::softmax, x, dim); });
   m.def("log_softmax", [](const Tensor& x, int64_t dim) { return unary(fg::log_softmax, x, dim); });
+  m.def("attention_scores",
+        [](const Tensor& query, const Tensor& key, double scale, std::optional<Tensor> bias, bool causal) {
+          // the product's multiply-adds: query's elements times key's rows
+          const double work = double(query->numel()) * double(key->dim() >= 2 ? key->shape[key->dim() - 2] : 1);
+          return call_op(work >= kLongKernelMultiplyAdds, fg::attention_scores, query, key, scale,
+                         bias.value_or(Tensor()), causal);
+        });
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
                        const std::string& reduction, int64_t ignore_index) {
     Reduction r = reduction_from_name(reduction);

@@ -918,10 +918,9 @@ def split(tensor, split_size_or_sections, dim=0):
         name = "SplitBackward0"
     recording = _prims.is_grad_enabled() and tensor.requires_grad
     # recorded: views of the detached input, made the outputs of one node; otherwise views of the input itself
-    slice_ = builtins.slice
-    source, before, start, parts = tensor.detach() if recording else tensor, (slice_(None),) * dim, 0, []
-    for n in sections:  # a loop, not comprehensions: split runs in every attention layer's call
-        parts.append(source[(*before, slice_(start, start + n))])
+    source, start, parts = tensor.detach() if recording else tensor, 0, []
+    for n in sections:  # a loop and the slice primitive (no index parsing): split runs in every attention layer
+        parts.append(_prims.slice_view(source, dim, start, start + n, 1))
         start += n
     if recording:
         _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
@@ -2071,7 +2070,7 @@ def narrow(input, dim, start, length):
         raise RuntimeError("narrow(): length must be non-negative.")
     if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return input[_dim_slice(dim, builtins.slice(start, start + length))]
+    return _prims.slice_view(input, dim, start, start + length, 1)
 
 
 def select(input, dim, index):
@@ -2083,7 +2082,7 @@ def select(input, dim, index):
         raise IndexError(
             f"select(): index {index} out of range for tensor of size {list(input.shape)} at dimension {dim}"
         )
-    return input[_dim_slice(dim, index)]
+    return _prims.select_view(input, dim, index)
 
 
 def ravel(input):

@@ -11,7 +11,6 @@ attn_mask (applying both) where the math path raises, as documented; here it rai
 multi_head_attention_forward is PyTorch's Python function, with its checks and messages.
 """
 
-import functools
 import math
 import warnings
 
@@ -64,22 +63,6 @@ def _bias_from_bool_mask(mask, dtype):
     return _factories.zeros(tuple(mask.shape), dtype=dtype).masked_fill_(mask.logical_not(), float("-inf"))
 
 
-# A causal bias of up to this many elements is kept for reuse: building one takes five ops, as long as
-# a small attention's own (a sampling loop's); a large one is cheap beside its attention (and too big to keep).
-_CACHED_CAUSAL_BIAS_ELEMENTS = 1 << 16
-
-
-@functools.lru_cache(maxsize=16)
-def _cached_causal_bias(rows, cols, dtype):
-    return _causal_bias(rows, cols, dtype)
-
-
-def _causal_bias(rows, cols, dtype):
-    """is_causal's mask (lower triangular, aligned to the top left) as an additive bias. Only ever read
-    (the source of the scores' add_), so the cached one cannot change."""
-    return _bias_from_bool_mask(_factories.ones(rows, cols, dtype=bool_).tril(), dtype)
-
-
 def _repeat_kv_heads(query, key, value):
     """Grouped-query attention: key and value heads (dim -3) repeated to the query's head count, as
     ATen's pre_process_group_query_attention_input."""
@@ -107,27 +90,18 @@ def scaled_dot_product_attention(
     mask's True takes part; a float mask is added; is_causal is a lower-triangular bool mask aligned
     to the top left."""
     _check_sdpa_inputs(query, key, value, attn_mask)
-    *_, rows, width = query.shape  # unpacked: Size's indexing is a Python call
+    *_, width = query.shape  # unpacked: Size's indexing is a Python call
     scale = 1.0 / math.sqrt(width) if scale is None else scale  # ATen's calculate_scale
-    root = math.sqrt(abs(scale))  # q and k are each scaled by the root, the sign going to q
-    query = query * (-root if scale < 0 else root)
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError(
-                "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True"
-            )
-        cols = key.shape[-2]
-        build = _cached_causal_bias if rows * cols <= _CACHED_CAUSAL_BIAS_ELEMENTS else _causal_bias
-        attn_mask = build(rows, cols, query.dtype)
-    elif attn_mask is not None and attn_mask.dtype == bool_:
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if attn_mask is not None and attn_mask.dtype == bool_:
         attn_mask = _bias_from_bool_mask(attn_mask, query.dtype)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
-    # the primitives, not the methods: sampling loops call this per token, and these arguments need no parsing
-    scores = _prims.matmul(query, _prims.transpose(key, -2, -1) * root)
+    # one primitive for the scaled product and its mask (the causal one written into the scores):
+    # sampling loops call this per token
+    scores = _prims.attention_scores(query, key, scale, attn_mask, is_causal)
     if attn_mask is not None:
-        _prims.add_(scores, attn_mask)  # in place as ATen: a mask of more batch dims than the scores is an error
-    if attn_mask is not None and not is_causal:
         weights = _safe_softmax(scores)
     else:  # no row all -inf: the causal mask keeps each row's first key (infinite inputs give NaN anyway)
         weights = _prims.softmax(scores, -1)

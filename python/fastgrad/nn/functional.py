@@ -827,12 +827,16 @@ def _renorm_rows(weight, input, max_norm, norm_type):
         weight[rows] = weight[rows] * scale
 
 
-def _check_indices(input, weight):
+def _check_indices(input):
     if input.dtype is not int64 and input.dtype is not int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)"
         )
+
+
+def _check_index_range(input, weight):
+    """The embedding primitive's range checks, for max_norm's renormalization, which reads the rows first."""
     if not input.numel():
         return
     rows = weight.shape[0]
@@ -848,10 +852,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if weight.dim() != 2:  # before the index checks, as PyTorch
         raise RuntimeError("'weight' must be 2-D")
     padding_row = None if padding_idx is None else _padding_index(padding_idx, weight.shape[0])
-    _check_indices(input, weight)
+    _check_indices(input)
     if max_norm is not None:
+        _check_index_range(input, weight)
         _renorm_rows(weight, input, max_norm, norm_type)
-    # PyTorch's one EmbeddingBackward0 node (int32 indices too)
+    # PyTorch's one EmbeddingBackward0 node (int32 indices too); the primitive checks the index range
     return _prims.embedding(weight, input.long(), -1 if padding_row is None else padding_row, scale_grad_by_freq)
 
 

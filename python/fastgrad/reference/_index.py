@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from .._types import bool as bool_, int32, int64
+from .._types import C_TYPE_NAME, bool as bool_, int32, int64
 from ._autograd import Function, check_differentiable_output, no_grad, should_record
 from ._elementwise import clone, to_dtype
 from ._inplace import (
@@ -272,6 +272,16 @@ class EmbeddingBackward0(Function):
     def forward(self, weight, indices, padding_row, scale_grad_by_freq):
         if weight.dim() != 2:
             raise RuntimeError("'weight' must be 2-D")
+        if indices._dtype is not int64 and indices._dtype is not int32:
+            raise RuntimeError(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                f"Long, Int; but got {C_TYPE_NAME[indices._dtype]} instead"
+            )
+        rows = read(indices)
+        if rows and not weight._shape[0]:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        if rows and (builtins.min(rows) < 0 or builtins.max(rows) >= weight._shape[0]):
+            raise IndexError("index out of range in self")
         self.padding_row, self.scale_grad_by_freq = padding_row, scale_grad_by_freq
         self.save(indices)
         with no_grad():

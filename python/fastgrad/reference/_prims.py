@@ -437,6 +437,22 @@ def _int_like(value):
     return hasattr(builtins.type(value), "__index__")
 
 
+def slice_view(x, dim, start, stop, step):
+    """x[..., start:stop:step] along one dim: five ints, as the core's binding takes them."""
+    args = (x, dim, start, stop, step)
+    if not (isinstance(x, Tensor) and builtins.all(_int_like(v) for v in args[1:])):
+        raise _invalid_arguments("slice_view", args, "Tensor, int, int, int, int")
+    return _shape.slice(x, *(operator.index(v) for v in args[1:]))
+
+
+def select_view(x, dim, index):
+    """x[..., index] along one dim: three ints, as the core's binding takes them."""
+    args = (x, dim, index)
+    if not (isinstance(x, Tensor) and builtins.all(_int_like(v) for v in args[1:])):
+        raise _invalid_arguments("select_view", args, "Tensor, int, int")
+    return _shape.select(x, operator.index(dim), operator.index(index))
+
+
 def _along_dim(name, op):
     def checked(x, dim):
         if not isinstance(x, Tensor) or not _int_like(dim):
@@ -447,6 +463,30 @@ def _along_dim(name, op):
 
 
 softmax, log_softmax = _along_dim("softmax", _nn.softmax), _along_dim("log_softmax", _nn.log_softmax)
+
+
+def attention_scores(query, key, scale, bias, causal):
+    """query key^T * scale, then bias (or None) added in place, or the causal mask (csrc/ops/ops.h:
+    attention_scores; the core writes the mask's -inf into the product, here it is the 0 / -inf bias
+    it stands for, added)."""
+    args = (query, key, scale, bias, causal)
+    if not (isinstance(query, Tensor) and isinstance(key, Tensor) and (bias is None or isinstance(bias, Tensor))):
+        raise _invalid_arguments("attention_scores", args, "Tensor, Tensor, float, Tensor | None, bool")
+    if query.dim() < 2 or key.dim() < 2:
+        raise RuntimeError(
+            f"attention_scores: expected query and key of at least 2 dims, but got {query.dim()} and {key.dim()}"
+        )
+    if causal and bias is not None:
+        raise RuntimeError("attention_scores: a bias and the causal mask")
+    root = math.sqrt(builtins.abs(scale))  # query and key each scaled by the root, the sign going to query
+    scores = _matmul.matmul(query * (-root if scale < 0 else root), _shape.transpose(key, -2, -1) * root)
+    if causal:
+        rows, cols = scores._shape[-2:]
+        above = [-math.inf if j > i else 0.0 for i in range(rows) for j in range(cols)]
+        bias = new_tensor(above, (rows, cols), scores._dtype)
+    if bias is not None:
+        _inplace.add_(scores, bias)
+    return scores
 
 
 # ---- scans along one dim
