@@ -292,7 +292,7 @@ def test_one_row_or_column_products_are_interleaved_chains(dtype):
     for k below, at and past whole blocks of 32 and for each way gemv_impl.h reads the operands."""
     rng = np.random.default_rng(6)
     fused = ISA != "scalar"
-    for k in (1, 5, 32, 33, 1100):
+    for k in (1, 5, 32, 33, 100, 1100):
         a = rng.standard_normal((70, k)).astype(dtype)
         x = rng.standard_normal(k).astype(dtype)
         ta, tx = fastgrad.tensor(a), fastgrad.tensor(x)
