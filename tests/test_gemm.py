@@ -167,6 +167,9 @@ def test_bits_do_not_depend_on_tiling(dtype):
     same(fastgrad.mm(a, b[:, :67]), c[:, :67])  # three columns past the tile: rows of C^T on AVX-512
     same(fastgrad.mm(a.t().contiguous().t(), b[:, :66]), c[:, :66])  # C^T's B = A^T packed from columns
     same(fastgrad.mm(a, b[:, :80]), c[:, :80])  # a narrow tile for the last 16
+    b_columns = b.t().contiguous().t()  # B column-major: its panels packed by register transposes
+    same(fastgrad.mm(a, b_columns[:, :10]), c[:, :10])  # a partial block of B's columns, zero-padded
+    same(fastgrad.mm(a, b_columns[:, 5:40]), c[:, 5:40])
     same(fastgrad.mm(a[1:3], b[:, 250:]), c[1:3, 250:])
     same(fastgrad.mm(a[1:3], b[:, 250:252]), c[1:3, 250:252])
     same(fastgrad.mm(b.t(), a.t()).t(), c)
