@@ -170,6 +170,8 @@ def test_bits_do_not_depend_on_tiling(dtype):
     b_columns = b.t().contiguous().t()  # B column-major: its panels packed by register transposes
     same(fastgrad.mm(a, b_columns[:, :10]), c[:, :10])  # a partial block of B's columns, zero-padded
     same(fastgrad.mm(a, b_columns[:, 5:40]), c[:, 5:40])
+    a_columns = a.t().contiguous().t()
+    same(fastgrad.mm(a_columns[:32], b_columns[:, :100]), c[:32, :100])  # both column-major: as C^T = B^T A^T
     same(fastgrad.mm(a[1:3], b[:, 250:]), c[1:3, 250:])
     same(fastgrad.mm(a[1:3], b[:, 250:252]), c[1:3, 250:252])
     same(fastgrad.mm(b.t(), a.t()).t(), c)
