@@ -167,6 +167,11 @@ def test_bits_do_not_depend_on_tiling(dtype):
     same(fastgrad.mm(a, b[:, :67]), c[:, :67])  # three columns past the tile: rows of C^T on AVX-512
     same(fastgrad.mm(a.t().contiguous().t(), b[:, :66]), c[:, :66])  # C^T's B = A^T packed from columns
     same(fastgrad.mm(a, b[:, :80]), c[:, :80])  # a narrow tile for the last 16
+    b_columns = b.t().contiguous().t()  # B column-major: its panels packed by register transposes
+    same(fastgrad.mm(a, b_columns[:, :10]), c[:, :10])  # a partial block of B's columns, zero-padded
+    same(fastgrad.mm(a, b_columns[:, 5:40]), c[:, 5:40])
+    a_columns = a.t().contiguous().t()
+    same(fastgrad.mm(a_columns[:32], b_columns[:, :100]), c[:32, :100])  # both column-major: as C^T = B^T A^T
     same(fastgrad.mm(a[1:3], b[:, 250:]), c[1:3, 250:])
     same(fastgrad.mm(a[1:3], b[:, 250:252]), c[1:3, 250:252])
     same(fastgrad.mm(b.t(), a.t()).t(), c)
@@ -292,7 +297,7 @@ def test_one_row_or_column_products_are_interleaved_chains(dtype):
     for k below, at and past whole blocks of 32 and for each way gemv_impl.h reads the operands."""
     rng = np.random.default_rng(6)
     fused = ISA != "scalar"
-    for k in (1, 5, 32, 33, 1100):
+    for k in (1, 5, 32, 33, 100, 1100):
         a = rng.standard_normal((70, k)).astype(dtype)
         x = rng.standard_normal(k).astype(dtype)
         ta, tx = fastgrad.tensor(a), fastgrad.tensor(x)
