@@ -38,13 +38,25 @@ bool read_cpuid_caches(uint32_t leaf, CacheSizes& out) {
   return found && out.l1d > 0 && out.l2 > 0;
 }
 
+// cpuid leaf 0's vendor string ("GenuineIntel", "AuthenticAMD", ...); empty if cpuid fails.
+struct Vendor {
+  char name[13] = {};
+};
+Vendor cpuid_vendor() {
+  Vendor v;
+  uint32_t eax, ebx, ecx, edx;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return v;
+  std::memcpy(v.name, &ebx, 4);
+  std::memcpy(v.name + 4, &edx, 4);
+  std::memcpy(v.name + 8, &ecx, 4);
+  return v;
+}
+
 const char* cpuid_caches(CacheSizes& out) {
   uint32_t eax, ebx, ecx, edx;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return nullptr;
-  char vendor[13] = {};
-  std::memcpy(vendor, &ebx, 4);
-  std::memcpy(vendor + 4, &edx, 4);
-  std::memcpy(vendor + 8, &ecx, 4);
+  const Vendor v = cpuid_vendor();
+  const char* vendor = v.name;
+  if (!*vendor) return nullptr;
   if (!std::strcmp(vendor, "AuthenticAMD") || !std::strcmp(vendor, "HygonGenuine")) {
     // Leaf 0x8000001D needs the topology extensions (0x80000001 ecx bit 22).
     if (__get_cpuid(0x80000001, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 22)) && read_cpuid_caches(0x8000001D, out))
@@ -90,6 +102,15 @@ CacheSizes detect() {
 const CacheSizes& cache_sizes() {
   static const CacheSizes sizes = detect();
   return sizes;
+}
+
+bool cpu_is_intel() {
+#if defined(__x86_64__) || defined(_M_X64)
+  static const bool intel = !std::strcmp(cpuid_vendor().name, "GenuineIntel");
+  return intel;
+#else
+  return false;
+#endif
 }
 
 }  // namespace fg

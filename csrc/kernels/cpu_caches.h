@@ -15,4 +15,8 @@ struct CacheSizes {
 
 const CacheSizes& cache_sizes();
 
+// Whether the CPU is an Intel one (cpuid's vendor string "GenuineIntel"; false off x86): the GEMM
+// prefetches its packed B panel there only (gemm_impl.h: derive_blocks).
+bool cpu_is_intel();
+
 }  // namespace fg

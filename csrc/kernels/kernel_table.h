@@ -73,9 +73,10 @@ using GemmPackBKernel = void (*)(int64_t k, int64_t n, const T* b, int64_t rsb, 
 
 // The GEMM's micro-tile (mr x nr, nr a whole number of vectors of `lanes` elements) and cache blocks
 // (kc, mc, nc; gemm_impl.h), derived from the CPU's caches at load time; small_a_bytes: the largest A
-// the small path reads in place.
+// the small path reads in place; prefetch_b: how many steps of k ahead the micro-kernel prefetches
+// its packed panel of B (0: none; derived from the CPU's vendor).
 struct GemmBlocks {
-  int64_t mr, nr, lanes, kc, mc, nc, small_a_bytes;
+  int64_t mr, nr, lanes, kc, mc, nc, small_a_bytes, prefetch_b;
 };
 
 // One plane of a depthwise convolution (depthwise_impl.h): an output of oh x ow, taps kh x kw with
