@@ -123,7 +123,7 @@ if __name__ == "__main__":
     text = HEADER
     text += "// tanh(a)\n" + table("Tanh", mp.tanh, 0.125, 9.5, 4, 6) + "\n"
     text += "// sigmoid(-a) = 1 / (1 + exp(a))\n"
-    text += table("Sigmoid", lambda a: 1 / (1 + mp.exp(a)), 0.5, 7.5, 8, 8)
+    text += table("Sigmoid", lambda a: 1 / (1 + mp.exp(a)), 0.5, 7.5, 8, 6)
     text += "\n}  // namespace fg::piecewise_tables\n"
     out = pathlib.Path(__file__).resolve().parent.parent / "csrc/kernels/piecewise_tables.h"
     out.write_text(text)
