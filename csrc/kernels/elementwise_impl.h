@@ -9,12 +9,14 @@
 //   float32: native float vector code (no widening to double), each function within 1 ulp of the
 //            exact result. Measured over all 2^32 inputs against the float64 kernels (ulp_scan.cpp;
 //            tests/test_kernels.py with FASTGRAD_EXHAUSTIVE_ULP=1), maxima in ulps, worst input:
-//              AVX-512, AVX2: exp 0.778 (-87.6654), log 0.840 (1.41332), tanh 0.834 (0.539683),
-//                             sigmoid 0.803 (-87.7117)
-//              scalar:        exp 0.783 (-87.6917), log 0.840 (1.41332), tanh 0.889 (0.544751),
+//              AVX-512, AVX2: exp 0.778 (-87.6654), log 0.840 (1.41332), tanh 0.569 (0.511129),
+//                             sigmoid 0.836 (-6.99927)
+//              scalar:        exp 0.783 (-87.6917), log 0.840 (1.41332), tanh 0.569 (0.511129),
 //                             sigmoid 0.824 (-87.6873)
-//            The exp and sigmoid maxima are denormal results (rounded twice: the scaling by 2^n
-//            rounds again); over normal results they are 0.699 and 0.680 (scalar 0.731, 0.695).
+//            The exp maximum is a denormal result (rounded twice: the scaling by 2^n rounds
+//            again); over normal results it is 0.699 (scalar 0.731). sigmoid's maximum on the
+//            scalar ISA is a denormal result of sigmoid_by_exp (|x| >= 7.5; AVX-512, AVX2 0.803
+//            there); its table (|x| < 7.5) stays within 0.836 on every ISA.
 //            So float32 results are not bit-equal to the reference backend's (the double result
 //            rounded once), but within 1 ulp of them.
 // sin and cos: float64 the C library's, element by element (the reference backend's bits); float32
@@ -41,10 +43,12 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <type_traits>
 
 #include "kernels/kernel_table.h"
+#include "kernels/piecewise_tables.h"
 #include "kernels/simd.h"
 #include "kernels/special_functions.h"
 
@@ -95,7 +99,7 @@ inline Vec<float> fast_two_sum(Vec<float> a, Vec<float> b, Vec<float>& e) {
   return s;
 }
 
-// ---- float32 exp, sigmoid and tanh share the reduction exp(x) = 2^n (1 + r + s): n = round(x / ln2),
+// ---- float32 exp and sigmoid (beyond its table) share the reduction exp(x) = 2^n (1 + r + s): n = round(x / ln2),
 // r = x - n ln2_hi exact (ln2_hi has 9 significant bits and |n| <= 150 8, and the difference is
 // within a factor 2 of x), s = exp(r + r_lo) - 1 - r with r_lo = n (ln2_hi - ln2), by Taylor's series to
 // (r + r_lo)^8 / 8! (truncation below 3e-10 relative): |r| < 0.38, |s| < 0.11. Each result is then
@@ -169,7 +173,7 @@ inline Vec<double> tanh(Vec<double> x) {
   return select(lt(a, splat(0.625)), small, large);
 }
 
-// ---- float32 sigmoid and tanh: 1 / (1 + exp(t)) without rounding its pieces. With exp(t) =
+// ---- float32 sigmoid for |x| >= 7.5: 1 / (1 + exp(t)) without rounding its pieces. With exp(t) =
 // 2^n (1 + r + s) (exp_reduced) and k = max(n, 0),
 //   1 / (1 + exp(t)) = 2^-k / (2^-k + 2^(n-k) + 2^(n-k) r + 2^(n-k) s),
 // a denominator in [0.6, 2.5): one of 2^-k and 2^(n-k) is 1, the other at most 1, and the products
@@ -193,31 +197,57 @@ inline Vec<float> logistic_parts(Vec<float> t, Vec<float>& k, Vec<float>& c) {
   return y;
 }
 
-inline Vec<float> sigmoid(Vec<float> x) {
+inline Vec<float> sigmoid_by_exp(Vec<float> x) {
   Vec<float> k, c;
   Vec<float> y = logistic_parts(neg(x), k, c);
   return select(ne(x, x), x, ldexp(y + c, neg(k)));
 }
 
-// |x| < 0.625: x + x z P(z) with z = x^2 (Cephes' tanhf); otherwise 1 - 2 / (1 + exp(2|x|)) with
-// x's sign, the last subtraction without rounding (fast two-sum: 2 / (1 + exp(2|x|)) < 0.46 < 1).
+// ---- float32 tanh, and sigmoid for |x| < 7.5: f(a) of a = |x| by the piecewise polynomials of
+// piecewise_tables.h (tools/fit_piecewise.py): a's interval i from its bits (a quarter or an eighth
+// of a binade, or [0, first)), t = a - mid[i] (exact) and
+//   f(a) = hi[i] + (q0[i] t + (lo[i] + t^2 R(t))),  Q(t) = q0 + t R(t),
+// the coefficients looked up per lane (AVX-512: a permute of two registers each), so every lane runs
+// the same dozen multiply-adds and no division: the evaluate-in-steps path this replaces (exp, then
+// a division corrected to double-float accuracy) took 3x as long. hi + lo is f(mid) to 2^-48; the
+// fits' own error is at most 0.017 ulp; q0 t + t^2 R(t) is at most about a quarter of f(a) (3/4 for
+// sigmoid's last intervals), so its roundings cost a fraction of an ulp; the last addition rounds once.
+// On the first interval (hi = lo = 0, tanh's q0 = 1) the sum t + t^2 R(t) is rounded once: a rounded
+// Q(t) near 1 would add half an ulp there. Returns q0 t + (lo + t^2 R(t)) and, in hi, hi[i].
+template <const auto& kTable>
+Vec<float> piecewise(Vec<float> a, Vec<float>& hi) {
+  constexpr size_t kDegree = std::size(kTable.q);
+  const Index i = table_index<kTable.shift>(a, kTable.origin, kTable.last);
+  const Vec<float> t = a - lookup(kTable.mid, i);
+  Vec<float> r = lookup(kTable.q[kDegree - 1], i);  // Q(t) = q[0] + t r(t)
+#pragma GCC unroll 16
+  for (size_t k = kDegree - 2; k > 0; --k) r = fma(r, t, lookup(kTable.q[k], i));
+  hi = lookup(kTable.hi, i);
+  // fused on every ISA (the scalar one in double): its unfused roundings took sigmoid to 1.007 ulps
+  return fused_fma(lookup(kTable.q[0], i), t, fused_fma(t, t * r, lookup(kTable.lo, i)));
+}
+
+// tanh(|x|) with x's sign (tanh(-0) = -0, NaN kept); from a = 9.5 on, tanh rounds to 1 (min keeps a
+// NaN: its second operand).
 inline Vec<float> tanh(Vec<float> x) {
-  static constexpr float p[] = {-5.70498872745e-3f, 2.06390887954e-2f, -5.37397155531e-2f, 1.33314422036e-1f,
-                                -3.33332819422e-1f};
-  Vec<float> z = x * x;
-  Vec<float> small = fma(x * z, polynomial(z, p), x);
-  small = select(eq(x, splat(0.0f)), x, small);  // tanh(-0) = -0: the sum above gives +0
-  Vec<float> a = abs(x);
-  Vec<float> k, c;
-  Vec<float> doubled = min(a + a, splat(20.0f));  // tanh(10) rounds to 1
-  Vec<float> y = logistic_parts(doubled, k, c);
-  Vec<float> scale = ldexp(splat(1.0f), splat(1.0f) - k);  // 2 * 2^-k: w + wc = 2 / (1 + exp(2|x|))
-  Vec<float> w = y * scale, wc = c * scale;
-  Vec<float> hi = splat(1.0f) - w;
-  Vec<float> lo = neg(w) - (hi - splat(1.0f));
-  Vec<float> large = hi + (lo - wc);
-  large = select(lt(x, splat(0.0f)), neg(large), large);
-  return select(ne(x, x), x, select(lt(a, splat(0.625f)), small, large));
+  Vec<float> hi;
+  Vec<float> low = piecewise<piecewise_tables::kTanhTable>(min(splat(9.5f), abs(x)), hi);
+  return copysign(hi + low, x);
+}
+
+// The table gives q = sigmoid(-|x|) = hi + low, the result for x <= 0; for x > 0 it is 1 - q =
+// h + (e - low) with 1 - hi = h + e exactly (a fast two-sum: hi <= 1/2). Beyond |x| = 7.5 the
+// table's intervals would have to be narrower than 32 entries allow (sigmoid(-a) falls by e per unit
+// of a, and a polynomial's roundings grow with the ratio across its interval), so a vector with
+// such a lane also takes sigmoid_by_exp for those lanes (about twice the time of the table).
+inline Vec<float> sigmoid(Vec<float> x) {
+  const Vec<float> a = abs(x), far = splat(7.5f);
+  Vec<float> hi, e;
+  Vec<float> low = piecewise<piecewise_tables::kSigmoidTable>(min(far, a), hi);
+  Vec<float> h = fast_two_sum(splat(1.0f), neg(hi), e);
+  Vec<float> y = select(gt(x, splat(0.0f)), h + (e - low), hi + low);
+  const auto beyond = le(far, a);
+  return any(beyond) ? select(beyond, sigmoid_by_exp(x), y) : y;
 }
 
 // ---- float32 sin and cos: x = n pi/2 + r, then sin(r) or cos(r) with the sign of the quadrant

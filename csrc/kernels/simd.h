@@ -18,8 +18,14 @@
 //   load_first(p, count) / store_first(v, p, count) (the first count <= kWidth elements, the other
 //   lanes 0 / memory past them untouched: a row's tail without a copy through a buffer),
 //   load_first_widened(const float* p, count) (Vec<double>'s: count <= its kWidth floats, widened).
+//   copysign(magnitude, sign) (magnitude's bits with sign's sign bit, NaN included).
+//   Table lookups of float32 lanes, each lane with an int32 index in an Index:
+//   table_index<shift>(a, origin, last) ((the bits of a - origin) >> shift, arithmetic, clamped to
+//   [0, last]: an interval of a's binades for a >= 0), lookup(row, i) (row[i] per lane; row 64-byte
+//   aligned, 32 floats).
 // Loads and stores are unaligned.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,6 +94,7 @@ template <class T> Vec<T> min(Vec<T> a, Vec<T> b) { return {a.v < b.v ? a.v : b.
 template <class T> Vec<T> max(Vec<T> a, Vec<T> b) { return {a.v > b.v ? a.v : b.v}; }
 template <class T> Vec<T> abs(Vec<T> a) { return {std::fabs(a.v)}; }
 template <class T> Vec<T> neg(Vec<T> a) { return {-a.v}; }
+template <class T> Vec<T> copysign(Vec<T> m, Vec<T> s) { return {std::copysign(m.v, s.v)}; }
 template <class T> Vec<T> sqrt(Vec<T> a) { return {std::sqrt(a.v)}; }
 // Without SSE4.1, nearbyint and ldexp are library calls; these are a few instructions.
 // Adding and removing 1.5 * 2^mantissa_bits rounds to nearest even; larger values are integers.
@@ -146,7 +153,11 @@ template <class T> Vec<T> even_lanes(Vec<T> a, Vec<T>) { return a; }
   inline Vec<T> max(Vec<T> a, Vec<T> b) { return {P##_max_##S(a.v, b.v)}; }                  \
   inline Vec<T> sqrt(Vec<T> a) { return {P##_sqrt_##S(a.v)}; }                               \
   inline Vec<T> abs(Vec<T> a) { return {P##_andnot_##S(P##_set1_##S(T(-0.0)), a.v)}; }       \
-  inline Vec<T> neg(Vec<T> a) { return {P##_xor_##S(P##_set1_##S(T(-0.0)), a.v)}; }
+  inline Vec<T> neg(Vec<T> a) { return {P##_xor_##S(P##_set1_##S(T(-0.0)), a.v)}; }          \
+  inline Vec<T> copysign(Vec<T> m, Vec<T> s) {                                               \
+    const R sign = P##_set1_##S(T(-0.0));                                                    \
+    return {P##_or_##S(P##_andnot_##S(sign, m.v), P##_and_##S(sign, s.v))};                  \
+  }
 
 #if defined(FG_ISA_AVX2)
 FG_X86_VEC(float, __m256, _mm256, ps, 8, __m256, )
@@ -314,6 +325,9 @@ inline bool any(uint64x2_t m) { return vmaxvq_u32(vreinterpretq_u32_u64(m)) != 0
   inline U ne(Vec<T> a, Vec<T> b) { return mask_not(vceqq_##Q(a.v, b.v)); }                   \
   inline U mask_or(U a, U b) { return vorrq_##I(a, b); }                                      \
   inline Vec<T> select(U m, Vec<T> a, Vec<T> b) { return {vbslq_##Q(m, a.v, b.v)}; }          \
+  inline Vec<T> copysign(Vec<T> m, Vec<T> s) {                                                \
+    return {vbslq_##Q(vreinterpretq_##I##_##Q(vdupq_n_##Q(T(-0.0))), s.v, m.v)};              \
+  }                                                                                           \
   /* x86 semantics: b when either is NaN */                                                   \
   inline Vec<T> min(Vec<T> a, Vec<T> b) { return select(lt(a, b), a, b); }                    \
   inline Vec<T> max(Vec<T> a, Vec<T> b) { return select(gt(a, b), a, b); }                    \
@@ -398,6 +412,50 @@ void store_first(Vec<T> v, T* p, int64_t count) {
   v.store(buffer);
   for (int64_t i = 0; i < count; ++i) p[i] = buffer[i];
 }
+#endif
+
+#if defined(FG_ISA_AVX512)
+using Index = __m512i;
+template <int kShift>
+Index table_index(Vec<float> a, int32_t origin, int32_t last) {
+  const __m512i i = _mm512_srai_epi32(_mm512_sub_epi32(_mm512_castps_si512(a.v), _mm512_set1_epi32(origin)), kShift);
+  return _mm512_min_epi32(_mm512_max_epi32(i, _mm512_setzero_si512()), _mm512_set1_epi32(last));
+}
+// Two registers of 16 floats, one two-source permute (no memory access per lane).
+inline Vec<float> lookup(const float* row, Index i) {
+  return {_mm512_permutex2var_ps(_mm512_load_ps(row), i, _mm512_load_ps(row + 16))};
+}
+#elif defined(FG_ISA_AVX2)
+using Index = __m256i;
+template <int kShift>
+Index table_index(Vec<float> a, int32_t origin, int32_t last) {
+  const __m256i i = _mm256_srai_epi32(_mm256_sub_epi32(_mm256_castps_si256(a.v), _mm256_set1_epi32(origin)), kShift);
+  return _mm256_min_epi32(_mm256_max_epi32(i, _mm256_setzero_si256()), _mm256_set1_epi32(last));
+}
+// A gather: 32 floats do not fit AVX2's one-register permutes.
+inline Vec<float> lookup(const float* row, Index i) { return {_mm256_i32gather_ps(row, i, 4)}; }
+#elif defined(FG_ISA_NEON)
+using Index = int32x4_t;
+template <int kShift>
+Index table_index(Vec<float> a, int32_t origin, int32_t last) {
+  const int32x4_t i = vshrq_n_s32(vsubq_s32(vreinterpretq_s32_f32(a.v), vdupq_n_s32(origin)), kShift);
+  return vminq_s32(vmaxq_s32(i, vdupq_n_s32(0)), vdupq_n_s32(last));
+}
+inline Vec<float> lookup(const float* row, Index i) {
+  int32_t lanes[4];
+  vst1q_s32(lanes, i);
+  const float values[4] = {row[lanes[0]], row[lanes[1]], row[lanes[2]], row[lanes[3]]};
+  return {vld1q_f32(values)};
+}
+#else
+using Index = int32_t;
+template <int kShift>
+Index table_index(Vec<float> a, int32_t origin, int32_t last) {
+  int32_t bits;
+  std::memcpy(&bits, &a.v, sizeof bits);
+  return std::min(std::max((bits - origin) >> kShift, 0), last);
+}
+inline Vec<float> lookup(const float* row, Index i) { return {row[i]}; }
 #endif
 
 #if !defined(FG_ISA_SCALAR)
