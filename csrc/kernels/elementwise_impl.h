@@ -204,7 +204,7 @@ inline Vec<float> sigmoid_by_exp(Vec<float> x) {
 }
 
 // ---- float32 tanh, and sigmoid for |x| < 7.5: f(a) of a = |x| by the piecewise polynomials of
-// piecewise_tables.h (tools/fit_piecewise.py): a's interval i from its bits (a quarter or an eighth
+// piecewise_tables.h (.ci/fit_piecewise.py): a's interval i from its bits (a quarter or an eighth
 // of a binade, or [0, first)), t = a - mid[i] (exact) and
 //   f(a) = hi[i] + (q0[i] t + (lo[i] + t^2 R(t))),  Q(t) = q0 + t R(t),
 // the coefficients looked up per lane (AVX-512: a permute of two registers each), so every lane runs
