@@ -267,6 +267,12 @@ def test_transcendental_special_values(dtype):
     assert np.isfinite(e[0]) and e[1] == inf
     low = np.array([np.log(L(fi.smallest_subnormal)) - 1, np.log(L(fi.smallest_subnormal)) + 1], dtype=dtype)
     np.testing.assert_array_equal(fastgrad.exp(tensor(low)).numpy(), [0, np.exp(low[1].astype(L)).astype(dtype)])
+    if dtype == np.float32:  # lanes from -104 down are set to 0 (not scaled down); the lanes beside them as usual
+        mixed = np.tile(np.array([-104.0, -1000.0, -103.9, -90.0, 1.0], dtype=dtype), 7)
+        got = fastgrad.exp(tensor(mixed)).numpy()
+        exact = np.exp(mixed.astype(L))
+        assert np.all(got[mixed <= -104] == 0)
+        assert np.all(np.abs(got.astype(L) - exact) <= np.spacing(exact.astype(dtype)).astype(L))
 
 
 @pytest.mark.parametrize("name", EXACT)

@@ -115,12 +115,16 @@ inline Vec<float> exp_reduced(Vec<float> x, Vec<float>& n, Vec<float>& s) {
   return r;
 }
 
-// Below -104 the result rounds to 0; above 89 it overflows.
+// Above 89 the result overflows. Below -104 it rounds to 0, and those lanes are set to 0 rather than
+// scaled down to it: a scaling that underflows takes a microcode assist per vector on Intel cores
+// (8192 inputs below -100 ran 12x slower than normal ones).
 inline Vec<float> exp(Vec<float> x) {
+  const auto vanishes = le(x, splat(-104.0f));
   Vec<float> n, s, low;
-  Vec<float> r = exp_reduced(min(max(x, splat(-104.0f)), splat(89.0f)), n, s);
+  Vec<float> r = exp_reduced(min(select(vanishes, splat(0.0f), x), splat(89.0f)), n, s);
   Vec<float> high = fast_two_sum(splat(1.0f), r, low);
-  return select(ne(x, x), x, ldexp(high + (low + s), n));
+  Vec<float> y = select(vanishes, splat(0.0f), ldexp(high + (low + s), n));
+  return select(ne(x, x), x, y);
 }
 
 // ---- log (fdlibm's e_log.c and e_logf.c): x = 2^k m with m in [sqrt(2)/2, sqrt(2)), f = m - 1,
