@@ -43,6 +43,19 @@ def mlp_data(steps, batch=32):
     return xs, ys
 
 
+def cross_entropy_step(model, opt):
+    """One training step of model and opt on a batch (x, y), returning the loss: what the tests compile."""
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def train(step, xs, ys):
     return [values(step(x, y)) for x, y in zip(xs, ys)]
 
@@ -409,14 +422,7 @@ def test_soak_replays_keep_memory_flat():
 
     model, opt = mlp_setup("adam")
     xs, ys = mlp_data(1, batch=8)
-
-    @fastgrad.compile
-    def step(x, y):
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = fastgrad.compile(cross_entropy_step(model, opt))
 
     def run(n):
         left = 0
@@ -471,14 +477,7 @@ def test_optimizer_steps_replay_in_cpp_as_eager(make):
         fastgrad.manual_seed(0)
         model = nn.Linear(64, 10)
         opt = make(list(model.parameters()))
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
+        step = cross_entropy_step(model, opt)
         run = fastgrad.compile(step) if compiled else step
         losses = train(run, xs[:4], ys[:4])
         if compiled:
