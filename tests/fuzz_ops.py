@@ -881,6 +881,10 @@ op("torch.true_divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
 op("torch.divide({a}, {b}.exp())", a=tensor(NUM), b=partner("a"))
 op("{a}.multiply({b})", a=tensor(NUM), b=partner("a"))
 op("torch.subtract({a}, {b}, alpha=2)", a=tensor(NUM), b=partner("a"))
+# alpha that rounds: one rounding (a fused multiply-add), as PyTorch's loops
+op("torch.add({a}, {b}, alpha={w})", a=tensor(NUM), b=partner("a"), w=options("0.3", "-1.7"))
+op("{a}.sub(0.7, alpha=0.3)", a=tensor(NUM))
+op("{a}.add_({b}, alpha=-0.1)", statement=True, a=tensor(target=True), b=partner("a"))
 
 # elementwise ops and in-place forms of issue 13 (ewise): sign changes and clamps have no derivative there
 op("torch.xlogy({a}, {b}.abs() + 0.5)", a=tensor(NUM), b=partner("a"))

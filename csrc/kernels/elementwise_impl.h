@@ -471,13 +471,31 @@ void run(F f, S* out, int64_t n, Ops... in) {
   }
 }
 
+// f(operands...) with one Operand per (pointer, broadcast flag) pair, of the type its flag selects.
+template <class V, class T, class F>
+void with_operands(F f) {
+  f();
+}
+template <class V, class T, class F, class... Rest>
+void with_operands(F f, const T* p, bool broadcast, Rest... rest) {
+  auto with_first = [&](auto first) { with_operands<V, T>([&](auto... others) { f(first, others...); }, rest...); };
+  if (broadcast) with_first(Operand<T, V, true>{p});
+  else with_first(Operand<T, V, false>{p});
+}
+
 template <class T, class Op>
 void binary_kernel(const T* a, bool a_broadcast, const T* b, bool b_broadcast, T* out, int64_t n) {
-  using V = Vec<T>;
-  if (a_broadcast && b_broadcast) run<V>(Op{}, out, n, Operand<T, V, true>{a}, Operand<T, V, true>{b});
-  else if (a_broadcast) run<V>(Op{}, out, n, Operand<T, V, true>{a}, Operand<T, V, false>{b});
-  else if (b_broadcast) run<V>(Op{}, out, n, Operand<T, V, false>{a}, Operand<T, V, true>{b});
-  else run<V>(Op{}, out, n, Operand<T, V, false>{a}, Operand<T, V, false>{b});
+  with_operands<Vec<T>, T>([&](auto... in) { run<Vec<T>>(Op{}, out, n, in...); }, a, a_broadcast, b, b_broadcast);
+}
+
+struct FusedMultiplyAdd {
+  template <class V> V operator()(V x, V y, V z) const { return fused_fma(x, y, z); }
+};
+template <class T>
+void fma_kernel(const T* x, bool x_broadcast, const T* y, bool y_broadcast, const T* z, bool z_broadcast, T* out,
+                int64_t n) {
+  with_operands<Vec<T>, T>([&](auto... in) { run<Vec<T>>(FusedMultiplyAdd{}, out, n, in...); }, x, x_broadcast, y,
+                           y_broadcast, z, z_broadcast);
 }
 
 template <class T, class Op>
@@ -613,6 +631,7 @@ void fill_activation(TypedKernels<T>& k, Activation op) {
 template <class T>
 void fill_elementwise(TypedKernels<T>& k) {
   for (int i = 0; i < static_cast<int>(VecBinary::Count); ++i) k.binary[i] = binary_kernel_of<T>(VecBinary(i));
+  k.fused_multiply_add = fma_kernel<T>;
   for (int i = 0; i < static_cast<int>(VecUnary::Count); ++i) k.unary[i] = unary_kernel_of<T>(VecUnary(i));
   for (int i = 0; i < static_cast<int>(Activation::Count); ++i) fill_activation(k, Activation(i));
 }

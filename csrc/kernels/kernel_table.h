@@ -22,6 +22,11 @@ enum class Activation : uint8_t { LeakyRelu, Hardtanh, Gelu, GeluTanh, Count };
 // (b[0]) repeated. out may alias a or b.
 template <class T>
 using BinaryKernel = void (*)(const T* a, bool a_broadcast, const T* b, bool b_broadcast, T* out, int64_t n);
+// out[i] = x[i] * y[i] + z[i] rounded once (the FMA instruction's result), with broadcast operands as
+// BinaryKernel's: PyTorch's vector loops compute add with alpha, addcmul and lerp so.
+template <class T>
+using FmaKernel = void (*)(const T* x, bool x_broadcast, const T* y, bool y_broadcast, const T* z, bool z_broadcast,
+                           T* out, int64_t n);
 // out[i] = f(x[i]) for i < n; out may alias x.
 template <class T>
 using UnaryKernel = void (*)(const T* x, T* out, int64_t n);
@@ -259,6 +264,7 @@ using FmaLoopKernel = double (*)(int64_t iterations);
 template <class T>
 struct TypedKernels {
   BinaryKernel<T> binary[static_cast<int>(VecBinary::Count)];
+  FmaKernel<T> fused_multiply_add;
   UnaryKernel<T> unary[static_cast<int>(VecUnary::Count)];
   ActivationKernel<T> activation[static_cast<int>(Activation::Count)];
   ActivationGradKernel<T> activation_grad[static_cast<int>(Activation::Count)];

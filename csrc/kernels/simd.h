@@ -5,12 +5,11 @@
 //   Vec<double>::load(const float*) (kWidth floats, widened), v.store(float*) (kWidth doubles, each
 //   rounded to float), + - * /, fma(a, b, c) (= a * b + c,
 //   fused where the ISA has FMA), two_product(a, b, e) for float (a * b rounded, and e its exact
-//   rounding error, on every ISA), fused_fma(a, b, c) for float (fused on every ISA: the scalar ISA
-//   adds in double), min/max (x86 semantics: the second operand when either is NaN),
-//   abs, neg, sqrt, round_nearest (to nearest even),
-//   ldexp(x, n) (x * 2^n, n integral, |n| < twice the largest normal exponent: a single rounding),
-//   frexp(x, e) (x = m * 2^e with m in [0.5, 1), for positive finite x including denormals),
-//   lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, any(mask) (a lane is set),
+//   rounding error, on every ISA), fused_fma(a, b, c) (fused on every ISA: the scalar ISA
+//   adds float's in double, and calls the C library for double's), min/max (x86 semantics: the second operand when
+//   either is NaN), abs, neg, sqrt, round_nearest (to nearest even), ldexp(x, n) (x * 2^n, n integral, |n| < twice the
+//   largest normal exponent: a single rounding), frexp(x, e) (x = m * 2^e with m in [0.5, 1), for positive finite x
+//   including denormals), lt le gt eq (ordered) and ne (unordered, like C++ !=), mask_or, any(mask) (a lane is set),
 //   select(mask, a, b) (a where set),
 //   interleave_low(a, b) / interleave_high(a, b) (a0 b0 a1 b1 ... of the lower / upper halves, across
 //   the whole register: log2(kWidth) rounds of them transpose a kWidth x kWidth block),
@@ -465,13 +464,17 @@ inline Vec<float> two_product(Vec<float> a, Vec<float> b, Vec<float>& e) {
   e = fma(a, b, neg(p));
   return p;
 }
-inline Vec<float> fused_fma(Vec<float> a, Vec<float> b, Vec<float> c) { return fma(a, b, c); }
+template <class T>
+Vec<T> fused_fma(Vec<T> a, Vec<T> b, Vec<T> c) {
+  return fma(a, b, c);
+}
 #else
 // a * b + c in double, then rounded to float: the fused result wherever it fits a double
 // (exact where it fits a float).
 inline Vec<float> fused_fma(Vec<float> a, Vec<float> b, Vec<float> c) {
   return {static_cast<float>(static_cast<double>(a.v) * b.v + c.v)};
 }
+inline Vec<double> fused_fma(Vec<double> a, Vec<double> b, Vec<double> c) { return {std::fma(a.v, b.v, c.v)}; }
 #endif
 
 }  // namespace fg::simd::FG_ISA_NAMESPACE

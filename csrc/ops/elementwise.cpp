@@ -117,42 +117,82 @@ void check_bool_subtraction(DType a, DType b) {
 }
 }  // namespace
 
+namespace {
+// a + alpha * b (b a tensor or a number) for alpha != 1, as PyTorch computes it: for floating types
+// rounded once (the vector FMA of its loops) in the compute type, the numbers first rounded to
+// `dt` (float16 too); for integers wrapping.
+template <class B>
+Tensor add_scaled(const Tensor& a, const B& b, const Scalar& alpha, DType dt) {
+  if (is_floating(dt)) {
+    Tensor scale = scalar_tensor(alpha.value, dt);
+    if constexpr (std::is_same_v<B, Tensor>) return fused_multiply_add(b, scale, a, dt);
+    else return fused_multiply_add(scalar_tensor(b.value, dt), scale, a, dt);
+  }
+  auto f = [&](auto x, auto y) {
+    using T = decltype(x);
+    return wrap_add(x, static_cast<T>(wrap_mul(y, alpha.to<T>())));
+  };
+  if constexpr (std::is_same_v<B, Tensor>) return binary_map(a, b, dt, dt, f);
+  else return scalar_map(a, b, dt, dt, f);
+}
+
+Scalar negated(const Scalar& s) {
+  return s.kind == Category::Floating ? Scalar::from_float(-s.value) : Scalar::from_int(wrap_neg(s.integer));
+}
+
+// The second operand of a binary op as record_binary takes it: a tensor or a number.
+const Tensor* tensor_operand(const Tensor& b) { return &b; }
+const Tensor* tensor_operand(const Scalar&) { return nullptr; }
+const Scalar* number_operand(const Tensor&) { return nullptr; }
+const Scalar* number_operand(const Scalar& s) { return &s; }
+
+template <class N, class B>
+Tensor recorded_with_alpha(const Tensor& out, const Tensor& a, const B& b, const Scalar& alpha) {
+  if (N* node = record_binary<N>(out, a, tensor_operand(b), number_operand(b), false)) node->alpha = alpha.value;
+  return out;
+}
+}  // namespace
+
 FG_NODE_FROM(AddBackward0, BinaryNode);
 GradList AddBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, g)};
+  return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, times_alpha(g))};
 }
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
-  record_binary<AddBackward0>(out, a, &b, nullptr, false);
-  return out;
+  Tensor out = alpha.value != 1
+                   ? add_scaled(a, b, alpha, dt)
+                   : binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
+  return recorded_with_alpha<AddBackward0>(out, a, b, alpha);
 }
-Tensor add(const Tensor& a, const Scalar& s) {
+Tensor add(const Tensor& a, const Scalar& s, const Scalar& alpha) {
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
-  record_binary<AddBackward0>(out, a, nullptr, &s, false);
-  return out;
+  Tensor out = alpha.value != 1
+                   ? add_scaled(a, s, alpha, dt)
+                   : scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_add(x, y); }, VecBinary::Add);
+  return recorded_with_alpha<AddBackward0>(out, a, s, alpha);
 }
 
 FG_NODE_FROM(SubBackward0, BinaryNode);
 GradList SubBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
-  return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, neg(g))};
+  return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, times_alpha(neg(g)))};
 }
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   check_bool_subtraction(a->dtype, b->dtype);
   DType dt = result_type(a, b);
-  Tensor out = binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
-  record_binary<SubBackward0>(out, a, &b, nullptr, false);
-  return out;
+  Tensor out = alpha.value != 1
+                   ? add_scaled(a, b, negated(alpha), dt)
+                   : binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
+  return recorded_with_alpha<SubBackward0>(out, a, b, alpha);
 }
-Tensor sub(const Tensor& a, const Scalar& s) {
+Tensor sub(const Tensor& a, const Scalar& s, const Scalar& alpha) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
-  record_binary<SubBackward0>(out, a, nullptr, &s, false);
-  return out;
+  Tensor out = alpha.value != 1
+                   ? add_scaled(a, s, negated(alpha), dt)
+                   : scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
+  return recorded_with_alpha<SubBackward0>(out, a, s, alpha);
 }
 
 FG_NODE_FROM(RsubBackward1, BinaryNode);
@@ -363,6 +403,28 @@ void select_contiguous(const bool* __restrict c, const T* __restrict x, const T*
     const T choices[2] = {y[i], x[i]};
     o[i] = choices[c[i]];
   }
+}
+
+Tensor fused_multiply_add(const Tensor& x, const Tensor& y, const Tensor& z, DType dtype) {
+  if (compute_type(dtype) != dtype) return cast_values(fused_multiply_add(x, y, z, compute_type(dtype)), dtype);
+  Shape shape = broadcast_shapes(broadcast_shapes(x->shape, y->shape), z->shape);
+  Tensor cx = cast_values(x, dtype), cy = cast_values(y, dtype), cz = cast_values(z, dtype);
+  Shape sx = broadcast_strides(cx, shape), sy = broadcast_strides(cy, shape), sz = broadcast_strides(cz, shape);
+  Tensor out = empty(shape, dtype);
+  dispatch_floating(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T *px = cx->data_as<T>(), *py = cy->data_as<T>(), *pz = cz->data_as<T>();
+    T* po = out->data_as<T>();
+    FmaKernel<T> kernel = kernels().of<T>().fused_multiply_add;
+    // Runs of any length: the kernel's rounding (fused on every ISA) is then the only one.
+    vector_runs<3>(
+        shape, {sx.data(), sy.data(), sz.data()},
+        [&](int64_t o, const auto& off, const auto& broadcast, int64_t count) {
+          kernel(px + off[0], broadcast[0], py + off[1], broadcast[1], pz + off[2], broadcast[2], po + o, count);
+        },
+        1);
+  });
+  return out;
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {

@@ -29,22 +29,32 @@ Scalar stored_scalar(const Scalar& s, DType dtype);
 // Below this many elements per run, the strided loop beats a kernel call per run.
 inline constexpr int64_t kMinRun = 16;
 
-// out = a op b with the vector kernel, when the operands split into long enough runs (runs.h).
-// + - * / maximum minimum are exact, so this gives the scalar lambdas' results bit for bit.
-// Long loops split across threads by elements, whole runs or pieces of one (each element is
-// computed alone, so the split never changes a result).
-template <class T>
-bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* as, const T* b, const int64_t* bs,
-                   T* out) {
-  InnerRuns<2> runs = inner_runs<2>(shape, {as, bs});
-  if (runs.inner < kMinRun && !runs.outer.empty()) return false;
-  BinaryKernel<T> kernel = kernels().of<T>().binary[static_cast<int>(op)];
+// Calls kernel(out_offset, offsets, broadcast, count) for the runs (runs.h) of N operands, when they
+// split into runs of at least `min_run` elements (else returns false). Long loops split across
+// threads by elements, whole runs or pieces of one (each element is computed alone, so the split
+// never changes a result).
+template <size_t N, class F>
+bool vector_runs(const Shape& shape, const std::array<const int64_t*, N>& strides, F kernel,
+                 int64_t min_run = kMinRun) {
+  InnerRuns<N> runs = inner_runs<N>(shape, strides);
+  if (runs.inner < min_run && !runs.outer.empty()) return false;
   parallel_for(0, element_count(shape), kParallelElements, [&](int64_t lo, int64_t hi) {
-    for_each_run(runs, lo, hi, [&](int64_t o, const std::array<int64_t, 2>& off, int64_t count) {
-      kernel(a + off[0], runs.broadcast[0], b + off[1], runs.broadcast[1], out + o, count);
+    for_each_run(runs, lo, hi, [&](int64_t o, const std::array<int64_t, N>& off, int64_t count) {
+      kernel(o, off, runs.broadcast, count);
     });
   });
   return true;
+}
+
+// out = a op b with the vector kernel, when the operands split into long enough runs.
+// + - * / maximum minimum are exact, so this gives the scalar lambdas' results bit for bit.
+template <class T>
+bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* as, const T* b, const int64_t* bs,
+                   T* out) {
+  BinaryKernel<T> kernel = kernels().of<T>().binary[static_cast<int>(op)];
+  return vector_runs<2>(shape, {as, bs}, [&](int64_t o, const auto& off, const auto& broadcast, int64_t count) {
+    kernel(a + off[0], broadcast[0], b + off[1], broadcast[1], out + o, count);
+  });
 }
 
 // f(T{}, R{}) with T the computation type `dtype` and R the stored type: T itself, or bool for
@@ -157,6 +167,10 @@ struct BinaryNode : Node {
   InputMeta meta[2];
   double scalar = 0;
   bool other_is_scalar = false;
+  double alpha = 1;  // add's and sub's scale of the second operand
+
+  // g * alpha, as PyTorch's add and sub pass g on to their second operand.
+  Tensor times_alpha(const Tensor& g) const { return alpha == 1 ? g : mul(g, Scalar::from_float(alpha)); }
 
   void remember(const Tensor& a, const Tensor* b, const Scalar* s) {
     meta[0] = InputMeta::of(a);

@@ -220,11 +220,11 @@ Tensor write_result_(const Tensor& self, const Tensor& result) {
   return self;
 }
 
-Tensor add_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, false, [&](const Tensor& s) { return add(s, other); });
+Tensor add_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return add(s, other, alpha); });
 }
-Tensor sub_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other); });
+Tensor sub_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other, alpha); });
 }
 // mul and div read self's old values only for other's gradient (see mul, div): no snapshot otherwise.
 Tensor mul_(const Tensor& self, const Tensor& other) {
@@ -233,11 +233,11 @@ Tensor mul_(const Tensor& self, const Tensor& other) {
 Tensor div_(const Tensor& self, const Tensor& other) {
   return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return div(s, other); });
 }
-Tensor add_(const Tensor& self, const Scalar& other) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other); });
+Tensor add_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other, alpha); });
 }
-Tensor sub_(const Tensor& self, const Scalar& other) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return sub(s, other); });
+Tensor sub_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return sub(s, other, alpha); });
 }
 // By a number, mul_ and div_ take no snapshot: the gradient (g * s, g / s) reads neither operand.
 Tensor mul_(const Tensor& self, const Scalar& other) {

@@ -46,15 +46,16 @@ DType result_type(const Tensor& a, const Tensor& b);
 DType result_type(const Tensor& a, const Scalar& b);
 
 // ---- elementwise, broadcasting (ops/elementwise.cpp)
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
+// a + alpha * b and a - alpha * b: for floating types rounded once (PyTorch's fused loops).
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = Scalar::from_int(1));
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha = Scalar::from_int(1));
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor add(const Tensor& a, const Scalar& b);
-Tensor sub(const Tensor& a, const Scalar& b);
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = Scalar::from_int(1));
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = Scalar::from_int(1));
 Tensor rsub(const Tensor& a, const Scalar& b);  // b - a
 Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Scalar& b);
@@ -63,6 +64,9 @@ Tensor reciprocal(const Tensor& x);
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor rpow(const Tensor& a, const Scalar& b);  // b ** a
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+// x * y + z rounded once, computed in floating `dtype` (its compute type) from the operands'
+// values: no autograd node (the ops that round so record their own).
+Tensor fused_multiply_add(const Tensor& x, const Tensor& y, const Tensor& z, DType dtype);
 // ---- floor division, remainder, fmod, bitwise (ops/integer_division.cpp)
 // Division rounded down (floor_divide, //), the remainder with the divisor's sign (remainder, %),
 // and with the dividend's sign (fmod). Integer division by zero raises, as PyTorch.
@@ -152,12 +156,12 @@ Tensor nan_to_num(const Tensor& x, std::optional<double> nan, std::optional<doub
                   std::optional<double> neginf);
 
 // ---- in place (ops/inplace.cpp); return self
-Tensor add_(const Tensor& self, const Tensor& other);
-Tensor sub_(const Tensor& self, const Tensor& other);
+Tensor add_(const Tensor& self, const Tensor& other, const Scalar& alpha = Scalar::from_int(1));
+Tensor sub_(const Tensor& self, const Tensor& other, const Scalar& alpha = Scalar::from_int(1));
 Tensor mul_(const Tensor& self, const Tensor& other);
 Tensor div_(const Tensor& self, const Tensor& other);
-Tensor add_(const Tensor& self, const Scalar& other);
-Tensor sub_(const Tensor& self, const Scalar& other);
+Tensor add_(const Tensor& self, const Scalar& other, const Scalar& alpha = Scalar::from_int(1));
+Tensor sub_(const Tensor& self, const Scalar& other, const Scalar& alpha = Scalar::from_int(1));
 Tensor mul_(const Tensor& self, const Scalar& other);
 Tensor div_(const Tensor& self, const Scalar& other);
 Tensor pow_(const Tensor& self, const Tensor& exponent);

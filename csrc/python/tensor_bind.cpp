@@ -114,6 +114,21 @@ auto named_binary(const char* name, F op, const char* arg = "other") {
   };
 }
 
+// add and sub with alpha (fastgrad.add(x, y, alpha=2), x.sub_(y, alpha=0.5)): op(a, b, alpha), as
+// named_binary's op(a, b) otherwise.
+template <class F>
+auto scaled_binary(const char* name, F op) {
+  return [op, name](const Tensor& a, py::handle b, py::handle alpha) -> Tensor {
+    Scalar scale;
+    if (!scalar_from_py(alpha, scale))
+      throw TypeError(cat(name, "(): argument 'alpha' must be Number, not ", type_name(alpha)));
+    if (const Tensor* t = tensor_of(b.ptr())) return by_elements(std::max(a->numel(), (*t)->numel()), op, a, *t, scale);
+    Scalar s;
+    if (scalar_from_py(b, s)) return by_elements(a->numel(), op, a, s, scale);
+    throw TypeError(cat(name, "(): argument 'other' must be Tensor, not ", type_name(b)));
+  };
+}
+
 // The reflected form: `number op tensor`.
 template <class F>
 auto reflected(F op) {
@@ -491,6 +506,14 @@ void bind_tensor(py::module_& m) {
   m.def("rpow", [](const Tensor& a, double base) { return elementwise(fg::rpow, a, Scalar::from_float(base)); });
   m.def("add_", named_binary("add_", [](const Tensor& a, const auto& b) { return add_(a, b); }));
   m.def("sub_", named_binary("sub_", [](const Tensor& a, const auto& b) { return sub_(a, b); }));
+  m.def("add_scaled",
+        scaled_binary("add", [](const Tensor& a, const auto& b, const Scalar& alpha) { return add(a, b, alpha); }));
+  m.def("sub_scaled",
+        scaled_binary("sub", [](const Tensor& a, const auto& b, const Scalar& alpha) { return sub(a, b, alpha); }));
+  m.def("add_scaled_",
+        scaled_binary("add_", [](const Tensor& a, const auto& b, const Scalar& alpha) { return add_(a, b, alpha); }));
+  m.def("sub_scaled_",
+        scaled_binary("sub_", [](const Tensor& a, const auto& b, const Scalar& alpha) { return sub_(a, b, alpha); }));
   m.def("div_floor", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Floor); }));
   m.def("div_trunc", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b, Rounding::Trunc); }));
   m.def("floor_divide",
@@ -530,6 +553,12 @@ void bind_tensor(py::module_& m) {
     // PyTorch's wrapped numbers do here (where(c, int64_tensor, 0.5) is float32).
     Tensor x = tensor_or_scalar(a, natural_dtype(a)), y = tensor_or_scalar(b, natural_dtype(b));
     return by_elements(std::max({c->numel(), x->numel(), y->numel()}), fg::where, c, x, y);
+  });
+  // x * y + z rounded once in floating `dtype`, for the compositions that round so (addcmul, lerp).
+  m.def("fused_multiply_add", [](const Tensor& x, const Tensor& y, const Tensor& z, py::handle dtype) {
+    DType d = dtype_from_py(dtype);
+    if (!is_floating(d)) throw TypeError(cat("fused_multiply_add(): expected a floating dtype, got ", dtype_name(d)));
+    return by_elements(std::max({x->numel(), y->numel(), z->numel()}), fg::fused_multiply_add, x, y, z, d);
   });
   m.def("neg", [](const Tensor& x) { return unary(fg::neg, x); });
   m.def("abs", [](const Tensor& x) { return unary(fg::abs, x); });

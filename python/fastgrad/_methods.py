@@ -31,6 +31,7 @@ from fastgrad._types import (
     SCALAR_TYPE_NAME,
     Size,
     check_cpu,
+    compute_type,
     device,
     dtype as _dtype,
     float32,
@@ -419,27 +420,35 @@ def requires_grad_(self, requires_grad=True):
 # ---- elementwise
 
 
-def _times_alpha(input, other, alpha):
-    """other * alpha for add/sub, in the dtype of input + other: alpha takes no part in type
-    promotion (torch.add(bool, bool, alpha=2) is bool), and may not be a float for integers."""
-    if alpha == 1:
-        return other
+def _check_alpha(input, other, alpha):
+    """PyTorch's checks of add's and sub's alpha, which takes no part in type promotion (torch.add(bool,
+    bool, alpha=2) is bool): a float one for an integral result, a bool one for a non-bool result."""
+    if not isinstance(alpha, (builtins.bool, builtins.float)):
+        return  # an int, or no number: the primitive refuses it as PyTorch does
     try:
         dtype = _prims.result_type(input, other)
     except TypeError:  # neither a tensor nor a number: the primitive (add, sub_, ...) refuses it as PyTorch does
-        return other
-    if not dtype.is_floating_point and isinstance(alpha, builtins.float):
+        return
+    if isinstance(alpha, builtins.bool):
+        if dtype is not bool_:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif not dtype.is_floating_point:
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-    scaled = other * alpha
-    return _prims.to_dtype(scaled, dtype) if isinstance(scaled, Tensor) else scaled
+
+
+def _unscaled(alpha):
+    return alpha.__class__ is builtins.int and alpha == 1
 
 
 def add(input, other, *, alpha=1, out=None):
-    return _with_out(_prims.add(input, _times_alpha(input, other, alpha)), out)
+    """input + alpha * other; for floating types rounded once, as PyTorch's fused loop."""
+    _check_alpha(input, other, alpha)
+    return _with_out(_prims.add(input, other) if _unscaled(alpha) else _prims.add_scaled(input, other, alpha), out)
 
 
 def sub(input, other, *, alpha=1, out=None):
-    return _with_out(_prims.sub(input, _times_alpha(input, other, alpha)), out)
+    _check_alpha(input, other, alpha)
+    return _with_out(_prims.sub(input, other) if _unscaled(alpha) else _prims.sub_scaled(input, other, alpha), out)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
@@ -594,11 +603,13 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def add_(self, other, *, alpha=1):
-    return _prims.add_(self, _times_alpha(self, other, alpha))
+    _check_alpha(self, other, alpha)
+    return _prims.add_(self, other) if _unscaled(alpha) else _prims.add_scaled_(self, other, alpha)
 
 
 def sub_(self, other, *, alpha=1):
-    return _prims.sub_(self, _times_alpha(self, other, alpha))
+    _check_alpha(self, other, alpha)
+    return _prims.sub_(self, other) if _unscaled(alpha) else _prims.sub_scaled_(self, other, alpha)
 
 
 def copy_(self, src, non_blocking=False):
@@ -1301,7 +1312,9 @@ def index_add_(self, dim, index, source, *, alpha=1):
         raise IndexError("index out of range in self")  # PyTorch's 1-d path (index_select's check)
     if not self.dtype.is_floating_point:
         alpha = builtins.int(alpha)  # as PyTorch converts it for an integer kernel (towards zero)
-    source = _times_alpha(self, source, alpha)
+    _check_alpha(self, source, alpha)
+    if alpha != 1:  # source * alpha, then added: PyTorch's index_add rounds twice
+        source = _prims.to_dtype(source * alpha, _prims.result_type(self, source))
     return _prims.scatter_(self, dim, _index_along(index.reshape(-1), dim, source), source, "add", "IndexAddBackward0")
 
 
@@ -1985,7 +1998,7 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     result = gather(ordered, -1, below)
     if interpolation in ("linear", "midpoint"):
         weight = _prims.full([], 0.5, ranks.dtype) if interpolation == "midpoint" else ranks - below
-        result = _lerp(result, gather(ordered, -1, _prims.to_dtype(_rounded(np.ceil, ranks), int64)), weight)
+        result = lerp(result, gather(ordered, -1, _prims.to_dtype(_rounded(np.ceil, ranks), int64)), weight)
     # q's dim first (a 1-D q), then the other dims
     return result.squeeze(-1) if scalar_q else result.unsqueeze(0).transpose(0, -1).squeeze(-1)
 
@@ -1996,8 +2009,16 @@ def _rounded(rounding, ranks):
 
 
 def _lerp(start, end, weight):
-    """PyTorch's lerp formula (from the nearer end), so that the values are its to the last bit."""
-    return _prims.where(weight < 0.5, start + weight * (end - start), end - (end - start) * (1 - weight))
+    """PyTorch's lerp (from the nearer end, each a multiply-add rounded once, in the compute type),
+    so that the values are its to the last bit. weight: a number or a tensor of start's dtype."""
+    dtype = start.dtype
+    work = compute_type(dtype)
+    start, end = _prims.to_dtype(start, work), _prims.to_dtype(end, work)
+    weight = _prims.to_dtype(weight, work) if isinstance(weight, Tensor) else _prims.full((), weight, work)
+    diff = end - start
+    near_start = _prims.fused_multiply_add(weight, diff, start, dtype)
+    near_end = _prims.fused_multiply_add(-diff, 1 - weight, end, dtype)
+    return _prims.where(weight.abs() < 0.5, near_start, near_end)
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
@@ -2712,8 +2733,7 @@ def lerp(input, end, weight, *, out=None):
         inputs = [input, end, weight]
         return _with_out(_recorded("LerpBackward1", inputs, [result], inputs, backward)[0], out)
     _check_same_dtype("lerp_kernel_scalar", input, end=end)
-    start, stop = input.detach(), end.detach()
-    result = start + weight * (stop - start) if weight < 0.5 else stop - (stop - start) * (1 - weight)
+    result = _lerp(input.detach(), end.detach(), weight)
 
     shapes = input.shape, end.shape
 
@@ -2728,17 +2748,16 @@ def lerp_(self, end, weight):
 
 
 def _ternary(name, combined, partials):
-    """addcmul / addcdiv: input + combined(tensor1, tensor2, value) as PyTorch's one node `name`;
-    partials(grad * value, tensor1, tensor2) are the gradients of tensor1 and tensor2."""
+    """addcmul / addcdiv: combined(input, tensor1, tensor2, value) as PyTorch's one node `name`;
+    partials(grad, tensor1, tensor2, value) are the gradients of tensor1 and tensor2 (PyTorch's formulas)."""
 
     def ternary(input, tensor1, tensor2, *, value=1, out=None):
         inputs = [input, tensor1, tensor2]
-        result = input.detach() + combined(tensor1.detach(), tensor2.detach(), value)
+        result = combined(input.detach(), tensor1.detach(), tensor2.detach(), value)
 
         def backward(grads, tensor1, tensor2):  # the node saves the factors, as PyTorch's
-            scaled = grads[0] * value
             return [_sum_to(grads[0], input.shape)] + [
-                _sum_to(g, t.shape) for g, t in zip(partials(scaled, tensor1, tensor2), (tensor1, tensor2))
+                _sum_to(g, t.shape) for g, t in zip(partials(grads[0], tensor1, tensor2, value), (tensor1, tensor2))
             ]
 
         return _with_out(_recorded(name, inputs, [result], [tensor1, tensor2], backward)[0], out)
@@ -2752,13 +2771,25 @@ def _ternary(name, combined, partials):
     return ternary, ternary_
 
 
+def _product_added(input, tensor1, tensor2, value):
+    """input + value * tensor1 * tensor2 as PyTorch's loop computes it: for floating types
+    (value * tensor1) * tensor2 + input rounded once."""
+    dtype = _meta.addcmul(input, tensor1, tensor2).dtype
+    if not dtype.is_floating_point:
+        return input + tensor1 * value * tensor2
+    return _prims.fused_multiply_add(_prims.to_dtype(tensor1, compute_type(dtype)) * value, tensor2, input, dtype)
+
+
 addcmul, addcmul_ = _ternary(
-    "AddcmulBackward0", lambda t1, t2, value: t1 * value * t2, lambda g, t1, t2: (g * t2, g * t1)
+    "AddcmulBackward0",
+    _product_added,
+    lambda g, t1, t2, value: (g * (t2 * value), g * (t1 * value)),
 )
 
 
-def _quotient(tensor1, tensor2, value):
-    """tensor1 * value / tensor2, in PyTorch's order (so its rounding); integer operands refused."""
+def _quotient_added(input, tensor1, tensor2, value):
+    """input + value * tensor1 / tensor2 in PyTorch's order and compute type (so its rounding);
+    integer operands refused."""
     if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
         raise RuntimeError(
             "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform "
@@ -2767,10 +2798,17 @@ def _quotient(tensor1, tensor2, value):
             "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
             "implementation: (input + value * tensor1 / tensor2), for all dtypes."
         )
-    return tensor1 * value / tensor2
+    dtype = _meta.addcmul(input, tensor1, tensor2).dtype
+    x, t1, t2 = (_prims.to_dtype(t, compute_type(dtype)) for t in (input, tensor1, tensor2))
+    return _prims.to_dtype(x + t1 * value / t2, dtype)
 
 
-addcdiv, addcdiv_ = _ternary("AddcdivBackward0", _quotient, lambda g, t1, t2: (g / t2, -g * t1 / (t2 * t2)))
+addcdiv, addcdiv_ = _ternary(
+    "AddcdivBackward0",
+    _quotient_added,
+    # value / t2 as PyTorch's C++ formula divides (Python's number / tensor is a reciprocal times the number)
+    lambda g, t1, t2, value: (g * _prims.div(_prims.full((), value, g.dtype), t2), -g * (value * t1 / (t2 * t2))),
+)
 
 
 def _binary_float(name, node, numpy_function, partials, integers=True, saves_result=False):

@@ -2145,11 +2145,11 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     is_label = (labels < 0).cumsum(1) == 0  # the leading entries, up to the first negative
     labels = labels.clamp(min=0)
     is_target = ((labels.unsqueeze(2) == arange(classes)) & is_label.unsqueeze(2)).any(1)
-    # z[r, j, i] = 1 - x[r, label j] + x[r, i], over label j and non-target class i; relu: no
-    # gradient at z = 0, as PyTorch's z > 0
+    # z[r, j, i] = 1 - x[r, label j] + x[r, i], over label j and non-target class i, where z > 0 as
+    # PyTorch's: no gradient at z = 0, and a NaN z adds nothing
     z = 1 - x.gather(1, labels).unsqueeze(2) + x.unsqueeze(1)
     pairs = is_label.unsqueeze(2) & ~is_target.unsqueeze(1)
-    loss_rows = _prims.where(pairs, z.relu(), 0.0).sum((1, 2)) / classes
+    loss_rows = _prims.where(pairs & (z.detach() > 0), z, 0.0).sum((1, 2)) / classes
     return loss_rows.reshape(()) if input.dim() <= 1 else _reduce(loss_rows, reduction)
 
 

@@ -8,6 +8,7 @@ import builtins
 import itertools
 import math
 import operator
+from fractions import Fraction
 
 from .._types import (
     SCALAR_TYPE_NAME,
@@ -245,21 +246,76 @@ def _check_bool_subtraction(a, b):
         )
 
 
+def _to_float32(exact, estimate):
+    """The Fraction `exact` rounded once to float32 (ties to even, denormals at 2^-149); `estimate`:
+    exact rounded to float64, which gives the exponent (where it rounds up to the next power of two
+    the coarser step rounds exact to that same power)."""
+    step = max(math.frexp(estimate)[1] - 24, -149)
+    rounded = math.ldexp(round(exact / Fraction(2) ** step), step)
+    return math.copysign(math.inf, rounded) if abs(rounded) >= 2.0**128 else rounded
+
+
+def fused_multiply_add(a, b, c, dtype):
+    """a * b + c rounded once to dtype (float32 or float64), as an FMA instruction computes it
+    (math.fma arrives in Python 3.13)."""
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return a * b + c  # infinities and NaN: no rounding to care about
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:  # then a * b = -c is exact in float64, which gives the sign of the zero
+        return a * b + c
+    try:
+        estimate = float(exact)
+    except OverflowError:
+        return math.copysign(math.inf, exact)
+    return estimate if dtype is float64 else _to_float32(exact, estimate)
+
+
+def fused_multiply_add_values(x, y, z, dtype):
+    """x * y + z of tensors, broadcast, rounded once in floating dtype's compute type."""
+    shape = broadcast_shapes(broadcast_shapes(x._shape, y._shape), z._shape)
+    compute = compute_type(dtype)
+    xs, ys, zs = (cast(read(t, shape), t._dtype, compute) for t in (x, y, z))
+    return new_tensor([fused_multiply_add(a, b, c, compute) for a, b, c in zip(xs, ys, zs)], shape, dtype)
+
+
+def _added(a, b, alpha):
+    """a + alpha * b, as the core's add with alpha: for floating types rounded once."""
+    dtype = result_type(a, b)
+    if alpha == 1:
+        return elementwise(operator.add, a, b, dtype)
+    if not dtype.is_floating_point:
+        return elementwise(lambda x, y: x + alpha * y, a, b, dtype)
+    compute = compute_type(dtype)
+    scale = cast_scalar(float(alpha), dtype)  # the numbers rounded to dtype (float16 too), as PyTorch's
+    if not isinstance(b, Tensor):
+        b = cast_scalar(float(b), dtype)
+    return elementwise(lambda x, y: fused_multiply_add(y, scale, x, compute), a, b, dtype)
+
+
 class AddBackward0(Function):
-    def forward(self, a, b):
-        return elementwise(operator.add, a, b, result_type(a, b))
+    def forward(self, a, b, alpha=1):
+        self.alpha = alpha
+        return _added(a, b, alpha)
 
     def backward(self, g):
-        return self.reduce(0, g), self.reduce(1, g) if self.needs_input_grad(1) else None
+        return self.reduce(0, g), self.reduce(1, _times(g, self.alpha)) if self.needs_input_grad(1) else None
 
 
 class SubBackward0(Function):
-    def forward(self, a, b):
+    def forward(self, a, b, alpha=1):
         _check_bool_subtraction(a, b)
-        return elementwise(operator.sub, a, b, result_type(a, b))
+        self.alpha = alpha
+        if alpha == 1:
+            return elementwise(operator.sub, a, b, result_type(a, b))
+        return _added(a, b, -alpha)
 
     def backward(self, g):
-        return self.reduce(0, g), self.reduce(1, -g) if self.needs_input_grad(1) else None
+        return self.reduce(0, g), self.reduce(1, _times(-g, self.alpha)) if self.needs_input_grad(1) else None
+
+
+def _times(g, alpha):
+    """g * alpha, as add and sub pass their gradient on to the scaled operand."""
+    return g if alpha == 1 else g * alpha
 
 
 class RsubBackward1(Function):

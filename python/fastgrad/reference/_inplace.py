@@ -264,12 +264,12 @@ def write_result_(self, result):
     return self
 
 
-def add_(self, other):
-    return _apply_inplace(AddBackward0, self, (other,), False)
+def add_(self, other, alpha=1):
+    return _apply_inplace(AddBackward0, self, (other,), False, alpha=alpha)
 
 
-def sub_(self, other):
-    return _apply_inplace(SubBackward0, self, (other,), False)
+def sub_(self, other, alpha=1):
+    return _apply_inplace(SubBackward0, self, (other,), False, alpha=alpha)
 
 
 def mul_(self, other):

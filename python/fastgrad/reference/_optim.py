@@ -4,35 +4,9 @@ quotient or square root computed in float64 and rounded to float32 is the correc
 result (float64 carries more than twice float32's digits), so only the fused multiply-adds need exact
 arithmetic."""
 
-import math
-from fractions import Fraction
-
 from .._types import float64
-from ._elementwise import _sqrt, ieee_div
+from ._elementwise import _sqrt, fused_multiply_add, ieee_div
 from ._storage import cast, cast_scalar
-
-
-def _to_float32(exact, estimate):
-    """The Fraction `exact` rounded once to float32 (ties to even, denormals at 2^-149); `estimate`:
-    exact rounded to float64, which gives the exponent (where it rounds up to the next power of two
-    the coarser step rounds exact to that same power)."""
-    step = max(math.frexp(estimate)[1] - 24, -149)
-    rounded = math.ldexp(round(exact / Fraction(2) ** step), step)
-    return math.copysign(math.inf, rounded) if abs(rounded) >= 2.0**128 else rounded
-
-
-def fused_multiply_add(a, b, c, dtype):
-    """a * b + c rounded once to dtype (float32 or float64), as an FMA instruction computes it."""
-    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
-        return a * b + c  # infinities and NaN: no rounding to care about
-    exact = Fraction(a) * Fraction(b) + Fraction(c)
-    if exact == 0:  # then a * b = -c is exact in float64, which gives the sign of the zero
-        return a * b + c
-    try:
-        estimate = float(exact)
-    except OverflowError:
-        return math.copysign(math.inf, exact)
-    return estimate if dtype is float64 else _to_float32(exact, estimate)
 
 
 def _rounding(dtype):

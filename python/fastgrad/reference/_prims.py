@@ -186,6 +186,28 @@ add, sub, mul, div, add_, sub_, mul_, div_ = (
         ("div_", _inplace.div_),
     ]
 )
+
+
+def _scaled(name, op):
+    """op(tensor, tensor-or-number, alpha=number) for add and sub with alpha, as _named."""
+
+    def apply(a, b, alpha):
+        if number_or_none(alpha) is None:
+            raise TypeError(f"{name}(): argument 'alpha' must be Number, not {builtins.type(alpha).__name__}")
+        return _named(name, functools.partial(op, alpha=alpha))(a, b)
+
+    return apply
+
+
+add_scaled, sub_scaled, add_scaled_, sub_scaled_ = (
+    _scaled(name, op)
+    for name, op in [
+        ("add", ew.AddBackward0.run),
+        ("sub", ew.SubBackward0.run),
+        ("add_", _inplace.add_),
+        ("sub_", _inplace.sub_),
+    ]
+)
 pow = _named("pow", ew.pow, "exponent")
 floor_divide, remainder, fmod, floor_divide_, remainder_, fmod_ = (
     _named(name, op)
@@ -396,6 +418,12 @@ def _where_operand(value):
     then promote the way PyTorch's wrapped numbers do here (where(c, int64_tensor, 0.5) is float32)."""
     value = _tensor_or_number(value, f"expected Tensor or number, got {builtins.type(value).__name__}")
     return value if isinstance(value, Tensor) else full((), value, ew.scalar_dtype(value))
+
+
+def fused_multiply_add(x, y, z, dtype):
+    if not dtype.is_floating_point:
+        raise TypeError(f"fused_multiply_add(): expected a floating dtype, got {SCALAR_TYPE_NAME[dtype]}")
+    return ew.fused_multiply_add_values(x, y, z, dtype)
 
 
 def where(condition, input, other):
