@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from oracle_helpers import same_error
+from oracle_helpers import same_error, same_on_both
 from semantics_helpers import assert_values, dtype_name, grad_of, node_name
 
 A = [[1.0, 2.0], [3.0, 4.0]]
@@ -380,3 +380,31 @@ def test_saved_tensor_past_the_second(fg, torch, build, twice):
         out.sum().backward()
 
     same_error(fg, torch, program)
+
+
+# Outside autograd an elementwise in-place op writes its result straight over a contiguous self (one
+# pass): the cases where the result buffer is, or must not be, self's memory.
+@pytest.mark.parametrize(
+    "program",
+    [
+        lambda m: m.arange(6.0).reshape(2, 3).add_(m.arange(6.0).reshape(2, 3)[0]),  # a row broadcast
+        lambda m: (lambda x: (x.mul_(x), x))(m.arange(4.0)),  # self as the operand
+        lambda m: (lambda x: (x.sub_(x.view(2, 2).view(4), alpha=0.5), x))(m.arange(4.0)),  # a full view
+        lambda m: (lambda x: (x.t().div_(m.tensor([2.0, 4.0])), x))(m.arange(4.0).reshape(2, 2)),  # strided self
+        lambda m: (lambda x: (x[1:].add_(1.5, alpha=2), x))(m.arange(4.0)),  # an offset self
+        lambda m: m.arange(4, dtype=m.float16).add_(m.ones(4, dtype=m.float16), alpha=0.3),
+        lambda m: m.arange(4, dtype=m.int32).add_(m.arange(4), alpha=3),  # int64 result into int32
+        lambda m: m.arange(4.0).mul_(m.tensor(2, dtype=m.float64)),
+    ],
+)
+def test_in_place_result_written_over_self(fg, torch, program):
+    with fg.no_grad(), torch.no_grad():
+        same_on_both(fg, torch, program)
+
+
+def test_in_place_write_over_self_keeps_views_and_versions(fg):
+    x = fg.arange(4.0)
+    view = x[1:]
+    version = x._version
+    x.add_(fg.ones(4), alpha=2)
+    assert view.tolist() == [3.0, 4.0, 5.0] and x._version == version + 1

@@ -189,10 +189,27 @@ Edge gradient_edge(const Tensor& t) {
 
 namespace {
 thread_local bool computing_in_place_result = false;
+thread_local const Tensor* in_place_destination = nullptr;
 }  // namespace
 
-InPlaceResultGuard::InPlaceResultGuard() : previous_(computing_in_place_result) { computing_in_place_result = true; }
-InPlaceResultGuard::~InPlaceResultGuard() { computing_in_place_result = previous_; }
+InPlaceResultGuard::InPlaceResultGuard(const Tensor* destination)
+    : previous_(computing_in_place_result), previous_destination_(in_place_destination) {
+  computing_in_place_result = true;
+  in_place_destination = destination;
+}
+InPlaceResultGuard::~InPlaceResultGuard() {
+  computing_in_place_result = previous_;
+  in_place_destination = previous_destination_;
+}
+
+Tensor result_buffer(const Shape& shape, DType dtype) {
+  const Tensor* destination = in_place_destination;
+  if (destination && (*destination)->shape == shape && (*destination)->dtype == dtype) {
+    in_place_destination = nullptr;  // taken: any later buffer of the op is its own
+    return alias(*destination);
+  }
+  return empty(shape, dtype);
+}
 
 void check_differentiable_output(const Tensor& out) {
   if (!is_floating(out->dtype) && !computing_in_place_result)

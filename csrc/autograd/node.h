@@ -193,17 +193,24 @@ bool should_record(std::initializer_list<const Tensor*> inputs);
 void check_differentiable_output(const Tensor& out);
 
 // While alive, the ops on this thread compute the result of an in-place write (apply_inplace), which
-// check_differentiable_output lets through.
+// check_differentiable_output lets through. With a `destination` (self, when the op's result may
+// be written over it: see apply_inplace), the op's result buffer is self's memory (result_buffer).
 class InPlaceResultGuard {
  public:
-  InPlaceResultGuard();
+  explicit InPlaceResultGuard(const Tensor* destination = nullptr);
   ~InPlaceResultGuard();
   InPlaceResultGuard(const InPlaceResultGuard&) = delete;
   InPlaceResultGuard& operator=(const InPlaceResultGuard&) = delete;
 
  private:
   bool previous_;
+  const Tensor* previous_destination_;
 };
+
+// A buffer for an op's result: a new tensor, or, once, an alias of the waiting in-place destination
+// (InPlaceResultGuard) when it has this shape and dtype. The elementwise maps take theirs here, so
+// that x += y is one pass over x instead of a result and a copy.
+Tensor result_buffer(const Shape& shape, DType dtype);
 
 // Makes `node` (freshly allocated) the grad_fn of `out`, with one edge per input. An absent optional
 // input (an empty Tensor: no bias) gets an empty edge, as PyTorch's next_functions shows it: (None, 0).

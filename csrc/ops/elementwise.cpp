@@ -410,7 +410,7 @@ Tensor fused_multiply_add(const Tensor& x, const Tensor& y, const Tensor& z, DTy
   Shape shape = broadcast_shapes(broadcast_shapes(x->shape, y->shape), z->shape);
   Tensor cx = cast_values(x, dtype), cy = cast_values(y, dtype), cz = cast_values(z, dtype);
   Shape sx = broadcast_strides(cx, shape), sy = broadcast_strides(cy, shape), sz = broadcast_strides(cz, shape);
-  Tensor out = empty(shape, dtype);
+  Tensor out = result_buffer(shape, dtype);
   dispatch_floating(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T *px = cx->data_as<T>(), *py = cy->data_as<T>(), *pz = cz->data_as<T>();

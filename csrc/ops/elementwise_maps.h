@@ -84,7 +84,7 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
   Shape shape = broadcast_shapes(a->shape, b->shape);
   Tensor ca = cast_values(a, dtype), cb = cast_values(b, dtype);
   Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
-  Tensor out = empty(shape, out_dtype);
+  Tensor out = result_buffer(shape, out_dtype);
   if (vec && is_floating(dtype) && out_dtype == dtype) {
     bool done = dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
@@ -115,7 +115,7 @@ Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype
         out_dtype);
   }
   Tensor cx = cast_values(x, dtype);
-  Tensor out = empty(x->shape, out_dtype);
+  Tensor out = result_buffer(x->shape, out_dtype);
   if (vec && is_floating(dtype) && out_dtype == dtype) {
     bool done = dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);

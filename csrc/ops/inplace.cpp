@@ -161,8 +161,10 @@ void check_broadcast_fits(const Tensor& self, const Tensor& other) {
 
 // self = op(self) for an out-of-place op; `reads_self` says whether op's backward needs self's
 // old values (then op runs on a snapshot so that overwriting self does not invalidate them).
+// `one_map`: op's result is one elementwise map of self (and other), which may write it straight
+// over a contiguous self (result_buffer) when no node is recorded: one pass, no copy.
 template <class F>
-Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op) {
+Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F op, bool one_map = false) {
   check_inplace(self, other);
   assert_no_internal_overlap(self);
   if (other) {
@@ -172,11 +174,11 @@ Tensor apply_inplace(const Tensor& self, const Tensor* other, bool reads_self, F
   bool recording = other ? should_record({&self, other}) : should_record({&self});
   Tensor result;
   {
-    InPlaceResultGuard in_place;
+    InPlaceResultGuard in_place(one_map && !recording && self->is_contiguous() ? &self : nullptr);
     result = op(recording && reads_self ? snapshot(self) : self);
   }
   check_castable(result->dtype, self);
-  copy_values(self, result);
+  if (result->storage != self->storage || result->offset != self->offset) copy_values(self, result);
   self->bump_version();
   // An op without a derivative (bitwise ops of integer tensors that require grad after an eq_) records
   // no node: self keeps its history.
@@ -221,30 +223,30 @@ Tensor write_result_(const Tensor& self, const Tensor& result) {
 }
 
 Tensor add_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return apply_inplace(self, &other, false, [&](const Tensor& s) { return add(s, other, alpha); });
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return add(s, other, alpha); }, true);
 }
 Tensor sub_(const Tensor& self, const Tensor& other, const Scalar& alpha) {
-  return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other, alpha); });
+  return apply_inplace(self, &other, false, [&](const Tensor& s) { return sub(s, other, alpha); }, true);
 }
 // mul and div read self's old values only for other's gradient (see mul, div): no snapshot otherwise.
 Tensor mul_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return mul(s, other); });
+  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return mul(s, other); }, true);
 }
 Tensor div_(const Tensor& self, const Tensor& other) {
-  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return div(s, other); });
+  return apply_inplace(self, &other, other->requires_grad(), [&](const Tensor& s) { return div(s, other); }, true);
 }
 Tensor add_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other, alpha); });
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return add(s, other, alpha); }, true);
 }
 Tensor sub_(const Tensor& self, const Scalar& other, const Scalar& alpha) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return sub(s, other, alpha); });
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return sub(s, other, alpha); }, true);
 }
 // By a number, mul_ and div_ take no snapshot: the gradient (g * s, g / s) reads neither operand.
 Tensor mul_(const Tensor& self, const Scalar& other) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return mul(s, other); });
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return mul(s, other); }, true);
 }
 Tensor div_(const Tensor& self, const Scalar& other) {
-  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return div(s, other); });
+  return apply_inplace(self, nullptr, false, [&](const Tensor& s) { return div(s, other); }, true);
 }
 Tensor pow_(const Tensor& self, const Tensor& exponent) {
   return apply_inplace(self, &exponent, true, [&](const Tensor& s) { return pow(s, exponent); });
