@@ -433,6 +433,13 @@ def test_dropout_that_cannot_drop_returns_its_input(fg, torch, p, training, size
     same_on_both(fg, torch, program)
 
 
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_alpha_dropout", "dropout2d", "dropout1d"])
+@pytest.mark.parametrize("training", [1, None])
+def test_dropout_training_must_be_a_bool(fg, torch, name, training):
+    """PyTorch's kernels parse `train` strictly (their names: dropout1d/2d/3d call feature_dropout)."""
+    same_error(fg, torch, lambda m: getattr(m.nn.functional, name)(m.ones(2, 3, 4), 0.5, training=training))
+
+
 def test_inplace_activations(fg):
     F = fg.nn.functional
     x = fg.tensor([-2.0, 0.5])

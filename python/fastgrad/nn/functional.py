@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, broadcast_shapes, div as _div
+from .._methods import _in_place, _recorded, _type_name, _without_derivative, _wrap_dim, broadcast_shapes, div as _div
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy, ones_like
 from .._grad_mode import is_grad_enabled
@@ -133,6 +133,9 @@ def _noisy(input, p, training, inplace, feature, alpha):
     """PyTorch's _dropout_impl: a keep-with-probability-1-p noise (one draw per channel for the
     feature forms), scaled by 1/(1-p), or for alpha dropout an affine map that keeps the mean and
     variance of SELU activations (dropped values go to SELU's negative limit)."""
+    if training is not True and training is not False:  # PyTorch's kernel argument parsing, its name
+        kernel = ("feature_" if feature else "") + ("alpha_" if alpha else "") + "dropout"
+        raise TypeError(f"{kernel}(): argument 'train' (position 3) must be bool, not {_type_name(training)}")
     if p == 0 or not training or input.numel() == 0:
         return input
     if feature and input.dim() < 2:
