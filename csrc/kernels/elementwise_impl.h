@@ -454,6 +454,15 @@ struct GeluTanhGrad {
   }
 };
 
+// How far ahead of the element being computed a loop asks for its inputs (software prefetch, into L1).
+// Out of L2 the hardware prefetcher alone fell behind the loops that compute several dozen operations a
+// vector: float32 over 1e6 elements (4 MB in, 4 MB out; AVX-512, one thread, this Xeon's 2 MiB L2),
+// exp took 0.39 ns per element against 0.29 over 1e5 (in L2), sin 0.80 against 0.56; asking 1 KiB
+// ahead, 0.33 and 0.62 (alike from 512 B to 8 KiB; 256 B gained less). Within L2 and for the loops that
+// only move memory (neg, add) it changed nothing measurable. Prefetches never fault, so the last
+// ones may point past the end.
+inline constexpr int64_t kPrefetchBytes = 1024;
+
 // An input of a loop: n values of type S read as vectors V, or one value repeated. The last
 // partial vector is read through a zero-padded buffer (its padding lanes compute values nobody stores).
 template <class S, class V, bool kBroadcast>
@@ -462,6 +471,9 @@ struct Operand {
   V at(int64_t i) const {
     if constexpr (kBroadcast) return V::broadcast(p[0]);
     else return V::load(p + i);
+  }
+  void prefetch(int64_t i) const {
+    if constexpr (!kBroadcast) __builtin_prefetch(p + i + kPrefetchBytes / int64_t{sizeof(S)});
   }
   V tail(int64_t i, int64_t count) const {
     if constexpr (kBroadcast) return V::broadcast(p[0]);
@@ -476,7 +488,10 @@ template <class V, class S, class F, class... Ops>
 FG_FLATTEN void run(F f, S* out, int64_t n, Ops... in) {
   constexpr int W = V::kWidth;
   int64_t i = 0;
-  for (; i + W <= n; i += W) f(in.at(i)...).store(out + i);
+  for (; i + W <= n; i += W) {
+    (in.prefetch(i), ...);
+    f(in.at(i)...).store(out + i);
+  }
   if (i < n) {
     S buf[W];
     f(in.tail(i, n - i)...).store(buf);
