@@ -53,16 +53,7 @@ void for_each_vector(int64_t rows, int64_t hidden, F body) {
   }
 }
 
-// flatten: the vector functions (tanh, exp, their polynomials) inlined into the pass. Called out of
-// line, each call spills and reloads every live vector (the ABI saves no vector register across
-// calls): the LSTM layer's forward measured ~15% faster inlined (AVX-512, one thread).
-// Not in a sanitized build (CMakeLists.txt): there the inlined, instrumented copies doubled the
-// compile time of each ISA file (avx512: 19 -> 10 s of CPU without), and its tests time nothing.
-#ifdef FASTGRAD_SANITIZED
-#define FG_FLATTEN
-#else
-#define FG_FLATTEN [[gnu::flatten]]
-#endif
+// FG_FLATTEN (elementwise_impl.h): the vector functions (tanh, exp, their polynomials) inlined into the pass.
 template <class T, RecurrentCell Cell>
 FG_FLATTEN void step_forward(const RecurrentStep<T>& s) {
   using V = Vec<T>;
