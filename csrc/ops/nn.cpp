@@ -202,7 +202,7 @@ H plus_minus_inf(H v) {  // float16 / bfloat16: added in float and rounded, as a
 // through the softmax that follows is 0, as the bias's add_ would pass it.
 void add_causal_mask_(const Tensor& scores) {
   const int64_t dims = scores->dim(), rows = scores->shape[dims - 2], cols = scores->shape[dims - 1];
-  const int64_t planes = rows * cols ? scores->numel() / (rows * cols) : 0;
+  const int64_t planes = rows * cols != 0 ? scores->numel() / (rows * cols) : 0;
   auto mask = [&](auto* p) {
     for (int64_t plane = 0; plane < planes; ++plane)
       for (int64_t i = 0; i < rows; ++i, p += cols)
