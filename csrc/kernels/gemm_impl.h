@@ -151,6 +151,24 @@ void transpose_block(const T* src, int64_t ld_src, T* dst, int64_t ld_dst, int64
 template <class T>
 void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t depth_stride, int64_t width, T* dst) {
   constexpr int64_t W = Vec<T>::kWidth;
+  if (row_stride == 1 && width <= W) {
+    // Panels at most a vector wide (a column-major A's, mr rows) from a source whose rows are
+    // contiguous: each step's rows one masked load and store, zeros for the missing rows (the
+    // padding); all panels over kSteps steps before the next steps, so that each source line
+    // (a step's 16 rows) is read from L2 once, not once per panel: steps are whole lines apart, on
+    // few L1 sets (4 KiB apart: one set), and 8 of them stay there. Panel by panel, element by
+    // element, x.t() @ W's 1024^3 spent 5% of its time here: a 510 x 512 block 183-200 -> 81 us,
+    // x.t() @ W at 1024^3 1.06-1.07x -> 1.00-1.01x x @ W's time, x.t() @ W.t() 1.06-1.09x -> 1.02-1.03x.
+    constexpr int64_t kSteps = 8;
+    for (int64_t p0 = 0; p0 < depth; p0 += kSteps)
+      for (int64_t r0 = 0; r0 < rows; r0 += width) {
+        const int64_t n = std::min(width, rows - r0);
+        T* panel = dst + r0 * depth;
+        for (int64_t p = p0; p < std::min(depth, p0 + kSteps); ++p)
+          store_first(load_first(src + r0 + p * depth_stride, n), panel + p * width, width);
+      }
+    return;
+  }
   for (int64_t r0 = 0; r0 < rows; r0 += width, dst += width * depth) {
     int64_t n = std::min(width, rows - r0);
     const T* s = src + r0 * row_stride;
@@ -370,13 +388,25 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   if (empty_product(m, n, k, c, ldc)) return;
   if (m == 1) return gemv<T>(n, k, b, csb, rsb, a, csa, c, 1);  // c[j] = sum_p B[p][j] A[0][p]
   if (n == 1) return gemv<T>(m, k, a, rsa, csa, b, rsb, c, ldc);
-  // Both operands column-major (x.t() @ W.t()), A read in place (not packed), C's rows whole
-  // vectors: C^T = B^T A^T, the contiguous product, into a scratch C^T, then transposed into C by
-  // register blocks. Each element is still one chain over k from zero (fma(b, a, c) is fma(a, b, c)).
-  // Measured here (AVX-512), x.t() @ W.t() against x @ W: 64x784 @ 784x256 1.08-1.12x -> 0.81x,
-  // 32x64 @ 64x128 1.00x -> 0.85x, 256x256 @ 256x256 1.09x -> 1.04x; with C's rows not whole
+  // C^T = B^T A^T into a scratch C^T, then transposed into C by register blocks (C's rows whole
+  // vectors). Each element is still one chain over k from zero (fma(b, a, c) is fma(a, b, c)).
+  // Both operands column-major (x.t() @ W.t()), A read in place (not packed): C^T is the contiguous
+  // product. Measured here (AVX-512), x.t() @ W.t() against x @ W: 64x784 @ 784x256 1.08-1.12x ->
+  // 0.81x, 32x64 @ 64x128 1.00x -> 0.85x, 256x256 @ 256x256 1.09x -> 1.04x; with C's rows not whole
   // vectors (50x70 @ 70x130: 1.40x) and with A packed (1024^3: 1.06x) the transposed problem lost.
-  if (rsa == 1 && csa != 1 && rsb == 1 && csb != 1 && m % W == 0 && !packs_a<T>(m, n, k)) {
+  // A row-major and B column-major (nn.Linear's x @ W.t()) at a small batch, m one of the tile widths
+  // (C^T's columns fill its tiles) and x and C together at most half of W's elements: B's panels
+  // would be packed by register transposes (bound by the shuffle port), all of W; C^T reads W's rows
+  // in place (A^T, one tile wide, is not packed) and transposes x and C instead. x @ W.t() against
+  // x @ W, Intel Xeon model 167, AVX-512, one thread: 64x784 @ 784x256 1.04-1.05x -> 0.84-0.87x,
+  // 32x784 1.06x -> 0.71x, 16x784 1.14-1.18x -> 0.81x, 64x512 @ 512x512 1.01-1.04x -> 0.73x,
+  // 64x1024 @ 1024x1024 1.02x -> 0.67x, 16x256 @ 256x128 1.11x -> 0.89x; m = 48 (a tile with a
+  // quarter of padding) lost, 1.06x -> 1.10x. The inner product meets neither case again: for it
+  // the last test reads n (k + m) * 2 <= k m, which cannot hold together with this one.
+  const bool a_columns = rsa == 1 && csa != 1, b_columns = rsb == 1 && csb != 1;
+  const bool fills_tiles = m == tile_cols<T>() || (kVecs >= 2 && m == W) || (kVecs >= 4 && m == 2 * W);
+  if (m % W == 0 && b_columns &&
+      (a_columns ? !packs_a<T>(m, n, k) : csa == 1 && fills_tiles && m * (k + n) * 2 <= k * n)) {
     T* ct = scratch<T, 3>(n * m);
     gemm<T>(n, m, k, b, csb, rsb, a, csa, rsa, ct, m);
     const int64_t block_cols = n / W * W;
