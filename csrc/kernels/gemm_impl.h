@@ -395,18 +395,21 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   // 0.81x, 32x64 @ 64x128 1.00x -> 0.85x, 256x256 @ 256x256 1.09x -> 1.04x; with C's rows not whole
   // vectors (50x70 @ 70x130: 1.40x) and with A packed (1024^3: 1.06x) the transposed problem lost.
   // A row-major and B column-major (nn.Linear's x @ W.t()) at a small batch, m one of the tile widths
-  // (C^T's columns fill its tiles) and x and C together at most half of W's elements: B's panels
+  // (C^T's columns fill its tiles) and x and C together at most as many elements as W: B's panels
   // would be packed by register transposes (bound by the shuffle port), all of W; C^T reads W's rows
   // in place (A^T, one tile wide, is not packed) and transposes x and C instead. x @ W.t() against
   // x @ W, Intel Xeon model 167, AVX-512, one thread: 64x784 @ 784x256 1.04-1.05x -> 0.84-0.87x,
   // 32x784 1.06x -> 0.71x, 16x784 1.14-1.18x -> 0.81x, 64x512 @ 512x512 1.01-1.04x -> 0.73x,
-  // 64x1024 @ 1024x1024 1.02x -> 0.67x, 16x256 @ 256x128 1.11x -> 0.89x; m = 48 (a tile with a
-  // quarter of padding) lost, 1.06x -> 1.10x. The inner product meets neither case again: for it
-  // the last test reads n (k + m) * 2 <= k m, which cannot hold together with this one.
+  // 64x1024 @ 1024x1024 1.02x -> 0.67x, 16x256 @ 256x128 1.11x -> 0.89x, 32x64 @ 64x128 1.01-1.02x ->
+  // 0.89-0.90x, 64x784 @ 784x128 1.04x -> 0.97x; m = 48 (a tile with a quarter of padding) lost,
+  // 1.06x -> 1.10x, and so did a W of 16 KiB or less (the transposes' fixed costs: 16x32 @ 32x64
+  // 1.40x -> 1.68x). The inner product meets neither case again: for it the test reads
+  // n (k + m) <= k m, which cannot hold together with this one.
   const bool a_columns = rsa == 1 && csa != 1, b_columns = rsb == 1 && csb != 1;
   const bool fills_tiles = m == tile_cols<T>() || (kVecs >= 2 && m == W) || (kVecs >= 4 && m == 2 * W);
   if (m % W == 0 && b_columns &&
-      (a_columns ? !packs_a<T>(m, n, k) : csa == 1 && fills_tiles && m * (k + n) * 2 <= k * n)) {
+      (a_columns ? !packs_a<T>(m, n, k)
+                 : csa == 1 && fills_tiles && m * (k + n) <= k * n && k * n * int64_t(sizeof(T)) > 16384)) {
     T* ct = scratch<T, 3>(n * m);
     gemm<T>(n, m, k, b, csb, rsb, a, csa, rsa, ct, m);
     const int64_t block_cols = n / W * W;
