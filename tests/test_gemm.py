@@ -172,6 +172,9 @@ def test_bits_do_not_depend_on_tiling(dtype):
     same(fastgrad.mm(a, b_columns[:, 5:40]), c[:, 5:40])
     a_columns = a.t().contiguous().t()
     same(fastgrad.mm(a_columns[:32], b_columns[:, :100]), c[:32, :100])  # both column-major: as C^T = B^T A^T
+    same(fastgrad.mm(a[:32], b_columns), c[:32])  # x @ W.t() at a small batch: as C^T (A^T packed, B^T in place)
+    same(fastgrad.mm(a[:16], b_columns[:, 3:]), c[:16, 3:])
+    same(fastgrad.mm(a_columns[:125], b), c[:125])  # A column-major, packed: masked steps, a partial last panel
     same(fastgrad.mm(a[1:3], b[:, 250:]), c[1:3, 250:])
     same(fastgrad.mm(a[1:3], b[:, 250:252]), c[1:3, 250:252])
     same(fastgrad.mm(b.t(), a.t()).t(), c)

@@ -151,6 +151,24 @@ void transpose_block(const T* src, int64_t ld_src, T* dst, int64_t ld_dst, int64
 template <class T>
 void pack(int64_t rows, int64_t depth, const T* src, int64_t row_stride, int64_t depth_stride, int64_t width, T* dst) {
   constexpr int64_t W = Vec<T>::kWidth;
+  if (row_stride == 1 && width <= W) {
+    // Panels at most a vector wide (a column-major A's, mr rows) from a source whose rows are
+    // contiguous: each step's rows one masked load and store, zeros for the missing rows (the
+    // padding); all panels over kSteps steps before the next steps, so that each source line
+    // (a step's 16 rows) is read from L2 once, not once per panel: steps are whole lines apart, on
+    // few L1 sets (4 KiB apart: one set), and 8 of them stay there. Panel by panel, element by
+    // element, x.t() @ W's 1024^3 spent 5% of its time here: a 510 x 512 block 183-200 -> 81 us,
+    // x.t() @ W at 1024^3 1.06-1.07x -> 1.00-1.01x x @ W's time, x.t() @ W.t() 1.06-1.09x -> 1.02-1.03x.
+    constexpr int64_t kSteps = 8;
+    for (int64_t p0 = 0; p0 < depth; p0 += kSteps)
+      for (int64_t r0 = 0; r0 < rows; r0 += width) {
+        const int64_t n = std::min(width, rows - r0);
+        T* panel = dst + r0 * depth;
+        for (int64_t p = p0; p < std::min(depth, p0 + kSteps); ++p)
+          store_first(load_first(src + r0 + p * depth_stride, n), panel + p * width, width);
+      }
+    return;
+  }
   for (int64_t r0 = 0; r0 < rows; r0 += width, dst += width * depth) {
     int64_t n = std::min(width, rows - r0);
     const T* s = src + r0 * row_stride;
@@ -201,8 +219,9 @@ struct ColumnRuns {
 // a[i * a_row + p * a_step] (a packed panel: a_row 1, a_step the tile's rows; the small path reads A
 // in place); B's row p is a packed panel's (depth-major, Vecs * width wide: b + p * Vecs * width).
 // Or as `Mode` says (Reads; `vectors`: OffsetRowsOfB's vector offsets). PrefetchB: a packed B's
-// rows are prefetched blocks().prefetch_b steps ahead (a hint: the bits stay the same).
-template <class T, int Rows, int Vecs, Reads Mode, bool PrefetchB = false>
+// rows are prefetched blocks().prefetch_b steps ahead; PrefetchA: A's elements of the step as many
+// steps ahead (hints: the bits stay the same).
+template <class T, int Rows, int Vecs, Reads Mode, bool PrefetchB = false, bool PrefetchA = false>
 void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, const T* b, const int64_t* offsets,
                   const int64_t* vectors, T* c, int64_t ldc, bool start) {
   using V = Vec<T>;
@@ -213,6 +232,7 @@ void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, cons
   int64_t vector_at[Vecs];
   for (int v = 0; v < Vecs; ++v) vector_at[v] = Mode == Reads::OffsetRowsOfB ? vectors[v] : v * W;
   const int64_t ahead = PrefetchB ? blocks<T>().prefetch_b * (Vecs * W) : 0;
+  const int64_t a_ahead = PrefetchA ? blocks<T>().prefetch_b * a_step : 0;
   for (int64_t p = 0; p < depth; ++p) {
     const T* row = Mode == Reads::OffsetRowsOfB ? b + offsets[p] : b + p * (Vecs * W);
     const T* column = Mode == Reads::OffsetColumnsOfA ? a + offsets[p] : a + p * a_step;
@@ -220,6 +240,7 @@ void micro_kernel(int64_t depth, const T* a, int64_t a_row, int64_t a_step, cons
     if (PrefetchB)  // past the panel's end this touches the next panel's rows, or nothing: no fault
       for (int v = 0; v < Vecs; ++v) __builtin_prefetch(row + ahead + v * W);
     for (int v = 0; v < Vecs; ++v) bv[v] = V::load(row + vector_at[v]);
+    if (PrefetchA) __builtin_prefetch(column + a_ahead);  // past A's end: no fault
     for (int i = 0; i < Rows; ++i) {
       V ai = V::broadcast(column[i * a_row]);
       for (int v = 0; v < Vecs; ++v) acc[i][v] = fma(ai, bv[v], acc[i][v]);
@@ -234,9 +255,9 @@ using MicroKernel = void (*)(int64_t, const T*, int64_t, int64_t, const T*, cons
                              bool);
 
 // micro_kernel for 1..kRowsOf<Vecs> rows, so the last rows of C run without padding.
-template <class T, int Vecs, Reads Mode, bool PrefetchB, int... R>
+template <class T, int Vecs, Reads Mode, bool PrefetchB, bool PrefetchA, int... R>
 constexpr std::array<MicroKernel<T>, sizeof...(R)> kernels_by_rows(std::integer_sequence<int, R...>) {
-  return {&micro_kernel<T, R + 1, Vecs, Mode, PrefetchB>...};
+  return {&micro_kernel<T, R + 1, Vecs, Mode, PrefetchB, PrefetchA>...};
 }
 
 // C[0:rows, 0:cols] continues its k-chain over `depth` steps: A read as in micro_kernel, B from
@@ -253,13 +274,23 @@ void macro_kernel(int64_t rows, int64_t cols, int64_t depth, const T* a, int64_t
   // used where the panel is deeper than L1 holds (shallower ones stay in L1: there the prefetches
   // cost 3-7% of 32x64 @ 64x128 and 128x128 @ 128x128).
   constexpr bool kMayPrefetch = Mode == Reads::Packed && Vecs == kVecs;
-  static constexpr auto kPlain = kernels_by_rows<T, Vecs, Mode, false>(std::make_integer_sequence<int, kTileRows>());
-  static constexpr auto kPrefetching =
-      kernels_by_rows<T, Vecs, Mode, kMayPrefetch>(std::make_integer_sequence<int, kTileRows>());
+  // A read in place column-major (x.t() @ W): each step's rows are a cache line of their own, a
+  // column apart, which the tiles read again from L2 (they share few L1 sets); prefetched as B's,
+  // x.t() @ W 3-4% faster at 256^3, 64x784 @ 784x256 and 128x512 @ 512x256 (Intel Xeon model 167,
+  // A/B in one process; the other forms unchanged). On Intel only, with B's prefetch.
+  using Kernels = std::array<MicroKernel<T>, kTileRows>;
+  constexpr auto kEachRows = std::make_integer_sequence<int, kTileRows>();
+  static constexpr Kernels kPlain = kernels_by_rows<T, Vecs, Mode, false, false>(kEachRows);
+  static constexpr Kernels kPrefetching = kernels_by_rows<T, Vecs, Mode, kMayPrefetch, false>(kEachRows);
+  static constexpr Kernels kPrefetchingA = kernels_by_rows<T, Vecs, Mode, false, kMayPrefetch>(kEachRows);
+  static constexpr Kernels kPrefetchingBoth = kernels_by_rows<T, Vecs, Mode, kMayPrefetch, kMayPrefetch>(kEachRows);
   constexpr int64_t W = Vec<T>::kWidth, nr = int64_t(Vecs) * W;
   const bool prefetch =
       kMayPrefetch && blocks<T>().prefetch_b > 0 && depth * nr * int64_t(sizeof(T)) > cache_sizes().l1d;
-  const auto& kernels = prefetch ? kPrefetching : kPlain;
+  const bool prefetch_a = kMayPrefetch && blocks<T>().prefetch_b > 0 && a_row == 1 && a_step * int64_t(sizeof(T)) >= 64;
+  const Kernels& kernels = prefetch_a ? (prefetch ? kPrefetchingBoth : kPrefetchingA)
+                           : prefetch ? kPrefetching
+                                      : kPlain;
   alignas(64) T tile[kTileRows * nr];
   int64_t vectors[Vecs];
   for (int64_t jr = 0; jr < cols; jr += nr, bpack += b_panel) {
@@ -370,13 +401,28 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
   if (empty_product(m, n, k, c, ldc)) return;
   if (m == 1) return gemv<T>(n, k, b, csb, rsb, a, csa, c, 1);  // c[j] = sum_p B[p][j] A[0][p]
   if (n == 1) return gemv<T>(m, k, a, rsa, csa, b, rsb, c, ldc);
-  // Both operands column-major (x.t() @ W.t()), A read in place (not packed), C's rows whole
-  // vectors: C^T = B^T A^T, the contiguous product, into a scratch C^T, then transposed into C by
-  // register blocks. Each element is still one chain over k from zero (fma(b, a, c) is fma(a, b, c)).
-  // Measured here (AVX-512), x.t() @ W.t() against x @ W: 64x784 @ 784x256 1.08-1.12x -> 0.81x,
-  // 32x64 @ 64x128 1.00x -> 0.85x, 256x256 @ 256x256 1.09x -> 1.04x; with C's rows not whole
+  // C^T = B^T A^T into a scratch C^T, then transposed into C by register blocks (C's rows whole
+  // vectors). Each element is still one chain over k from zero (fma(b, a, c) is fma(a, b, c)).
+  // Both operands column-major (x.t() @ W.t()), A read in place (not packed): C^T is the contiguous
+  // product. Measured here (AVX-512), x.t() @ W.t() against x @ W: 64x784 @ 784x256 1.08-1.12x ->
+  // 0.81x, 32x64 @ 64x128 1.00x -> 0.85x, 256x256 @ 256x256 1.09x -> 1.04x; with C's rows not whole
   // vectors (50x70 @ 70x130: 1.40x) and with A packed (1024^3: 1.06x) the transposed problem lost.
-  if (rsa == 1 && csa != 1 && rsb == 1 && csb != 1 && m % W == 0 && !packs_a<T>(m, n, k)) {
+  // A row-major and B column-major (nn.Linear's x @ W.t()) at a small batch, m one of the tile widths
+  // (C^T's columns fill its tiles) and x and C together at most as many elements as W: B's panels
+  // would be packed by register transposes (bound by the shuffle port), all of W; C^T reads W's rows
+  // in place (A^T, one tile wide, is not packed) and transposes x and C instead. x @ W.t() against
+  // x @ W, Intel Xeon model 167, AVX-512, one thread: 64x784 @ 784x256 1.04-1.05x -> 0.84-0.87x,
+  // 32x784 1.06x -> 0.71x, 16x784 1.14-1.18x -> 0.81x, 64x512 @ 512x512 1.01-1.04x -> 0.73x,
+  // 64x1024 @ 1024x1024 1.02x -> 0.67x, 16x256 @ 256x128 1.11x -> 0.89x, 32x64 @ 64x128 1.01-1.02x ->
+  // 0.89-0.90x, 64x784 @ 784x128 1.04x -> 0.97x; m = 48 (a tile with a quarter of padding) lost,
+  // 1.06x -> 1.10x, and so did a W of 16 KiB or less (the transposes' fixed costs: 16x32 @ 32x64
+  // 1.40x -> 1.68x). The inner product meets neither case again: for it the test reads
+  // n (k + m) <= k m, which cannot hold together with this one.
+  const bool a_columns = rsa == 1 && csa != 1, b_columns = rsb == 1 && csb != 1;
+  const bool fills_tiles = m == tile_cols<T>() || (kVecs >= 2 && m == W) || (kVecs >= 4 && m == 2 * W);
+  if (m % W == 0 && b_columns &&
+      (a_columns ? !packs_a<T>(m, n, k)
+                 : csa == 1 && fills_tiles && m * (k + n) <= k * n && k * n * int64_t(sizeof(T)) > 16384)) {
     T* ct = scratch<T, 3>(n * m);
     gemm<T>(n, m, k, b, csb, rsb, a, csa, rsa, ct, m);
     const int64_t block_cols = n / W * W;

@@ -340,6 +340,23 @@ ScatterReduce scatter_reduce_from_name(const std::string& reduce) {
   throw RuntimeError("reduce argument must be either add or multiply.");
 }
 
+// Tensor.t() as a method of the type itself (CPython's METH_NOARGS, as PyTorch binds it): no
+// pybind11 dispatch and no Python wrapper around the primitive. A transposed operand is written
+// x @ W.t() in every step of a user's loop; the pybind11 path took 0.27 us of a 4.7 us 32x64 @
+// 64x128 product.
+PyObject* tensor_t(PyObject* self, PyObject*) noexcept {
+  try {
+    const Tensor* x = tensor_of(self);
+    if (!x) throw TypeError("t(): self is not an initialized Tensor");
+    return tensor_to_py(view_op(fg::t, *x));
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyMethodDef tensor_t_method{"t", tensor_t, METH_NOARGS, "t($self, /)\n--\n\nThe transpose of a matrix (a view)."};
+
 }  // namespace
 
 void bind_tensor(py::module_& m) {
@@ -485,6 +502,10 @@ void bind_tensor(py::module_& m) {
     cls.def(cat("__", name, "__").c_str(), out_of_place);
     cls.def(cat("__r", name, "__").c_str(), out_of_place);
     cls.def(cat("__i", name, "__").c_str(), in_place);
+  }
+  {
+    py::object t_method = py::reinterpret_steal<py::object>(PyDescr_NewMethod(tensor_type, &tensor_t_method));
+    if (!t_method || PyObject_SetAttrString(cls.ptr(), "t", t_method.ptr()) < 0) throw py::error_already_set();
   }
   // After the operator methods: defining them set the slots to CPython's generic method callers.
   PyNumberMethods* number = tensor_type->tp_as_number;

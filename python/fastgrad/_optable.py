@@ -631,7 +631,9 @@ op("transpose(Tensor input, int dim0, int dim1)",
 op("swapaxes(Tensor input, int axis0, int axis1)",
    "function method", "_prims.transpose", "transpose")
 op("t(Tensor input)",
-   "function method", "_prims.t", "t")
+   "function", "_prims.t", "t")
+op("Tensor.t(Tensor self)",
+   "method", "Tensor", "t")
 op("squeeze(Tensor input, int[1]? dim=None)",
    "function method", "_methods.squeeze", "squeeze")
 op("unsqueeze(Tensor input, int dim)",

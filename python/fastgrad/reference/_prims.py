@@ -287,6 +287,7 @@ for _name, _value in {
     "__getitem__": _index.getitem,
     "__setitem__": _index.setitem,
     "contiguous": ew.contiguous,
+    "t": _shape.t,
     "backward": backward,
 }.items():
     setattr(Tensor, _name, _value)
