@@ -1302,6 +1302,12 @@ NOT_IN_CASES = {
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
     "tests/test_numerics.py, test_regressions.py",
 }
+NOT_IN_CASES.update(
+    dict.fromkeys(
+        ["fill", "detach", "detach_"],
+        "no gradient reaches the input: tests/test_inplace_torch.py (test_fill_is_a_filled_copy, test_module_detach)",
+    )
+)
 # rounding and sign (issue 13)
 NOT_IN_CASES.update(
     {

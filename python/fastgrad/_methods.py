@@ -531,8 +531,8 @@ def square(input, *, out=None):
     return _with_out(_prims.pow(input, 2), out)  # as PyTorch's: PowBackward0, and int64 for bool
 
 
-def square_(self):
-    return self.pow_(2)
+def square_(input):
+    return input.pow_(2)
 
 
 # Predicates of the values (bool results, no gradient); integers and bools are always finite.
@@ -879,6 +879,21 @@ def _tensor_input(input, name):
 
 def numel(input):
     return _tensor_input(input, "numel").numel()
+
+
+def detach(input):
+    return _tensor_input(input, "detach").detach()
+
+
+def detach_(input):
+    return _tensor_input(input, "detach_").detach_()
+
+
+def fill(input, value):
+    """torch.fill, out of place: a filled copy, through which the gradient reaches `value` (a 0-dim
+    tensor) and not `input`, as PyTorch's. Its node is fill_'s (FillBackward2/3, after CloneBackward0)
+    where PyTorch records FillBackward0/1: same values and gradients."""
+    return _prims.clone(input).fill_(value)
 
 
 def is_tensor(obj):
@@ -3291,6 +3306,8 @@ def register(module_name, namespace):
             setattr(Tensor, row.name, op)
         if "inplace" in row.variants:
             setattr(Tensor, f"{row.name}_", _compiled(_optable.inplace_source(row), f"{row.name}_"))
+        if "inplace_function" in row.variants:
+            FUNCTIONS[f"{row.name}_"] = _compiled(_optable.inplace_function_source(row), f"{row.name}_")
 
 
 for _name, _value in TENSOR_ATTRIBUTES.items():
