@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, broadcast_shapes, div as _div
+from .._methods import _in_place, _recorded, _without_derivative, _wrap_dim, broadcast_shapes, div as _div, triu_indices
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy, ones_like
 from .._grad_mode import is_grad_enabled
@@ -1544,6 +1544,35 @@ def pixel_unshuffle(input, downscale_factor):
     return pixels.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3).reshape(*batch, -1, height // r, width // r)
 
 
+def channel_shuffle(input, groups):
+    """(N, C, *) with C = g k: the channels regrouped from g groups of k into k groups of g (ShuffleNet)."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    groups = operator.index(groups)
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    batch, channels, *rest = input.shape
+    if channels % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {channels} channels and {groups} groups."
+        )
+    grouped = input.reshape(batch, groups, channels // groups, *rest)
+    return grouped.transpose(1, 2).reshape(input.shape)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between the rows of a matrix, pairs (i, j) with i < j in row-major order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows = input.shape[0]
+    first, second = triu_indices(rows, rows, 1).unbind(0)
+    return (input[first] - input[second]).norm(p, dim=1)
+
+
 _INTERPOLATE_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area", "nearest-exact")
 _LINEAR_MODE_RANKS = {"linear": 3, "bilinear": 4, "trilinear": 5}
 
@@ -2043,11 +2072,16 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         summed_as = reduction
     else:  # batchmean: a sum divided below
         summed_as = _loss_reduction(None, None, "sum" if reduction == "batchmean" else reduction)
+    loss = _kl_div(input, target, summed_as, log_target)
+    return loss / input.shape[0] if reduction == "batchmean" and input.dim() != 0 else loss
+
+
+def _kl_div(input, target, reduction, log_target):
+    """The pointwise KL divergence, reduced by "none", "mean" or "sum" (torch.kl_div's op)."""
     if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
         raise RuntimeError("kl_div: Integral inputs not supported.")
     loss = target.exp() * (target - input) if log_target else target.xlogy(target) - target * input
-    loss = _reduce(loss, summed_as)
-    return loss / input.shape[0] if reduction == "batchmean" and input.dim() != 0 else loss
+    return _reduce(loss, reduction)
 
 
 def poisson_nll_loss(
