@@ -417,6 +417,12 @@ op("{a}.triu({k})", a=tensor(NUM), k=options("0", "2", "-1"))
 op("{a}.tril_({k})", statement=True, a=tensor(NUM, target=True), k=options("0", "-1"))
 op("{a}.triu_({k})", statement=True, a=tensor(NUM, target=True), k=options("0", "1"))
 op("torch.diag({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -1"))
+op("torch.diagflat({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -2"))
+# fmax/fmin (session 19): NaN-ignoring; at a tie the gradient goes to the first operand (no finite differences)
+op("torch.fmax({a}, {b})", a=tensor(NUM), b=partner("a"), smooth=False)
+op("{a}.fmin({b})", a=tensor(NUM), b=partner("a"), smooth=False)
+op("torch.sinc({a})", a=tensor(NUM))
+op("{a}.sinc_()", statement=True, a=tensor(target=True))
 op("{a}.diagonal({k})", a=tensor(NUM), k=options("0", "1", "-2"))
 op("torch.diag_embed({a}{k})", a=tensor(NUM), k=options("", ", 1", ", -1, 0, 1"))
 op("{a}.trace()", a=tensor(ANY))
@@ -948,6 +954,11 @@ for _t in [
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
 NOT_IN_GRAMMAR = {
+    **dict.fromkeys(
+        ["split_with_sizes", "hsplit", "vsplit", "dsplit"],
+        "tensor_split and split with sizes, which the grammar calls: tests/test_small_math.py",
+    ),
+    **dict.fromkeys(["isin", "is_same_size", "is_inference"], "no gradient: tests/test_small_math.py"),
     "detach_": "detaches its tensor from the program's graph, which the programs' gradient checks then miss; "
     "compared with PyTorch in tests/test_inplace_torch.py",
     **dict.fromkeys(

@@ -116,6 +116,21 @@ def test_dropout_draws_as_pytorch(fg, torch, name):
     same_on_both(fg, torch, program)
 
 
+def test_rrelu_draws_from_the_generator_given(fg, torch):
+    def program(m):
+        m.manual_seed(1)
+        generator = m.Generator().manual_seed(5)
+        x = _data(m, 3, 4)
+        y = m.rrelu(x, 0.1, 0.6, True, generator)
+        y.sum().backward()
+        z = x.detach() * 1
+        m.rrelu_(z, 0.2, 0.3, True, generator=generator)
+        evaluation = m.rrelu(x)
+        return _rounded(y), _rounded(x.grad), _rounded(z), _rounded(evaluation), y.grad_fn.name(), _rounded(m.rand(2))
+
+    same_on_both(fg, torch, program)
+
+
 def test_max_pool1d_with_indices_and_adaptive_max_pool1d_return_indices(fg, torch):
     def program(m):
         x = _data(m, 1, 2, 7)

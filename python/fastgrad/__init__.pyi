@@ -74,11 +74,13 @@ from fastgrad._methods import detach_ as detach_
 from fastgrad._types import device as device
 from fastgrad._methods import diag as diag
 from fastgrad._methods import diag_embed as diag_embed
+from fastgrad._methods import diagflat as diagflat
 from fastgrad._methods import dist as dist
 from fastgrad._methods import div as div
 from fastgrad._types import double as double
 from fastgrad._nn_functions import dropout as dropout
 from fastgrad._nn_functions import dropout_ as dropout_
+from fastgrad._methods import dsplit as dsplit
 from fastgrad._methods import dstack as dstack
 from fastgrad._types import dtype as dtype
 from fastgrad._linalg_ops import einsum as einsum
@@ -100,6 +102,8 @@ from fastgrad._types import float32 as float32
 from fastgrad._types import float64 as float64
 from fastgrad._methods import float_power as float_power
 from fastgrad._methods import floor_divide as floor_divide
+from fastgrad._methods import fmax as fmax
+from fastgrad._methods import fmin as fmin
 from fastgrad._types import get_default_dtype as get_default_dtype
 from fastgrad._methods import get_num_interop_threads as get_num_interop_threads
 from fastgrad._C import get_num_threads as get_num_threads
@@ -111,6 +115,7 @@ from fastgrad._methods import heaviside as heaviside
 from fastgrad._nn_functions import hinge_embedding_loss as hinge_embedding_loss
 from fastgrad._methods import histc as histc
 from fastgrad._methods import histogram as histogram
+from fastgrad._methods import hsplit as hsplit
 from fastgrad._methods import hstack as hstack
 from fastgrad._methods import hypot as hypot
 from fastgrad._types import iinfo as iinfo
@@ -134,12 +139,15 @@ from fastgrad._determinism import (
 )
 from fastgrad._methods import is_floating_point as is_floating_point
 from fastgrad._C import is_grad_enabled as is_grad_enabled
+from fastgrad._methods import is_inference as is_inference
 from fastgrad._C import is_inference_mode_enabled as is_inference_mode_enabled
 from fastgrad._methods import is_nonzero as is_nonzero
+from fastgrad._methods import is_same_size as is_same_size
 from fastgrad._methods import is_signed as is_signed
 from fastgrad._methods import is_tensor as is_tensor
 from fastgrad._methods import isclose as isclose
 from fastgrad._methods import isfinite as isfinite
+from fastgrad._methods import isin as isin
 from fastgrad._methods import isinf as isinf
 from fastgrad._methods import isnan as isnan
 from fastgrad._methods import isneginf as isneginf
@@ -199,6 +207,8 @@ from fastgrad._nn_functions import rms_norm as rms_norm
 from fastgrad._methods import roll as roll
 from fastgrad._methods import rot90 as rot90
 from fastgrad._methods import row_stack as row_stack
+from fastgrad._nn_functions import rrelu as rrelu
+from fastgrad._nn_functions import rrelu_ as rrelu_
 from . import safetensors as safetensors
 from fastgrad.serialization import save as save
 from fastgrad._methods import searchsorted as searchsorted
@@ -215,6 +225,8 @@ from fastgrad._formatting import set_printoptions as set_printoptions
 from fastgrad.random import set_rng_state as set_rng_state
 from fastgrad._types import short as short
 from fastgrad.__config__ import show_config as show_config
+from fastgrad._methods import sinc as sinc
+from fastgrad._methods import sinc_ as sinc_
 from fastgrad._linalg_ops import slogdet as slogdet
 from fastgrad._methods import split as split
 from fastgrad._methods import square as square
@@ -241,6 +253,7 @@ from . import utils as utils
 from fastgrad._linalg_ops import vdot as vdot
 from . import version as version
 from . import viz as viz
+from fastgrad._methods import vsplit as vsplit
 from fastgrad._methods import vstack as vstack
 from fastgrad._methods import where as where
 from fastgrad._methods import xlogy as xlogy
@@ -524,6 +537,7 @@ def sinh(input: Any, *, out: Any = ...) -> Any: ...
 def sinh_(input: Any) -> Any: ...
 def softmax(input: Any, dim: Any, dtype: Any = ...) -> Any: ...
 def sort(input: Any, dim: Any = ..., descending: Any = ..., *, stable: Any = ...) -> Any: ...
+def split_with_sizes(input: Any, split_sizes: Any, dim: Any = ...) -> Any: ...
 def sqrt(input: Any, *, out: Any = ...) -> Any: ...
 def sqrt_(input: Any) -> Any: ...
 def squeeze(input: Any, dim: Any = ...) -> Any: ...

@@ -44,6 +44,8 @@ __all__ = [
     "selu_",
     "threshold",
     "threshold_",
+    "rrelu",
+    "rrelu_",
     "prelu",
     "hardshrink",
     "binary_cross_entropy_with_logits",
@@ -184,6 +186,14 @@ def threshold(input, threshold, value):
 
 def threshold_(input, threshold, value):
     return F.threshold_(input, threshold, value)
+
+
+def rrelu(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return F._rrelu(input, lower, upper, training, False, generator)
+
+
+def rrelu_(input, lower=0.125, upper=0.3333333333333333, training=False, generator=None):
+    return F._rrelu(input, lower, upper, training, True, generator)
 
 
 # ---- losses: ATen's reduction is an int; any value but mean (1) and sum (2) reduces nothing. ATen's

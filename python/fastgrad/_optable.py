@@ -250,6 +250,11 @@ op("Tensor.greater_(Tensor self, Tensor other)",
    "method", "_methods.greater_", "inplace")
 op("Tensor.greater_equal_(Tensor self, Tensor other)",
    "method", "_methods.greater_equal_", "inplace")
+# small math of the torch namespace (session 19)
+op("fmax(Tensor input, Tensor other)",
+   "function method out", "_methods.fmax", "binary", "binary")
+op("fmin(Tensor input, Tensor other)",
+   "function method out", "_methods.fmin", "binary", "binary")
 
 # ---- elementwise, unary
 op("neg(Tensor input)",
@@ -422,6 +427,16 @@ op("relu_(Tensor input)",
    "function method", "_prims.relu_", "inplace")
 op("negative_(Tensor input)",
    "function method", "_prims.neg_", "inplace")
+op("sinc(Tensor input)",
+   "function method out", "_methods.sinc", "unary_float", "unary")
+op("sinc_(Tensor input)",
+   "function method", "_methods.sinc_", "inplace")
+op("isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False)",
+   "function", "_methods.isin", "isin")
+op("is_same_size(Tensor input, Tensor other) -> bool",
+   "function method", "_methods.is_same_size", None)
+op("is_inference(Tensor input) -> bool",
+   "function", "_methods.is_inference", None)
 
 # ---- in place (the other in-place forms are `inplace` variants above)
 op("Tensor.add_(Tensor self, Tensor other, *, Scalar alpha=1)",
@@ -655,6 +670,14 @@ op("stack(Tensor[] tensors, int dim=0)",
    "function out", "_prims.stack", "stack")
 op("split(Tensor tensor, SymInt split_size_or_sections, int dim=0) -> Tensor[]",
    "function method", "_methods.split", "split")
+op("split_with_sizes(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor[]",
+   "function method", "_methods.split_with_sizes", "split_with_sizes")
+op("hsplit(Tensor input, SymInt indices_or_sections) -> Tensor[]",
+   "function method", "_methods.hsplit", "hsplit")
+op("vsplit(Tensor input, SymInt indices_or_sections) -> Tensor[]",
+   "function method", "_methods.vsplit", "vsplit")
+op("dsplit(Tensor input, SymInt indices_or_sections) -> Tensor[]",
+   "function method", "_methods.dsplit", "dsplit")
 op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
    "function method", "_methods.chunk", "chunk")
 # shape family (issue 13): views, copies and joins composed in _methods
@@ -741,6 +764,8 @@ op("triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Devi
    "function", "_methods.triu_indices", "triangle_indices")
 op("diag(Tensor input, int diagonal=0)",
    "function method", "_methods.diag", "diag")
+op("diagflat(Tensor input, int offset=0)",
+   "function method", "_methods.diagflat", "diagflat")
 op("diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1)",
    "function method", "_prims.diagonal", "diagonal")
 op("diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1)",

@@ -566,14 +566,15 @@ def prelu(input, weight):
     return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
 
 
-def _rrelu_noise(input, lower, upper):
+def _rrelu_noise(input, lower, upper, generator):
     """PyTorch's rrelu_with_noise draws: for each non-positive element in order, a double uniform
     slope in [lower, upper] (the bounds first rounded to the input's compute type), 1 elsewhere. Its
     kernel is compiled without FMA: u * (upper - lower) + lower rounds twice."""
     non_positive = input <= 0
     bound_type = float64 if input.dtype is float64 else float32
     low, high = (_prims.full([], bound, bound_type).item() for bound in (lower, upper))
-    slopes = _prims.empty([int(non_positive.sum().item())], float64).uniform_() * (high - low) + low
+    slopes = _prims.empty([int(non_positive.sum().item())], float64).uniform_(generator=generator)
+    slopes = slopes * (high - low) + low
     noise = ones_like(input)
     noise[non_positive] = slopes.to(input.dtype)
     return noise
@@ -582,6 +583,11 @@ def _rrelu_noise(input, lower, upper):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Training: each non-positive element times a slope drawn uniformly from [lower, upper]; in
     evaluation the mean slope, as leaky_relu."""
+    return _rrelu(input, lower, upper, training, inplace, None)
+
+
+def _rrelu(input, lower, upper, training, inplace, generator):
+    """rrelu drawing its slopes from `generator` (None: the default one), as torch.rrelu can."""
     if training:
         _check_floating(input, "rrelu_with_noise_out_cpu")
     else:
@@ -590,7 +596,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     node = f"RreluWithNoiseBackward{int(inplace)}"
     if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
-        noise = _rrelu_noise(input.detach(), lower, upper)
+        noise = _rrelu_noise(input.detach(), lower, upper, generator)
         return _activation(
             node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, True, saves_result=True
         )
