@@ -756,6 +756,8 @@ for _name, _fn, _shapes, _grad_fn, _layouts in [
     ("tril()", lambda m, x: x.tril(), [(3, 4)], "TrilBackward0", _L2),
     ("torch.triu(x,-1) of 3-D", lambda m, x: m.triu(x, -1), [(2, 3, 4)], "TriuBackward0", _L1),
     ("diag() of 1-D", lambda m, x: x.diag(1), [(4,)], "DiagEmbedBackward0", _L2),
+    ("torch.diagflat(x,-1) of 2-D", lambda m, x: m.diagflat(x, -1), [(2, 3)], "DiagEmbedBackward0", _L2),
+    ("diagflat() of 1-D", lambda m, x: x.diagflat(), [(3,)], "DiagEmbedBackward0", _L1),
     ("torch.diag(x,-1) of 2-D", lambda m, x: m.diag(x, -1), [(3, 4)], "DiagonalBackward0_copy", _L2),
     ("diagonal(1)", lambda m, x: x.diagonal(1), [(3, 4)], "DiagonalBackward0", _L2),
     ("torch.diagonal(x,-1,2,0)", lambda m, x: m.diagonal(x, -1, 2, 0), [(2, 3, 4)], "DiagonalBackward0", _L1),
@@ -1302,6 +1304,21 @@ NOT_IN_CASES = {
     "sign": "its gradient is zero with no graph, which the second-derivative checks of the cases cannot take: "
     "tests/test_numerics.py, test_regressions.py",
 }
+NOT_IN_CASES.update(
+    dict.fromkeys(
+        ["fill", "detach", "detach_"],
+        "no gradient reaches the input: tests/test_inplace_torch.py (test_fill_is_a_filled_copy, test_module_detach)",
+    )
+)
+NOT_IN_CASES.update(
+    {
+        **dict.fromkeys(
+            ["split_with_sizes", "hsplit", "vsplit", "dsplit"], "several results: tests/test_small_math.py"
+        ),
+        **dict.fromkeys(["isin", "is_same_size", "is_inference"], "no gradient: tests/test_small_math.py"),
+        "sinc_": "in place: tests/test_small_math.py",
+    }
+)
 # rounding and sign (issue 13)
 NOT_IN_CASES.update(
     {

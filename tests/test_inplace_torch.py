@@ -1,6 +1,7 @@
 """In-place semantics checked against PyTorch (issue 12): augmented assignment, retain_grad through
 in-place ops, views made under no_grad, `.data`'s version counter, requires_grad_ on non-leaves."""
 
+import math
 import operator
 
 import pytest
@@ -470,3 +471,60 @@ def test_diff_of_an_empty_dim_is_its_input(fg, torch):
         return x.diff() is x, x.diff(n=0) is x, x.diff(n=0).grad_fn.name(), tuple(lib.zeros(2).diff(n=3).shape)
 
     same_on_both(fg, torch, program)
+
+
+# ---- the module's in-place functions (torch.clamp_(x, ...) is x.clamp_(...)), fill, detach
+
+MODULE_CALLS = {
+    "clamp_": lambda m, x: m.clamp_(x, min=-0.5, max=0.7),
+    "clip_": lambda m, x: m.clip_(x, 0.0),
+    "round_": lambda m, x: m.round_(x, decimals=1),
+    "floor_": lambda m, x: m.floor_(x),
+    "ceil_": lambda m, x: m.ceil_(x),
+    "trunc_": lambda m, x: m.trunc_(x),
+    "fix_": lambda m, x: m.fix_(x),
+    "frac_": lambda m, x: m.frac_(x),
+    "nan_to_num_": lambda m, x: m.nan_to_num_(x, nan=2.0, posinf=3.0),
+    "square_": lambda m, x: m.square_(x),
+    "fill_": lambda m, x: m.fill_(x, 1.5),
+    "fill_ (tensor)": lambda m, x: m.fill_(x, m.tensor(-2.0, dtype=m.float64, requires_grad=True)),
+    "zero_": lambda m, x: m.zero_(x),
+}
+
+
+@pytest.mark.parametrize("name", MODULE_CALLS)
+def test_module_in_place_function_is_the_method(fg, torch, name):
+    def program(m):
+        leaf = m.tensor([0.26, -1.75, 2.5, math.inf], dtype=m.float64, requires_grad=True)
+        x = leaf * 1
+        result = MODULE_CALLS[name](m, x)
+        (result * m.tensor([1.0, -2.0, 0.5, 0.0], dtype=m.float64)).sum().backward()
+        return result is x, x.grad_fn.name(), x._version, [repr(v) for v in x.tolist() + leaf.grad.tolist()]
+
+    same_on_both(fg, torch, program)
+
+
+def test_fill_is_a_filled_copy(fg, torch):
+    def program(m):
+        x = m.tensor([[1.0, 2.0]], dtype=m.float64, requires_grad=True)
+        value = m.tensor(3.0, dtype=m.float64, requires_grad=True)
+        by_number, by_tensor = m.fill(x, 4), m.fill(x, value)
+        (by_number * 2 + by_tensor * m.tensor([[1.0, 5.0]], dtype=m.float64)).sum().backward()
+        ints = m.fill(m.tensor([1, 2]), 7.9)
+        return x, by_number, by_tensor, x.grad, value.grad, ints
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: m.fill(m.ones(2), m.tensor([1.0, 2.0])))
+
+
+def test_module_detach(fg, torch):
+    def program(m):
+        leaf = m.tensor([1.0, 2.0], requires_grad=True)
+        x = leaf * 2
+        detached = m.detach(x)
+        in_place = m.detach_(x)
+        return detached, detached.requires_grad, in_place is x, x.requires_grad, x.grad_fn is None
+
+    same_on_both(fg, torch, program)
+    for call in ("detach", "detach_"):
+        same_error(fg, torch, lambda m: getattr(m, call)(1.0))

@@ -45,17 +45,25 @@ UNARY_OPS += ["sigmoid", "relu"]
 NO_IN_PLACE_DERIVATIVE = ["asinh", "acosh", "atanh", "arcsinh", "arccosh", "arctanh"]  # PyTorch's backward raises
 
 
-def in_place_program(name, backward):
+def method_call(m, x, name):
+    return getattr(x, name)()
+
+
+def function_call(m, x, name):
+    return getattr(m, name)(x)
+
+
+def in_place_program(name, backward, call=method_call):
     def program(m):
         leaf = m.tensor([0.6, 0.25, 0.8], dtype=m.float64, requires_grad=True)
         x = leaf * 1
-        y = getattr(x, f"{name}_")()
+        y = call(m, x, f"{name}_")
         recorded = y is x, x.grad_fn.name(), x._version, spelled(x)
         if backward:
             y.sum().backward()
         with m.no_grad():
             plain = m.tensor([0.6, 0.25], dtype=m.float64)
-            getattr(plain, f"{name}_")()
+            call(m, plain, f"{name}_")
         return recorded, leaf.grad is None or spelled(leaf.grad), spelled(plain)
 
     return program
@@ -69,6 +77,25 @@ def test_in_place_forms(fg, torch, name):
     same_on_both(fg, torch, in_place_program(name, backward))
     if not backward:
         same_error(fg, torch, in_place_program(name, True))
+
+
+# PyTorch's module has the in-place form of each of these but erfinv, lgamma, digamma and sign
+MODULE_IN_PLACE = [n for n in FLOAT_FUNCTIONS + list(ALIASES) + UNARY_OPS if n not in ("erfinv", "lgamma", "digamma")]
+MODULE_IN_PLACE.remove("sign")
+
+
+@pytest.mark.parametrize("name", MODULE_IN_PLACE)
+def test_module_in_place_functions(fg, torch, name):
+    """torch.<name>_(x) is x.<name>_(): same values, node and gradient; an integer tensor is refused."""
+    same_on_both(fg, torch, in_place_program(name, name not in NO_IN_PLACE_DERIVATIVE, function_call))
+    if name not in ("neg", "negative", "abs", "relu"):  # float results: an integer tensor cannot hold them
+        error = same_error(fg, torch, lambda m: getattr(m, f"{name}_")(m.tensor([1, 2])))
+        assert isinstance(error, RuntimeError)
+
+
+def test_in_place_functions_only_where_pytorch_has_them(fg, torch):
+    names = [f"{n}_" for n in FLOAT_FUNCTIONS + list(ALIASES) + UNARY_OPS + ["sgn", "fmod", "bitwise_not"]]
+    assert [hasattr(fg, n) for n in names] == [hasattr(torch, n) for n in names]
 
 
 @pytest.mark.parametrize("name", ["exp2", "log10", "sqrt", "sigmoid"])

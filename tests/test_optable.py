@@ -41,6 +41,10 @@ def test_each_variant_is_registered(fg, row):
         assert callable(getattr(fg.Tensor, row.name))
     if "inplace" in row.variants:
         assert callable(getattr(fg.Tensor, f"{row.name}_"))
+    if "inplace_function" in row.variants:
+        in_place = [inspect.Parameter("input", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        in_place += [p for p in row_signature(row).parameters.values() if p.name not in ("input", "out")]
+        assert inspect.signature(getattr(fg, f"{row.name}_")) == inspect.Signature(in_place)
 
 
 def test_a_generated_wrapper_is_plain_code():

@@ -31,6 +31,7 @@ from ._factories import *  # noqa: F403  the factories both backends export: _fa
 from ._sampling import *  # noqa: F403  rand, randn, multinomial, ...: _sampling.__all__
 from .random import Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state
 from . import autograd, linalg, nn, optim, safetensors, utils, viz
+from ._nn_functions import *  # noqa: F403  torch.conv2d, torch.dropout, ...: _nn_functions.__all__
 from . import compiler
 from ._compile import compile
 from . import _linalg_ops  # noqa: F401  addmm, einsum, det, svd, ...: module functions and Tensor methods

@@ -5,7 +5,7 @@ tests/test_api.py fails when either lacks a name listed here, or when fastgrad e
 name missing from this list (so the list cannot silently fall behind).
 """
 
-from fastgrad import _optable
+from fastgrad import _nn_functions, _optable
 
 MODULE = (
     """
@@ -28,6 +28,7 @@ MODULE = (
     use_deterministic_algorithms are_deterministic_algorithms_enabled is_deterministic_algorithms_warn_only_enabled
 """.split()
     + _optable.names("function")
+    + _nn_functions.__all__
 )
 
 TENSOR = (

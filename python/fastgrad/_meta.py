@@ -9,6 +9,7 @@ them for an op with several results. Rules assume arguments the op accepts: chec
 
 import builtins
 import collections
+import math
 import operator
 
 import numpy as np
@@ -123,6 +124,10 @@ def unary(input, **options):
 
 def unary_float(input, **options):
     return Meta(tuple(input.shape), _floating(input.dtype))
+
+
+def isin(elements, test_elements, **options):
+    return Meta(tuple(elements.shape) if _is_tensor(elements) else (), bool_)
 
 
 def unary_bool(input, **options):
@@ -544,6 +549,26 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(Meta(shape[:d] + (n,) + shape[d + 1 :], tensor.dtype) for n in sections)
 
 
+def split_with_sizes(input, split_sizes, dim=0):
+    return split(input, list(split_sizes), dim)
+
+
+def _directional_split(dim, input, indices_or_sections):
+    return tensor_split(input, indices_or_sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    return _directional_split(0 if len(input.shape) == 1 else 1, input, indices_or_sections)
+
+
+def vsplit(input, indices_or_sections):
+    return _directional_split(0, input, indices_or_sections)
+
+
+def dsplit(input, indices_or_sections):
+    return _directional_split(2, input, indices_or_sections)
+
+
 def chunk(input, chunks, dim=0):
     length = input.shape[_wrap(dim, len(input.shape))]
     return split(input, -(-length // chunks) if length else [0] * chunks, dim)
@@ -768,6 +793,11 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 def diag(input, diagonal=0):
     return diag_embed(input, diagonal, 0, 1) if len(input.shape) == 1 else globals()["diagonal"](input, diagonal)
+
+
+def diagflat(input, offset=0):
+    n = math.prod(input.shape) + abs(offset)
+    return Meta((n, n), input.dtype)
 
 
 def trace(input):

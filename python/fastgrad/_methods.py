@@ -531,8 +531,8 @@ def square(input, *, out=None):
     return _with_out(_prims.pow(input, 2), out)  # as PyTorch's: PowBackward0, and int64 for bool
 
 
-def square_(self):
-    return self.pow_(2)
+def square_(input):
+    return input.pow_(2)
 
 
 # Predicates of the values (bool results, no gradient); integers and bools are always finite.
@@ -879,6 +879,21 @@ def _tensor_input(input, name):
 
 def numel(input):
     return _tensor_input(input, "numel").numel()
+
+
+def detach(input):
+    return _tensor_input(input, "detach").detach()
+
+
+def detach_(input):
+    return _tensor_input(input, "detach_").detach_()
+
+
+def fill(input, value):
+    """torch.fill, out of place: a filled copy, through which the gradient reaches `value` (a 0-dim
+    tensor) and not `input`, as PyTorch's. Its node is fill_'s (FillBackward2/3, after CloneBackward0)
+    where PyTorch records FillBackward0/1: same values and gradients."""
+    return _prims.clone(input).fill_(value)
 
 
 def is_tensor(obj):
@@ -3147,6 +3162,126 @@ def float_power_(self, exponent):
 # ---- registration: the op table's rows, then the Tensor attributes and module functions that are not ops
 
 
+# ---- small math of the torch namespace (session 19): compositions of the ops above
+
+
+def _tensor_other(name, other):
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {builtins.type(other).__name__}")
+    return other
+
+
+def _nan_ignoring(name, node, prefers_input):
+    """fmax or fmin: input where prefers_input(input, other) or other is NaN, else other (NaN only
+    where both are); the gradient goes to the operand taken (PyTorch's rule: ties go to input)."""
+
+    def extreme(input, other, *, out=None):
+        x, y = input.detach(), _tensor_other(name, other).detach()
+        result = where(prefers_input(x, y) | isnan(y), x, y)
+
+        def backward(grads, x, y):
+            takes_input = prefers_input(x, y) | isnan(y)
+            return [
+                _sum_to(where(takes_input, grads[0], 0), x.shape),
+                _sum_to(where(takes_input, 0, grads[0]), y.shape),
+            ]
+
+        return _with_out(_recorded(node, [input, other], [result], [input, other], backward)[0], out)
+
+    extreme.__name__ = extreme.__qualname__ = name
+    return extreme
+
+
+fmax = _nan_ignoring("fmax", "FmaxBackward0", operator.ge)
+fmin = _nan_ignoring("fmin", "FminBackward0", operator.le)
+
+
+def sinc(input, *, out=None):
+    """sin(pi x) / (pi x), 1 at 0, where its derivative is 0; both are computed of a stand-in 1 at 0
+    (no 0/0 on the way)."""
+    x = _as_floating(input)
+    at_zero = x == 0
+    scaled = where(at_zero, 1.0, x) * math.pi
+    result = where(at_zero, 1.0, scaled.sin() / scaled)
+
+    def backward(grads, x):  # PyTorch's: (pi x cos(pi x) - sin(pi x)) / (pi x^2)
+        at_zero = x == 0
+        stand_in = where(at_zero, 1.0, x)
+        scaled = stand_in * math.pi
+        derivative = (scaled * scaled.cos() - scaled.sin()) / (scaled * stand_in)
+        return [where(at_zero, 0.0, grads[0] * derivative)]
+
+    return _with_out(_recorded("SincBackward0", [input], [result], [input], backward)[0], out)
+
+
+def sinc_(input):
+    return _in_place(sinc, input)
+
+
+def diagflat(input, offset=0):
+    return diag(input.flatten(), offset)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each of `elements` is among `test_elements` (either may be a number, not both)."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(
+            f"isin() received an invalid combination of arguments - got ({builtins.type(elements).__name__}, "
+            f"{builtins.type(test_elements).__name__})"
+        )
+    shape = elements.shape if isinstance(elements, Tensor) else ()
+    tests = test_elements.reshape(-1) if isinstance(test_elements, Tensor) else test_elements
+    if isinstance(elements, Tensor):
+        found = (
+            (elements.reshape(-1, 1) == tests).any(1) if isinstance(tests, Tensor) else elements.reshape(-1) == tests
+        )
+    else:
+        found = (tests == elements).any().reshape(1)
+    found = found.reshape(shape)
+    return found.logical_not() if invert else found
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    return split(input, list(split_sizes), dim)
+
+
+def _directional_split(name, dim, least, input, indices_or_sections):
+    if input.dim() < least:
+        raise RuntimeError(
+            f"torch.{name} requires a tensor with at least {least} dimension, but got a tensor with "
+            f"{input.dim()} dimensions!"
+        )
+    if isinstance(indices_or_sections, (list, tuple)):
+        return tensor_split(input, indices_or_sections, dim)
+    sections = _index(indices_or_sections)
+    if sections == 0 or input.shape[dim] % sections:
+        raise RuntimeError(
+            f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+            f"{input.shape[dim]} is not divisible by the split_size {sections}!"
+        )
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    return _directional_split("hsplit", 0 if input.dim() == 1 else 1, 1, input, indices_or_sections)
+
+
+def vsplit(input, indices_or_sections):
+    return _directional_split("vsplit", 0, 2, input, indices_or_sections)
+
+
+def dsplit(input, indices_or_sections):
+    return _directional_split("dsplit", 2, 3, input, indices_or_sections)
+
+
+def is_same_size(input, other):
+    return _tensor_input(input, "is_same_size").shape == _tensor_other("is_same_size", other).shape
+
+
+def is_inference(input):
+    return _tensor_input(input, "is_inference").is_inference()
+
+
 def _compiled(source, name):
     """The function `name` defined by generated source, over this module's globals (as
     collections.namedtuple makes its class): plain Python, nothing interpreted per call. Its file name
@@ -3291,6 +3426,8 @@ def register(module_name, namespace):
             setattr(Tensor, row.name, op)
         if "inplace" in row.variants:
             setattr(Tensor, f"{row.name}_", _compiled(_optable.inplace_source(row), f"{row.name}_"))
+        if "inplace_function" in row.variants:
+            FUNCTIONS[f"{row.name}_"] = _compiled(_optable.inplace_function_source(row), f"{row.name}_")
 
 
 for _name, _value in TENSOR_ATTRIBUTES.items():

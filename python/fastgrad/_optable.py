@@ -14,7 +14,8 @@ separated by ", " (so a default may not contain one).
 
 Variants: `function` (fastgrad.<name>), `method` (Tensor.<name>), `out` (an `out=` keyword),
 `inplace` (Tensor.<name>_, over the primitive _prims.<name>_: in-place ops are primitives, the core
-checks leaves and versions).
+checks leaves and versions), `inplace_function` (fastgrad.<name>_ as well: PyTorch has the module
+function for some in-place forms only, torch.exp2_ but not torch.erfinv_).
 
 Implementation:
     _prims.<p>    a wrapper generated from the signature (plain Python code, made once at import)
@@ -125,11 +126,11 @@ op("where(Tensor condition, Tensor input, Tensor other)",
 op("Tensor.where(Tensor self, Tensor condition, Tensor other)",
    "method", "_methods.where_method", "where_method")
 op("clamp(Tensor input, Scalar? min=None, Scalar? max=None)",
-   "function method out inplace", "_methods.clamp", "clamp")
+   "function method out inplace inplace_function", "_methods.clamp", "clamp")
 op("clip(Tensor input, Scalar? min=None, Scalar? max=None)",
    "function method out", "_methods.clamp", "clamp")
-op("clip_(Tensor self, Scalar? min=None, Scalar? max=None)",
-   "method", "_prims.clamp_", "inplace")
+op("clip_(Tensor input, Scalar? min=None, Scalar? max=None)",
+   "function method", "_prims.clamp_", "inplace")
 op("masked_fill(Tensor input, Tensor mask, Scalar value)",
    "function method", "_methods.masked_fill", "masked_fill")
 # binary/ternary elementwise ops of issue 13
@@ -249,6 +250,11 @@ op("Tensor.greater_(Tensor self, Tensor other)",
    "method", "_methods.greater_", "inplace")
 op("Tensor.greater_equal_(Tensor self, Tensor other)",
    "method", "_methods.greater_equal_", "inplace")
+# small math of the torch namespace (session 19)
+op("fmax(Tensor input, Tensor other)",
+   "function method out", "_methods.fmax", "binary", "binary")
+op("fmin(Tensor input, Tensor other)",
+   "function method out", "_methods.fmin", "binary", "binary")
 
 # ---- elementwise, unary
 op("neg(Tensor input)",
@@ -290,33 +296,33 @@ op("clone(Tensor input)",
 
 # ---- elementwise math (issue 13): float functions, each with its in-place form
 op("log10(Tensor input)",
-   "function method out inplace", "_prims.log10", "unary_float")
+   "function method out inplace inplace_function", "_prims.log10", "unary_float")
 op("log2(Tensor input)",
-   "function method out inplace", "_prims.log2", "unary_float")
+   "function method out inplace inplace_function", "_prims.log2", "unary_float")
 op("exp2(Tensor input)",
-   "function method out inplace", "_prims.exp2", "unary_float")
+   "function method out inplace inplace_function", "_prims.exp2", "unary_float")
 op("sinh(Tensor input)",
-   "function method out inplace", "_prims.sinh", "unary_float")
+   "function method out inplace inplace_function", "_prims.sinh", "unary_float")
 op("cosh(Tensor input)",
-   "function method out inplace", "_prims.cosh", "unary_float")
+   "function method out inplace inplace_function", "_prims.cosh", "unary_float")
 op("asinh(Tensor input)",
-   "function method out inplace", "_prims.asinh", "unary_float")
+   "function method out inplace inplace_function", "_prims.asinh", "unary_float")
 op("acosh(Tensor input)",
-   "function method out inplace", "_prims.acosh", "unary_float")
+   "function method out inplace inplace_function", "_prims.acosh", "unary_float")
 op("atanh(Tensor input)",
-   "function method out inplace", "_prims.atanh", "unary_float")
+   "function method out inplace inplace_function", "_prims.atanh", "unary_float")
 op("asin(Tensor input)",
-   "function method out inplace", "_prims.asin", "unary_float")
+   "function method out inplace inplace_function", "_prims.asin", "unary_float")
 op("acos(Tensor input)",
-   "function method out inplace", "_prims.acos", "unary_float")
+   "function method out inplace inplace_function", "_prims.acos", "unary_float")
 op("tan(Tensor input)",
-   "function method out inplace", "_prims.tan", "unary_float")
+   "function method out inplace inplace_function", "_prims.tan", "unary_float")
 op("atan(Tensor input)",
-   "function method out inplace", "_prims.atan", "unary_float")
+   "function method out inplace inplace_function", "_prims.atan", "unary_float")
 op("erf(Tensor input)",
-   "function method out inplace", "_prims.erf", "unary_float")
+   "function method out inplace inplace_function", "_prims.erf", "unary_float")
 op("erfc(Tensor input)",
-   "function method out inplace", "_prims.erfc", "unary_float")
+   "function method out inplace inplace_function", "_prims.erfc", "unary_float")
 op("erfinv(Tensor input)",
    "function method out inplace", "_prims.erfinv", "unary_float")
 op("lgamma(Tensor input)",
@@ -324,60 +330,60 @@ op("lgamma(Tensor input)",
 op("digamma(Tensor input)",
    "function method out inplace", "_prims.digamma", "unary_float")
 op("rsqrt(Tensor input)",
-   "function method out inplace", "_prims.rsqrt", "unary_float")
+   "function method out inplace inplace_function", "_prims.rsqrt", "unary_float")
 op("reciprocal(Tensor input)",
-   "function method out inplace", "_prims.reciprocal", "unary_float")
+   "function method out inplace inplace_function", "_prims.reciprocal", "unary_float")
 op("deg2rad(Tensor input)",
-   "function method out inplace", "_prims.deg2rad", "unary_float")
+   "function method out inplace inplace_function", "_prims.deg2rad", "unary_float")
 op("rad2deg(Tensor input)",
-   "function method out inplace", "_prims.rad2deg", "unary_float")
+   "function method out inplace inplace_function", "_prims.rad2deg", "unary_float")
 op("arcsin(Tensor input)",
    "function method out", "_prims.asin", "unary_float")
-op("Tensor.arcsin_(Tensor self)",
-   "method", "_prims.asin_", "inplace")
+op("arcsin_(Tensor input)",
+   "function method", "_prims.asin_", "inplace")
 op("arccos(Tensor input)",
    "function method out", "_prims.acos", "unary_float")
-op("Tensor.arccos_(Tensor self)",
-   "method", "_prims.acos_", "inplace")
+op("arccos_(Tensor input)",
+   "function method", "_prims.acos_", "inplace")
 op("arctan(Tensor input)",
    "function method out", "_prims.atan", "unary_float")
-op("Tensor.arctan_(Tensor self)",
-   "method", "_prims.atan_", "inplace")
+op("arctan_(Tensor input)",
+   "function method", "_prims.atan_", "inplace")
 op("arcsinh(Tensor input)",
    "function method out", "_prims.asinh", "unary_float")
-op("Tensor.arcsinh_(Tensor self)",
-   "method", "_prims.asinh_", "inplace")
+op("arcsinh_(Tensor input)",
+   "function method", "_prims.asinh_", "inplace")
 op("arccosh(Tensor input)",
    "function method out", "_prims.acosh", "unary_float")
-op("Tensor.arccosh_(Tensor self)",
-   "method", "_prims.acosh_", "inplace")
+op("arccosh_(Tensor input)",
+   "function method", "_prims.acosh_", "inplace")
 op("arctanh(Tensor input)",
    "function method out", "_prims.atanh", "unary_float")
-op("Tensor.arctanh_(Tensor self)",
-   "method", "_prims.atanh_", "inplace")
+op("arctanh_(Tensor input)",
+   "function method", "_prims.atanh_", "inplace")
 op("square(Tensor input)",
    "function method out", "_methods.square", "square")
-op("Tensor.square_(Tensor self)",
-   "method", "_methods.square_", "inplace")
+op("square_(Tensor input)",
+   "function method", "_methods.square_", "inplace")
 # rounding and sign (issue 13): floor, ceil, trunc and round keep integer dtypes; fix is trunc
 op("floor(Tensor input)",
-   "function method out inplace", "_prims.floor", "unary")
+   "function method out inplace inplace_function", "_prims.floor", "unary")
 op("ceil(Tensor input)",
-   "function method out inplace", "_prims.ceil", "unary")
+   "function method out inplace inplace_function", "_prims.ceil", "unary")
 op("trunc(Tensor input)",
-   "function method out inplace", "_prims.trunc", "unary")
+   "function method out inplace inplace_function", "_prims.trunc", "unary")
 op("fix(Tensor input)",
    "function method out", "_prims.trunc", "unary")
-op("Tensor.fix_(Tensor self)",
-   "method", "_prims.trunc_", "inplace")
+op("fix_(Tensor input)",
+   "function method", "_prims.trunc_", "inplace")
 op("round(Tensor input, *, int? decimals=None)",
-   "function method out inplace", "_prims.round", "unary")
+   "function method out inplace inplace_function", "_prims.round", "unary")
 op("frac(Tensor input)",
-   "function method out inplace", "_prims.frac", "unary")
+   "function method out inplace inplace_function", "_prims.frac", "unary")
 op("sgn(Tensor input)",
    "function method out inplace", "_prims.sgn", "unary")
 op("nan_to_num(Tensor input, float? nan=0.0, float? posinf=None, float? neginf=None)",
-   "function method out inplace", "_prims.nan_to_num", "unary")
+   "function method out inplace inplace_function", "_prims.nan_to_num", "unary")
 op("signbit(Tensor input)",
    "function method out", "_prims.signbit", "unary_bool")
 op("isnan(Tensor input)",
@@ -393,34 +399,44 @@ op("isfinite(Tensor input)",
 op("isreal(Tensor input)",
    "function method", "_methods.isreal", "unary_bool")
 # the in-place forms of the unary ops above (elementwise, unary)
-op("Tensor.neg_(Tensor self)",
-   "method", "_prims.neg_", "inplace")
-op("Tensor.abs_(Tensor self)",
-   "method", "_prims.abs_", "inplace")
+op("neg_(Tensor input)",
+   "function method", "_prims.neg_", "inplace")
+op("abs_(Tensor input)",
+   "function method", "_prims.abs_", "inplace")
 op("Tensor.sign_(Tensor self)",
    "method", "_prims.sign_", "inplace")
-op("Tensor.exp_(Tensor self)",
-   "method", "_prims.exp_", "inplace")
-op("Tensor.log_(Tensor self)",
-   "method", "_prims.log_", "inplace")
-op("Tensor.log1p_(Tensor self)",
-   "method", "_prims.log1p_", "inplace")
-op("Tensor.expm1_(Tensor self)",
-   "method", "_prims.expm1_", "inplace")
-op("Tensor.sqrt_(Tensor self)",
-   "method", "_prims.sqrt_", "inplace")
-op("Tensor.sin_(Tensor self)",
-   "method", "_prims.sin_", "inplace")
-op("Tensor.cos_(Tensor self)",
-   "method", "_prims.cos_", "inplace")
-op("Tensor.tanh_(Tensor self)",
-   "method", "_prims.tanh_", "inplace")
-op("Tensor.sigmoid_(Tensor self)",
-   "method", "_prims.sigmoid_", "inplace")
-op("Tensor.relu_(Tensor self)",
-   "method", "_prims.relu_", "inplace")
-op("Tensor.negative_(Tensor self)",
-   "method", "_prims.neg_", "inplace")
+op("exp_(Tensor input)",
+   "function method", "_prims.exp_", "inplace")
+op("log_(Tensor input)",
+   "function method", "_prims.log_", "inplace")
+op("log1p_(Tensor input)",
+   "function method", "_prims.log1p_", "inplace")
+op("expm1_(Tensor input)",
+   "function method", "_prims.expm1_", "inplace")
+op("sqrt_(Tensor input)",
+   "function method", "_prims.sqrt_", "inplace")
+op("sin_(Tensor input)",
+   "function method", "_prims.sin_", "inplace")
+op("cos_(Tensor input)",
+   "function method", "_prims.cos_", "inplace")
+op("tanh_(Tensor input)",
+   "function method", "_prims.tanh_", "inplace")
+op("sigmoid_(Tensor input)",
+   "function method", "_prims.sigmoid_", "inplace")
+op("relu_(Tensor input)",
+   "function method", "_prims.relu_", "inplace")
+op("negative_(Tensor input)",
+   "function method", "_prims.neg_", "inplace")
+op("sinc(Tensor input)",
+   "function method out", "_methods.sinc", "unary_float", "unary")
+op("sinc_(Tensor input)",
+   "function method", "_methods.sinc_", "inplace")
+op("isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False)",
+   "function", "_methods.isin", "isin")
+op("is_same_size(Tensor input, Tensor other) -> bool",
+   "function method", "_methods.is_same_size", None)
+op("is_inference(Tensor input) -> bool",
+   "function", "_methods.is_inference", None)
 
 # ---- in place (the other in-place forms are `inplace` variants above)
 op("Tensor.add_(Tensor self, Tensor other, *, Scalar alpha=1)",
@@ -451,10 +467,16 @@ op("Tensor.bitwise_or_(Tensor self, Tensor other)",
    "method", "_prims.bitwise_or_", "inplace")
 op("Tensor.bitwise_xor_(Tensor self, Tensor other)",
    "method", "_prims.bitwise_xor_", "inplace")
-op("Tensor.fill_(Tensor self, Scalar value)",
-   "method", "_prims.fill_", "inplace")
-op("Tensor.zero_(Tensor self)",
-   "method", "_prims.zero_", "inplace")
+op("fill_(Tensor input, Scalar value)",
+   "function method", "_prims.fill_", "inplace")
+op("zero_(Tensor input)",
+   "function method", "_prims.zero_", "inplace")
+op("fill(Tensor input, Scalar value)",
+   "function", "_methods.fill", "unary")
+op("detach(Tensor input)",
+   "function", "_methods.detach", "unary")
+op("detach_(Tensor input)",
+   "function", "_methods.detach_", "inplace")
 op("Tensor.copy_(Tensor self, Tensor src, bool non_blocking=False)",
    "method", "_methods.copy_", "inplace")
 op("Tensor.masked_fill_(Tensor self, Tensor mask, Scalar value)",
@@ -650,6 +672,14 @@ op("stack(Tensor[] tensors, int dim=0)",
    "function out", "_prims.stack", "stack")
 op("split(Tensor tensor, SymInt split_size_or_sections, int dim=0) -> Tensor[]",
    "function method", "_methods.split", "split")
+op("split_with_sizes(Tensor input, SymInt[] split_sizes, int dim=0) -> Tensor[]",
+   "function method", "_methods.split_with_sizes", "split_with_sizes")
+op("hsplit(Tensor input, SymInt indices_or_sections) -> Tensor[]",
+   "function method", "_methods.hsplit", "hsplit")
+op("vsplit(Tensor input, SymInt indices_or_sections) -> Tensor[]",
+   "function method", "_methods.vsplit", "vsplit")
+op("dsplit(Tensor input, SymInt indices_or_sections) -> Tensor[]",
+   "function method", "_methods.dsplit", "dsplit")
 op("chunk(Tensor input, int chunks, int dim=0) -> Tensor[]",
    "function method", "_methods.chunk", "chunk")
 # shape family (issue 13): views, copies and joins composed in _methods
@@ -736,6 +766,8 @@ op("triu_indices(int row, int col, int offset=0, *, ScalarType? dtype=None, Devi
    "function", "_methods.triu_indices", "triangle_indices")
 op("diag(Tensor input, int diagonal=0)",
    "function method", "_methods.diag", "diag")
+op("diagflat(Tensor input, int offset=0)",
+   "function method", "_methods.diagflat", "diagflat")
 op("diagonal(Tensor input, int offset=0, int dim1=0, int dim2=1)",
    "function method", "_prims.diagonal", "diagonal")
 op("diag_embed(Tensor input, int offset=0, int dim1=-2, int dim2=-1)",
@@ -909,6 +941,12 @@ def inplace_source(row):
     return _source(f"{row.name}_", [this] + row.params[1:], f"{row.name}_", with_out=False)
 
 
+def inplace_function_source(row):
+    """fastgrad.<name>_: the in-place form as a module function, its tensor named `input` (as PyTorch's)."""
+    this = Param("Tensor", "input", None, False)
+    return _source(f"{row.name}_", [this] + row.params[1:], f"{row.name}_", with_out=False)
+
+
 def _source(name, params, primitive, with_out):
     declared = []
     for p in params:
@@ -966,4 +1004,6 @@ def names(variant):
     found = {r.name for r in OPS if variant in r.variants}
     if variant == "method":
         found |= {f"{r.name}_" for r in OPS if "inplace" in r.variants}
+    if variant == "function":
+        found |= {f"{r.name}_" for r in OPS if "inplace_function" in r.variants}
     return sorted(found)

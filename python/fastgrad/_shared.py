@@ -26,6 +26,7 @@ SHARED = [
     "linalg",
     "_linalg_ops",
     "nn",
+    "_nn_functions",
     "_torch_checkpoint",
     "serialization",
     "safetensors",

@@ -17,7 +17,8 @@ import warnings
 import numpy as np
 
 from .. import _prims
-from .._methods import _in_place, _recorded, _type_name, _without_derivative, _wrap_dim, broadcast_shapes, div as _div
+from .._methods import _in_place, _recorded, _type_name, _without_derivative, _wrap_dim, broadcast_shapes
+from .._methods import div as _div, triu_indices
 from .._methods import cosine_similarity, pairwise_distance  # noqa: F401 (PyTorch's torch functions, here too)
 from .._factories import arange, from_numpy, ones_like
 from .._grad_mode import is_grad_enabled
@@ -569,14 +570,15 @@ def prelu(input, weight):
     return _recorded("PreluKernelBackward0", [input, weight], [result], [input, weight], backward)[0]
 
 
-def _rrelu_noise(input, lower, upper):
+def _rrelu_noise(input, lower, upper, generator):
     """PyTorch's rrelu_with_noise draws: for each non-positive element in order, a double uniform
     slope in [lower, upper] (the bounds first rounded to the input's compute type), 1 elsewhere. Its
     kernel is compiled without FMA: u * (upper - lower) + lower rounds twice."""
     non_positive = input <= 0
     bound_type = float64 if input.dtype is float64 else float32
     low, high = (_prims.full([], bound, bound_type).item() for bound in (lower, upper))
-    slopes = _prims.empty([int(non_positive.sum().item())], float64).uniform_() * (high - low) + low
+    slopes = _prims.empty([int(non_positive.sum().item())], float64).uniform_(generator=generator)
+    slopes = slopes * (high - low) + low
     noise = ones_like(input)
     noise[non_positive] = slopes.to(input.dtype)
     return noise
@@ -585,6 +587,11 @@ def _rrelu_noise(input, lower, upper):
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Training: each non-positive element times a slope drawn uniformly from [lower, upper]; in
     evaluation the mean slope, as leaky_relu."""
+    return _rrelu(input, lower, upper, training, inplace, None)
+
+
+def _rrelu(input, lower, upper, training, inplace, generator):
+    """rrelu drawing its slopes from `generator` (None: the default one), as torch.rrelu can."""
     if training:
         _check_floating(input, "rrelu_with_noise_out_cpu")
     else:
@@ -593,7 +600,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     node = f"RreluWithNoiseBackward{int(inplace)}"
     if training and upper - lower > 1e-6:  # PyTorch's rule: a narrower range is the fixed slope
-        noise = _rrelu_noise(input.detach(), lower, upper)
+        noise = _rrelu_noise(input.detach(), lower, upper, generator)
         return _activation(
             node, input, lambda x: x * noise, lambda grad, x: grad * noise, inplace, True, saves_result=True
         )
@@ -1547,6 +1554,35 @@ def pixel_unshuffle(input, downscale_factor):
     return pixels.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3).reshape(*batch, -1, height // r, width // r)
 
 
+def channel_shuffle(input, groups):
+    """(N, C, *) with C = g k: the channels regrouped from g groups of k into k groups of g (ShuffleNet)."""
+    if input.dim() <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    groups = operator.index(groups)
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    batch, channels, *rest = input.shape
+    if channels % groups:
+        raise RuntimeError(
+            f"Number of channels must be divisible by groups. Got {channels} channels and {groups} groups."
+        )
+    grouped = input.reshape(batch, groups, channels // groups, *rest)
+    return grouped.transpose(1, 2).reshape(input.shape)
+
+
+def pdist(input, p=2):
+    """The p-norm distances between the rows of a matrix, pairs (i, j) with i < j in row-major order."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    rows = input.shape[0]
+    first, second = triu_indices(rows, rows, 1).unbind(0)
+    return (input[first] - input[second]).norm(p, dim=1)
+
+
 _INTERPOLATE_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "lanczos", "area", "nearest-exact")
 _LINEAR_MODE_RANKS = {"linear": 3, "bilinear": 4, "trilinear": 5}
 
@@ -2046,11 +2082,16 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         summed_as = reduction
     else:  # batchmean: a sum divided below
         summed_as = _loss_reduction(None, None, "sum" if reduction == "batchmean" else reduction)
+    loss = _kl_div(input, target, summed_as, log_target)
+    return loss / input.shape[0] if reduction == "batchmean" and input.dim() != 0 else loss
+
+
+def _kl_div(input, target, reduction, log_target):
+    """The pointwise KL divergence, reduced by "none", "mean" or "sum" (torch.kl_div's op)."""
     if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
         raise RuntimeError("kl_div: Integral inputs not supported.")
     loss = target.exp() * (target - input) if log_target else target.xlogy(target) - target * input
-    loss = _reduce(loss, summed_as)
-    return loss / input.shape[0] if reduction == "batchmean" and input.dim() != 0 else loss
+    return _reduce(loss, reduction)
 
 
 def poisson_nll_loss(

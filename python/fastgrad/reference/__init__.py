@@ -57,6 +57,7 @@ from ._prims import is_anomaly_enabled, is_anomaly_check_nan_enabled, set_anomal
 from ._methods import FUNCTIONS as _FUNCTIONS  # noqa: E402
 from ._factories import *  # noqa: E402, F403  the factories both backends export: _factories.__all__
 from ._sampling import *  # noqa: E402, F403  rand, randn, multinomial, ...: _sampling.__all__
+from ._nn_functions import *  # noqa: E402, F403  torch.conv2d, torch.dropout, ...: _nn_functions.__all__
 from .random import Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state  # noqa: E402
 from .serialization import save, load  # noqa: E402
 from ._compile import compile  # noqa: E402  (runs eagerly: the reference captures nothing)
