@@ -558,10 +558,10 @@ def test_gelu_gradcheck(fg, approximate):
 
 # ---- the two backends: nll_loss does the same arithmetic (identical float32 results); softmax and
 # log_softmax use the vector exp (within 1 ulp of the double one), so their float32 results are
-# within a few ulps of the reference's; float32 gelu and its gradient are computed in double lanes
-# with the core's own normal distribution function (csrc/kernels/elementwise_impl.h), within 1 ulp of
-# the reference's libm-based double result rounded once (float64: the same libm arithmetic, the same
-# bits: test_gelu_float64_is_the_reference_bit_for_bit)
+# within a few ulps of the reference's; float32 gelu and its gradient are computed in float lanes
+# ('none') or double lanes ('tanh') with the core's own normal distribution and exp
+# (csrc/kernels/elementwise_impl.h), within 1 ulp of the reference's libm-based double result rounded
+# once (float64: the same libm arithmetic, the same bits: test_gelu_float64_is_the_reference_bit_for_bit)
 
 
 def test_backends_agree():

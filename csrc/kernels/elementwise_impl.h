@@ -27,13 +27,21 @@
 // gelu (approximate='none' and 'tanh') and its gradient:
 //   float64: the C library's erfc / tanh / exp element by element (special_functions.h), as the
 //            reference backend computes them with math.erfc / math.tanh / math.exp: the same bits.
-//   float32: vector code in double lanes (the inputs widened, each result rounded once), with its
-//            own P(X <= x) (normal_cdf below, relative error under 1.6e-14) and the double exp.
-//            Against the float64 kernels over a dense sweep and every 4099th bit pattern, maxima in
-//            float32 ulps: gelu 0.5 and its gradient 0.5 (correctly rounded) for both, except the
-//            gradient of 'none' near its zero at x = -0.7518, where it cancels: 1.14. AVX2 and
-//            AVX-512 run the same double operations (the same bits); the scalar ISA's unfused
-//            multiply-adds gave the same float32 results over the 3 million inputs checked.
+//   float32, approximate='none': native float vector code (the float32 GELU section below), within
+//            1 ulp of the exact result. Measured over all 2^32 inputs against the float64 kernels
+//            (ulp_scan.cpp), maxima in ulps (worst input):
+//              AVX-512, AVX2: gelu 0.778 (-13.1870), gradient 0.812 (-13.3460)
+//              scalar:        gelu 0.780 (-13.1917), gradient 0.814 (-13.3471)
+//            The maxima are denormal results (rounded twice: by the last addition, then by the
+//            scaling by 2^n); over normal results (every 17th float of |x| < 14.5) at most 0.70.
+//            Next to the gradient's zero at x = -0.7518 (where P(X <= x) + x p(x) cancels) the
+//            gradient keeps the same bound: the zero is factored out of the evaluation.
+//            So float32 results are not bit-equal to the reference backend's (the double result
+//            rounded once), but within 1 ulp of them.
+//   float32, approximate='tanh': vector code in double lanes (the inputs widened, each result
+//            rounded once) and the double exp. Against the float64 kernels over every 4099th bit
+//            pattern, maxima in float32 ulps: gelu 0.5 and its gradient 0.5 (correctly rounded).
+//            AVX2 and AVX-512 run the same double operations (the same bits).
 // tests/test_kernels.py asserts these bounds on every ISA. The scalar ISA evaluates the same
 // polynomials with unfused multiply-adds, so its results may differ from AVX2/AVX-512 in the last bit.
 // NaN propagates, exp(-inf) = 0, exp(inf) = inf (also on overflow), log(0) = -inf, log(x < 0) =
@@ -320,24 +328,109 @@ Vec<float> sin_or_cos(Vec<float> x) {
   return kCos ? value : select(eq(x, splat(0.0f)), x, value);  // sin(-0) = -0
 }
 
-// ---- GELU of float32 inputs, computed in double lanes (the inputs widened, each result rounded once
-// to float). P(X <= x) for a standard normal X is, with a = |x|, Q = P(X <= -a) = exp(-a^2 / 2) G(a)
-// and 1 - Q for x >= 0; G(a) = t P(t), t = 1 / (1 + a / 4), P a degree-16 least-squares fit of G / t
-// over a in [0, 15] (relative error below 1.6e-14; a is capped at 15 in t, where Q < 2^-160). a^2 is
-// exact (a has 24 significant bits), so Q keeps its relative accuracy far into the tail, where
-// PyTorch's 1 + erf(x / sqrt(2)) cancels to 0: gelu(-10) = -7.6e-23. Returns P(X <= x) and, in
-// density, exp(-x^2 / 2). NaN propagates (exp keeps it), x = inf gives 1 and density 0.
-inline Vec<double> normal_cdf(Vec<double> x, Vec<double>& density) {
-  static constexpr double p[] = {
-      0.0036941664818095255, -0.0357359810923483, 0.15430136953071452, -0.38889849667939674, 0.6305904279647928,
-      -0.6942194898161784,   0.5539725913547517,  -0.3460821485093021, 0.15485237025473636,  -0.04940201150017448,
-      0.038968942736036266,  0.03999503268593707, 0.06400644763177353, 0.08097962247047784,  0.0935061907697695,
-      0.09973539226504843,   0.09973557345156};
-  Vec<double> a = abs(x);
-  density = exp(splat(-0.5) * a * a);
-  Vec<double> t = splat(1.0) / fma(min(a, splat(15.0)), splat(0.25), splat(1.0));
-  Vec<double> tail = density * (t * polynomial(t, p));
-  return select(lt(x, splat(0.0)), tail, splat(1.0) - tail);
+// ---- float32 GELU (approximate='none') and its gradient, in float lanes. With a = |x|, E = exp(-a^2 / 2)
+// and P(X <= -a) = E M(a) for a standard normal X:
+//   gelu(x)  = x E M(a) for x < 0,            x (1 - E M(a)) for x >= 0,
+//   gelu'(x) = E (a0 - a) H(a) for x < 0,     1 - E (a0 - a) H(a) for x >= 0,
+// M and H smooth, by the piecewise polynomials of piecewise_tables.h (.ci/fit_piecewise.py, which
+// derives them), a0 = 0.7518 the zero of the gradient (at x = -a0): factored out, so that the
+// gradient keeps its relative accuracy next to its zero, where P(X <= x) + x p(x) cancels. Nothing
+// cancels otherwise: P(X <= x) >= 1/2 and the gradient >= 1/2 for x >= 0. Each factor is a float-float
+// (hi + lo, |lo| at most half an ulp of hi): a^2 = h + l exactly, E = 2^n (1 + r + s) (exp_reduced of
+// -h/2) times 1 - l/2, a0 - a by a two-sum, M and H as the table's hi + low; their products are summed
+// from two_product's exact parts, so that the only roundings of the order of an ulp are the table's
+// low and exp's s (parts of the result, each rounded once: a fraction of an ulp) and the last
+// multiplication (by x, or by the incoming gradient g), rounded once. The bounds, measured over all
+// float32 inputs, are at the top of this file.
+//
+// a + b = s + e exactly, for any a and b (Knuth's two-sum).
+inline Vec<float> two_sum(Vec<float> a, Vec<float> b, Vec<float>& e) {
+  const Vec<float> s = a + b;
+  const Vec<float> b_part = s - a;
+  e = (a - (s - b_part)) + (b - b_part);
+  return s;
+}
+
+// exp(-a^2 / 2) = 2^n (hi + lo), |lo| <= ulp(hi) / 2; a <= 14.5 (the exponent in [-105.2, 0]: exp_reduced's
+// n - ln2_hi product stays exact up to |n| = 255).
+inline Vec<float> gaussian(Vec<float> a, Vec<float>& n, Vec<float>& lo) {
+  Vec<float> square_lo, s, one_plus_r_lo;
+  const Vec<float> square = two_product(a, a, square_lo);
+  const Vec<float> r = exp_reduced(square * splat(-0.5f), n, s);
+  const Vec<float> one_plus_r = fast_two_sum(splat(1.0f), r, one_plus_r_lo);
+  // times exp(-l/2) = 1 - l/2 to 2^-36 relative (|l| <= 2^-17)
+  const Vec<float> rest = fma(square_lo * splat(-0.5f), one_plus_r + s, s) + one_plus_r_lo;
+  return fast_two_sum(one_plus_r, rest, lo);
+}
+
+// f(a) = hi + lo from a piecewise table, |lo| <= ulp(hi) / 2.
+template <const auto& kTable>
+Vec<float> piecewise_float_float(Vec<float> a, Vec<float>& lo) {
+  Vec<float> hi;
+  const Vec<float> low = piecewise<kTable>(a, hi);
+  return fast_two_sum(hi, low, lo);
+}
+
+// (a + a_lo)(b + b_lo) = p + p_lo to about 2^-46 relative (a_lo b_lo left out).
+inline Vec<float> float_float_product(Vec<float> a, Vec<float> a_lo, Vec<float> b, Vec<float> b_lo, Vec<float>& p_lo) {
+  Vec<float> e;
+  const Vec<float> p = two_product(a, b, e);
+  p_lo = fma(a, b_lo, fma(a_lo, b, e));
+  return p;
+}
+
+// Beyond a = 14.5 gelu(x < 0) and its gradient round to 0 (a vector with such a lane, an infinity or
+// a NaN takes special::gelu / gelu_derivative for it, rounded once); from 9 on P(X <= -a) is below
+// 2^-62, and 1 - P(X <= -a) rounds to 1 (a is capped there, so that the scaling by 2^n stays normal).
+inline constexpr float kGeluVectorMax = 14.5f;
+
+// The value or the gradient (kGradient) at x as v = 2^k (hi + lo), returns hi and sets lo and k.
+template <bool kGradient>
+Vec<float> gelu_parts(Vec<float> x, Vec<float>& lo, Vec<float>& k) {
+  const Vec<float> zero = splat(0.0f), a = abs(x);
+  const auto negative = lt(x, zero);
+  const Vec<float> capped = min(a, select(negative, splat(kGeluVectorMax), splat(9.0f)));
+  Vec<float> n, e_lo, f_lo, p_lo;
+  const Vec<float> e = gaussian(capped, n, e_lo);
+  Vec<float> f;  // M(a), or (a0 - a) H(a)
+  if constexpr (kGradient) {
+    Vec<float> h_lo, d_err, u_err, v_err, w_err;
+    const Vec<float> h = piecewise_float_float<piecewise_tables::kGeluGradientTailTable>(capped, h_lo);
+    const Vec<float> d = two_sum(splat(piecewise_tables::kGeluGradientZeroHi), neg(capped), d_err);
+    const Vec<float> d_lo = d_err + splat(piecewise_tables::kGeluGradientZeroLo);
+    // Next to a0, d is a few ulps of a0 and d_lo a0's low part: d h and d_lo h cancel, each kept exact.
+    const Vec<float> u = two_product(d, h, u_err);
+    const Vec<float> v = two_product(d_lo, h, v_err);
+    f = fast_two_sum(u, v, w_err);  // |u| >= |v|: |d| >= 2^-25 > |d_lo| unless d = 0
+    f_lo = fma(d + d_lo, h_lo, w_err + (u_err + v_err));
+  } else {
+    f = piecewise_float_float<piecewise_tables::kGeluTailTable>(capped, f_lo);
+  }
+  const Vec<float> p = float_float_product(e, e_lo, f, f_lo, p_lo);  // x < 0: the result / 2^n
+  // x >= 0: 1 - 2^n (p + p_lo), |2^n p| <= 1/2
+  const Vec<float> scale = select(negative, zero, n);
+  Vec<float> c_lo;
+  const Vec<float> c = fast_two_sum(splat(1.0f), neg(ldexp(p, scale)), c_lo);
+  c_lo = c_lo - ldexp(p_lo, scale);
+  k = select(negative, n, zero);
+  lo = select(negative, p_lo, c_lo);
+  return select(negative, p, c);
+}
+
+// The lanes whose x is beyond kGeluVectorMax, infinite or NaN.
+inline auto gelu_special_lanes(Vec<float> x) { return mask_or(le(splat(kGeluVectorMax), abs(x)), ne(x, x)); }
+
+// y with the lanes in `redo` replaced by value(g, x) of their lanes of g and x in double, rounded
+// once; rare, so lane by lane.
+template <class Mask, class F>
+Vec<float> replace_lanes(Mask redo, Vec<float> y, Vec<float> g, Vec<float> x, F value) {
+  using V = Vec<float>;
+  if (!any(redo)) return y;
+  float gs[V::kWidth], xs[V::kWidth], values[V::kWidth];
+  g.store(gs);
+  x.store(xs);
+  for (int i = 0; i < V::kWidth; ++i) values[i] = static_cast<float>(value(double{gs[i]}, double{xs[i]}));
+  return select(redo, V::load(values), y);
 }
 
 // With approximate='tanh': x s and its derivative s (1 + 2 x u' (1 - s)) as special::gelu and
@@ -431,18 +524,28 @@ struct HardtanhGrad {
   }
 };
 
-// GELU and its gradient g gelu'(x) on double lanes (float32 data; float64 runs gelu_kernel's scalar loop).
+// GELU and its gradient g gelu'(x): approximate='none' in float lanes (float32 data), 'tanh' in
+// double lanes (float32 data, each result rounded once); float64 runs gelu_kernel's scalar loop.
+// flatten: every call inlined (GCC kept polynomial() out of line here, and each call spilled every
+// live vector register to the stack).
 struct Gelu {
-  Vec<double> operator()(Vec<double> x) const {
-    Vec<double> density;
-    return x * normal_cdf(x, density);
+  [[gnu::flatten]] Vec<float> operator()(Vec<float> x) const {
+    Vec<float> lo, k, e;
+    const Vec<float> hi = gelu_parts<false>(x, lo, k);
+    const Vec<float> p = two_product(x, hi, e);
+    const Vec<float> y = select(eq(x, splat(0.0f)), x, ldexp(p + fma(x, lo, e), k));  // gelu(-0) = -0
+    return replace_lanes(gelu_special_lanes(x), y, x, x, [](double, double v) { return special::gelu(v, false); });
   }
 };
 struct GeluGrad {
-  Vec<double> operator()(Vec<double> g, Vec<double> x) const {
-    Vec<double> density;
-    Vec<double> cdf = normal_cdf(x, density);
-    return g * fma(x, density * splat(special::kGeluAlpha), cdf);
+  [[gnu::flatten]] Vec<float> operator()(Vec<float> g, Vec<float> x) const {
+    Vec<float> lo, k, e;
+    const Vec<float> hi = gelu_parts<true>(x, lo, k);
+    const Vec<float> p = two_product(g, hi, e);
+    const Vec<float> y = ldexp(p + fma(g, lo, e), k);
+    // g hi overflowing (before the scaling by 2^k, or beyond float's range: e is then NaN) is redone too
+    const auto redo = mask_or(gelu_special_lanes(x), eq(abs(p), splat(std::numeric_limits<float>::infinity())));
+    return replace_lanes(redo, y, g, x, [](double w, double v) { return w * special::gelu_derivative(v, false); });
   }
 };
 struct GeluTanh {
@@ -582,11 +685,13 @@ void activation_grad_kernel(const T* g, bool g_broadcast, const T* x, T* out, in
 }
 
 // GELU (Op: Gelu or GeluTanh, Grad its gradient) in the activation table's form (no parameters):
-// float32 in double lanes, float64 by the C library (the bounds at the top of this file).
+// float32 'none' in float lanes and 'tanh' in double lanes, float64 by the C library (the bounds at
+// the top of this file).
 template <class T, class Op, bool kTanh>
 void gelu_kernel(const T* x, T* out, int64_t n, const T*) {
   if constexpr (std::is_same_v<T, float>) {
-    run<Vec<double>>(Op{}, out, n, Operand<float, Vec<double>, false>{x});
+    using V = std::conditional_t<kTanh, Vec<double>, Vec<float>>;
+    run<V>(Op{}, out, n, Operand<float, V, false>{x});
   } else {
     for (int64_t i = 0; i < n; ++i) out[i] = special::gelu(x[i], kTanh);
   }
@@ -594,7 +699,7 @@ void gelu_kernel(const T* x, T* out, int64_t n, const T*) {
 template <class T, class Grad, bool kTanh>
 void gelu_grad_kernel(const T* g, bool g_broadcast, const T* x, T* out, int64_t n, const T*) {
   if constexpr (std::is_same_v<T, float>) {
-    using V = Vec<double>;
+    using V = std::conditional_t<kTanh, Vec<double>, Vec<float>>;
     if (g_broadcast) run<V>(Grad{}, out, n, Operand<float, V, true>{g}, Operand<float, V, false>{x});
     else run<V>(Grad{}, out, n, Operand<float, V, false>{g}, Operand<float, V, false>{x});
   } else {

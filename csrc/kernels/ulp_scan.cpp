@@ -33,18 +33,16 @@ double ulp_error(float got, double exact) {
   return std::fabs(static_cast<double>(got) - exact) / spacing;
 }
 
-}  // namespace
-
-UlpScan ulp_scan(VecUnary op, Isa isa, uint64_t start, uint64_t stop, uint64_t step) {
-  if (op != VecUnary::Exp && op != VecUnary::Log && op != VecUnary::Tanh && op != VecUnary::Sigmoid &&
-      op != VecUnary::Sin && op != VecUnary::Cos)
-    throw ValueError("ulp_scan: expected exp, log, tanh, sigmoid, sin or cos");
+void check_arguments(Isa isa, uint64_t stop, uint64_t step) {
   const std::vector<Isa> available = available_isas();
   if (std::find(available.begin(), available.end(), isa) == available.end())
     throw ValueError(cat("ulp_scan: ISA ", isa_name(isa), " is not available on this machine"));
   if (step == 0 || stop > (uint64_t{1} << 32)) throw ValueError("ulp_scan: expected step >= 1 and stop <= 2**32");
-  const UnaryKernel<float> kernel = kernel_table(isa).f32.unary[static_cast<int>(op)];
-  const UnaryKernel<double> reference = kernels().f64.unary[static_cast<int>(op)];
+}
+
+// The largest error of kernel(x, y, n) (float32) against reference(x, y, n) (float64) over the inputs.
+template <class Kernel, class Reference>
+UlpScan scan_inputs(uint64_t start, uint64_t stop, uint64_t step, Kernel kernel, Reference reference) {
   constexpr int64_t kChunk = 4096;
   float x[kChunk], y[kChunk];
   double wide[kChunk], exact[kChunk];
@@ -68,6 +66,39 @@ UlpScan ulp_scan(VecUnary op, Isa isa, uint64_t start, uint64_t stop, uint64_t s
     scan.checked += static_cast<uint64_t>(n);
   }
   return scan;
+}
+
+}  // namespace
+
+UlpScan ulp_scan(VecUnary op, Isa isa, uint64_t start, uint64_t stop, uint64_t step) {
+  if (op != VecUnary::Exp && op != VecUnary::Log && op != VecUnary::Tanh && op != VecUnary::Sigmoid &&
+      op != VecUnary::Sin && op != VecUnary::Cos)
+    throw ValueError("ulp_scan: expected exp, log, tanh, sigmoid, sin or cos");
+  check_arguments(isa, stop, step);
+  const UnaryKernel<float> kernel = kernel_table(isa).f32.unary[static_cast<int>(op)];
+  const UnaryKernel<double> reference = kernels().f64.unary[static_cast<int>(op)];
+  return scan_inputs(start, stop, step, kernel, reference);
+}
+
+// gelu's value, or its gradient (the incoming gradient 1: the kernel's result is gelu'(x) rounded).
+UlpScan gelu_ulp_scan(Activation op, bool gradient, Isa isa, uint64_t start, uint64_t stop, uint64_t step) {
+  if (op != Activation::Gelu && op != Activation::GeluTanh) throw ValueError("gelu_ulp_scan: expected a GELU");
+  check_arguments(isa, stop, step);
+  const int slot = static_cast<int>(op);
+  const float one_f = 1;
+  const double one_d = 1;
+  if (gradient) {
+    const ActivationGradKernel<float> kernel = kernel_table(isa).f32.activation_grad[slot];
+    const ActivationGradKernel<double> reference = kernels().f64.activation_grad[slot];
+    return scan_inputs(
+        start, stop, step, [&](const float* x, float* y, int64_t n) { kernel(&one_f, true, x, y, n, nullptr); },
+        [&](const double* x, double* y, int64_t n) { reference(&one_d, true, x, y, n, nullptr); });
+  }
+  const ActivationKernel<float> kernel = kernel_table(isa).f32.activation[slot];
+  const ActivationKernel<double> reference = kernels().f64.activation[slot];
+  return scan_inputs(
+      start, stop, step, [&](const float* x, float* y, int64_t n) { kernel(x, y, n, nullptr); },
+      [&](const double* x, double* y, int64_t n) { reference(x, y, n, nullptr); });
 }
 
 }  // namespace fg

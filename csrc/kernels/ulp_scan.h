@@ -21,5 +21,7 @@ struct UlpScan {
 // Over the inputs with bit patterns start, start + step, ... below stop (stop <= 2^32, step >= 1).
 // exp, log, tanh, sigmoid, sin and cos only; an unavailable ISA or another op throws ValueError.
 UlpScan ulp_scan(VecUnary op, Isa isa, uint64_t start, uint64_t stop, uint64_t step);
+// gelu (op Gelu or GeluTanh) or its gradient gelu'(x) (the incoming gradient 1), likewise.
+UlpScan gelu_ulp_scan(Activation op, bool gradient, Isa isa, uint64_t start, uint64_t stop, uint64_t step);
 
 }  // namespace fg

@@ -6,11 +6,11 @@
 // order), so their values are within an ulp or two of python/fastgrad/reference/_nn.py's (double,
 // rounded once). GELU and its gradient run the per-ISA activation kernels of
 // kernels/elementwise_impl.h: float64 the C library's erfc / tanh as the reference (the same bits),
-// float32 in double lanes (within 1 ulp of the reference: the bounds are stated there). nll_loss
-// computes in double and rounds once when stored, as the reference does: the same bits. Each
-// backward is an op with a node of its own (as PyTorch's), recorded in a backward with create_graph:
-// its derivative is defined once, there (SoftmaxBackwardDataBackward0, NllLossBackwardBackward0,
-// GeluBackwardBackward0).
+// float32 in float lanes ('none') or double lanes ('tanh'), within 1 ulp of the reference (the
+// bounds are stated there). nll_loss computes in double and rounds once when stored, as the
+// reference does: the same bits. Each backward is an op with a node of its own (as PyTorch's),
+// recorded in a backward with create_graph: its derivative is defined once, there
+// (SoftmaxBackwardDataBackward0, NllLossBackwardBackward0, GeluBackwardBackward0).
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -185,22 +185,32 @@ PYBIND11_MODULE(_C, m) {
         const std::pair<const char*, VecUnary> ops[] = {{"exp", VecUnary::Exp},   {"log", VecUnary::Log},
                                                         {"tanh", VecUnary::Tanh}, {"sigmoid", VecUnary::Sigmoid},
                                                         {"sin", VecUnary::Sin},   {"cos", VecUnary::Cos}};
+        // gelu's value and gradient, approximate='none' and 'tanh'
+        const std::tuple<const char*, Activation, bool> gelus[] = {{"gelu", Activation::Gelu, false},
+                                                                   {"gelu_grad", Activation::Gelu, true},
+                                                                   {"gelu_tanh", Activation::GeluTanh, false},
+                                                                   {"gelu_tanh_grad", Activation::GeluTanh, true}};
         auto op = std::find_if(std::begin(ops), std::end(ops), [&](const auto& o) { return name == o.first; });
-        if (op == std::end(ops)) throw ValueError(cat("_ulp_scan: unknown function ", name));
+        auto gelu =
+            std::find_if(std::begin(gelus), std::end(gelus), [&](const auto& o) { return name == std::get<0>(o); });
+        if (op == std::end(ops) && gelu == std::end(gelus)) throw ValueError(cat("_ulp_scan: unknown function ", name));
         const Isa isas[] = {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Neon};
         auto chosen = std::find_if(std::begin(isas), std::end(isas), [&](Isa i) { return isa == isa_name(i); });
         if (chosen == std::end(isas)) throw ValueError(cat("_ulp_scan: unknown ISA ", isa));
         UlpScan scan;
         {
           py::gil_scoped_release released;
-          scan = ulp_scan(op->second, *chosen, start, stop, step);
+          scan = op != std::end(ops)
+                     ? ulp_scan(op->second, *chosen, start, stop, step)
+                     : gelu_ulp_scan(std::get<1>(*gelu), std::get<2>(*gelu), *chosen, start, stop, step);
         }
         float worst;
         std::memcpy(&worst, &scan.worst_bits, sizeof worst);
         return py::make_tuple(scan.max_ulp, worst, scan.checked);
       },
-      "The largest error in ulps of a float32 kernel (exp, log, tanh, sigmoid) of one ISA over the inputs with bit "
-      "patterns start, start + step, ... < stop, against double evaluation: (max_ulp, worst input, inputs checked). "
+      "The largest error in ulps of a float32 kernel (exp, log, tanh, sigmoid, sin, cos; gelu, gelu_grad, gelu_tanh, "
+      "gelu_tanh_grad) of one ISA over the inputs with bit patterns start, start + step, ... < stop, against double "
+      "evaluation: (max_ulp, worst input, inputs checked). "
       "For tests (kernels/ulp_scan.h).");
   m.def("get_num_threads", &get_num_threads, "Threads the long kernels (GEMM, large elementwise, sums) use.");
   m.def(

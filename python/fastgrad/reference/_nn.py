@@ -3,10 +3,11 @@ loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is on
 values, not a composition of ops, and computes in double (Python floats) in the core's order,
 rounding once when the result is stored: both backends give the same bits, except in float32
 softmax and log_softmax, which the core computes with its vector exp (within a few ulps), and gelu
-and its gradient, which the core computes in double lanes with its own approximation of the normal
-distribution (within 1 ulp of these; float64 gelu is the same libm erfc / tanh arithmetic here and
-there: the same bits). Each backward is an op with a node of its own (as PyTorch's), recorded in a
-create_graph backward: its derivative is defined once, there.
+and its gradient, which the core computes in float32 vector code with its own approximations of the
+normal distribution and exp (approximate='none', within 1 ulp of these) or in double lanes ('tanh',
+within 1 ulp; float64 gelu is the same libm erfc / tanh arithmetic here and there: the same bits).
+Each backward is an op with a node of its own (as PyTorch's), recorded in a create_graph backward:
+its derivative is defined once, there.
 """
 
 import math
