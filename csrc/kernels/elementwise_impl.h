@@ -529,7 +529,7 @@ struct HardtanhGrad {
 // flatten: every call inlined (GCC kept polynomial() out of line here, and each call spilled every
 // live vector register to the stack).
 struct Gelu {
-  [[gnu::flatten]] Vec<float> operator()(Vec<float> x) const {
+  FG_FLATTEN Vec<float> operator()(Vec<float> x) const {
     Vec<float> lo, k, e;
     const Vec<float> hi = gelu_parts<false>(x, lo, k);
     const Vec<float> p = two_product(x, hi, e);
@@ -538,7 +538,7 @@ struct Gelu {
   }
 };
 struct GeluGrad {
-  [[gnu::flatten]] Vec<float> operator()(Vec<float> g, Vec<float> x) const {
+  FG_FLATTEN Vec<float> operator()(Vec<float> g, Vec<float> x) const {
     Vec<float> lo, k, e;
     const Vec<float> hi = gelu_parts<true>(x, lo, k);
     const Vec<float> p = two_product(g, hi, e);

@@ -72,7 +72,7 @@ constexpr int64_t tile_cols() {
 // panel in L2 +8-12%, the whole product +2-4%). Not measured on AMD or with the AVX2 tile (whose B
 // panel fits L1), whose paths stay as they were.
 template <class T>
-GemmBlocks derive_blocks(const CacheSizes& caches, bool intel) {
+GemmBlocks derive_blocks(const CacheSizes& caches, [[maybe_unused]] bool intel) {
   const int64_t l1d = std::clamp<int64_t>(caches.l1d, 16 << 10, 1 << 20);
   const int64_t l2 = std::clamp<int64_t>(caches.l2, 128 << 10, 64 << 20);
   const int64_t b_panel_bytes = caches.l3 > 0 ? std::clamp<int64_t>(caches.l3 / 8, l2, 4 * l2) : 2 * l2;
