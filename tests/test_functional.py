@@ -726,3 +726,15 @@ def test_losses_of_mixed_dtypes_follow_pytorch(fg, torch):
             (ours, our_grad), (theirs, their_grad) = outcome(fg, name, *pair), outcome(torch, name, *pair)
             assert ours == theirs, (name, pair)
             assert our_grad == their_grad or their_grad == "no gradient", (name, pair)
+
+
+def test_trunc_normal_gives_up_on_a_hopeless_tail(fg, monkeypatch):
+    """PyTorch's tail sampler loops for ever when no candidate can pass (here a negative std);
+    fastgrad's raises after its round limit (made small here), a reachable tail still fills."""
+    t = fg.nn.init.trunc_normal_(fg.zeros(200), 0, 1, 3, 4)
+    assert 3 <= t.min().item() and t.max().item() <= 4
+    monkeypatch.setattr(fg.nn.init, "_TRUNC_NORMAL_ROUNDS", 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="no value accepted in 5 rounds"):
+            fg.nn.init.trunc_normal_(fg.zeros(3, 3, dtype=fg.float64), -1, -2, 1e30, 1e308)
