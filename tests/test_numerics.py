@@ -233,3 +233,26 @@ def test_huber_losses_at_infinity_have_unit_slope(fg):
         x = fg.tensor([inf, -inf, 3.0], requires_grad=True)
         loss(x, fg.zeros(3), reduction="sum").backward()
         assert x.grad.tolist() == [1.0, -1.0, 1.0]
+
+
+INVALID_OPERATIONS = {  # name: (program, PyTorch's sign bits differ: its MKL sqrt/pow give +NaN)
+    "0/0": (lambda m: m.zeros(2) / m.zeros(2), False),
+    "x % 0": (lambda m: m.tensor([1.5, -1.5]) % 0, False),
+    "fmod(inf, 2)": (lambda m: m.fmod(m.tensor([math.inf, -math.inf], dtype=m.float64), 2), False),
+    "log1p(-2)": (lambda m: m.log1p(m.tensor([-2.0, -3.0])), False),
+    "sin(inf)": (lambda m: m.sin(m.tensor([math.inf, -math.inf])), False),
+    "NaN / 0 propagates": (lambda m: m.tensor([math.nan, -math.nan]) / 0, False),
+    "sqrt(-1)": (lambda m: m.sqrt(m.tensor([-1.0, -2.0])), True),
+    "(-2) ** 0.5": (lambda m: m.pow(m.tensor([-2.0, -3.0]), 0.5), True),
+}
+
+
+@pytest.mark.parametrize("name", INVALID_OPERATIONS)
+def test_nan_sign_of_invalid_operations(fg, torch, name):
+    """x86's default NaN (sign set) from an invalid operation, a NaN operand's own sign otherwise: the
+    same bits on both backends (so copysign(x, x % 0) agrees), and PyTorch's but for its MKL sqrt/pow."""
+    program, unlike_torch = INVALID_OPERATIONS[name]
+    ours, theirs = (np.signbit(np.asarray(program(m).tolist())).tolist() for m in (fg, torch))
+    assert (ours != theirs) == unlike_torch and all(np.isnan(program(fg).tolist()))
+    if unlike_torch:
+        assert ours == [True, True]

@@ -95,12 +95,18 @@ def converted(x, dtype):
 
 # ---- IEEE results where Python's math raises (x / 0, exp overflow, log of 0, ...)
 
+# The NaN an invalid operation gives on x86 (its "default NaN", sign bit set), as the core's and
+# PyTorch's CPU kernels give it: 0 / 0, x % 0, sin(inf), ... (a NaN operand propagates itself).
+_INVALID = -math.nan
+
 
 def ieee_div(x, y):
     try:
         return x / y
     except ZeroDivisionError:
-        return math.nan if x != x or x == 0 else math.copysign(math.inf, x) * math.copysign(1.0, y)
+        if x != x or x == 0:
+            return x if x != x else _INVALID
+        return math.copysign(math.inf, x) * math.copysign(1.0, y)
 
 
 def _exp(x):
@@ -115,7 +121,7 @@ def _log(x):
 
 
 def _log1p(x):
-    return math.log1p(x) if x > -1 else -math.inf if x == -1 else math.nan
+    return math.log1p(x) if x > -1 else -math.inf if x == -1 else x if x != x else _INVALID
 
 
 def _expm1(x):
@@ -126,15 +132,15 @@ def _expm1(x):
 
 
 def _sqrt(x):
-    return math.sqrt(x) if x >= 0 else math.nan
+    return math.sqrt(x) if x >= 0 else x if x != x else _INVALID  # (PyTorch's MKL sqrt: +NaN)
 
 
 def _sin(x):
-    return math.sin(x) if math.isfinite(x) else math.nan
+    return math.sin(x) if math.isfinite(x) else x if x != x else _INVALID
 
 
 def _cos(x):
-    return math.cos(x) if math.isfinite(x) else math.nan
+    return math.cos(x) if math.isfinite(x) else x if x != x else _INVALID
 
 
 def _sigmoid(x):
@@ -150,7 +156,7 @@ def _pow(x, y):
     except OverflowError:
         return -math.inf if x < 0 and odd_integer else math.inf
     except ValueError:
-        return (math.copysign(math.inf, x) if odd_integer else math.inf) if x == 0 else math.nan
+        return (math.copysign(math.inf, x) if odd_integer else math.inf) if x == 0 else _INVALID
 
 
 def _pow_in(dtype):
@@ -520,7 +526,9 @@ def _check_divisor(y):
 
 
 def _ieee_fmod(x, y):
-    return math.nan if y == 0 or math.isinf(x) else math.fmod(x, y)
+    if x != x:
+        return x
+    return _INVALID if y == 0 or math.isinf(x) else math.fmod(x, y)
 
 
 def _whole(fn, v):
