@@ -2029,8 +2029,13 @@ def _lerp(start, end, weight):
     dtype = start.dtype
     work = compute_type(dtype)
     start, end = _prims.to_dtype(start, work), _prims.to_dtype(end, work)
-    weight = _prims.to_dtype(weight, work) if isinstance(weight, Tensor) else _prims.full((), weight, work)
     diff = end - start
+    if not isinstance(weight, Tensor):  # one end for every element: only its formula runs
+        weight = _prims.full((), weight, work)
+        if abs(weight.item()) < 0.5:
+            return _prims.fused_multiply_add(weight, diff, start, dtype)
+        return _prims.fused_multiply_add(-diff, 1 - weight, end, dtype)
+    weight = _prims.to_dtype(weight, work)
     near_start = _prims.fused_multiply_add(weight, diff, start, dtype)
     near_end = _prims.fused_multiply_add(-diff, 1 - weight, end, dtype)
     return _prims.where(weight.abs() < 0.5, near_start, near_end)
