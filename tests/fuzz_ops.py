@@ -953,12 +953,20 @@ for _t in [
 
 # Ops of the op table (fastgrad._optable) that no template calls, by name or by operator, and why
 # (tests/test_optable.py checks that every other op is in the grammar).
+# small math of session 19, second part
+op("torch.rsub({a}, {b}{alpha})", a=tensor(NUM), b=partner("a"), alpha=options("", ", alpha=2"))
+op("torch.rsub({a}, {s})", a=tensor(NUM), s=scalar())
+op("torch.trapezoid({a}{args})", a=tensor(NUM), args=options("", ", dx=0.5", ", dim=0"))
+op("torch.trapz({a}, torch.arange(float({a}.shape[-1])) ** 2)", a=tensor(NUM, rank=(1, 3)))
+op("torch.cumulative_trapezoid({a}{args})", a=tensor(NUM), args=options("", ", dx=2", ", dim=0"))
+
 NOT_IN_GRAMMAR = {
     **dict.fromkeys(
         ["split_with_sizes", "hsplit", "vsplit", "dsplit"],
         "tensor_split and split with sizes, which the grammar calls: tests/test_small_math.py",
     ),
     **dict.fromkeys(["isin", "is_same_size", "is_inference"], "no gradient: tests/test_small_math.py"),
+    "unravel_index": "integer results: tests/test_small_math.py",
     "detach_": "detaches its tensor from the program's graph, which the programs' gradient checks then miss; "
     "compared with PyTorch in tests/test_inplace_torch.py",
     **dict.fromkeys(

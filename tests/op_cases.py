@@ -758,6 +758,23 @@ for _name, _fn, _shapes, _grad_fn, _layouts in [
     ("diag() of 1-D", lambda m, x: x.diag(1), [(4,)], "DiagEmbedBackward0", _L2),
     ("torch.diagflat(x,-1) of 2-D", lambda m, x: m.diagflat(x, -1), [(2, 3)], "DiagEmbedBackward0", _L2),
     ("diagflat() of 1-D", lambda m, x: x.diagflat(), [(3,)], "DiagEmbedBackward0", _L1),
+    ("torch.trapezoid(y,dim=0)", lambda m, y: m.trapezoid(y, dim=0), [(3, 4)], ("MulBackward1", "MulBackward0"), _L2),
+    ("torch.trapz(y,x)", lambda m, y, x: m.trapz(y, x), [(3, 4), (4,)], ("DivBackward1", "DivBackward0"), _L1),
+    (
+        "torch.cumulative_trapezoid(y,dx=0.5)",
+        lambda m, y: m.cumulative_trapezoid(y, dx=0.5),
+        [(3, 4)],
+        "CumsumBackward0",
+        _L1,
+    ),  # fmt: skip
+    (
+        "torch.rsub(a,b,alpha=2)",
+        lambda m, a, b: m.rsub(a, b, alpha=2),
+        [(3, 4), (4,)],
+        ("RsubBackward0", "SubBackward0"),
+        _L1,
+    ),
+    ("torch.rsub(a,2.5)", lambda m, a: m.rsub(a, 2.5), [(3, 4)], "RsubBackward1", _L1),
     ("torch.diag(x,-1) of 2-D", lambda m, x: m.diag(x, -1), [(3, 4)], "DiagonalBackward0_copy", _L2),
     ("diagonal(1)", lambda m, x: x.diagonal(1), [(3, 4)], "DiagonalBackward0", _L2),
     ("torch.diagonal(x,-1,2,0)", lambda m, x: m.diagonal(x, -1, 2, 0), [(2, 3, 4)], "DiagonalBackward0", _L1),
@@ -1316,6 +1333,7 @@ NOT_IN_CASES.update(
             ["split_with_sizes", "hsplit", "vsplit", "dsplit"], "several results: tests/test_small_math.py"
         ),
         **dict.fromkeys(["isin", "is_same_size", "is_inference"], "no gradient: tests/test_small_math.py"),
+        "unravel_index": "integer results: tests/test_small_math.py",
         "sinc_": "in place: tests/test_small_math.py",
     }
 )

@@ -106,3 +106,71 @@ def test_is_same_size_and_is_inference(fg, torch):
         return m.is_same_size(x, m.zeros(2, 3)), x.is_same_size(m.ones(3, 2)), m.is_inference(x), m.is_inference(y)
 
     same_on_both(fg, torch, program)
+
+
+def test_rsub(fg, torch):
+    def program(m):
+        a = m.tensor([1.5, -2.0, 0.1], dtype=m.float64, requires_grad=True)
+        b = m.tensor([0.3, 4.0, 1e-3], dtype=m.float64, requires_grad=True)
+        results = [m.rsub(a, b), m.rsub(a, b, alpha=0.7), m.rsub(a, 2.5), m.rsub(a, 2, alpha=3)]
+        sum((r * (i + 1)).sum() for i, r in enumerate(results)).backward()
+        ints = [m.rsub(m.tensor([1, 2]), 2.5), m.rsub(m.tensor([1, 2]), 3, alpha=2)]
+        return [_spelled(r) for r in results], _spelled(a.grad), _spelled(b.grad), [t.tolist() for t in ints]
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: m.rsub(m.tensor([1]), 2, alpha=1.5))
+    same_error(fg, torch, lambda m: m.rsub(m.tensor([True]), m.tensor([True])))
+
+
+def test_unravel_index(fg, torch):
+    def program(m):
+        return [
+            [t.tolist() for t in m.unravel_index(m.tensor([4, 1, -1, 6]), (2, 3))],
+            [t.tolist() for t in m.unravel_index(m.tensor([[1234], [5678]]), (10, 10, 10, 10))],
+            [t.tolist() for t in m.unravel_index(m.tensor(5), 4)],
+            m.unravel_index(m.tensor([0]), ()),
+        ]
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: m.unravel_index(m.tensor([1.0]), (2, 3)))
+    same_error(fg, torch, lambda m: m.unravel_index(m.tensor([1]), (2, -3)))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m, y, x: m.trapezoid(y),
+        lambda m, y, x: m.trapezoid(y, dx=0.5, dim=0),
+        lambda m, y, x: m.trapezoid(y, x),
+        lambda m, y, x: m.trapz(y, dx=2),
+        lambda m, y, x: m.trapz(y, x.reshape(1, 4).expand(3, 4) * 2),
+        lambda m, y, x: m.cumulative_trapezoid(y),
+        lambda m, y, x: m.cumulative_trapezoid(y, x, dim=-1),
+        lambda m, y, x: m.cumulative_trapezoid(y, dx=3, dim=0),
+        lambda m, y, x: m.trapezoid(y[:, :1]),
+        lambda m, y, x: m.trapezoid(y[:, :0]),
+        lambda m, y, x: m.cumulative_trapezoid(y[:, :0]),
+    ],
+)
+def test_trapezoid_rules(fg, torch, call):
+    def program(m):
+        y = m.tensor([[1.0, 3.0, 2.0, 5.0], [0.5, -1.0, 4.0, 2.0], [3.0, 3.0, 1.0, 0.0]], dtype=m.float64)
+        y.requires_grad_()
+        x = m.tensor([0.0, 1.0, 3.0, 4.5], dtype=m.float64)
+        result = call(m, y, x)
+        if result.requires_grad:  # not an integral over no samples: PyTorch's is zeros without history
+            result.sum().backward()
+        # node names: tests/op_cases.py (PyTorch's scalar overloads MulBackward1/DivBackward1 are fastgrad's
+        # MulBackward0/DivBackward0)
+        return list(result.shape), result.requires_grad, _spelled(result), y.grad is None or _spelled(y.grad)
+
+    same_on_both(fg, torch, program)
+
+
+def test_trapezoid_of_integers_and_its_checks(fg, torch):
+    def program(m):
+        y = m.tensor([1, 2, 4])
+        return [m.trapezoid(y), m.trapezoid(y, dx=2), m.cumulative_trapezoid(y), m.trapezoid(m.tensor([5.0]))]
+
+    same_on_both(fg, torch, program)
+    same_error(fg, torch, lambda m: m.trapezoid(m.ones(3), m.ones(2)))

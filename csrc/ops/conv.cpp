@@ -74,7 +74,11 @@ ConvGeometry geometry(const Tensor& input, const Tensor& weight, const Tensor& b
   if (bias && (bias->dim() != 1 || bias->shape[0] != g.o)) throw RuntimeError("convolution: bias size mismatch");
   g.oh = (g.h + 2 * p.padding[0] - p.dilation[0] * (g.kh - 1) - 1) / p.stride[0] + 1;
   g.ow = (g.w + 2 * p.padding[1] - p.dilation[1] * (g.kw - 1) - 1) / p.stride[1] + 1;
-  if (g.oh < 1 || g.ow < 1 || g.kh < 1 || g.kw < 1) throw RuntimeError("convolution: output size is too small");
+  // An empty batch may have an empty output (a transposed convolution of an empty image, computed as
+  // the convolution of its output).
+  const int64_t min_extent = g.n == 0 ? 0 : 1;
+  if (g.oh < min_extent || g.ow < min_extent || g.kh < 1 || g.kw < 1)
+    throw RuntimeError("convolution: output size is too small");
   return g;
 }
 
@@ -977,9 +981,10 @@ Tensor conv_transpose(const Tensor& input, const Tensor& weight, const Tensor& b
   for (int64_t dim = 2; dim < dims; ++dim) {
     const int d = int(dim + 4 - dims) - 2;
     const int64_t in = input->shape[dim], k = weight->shape[dim];
-    // stride, padding and dilation are checked by geometry() below, on the output this size gives
-    if (output_padding[d] < 0 || output_padding[d] > (int64_t(1) << 31) || in < 1 || k < 1 ||
-        double(in) * double(params.stride[d]) + double(k) * double(params.dilation[d]) > kMaxExtent)
+    // stride, padding and dilation are checked by geometry() below, on the output this size gives; an
+    // empty extent only in an empty batch (PyTorch's output then has the sizes the formula gives)
+    if (output_padding[d] < 0 || output_padding[d] > (int64_t(1) << 31) || in < (input->shape[0] == 0 ? 0 : 1) ||
+        k < 1 || double(in) * double(params.stride[d]) + double(k) * double(params.dilation[d]) > kMaxExtent)
       throw RuntimeError("conv_transpose: invalid output_padding or sizes");
     shape[dim] = transposed_extent(in, k, params.stride[d], params.padding[d], params.dilation[d]) + output_padding[d];
     if (shape[dim] < 1) throw RuntimeError("conv_transpose: output size is too small");

@@ -146,9 +146,10 @@ const Tensor* tensor_operand(const Scalar&) { return nullptr; }
 const Scalar* number_operand(const Tensor&) { return nullptr; }
 const Scalar* number_operand(const Scalar& s) { return &s; }
 
-template <class N, class B>
+template <class N, bool kScalarEdge = true, class B>
 Tensor recorded_with_alpha(const Tensor& out, const Tensor& a, const B& b, const Scalar& alpha) {
-  if (N* node = record_binary<N>(out, a, tensor_operand(b), number_operand(b), false)) node->alpha = alpha.value;
+  if (N* node = record_binary<N, kScalarEdge>(out, a, tensor_operand(b), number_operand(b), false))
+    node->alpha = alpha.value;
   return out;
 }
 }  // namespace
@@ -195,14 +196,34 @@ Tensor sub(const Tensor& a, const Scalar& s, const Scalar& alpha) {
   return recorded_with_alpha<SubBackward0>(out, a, s, alpha);
 }
 
+// torch.rsub(a, b, alpha=alpha): b - alpha * a, computed as sub(b, a, alpha) (one rounding) and
+// recorded with a's edge first.
+FG_NODE_FROM(RsubBackward0, BinaryNode);
+GradList RsubBackward0::apply(GradList&& grads) {
+  const Tensor& g = grads[0];
+  GradList out(2);
+  if (needs_input_grad(0)) out[0] = reduce(0, times_alpha(neg(g)));
+  if (needs_input_grad(1)) out[1] = reduce(1, g);
+  return out;
+}
+Tensor rsub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  check_bool_subtraction(b->dtype, a->dtype);
+  DType dt = result_type(a, b);
+  Tensor out = alpha.value != 1
+                   ? add_scaled(b, a, negated(alpha), dt)
+                   : binary_map(b, a, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
+  return recorded_with_alpha<RsubBackward0>(out, a, b, alpha);
+}
+
 FG_NODE_FROM(RsubBackward1, BinaryNode);
-GradList RsubBackward1::apply(GradList&& grads) { return {reduce(0, neg(grads[0]))}; }
-Tensor rsub(const Tensor& a, const Scalar& s) {
+GradList RsubBackward1::apply(GradList&& grads) { return {reduce(0, times_alpha(neg(grads[0])))}; }
+Tensor rsub(const Tensor& a, const Scalar& s, const Scalar& alpha) {
   check_bool_subtraction(a->dtype, scalar_type(s));
   DType dt = result_type(a, s);
-  Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(y, x); }, VecBinary::Sub, true);
-  record_binary<RsubBackward1, false>(out, a, nullptr, &s, false);
-  return out;
+  Tensor out = alpha.value != 1
+                   ? add_scaled(full(a->shape, s, dt), a, negated(alpha), dt)
+                   : scalar_map(a, s, dt, dt, [](auto x, auto y) { return wrap_sub(y, x); }, VecBinary::Sub, true);
+  return recorded_with_alpha<RsubBackward1, false>(out, a, s, alpha);
 }
 
 FG_NODE_FROM(MulBackward0, BinaryNode);

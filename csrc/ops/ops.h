@@ -56,7 +56,8 @@ Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = Scalar::from_int(1));
 Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha = Scalar::from_int(1));
-Tensor rsub(const Tensor& a, const Scalar& b);  // b - a
+Tensor rsub(const Tensor& a, const Tensor& b, const Scalar& alpha = Scalar::from_int(1));  // b - alpha * a
+Tensor rsub(const Tensor& a, const Scalar& b, const Scalar& alpha = Scalar::from_int(1));
 Tensor mul(const Tensor& a, const Scalar& b);
 Tensor div(const Tensor& a, const Scalar& b);
 Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a

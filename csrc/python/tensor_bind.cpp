@@ -531,6 +531,8 @@ void bind_tensor(py::module_& m) {
         scaled_binary("add", [](const Tensor& a, const auto& b, const Scalar& alpha) { return add(a, b, alpha); }));
   m.def("sub_scaled",
         scaled_binary("sub", [](const Tensor& a, const auto& b, const Scalar& alpha) { return sub(a, b, alpha); }));
+  m.def("rsub_scaled",
+        scaled_binary("rsub", [](const Tensor& a, const auto& b, const Scalar& alpha) { return rsub(a, b, alpha); }));
   m.def("add_scaled_",
         scaled_binary("add_", [](const Tensor& a, const auto& b, const Scalar& alpha) { return add_(a, b, alpha); }));
   m.def("sub_scaled_",

@@ -126,6 +126,24 @@ def unary_float(input, **options):
     return Meta(tuple(input.shape), _floating(input.dtype))
 
 
+def unravel_index(indices, shape):
+    count = 1 if isinstance(shape, int) else len(shape)
+    return tuple(Meta(tuple(indices.shape), int64) for _ in range(count))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    shape = list(y.shape)
+    del shape[_wrap(dim, len(shape))]
+    return Meta(tuple(shape), result_type(y, 0.5))
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    shape = list(y.shape)
+    d = _wrap(dim, len(shape))
+    shape[d] = max(shape[d] - 1, 0)
+    return Meta(tuple(shape), result_type(y, 0.5))
+
+
 def isin(elements, test_elements, **options):
     return Meta(tuple(elements.shape) if _is_tensor(elements) else (), bool_)
 

@@ -12,6 +12,7 @@ over a primitive, is the op table's (fastgrad._optable); the registration at the
 import builtins
 import copy as _copy
 import functools
+import itertools
 import linecache
 import math
 import operator
@@ -3277,6 +3278,64 @@ def vsplit(input, indices_or_sections):
 
 def dsplit(input, indices_or_sections):
     return _directional_split("dsplit", 2, 3, input, indices_or_sections)
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input, rounded once as sub's fused loop."""
+    _check_alpha(input, other, alpha)
+    return _prims.rsub_scaled(input, other, alpha)
+
+
+def unravel_index(indices, shape):
+    """The coordinates in an array of `shape` of each flat index: (index // stride) % size per dim."""
+    if indices.dtype.is_floating_point or indices.dtype is bool_:
+        raise TypeError(
+            f"expected 'indices' to be integer dtype, but got {indices.dtype}".replace("fastgrad.", "torch.")
+        )
+    shape = [shape] if isinstance(shape, builtins.int) else builtins.list(shape)
+    if builtins.any(size < 0 for size in shape):
+        raise ValueError(f"'shape' cannot have negative values, but got {tuple(shape)}")
+    strides = builtins.list(itertools.accumulate(reversed(shape[1:] + [1]), operator.mul))[::-1]
+    coordinates = indices.unsqueeze(-1).floor_divide(_prims.from_numpy(np.array(strides, np.int64), share_memory=False))
+    return (coordinates % _prims.from_numpy(np.array(shape, np.int64), share_memory=False)).unbind(-1)
+
+
+def _trapezoid_spacing(name, y, x, dim):
+    """x's differences along dim, shaped to broadcast against y's pairs of neighbours."""
+    if x.dim() == 1:
+        if x.shape[0] != y.shape[dim]:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        return x.diff().reshape([-1] + [1] * (y.dim() - 1 - dim))
+    return x.diff(dim=dim)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoid rule along dim, in PyTorch's formulas: with a spacing dx, (sum - ends / 2) * dx;
+    with sample points x, sum(dx_i (y_i + y_i+1)) / 2."""
+    dim = _wrap_dim(_index(dim), y.dim())
+    if x is not None and dx is not None:
+        raise TypeError("trapezoid() received an invalid combination of arguments: x and dx together")
+    if y.shape[dim] == 0:
+        return _prims.full(builtins.list(y.shape[:dim] + y.shape[dim + 1 :]), 0, y.dtype)  # no samples: no history
+    if x is None:
+        return (y.sum(dim) - (y.select(dim, 0) + y.select(dim, -1)) * 0.5) * (1 if dx is None else dx)
+    spacing = _trapezoid_spacing("trapezoid", y, x, dim)
+    return (spacing * (y.narrow(dim, 1, y.shape[dim] - 1) + y.narrow(dim, 0, y.shape[dim] - 1))).sum(dim) / 2.0
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    dim = _wrap_dim(_index(dim), y.dim())
+    length = y.shape[dim]
+    pairs = y.narrow(dim, 0, builtins.max(length - 1, 0)) + y.narrow(
+        dim, builtins.min(1, length), builtins.max(length - 1, 0)
+    )
+    if x is None:
+        return ((1 if dx is None else dx) / 2.0 * pairs).cumsum(dim)
+    return (_trapezoid_spacing("cumulative_trapezoid", y, x, dim) * pairs / 2.0).cumsum(dim)
 
 
 def is_same_size(input, other):

@@ -251,6 +251,8 @@ op("Tensor.greater_(Tensor self, Tensor other)",
 op("Tensor.greater_equal_(Tensor self, Tensor other)",
    "method", "_methods.greater_equal_", "inplace")
 # small math of the torch namespace (session 19)
+op("rsub(Tensor input, Tensor other, *, Scalar alpha=1)",
+   "function", "_methods.rsub", "binary")
 op("fmax(Tensor input, Tensor other)",
    "function method out", "_methods.fmax", "binary", "binary")
 op("fmin(Tensor input, Tensor other)",
@@ -433,6 +435,14 @@ op("sinc_(Tensor input)",
    "function method", "_methods.sinc_", "inplace")
 op("isin(Tensor elements, Tensor test_elements, *, bool assume_unique=False, bool invert=False)",
    "function", "_methods.isin", "isin")
+op("unravel_index(Tensor indices, SymInt[] shape) -> Tensor[]",
+   "function", "_methods.unravel_index", "unravel_index")
+op("trapezoid(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)",
+   "function", "_methods.trapezoid", "trapezoid")
+op("trapz(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)",
+   "function", "_methods.trapz", "trapezoid")
+op("cumulative_trapezoid(Tensor y, Tensor? x=None, *, Scalar? dx=None, int dim=-1)",
+   "function", "_methods.cumulative_trapezoid", "cumulative_trapezoid")
 op("is_same_size(Tensor input, Tensor other) -> bool",
    "function method", "_methods.is_same_size", None)
 op("is_inference(Tensor input) -> bool",

@@ -33,7 +33,8 @@ class _Geometry:
         self.og = self.o // groups
         self.oh = (self.h + 2 * padding[0] - dilation[0] * (self.kh - 1) - 1) // stride[0] + 1
         self.ow = (self.w + 2 * padding[1] - dilation[1] * (self.kw - 1) - 1) // stride[1] + 1
-        if self.oh < 1 or self.ow < 1 or self.kh < 1 or self.kw < 1:
+        min_extent = 0 if self.n == 0 else 1  # an empty batch's output may be empty (a transposed empty image)
+        if self.oh < min_extent or self.ow < min_extent or self.kh < 1 or self.kw < 1:
             raise RuntimeError("convolution: output size is too small")
 
     def taps(self, b, oc, oy, ox):
@@ -191,7 +192,13 @@ class _ConvTransposeBackward(Function):
         for dim in range(2, dims):
             d = dim + 4 - dims - 2
             size, k = input._shape[dim], weight._shape[dim]
-            if not 0 <= output_padding[d] <= 2**31 or size < 1 or k < 1 or size * stride[d] + k * dilation[d] > 2**50:
+            min_size = 0 if input._shape[0] == 0 else 1
+            if (
+                not 0 <= output_padding[d] <= 2**31
+                or size < min_size
+                or k < 1
+                or size * stride[d] + k * dilation[d] > 2**50
+            ):
                 raise RuntimeError("conv_transpose: invalid output_padding or sizes")
             shape.append(_transposed_extent(size, k, stride[d], padding[d], dilation[d]) + output_padding[d])
             if shape[-1] < 1:

@@ -324,17 +324,42 @@ def _times(g, alpha):
     return g if alpha == 1 else g * alpha
 
 
+class RsubBackward0(Function):
+    """torch.rsub(a, b, alpha): b - alpha * a, as sub(b, a, alpha), with a's edge first."""
+
+    def forward(self, a, b, alpha=1):
+        _check_bool_subtraction(b, a)
+        self.alpha = alpha
+        if alpha == 1:
+            return elementwise(operator.sub, b, a, result_type(a, b))
+        return _added(b, a, -alpha)
+
+    def backward(self, g):
+        return (
+            self.reduce(0, _times(-g, self.alpha)) if self.needs_input_grad(0) else None,
+            self.reduce(1, g) if self.needs_input_grad(1) else None,
+        )
+
+
 class RsubBackward1(Function):
-    """number - x"""
+    """number - alpha * x"""
 
     scalar_edge = False
 
-    def forward(self, x, number):
+    def forward(self, x, number, alpha=1):
         _check_bool_subtraction(x, number)
-        return elementwise(lambda v, s: s - v, x, number, result_type(x, number))
+        self.alpha = alpha
+        dtype = result_type(x, number)
+        if alpha == 1:
+            return elementwise(lambda v, s: s - v, x, number, dtype)
+        return _added(full(x._shape, number, dtype), x, -alpha)
 
     def backward(self, g):
-        return self.reduce(0, -g)
+        return self.reduce(0, _times(-g, self.alpha))
+
+
+def rsub(a, b, alpha=1):
+    return (RsubBackward0 if isinstance(b, Tensor) else RsubBackward1).run(a, b, alpha=alpha)
 
 
 class MulBackward0(Function):

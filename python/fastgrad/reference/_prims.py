@@ -199,11 +199,12 @@ def _scaled(name, op):
     return apply
 
 
-add_scaled, sub_scaled, add_scaled_, sub_scaled_ = (
+add_scaled, sub_scaled, rsub_scaled, add_scaled_, sub_scaled_ = (
     _scaled(name, op)
     for name, op in [
         ("add", ew.AddBackward0.run),
         ("sub", ew.SubBackward0.run),
+        ("rsub", ew.rsub),
         ("add_", _inplace.add_),
         ("sub_", _inplace.sub_),
     ]
