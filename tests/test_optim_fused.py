@@ -180,3 +180,49 @@ def test_adam_bumps_the_versions_of_what_it_writes(fg, prims):
     _adam_(prims, [param], [grad], [state[0]], [state[1]], [state[2]])
     assert [t._version for t in (param, grad, *state)] == [1, 0, 1, 1, 1]
     assert param.tolist() == [pytest.approx(-1e-3)] * 4  # the first step moves by lr
+
+
+@pytest.mark.parametrize(
+    "name,options",
+    [("Adam", {"lr": 0.01, "amsgrad": True}), ("AdamW", {"weight_decay": 0.3}), ("SGD", {"momentum": 0.9})],
+)
+def test_eager_steps_in_cpp_give_the_python_methods_bits(fg, prims, monkeypatch, name, options):
+    # From its second step on (the first makes the state), an optimizer without hooks steps and zeroes
+    # its gradients as a compiled replay does (csrc/python/optim_replay.cpp): compared with the
+    # Python methods, which the same run takes with that path turned off, and with a scheduler
+    # changing the learning rate between steps.
+    if fg.__name__.endswith("reference"):
+        pytest.skip("the reference's optimizers always run their Python methods")
+
+    def run():
+        params = [fg.tensor(p.astype(np.float32)).requires_grad_() for p in _START]
+        opt = getattr(fg.optim, name)(params, **options)
+        scheduler = fg.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        for step_grads in _GRADS[:6]:
+            opt.zero_grad()
+            assert all(p.grad is None for p in params)
+            for p, g in zip(params, step_grads):
+                p.grad = fg.tensor(g.astype(np.float32))
+            opt.step()
+            scheduler.step()
+        return [p.detach().numpy() for p in params], [{k: v.numpy() for k, v in opt.state[p].items()} for p in params]
+
+    taken = []
+    in_cpp = prims._run_fused_update
+    monkeypatch.setattr(prims, "_run_fused_update", lambda d: taken.append(in_cpp(d)) or taken[-1])
+    fast = run()
+    assert taken.count(True) == 2 * 6 - 1  # the first step (it makes the state) runs in Python
+    monkeypatch.setattr(prims, "_run_fused_update", lambda d: False)
+    _assert_identical(fast, run())
+
+
+def test_step_hooks_run_the_python_method(fg, prims):
+    # With a hook the C++ path declines (it runs no Python), and the hook sees every step.
+    param = fg.ones(3, requires_grad=True)
+    opt = fg.optim.Adam([param])
+    seen = []
+    opt.register_step_post_hook(lambda o, args, kwargs: seen.append(o.state[param]["step"].item()))
+    for _ in range(3):
+        param.grad = fg.ones(3)
+        opt.step()
+    assert seen == [1.0, 2.0, 3.0]

@@ -537,6 +537,9 @@ void bind_capture(py::module_& m) {
   m.def("_capture_abandon", [](const std::string& what) { cannot_replay(what.c_str()); });
   // Whether this thread records steps now (a capture at depth 0).
   m.def("_capturing", [] { return recording(recorder()); });
+  // An eager optimizer step or zero_grad done as a replay does it (optim_replay.h; the same bits as the
+  // Python method's, without its per-parameter work): false when the Python method must run.
+  m.def("_run_fused_update", [](py::handle fused) { return replay_fused_update(fused_update_of(fused)); });
   // fn(*args), a host call of the program: replays call it again (an optimizer's step, a scheduler's
   // step: Python that reads its state then). What it does with tensors is its own, not recorded.
   // `fused`: None, or the C++ form of an optimizer's step or zero_grad (optim_replay.h) that replays

@@ -424,7 +424,8 @@ def _host_call(method, args, kwargs, fused):
 
 def replayed_as_host_call(method=None, *, fused=None):
     """`method`, made a host call when called during a capture (host_call). `fused(*args, **kwargs)`
-    says how C++ may replay that call (_host_call), or None. Without `method`, a decorator."""
+    says how C++ may replay that call (_host_call), or None; eager calls run that C++ form too where
+    it applies (it returns None, as the methods it stands for). Without `method`, a decorator."""
     if method is None:
         return functools.partial(replayed_as_host_call, fused=fused)
 
@@ -432,6 +433,10 @@ def replayed_as_host_call(method=None, *, fused=None):
     def call(*args, **kwargs):
         if _prims._capturing():
             return _host_call(method, args, kwargs, fused and fused(*args, **kwargs))
+        if fused is not None:
+            description = fused(*args, **kwargs)
+            if description is not None and _prims._run_fused_update(description):
+                return None
         return method(*args, **kwargs)
 
     return call

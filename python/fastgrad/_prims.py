@@ -21,6 +21,7 @@ from ._C import (  # noqa: F401
     _guard_tensors,
     _input_signature,
     _register_types,
+    _run_fused_update,
     _set_grad_enabled,
     _set_inference_mode,
     from_numpy,
