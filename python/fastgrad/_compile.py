@@ -191,7 +191,7 @@ class _CompiledFunction:
         )
 
     def __call__(self, *args, **kwargs):
-        if self.eager_reason is not None or _prims._capturing() or _disabled():
+        if self.eager_reason is not None or _prims._capturing():
             return self._fn(*args, **kwargs)  # inside another capture: part of its program
         tensors = []
         try:
