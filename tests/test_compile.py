@@ -307,6 +307,24 @@ def test_host_read_falls_back_to_eager_naming_the_line():
         fastgrad.compile(reads_host, fullgraph=True)(x)
 
 
+def test_positions_from_arange_are_captured():
+    # A transformer's forward makes its positions with arange(T) on every call (and scratch with empty):
+    # both are steps of the program, replayed for the captured T.
+    table = fastgrad.randn(8, 3, requires_grad=True)
+
+    def embed(idx):
+        positions = fastgrad.arange(idx.shape[1])
+        scratch = fastgrad.empty(idx.shape[1], 3)
+        embedding = fastgrad.nn.functional.embedding
+        return (embedding(idx, table) + embedding(positions, table) + scratch.zero_()).sum()
+
+    f = fastgrad.compile(embed)
+    for seed in range(3):
+        idx = fastgrad.tensor(np.random.default_rng(seed).integers(0, 8, (2, 5)))
+        np.testing.assert_array_equal(values(f(idx)), values(embed(idx)))
+    assert f.eager_reason is None and f._replays == 2
+
+
 def test_random_draws_and_uncaptured_ops_fall_back():
     def noisy(x):
         return x + fastgrad.randn(2)

@@ -1044,10 +1044,15 @@ void bind_tensor(py::module_& m) {
     for (int64_t size : shape) elements *= double(size);
     return by_elements(elements, op, shape, s, dtype_from_py(dtype));
   });
-  m.def("empty", [](Shape shape, py::handle dtype) { return empty(shape, dtype_from_py(dtype)); });
+  m.def("empty", [](Shape shape, py::handle dtype) {
+    auto op = [](const Shape& shape, DType dtype) { return empty(shape, dtype); };
+    return call_op(false, op, shape, dtype_from_py(dtype));
+  });
   m.def("arange", [](double start, double end, double step, py::handle dtype) {
-    // Its length is known only after arange's checks; (end - start) / step, unchecked, may be anything.
-    return arange(start, end, step, dtype_from_py(dtype));
+    // Its length is known only after arange's checks ((end - start) / step, unchecked, may be
+    // anything): it keeps the GIL.
+    auto op = [](double start, double end, double step, DType dtype) { return arange(start, end, step, dtype); };
+    return call_op(false, op, start, end, step, dtype_from_py(dtype));
   });
   m.def("linspace", [](double start, double end, int64_t steps, py::handle dtype) {
     return by_elements(steps, fg::linspace, start, end, steps, dtype_from_py(dtype));
