@@ -27,13 +27,16 @@
 // gelu (approximate='none' and 'tanh') and its gradient:
 //   float64: the C library's erfc / tanh / exp element by element (special_functions.h), as the
 //            reference backend computes them with math.erfc / math.tanh / math.exp: the same bits.
-//   float32, approximate='none': native float vector code (the float32 GELU section below), within
-//            1 ulp of the exact result. Measured over all 2^32 inputs against the float64 kernels
-//            (ulp_scan.cpp), maxima in ulps (worst input):
-//              AVX-512, AVX2: gelu 0.778 (-13.1870), gradient 0.812 (-13.3460)
-//              scalar:        gelu 0.780 (-13.1917), gradient 0.814 (-13.3471)
-//            The maxima are denormal results (rounded twice: by the last addition, then by the
-//            scaling by 2^n); over normal results (every 17th float of |x| < 14.5) at most 0.70.
+//   float32, approximate='none': native float vector code (the float32 GELU sections below: a
+//            table path for x > -3, a tail path for the rest), within 1 ulp of the exact result.
+//            Measured over all 2^32 inputs against the float64 kernels (ulp_scan.cpp), maxima in
+//            ulps (worst input):
+//              AVX-512, AVX2: gelu 0.778 (-13.1870), gradient 0.721 (-3.6270)
+//              scalar:        gelu 0.780 (-13.1917), gradient 0.736 (-7.0108)
+//            the table path alone (x > -3): AVX-512, AVX2 gelu 0.775 (-2.2487), gradient 0.626
+//            (-0.4999); scalar gelu 0.775 (-2.2445), gradient 0.635 (-0.4853).
+//            gelu's maximum is a denormal result of the tail path (rounded twice: by the last
+//            addition, then by the scaling by 2^n); a denormal gradient is computed in double.
 //            Next to the gradient's zero at x = -0.7518 (where P(X <= x) + x p(x) cancels) the
 //            gradient keeps the same bound: the zero is factored out of the evaluation.
 //            So float32 results are not bit-equal to the reference backend's (the double result
@@ -328,7 +331,8 @@ Vec<float> sin_or_cos(Vec<float> x) {
   return kCos ? value : select(eq(x, splat(0.0f)), x, value);  // sin(-0) = -0
 }
 
-// ---- float32 GELU (approximate='none') and its gradient, in float lanes. With a = |x|, E = exp(-a^2 / 2)
+// ---- float32 GELU (approximate='none') and its gradient, in float lanes: the tail path, for x <= -3
+// (and +inf, NaN; the main path, below, covers the rest). With a = |x|, E = exp(-a^2 / 2)
 // and P(X <= -a) = E M(a) for a standard normal X:
 //   gelu(x)  = x E M(a) for x < 0,            x (1 - E M(a)) for x >= 0,
 //   gelu'(x) = E (a0 - a) H(a) for x < 0,     1 - E (a0 - a) H(a) for x >= 0,
@@ -433,6 +437,89 @@ Vec<float> replace_lanes(Mask redo, Vec<float> y, Vec<float> g, Vec<float> x, F 
   return select(redo, V::load(values), y);
 }
 
+// The tail path above, for whole vectors: gelu(x), and g gelu'(x) (the lanes whose g gelu'(x)
+// overflows float before the scaling by 2^k redone in double).
+inline Vec<float> gelu_by_tail(Vec<float> x) {
+  Vec<float> lo, k, e;
+  const Vec<float> hi = gelu_parts<false>(x, lo, k);
+  const Vec<float> p = two_product(x, hi, e);
+  const Vec<float> y = select(eq(x, splat(0.0f)), x, ldexp(p + fma(x, lo, e), k));  // gelu(-0) = -0
+  return replace_lanes(gelu_special_lanes(x), y, x, x, [](double, double v) { return special::gelu(v, false); });
+}
+inline Vec<float> gelu_gradient_by_tail(Vec<float> g, Vec<float> x) {
+  Vec<float> lo, k, e;
+  const Vec<float> hi = gelu_parts<true>(x, lo, k);
+  const Vec<float> p = two_product(g, hi, e);
+  const Vec<float> y = ldexp(p + fma(g, lo, e), k);
+  // g hi overflowing (before the scaling by 2^k, or beyond float's range: e is then NaN) is redone too
+  const auto redo = mask_or(gelu_special_lanes(x), eq(abs(p), splat(std::numeric_limits<float>::infinity())));
+  return replace_lanes(redo, y, g, x, [](double w, double v) { return w * special::gelu_derivative(v, false); });
+}
+
+// ---- float32 GELU's main path, x in (-3, inf): with a = |x| and f(a) = P(X <= -a) (or, for the
+// gradient, -gelu'(-a) = P(X <= -a) - a p(a), p the normal density) from a table of polynomials over
+// intervals of a (piecewise_tables.h's kGeluProbabilityTable and kGeluSlopeTable, fitted by
+// .ci/fit_piecewise.py to a few hundredths of an ulp of f up to a = 3 and to 2^-28 beyond),
+//   gelu(x)  = x f(a) for x < 0,   x (1 - f(a)) for x >= 0,
+//   gelu'(x) = f(a) for x < 0,     1 - f(a) for x >= 0,
+// with f = s + lo a float-float: t = a - mid (exact, or as two floats), f = hi + lo' + q0 t +
+// t^2 R(t) with q0 t (two_product) and hi added exactly, so that only the small t^2 R(t) is rounded
+// short of the result; then m (x, or the incoming gradient) times it, one fused multiply-add rounded
+// once. No exp, no division: about half the tail path's time. The gradient's zero (x = -0.7518, where
+// P(X <= x) + x p(x) cancels) is the midpoint of the two intervals next to it, whose slope q0 is kept
+// to 2^-48 (slope_lo): there q0 t is all of f. Below x = -3 P(X <= x) falls too fast for the table's
+// intervals (relative accuracy), and those lanes (with +inf and NaN) take the tail path: per lane,
+// so that a lane's bits do not depend on its neighbours (thread counts, layouts).
+inline constexpr float kGeluTableMin = -3.0f;
+
+// f(a) = s + lo, returns s; a in [0, 7]. The gradient's table (kGradient): t = a - mid as two
+// floats (its first interval's mid is not 0), q0 to 2^-48 and s + lo = hi + q0 t for any sizes
+// (Knuth's two-sum: next to its zero |q0 t| > |hi|); gelu's: a - mid exact, |hi| >= |q0 t| (Dekker's).
+template <const auto& kTable, bool kGradient>
+Vec<float> gelu_table_float_float(Vec<float> a, Vec<float>& lo) {
+  constexpr size_t kDegree = std::size(kTable.q);
+  const Index i = table_index<kTable.shift>(a, kTable.origin, kTable.last);
+  const Vec<float> mid = lookup(kTable.mid, i);
+  const Vec<float> t = a - mid;
+  Vec<float> r = lookup(kTable.q[kDegree - 1], i);
+#pragma GCC unroll 16
+  for (size_t k = kDegree - 2; k > 0; --k) r = fma(r, t, lookup(kTable.q[k], i));
+  const Vec<float> rest = fused_fma(t, t * r, lookup(kTable.lo, i));
+  Vec<float> p_err, s_err;
+  const Vec<float> q0 = lookup(kTable.q[0], i);
+  const Vec<float> p = two_product(q0, t, p_err);
+  Vec<float> s;
+  if constexpr (kGradient) {
+    // a - mid = t + (a - (t + mid)) exactly (Dekker's fast two-sum: mid's exponent is at least a's)
+    p_err = fused_fma(q0, a - (t + mid), fused_fma(lookup(kTable.slope_lo, i), t, p_err));
+    s = two_sum(lookup(kTable.hi, i), p, s_err);
+  } else {
+    s = fast_two_sum(lookup(kTable.hi, i), p, s_err);
+  }
+  lo = s_err + (p_err + rest);
+  return s;
+}
+
+// m gelu(x) / x (gelu(x): m = x) or m gelu'(x), for x > -3 (+inf and NaN lanes: garbage).
+template <bool kGradient>
+Vec<float> gelu_by_table(Vec<float> x, Vec<float> m) {
+  using piecewise_tables::kGeluProbabilityTable, piecewise_tables::kGeluSlopeTable;
+  const Vec<float> a = min(abs(x), splat(7.0f));  // beyond 7 f is below 2^-34: x gelu'(x) 1, gelu(x) x
+  Vec<float> lo, c_err;
+  const Vec<float> f = kGradient ? gelu_table_float_float<kGeluSlopeTable, true>(a, lo)
+                                 : gelu_table_float_float<kGeluProbabilityTable, false>(a, lo);
+  // 1 - f = c + c_err exactly (fast_two_sum(1, -f) without the negation: |f| <= 1/2)
+  const Vec<float> one = splat(1.0f), c = one - f;
+  c_err = (one - c) - f;
+  const auto negative = lt(x, splat(0.0f));
+  const Vec<float> v = select(negative, f, c), v_lo = select(negative, lo, c_err - lo);
+  return fused_fma(m, v, m * v_lo);
+}
+
+// The lanes the table does not cover: x <= -3 (from a = 3 on the table's fit is absolute), +inf,
+// NaN (x - x is NaN for both).
+inline auto gelu_tail_lanes(Vec<float> x) { return mask_or(le(x, splat(kGeluTableMin)), ne(x - x, splat(0.0f))); }
+
 // With approximate='tanh': x s and its derivative s (1 + 2 x u' (1 - s)) as special::gelu and
 // special::gelu_derivative compute them: s = 1 / (1 + e) the logistic function of 2u, e = exp(-2u).
 // Returns s; du: u'.
@@ -530,21 +617,22 @@ struct HardtanhGrad {
 // live vector register to the stack).
 struct Gelu {
   FG_FLATTEN Vec<float> operator()(Vec<float> x) const {
-    Vec<float> lo, k, e;
-    const Vec<float> hi = gelu_parts<false>(x, lo, k);
-    const Vec<float> p = two_product(x, hi, e);
-    const Vec<float> y = select(eq(x, splat(0.0f)), x, ldexp(p + fma(x, lo, e), k));  // gelu(-0) = -0
-    return replace_lanes(gelu_special_lanes(x), y, x, x, [](double, double v) { return special::gelu(v, false); });
+    const Vec<float> y = gelu_by_table<false>(x, x);
+    // gelu_tail_lanes(x) with one operation fewer: x = NaN gives y = NaN, x = +inf inf (right) or NaN
+    // (inf - inf), and every other x > -3 a finite y
+    const auto tail = mask_or(le(x, splat(kGeluTableMin)), ne(y, y));
+    return any(tail) ? select(tail, gelu_by_tail(x), y) : y;
   }
 };
 struct GeluGrad {
   FG_FLATTEN Vec<float> operator()(Vec<float> g, Vec<float> x) const {
-    Vec<float> lo, k, e;
-    const Vec<float> hi = gelu_parts<true>(x, lo, k);
-    const Vec<float> p = two_product(g, hi, e);
-    const Vec<float> y = ldexp(p + fma(g, lo, e), k);
-    // g hi overflowing (before the scaling by 2^k, or beyond float's range: e is then NaN) is redone too
-    const auto redo = mask_or(gelu_special_lanes(x), eq(abs(p), splat(std::numeric_limits<float>::infinity())));
+    Vec<float> y = gelu_by_table<true>(x, g);
+    const auto tail = gelu_tail_lanes(x);
+    if (any(tail)) y = select(tail, gelu_gradient_by_tail(g, x), y);
+    // An infinite or NaN g, g gelu'(x) overflowing, or a denormal result (in (0, 2^-126): there
+    // the rounding of m v_lo in gelu_by_table is no longer small against an ulp) in double.
+    const Vec<float> size = abs(y), half_normal = splat(0x1p-127f);
+    const auto redo = mask_or(ne(y - y, splat(0.0f)), lt(abs(size - half_normal), half_normal));
     return replace_lanes(redo, y, g, x, [](double w, double v) { return w * special::gelu_derivative(v, false); });
   }
 };

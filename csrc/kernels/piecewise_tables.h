@@ -19,6 +19,20 @@ struct PiecewiseTable {
   alignas(64) float q[Degree][32];
 };
 
+// table()'s layout with q[0] to 2^-48 (q[0][i] + slope_lo[i]): the float32 GELU's main path. In the
+// gradient's table mid[0] is first / 2 (a - mid[0] is not exact: the kernel sums it as two floats).
+template <size_t Degree>
+struct GeluTable {
+  int32_t origin;
+  int shift;
+  int32_t last;
+  alignas(64) float mid[32];
+  alignas(64) float hi[32];
+  alignas(64) float lo[32];
+  alignas(64) float q[Degree][32];
+  alignas(64) float slope_lo[32];
+};
+
 // tanh(a)
 // Tanh: [0, 0.125) and 4 intervals per binade up to 9.5; approximation error <= 0.0134 ulp.
 inline constexpr PiecewiseTable<6> kTanhTable = {
@@ -342,5 +356,168 @@ inline constexpr PiecewiseTable<7> kGeluGradientTailTable = {
 
 // a0 = 0.75179152469356445746, the zero of gelu'(-a), as hi + lo (to 2^-48).
 inline constexpr float kGeluGradientZeroHi = 0x1.80ead2p-1f, kGeluGradientZeroLo = -0x1.a03fd4p-27f;
+
+// P(X <= -a) for a standard normal X: gelu(x) = x P(X <= x) (gelu_probability below)
+// GeluProbability: [0, 0.5) and 8 intervals per binade up to 7; approximation error <= 0.0326 ulp up to 3, 2^-24
+// beyond.
+inline constexpr GeluTable<6> kGeluProbabilityTable = {
+    0x3ef00000,
+    20,
+    30,
+    {0.0f,      0x1.1p-1f, 0x1.3p-1f, 0x1.5p-1f, 0x1.7p-1f, 0x1.9p-1f, 0x1.bp-1f, 0x1.dp-1f,
+     0x1.fp-1f, 0x1.1p+0f, 0x1.3p+0f, 0x1.5p+0f, 0x1.7p+0f, 0x1.9p+0f, 0x1.bp+0f, 0x1.dp+0f,
+     0x1.fp+0f, 0x1.1p+1f, 0x1.3p+1f, 0x1.5p+1f, 0x1.7p+1f, 0x1.9p+1f, 0x1.bp+1f, 0x1.dp+1f,
+     0x1.fp+1f, 0x1.1p+2f, 0x1.3p+2f, 0x1.5p+2f, 0x1.7p+2f, 0x1.9p+2f, 0x1.bp+2f, 0x1.bp+2f},
+    {0x1p-1f,         0x1.30c406p-2f,  0x1.1af8cap-2f,  0x1.05f8bap-2f,  0x1.e3a14ap-3f,  0x1.bd1652p-3f,
+     0x1.98616cp-3f,  0x1.758f1p-3f,   0x1.54a76ep-3f,  0x1.26ebc4p-3f,  0x1.e157a6p-4f,  0x1.83cab6p-4f,
+     0x1.34612cp-4f,  0x1.e4067cp-5f,  0x1.76d04ep-5f,  0x1.1e58ep-5f,   0x1.af96e4p-6f,  0x1.13243cp-6f,
+     0x1.1f85a2p-7f,  0x1.1bee6cp-8f,  0x1.08c89p-9f,   0x1.d21af4p-11f, 0x1.8301bep-12f, 0x1.2eff8p-13f,
+     0x1.bf3766p-15f, 0x1.66a5bcp-17f, 0x1.11056ep-20f, 0x1.46a16cp-24f, 0x1.32a35ep-28f, 0x1.c34c28p-33f,
+     0x1.04178ap-37f, 0x1.04178ap-37f},
+    {0.0f,
+     0x1.272d18p-28f,
+     -0x1.a24944p-27f,
+     0x1.a6f894p-27f,
+     0x1.cfdb64p-28f,
+     0x1.d4048cp-28f,
+     -0x1.e1a29cp-28f,
+     -0x1.338a16p-28f,
+     -0x1.3b34c8p-29f,
+     0x1.24b544p-28f,
+     -0x1.b2dc2p-32f,
+     0x1.00283ap-30f,
+     0x1.ed89a2p-29f,
+     -0x1.52f528p-32f,
+     0x1.712b16p-31f,
+     -0x1.67deccp-30f,
+     -0x1.ae7862p-31f,
+     -0x1.018ffcp-31f,
+     -0x1.b26b42p-34f,
+     0x1.f7c518p-38f,
+     0x1.cf9b7ep-34f,
+     0x1.5c1baep-36f,
+     0x1.025ebp-38f,
+     -0x1.e770c4p-40f,
+     0x1.d2521ep-42f,
+     0x1.7e489ep-42f,
+     -0x1.7f0d1ep-46f,
+     0x1.af6eaap-49f,
+     0x1.9af096p-55f,
+     0x1.e6bd44p-58f,
+     -0x1.48b66p-65f,
+     -0x1.48b66p-65f},
+    {{-0x1.98845cp-2f,  -0x1.62c09cp-2f,  -0x1.567f4ep-2f,  -0x1.49605ep-2f,  -0x1.3b85f6p-2f,  -0x1.2d130ep-2f,
+      -0x1.1e2acep-2f,  -0x1.0ef00ap-2f,  -0x1.ff097ep-3f,  -0x1.d09f9cp-3f,  -0x1.93acp-3f,    -0x1.594762p-3f,
+      -0x1.22c102p-3f,  -0x1.e21642p-4f,  -0x1.8977c8p-4f,  -0x1.3c290cp-4f,  -0x1.f434f4p-5f,  -0x1.55c74p-5f,
+      -0x1.857a94p-6f,  -0x1.a0f22cp-7f,  -0x1.a34ea6p-8f,  -0x1.8c2226p-9f,  -0x1.5f90f6p-10f, -0x1.251bf8p-11f,
+      -0x1.cb2208p-13f, -0x1.904bf4p-15f, -0x1.518872p-18f, -0x1.bb50dep-22f, -0x1.c577e4p-26f, -0x1.69431ep-30f,
+      -0x1.c04ef6p-35f, -0x1.c04ef6p-35f},
+     {0x1.452b66p-18f, 0x1.78eca4p-4f,  0x1.96b72cp-4f,  0x1.b04e7ap-4f,  0x1.c59092p-4f,  0x1.d66dc6p-4f,
+      0x1.e2e83ap-4f,  0x1.eb1312p-4f,  0x1.ef1132p-4f,  0x1.eda996p-4f,  0x1.df5c4p-4f,   0x1.c52dbp-4f,
+      0x1.a1f572p-4f,  0x1.78a164p-4f,  0x1.4bfd12p-4f,  0x1.1e8534p-4f,  0x1.e4934cp-5f,  0x1.6b23b4p-5f,
+      0x1.ce819p-6f,   0x1.119eeep-6f,  0x1.2d6088p-7f,  0x1.357aaep-8f,  0x1.28a25p-9f,   0x1.09a158p-10f,
+      0x1.bcc8f8p-12f, 0x1.a95002p-14f, 0x1.90d0a2p-17f, 0x1.22eb22p-20f, 0x1.45ea52p-24f, 0x1.1a36dcp-28f,
+      0x1.7a36bp-33f,  0x1.7a36bp-33f},
+     {0x1.10153ap-4f,   0x1.538254p-5f,   0x1.27abe6p-5f,   0x1.f411b2p-6f,   0x1.96babp-6f,    0x1.38d5ccp-6f,
+      0x1.b7af1ap-7f,   0x1.023ccap-7f,   0x1.4f5e4p-9f,    -0x1.3f6d8ap-8f,  -0x1.b9840ep-7f,  -0x1.4cb0bcp-6f,
+      -0x1.9d6a66p-6f,  -0x1.cf415ep-6f,  -0x1.e4a988p-6f,  -0x1.e1a688p-6f,  -0x1.cb2c9cp-6f,  -0x1.9085a8p-6f,
+      -0x1.2d3d04p-6f,  -0x1.9958cap-7f,  -0x1.fbc1a6p-8f,  -0x1.215d1ap-8f,  -0x1.306a78p-9f,  -0x1.288ae6p-10f,
+      -0x1.0c1f8ep-11f, -0x1.1c7644p-13f, -0x1.2ef7ccp-16f, -0x1.e9cfb8p-20f, -0x1.2e0c68p-23f, -0x1.1d3834p-27f,
+      -0x1.9d85d2p-32f, -0x1.9d85d2p-32f},
+     {0x1.97ea64p-12f, -0x1.55492p-6f,  -0x1.66b8dp-6f,   -0x1.722bdap-6f, -0x1.777bf4p-6f, -0x1.76e93ap-6f,
+      -0x1.703422p-6f, -0x1.648a36p-6f, -0x1.540926p-6f,  -0x1.33ef9p-6f,  -0x1.fc2a12p-7f, -0x1.81d29p-7f,
+      -0x1.040eb8p-7f, -0x1.1875bcp-8f, -0x1.0e3486p-10f, 0x1.b33944p-10f, 0x1.e70bdap-9f,  0x1.6ee7ep-8f,
+      0x1.97191ap-8f,  0x1.62d65cp-8f,  0x1.087bd4p-8f,   0x1.5cf8f4p-9f,  0x1.9ed38cp-10f, 0x1.c0f1eep-11f,
+      0x1.bd5c84p-12f, 0x1.0ae07p-13f,  0x1.468604p-16f,  0x1.2964dap-19f, 0x1.976a1p-23f,  0x1.a6ab0ep-27f,
+      0x1.4db3dap-31f, 0x1.4db3dap-31f},
+     {-0x1.6e642ep-7f,  -0x1.0633eap-8f,  -0x1.7075cp-9f,   -0x1.abc5ccp-10f, -0x1.c3584ap-12f, 0x1.73d43ep-11f,
+      0x1.d28ce8p-10f,  0x1.6a18e8p-9f,   0x1.dcd82ap-9f,   0x1.35405ep-8f,   0x1.758e52p-8f,   0x1.91dafep-8f,
+      0x1.8d59dap-8f,   0x1.6d6338p-8f,   0x1.396e84p-8f,   0x1.f2ffbp-9f,    0x1.6a4d0ap-9f,   0x1.52eb2p-10f,
+      -0x1.856632p-13f, -0x1.f8c9f4p-11f, -0x1.2ec698p-10f, -0x1.064754p-10f, -0x1.797912p-11f, -0x1.d9d77ep-12f,
+      -0x1.098a74p-12f, -0x1.78327ap-14f, -0x1.11ca5ep-16f, -0x1.20df44p-19f, -0x1.c277fcp-23f, -0x1.06bb24p-26f,
+      -0x1.ce4a44p-31f, -0x1.ce4a44p-31f},
+     {0x1.ebeb06p-10f,  -0x1.4233bp-8f,   -0x1.7827ap-8f,  0x1.090c18p-12f,  0x1.10a61ep-8f,   0x1.7a1d62p-7f,
+      -0x1.0f9116p-9f,  -0x1.e47218p-10f, -0x1.4cf9dap-8f, 0x1.14d28ep-9f,   0x1.771582p-10f,  -0x1.1262c6p-12f,
+      -0x1.b3ac0cp-11f, -0x1.0bff2ap-10f, -0x1.ce864p-11f, -0x1.0fe45ep-10f, -0x1.585804p-10f, -0x1.37ee8p-10f,
+      -0x1.885c2ap-11f, -0x1.2e615ap-12f, 0x1.53703cp-16f, 0x1.5abd3p-13f,   0x1.951c7cp-13f,  0x1.4ba802p-13f,
+      0x1.bef248p-14f,  0x1.804bccp-15f,  0x1.549f94p-17f, 0x1.a2d36ep-20f,  0x1.72905ap-23f,  0x1.e1c82p-27f,
+      0x1.d24a3cp-31f,  0x1.d24a3cp-31f}},
+    {0x1.0fc9dcp-27f,  0x1.9f103p-27f,   -0x1.38572ap-28f, 0x1.6adbb8p-27f,  -0x1.6f8b48p-29f, 0x1.0d634cp-27f,
+     0x1.4bb0aap-27f,  -0x1.8f7bc8p-29f, -0x1.866e96p-28f, 0x1.01a24p-28f,   0x1.8e0452p-28f,  -0x1.76bf58p-30f,
+     0x1.06bb64p-31f,  -0x1.c1c21p-29f,  -0x1.999862p-29f, -0x1.b50b6ep-30f, 0x1.514048p-30f,  0x1.4083f2p-30f,
+     -0x1.f13ed8p-35f, 0x1.d2087cp-34f,  0x1.56371p-33f,   -0x1.5fc812p-34f, -0x1.b5b294p-35f, -0x1.3ba406p-40f,
+     -0x1.a7239cp-38f, 0x1.1e1fc8p-40f,  -0x1.c41c92p-44f, 0x1.7392a4p-47f,  0x1.055afap-53f,  0x1.4323ap-55f,
+     0x1.fc7ae8p-60f,  0x1.fc7ae8p-60f}};
+
+// -gelu'(-a) = P(X <= -a) - a p(a), p the normal density (gelu_slope below)
+// GeluSlope: [0, 0.5) and 8 intervals per binade up to 7; approximation error <= 0.0149 ulp up to 3, 2^-24 beyond.
+inline constexpr GeluTable<7> kGeluSlopeTable = {
+    0x3ef00000,
+    20,
+    30,
+    {0x1p-2f,   0x1.1p-1f, 0x1.3p-1f, 0x1.5p-1f, 0x1.80ead2p-1f, 0x1.80ead2p-1f, 0x1.bp-1f, 0x1.dp-1f,
+     0x1.fp-1f, 0x1.1p+0f, 0x1.3p+0f, 0x1.5p+0f, 0x1.7p+0f,      0x1.9p+0f,      0x1.bp+0f, 0x1.dp+0f,
+     0x1.fp+0f, 0x1.1p+1f, 0x1.3p+1f, 0x1.5p+1f, 0x1.7p+1f,      0x1.9p+1f,      0x1.bp+1f, 0x1.dp+1f,
+     0x1.fp+1f, 0x1.1p+2f, 0x1.3p+2f, 0x1.5p+2f, 0x1.7p+2f,      0x1.9p+2f,      0x1.bp+2f, 0x1.bp+2f},
+    {0x1.37f00cp-2f,   0x1.d136dp-4f,    0x1.3e74cap-4f,   0x1.6e8becp-5f,  -0x1.6737d8p-28f, -0x1.6737d8p-28f,
+     -0x1.2a1b3ep-5f,  -0x1.d6100cp-5f,  -0x1.34d38ap-4f,  -0x1.8d7ba2p-4f, -0x1.dd60d8p-4f,  -0x1.034856p-3f,
+     -0x1.07c4dcp-3f,  -0x1.ff3f8ap-4f,  -0x1.dc91fcp-4f,  -0x1.adddf6p-4f, -0x1.78ad92p-4f,  -0x1.265aa4p-4f,
+     -0x1.86a028p-5f,  -0x1.dc423ep-6f,  -0x1.0c4774p-6f,  -0x1.1859p-7f,   -0x1.107234p-8f,  -0x1.ed62cp-10f,
+     -0x1.a0d58p-11f,  -0x1.92e552p-13f, -0x1.7fbf1ep-16f, -0x1.18b3ep-19f, -0x1.3c4fe8p-23f, -0x1.1320d2p-27f,
+     -0x1.7200dap-32f, -0x1.7200dap-32f},
+    {0x1.90f574p-30f,  -0x1.3fa3dep-29f, 0x1.83f35p-29f,   0x1.a8c6b2p-30f,  -0x1.b1501p-53f,  -0x1.b1501p-53f,
+     0x1.c30abap-33f,  -0x1.4469p-31f,   -0x1.bea1ecp-31f, 0x1.6da9eap-29f,  -0x1.08b72p-30f,  0x1.0b0f1ep-29f,
+     -0x1.333806p-29f, -0x1.28a3c2p-29f, 0x1.53089p-30f,   -0x1.bfd4d2p-29f, -0x1.e4feb6p-29f, -0x1.f873aep-30f,
+     0x1.055b6ap-30f,  -0x1.41dab6p-31f, -0x1.aa8716p-31f, 0x1.e4c158p-32f,  -0x1.68e412p-34f, -0x1.bcfd14p-35f,
+     -0x1.2025f4p-36f, 0x1.ef95c2p-42f,  0x1.1e43cp-41f,   -0x1.9756f2p-45f, 0x1.07b89ep-48f,  -0x1.d62c1ap-52f,
+     0x1.85f4e4p-57f,  0x1.85f4e4p-57f},
+    {{-0x1.7f9324p-1f, -0x1.30b12ep-1f, -0x1.1a201ep-1f, -0x1.02737ep-1f, -0x1.b9d99p-2f,  -0x1.b9d99p-2f,
+      -0x1.709ba2p-2f, -0x1.3f5b7p-2f,  -0x1.0f3d2ap-2f, -0x1.94bb08p-3f, -0x1.dc34e8p-4f, -0x1.7f0b3p-5f,
+      0x1.34ed12p-7f,  0x1.a997a8p-5f,  0x1.4d868ap-4f,  0x1.9650cp-4f,   0x1.b6a87p-4f,   0x1.ade49ep-4f,
+      0x1.627c9p-4f,   0x1.fdc818p-5f,  0x1.486718p-5f,  0x1.808726p-6f,  0x1.9cadaap-7f,  0x1.982d72p-8f,
+      0x1.757e6ep-9f,  0x1.91db4ap-11f, 0x1.b1c592p-14f, 0x1.621d0cp-17f, 0x1.b82278p-21f, 0x1.a254cp-25f,
+      0x1.310ae6p-29f, 0x1.310ae6p-29f},
+     {0x1.85c2e2p-3f,   0x1.5e5472p-2f,   0x1.72dea8p-2f,   0x1.81c308p-2f,   0x1.8d9a94p-2f,   0x1.8d9a94p-2f,
+      0x1.8cf5c6p-2f,   0x1.863ef8p-2f,   0x1.7aea3ap-2f,   0x1.625678p-2f,   0x1.365dfap-2f,   0x1.0202c4p-2f,
+      0x1.9414ccp-3f,   0x1.2581c6p-3f,   0x1.7e90ap-4f,    0x1.99a27p-5f,    0x1.dd00fep-7f,   -0x1.767cd2p-6f,
+      -0x1.7b6648p-5f,  -0x1.8b77b2p-5f,  -0x1.4163fp-5f,   -0x1.be15d6p-6f,  -0x1.1209f4p-6f,  -0x1.2f80dap-7f,
+      -0x1.32395cp-8f,  -0x1.75cef4p-10f, -0x1.d100c8p-13f, -0x1.ac69bap-16f, -0x1.27fbf4p-19f, -0x1.3532e8p-23f,
+      -0x1.eb2b98p-28f, -0x1.eb2b98p-28f},
+     {0x1.d6b3e8p-3f,  0x1.f19d7p-4f,   0x1.7a3bcap-4f,  0x1.011822p-4f,  0x1.2a2cb2p-6f,  0x1.2a309ap-6f,
+      -0x1.6bae06p-6f, -0x1.842a88p-5f, -0x1.1fa536p-4f, -0x1.96ff36p-4f, -0x1.053682p-3f, -0x1.24f8c6p-3f,
+      -0x1.2c31b6p-3f, -0x1.1e6a46p-3f, -0x1.008e46p-3f, -0x1.b049ccp-4f, -0x1.553474p-4f, -0x1.9b302ap-5f,
+      -0x1.dc2ac2p-7f, 0x1.c32ea2p-8f,  0x1.f94e7p-7f,   0x1.ffce28p-7f,  0x1.8b9984p-7f,  0x1.029516p-7f,
+      0x1.29622p-8f,   0x1.a8ed9p-10f,  0x1.3825cp-12f,  0x1.4970fcp-15f, 0x1.ff19f6p-19f, 0x1.277666p-22f,
+      0x1.00ebfcp-26f, 0x1.00ebfcp-26f},
+     {-0x1.1da4b6p-4f,  -0x1.d64382p-4f,  -0x1.e2d5bap-4f,  -0x1.e49832p-4f,  -0x1.d32338p-4f,  -0x1.d30f42p-4f,
+      -0x1.adb1d8p-4f,  -0x1.8a82cep-4f,  -0x1.6114bep-4f,  -0x1.1a059p-4f,   -0x1.65af64p-5f,  -0x1.30ffcp-6f,
+      0x1.00c76cp-8f,   0x1.6b6914p-6f,   0x1.2088b6p-5f,   0x1.5eb6ccp-5f,   0x1.738e6cp-5f,   0x1.556218p-5f,
+      0x1.d7616p-6f,    0x1.d673c2p-7f,   0x1.ce413ep-9f,   -0x1.32a6cep-9f,  -0x1.15759ep-8f,  -0x1.fe8cccp-9f,
+      -0x1.6ac41ap-9f,  -0x1.427b82p-10f, -0x1.23115cp-12f, -0x1.67569ap-15f, -0x1.3ce4a2p-18f, -0x1.98b7ccp-22f,
+      -0x1.871108p-26f, -0x1.871108p-26f},
+     {-0x1.88782ep-5f, -0x1.d0b96ep-7f, -0x1.6837c2p-8f, 0x1.8abd8cp-9f,  0x1.bbad54p-7f,  0x1.f12eeap-7f,
+      0x1.8d29eep-6f,  0x1.ed056p-6f,   0x1.1ac2p-5f,    0x1.3f6682p-5f,  0x1.4f27aap-5f,  0x1.3be25ap-5f,
+      0x1.0e4eccp-5f,  0x1.9d50cap-6f,  0x1.0de188p-6f,  0x1.03babcp-7f,  0x1.d35c96p-12f, -0x1.f283eep-8f,
+      -0x1.850408p-7f, -0x1.584a74p-7f, -0x1.b44db8p-8f, -0x1.7a0322p-9f, -0x1.9bab5p-12f, 0x1.82ef98p-11f,
+      0x1.f7004cp-11f, 0x1.48a518p-11f, 0x1.8939f6p-13f, 0x1.25802cp-15f, 0x1.2bba6ep-18f, 0x1.b467bap-22f,
+      0x1.cf6d46p-26f, 0x1.cf6d46p-26f},
+     {0x1.e7bcf8p-7f,   0x1.e752ep-10f,   0x1.44c688p-6f,   0x1.59740ep-5f,   0x1.e18af6p-10f,  0x1.103b56p-6f,
+      0x1.eac862p-6f,   0x1.b7028cp-7f,   0x1.138a3ap-6f,   0x1.e31be2p-9f,   -0x1.050c14p-16f, -0x1.16b1fap-8f,
+      -0x1.3f2536p-7f,  -0x1.635a9cp-7f,  -0x1.6f798ep-7f,  -0x1.5c80cap-7f,  -0x1.272eb8p-7f,  -0x1.59dcf8p-8f,
+      -0x1.56c38p-11f,  0x1.102d56p-9f,   0x1.679d78p-9f,   0x1.185b4p-9f,    0x1.31ecc2p-10f,  0x1.99a3acp-12f,
+      -0x1.2bbcb2p-15f, -0x1.86dd08p-13f, -0x1.8271acp-14f, -0x1.76ea66p-16f, -0x1.cd8b52p-19f, -0x1.868912p-22f,
+      -0x1.d7c964p-26f, -0x1.d7c964p-26f},
+     {0x1.bcffc2p-8f,   0x1.30f932p-3f,  0x1.f9e6e8p-7f,   -0x1.e81fc4p-4f,  -0x1.8f8d46p-4f,  -0x1.0f20a4p-8f,
+      0x1.dde2e2p-3f,   -0x1.a8b6ep-8f,  -0x1.383e4p-7f,   -0x1.e7a174p-8f,  -0x1.d05cd8p-8f,  0x1.3a250ep-8f,
+      -0x1.c0488p-9f,   -0x1.647feap-8f, 0x1.a88782p-13f,  0x1.8f25cep-10f,  0x1.70ad6ap-9f,   0x1.7e72f2p-9f,
+      0x1.1e4b82p-9f,   0x1.d11002p-11f, -0x1.659f88p-14f, -0x1.120f0ep-11f, -0x1.17878ep-11f, -0x1.69077ap-12f,
+      -0x1.3ef96ep-13f, 0x1.261c92p-18f, 0x1.f625eap-16f,  0x1.645ebcp-17f,  0x1.108d1cp-19f,  0x1.0dd92ep-22f,
+      0x1.71a674p-26f,  0x1.71a674p-26f}},
+    {-0x1.84af0cp-29f, 0x1.6b7ddap-26f,  0x1.7db71ep-27f,  0x1.98393cp-26f,  0x1.f7f8eep-27f,  0x1.f7f8e8p-27f,
+     -0x1.702348p-33f, -0x1.16ebc8p-32f, -0x1.3ee4ecp-29f, -0x1.ce84d4p-29f, 0x1.d5e31ap-29f,  -0x1.d7834p-30f,
+     0x1.cccd86p-36f,  -0x1.eb458p-30f,  -0x1.950346p-29f, 0x1.f0b624p-29f,  -0x1.33abfcp-29f, -0x1.fe3004p-31f,
+     0x1.b13b36p-29f,  -0x1.3aa0b4p-31f, 0x1.3aed9ap-30f,  0x1.6892fcp-31f,  -0x1.2a87e2p-33f, 0x1.683f08p-34f,
+     0x1.5a4182p-35f,  -0x1.a4b47cp-36f, -0x1.e01afep-40f, -0x1.0368c4p-42f, 0x1.fee84cp-47f,  0x1.34751ep-50f,
+     0x1.624fep-54f,   0x1.624fep-54f}};
 
 }  // namespace fg::piecewise_tables
