@@ -421,6 +421,19 @@ def test_gelu_float32_gradient_of_huge_incoming_gradients(approximate):
         assert error.max(initial=0) <= GELU_BOUNDS[approximate, "gradient"], (g, error)
 
 
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gelu_gradient_of_a_zero_keeps_the_products_sign(approximate, dtype):
+    """A zero incoming gradient g gives g gelu'(x), a zero with sign(g) sign(gelu'(x)) on every path
+    (the float32 kernel's compensated sum once gave -0 + +0 = +0). gelu' < 0 below -0.7518..."""
+    x = np.linspace(-12, 12, 961).astype(dtype)
+    x = x[np.abs(x + 0.75179) > 1e-3]  # not at gelu''s own zero, whose sign is the rounding's
+    for g in (0.0, -0.0):
+        got = gelu_gradient(x, np.full_like(x, g), approximate)
+        np.testing.assert_array_equal(got, 0.0)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(g) ^ (x < -0.75179), err_msg=str(g))
+
+
 def test_gelu_float32_lanes_do_not_depend_on_their_neighbours():
     """The float32 'none' kernel takes its tail path (x <= -3, +inf, NaN) lane by lane: each value
     and gradient in a vector mixing both paths has the bits it has alone (a size-1 tensor)."""

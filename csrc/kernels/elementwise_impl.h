@@ -449,8 +449,8 @@ inline Vec<float> gelu_by_tail(Vec<float> x) {
 inline Vec<float> gelu_gradient_by_tail(Vec<float> g, Vec<float> x) {
   Vec<float> lo, k, e;
   const Vec<float> hi = gelu_parts<true>(x, lo, k);
-  const Vec<float> p = two_product(g, hi, e);
-  const Vec<float> y = ldexp(p + fma(g, lo, e), k);
+  const Vec<float> p = two_product(g, hi, e), sum = p + fma(g, lo, e);
+  const Vec<float> y = ldexp(select(eq(sum, splat(0.0f)), p, sum), k);  // a zero g's sign kept, as below
   // g hi overflowing (before the scaling by 2^k, or beyond float's range: e is then NaN) is redone too
   const auto redo = mask_or(gelu_special_lanes(x), eq(abs(p), splat(std::numeric_limits<float>::infinity())));
   return replace_lanes(redo, y, g, x, [](double w, double v) { return w * special::gelu_derivative(v, false); });
@@ -513,7 +513,10 @@ Vec<float> gelu_by_table(Vec<float> x, Vec<float> m) {
   c_err = (one - c) - f;
   const auto negative = lt(x, splat(0.0f));
   const Vec<float> v = select(negative, f, c), v_lo = select(negative, lo, c_err - lo);
-  return fused_fma(m, v, m * v_lo);
+  const Vec<float> y = fused_fma(m, v, m * v_lo);
+  if constexpr (!kGradient) return y;
+  // A zero g keeps its sign in g gelu'(x) (-0 + 0 would be +0): the product's then
+  return select(eq(y, splat(0.0f)), m * v, y);
 }
 
 // The lanes the table does not cover: x <= -3 (from a = 3 on the table's fit is absolute), +inf,
