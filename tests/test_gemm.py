@@ -175,6 +175,9 @@ def test_bits_do_not_depend_on_tiling(dtype):
     same(fastgrad.mm(a[:32], b_columns), c[:32])  # x @ W.t() at a small batch: as C^T (A^T packed, B^T in place)
     same(fastgrad.mm(a[:16], b_columns[:, 3:]), c[:16, 3:])
     same(fastgrad.mm(a_columns[:125], b), c[:125])  # A column-major, packed: masked steps, a partial last panel
+    same(fastgrad.mm(a[:8], b), c[:8])  # 2 rows past a whole tile: run as 4 + 4 (A copied row by row)
+    same(fastgrad.mm(a[:9], b), c[:9])  # 5 + 4
+    same(fastgrad.mm(a[3:17], b[:, :128]), c[3:17, :128])  # 6 + 4 + 4, A read in place
     same(fastgrad.mm(a[1:3], b[:, 250:]), c[1:3, 250:])
     same(fastgrad.mm(a[1:3], b[:, 250:252]), c[1:3, 250:252])
     same(fastgrad.mm(b.t(), a.t()).t(), c)

@@ -15,9 +15,16 @@
 // W_hh (as W_hh^T forward) is packed into the GEMM's panels once per call, not once per step: at
 // a batch of 16 the packing cost as much as the product (StepProduct).
 //
-// Every loop runs on one thread in an order fixed by the shape; the products split their output
-// among threads by whole column panels, which never changes a bit (gemm_impl.h), so results do not
-// depend on the thread count.
+// Threads: the rows of a batch never meet in a layer (each row's states depend on its own inputs
+// only), so a layer of enough work splits its rows into blocks, one per thread, and each block runs
+// every step, forward and backward: one hand-out to the pool per layer. Split per step instead (the
+// product's column panels among threads, then the gate pass on one), a batch-16 LSTM paid a
+// hand-out and a wait for the slowest thread 64 times a training step, and the gate passes stayed
+// on one thread. A layer that is not split (a batch below two blocks, or little work) still splits
+// each step's product by whole column panels when it is large. Neither changes a bit: with W_hh
+// packed, every block of rows runs the GEMM's micro-tiles, each row the chains of the whole
+// product (gemm_impl.h), and the gate passes are per row; so results do not depend on the thread
+// count.
 // In a backward with create_graph the saved activations (which have no graph) are of no use: the
 // node then recomputes the states as the composition of tensor ops from its saved inputs and
 // differentiates that (a nested autograd.grad with create_graph), so gradients of any order follow.
@@ -39,42 +46,58 @@ T* step_rows(const Tensor& x, int64_t t) {
   return x->data_as<T>() + t * x->shape[1] * x->shape[2];
 }
 
-// Products below this many multiply-adds run on one thread (matmul.cpp's threshold).
+// Products below this many multiply-adds run on one thread (matmul.cpp's threshold); a layer of
+// less work (all steps) keeps its rows together.
 constexpr double kParallelStepWork = 1 << 20;
+// The fewest rows a thread's block of a split layer gets.
+constexpr int64_t kBlockRows = 2;
 
 // C (rows x n, contiguous) = A (rows x k, contiguous) @ B for every step of a layer, one B for all:
-// B packed once into the GEMM's panels (gemm_pack_b), each step's product split among threads by
-// whole panels (every element the same chain whatever the split). A C of one row or column keeps
-// the plain GEMM: its matrix-vector path, which the composition's mm takes there (other bits than
-// the tiles') and which reads B in place (nothing to pack).
+// B packed once into the GEMM's panels (gemm_pack_b), shared by every block of rows; a product on
+// the calling thread split among threads by whole panels when it is large (inside a block of a
+// split layer the pool is busy and it runs inline). Every element the same chain whatever the
+// split, by rows or by panels. A batch of one row, or a C of one column, keeps the plain GEMM: its
+// matrix-vector path, which the composition's mm takes there (other bits than the tiles') and
+// which reads B in place (nothing to pack); such a layer is never split by rows.
 template <class T>
 class StepProduct {
  public:
   StepProduct(int64_t rows, int64_t n, int64_t k, const T* b, int64_t rsb, int64_t csb, DType dtype)
-      : rows_(rows), n_(n), k_(k), b_(b), rsb_(rsb), csb_(csb), nr_(kernels().of<T>().gemm_blocks.nr) {
-    if (rows_ < 2 || n_ < 2) return;
+      : n_(n), k_(k), b_(b), rsb_(rsb), csb_(csb), nr_(kernels().of<T>().gemm_blocks.nr) {
+    if (rows < 2 || n_ < 2) return;
     panels_ = empty({(n_ + nr_ - 1) / nr_ * nr_ * k_}, dtype);
     kernels().of<T>().gemm_pack_b(k_, n_, b_, rsb_, csb_, panels_->data_as<T>());
   }
 
-  void operator()(const T* a, T* c) const {
+  bool packed() const { return bool(panels_); }
+
+  // `rows` rows of C from as many of A (a block of the batch, or all of it).
+  void operator()(int64_t rows, const T* a, T* c) const {
     const TypedKernels<T>& kernel = kernels().of<T>();
-    if (!panels_) return kernel.gemm(rows_, n_, k_, a, k_, 1, b_, rsb_, csb_, c, n_);
+    if (!panels_) return kernel.gemm(rows, n_, k_, a, k_, 1, b_, rsb_, csb_, c, n_);
     const T* panels = panels_->data_as<T>();
     const int64_t count = (n_ + nr_ - 1) / nr_;
-    const bool parallel = double(rows_) * double(n_) * double(k_) >= kParallelStepWork;
+    const bool parallel = double(rows) * double(n_) * double(k_) >= kParallelStepWork;
     parallel_for(0, count, parallel ? 1 : count, [&](int64_t lo, int64_t hi) {
       const int64_t c0 = lo * nr_, c1 = std::min(n_, hi * nr_);
-      kernel.gemm_packed_b(rows_, c1 - c0, k_, a, k_, 1, panels + c0 * k_, c + c0, n_);
+      kernel.gemm_packed_b(rows, c1 - c0, k_, a, k_, 1, panels + c0 * k_, c + c0, n_);
     });
   }
 
  private:
-  int64_t rows_, n_, k_;
+  int64_t n_, k_;
   const T* b_;
   int64_t rsb_, csb_, nr_;
   Tensor panels_;
 };
+
+// Runs body(r0, r1) over blocks of the batch's rows: one block per thread when the layer (`steps`
+// steps of rows x G x H multiply-adds) is worth a hand-out and the product is packed, else one.
+template <class T, class F>
+void for_row_blocks(const StepProduct<T>& product, int64_t steps, int64_t rows, int64_t G, int64_t H, F body) {
+  const bool split = product.packed() && double(steps) * double(rows) * double(G) * double(H) >= kParallelStepWork;
+  parallel_for(0, rows, split ? kBlockRows : rows, body);
+}
 
 // Step t's position in processing order, and the step processed before it (-1: the initial state).
 int64_t previous_step(int64_t t, int64_t steps, bool reverse) { return reverse ? (t + 1 < steps ? t + 1 : -1) : t - 1; }
@@ -168,24 +191,28 @@ GradList RnnLayerBackward0::apply(GradList&& grads) {
     const int64_t plane = steps * rows * H, step_size = rows * H;
     const T *out = states->data_as<T>(), *gout = dstates->data_as<T>();
     const StepProduct<T> product(rows, H, G, w_hh->data_as<T>(), H, 1, dtype);  // dgates @ W_hh
-    RecurrentStepGrad<T> step{};
-    step.rows = rows, step.hidden = H, step.through = through->data_as<T>();
-    step.grad_h = dh->data_as<T>(), step.grad_c = lstm ? dc->data_as<T>() : nullptr;
-    for (int64_t n = 0; n < steps; ++n) {
-      const int64_t t = reverse ? n : steps - 1 - n;  // the last step processed comes first
-      const int64_t p = previous_step(t, steps, reverse);
-      step.h = p < 0 ? h0->data_as<T>() : out + p * step_size;
-      step.c = lstm ? (p < 0 ? c0->data_as<T>() : out + plane + p * step_size) : nullptr;
-      std::memcpy(step_rows<T>(h_prev, t), step.h, sizeof(T) * step_size);
-      step.keep = keep->shape[2] ? step_rows<T>(keep, t) : nullptr;
-      step.h_out = out + t * step_size;
-      step.grad_h_out = gout + t * step_size;
-      step.grad_c_out = lstm ? gout + plane + t * step_size : nullptr;
-      step.grad_x = step_rows<T>(dx, t), step.grad_hh = step_rows<T>(dhh, t);
-      kernel.recurrent_backward[int(mode)](step);
-      product(step.grad_hh, through->data_as<T>());
-    }
-    kernel.binary[int(VecBinary::Add)](step.grad_h, false, step.through, false, step.grad_h, step_size);
+    T *grad_h = dh->data_as<T>(), *through_h = through->data_as<T>(), *grad_c = lstm ? dc->data_as<T>() : nullptr;
+    for_row_blocks(product, steps, rows, G, H, [&](int64_t r0, int64_t r1) {
+      // rows r0..r1 of every buffer: each holds a step's rows one after another
+      RecurrentStepGrad<T> step{};
+      step.rows = r1 - r0, step.hidden = H, step.through = through_h + r0 * H;
+      step.grad_h = grad_h + r0 * H, step.grad_c = lstm ? grad_c + r0 * H : nullptr;
+      for (int64_t n = 0; n < steps; ++n) {
+        const int64_t t = reverse ? n : steps - 1 - n;  // the last step processed comes first
+        const int64_t p = previous_step(t, steps, reverse);
+        step.h = (p < 0 ? h0->data_as<T>() : out + p * step_size) + r0 * H;
+        step.c = lstm ? (p < 0 ? c0->data_as<T>() : out + plane + p * step_size) + r0 * H : nullptr;
+        std::memcpy(step_rows<T>(h_prev, t) + r0 * H, step.h, sizeof(T) * (r1 - r0) * H);
+        step.keep = keep->shape[2] ? step_rows<T>(keep, t) + r0 * keep->shape[2] : nullptr;
+        step.h_out = out + t * step_size + r0 * H;
+        step.grad_h_out = gout + t * step_size + r0 * H;
+        step.grad_c_out = lstm ? gout + plane + t * step_size + r0 * H : nullptr;
+        step.grad_x = step_rows<T>(dx, t) + r0 * G, step.grad_hh = step_rows<T>(dhh, t) + r0 * G;
+        kernel.recurrent_backward[int(mode)](step);
+        product(r1 - r0, step.grad_hh, through_h + r0 * H);
+      }
+      kernel.binary[int(VecBinary::Add)](step.grad_h, false, step.through, false, step.grad_h, (r1 - r0) * H);
+    });
   });
   GradList result(5);
   result[0] = dx;
@@ -226,18 +253,23 @@ Tensor recurrent_layer(RecurrentMode mode, const Tensor& projected, const Tensor
       T* out = states->data_as<T>();
       const StepProduct<T> product(rows, G, H, w->data_as<T>(), 1, H, dtype);  // h @ W_hh^T
       const Tensor hh = empty({rows, G}, dtype);
-      RecurrentStep<T> step{};
-      step.rows = rows, step.hidden = H, step.hh = hh->data_as<T>(), step.bias = b ? b->data_as<T>() : nullptr;
-      for (int64_t n = 0; n < steps; ++n) {
-        const int64_t t = reverse ? steps - 1 - n : n, p = previous_step(t, steps, reverse);
-        step.h = p < 0 ? h_start->data_as<T>() : out + p * step_size;
-        step.c = lstm ? (p < 0 ? c_start->data_as<T>() : out + plane + p * step_size) : nullptr;
-        product(step.h, hh->data_as<T>());
-        step.x = step_rows<T>(x, t);
-        step.h_out = out + t * step_size, step.c_out = lstm ? out + plane + t * step_size : nullptr;
-        step.keep = keep->shape[2] ? step_rows<T>(keep, t) : nullptr;
-        kernels().of<T>().recurrent_forward[int(mode)](step);
-      }
+      const int64_t kept = keep->shape[2];
+      for_row_blocks(product, steps, rows, G, H, [&](int64_t r0, int64_t r1) {
+        // rows r0..r1 of every buffer: each holds a step's rows one after another
+        RecurrentStep<T> step{};
+        step.rows = r1 - r0, step.hidden = H, step.hh = hh->data_as<T>() + r0 * G;
+        step.bias = b ? b->data_as<T>() : nullptr;
+        for (int64_t n = 0; n < steps; ++n) {
+          const int64_t t = reverse ? steps - 1 - n : n, p = previous_step(t, steps, reverse);
+          step.h = (p < 0 ? h_start->data_as<T>() : out + p * step_size) + r0 * H;
+          step.c = lstm ? (p < 0 ? c_start->data_as<T>() : out + plane + p * step_size) + r0 * H : nullptr;
+          product(r1 - r0, step.h, hh->data_as<T>() + r0 * G);
+          step.x = step_rows<T>(x, t) + r0 * G;
+          step.h_out = out + t * step_size + r0 * H, step.c_out = lstm ? out + plane + t * step_size + r0 * H : nullptr;
+          step.keep = kept ? step_rows<T>(keep, t) + r0 * kept : nullptr;
+          kernels().of<T>().recurrent_forward[int(mode)](step);
+        }
+      });
     });
   }
   if (auto* node = record<RnnLayerBackward0>(states, {&projected, &h0, &c0, &w_hh, &b_hh})) {
