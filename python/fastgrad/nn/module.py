@@ -939,3 +939,12 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+# member(module, "weight") is module.weight, the same object or error; layers read their own
+# parameters with it on every call. A parameter is not in the instance's __dict__, so Python's
+# lookup fails before Module.__getattr__ finds it, and Python 3.11 raises and formats an
+# AttributeError for that failure: about half a microsecond per read. The core's function replays
+# the lookup for Module.__getattr__ (registered here) without that error.
+_prims._register_module_getattr(Module.__getattr__)
+member = _prims.module_attribute

@@ -49,6 +49,15 @@ from ._tensor import (  # noqa: F401
     write,
 )
 
+# ---- nn.Module's member reads: the core's module_attribute only makes getattr faster on Python 3.11
+
+module_attribute = getattr
+
+
+def _register_module_getattr(function):
+    pass
+
+
 # ---- fastgrad.compile: the reference captures nothing (compile returns what it is given)
 
 
