@@ -836,3 +836,20 @@ def test_a_layer_without_its_bias_fails_as_in_pytorch(fg, torch):
         return layer(lib.ones(1, 3))
 
     same_error(fg, torch, program)
+
+
+def test_call_reads_the_hook_dicts_each_time(fg, torch):
+    """Module.__call__ (the core's checks on fastgrad, Python on the reference) sees a hook put in
+    its dict directly and its removal, and passes keyword arguments to forward."""
+
+    def program(lib):
+        layer = lib.nn.Linear(2, 2)
+        with lib.no_grad():
+            layer.weight.fill_(0.5)
+            layer.bias.fill_(0.25)
+        layer._forward_hooks[10**6] = lambda module, args, output: output * 2
+        hooked = layer(lib.ones(1, 2)).tolist()
+        del layer._forward_hooks[10**6]
+        return [hooked, layer(input=lib.ones(1, 2)).tolist()]
+
+    same_on_both(fg, torch, program)

@@ -4,6 +4,8 @@
 // instance's __dict__, so the normal lookup fails first; 3.11 raises (and formats) an AttributeError
 // for that failure before calling __getattr__: about 0.55 us per read, a dozen reads per layer call
 // of a small model's step. 3.12 makes that failure silent, so there this is getattr itself.
+#include <vector>
+
 #include "python/bindings.h"
 
 namespace fg {
@@ -42,12 +44,8 @@ PyObject* registered_member(PyObject* self, PyObject* name) {
 }
 #endif
 
-PyObject* module_attribute(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 2) {
-    PyErr_SetString(PyExc_TypeError, "module_attribute(module, name) takes 2 arguments");
-    return nullptr;
-  }
-  PyObject *self = args[0], *name = args[1];
+// getattr(self, name), the same object or error.
+PyObject* get_attribute(PyObject* self, PyObject* name) {
 #if PY_VERSION_HEX < 0x030C0000
   if (PyUnicode_CheckExact(name) && reads_as_module(Py_TYPE(self))) {
     // the normal lookup (data descriptors, the instance's __dict__, class attributes), its
@@ -60,6 +58,77 @@ PyObject* module_attribute(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 #endif
   return PyObject_GetAttr(self, name);  // the general case, and every error message
 }
+
+PyObject* module_attribute(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "module_attribute(module, name) takes 2 arguments");
+    return nullptr;
+  }
+  return get_attribute(args[0], args[1]);
+}
+
+// ---- nn.Module.__call__ without hooks: forward(*args, **kwargs) with the checks of the Python
+// __call__ (python/fastgrad/nn/module.py) made in C. Each is a read of an attribute of a Module,
+// which 3.11 cannot specialize (the class has __getattr__): ~60 ns apiece in bytecode, with the
+// frame and the repacking of *args/**kwargs about 0.55 us a call, 19 calls in a small model's
+// token. Read here in the same order, each as getattr (get_attribute above).
+
+// The Python __call__'s names and the global hook dicts it tests (set by _register_module_call).
+PyObject* compiled_call_name = nullptr;
+PyObject* forward_name = nullptr;
+PyObject* call_impl_name = nullptr;
+PyObject* instance_hook_names[4] = {};
+std::vector<PyObject*> global_hook_dicts;
+
+// self.<name>(*args, **kwargs) for a vectorcall's arguments (args without self).
+PyObject* call_attribute(PyObject* self, PyObject* name, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  PyObject* method = get_attribute(self, name);
+  if (!method) return nullptr;
+  PyObject* result = PyObject_Vectorcall(method, args, nargsf, kwnames);
+  Py_DECREF(method);
+  return result;
+}
+
+// Truth of self.<name> (-1: an error).
+int attribute_is_true(PyObject* self, PyObject* name) {
+  PyObject* value = get_attribute(self, name);
+  if (!value) return -1;
+  const int truth = PyObject_IsTrue(value);
+  Py_DECREF(value);
+  return truth;
+}
+
+// Module.__call__(self, *args, **kwargs): a method descriptor's function (args[0] is self).
+PyObject* module_call(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  const size_t rest = static_cast<size_t>(nargs);
+  PyObject* compiled = get_attribute(self, compiled_call_name);
+  if (!compiled) return nullptr;
+  if (compiled != Py_None) {
+    PyObject* result = PyObject_Vectorcall(compiled, args, rest, kwnames);
+    Py_DECREF(compiled);
+    return result;
+  }
+  Py_DECREF(compiled);
+  bool hooked = false;
+  for (PyObject* name : instance_hook_names) {
+    const int truth = attribute_is_true(self, name);
+    if (truth < 0) return nullptr;
+    if (truth) {
+      hooked = true;
+      break;
+    }
+  }
+  for (size_t i = 0; !hooked && i < global_hook_dicts.size(); ++i) {
+    const int truth = PyObject_IsTrue(global_hook_dicts[i]);
+    if (truth < 0) return nullptr;
+    hooked = truth;
+  }
+  return call_attribute(self, hooked ? call_impl_name : forward_name, args, rest, kwnames);
+}
+
+PyMethodDef module_call_def = {
+    "__call__", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(module_call)), METH_FASTCALL | METH_KEYWORDS,
+    "forward(*args, **kwargs) between the module's hooks (see _call_impl); a compiled module's replay."};
 
 PyMethodDef module_attribute_def = {
     "module_attribute", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(module_attribute)), METH_FASTCALL,
@@ -85,6 +154,22 @@ void bind_module_attribute(py::module_& m) {
 #endif
       },
       "Registers nn.Module.__getattr__, the function module_attribute stands for.");
+  m.def(
+      "_module_call",
+      [](py::handle module_type, py::list instance_hooks, py::list global_hooks) {
+        // instance_hooks: the names of the per-instance hook dicts, in the Python __call__'s order
+        if (!PyType_Check(module_type.ptr()) || instance_hooks.size() != 4)
+          throw TypeError("_module_call(Module, 4 hook dict names, global hook dicts)");
+        compiled_call_name = PyUnicode_InternFromString("_compiled_call_impl");
+        forward_name = PyUnicode_InternFromString("forward");
+        call_impl_name = PyUnicode_InternFromString("_call_impl");
+        for (int i = 0; i < 4; ++i) instance_hook_names[i] = Py_NewRef(instance_hooks[i].ptr());
+        for (py::handle d : global_hooks) global_hook_dicts.push_back(Py_NewRef(d.ptr()));
+        return py::reinterpret_steal<py::object>(
+            PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(module_type.ptr()), &module_call_def));
+      },
+      "Module.__call__ as a method descriptor over the C function above, for the class Module "
+      "(module.py installs it).");
 }
 
 }  // namespace fg

@@ -20,6 +20,7 @@ from ._C import (  # noqa: F401
     _guard_reached,
     _guard_tensors,
     _input_signature,
+    _module_call,
     _register_module_getattr,
     _register_types,
     _set_grad_enabled,
