@@ -478,6 +478,8 @@ ERRORS = {
     "linear bias dtype": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3), t.ones(4, dtype=t.float64)),
     "linear weight dtype": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3, dtype=t.float64)),
     "linear bias number": lambda F, t: F.linear(t.ones(2, 3), t.ones(4, 3), 3),
+    "linear input list": lambda F, t: F.linear([1.0, 2.0, 3.0], t.ones(4, 3)),
+    "linear weight None": lambda F, t: F.linear(t.ones(2, 3), None),
     "linear 0-d input": lambda F, t: F.linear(t.ones(()), t.ones(4, 3)),
     "linear 3-d weight": lambda F, t: F.linear(t.ones(2, 3), t.ones(1, 4, 3)),
     "embedding padding_idx": lambda F, t: F.embedding(t.tensor([1]), t.ones(3, 2), padding_idx=-4),

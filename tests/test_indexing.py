@@ -107,6 +107,11 @@ GET_CASES = [
     IndexCase((Ellipsis, [4, 0]), basic=False),
     IndexCase((None, T([1, 1])), basic=False),
     IndexCase((S(None, None, 2), [1, 3]), basic=False),
+    # lists the core reads itself (flat Python ints) and those it hands to numpy: bools, nesting, numpy ints
+    IndexCase((ALL, [-1]), basic=False),
+    IndexCase([True, False, True], basic=False),
+    IndexCase([[0, 1], [2, 0]], basic=False),
+    IndexCase((ALL, [np.int64(1), 0]), basic=False),
     # an int next to an index tensor: PyTorch selects the int first (numpy would count it as an
     # advanced index and move the broadcast dimension to the front)
     IndexCase((1, ALL, [0, 2]), numpy_view=(1, (ALL, [0, 2])), basic=False),

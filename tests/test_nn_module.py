@@ -777,3 +777,79 @@ def test_hook_handles_of_a_copied_or_unpickled_module(fg, torch):
         return calls, shapes, [(type(m).__name__, m.in_features) for m in (lazy_twin, unpickled)]
 
     _same(fg, torch, program)
+
+
+# ---- the layers' reads of their own parameters (nn.module.member: self.weight, faster on 3.11)
+
+
+def _layers_reading(lib, case):
+    """A Linear, LayerNorm and Embedding whose weight or bias `case` moved away from the plain
+    parameter; their outputs on fixed inputs."""
+    nn = lib.nn
+    lib.manual_seed(0)
+    layers = [nn.Linear(3, 2), nn.LayerNorm(3), nn.Embedding(4, 3)]
+    for layer in layers:
+        replacement = lib.full(tuple(layer.weight.shape), 0.5)
+        if case == "plain attribute":  # weight_norm's way: the parameter deleted, a tensor set in its place
+            del layer.weight
+            layer.weight = replacement
+        elif case == "buffer":
+            del layer.weight
+            layer.register_buffer("weight", replacement)
+        elif case == "registry edited":
+            layer._parameters["weight"] = nn.Parameter(replacement)
+        elif case == "registry replaced":  # not a plain dict any more
+            layer._parameters = collections.OrderedDict(layer._parameters)
+        elif case == "__dict__ shadows":  # the instance's __dict__ comes before Module.__getattr__
+            object.__setattr__(layer, "weight", replacement)
+    x, idx = lib.tensor([[1.0, -2.0, 0.5]]), lib.tensor([[0, 3]])
+    return [layers[0](x).tolist(), layers[1](x).tolist(), layers[2](idx).tolist()]
+
+
+@pytest.mark.parametrize(
+    "case", ["plain", "plain attribute", "buffer", "registry edited", "registry replaced", "__dict__ shadows"]
+)
+def test_layers_read_their_parameters_as_getattr(fg, torch, case):
+    same_on_both(fg, torch, lambda lib: _layers_reading(lib, case))
+
+
+def test_layers_read_through_an_overridden_getattr(fg, torch):
+    def program(lib):
+        class Shifted(lib.nn.Linear):
+            def __getattr__(self, name):  # reached for registered members: bias read as twice itself
+                value = super().__getattr__(name)
+                return value * 2 if name == "bias" else value
+
+        layer = Shifted(3, 2)
+        with lib.no_grad():  # reset_parameters initialized the doubled copy of the bias, not the bias
+            layer._parameters["weight"].fill_(0.5)
+            layer._parameters["bias"].fill_(0.25)
+        return layer(lib.ones(1, 3)).tolist()
+
+    same_on_both(fg, torch, program)
+
+
+def test_a_layer_without_its_bias_fails_as_in_pytorch(fg, torch):
+    def program(lib):
+        layer = lib.nn.Linear(3, 2)
+        object.__delattr__(layer, "_parameters")  # the registries gone: Module.__getattr__'s error
+        return layer(lib.ones(1, 3))
+
+    same_error(fg, torch, program)
+
+
+def test_call_reads_the_hook_dicts_each_time(fg, torch):
+    """Module.__call__ (the core's checks on fastgrad, Python on the reference) sees a hook put in
+    its dict directly and its removal, and passes keyword arguments to forward."""
+
+    def program(lib):
+        layer = lib.nn.Linear(2, 2)
+        with lib.no_grad():
+            layer.weight.fill_(0.5)
+            layer.bias.fill_(0.25)
+        layer._forward_hooks[10**6] = lambda module, args, output: output * 2
+        hooked = layer(lib.ones(1, 2)).tolist()
+        del layer._forward_hooks[10**6]
+        return [hooked, layer(input=lib.ones(1, 2)).tolist()]
+
+    same_on_both(fg, torch, program)

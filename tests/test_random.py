@@ -122,6 +122,9 @@ def test_seeds_as_pytorch_takes_them(fg, torch):
         lambda m: m.multinomial(m.tensor([0.0, 0.0]), 1),
         lambda m: m.multinomial(m.tensor([-1.0, 2.0]), 1),
         lambda m: m.multinomial(m.tensor([float("inf"), 2.0]), 1, True),
+        lambda m: m.multinomial(m.tensor([[1.0, 2.0], [0.0, 0.0]]), 1),  # the second row's sum is 0
+        lambda m: m.multinomial(m.tensor([[0.5, 0.5], [float("nan"), 1.0]]), 1),
+        lambda m: m.multinomial(m.ones(2, 0), 1, True),  # rows of no categories
         lambda m: m.multinomial(m.tensor([1, 2]), 1),
         lambda m: m.multinomial(m.tensor(1.0), 1),
         lambda m: m.multinomial(m.ones(2, 2, 2), 1),

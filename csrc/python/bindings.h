@@ -99,6 +99,9 @@ const NodeRef& node_of(py::handle obj);
 void bind_hooks(py::module_& m);
 // _C._CPUGenerator: PyTorch's CPU generator and its distribution fills (random_bind.cpp).
 void bind_random(py::module_& m);
+// _C.module_attribute: getattr for nn.Module's members, without 3.11's AttributeError on the way
+// (module_attribute.cpp).
+void bind_module_attribute(py::module_& m);
 // The process-wide lock of backward passes (autograd_bind.cpp); waits without the GIL.
 std::unique_lock<std::recursive_mutex> lock_engine();
 // The Python backward a custom Function's node holds (a bound method of its ctx), or null for

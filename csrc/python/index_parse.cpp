@@ -8,12 +8,32 @@ namespace {
 
 bool is_tensor(py::handle obj) { return py::isinstance<TensorImpl>(obj); }
 
+// A flat list of Python ints (x[:, [-1]] in a sampling loop) as an int64 tensor, without numpy's
+// asarray; an empty tensor for any other list (bools, nested lists, int subclasses, ints beyond int64).
+Tensor int_list_index(py::handle obj) {
+  PyObject* list = obj.ptr();
+  const Py_ssize_t n = PyList_GET_SIZE(list);
+  for (Py_ssize_t i = 0; i < n; ++i)
+    if (!PyLong_CheckExact(PyList_GET_ITEM(list, i))) return Tensor();
+  Tensor t = empty({static_cast<int64_t>(n)}, DType::Int64);
+  auto* values = t->data_as<int64_t>();
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    int overflow = 0;
+    values[i] = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(list, i), &overflow);
+    if (overflow) return Tensor();
+  }
+  return t;
+}
+
 // An advanced index as an int64 or bool tensor.
 Tensor index_tensor(py::handle obj) {
   Tensor t;
   if (is_tensor(obj)) t = obj.cast<Tensor>();
   else if (py::len(obj) == 0) t = empty({0}, DType::Int64);  // x[[]]: numpy would make it float64
-  else t = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(obj), false);
+  else {
+    if (PyList_CheckExact(obj.ptr())) t = int_list_index(obj);
+    if (!t) t = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(obj), false);
+  }
   if (t->dtype == DType::Float32 || t->dtype == DType::Float64)
     throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
   return t;

@@ -234,5 +234,6 @@ PYBIND11_MODULE(_C, m) {
   bind_dlpack(m);
   bind_random(m);
   bind_capture(m);
+  bind_module_attribute(m);
   guard_argument_errors(m);
 }

@@ -20,6 +20,8 @@ from ._C import (  # noqa: F401
     _guard_reached,
     _guard_tensors,
     _input_signature,
+    _module_call,
+    _register_module_getattr,
     _register_types,
     _run_fused_update,
     _set_grad_enabled,

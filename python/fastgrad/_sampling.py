@@ -62,10 +62,14 @@ def _drawn(shape, dtype, fill, *args):
     """A new tensor of `shape` and `dtype` filled by the engine method `fill` (row-major order). The
     engine fills float32, float64, bool and the integer types; float16/bfloat16 are drawn as float32."""
     draw_type = float32 if dtype.is_floating_point and dtype not in (float32, float64) else dtype
+    if draw_type is dtype and dtype is not bool_:
+        # the engine fills the new tensor's own memory (to_numpy shares it): no array to copy over,
+        # which took most of a per-token multinomial's time
+        drawn = _prims.empty(shape, dtype)
+        fill(_prims.to_numpy(drawn).reshape(-1), *args)  # a view: the engines fill flat arrays
+        return drawn
     values = np.empty(math.prod(shape), NUMPY_TYPES[draw_type])  # math's: numpy's prod of a list costs µs
     fill(values, *args)
-    if draw_type is dtype and dtype is not bool_:  # a native array of the dtype: nothing for _from_array to convert
-        return _prims.from_numpy(values.reshape(shape), share_memory=False)
     return _from_array(values.reshape(shape), dtype)
 
 
@@ -238,8 +242,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     without replacement (or one sample) the num_samples largest of p / Exponential(1) in the input's
     dtype (argmax, or topk with its order of equal keys: distinct draws, zero-probability categories
     last); with replacement a binary search of one double uniform per sample in the row's normalised
-    cumulative sums. A sampling loop calls this per token: few numpy calls, and the one sample of a row
-    is the core's argmax of the keys."""
+    cumulative sums. A sampling loop calls this per token: its one sample of a row is checked, drawn
+    and picked by the core (the exponential noise filled into a tensor's memory), without numpy."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             f"multinomial only supports floating-point dtypes for input, got: {SCALAR_TYPE_NAME[input.dtype]}"
@@ -250,33 +254,54 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     shape = list(input.shape)
-    rows = _values(input).reshape(shape[0] if len(shape) == 2 else 1, shape[-1])  # not -1: rows may be empty
     if not replacement and num_samples > shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
     if shape[-1] > 2**24:
         raise RuntimeError("number of categories cannot exceed 2^24")
-    # every value finite and >= 0 (NaN fails both comparisons), then every row's sum > 0: its largest value
-    row_max = rows.max(axis=1, initial=0.0)
-    if not (rows.min(initial=0.0) >= 0 and row_max.max(initial=0.0) < np.inf):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if not row_max.min(initial=np.inf) > 0:
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    probabilities = input.detach() if input.requires_grad else input
+    _check_probabilities(probabilities, shape)
     if replacement and num_samples > 1:  # the 16-bit floats sum in float32, as ATen's kernel for them
+        rows = _as_rows(_values(probabilities), shape)
         drawn = np.empty((rows.shape[0], num_samples), np.int64)
         row_type = np.float64 if input.dtype is float64 else np.float32
         engine(generator).multinomial_with_replacement_(drawn, np.array(rows, row_type))
         result = _prims.from_numpy(drawn.reshape(shape[:-1] + [num_samples]), share_memory=False)
     else:
         noise = _drawn(shape, input.dtype, engine(generator).exponential_, 1.0)
-        keys = _prims.div(input.detach() if input.requires_grad else input, noise)
+        keys = _prims.div(probabilities, noise)
         if num_samples == 1:  # argmax: the first of equal keys
             result = _prims.argmax(keys, -1, True)
         else:  # topk: the num_samples largest keys, largest first, equal ones in the order ATen's leaves them
+            rows = _as_rows(_values(keys), shape)
             drawn = np.empty((rows.shape[0], num_samples), np.int64)
             key_type = np.float64 if input.dtype is float64 else np.float32  # ATen's topk compares 16-bit keys as float
-            engine(generator).multinomial_top_(drawn, np.array(_values(keys).reshape(rows.shape), key_type))
+            engine(generator).multinomial_top_(drawn, np.array(rows, key_type))
             result = _prims.from_numpy(drawn.reshape(shape[:-1] + [num_samples]), share_memory=False)
     return _with_out(result, out)
+
+
+def _as_rows(values, shape):
+    """multinomial's 1-D or 2-D values as a 2-D numpy array of rows (not reshape(-1, n): there may be no rows)."""
+    return values.reshape(shape[0] if len(shape) == 2 else 1, shape[-1])
+
+
+def _check_probabilities(input, shape):
+    """multinomial's checks of its rows: every value finite and >= 0 (NaN fails both comparisons),
+    then every row's sum > 0, which is its largest value > 0. Reductions of the core (a per-token
+    sampling loop calls this: no numpy)."""
+    if 0 in shape:  # no values to check; rows of no categories fail ATen's aminmax of them
+        if shape[-1] == 0 and math.prod(shape[:-1]):
+            raise RuntimeError(
+                "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."
+            )
+        return
+    largest = _prims.max_all(input).item()
+    if not (_prims.min_all(input).item() >= 0 and largest < math.inf):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if len(shape) == 2 and shape[0] > 1:  # the smallest of the rows' largest values
+        largest = _prims.min_all(_prims.amax(input, [1], False)).item()
+    if not largest > 0:
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
 
 
 def bernoulli(input, p=None, *, generator=None, out=None):

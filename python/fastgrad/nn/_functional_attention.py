@@ -40,13 +40,14 @@ def _check_sdpa_inputs(query, key, value, attn_mask):
             "scaled_dot_product_attention(): argument 'attn_mask' (position 4) "
             f"must be Tensor, not {type(attn_mask).__name__}"
         )
-    if not query.dtype == key.dtype == value.dtype:
+    dtype = query.dtype
+    if key.dtype is not dtype or value.dtype is not dtype:  # one object per dtype
         q, k, v = (C_TYPE_NAME[t.dtype] for t in (query, key, value))
         raise RuntimeError(
             "Expected query, key, and value to have the same dtype, but got "
             f"query.dtype: {q} key.dtype: {k} and value.dtype: {v} instead."
         )
-    if min(query.dim(), key.dim(), value.dim()) < 2:
+    if query.dim() < 2 or key.dim() < 2 or value.dim() < 2:
         raise RuntimeError(
             "Expected query, key, and value to all be  at least 2 dimensional, but got "
             f"query.dim: {query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead."

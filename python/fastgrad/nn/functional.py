@@ -57,15 +57,16 @@ def linear(input, weight, bias=None):
     another rank, with a contiguous bias that is a vector once squeezed, is viewed as 2-D around
     that addmm (ViewBackward0 on either side); otherwise matmul, then the bias added in place
     (AddBackward0). The primitive routes (its one call is most of a small layer's time); the types
-    are checked here for PyTorch's message."""
-    if not (isinstance(input, Tensor) and isinstance(weight, Tensor) and (bias is None or isinstance(bias, Tensor))):
-        position, name, value = next(
-            (i, name, x)
-            for i, (name, x) in enumerate([("input", input), ("weight", weight), ("bias", bias)], 1)
-            if not isinstance(x, Tensor) and (x is not None or name != "bias")
-        )
-        raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}")
-    return _prims.linear(input, weight, bias)
+    are checked after it fails, for PyTorch's message (a layer's call pays for no check)."""
+    try:
+        return _prims.linear(input, weight, bias)
+    except Exception:  # the core's TypeError, or whatever the reference's loops met in a non-tensor
+        for position, (name, value) in enumerate([("input", input), ("weight", weight), ("bias", bias)], 1):
+            if not isinstance(value, Tensor) and (value is not None or name != "bias"):
+                raise TypeError(
+                    f"linear(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}"
+                ) from None
+        raise
 
 
 def relu(input, inplace=False):
@@ -838,11 +839,14 @@ def _renorm_rows(weight, input, max_norm, norm_type):
 
 
 def _check_indices(input):
-    if input.dtype is not int64 and input.dtype is not int32:
+    """The indices' dtype, int64 or int32 (PyTorch's message for another)."""
+    dtype = input.dtype
+    if dtype is not int64 and dtype is not int32:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
             f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)"
         )
+    return dtype
 
 
 def _check_index_range(input, weight):
@@ -862,12 +866,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if weight.dim() != 2:  # before the index checks, as PyTorch
         raise RuntimeError("'weight' must be 2-D")
     padding_row = None if padding_idx is None else _padding_index(padding_idx, weight.shape[0])
-    _check_indices(input)
+    dtype = _check_indices(input)
     if max_norm is not None:
         _check_index_range(input, weight)
         _renorm_rows(weight, input, max_norm, norm_type)
     # PyTorch's one EmbeddingBackward0 node (int32 indices too); the primitive checks the index range
-    return _prims.embedding(weight, input.long(), -1 if padding_row is None else padding_row, scale_grad_by_freq)
+    indices = input if dtype is int64 else input.long()
+    return _prims.embedding(weight, indices, -1 if padding_row is None else padding_row, scale_grad_by_freq)
 
 
 _BAG_MODES = ("sum", "mean", "max")

@@ -7,7 +7,7 @@ import numbers
 
 from . import functional as F, init
 from .._factories import empty
-from .module import Module
+from .module import Module, member
 from .parameter import Parameter
 
 
@@ -40,7 +40,7 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input):
-        return F.linear(input, self.weight, self.bias)
+        return F.linear(input, member(self, "weight"), member(self, "bias"))
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -118,7 +118,13 @@ class Embedding(Module):
 
     def forward(self, input):
         return F.embedding(
-            input, self.weight, self.padding_idx, self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse
+            input,
+            member(self, "weight"),
+            self.padding_idx,
+            self.max_norm,
+            self.norm_type,
+            self.scale_grad_by_freq,
+            self.sparse,
         )
 
     def extra_repr(self):
@@ -162,7 +168,7 @@ class LayerNorm(Module):
                 init.zeros_(self.bias)
 
     def forward(self, input):
-        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+        return F.layer_norm(input, self.normalized_shape, member(self, "weight"), member(self, "bias"), self.eps)
 
     def extra_repr(self):
         return (

@@ -939,3 +939,22 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+# member(module, "weight") is module.weight, the same object or error; layers read their own
+# parameters with it on every call. A parameter is not in the instance's __dict__, so Python's
+# lookup fails before Module.__getattr__ finds it, and Python 3.11 raises and formats an
+# AttributeError for that failure: about half a microsecond per read. The core's function replays
+# the lookup for Module.__getattr__ (registered here) without that error.
+_prims._register_module_getattr(Module.__getattr__)
+member = _prims.module_attribute
+
+# Module.__call__'s reads (the compiled replay, the four hook dicts, forward) made by the core in C,
+# in the Python __call__'s order: Python 3.11 cannot specialize attribute reads of a class with
+# __getattr__, so in bytecode they and the *args/**kwargs repacking cost about half a microsecond a
+# module call. The reference keeps the Python __call__.
+Module.__call__ = _prims._module_call(
+    Module,
+    ["_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks"],
+    [_global_forward_pre_hooks, _global_forward_hooks, _global_backward_pre_hooks, _global_backward_hooks],
+)

@@ -49,6 +49,19 @@ from ._tensor import (  # noqa: F401
     write,
 )
 
+# ---- nn.Module's member reads: the core's module_attribute only makes getattr faster on Python 3.11
+
+module_attribute = getattr
+
+
+def _register_module_getattr(function):
+    pass
+
+
+def _module_call(module_type, instance_hooks, global_hooks):
+    return module_type.__call__  # the Python __call__ (the core's is the same checks in C)
+
+
 # ---- fastgrad.compile: the reference captures nothing (compile returns what it is given)
 
 
