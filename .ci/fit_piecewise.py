@@ -13,6 +13,7 @@ all float32 inputs, are stated in elementwise_impl.h.
 Run: python .ci/fit_piecewise.py  (mpmath for f's values; a few seconds; clang-format on PATH)
 """
 
+import functools
 import pathlib
 import re
 import subprocess
@@ -75,20 +76,26 @@ def fit(f, low, high, mid, degree, nodes=400, iterations=30, unit=ulp, slope_lo=
     return c0_hi, c0_lo, coefficients, float(np.max(weight * np.abs(q - target))), low_part
 
 
+def padded_floats(values, pad):
+    """A C++ array of the floats `values`, the last repeated `pad` more times (a table's TABLE rows)."""
+    values = [float(v) for v in values] + [float(values[-1])] * pad
+    return "{" + ", ".join(hex_float(v) for v in values) + "}"
+
+
+def table_origin(first, per_binade):
+    """(origin, shift) of a table whose first interval ends at `first` (see PiecewiseTable)."""
+    shift = 23 - (per_binade.bit_length() - 1)
+    return int(np.float32(first).view(np.int32)) - (1 << shift), shift
+
+
 def table(name, f, first, end, per_binade, degree):
     parts = intervals(first, end, per_binade)
     assert len(parts) <= TABLE
     rows = [fit(f, *part, degree) for part in parts]
     worst = max(row[3] for row in rows)
     print(f"{name}: {len(parts)} intervals, Q of degree {degree - 1}, approximation error <= {worst:.4f} ulp")
-    pad = TABLE - len(parts)
-
-    def floats(values):
-        values = [float(v) for v in values] + [float(values[-1])] * pad
-        return "{" + ", ".join(hex_float(v) for v in values) + "}"
-
-    shift = 23 - (per_binade.bit_length() - 1)
-    first_bits = int(np.float32(first).view(np.int32))
+    floats = functools.partial(padded_floats, pad=TABLE - len(parts))
+    origin, shift = table_origin(first, per_binade)
     mids = floats([part[2] for part in parts])
     his = floats([row[0] for row in rows])
     los = floats([row[1] for row in rows])
@@ -97,7 +104,7 @@ def table(name, f, first, end, per_binade, degree):
         f"// {name}: [0, {first}) and {per_binade} intervals per binade up to {end}; approximation error "
         f"<= {worst:.4f} ulp.\n"
         f"inline constexpr PiecewiseTable<{degree}> k{name}Table = {{\n"
-        f"    {first_bits - (1 << shift):#x}, {shift}, {len(parts) - 1},\n    {mids},\n    {his},\n    {los},\n"
+        f"    {origin:#x}, {shift}, {len(parts) - 1},\n    {mids},\n    {his},\n    {los},\n"
         f"    {{{qs}}}}};\n"
     )
 
@@ -124,20 +131,14 @@ def gelu_table(name, f, first, end, per_binade, degree, relative_end, zero=None)
         rows.append(fit(f, low, high, mid, degree, unit=unit, slope_lo=True))
     worst = max(row[3] for row in rows)
     print(f"{name}: {len(parts)} intervals, Q of degree {degree - 1}, approximation error <= {worst:.4f} units")
-    pad = TABLE - len(parts)
-
-    def floats(values):
-        values = [float(v) for v in values] + [float(values[-1])] * pad
-        return "{" + ", ".join(hex_float(v) for v in values) + "}"
-
-    shift = 23 - (per_binade.bit_length() - 1)
-    first_bits = int(np.float32(first).view(np.int32))
+    floats = functools.partial(padded_floats, pad=TABLE - len(parts))
+    origin, shift = table_origin(first, per_binade)
     qs = ",\n    ".join(floats([row[2][i] for row in rows]) for i in range(degree))
     return (
         f"// {name}: [0, {first}) and {per_binade} intervals per binade up to {end}; approximation error "
         f"<= {worst:.4f} ulp up to {relative_end}, 2^-24 beyond.\n"
         f"inline constexpr GeluTable<{degree}> k{name}Table = {{\n"
-        f"    {first_bits - (1 << shift):#x}, {shift}, {len(parts) - 1},\n"
+        f"    {origin:#x}, {shift}, {len(parts) - 1},\n"
         f"    {floats([part[2] for part in parts])},\n    {floats([row[0] for row in rows])},\n"
         f"    {floats([row[1] for row in rows])},\n    {{{qs}}},\n    {floats([row[4] for row in rows])}}};\n"
     )

@@ -179,13 +179,17 @@ GradList SubBackward0::apply(GradList&& grads) {
   const Tensor& g = grads[0];
   return {reduce(0, g), other_is_scalar ? Tensor() : reduce(1, times_alpha(neg(g)))};
 }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+namespace {
+// a - alpha * b, not recorded: sub's and rsub's values.
+Tensor difference(const Tensor& a, const Tensor& b, const Scalar& alpha) {
   check_bool_subtraction(a->dtype, b->dtype);
   DType dt = result_type(a, b);
-  Tensor out = alpha.value != 1
-                   ? add_scaled(a, b, negated(alpha), dt)
-                   : binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
-  return recorded_with_alpha<SubBackward0>(out, a, b, alpha);
+  return alpha.value != 1 ? add_scaled(a, b, negated(alpha), dt)
+                          : binary_map(a, b, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
+}
+}  // namespace
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return recorded_with_alpha<SubBackward0>(difference(a, b, alpha), a, b, alpha);
 }
 Tensor sub(const Tensor& a, const Scalar& s, const Scalar& alpha) {
   check_bool_subtraction(a->dtype, scalar_type(s));
@@ -207,12 +211,7 @@ GradList RsubBackward0::apply(GradList&& grads) {
   return out;
 }
 Tensor rsub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  check_bool_subtraction(b->dtype, a->dtype);
-  DType dt = result_type(a, b);
-  Tensor out = alpha.value != 1
-                   ? add_scaled(b, a, negated(alpha), dt)
-                   : binary_map(b, a, dt, dt, [](auto x, auto y) { return wrap_sub(x, y); }, VecBinary::Sub);
-  return recorded_with_alpha<RsubBackward0>(out, a, b, alpha);
+  return recorded_with_alpha<RsubBackward0>(difference(b, a, alpha), a, b, alpha);
 }
 
 FG_NODE_FROM(RsubBackward1, BinaryNode);

@@ -307,13 +307,18 @@ class AddBackward0(Function):
         return self.reduce(0, g), self.reduce(1, _times(g, self.alpha)) if self.needs_input_grad(1) else None
 
 
+def _difference(a, b, alpha):
+    """a - alpha * b: sub's and rsub's values."""
+    _check_bool_subtraction(a, b)
+    if alpha == 1:
+        return elementwise(operator.sub, a, b, result_type(a, b))
+    return _added(a, b, -alpha)
+
+
 class SubBackward0(Function):
     def forward(self, a, b, alpha=1):
-        _check_bool_subtraction(a, b)
         self.alpha = alpha
-        if alpha == 1:
-            return elementwise(operator.sub, a, b, result_type(a, b))
-        return _added(a, b, -alpha)
+        return _difference(a, b, alpha)
 
     def backward(self, g):
         return self.reduce(0, g), self.reduce(1, _times(-g, self.alpha)) if self.needs_input_grad(1) else None
@@ -328,11 +333,8 @@ class RsubBackward0(Function):
     """torch.rsub(a, b, alpha): b - alpha * a, as sub(b, a, alpha), with a's edge first."""
 
     def forward(self, a, b, alpha=1):
-        _check_bool_subtraction(b, a)
         self.alpha = alpha
-        if alpha == 1:
-            return elementwise(operator.sub, b, a, result_type(a, b))
-        return _added(b, a, -alpha)
+        return _difference(b, a, alpha)
 
     def backward(self, g):
         return (
