@@ -152,14 +152,6 @@ TORCH_BUGS.append(
 # Deliberate differences from PyTorch (also in the README): (what, test as for TORCH_BUGS).
 DIFFERENCES = [
     (
-        "split/chunk outputs are ordinary views (slices) in fastgrad, and may be modified in place; PyTorch marks them "
-        "as outputs of a multi-view function and refuses that (and later use of them once their base changed)",
-        lambda program, ours, theirs: (
-            _raised_at(theirs, "output of a function that returns multiple views")
-            and _uses(program, "{a}.split({n}, {d})[-1]", "torch.chunk({a}, {n}, {d})[0]")
-        ),
-    ),
-    (
         "matmul with a batch (>= 3-D) operand: PyTorch sometimes copies an operand (to fold it into a matrix), "
         "fastgrad always works on views of it, so changing that operand in place before backward fails in "
         "fastgrad only",

@@ -240,12 +240,33 @@ def test_meshgrid_without_indexing_warns(fg):
 
 
 def test_split_parts_refuse_in_place_writes(fg, torch):
-    """Parts of one split or unbind that require grad may not be written in place (PyTorch's
-    message names the node's multiple views; fastgrad's, a custom function's)."""
-    for m in (fg, torch):
-        for parts in (lambda x: x.split(2, 1), lambda x: x.unbind()):
-            with pytest.raises(RuntimeError):
-                parts(leaf(m) * 1)[0].mul_(2)
+    """Parts of one split, chunk or unbind that require grad are the outputs of one node and may not be
+    written in place, nor used after their base was, nor may views of them: PyTorch's messages. Without
+    a recorded history they are plain views."""
+
+    def messages(m):
+        found = []
+        for parts in (
+            lambda x: x.split(2, 1),
+            lambda x: x.split([1, 3], 1),
+            lambda x: x.chunk(2, 1),
+            lambda x: x.unbind(),
+            lambda x: [p.t() for p in x.split(1)],
+        ):
+            base = leaf(m) * 1
+            with pytest.raises(RuntimeError) as written:
+                parts(base)[-1].mul_(2)
+            part = parts(base)[0]
+            base.add_(1)
+            with pytest.raises(RuntimeError) as used:
+                part.exp()
+            found += [str(written.value), str(used.value)]
+        plain = m.ones(2, 3)
+        plain.split(2, 1)[0].mul_(3)
+        found.append(plain.sum().item())
+        return found
+
+    assert messages(fg) == messages(torch)
 
 
 @pytest.mark.parametrize(

@@ -77,7 +77,7 @@ Tensor make_differentiable_view(const Tensor& base, Shape shape, Shape strides, 
   Tensor t = make_view(base, std::move(shape), std::move(strides), offset);
   t->view_base = base->view_base ? base->view_base : base;
   t->view_tracks_history = grad_enabled() && (!base->view_base || base->view_tracks_history);
-  t->view_in_custom_function = grad_enabled() && base->view_in_custom_function;
+  t->view_origin = grad_enabled() ? base->view_origin : ViewOrigin::Plain;
   t->view_version = t->version();
   return t;
 }

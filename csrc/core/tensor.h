@@ -14,6 +14,8 @@
 namespace fg {
 
 using Shape = Dims;
+enum class ViewOrigin : uint8_t { Plain, CustomFunction, MultiOutputNode };
+
 struct TensorImpl;
 using Tensor = std::shared_ptr<TensorImpl>;
 struct AccumulateGrad;
@@ -42,9 +44,10 @@ struct TensorImpl {
   // such a view (PyTorch's CreationMeta NO_GRAD_MODE), has no history to remake: writing it, or
   // using it after such a write, is an error where gradients are involved.
   bool view_tracks_history = false;
-  // A view without history returned by a custom Function's forward, or a view of one made in grad
-  // mode (PyTorch's CreationMeta IN_CUSTOM_FUNCTION): its errors say so.
-  bool view_in_custom_function = false;
+  // Why a view made in grad mode has no history to remake, for its errors to say: it was returned by
+  // a custom Function's forward, or is one of the parts of an op that returns several views (split,
+  // unbind), or a view of such a view (PyTorch's CreationMeta IN_CUSTOM_FUNCTION, MULTI_OUTPUT_NODE).
+  ViewOrigin view_origin = ViewOrigin::Plain;
   uint32_t view_version = 0;
   std::unique_ptr<LeafHooks> hooks;  // a leaf's gradient hooks (autograd/hooks.h); null while it has none
   // The capture this tensor was made during (0: none). fastgrad.compile replays a tensor made during

@@ -26,10 +26,15 @@ void set_history(const Tensor& t, NodeRef fn, uint32_t output_nr) {
 
 namespace {
 // PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
-// the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
-// another view of its base has been") modified in place.
+// the view's grad_fn; or returned by a custom Function; or a part of split/unbind) that `what` ("is
+// being" / "its base or another view of its base has been") modified in place.
 std::string view_without_history_error(const Tensor& view, const char* what) {
-  if (view->view_in_custom_function && view->grad_fn)
+  if (view->view_origin == ViewOrigin::MultiOutputNode && view->grad_fn)
+    return cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ", what,
+               " modified inplace. This view is the output of a function that returns multiple views. Such functions "
+               "do not allow the output views to be modified inplace. You should replace the inplace operation by an "
+               "out-of-place one.");
+  if (view->view_origin == ViewOrigin::CustomFunction && view->grad_fn)
     return cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ", what,
                " modified inplace. This view was created inside a custom Function (or because an input was returned "
                "as-is) and the autograd logic to handle view+inplace would override the custom backward associated "

@@ -303,6 +303,11 @@ Tensor unsqueeze(const Tensor& x, int64_t dim);
 Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim);
 Tensor slice(const Tensor& x, int64_t dim, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step);
 Tensor select(const Tensor& x, int64_t dim, int64_t index);
+// x's parts along dim, of the given extents (split_with_sizes; SplitWithSizesBackward0, or
+// SplitBackward0 for torch.split's equal parts), or of one element without dim (unbind;
+// UnbindBackward0): views that are the outputs of one node, as PyTorch's.
+std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim, bool with_sizes);
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim);
 // The diagonal `offset` of dims dim1 and dim2, as the last dim of a view; DiagonalBackward0.
 Tensor diagonal(const Tensor& x, int64_t offset, int64_t dim1, int64_t dim2);
 // The windows of `size` elements `step` apart along `dimension`, as a new last dim of a view; UnfoldBackward0.

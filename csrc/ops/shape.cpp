@@ -357,6 +357,98 @@ Tensor select(const Tensor& x, int64_t dim, int64_t index) {
   return out;
 }
 
+// ---- split / unbind: views of x, the outputs of one node (SplitBackward0, SplitWithSizesBackward0,
+// UnbindBackward0) whose gradient joins the parts' gradients back, zeros for a part that got none.
+// As in PyTorch, parts with that history may not be written in place: one node cannot stand for a
+// write into one of its outputs (their errors say so: ViewOrigin::MultiOutputNode).
+
+struct PartsBackward final : Node {
+  GradList apply(GradList&& grads) override;
+  uint32_t num_outputs() const override { return static_cast<uint32_t>(sizes.size()); }
+  InputMeta input;
+  int64_t dim = 0;
+  std::vector<int64_t> sizes;  // each part's extent along dim
+  bool unbound = false;        // unbind's parts: without dim, joined by stack
+};
+
+GradList PartsBackward::apply(GradList&& grads) {
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (grads[i]) {
+      parts.push_back(grads[i]);
+      continue;
+    }
+    Shape shape = input.shape;
+    if (unbound) {
+      shape.erase(shape.begin() + dim);
+    } else {
+      shape[dim] = sizes[i];
+    }
+    parts.push_back(zeros(shape, input.dtype));
+  }
+  return {unbound ? stack(parts, dim) : cat(parts, dim)};
+}
+
+namespace {
+
+// Makes `parts` (views of x along `dim`) the outputs of one node named `name`, if x's history is recorded.
+void record_parts(const Tensor& x, const std::vector<Tensor>& parts, const char* name, int64_t dim,
+                  std::vector<int64_t> sizes, bool unbound) {
+  if (!should_record({&x})) return;
+  for (const Tensor& part : parts) check_differentiable_output(part);
+  NodeRef node(make_node<PartsBackward>(name));
+  auto* parts_node = static_cast<PartsBackward*>(node.get());
+  parts_node->next_edges.push_back(gradient_edge(x));
+  parts_node->input = InputMeta::of(x);
+  parts_node->dim = dim;
+  parts_node->sizes = std::move(sizes);
+  parts_node->unbound = unbound;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    parts[i]->grad_fn = node;
+    parts[i]->output_nr = static_cast<uint32_t>(i);
+    parts[i]->view_tracks_history = false;
+    parts[i]->view_origin = ViewOrigin::MultiOutputNode;
+  }
+}
+
+}  // namespace
+
+std::vector<Tensor> split_with_sizes(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim, bool with_sizes) {
+  if (x->dim() == 0) throw RuntimeError("split expects at least a 1-dimensional tensor");
+  const int64_t d = wrap_dim(dim, x->dim());
+  int64_t total = 0;
+  for (int64_t n : sizes) {
+    if (n < 0 || __builtin_add_overflow(total, n, &total)) total = -1;
+    if (total < 0) break;
+  }
+  if (total != x->shape[d])
+    throw RuntimeError(cat("split_with_sizes expects split_sizes to sum exactly to ", x->shape[d],
+                           " (input tensor's size at dimension ", d, "), but got split_sizes=", shape_str(sizes)));
+  std::vector<Tensor> parts;
+  int64_t start = 0;
+  for (int64_t n : sizes) {
+    Shape shape = x->shape;
+    shape[d] = n;
+    parts.push_back(make_differentiable_view(x, shape, x->strides, x->offset + start * x->strides[d]));
+    start += n;
+  }
+  record_parts(x, parts, with_sizes ? "SplitWithSizesBackward0" : "SplitBackward0", d, sizes, false);
+  return parts;
+}
+
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
+  if (x->dim() == 0) throw IndexError("Dimension specified as 0 but tensor has no dimensions");
+  const int64_t d = wrap_dim(dim, x->dim());
+  Shape shape = x->shape, strides = x->strides;
+  shape.erase(shape.begin() + d);
+  strides.erase(strides.begin() + d);
+  std::vector<Tensor> parts;
+  for (int64_t i = 0; i < x->shape[d]; ++i)
+    parts.push_back(make_differentiable_view(x, shape, strides, x->offset + i * x->strides[d]));
+  record_parts(x, parts, "UnbindBackward0", d, std::vector<int64_t>(parts.size(), 1), true);
+  return parts;
+}
+
 // ---- diagonal: a view whose last dim steps along two of the input's dims at once
 struct DiagonalBackwardBackward0 final : Node {
   FG_NODE_MEMBERS(DiagonalBackwardBackward0)

@@ -146,7 +146,7 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
     // bypass, as PyTorch refuses.
     if (out->view_base) {
       out->view_tracks_history = false;
-      out->view_in_custom_function = true;
+      out->view_origin = ViewOrigin::CustomFunction;
     }
     outs.push_back(out);
   }

@@ -39,38 +39,48 @@ using Frame = std::vector<Tensor>;
 // A step's result must be what it was at capture: defined or not, and of the same shape. An op whose
 // result depends on values (a boolean mask's selection) or on state the guards do not see would
 // otherwise feed later steps, recorded for the captured shapes, with something else.
+[[noreturn]] void result_changed() {
+  throw RuntimeError(
+      "fastgrad.compile: a replayed operation gave a result of another shape than at capture (it depends on "
+      "tensor values or on state the guards do not see); call fastgrad.compiler.reset() and run the function "
+      "uncompiled");
+}
 void check_result(const Tensor& result, bool defined, const Shape& shape) {
-  if (bool(result) != defined || (defined && result->shape != shape))
-    throw RuntimeError(
-        "fastgrad.compile: a replayed operation gave a result of another shape than at capture (it depends on "
-        "tensor values or on state the guards do not see); call fastgrad.compiler.reset() and run the function "
-        "uncompiled");
+  if (bool(result) != defined || (defined && result->shape != shape)) result_changed();
 }
 
 // call on `tensors`, without the GIL when `long_work` (the tensors are the caller's own copies).
-Tensor run_call(const Call& call, bool long_work, TensorArgs tensors) {
+Results run_call(const Call& call, bool long_work, TensorArgs tensors) {
   if (!long_work) return call.run(tensors);
   py::gil_scoped_release no_gil;
   return call.run(tensors);
 }
 
+// One result of a step's op as the capture saw it.
+struct StepResult {
+  int slot = -1;  // -1: undefined
+  bool defined = false;
+  Shape shape;
+};
+
 struct Step {
   explicit Step(Call c, std::vector<int> tensor_slots = {}) : call(std::move(c)), slots(std::move(tensor_slots)) {}
 
   Call call;
-  std::vector<int> slots;  // the op's tensor arguments in argument order (capture.h's TensorArgs)
-  int out = -1;            // the result's slot; -1: none, or undefined
-  bool has_result = false, defined = false, long_work = false;
-  Shape shape;                // the result's at capture
+  std::vector<int> slots;           // the op's tensor arguments in argument order (capture.h's TensorArgs)
+  std::vector<StepResult> results;  // none for a void op
+  bool long_work = false;
   bool grad_mode = false;     // the grad mode it ran in
   std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
 
   // Without the GIL (Program::run): host calls take it back themselves.
   void run(Frame& frame) const {
-    Tensor result = call.run({frame.data(), slots.data()});  // the frame belongs to this replay
-    if (!has_result) return;
-    check_result(result, defined, shape);
-    if (out >= 0) frame[out] = std::move(result);
+    Results got = call.run({frame.data(), slots.data()});  // the frame belongs to this replay
+    if (got.size() != results.size()) result_changed();  // split into another number of parts
+    for (size_t i = 0; i < results.size(); ++i) {
+      check_result(got[i], results[i].defined, results[i].shape);
+      if (results[i].slot >= 0) frame[results[i].slot] = std::move(got[i]);
+    }
   }
 };
 
@@ -225,10 +235,10 @@ struct HostCall {
   py::object fn;
   std::optional<FusedUpdate> fused;
   HostCall(py::object f, std::optional<FusedUpdate> u) : fn(std::move(f)), fused(std::move(u)) {}
-  Tensor run(TensorArgs) const {
+  Results run(TensorArgs) const {
     py::gil_scoped_acquire gil;
     if (!fused || !replay_fused_update(*fused)) fn();
-    return Tensor();
+    return {};
   }
 };
 
@@ -241,8 +251,8 @@ class OpRecord {
   ~OpRecord();
   OpRecord(const OpRecord&) = delete;
   OpRecord& operator=(const OpRecord&) = delete;
-  // result: the op's result, null for a void op; long_work: the replay runs it without the GIL.
-  void finish(Call call, bool long_work, const Tensor* result);
+  // results: the op's (none for a void op); long_work: the replay runs it without the GIL.
+  void finish(Call call, bool long_work, const Results& results);
 
  private:
   Recorder* r_;
@@ -273,7 +283,7 @@ OpRecord::OpRecord(Recorder* r, const ArgRef* args, size_t count, size_t op_iden
 
 OpRecord::~OpRecord() { --r_->depth; }
 
-void OpRecord::finish(Call call, bool long_work, const Tensor* result) {
+void OpRecord::finish(Call call, bool long_work, const Results& results) {
   // The arguments' geometry as the op left it (an in-place view op, x.data = y).
   for (size_t i = 0; i < count_; ++i) {
     if (args_[i].tensor) refresh_geometry(r_, *args_[i].tensor);
@@ -283,19 +293,19 @@ void OpRecord::finish(Call call, bool long_work, const Tensor* result) {
   if (refused_) return;
   Step step(std::move(call), std::move(slots_));
   step.long_work = long_work;
-  if (result) {
-    step.has_result = true;
-    step.out = output_slot(r_, *result);
-    step.defined = bool(*result);
-    if (step.defined) step.shape = (*result)->shape;
-    identity_ = combine(identity_, std::hash<int>()(step.out));
+  for (const Tensor& result : results) {
+    StepResult& kept = step.results.emplace_back();
+    kept.slot = output_slot(r_, result);
+    kept.defined = bool(result);
+    if (kept.defined) kept.shape = result->shape;
+    identity_ = combine(identity_, std::hash<int>()(kept.slot));
   }
   add_step(r_, std::move(step), identity_);
 }
 
 }  // namespace
 
-Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity, bool has_result) {
+Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity) {
   // The op's tensors in the Call's order: copies holding their own references (with the GIL
   // released, another thread may drop the caller's Python objects).
   std::vector<Tensor> tensors;
@@ -309,9 +319,9 @@ Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count,
   Recorder* r = recorder();
   if (!recording(r)) return run_call(call, long_work, in_place);
   OpRecord record(r, args, count, op_identity);
-  Tensor result = run_call(call, long_work, in_place);
-  record.finish(std::move(call), long_work, has_result ? &result : nullptr);
-  return result;
+  Results results = run_call(call, long_work, in_place);
+  record.finish(std::move(call), long_work, results);
+  return results;
 }
 
 namespace {

@@ -30,6 +30,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/capture_state.h"
+#include "core/small_vec.h"
 #include "python/bindings.h"
 
 namespace fg {
@@ -107,10 +108,14 @@ struct TensorArgs {
   const Tensor& operator[](size_t i) const { return tensors[slots[i]]; }
 };
 
+// What a step's op gives: nothing (a void op), one tensor (maybe undefined), or several (values and
+// indices, split's parts).
+using Results = SmallVec<Tensor, 1>;
+
 // The typed part of a step: the op and its arguments other than tensors (a Bound below, or a host
 // call), and the two functions that know their type. run() calls the op on the replay's tensor
-// arguments and returns its result (undefined for a void op). Function pointers rather than virtual functions: no
-// vtable or type info per op.
+// arguments and returns its results. Function pointers rather than virtual functions: no vtable or
+// type info per op.
 class Call {
  public:
   template <class State>
@@ -123,18 +128,18 @@ class Call {
   ~Call() {
     if (state_) free_(state_);
   }
-  Tensor run(TensorArgs tensors) const { return run_(state_, tensors); }
+  Results run(TensorArgs tensors) const { return run_(state_, tensors); }
 
  private:
   void* state_;
-  Tensor (*run_)(const void*, TensorArgs);
+  Results (*run_)(const void*, TensorArgs);
   void (*free_)(void*);
 };
 
 // A binding's op while this thread captures (record() below): run on `args` (their tensors in
 // `call`'s order), without the GIL when `long_work`, and recorded as a step when the capture records
-// (at depth 0 and not abandoned). The result is undefined for a void op (has_result false).
-Tensor run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity, bool has_result);
+// (at depth 0 and not abandoned).
+Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity);
 
 // How a Call keeps each argument: tensors and lists of tensors as their positions among the tensors
 // run() is given, everything else (numbers, enums, Scalars, shapes, option structs, names) as a
@@ -209,17 +214,25 @@ struct Bound {
   std::tuple<typename Kept<Args>::type...> kept;
   // Braces: the arguments are kept in order, counting tensors.
   Bound(const Op& o, const Args&... args, size_t tensors = 0) : op(o), kept{keep(args, tensors)...} {}
-  Tensor run(TensorArgs tensors) const { return run(tensors, std::index_sequence_for<Args...>()); }
+  Results run(TensorArgs tensors) const { return run(tensors, std::index_sequence_for<Args...>()); }
 
  private:
   template <size_t... I>
-  Tensor run(TensorArgs tensors, std::index_sequence<I...>) const {
-    if constexpr (std::is_void_v<decltype(op(take(tensors, std::get<I>(kept))...))>) {
+  Results run(TensorArgs tensors, std::index_sequence<I...>) const {
+    using Result = decltype(op(take(tensors, std::get<I>(kept))...));
+    Results out;
+    if constexpr (std::is_void_v<Result>) {
       op(take(tensors, std::get<I>(kept))...);
-      return Tensor();
+    } else if constexpr (std::is_same_v<Result, std::vector<Tensor>>) {
+      for (Tensor& t : op(take(tensors, std::get<I>(kept))...)) out.push_back(std::move(t));
+    } else if constexpr (std::is_same_v<Result, std::pair<Tensor, Tensor>>) {
+      auto [first, second] = op(take(tensors, std::get<I>(kept))...);
+      out.push_back(std::move(first));
+      out.push_back(std::move(second));
     } else {
-      return op(take(tensors, std::get<I>(kept))...);
+      out.push_back(op(take(tensors, std::get<I>(kept))...));
     }
+    return out;
   }
 };
 
@@ -235,16 +248,23 @@ auto invoke(bool long_work, const Op& op, const Args&... args) {
 template <class Op, class... Args>
 [[gnu::noinline, gnu::cold]] auto record(bool long_work, const Op& op, const Args&... args) {
   using Result = decltype(op(args...));
-  constexpr bool capturable =
-      (Kept<Args>::capturable && ...) && (std::is_same_v<Result, Tensor> || std::is_void_v<Result>);
+  constexpr bool capturable = (Kept<Args>::capturable && ...) &&
+                              (std::is_same_v<Result, Tensor> || std::is_same_v<Result, std::pair<Tensor, Tensor>> ||
+                               std::is_same_v<Result, std::vector<Tensor>> || std::is_void_v<Result>);
   if constexpr (!capturable) {
     cannot_replay("an operation compile cannot capture yet");
     return invoke(long_work, op, args...);
   } else {
     const std::array<ArgRef, sizeof...(Args)> refs{arg_ref(args)...};
-    Tensor result = run_recorded(Call(new Bound<std::decay_t<Op>, Args...>(op, args...)), long_work, refs.data(),
-                                 refs.size(), typeid(Op).hash_code(), !std::is_void_v<Result>);
-    if constexpr (!std::is_void_v<Result>) return result;
+    Results results = run_recorded(Call(new Bound<std::decay_t<Op>, Args...>(op, args...)), long_work, refs.data(),
+                                   refs.size(), typeid(Op).hash_code());
+    if constexpr (std::is_same_v<Result, Tensor>) return std::move(results[0]);
+    if constexpr (std::is_same_v<Result, std::pair<Tensor, Tensor>>) return Result(results[0], results[1]);
+    if constexpr (std::is_same_v<Result, std::vector<Tensor>>) {
+      std::vector<Tensor> parts;
+      for (Tensor& t : results) parts.push_back(std::move(t));
+      return parts;
+    }
   }
 }
 

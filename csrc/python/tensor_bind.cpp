@@ -814,6 +814,16 @@ void bind_tensor(py::module_& m) {
         [](const Tensor& t, int64_t d, int64_t lo, int64_t hi, int64_t by) { return fg::slice(t, d, lo, hi, by); }, x,
         dim, start, stop, step);
   });
+  // split's and unbind's parts, as a tuple: views that are the outputs of one node
+  auto as_tuple = [](std::vector<Tensor> parts) {
+    py::tuple out(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) out[i] = py::cast(std::move(parts[i]));
+    return out;
+  };
+  m.def("split_with_sizes", [as_tuple](const Tensor& x, std::vector<int64_t> sizes, int64_t dim, bool with_sizes) {
+    return as_tuple(call_op(false, fg::split_with_sizes, x, sizes, dim, with_sizes));
+  });
+  m.def("unbind", [as_tuple](const Tensor& x, int64_t dim) { return as_tuple(call_op(false, fg::unbind, x, dim)); });
   // x[..., index] along one dim without parsing an index (torch.select)
   m.def("select_view", [](const Tensor& x, int64_t dim, int64_t index) {
     return view_op([](const Tensor& t, int64_t d, int64_t i) { return fg::select(t, d, i); }, x, dim, index);

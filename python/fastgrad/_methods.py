@@ -933,7 +933,7 @@ def split(tensor, split_size_or_sections, dim=0):
                 f"split_with_sizes expects split_sizes to sum exactly to {length} (input tensor's size "
                 f"at dimension {dim}), but got split_sizes={sections}"
             )
-        name = "SplitWithSizesBackward0"
+        with_sizes = True
     else:
         size = _index(split_size_or_sections)
         if size < 0:
@@ -942,16 +942,8 @@ def split(tensor, split_size_or_sections, dim=0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {length}")
         # whole parts of `size`, then the rest (an empty dim split by 0: one empty part)
         sections = ([size] * (length // size) + ([length % size] if length % size else []) if size else []) or [0]
-        name = "SplitBackward0"
-    recording = _prims.is_grad_enabled() and tensor.requires_grad
-    # recorded: views of the detached input, made the outputs of one node; otherwise views of the input itself
-    source, start, parts = tensor.detach() if recording else tensor, 0, []
-    for n in sections:  # a loop and the slice primitive (no index parsing): split runs in every attention layer
-        parts.append(_prims.slice_view(source, dim, start, start + n, 1))
-        start += n
-    if recording:
-        _recorded_views(name, tensor, tuple(parts), lambda grads: _prims.cat(grads, dim))
-    return tuple(parts)
+        with_sizes = False
+    return _prims.split_with_sizes(tensor, sections, dim, with_sizes)
 
 
 def chunk(input, chunks, dim=0):
@@ -2066,24 +2058,6 @@ def _recorded_copy(name, inputs, result, backward):
     return _recorded(name, inputs, [_prims.clone(result)], [], lambda grads: backward(grads[0]))[0]
 
 
-def _recorded_views(name, input, parts, join):
-    """`parts` (views of input.detach()) as the outputs of one node named `name`, whose gradient is
-    join(grads), a gradient missing for a part counting as zeros. As in PyTorch, the parts of such a
-    node may not be written in place while they require grad."""
-    if _prims.is_grad_enabled() and input.requires_grad:
-        # The backward keeps the parts' shapes, not the parts: a part holds the node, which holds the
-        # backward, and that cycle runs through C++, where the cycle collector cannot see it (each
-        # split leaked its input's storage).
-        shapes = [(list(p.shape), p.dtype) for p in parts]
-
-        def backward(grads):
-            return [join([_prims.full(s, 0, dtype) if g is None else g for (s, dtype), g in zip(shapes, grads)])]
-
-        _check_differentiable(parts)
-        _prims.record_function(backward, name, [input], list(parts), [])
-    return parts
-
-
 _MAX_PIECES = 2**20  # tensor_split's sections: each is a Python object
 
 
@@ -2140,10 +2114,7 @@ def positive(input):
 def unbind(input, dim=0):
     if input.dim() == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    dim = _wrap_dim(_index(dim), input.dim())
-    source = input.detach()
-    parts = tuple(source[_dim_slice(dim, i)] for i in builtins.range(input.shape[dim]))
-    return _recorded_views("UnbindBackward0", input, parts, lambda grads: _prims.stack(grads, dim))
+    return _prims.unbind(input, _index(dim))
 
 
 def movedim(input, source, destination):

@@ -25,7 +25,7 @@ import weakref
 
 from .._anomaly import forward_traceback, warn_failed_node
 from .._types import LEGACY_TYPE_NAME, SCALAR_TYPE_NAME
-from ._tensor import Tensor, alias, full
+from ._tensor import VIEW_OF_CUSTOM_FUNCTION, VIEW_OF_MULTI_OUTPUT_NODE, Tensor, alias, full
 
 # ---- grad mode: a per-thread flag, as in PyTorch (a new thread starts with grad on)
 
@@ -329,9 +329,16 @@ def refresh_view_history(t):
 
 def view_without_history_error(view, what):
     """PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
-    the view's grad_fn; or returned by a custom Function) that `what` ("is being" / "its base or
-    another view of its base has been") modified in place."""
-    if view._view_in_custom_function and view._grad_fn is not None:
+    the view's grad_fn; or returned by a custom Function; or a part of split/unbind) that `what` ("is
+    being" / "its base or another view of its base has been") modified in place."""
+    if view._view_origin is VIEW_OF_MULTI_OUTPUT_NODE and view._grad_fn is not None:
+        return (
+            f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
+            "inplace. This view is the output of a function that returns multiple views. Such functions do not "
+            "allow the output views to be modified inplace. You should replace the inplace operation by an "
+            "out-of-place one."
+        )
+    if view._view_origin is VIEW_OF_CUSTOM_FUNCTION and view._grad_fn is not None:
         return (
             f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
             "inplace. This view was created inside a custom Function (or because an input was returned as-is) "
@@ -509,7 +516,7 @@ def record_function(backward, name, inputs, outputs, to_save):
             if out._view_base is not None:
                 # A view made in forward: its history is this node, which writes through it would
                 # bypass, as PyTorch refuses.
-                out._view_tracks_history, out._view_in_custom_function = False, True
+                out._view_tracks_history, out._view_origin = False, VIEW_OF_CUSTOM_FUNCTION
     saved.items = [
         None if value is None else SavedTensor(value, any(value is out for out in outputs)) for value in to_save
     ]

@@ -500,6 +500,27 @@ def select_view(x, dim, index):
     return _shape.select(x, operator.index(dim), operator.index(index))
 
 
+def split_with_sizes(x, sizes, dim, with_sizes):
+    """x's parts of the given extents along dim: views, the outputs of one node."""
+    args = (x, sizes, dim, with_sizes)
+    if not (
+        isinstance(x, Tensor)
+        and isinstance(sizes, (list, tuple))
+        and builtins.all(_int_like(n) for n in sizes)
+        and _int_like(dim)
+        and isinstance(with_sizes, bool)
+    ):
+        raise _invalid_arguments("split_with_sizes", args, "Tensor, list[int], int, bool")
+    return _shape.split_with_sizes(x, [operator.index(n) for n in sizes], operator.index(dim), with_sizes)
+
+
+def unbind(x, dim):
+    """x's parts of one element along dim, without it: views, the outputs of one node."""
+    if not isinstance(x, Tensor) or not _int_like(dim):
+        raise _invalid_arguments("unbind", (x, dim), "Tensor, int")
+    return _shape.unbind(x, operator.index(dim))
+
+
 def _along_dim(name, op):
     def checked(x, dim):
         if not isinstance(x, Tensor) or not _int_like(dim):

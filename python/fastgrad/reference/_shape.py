@@ -2,9 +2,10 @@
 shape, strides and offset; their backward maps the gradient back to the input's geometry."""
 
 from .._types import promote_types
-from ._autograd import Function, is_grad_enabled, no_grad, sum_to
+from ._autograd import Function, check_differentiable_output, is_grad_enabled, no_grad, should_record, sum_to
 from ._elementwise import clone, contiguous, to_dtype
 from ._tensor import (
+    VIEW_OF_MULTI_OUTPUT_NODE,
     contiguous_strides,
     copy_values,
     element_offsets,
@@ -546,3 +547,70 @@ class StackBackward0(Function):
 
 def stack(tensors, dim):
     return StackBackward0.run(*tensors, dim=dim)
+
+
+class PartsBackward(Function):
+    """split's and unbind's parts: views of x along dim, the outputs of one node (SplitBackward0,
+    SplitWithSizesBackward0, UnbindBackward0) whose gradient joins the parts' gradients back, zeros
+    for a part that got none. As in PyTorch, parts with that history may not be written in place:
+    one node cannot stand for a write into one of its outputs."""
+
+    def __init__(self, name, dim, sizes, unbound):
+        self._name, self.dim, self.sizes, self.unbound = name, dim, sizes, unbound
+        self.num_outputs = len(sizes)
+
+    def name(self):
+        return self._name
+
+    def backward(self, *grads):
+        (shape, dtype), parts = self.inputs[0], []
+        for g, size in zip(grads, self.sizes):
+            if g is None:
+                part_shape = list(shape)
+                if self.unbound:
+                    del part_shape[self.dim]
+                else:
+                    part_shape[self.dim] = size
+                g = full(part_shape, 0, dtype)
+            parts.append(g)
+        return (stack if self.unbound else cat)(parts, self.dim)
+
+
+def _parts(name, x, parts, dim, sizes, unbound):
+    if should_record((x,)):
+        for part in parts:
+            check_differentiable_output(part)
+        node = PartsBackward(name, dim, sizes, unbound).connect((x,))
+        for i, part in enumerate(parts):
+            part._grad_fn, part._output_nr = node, i
+            part._view_tracks_history, part._view_origin = False, VIEW_OF_MULTI_OUTPUT_NODE
+    return tuple(parts)
+
+
+def split_with_sizes(x, sizes, dim, with_sizes):
+    if x.dim() == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    d = wrap_dim(dim, x.dim())
+    if any(n < 0 for n in sizes) or sum(sizes) != x._shape[d]:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {x._shape[d]} (input tensor's size at "
+            f"dimension {d}), but got split_sizes={list(sizes)}"
+        )
+    parts, start = [], 0
+    for n in sizes:
+        shape = list(x._shape)
+        shape[d] = n
+        parts.append(_view_of(x, shape, list(x._strides), x._offset + start * x._strides[d]))
+        start += n
+    name = "SplitWithSizesBackward0" if with_sizes else "SplitBackward0"
+    return _parts(name, x, parts, d, list(sizes), False)
+
+
+def unbind(x, dim):
+    if x.dim() == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    d = wrap_dim(dim, x.dim())
+    shape, strides = list(x._shape), list(x._strides)
+    del shape[d], strides[d]
+    parts = [_view_of(x, shape, strides, x._offset + i * x._strides[d]) for i in range(x._shape[d])]
+    return _parts("UnbindBackward0", x, parts, d, [1] * len(parts), True)

@@ -194,6 +194,12 @@ def make_view(base, shape, strides, offset):
     return Tensor._make(base._storage, tuple(shape), tuple(strides), offset, base._dtype)
 
 
+# Why a view made in grad mode has no history to remake, for its errors to say (the core's
+# ViewOrigin): returned by a custom Function's forward, or one of the parts of an op that returns
+# several views (split, unbind), or a view of such a view.
+VIEW_PLAIN, VIEW_OF_CUSTOM_FUNCTION, VIEW_OF_MULTI_OUTPUT_NODE = "plain", "custom Function", "multi-output node"
+
+
 def make_differentiable_view(base, shape, strides, offset, tracks_history):
     """make_view for the view ops: remembers the tensor that owns the memory, so that an in-place
     write through the view can rewrite that tensor's history too. A view made in grad mode also
@@ -205,7 +211,7 @@ def make_differentiable_view(base, shape, strides, offset, tracks_history):
     view = make_view(base, shape, strides, offset)
     view._view_base = base if base._view_base is None else base._view_base
     view._view_tracks_history = tracks_history and (base._view_base is None or base._view_tracks_history)
-    view._view_in_custom_function = tracks_history and base._view_in_custom_function
+    view._view_origin = base._view_origin if tracks_history else VIEW_PLAIN
     view._view_version = base._storage.version
     return view
 
@@ -243,7 +249,7 @@ class Tensor:
         t._accumulator = None  # weak reference to this leaf's AccumulateGrad node while one lives
         t._view_base = None
         t._view_tracks_history = False
-        t._view_in_custom_function = False  # returned by a custom Function's forward, or a view of such a view
+        t._view_origin = VIEW_PLAIN
         t._view_version = 0
         return t
 
