@@ -355,21 +355,87 @@ def test_gpt_step_with_split_attention_is_captured_and_matches_eager():
         np.testing.assert_array_equal(values(p), values(q))
 
 
-def test_random_draws_and_uncaptured_ops_fall_back():
-    def noisy(x):
-        return x + fastgrad.randn(2)
+def _lstm_language_model():
+    nn = fastgrad.nn
+    embed, lstm, decoder = nn.Embedding(7, 4), nn.LSTM(4, 5, num_layers=2), nn.Linear(5, 7)
+    params = [*embed.parameters(), *lstm.parameters(), *decoder.parameters()]
+    optimizer = fastgrad.optim.Adam(params, lr=1e-2)
 
+    def step(x, y):
+        optimizer.zero_grad()
+        output, _ = lstm(embed(x))
+        loss = fastgrad.nn.functional.cross_entropy(decoder(output).view(-1, 7), y.view(-1))
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return params, step, (7, (3, 2))
+
+
+def _small_cnn():
+    nn = fastgrad.nn
+    model = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(12, 4))
+    optimizer = fastgrad.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        optimizer.zero_grad()
+        loss = fastgrad.nn.functional.cross_entropy(model(x.float().view(2, 1, 4, 4)), y.narrow(1, 0, 1).view(2) % 4)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    return list(model.parameters()), step, (9, (2, 16))
+
+
+@pytest.mark.parametrize("make", [_lstm_language_model, _small_cnn], ids=["lstm", "cnn"])
+def test_recurrent_and_convolutional_steps_are_captured_and_match_eager(make):
+    fastgrad.manual_seed(0)
+    eager_params, eager_step, (high, shape) = make()
+    fastgrad.manual_seed(0)
+    params, step, _ = make()
+    compiled = fastgrad.compile(step)
+    rng = np.random.default_rng(0)
+    x, y = (fastgrad.tensor(rng.integers(0, high, shape)) for _ in range(2))
+    for _ in range(5):
+        assert values(compiled(x, y)) == values(eager_step(x, y))
+    assert compiled.eager_reason is None and compiled._replays == 3  # captured again once .grad is set
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(values(p), values(q))
+
+
+def test_random_draws_replay_as_eager_draws():
+    # dropout, randn, rand_like and a draw from a Generator of its own: each replay draws anew from the
+    # generators' state then, the numbers eager calls would give, and advances them as those would
+    weight = fastgrad.randn(4, 3, requires_grad=True)
+    own = fastgrad.Generator().manual_seed(7)
+
+    def noisy(x):
+        h = fastgrad.nn.functional.dropout(x @ weight, 0.3) + fastgrad.randn(3) * fastgrad.rand_like(x.narrow(1, 0, 3))
+        loss = (h + fastgrad.rand(3, generator=own)).sum()
+        loss.backward()
+        return loss
+
+    def run(fn):
+        fastgrad.manual_seed(3)
+        own.manual_seed(7)
+        weight.grad = None
+        losses = [fn(fastgrad.ones(2, 4)).tolist() for _ in range(5)]
+        return losses, weight.grad.tolist(), fastgrad.rand(2).tolist(), fastgrad.rand(2, generator=own).tolist()
+
+    compiled = fastgrad.compile(noisy)
+    assert run(compiled) == run(noisy)
+    assert compiled.eager_reason is None and compiled._replays == 3  # captured again once .grad is set
+
+
+def test_uncaptured_ops_fall_back():
     def masked(x):
         return x[x > 0].sum()
 
-    for fn, want in ((noisy, None), (masked, [3.0])):
-        f = fastgrad.compile(fn)
-        fastgrad.manual_seed(3)
-        with pytest.warns(UserWarning, match="runs eagerly"):
-            got = f(fastgrad.tensor([1.0, 2.0]))
-        fastgrad.manual_seed(3)
-        np.testing.assert_array_equal(values(got), values(fn(fastgrad.tensor([1.0, 2.0]))))
-        assert f.eager_reason is not None
+    f = fastgrad.compile(masked)
+    with pytest.warns(UserWarning, match="runs eagerly"):
+        got = f(fastgrad.tensor([1.0, 2.0]))
+    np.testing.assert_array_equal(values(got), values(masked(fastgrad.tensor([1.0, 2.0]))))
+    assert f.eager_reason is not None
 
 
 def test_explain_and_disable(monkeypatch):

@@ -1,12 +1,32 @@
 // _C._CPUGenerator: the core's CPUGenerator (core/generator.h) and the distribution fills of
 // ops/random.h, writing into contiguous numpy arrays that fastgrad/random.py and _sampling.py
 // allocate and turn into tensors. The GIL stays held: it serialises draws from one generator, as
-// ATen's generator mutex does.
+// ATen's generator mutex does. _C.fill_drawn_ runs such a fill on a tensor as one op, so that
+// fastgrad.compile replays the draw.
 #include "core/generator.h"
 #include "ops/random.h"
 #include "python/bindings.h"
+#include "python/capture.h"
 
 namespace fg {
+
+namespace capture {
+
+// A fill of _CPUGenerator (a bound method) and its arguments after the array. A capture keeps it
+// as the step's argument, by the hash of the arguments (the generator's identity is the method's).
+struct DrawnFill {
+  py::object fill;
+  py::tuple args;
+};
+template <>
+struct Kept<DrawnFill> : KeptCopy<DrawnFill> {};
+inline size_t identity_of(const DrawnFill& f) {
+  const Py_hash_t h = PyObject_Hash(f.args.ptr());
+  if (h == -1) PyErr_Clear();  // unhashable arguments: the fill counts by its kind alone
+  return static_cast<size_t>(h);
+}
+
+}  // namespace capture
 
 namespace {
 
@@ -140,6 +160,16 @@ void bind_random(py::module_& m) {
            })
       .def("randperm_",
            [](CPUGenerator& g, py::array_t<int64_t> out) { random::randperm(g, elements<int64_t>(out), out.size()); });
+
+  // fill(out's elements as a flat array, *args): `out` (C-contiguous) filled with fresh draws. An op,
+  // so that a compiled function's replay draws again, from the generator's state then, as an eager
+  // call would; with the GIL, which the fill needs and which serialises draws from one generator.
+  m.def("fill_drawn_", [](const Tensor& out, py::object fill, py::tuple args) {
+    if (!out->is_contiguous()) throw ValueError("fill_drawn_: a contiguous tensor to fill");
+    auto draw = with_gil(
+        [](const Tensor& t, const capture::DrawnFill& f) { f.fill(tensor_to_numpy(t).attr("reshape")(-1), *f.args); });
+    call_op(false, draw, out, capture::DrawnFill{std::move(fill), std::move(args)});
+  });
 }
 
 }  // namespace fg

@@ -918,7 +918,7 @@ void bind_tensor(py::module_& m) {
       return fg::convolution(x, w, b, p);
     };
     const Tensor b = bias.value_or(Tensor());
-    return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params) : op(input, weight, b, params);
+    return call_op(work >= kLongKernelMultiplyAdds, op, input, weight, b, params);
   });
   // pooling (ops/pool.cpp): the max pools return (values, indices)
   m.def("max_pool2d", [](const Tensor& x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
@@ -964,8 +964,7 @@ void bind_tensor(py::module_& m) {
           auto op = [](const Tensor& x, const Tensor& w, const Tensor& b, const ConvParams& p,
                        const std::array<int64_t, 2>& op) { return fg::conv_transpose(x, w, b, p, op); };
           const Tensor b = bias.value_or(Tensor());
-          return work >= kLongKernelMultiplyAdds ? without_gil(op, input, weight, b, params, output_padding)
-                                                 : op(input, weight, b, params, output_padding);
+          return call_op(work >= kLongKernelMultiplyAdds, op, input, weight, b, params, output_padding);
         });
   // batch_norm(input, weight, bias, running_mean, running_var (each None or a tensor), training, momentum, eps)
   m.def("batch_norm", [](const Tensor& input, std::optional<Tensor> weight, std::optional<Tensor> bias,
@@ -1017,8 +1016,7 @@ void bind_tensor(py::module_& m) {
                  const Tensor& b, bool reverse) { return fg::recurrent_layer(mode, x, h, c, w, b, reverse); };
     const RecurrentMode parsed = recurrent_mode_from_name(mode);
     const Tensor c = c0.value_or(Tensor()), b = b_hh.value_or(Tensor());
-    return work >= kLongKernelMultiplyAdds ? without_gil(op, parsed, projected, h0, c, w_hh, b, reverse)
-                                           : op(parsed, projected, h0, c, w_hh, b, reverse);
+    return call_op(work >= kLongKernelMultiplyAdds, op, parsed, projected, h0, c, w_hh, b, reverse);
   });
   // im2col(input, kernel_h, kernel_w, dilation_h, dilation_w, pad_h, pad_w, stride_h, stride_w): F.unfold
   m.def("im2col", [](const Tensor& input, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t ph, int64_t pw,

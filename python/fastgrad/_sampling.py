@@ -63,10 +63,10 @@ def _drawn(shape, dtype, fill, *args):
     engine fills float32, float64, bool and the integer types; float16/bfloat16 are drawn as float32."""
     draw_type = float32 if dtype.is_floating_point and dtype not in (float32, float64) else dtype
     if draw_type is dtype and dtype is not bool_:
-        # the engine fills the new tensor's own memory (to_numpy shares it): no array to copy over,
-        # which took most of a per-token multinomial's time
+        # the engine fills the new tensor's own memory: no array to copy over, which took most of a
+        # per-token multinomial's time; one op, which fastgrad.compile replays
         drawn = _prims.empty(shape, dtype)
-        fill(_prims.to_numpy(drawn).reshape(-1), *args)  # a view: the engines fill flat arrays
+        _prims.fill_drawn_(drawn, fill, args)
         return drawn
     values = np.empty(math.prod(shape), NUMPY_TYPES[draw_type])  # math's: numpy's prod of a list costs µs
     fill(values, *args)

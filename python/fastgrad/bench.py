@@ -407,11 +407,22 @@ def lenet(batch):
             loss = lib.nn.functional.cross_entropy(model(x), labels)
             loss.backward()
             optimizer.step()
-            return loss.item()
+            return loss
 
         return step
 
     return make
+
+
+def reading_loss(make):
+    """A model row's make(lib, rng) whose step reads the loss back (item(), as a training loop logs
+    it) from `make`'s step, which returns the loss tensor: what fastgrad.compile captures."""
+
+    def make_reading(lib, rng):
+        step = make(lib, rng)
+        return lambda: step().item()
+
+    return make_reading
 
 
 def dcgan(lib, rng, batch=16, latent=64, width=32):
@@ -454,7 +465,7 @@ def dcgan(lib, rng, batch=16, latent=64, width=32):
 
 
 def model_rows(quick):
-    rows = [(f"LeNet-5 b{n} step (SGD)", lenet(n), None, None, NO_NUMPY[:2]) for n in (8, 64)]
+    rows = [(f"LeNet-5 b{n} step (SGD)", reading_loss(lenet(n)), None, None, NO_NUMPY[:2]) for n in (8, 64)]
     return rows if quick else rows + [("DCGAN 32x32 b16 G+D step (Adam)", dcgan, None, None, NO_NUMPY[:2])]
 
 
@@ -463,7 +474,7 @@ def model_rows(quick):
 
 def char_lstm_lm(lib, rng, vocab=65, embedding=64, hidden=128, steps=32, batch=16):
     """An Adam training step of a character language model: Embedding, a one-layer LSTM, Linear to
-    the vocabulary, cross-entropy over every position of a (time, batch) batch."""
+    the vocabulary, cross-entropy over every position of a (time, batch) batch; returns the loss."""
     nn = lib.nn
     embed, lstm, decoder = nn.Embedding(vocab, embedding), nn.LSTM(embedding, hidden), nn.Linear(hidden, vocab)
     params = [*embed.parameters(), *lstm.parameters(), *decoder.parameters()]
@@ -477,7 +488,7 @@ def char_lstm_lm(lib, rng, vocab=65, embedding=64, hidden=128, steps=32, batch=1
         loss = lib.nn.functional.cross_entropy(decoder(output).view(-1, vocab), targets)
         loss.backward()
         optimizer.step()
-        return loss.item()
+        return loss
 
     return step
 
@@ -555,7 +566,7 @@ GPT_SIZES = dict(vocab=65, block=32, layers=2, heads=4, embd=64)
 GPT_NAME = "tiny GPT 65 block 32, 2 layers, 4 heads, 64 embd"
 
 
-def tiny_gpt_training(lib, rng, batch=16):
+def tiny_gpt_step(lib, rng, batch=16):
     """An AdamW training step of tiny_gpt on random (batch, block) windows: cross-entropy over every
     position; the step returns the loss tensor (what fastgrad.compile captures: no item() inside)."""
     model = tiny_gpt(lib, **GPT_SIZES)
@@ -571,12 +582,6 @@ def tiny_gpt_training(lib, rng, batch=16):
         return loss
 
     return step
-
-
-def tiny_gpt_step(lib, rng, batch=16):
-    """tiny_gpt_training's step with the loss read back, as a training loop logs it."""
-    step = tiny_gpt_training(lib, rng, batch)
-    return lambda: step().item()
 
 
 def tiny_gpt_sampling(lib, rng, tokens=200, top_k=10):
@@ -614,10 +619,10 @@ def seq_rows(quick):
     tokens = 20 if quick else 200
     return (
         [
-            ("char LSTM LM 65-64-128 seq 32 b16 step (Adam)", char_lstm_lm, None, None, NO_NUMPY[:2]),
+            ("char LSTM LM 65-64-128 seq 32 b16 step (Adam)", reading_loss(char_lstm_lm), None, None, NO_NUMPY[:2]),
             ("GRU encoder 128 seq 16 b1 step (SGD)", gru_encoder, None, None, NO_NUMPY[:2]),
             ("LayerNorm (1024, 384) forward+backward", layer_norm_step, None, None, NO_NUMPY[:2]),
-            (f"{GPT_NAME} b16 step (AdamW)", tiny_gpt_step, None, None, NO_NUMPY[:2]),
+            (f"{GPT_NAME} b16 step (AdamW)", reading_loss(tiny_gpt_step), None, None, NO_NUMPY[:2]),
             (
                 f"tiny GPT sampling {tokens} tokens top-k 10 (the step's model)",
                 lambda lib, rng: tiny_gpt_sampling(lib, rng, tokens),
@@ -1064,8 +1069,20 @@ COMPILE_ROWS = [
         [],
     ),
     (
+        "LeNet-5 b64 step (SGD)",
+        lambda lib: lenet(64)(lib, np.random.default_rng(0)),
+        None,
+        [],
+    ),
+    (
+        "char LSTM LM 65-64-128 seq 32 b16 step (Adam)",
+        lambda lib: char_lstm_lm(lib, np.random.default_rng(0)),
+        None,
+        [],
+    ),
+    (
         f"{GPT_NAME} b16 step (AdamW)",
-        lambda lib: tiny_gpt_training(lib, np.random.default_rng(0)),
+        lambda lib: tiny_gpt_step(lib, np.random.default_rng(0)),
         None,
         [],
     ),

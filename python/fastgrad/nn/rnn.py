@@ -42,7 +42,9 @@ def _run_fused(mode, projected, state, weights, reverse):
     c0 = state[1] if mode == "LSTM" else None
     states = _prims.recurrent_layer(mode, projected, state[0], c0, w_hh, b_hh, reverse)
     last = 0 if reverse else projected.shape[0] - 1
-    return states[0], tuple(states[i, last] for i in range(states.shape[0]))
+    # select views, not indexing: fastgrad.compile captures them
+    per_state = [_prims.select_view(states, 0, i) for i in range(states.shape[0])]
+    return per_state[0], tuple(_prims.select_view(s, 0, last) for s in per_state)
 
 
 def _simple_step(nonlinearity):
@@ -342,7 +344,7 @@ class RNNBase(Module):
             for direction, suffix in enumerate(("", "_reverse")[:directions]):
                 (w_ih, b_ih), weights = self._layer_weights(layer, suffix)
                 index = layer * directions + direction
-                start = tuple(s[index] for s in state)
+                start = tuple(_prims.select_view(s, 0, index) for s in state)
                 projected = F.linear(input, w_ih, b_ih)
                 if batch_sizes is None and _fusable(projected, weights[2]):
                     output, final = _run_fused(self.mode, projected, start, weights, reverse=direction == 1)

@@ -500,6 +500,13 @@ def select_view(x, dim, index):
     return _shape.select(x, operator.index(dim), operator.index(index))
 
 
+def fill_drawn_(out, fill, args):
+    """fill(out's elements as a flat array, *args): a contiguous `out` filled with fresh draws."""
+    if not out.is_contiguous():
+        raise ValueError("fill_drawn_: a contiguous tensor to fill")
+    fill(to_numpy(out).reshape(-1), *args)
+
+
 def split_with_sizes(x, sizes, dim, with_sizes):
     """x's parts of the given extents along dim: views, the outputs of one node."""
     args = (x, sizes, dim, with_sizes)
