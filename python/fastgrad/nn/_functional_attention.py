@@ -96,7 +96,8 @@ def scaled_dot_product_attention(
     to the top left."""
     _check_sdpa_inputs(query, key, value, attn_mask)
     *_, width = query.shape  # unpacked: Size's indexing is a Python call
-    scale = 1.0 / math.sqrt(width) if scale is None else scale  # ATen's calculate_scale
+    if scale is None:  # ATen's calculate_scale: 1 / sqrt(0) is inf there
+        scale = 1.0 / math.sqrt(width) if width else math.inf
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if attn_mask is None and not dropout_p > 0.0:  # PyTorch's flash cases: one fused op (None for the others)
