@@ -1,11 +1,11 @@
 // Scaled dot-product attention over one (batch, head) plane, forward and backward, as fused loops
-// (ops/attention.cpp): softmax(q k^T * scale, causal or not) v without a score matrix in memory,
-// one query row at a time.
+// (ops/attention.cpp): softmax((q k^T) * scale, causal or not) v without a score matrix in memory
+// (a few query rows' scores at a time).
 //
 // Layout: every row (a query's, a key's, a value's, an output's and their gradients') is E
 // contiguous elements, rows `ld` apart (the q, k, v of a projection's split, viewed as heads, are
 // read in place). The keys (forward) and the values (backward) are first copied transposed into a
-// panel of E rows of S keys (padded to kAttentionPadding), so that a query's scores over the keys
+// panel of E rows of S keys (attention_padded(S) apart), so that a query's scores over the keys
 // are vector lanes: per element e of the query, scores += q[e] * panel[e] (axpy-style, no
 // horizontal sums). The weighted sums of rows (p V, ds K) and the gradients of K and V are axpys
 // of rows, vectorised along E.
