@@ -400,6 +400,9 @@ def _recurrent_layer_primitive(mode, projected, h0, c0, w_hh, b_hh, reverse): ..
 def _linear_primitive(input, weight, bias): ...
 
 
+def _flash_attention_primitive(query, key, value, scale, causal): ...
+
+
 PRIMITIVES = {
     "batch_norm": _batch_norm_primitive,
     "group_norm": _group_norm_primitive,
@@ -411,6 +414,7 @@ PRIMITIVES = {
     "upsample": _upsample_primitive,
     "recurrent_layer": _recurrent_layer_primitive,
     "linear": _linear_primitive,
+    "flash_attention": _flash_attention_primitive,
 }
 
 

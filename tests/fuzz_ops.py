@@ -712,6 +712,10 @@ op(
 op("torch.nn.functional.linear({a}, {b}.t())", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
 op("torch.nn.functional.linear({a}, {b}.t(), {b}[0])", a=tensor(min_rank=1), b=matmul_partner("a", "mm"))
 op("torch.nn.functional.layer_norm({a}, {shape})", a=tensor(min_rank=1), shape=last_dims("a"))
+# 4-D: the fused (flash) op; heads from a transpose read strided
+op("torch.nn.functional.scaled_dot_product_attention({a}{t}, {b}{t}, {c}{t}{causal})", a=tensor(rank=4),
+   b=partner("a"), c=partner("a"), t=options("", ".transpose(1, 2)"),
+   causal=options("", ", is_causal=True"))  # fmt: skip
 op("torch.nn.functional.rms_norm({a}, {shape}{eps})", a=tensor(min_rank=1), shape=last_dims("a"),
    eps=options("", ", eps=1e-3"))  # fmt: skip
 op("torch.nn.functional.cross_entropy({a}, {t})", weight=2, a=tensor(rank=(2, 1)), t=class_targets("a", ignore=True))

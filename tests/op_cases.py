@@ -680,6 +680,31 @@ for _name, _fn, _shapes, _grad_fn in [
     case(_name, _fn, _shapes, _grad_fn)
 
 
+# --- scaled_dot_product_attention's fused op (PyTorch's flash cases): keys in vector blocks and a
+# tail, a head width with a tail, causal with L > S, the heads of a split projection read strided
+_FLASH = "ScaledDotProductFlashAttentionForCpuBackward0"
+case(
+    "F.scaled_dot_product_attention 4-D",
+    lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
+    [(2, 3, 4, 8), (2, 3, 5, 8), (2, 3, 5, 8)],
+    _FLASH,
+)
+case(
+    "F.scaled_dot_product_attention causal L > S",
+    lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3),
+    [(1, 2, 6, 19), (1, 2, 4, 19), (1, 2, 4, 19)],
+    _FLASH,
+)
+case(
+    "F.scaled_dot_product_attention heads of a qkv projection, causal",
+    lambda m, x: m.nn.functional.scaled_dot_product_attention(
+        *(x.narrow(2, c, 8).view(1, 37, 2, 4).transpose(1, 2) for c in (0, 8, 16)), is_causal=True
+    ),
+    [(1, 37, 24)],
+    _FLASH,
+    layouts=("contiguous",),  # view() needs the slices' own layout
+)
+
 # --- scans along one dim: cumsum, cumprod (with zeros: its gradient's own case), logcumsumexp, cummax/cummin
 for _name, _fn, _shapes, _grad_fn, _domain in [
     ("torch.cumsum(x,1)", lambda m, x: m.cumsum(x, 1), [(3, 4)], "CumsumBackward0", "real"),

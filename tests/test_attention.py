@@ -5,6 +5,7 @@ attention weights, gradients of the inputs, masks and every weight, from PyTorch
 through state_dict); float64 gradcheck; reprs, state_dict keys, init, warnings and errors."""
 
 import importlib
+import math
 
 import numpy as np
 import pytest
@@ -175,6 +176,156 @@ def test_sdpa_gradcheck(fg):
         return sdpa(q, k, v, attn_mask=mask) + sdpa(q, k, v, is_causal=True, scale=0.4)
 
     assert gradcheck_for(fg)(fn, [q, k, v, mask], eps=1e-6, atol=1e-5)
+
+
+# ---- the fused op (PyTorch's CPU flash cases: 4-D, no mask but is_causal, no dropout)
+
+FLASH = "ScaledDotProductFlashAttentionForCpuBackward0"
+FLASH_CASES = {  # id: (batch, heads, L, S, E, is_causal, heads of a (batch, L, heads, E) tensor)
+    "T 1": (1, 1, 1, 1, 4, False, False),
+    "square causal": (2, 4, 5, 5, 8, True, False),
+    "L < S causal": (2, 3, 4, 6, 8, True, False),
+    "L > S causal": (2, 2, 7, 3, 5, True, False),
+    "L != S": (1, 2, 5, 9, 3, False, True),
+    "S 33, width 19": (1, 1, 3, 33, 19, False, False),
+    "split heads T 33 causal": (1, 4, 33, 33, 16, True, True),
+    "batch 16 causal": (16, 4, 9, 9, 16, True, True),
+}
+
+
+def _flash_inputs(lib, case, dtype):
+    """query, key, value of the case as leaves: (B, H, T, E), or (B, T, H, E) leaves seen as heads."""
+    b, h, rows, keys, width, _, split = FLASH_CASES[case]
+    rng = rng_for("flash", case)
+    shapes = [(b, n, h, width) if split else (b, h, n, width) for n in (rows, keys, keys)]
+    leaves = [lib.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True) for s in shapes]
+    return leaves, [t.transpose(1, 2) if split else t for t in leaves]
+
+
+def _flash_run(lib, case, dtype, **kwargs):
+    leaves, (q, k, v) = _flash_inputs(lib, case, dtype)
+    out = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=FLASH_CASES[case][5], **kwargs)
+    _weighted_sum(lib, out).backward()
+    return out, [to_numpy(out)] + [to_numpy(t.grad) for t in leaves]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("case", list(FLASH_CASES))
+def test_fused_sdpa_matches_pytorch(fg, torch, case, dtype):
+    """Values and the three gradients, PyTorch's node, over causal and not, L != S, widths with vector
+    tails, strided heads, batch 1 and 16, heads 1 and 4, T 1..33; the output in query's memory order."""
+    if fg.__name__ != "fastgrad" and math.prod(FLASH_CASES[case][:5]) > 5000:
+        pytest.skip("the reference's loops: the small cases suffice")
+    out, ours = _flash_run(fg, case, dtype)
+    t_out, theirs = _flash_run(torch, case, dtype)
+    assert out.grad_fn.name() == t_out.grad_fn.name() == FLASH
+    if fg.__name__ == "fastgrad":
+        assert out.stride() == t_out.stride()
+    for got, expected in zip(ours, theirs):
+        assert got.dtype == dtype
+        if dtype == np.float64:
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-13)
+        else:
+            # (atol at least 2e-6: with one key the query's and key's gradients are 0 plus PyTorch's rounding)
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=2e-6 * max(np.abs(expected).max(), 1.0))
+
+
+def test_fused_sdpa_gradcheck_and_gradgradcheck(fg):
+    """float64 finite differences, first and second order (the second through the create_graph
+    formulas), causal with L > S and not, heads read strided, a negative scale."""
+    rng = rng_for("flash gradcheck")
+    q, k, v = (
+        fg.tensor(rng.standard_normal(s), requires_grad=True) for s in ((1, 4, 2, 3), (1, 3, 2, 3), (1, 3, 2, 3))
+    )
+
+    def fn(q, k, v):
+        sdpa = fg.nn.functional.scaled_dot_product_attention
+        heads = [t.transpose(1, 2) for t in (q, k, v)]
+        return sdpa(*heads, is_causal=True) + sdpa(*heads, scale=-0.4)[:, :, :, :]
+
+    assert fn(q, k, v).grad_fn.name() == "AddBackward0"
+    assert fn(q, k, v).grad_fn.next_functions[0][0].name() == FLASH
+    assert gradcheck_for(fg)(fn, [q, k, v], eps=1e-6, atol=1e-5)
+    assert gradcheck_for(fg, "gradgradcheck")(fn, [q, k, v], eps=1e-6, atol=1e-5)
+
+
+def test_fused_sdpa_gradients_only_for_inputs_that_require_them(fg):
+    leaves, (q, k, v) = _flash_inputs(fg, "L < S causal", np.float64)
+    expected = _flash_run(fg, "L < S causal", np.float64)[1]
+    for wanted in range(3):
+        inputs = [t if i == wanted else t.detach() for i, t in enumerate((q, k, v))]
+        out = fg.nn.functional.scaled_dot_product_attention(*inputs, is_causal=True)
+        assert out.grad_fn.name() == FLASH
+        (grad,) = fg.autograd.grad(_weighted_sum(fg, out), [inputs[wanted]])
+        np.testing.assert_array_equal(to_numpy(grad), expected[1 + wanted])
+
+
+def test_fused_sdpa_without_grad_gives_the_same_values(fg):
+    leaves, heads = _flash_inputs(fg, "split heads T 33 causal", np.float32)
+    recorded = fg.nn.functional.scaled_dot_product_attention(*heads, is_causal=True)
+    with fg.no_grad():
+        plain = fg.nn.functional.scaled_dot_product_attention(*heads, is_causal=True)
+    assert plain.grad_fn is None and not plain.requires_grad
+    np.testing.assert_array_equal(to_numpy(plain), to_numpy(recorded))
+
+
+def test_fused_sdpa_does_not_depend_on_the_thread_count():
+    import fastgrad
+
+    results, before = [], fastgrad.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            fastgrad.set_num_threads(threads)
+            results.append(_flash_run(fastgrad, "batch 16 causal", np.float32)[1])
+    finally:
+        fastgrad.set_num_threads(before)
+    for other in results[1:]:
+        for got, expected in zip(other, results[0], strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    "case", ["3-D", "4-D", "causal L > S", "bool mask", "float mask", "broadcast batch dims", "gqa"]
+)
+def test_sdpa_cases_outside_the_fused_op_stay_composed(fg, torch, case):
+    """3-D inputs, a value width other than query's, broadcast batch dims and GQA take PyTorch's math
+    path there too (the same node); masks, which PyTorch's flash kernel takes, are composed here."""
+    arrays, kwargs = _sdpa_case(case)
+    names = []
+    for lib in (fg, torch):
+        tensors = [lib.tensor(a, requires_grad=True) for a in arrays]
+        mask = kwargs.get("attn_mask")
+        extra = dict(kwargs, attn_mask=_tensor(lib, mask)) if mask is not None else kwargs
+        names.append(lib.nn.functional.scaled_dot_product_attention(*tensors, **extra).grad_fn.name())
+    assert names[0] != FLASH
+    assert names[0] == names[1] or "mask" in case
+
+
+def test_fused_sdpa_dropout_zero_and_equal_head_gqa_are_fused(fg, torch):
+    leaves, heads = _flash_inputs(fg, "square causal", np.float64)
+    sdpa = fg.nn.functional.scaled_dot_product_attention
+    assert sdpa(*heads, dropout_p=0.0).grad_fn.name() == FLASH
+    assert sdpa(*heads, enable_gqa=True).grad_fn.name() == FLASH
+    assert sdpa(*heads, dropout_p=0.5).grad_fn.name() != FLASH
+
+
+def test_flash_attention_primitive_takes_only_its_cases(fg):
+    """None for inputs it does not take (the caller composes those), a TypeError for wrong types."""
+    prims = importlib.import_module(f"{fg.__name__}._prims")
+    leaves, (q, k, v) = _flash_inputs(fg, "square causal", np.float64)
+    assert prims.flash_attention(q, k, v, 0.5, True).grad_fn.name() == FLASH
+    for args in [
+        (q[0], k[0], v[0]),  # 3-D
+        (q, k, v[..., :3]),  # another value width
+        (q, k[:1], v[:1]),  # batch sizes differ
+        (q.float(), k, v),  # dtypes differ
+        (q.transpose(-2, -1), k.transpose(-2, -1), v.transpose(-2, -1)),  # last dims strided
+        (q[:, :, :0], k, v),  # empty
+        (q.to(fg.float16), k.to(fg.float16), v.to(fg.float16)),
+    ]:
+        assert prims.flash_attention(*args, 0.5, False) is None
+    with pytest.raises(TypeError):
+        prims.flash_attention(q, k, "v", 0.5, False)
 
 
 MHA = {  # id: (constructor kwargs, inputs "self" / "cross" (k is v) / "separate", forward kwargs)

@@ -1,6 +1,7 @@
 // The body of every isa_<isa>.cpp: the kernel families compiled for one ISA and its table.
 // Each kernel family includes its *_impl.h here and fills its members in kernel_table() below.
 #pragma once
+#include "kernels/attention_impl.h"
 #include "kernels/copy_impl.h"
 #include "kernels/depthwise_impl.h"
 #include "kernels/elementwise_impl.h"
@@ -42,6 +43,8 @@ const KernelTable& kernel_table() {
     fill_softmax(t.f64);
     fill_recurrent(t.f32);
     fill_recurrent(t.f64);
+    fill_attention(t.f32);
+    fill_attention(t.f64);
     return t;
   }();
   return table;

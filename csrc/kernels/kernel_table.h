@@ -220,6 +220,43 @@ template <class T>
 using SoftmaxBackwardKernel = void (*)(const T* y, const T* g, T* gx, int64_t n, int64_t inner, int64_t columns,
                                        bool log);
 
+// Scaled dot-product attention over one (batch, head) plane (attention_impl.h): `queries` rows of q,
+// `keys` rows of k and v, each row `width` contiguous elements, rows ld_* apart. causal: query i sees
+// keys j <= i (top left). The kernels' scratch: attention_scratch(keys, width) elements.
+struct AttentionPlane {
+  int64_t queries, keys, width;
+  double scale;
+  bool causal;
+};
+// The panel rows' length for `keys` keys: a multiple of twice every ISA's vector width (the kernels
+// read keys two vectors at a time).
+constexpr int64_t attention_padded(int64_t keys) { return (keys + 31) / 32 * 32; }
+constexpr int64_t attention_row_block = 8;  // query rows the forward takes together
+constexpr int64_t attention_scratch(int64_t keys, int64_t width) {
+  return (width + attention_row_block) * attention_padded(keys);
+}
+// forward: out, and the softmax weights to `probs` (queries x keys, contiguous) unless it is null.
+template <class T>
+struct AttentionForward {
+  const T *q, *k, *v;
+  int64_t ld_q, ld_k, ld_v;
+  T* out;
+  int64_t ld_out;
+  T* probs;
+};
+// backward: from the weights (contiguous rows) and dout, the gradients (null: not wanted; dk, dv zeroed).
+template <class T>
+struct AttentionBackward {
+  const T *q, *k, *v, *probs, *dout;
+  int64_t ld_q, ld_k, ld_v, ld_dout;
+  T *dq, *dk, *dv;
+  int64_t ld_dq, ld_dk, ld_dv;
+};
+template <class T>
+using AttentionForwardKernel = void (*)(const AttentionPlane& plane, const AttentionForward<T>& io, T* scratch);
+template <class T>
+using AttentionBackwardKernel = void (*)(const AttentionPlane& plane, const AttentionBackward<T>& io, T* scratch);
+
 // The cells of the recurrent layers (recurrent_impl.h, ops/recurrent.cpp); gates in PyTorch's order.
 enum class RecurrentCell : uint8_t { RnnTanh, RnnRelu, Lstm, Gru, Count };
 // Gates per unit (LSTM i, f, g, o; GRU r, z, n), and what the forward keeps per unit for the backward.
@@ -297,6 +334,8 @@ struct TypedKernels {
   SoftmaxBackwardKernel<T> softmax_backward;
   RecurrentForwardKernel<T> recurrent_forward[static_cast<int>(RecurrentCell::Count)];
   RecurrentBackwardKernel<T> recurrent_backward[static_cast<int>(RecurrentCell::Count)];
+  AttentionForwardKernel<T> attention_forward;
+  AttentionBackwardKernel<T> attention_backward;
 };
 
 struct KernelTable {

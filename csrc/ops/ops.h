@@ -378,6 +378,10 @@ Tensor log_softmax(const Tensor& x, int64_t dim);
 // scaled_dot_product_attention's scores: query key^T * scale over the last two dims, then `bias`
 // (may be undefined) added in place, or is_causal's mask (`causal`), as ATen's math path.
 Tensor attention_scores(const Tensor& query, const Tensor& key, double scale, const Tensor& bias, bool causal);
+// scaled_dot_product_attention fused (ops/attention.cpp) for the inputs flash_attention_case accepts,
+// those PyTorch sends to its CPU flash kernel (no mask but `causal`, no dropout; RuntimeError for others).
+bool flash_attention_case(const Tensor& query, const Tensor& key, const Tensor& value);
+Tensor flash_attention(const Tensor& query, const Tensor& key, const Tensor& value, double scale, bool causal);
 enum class Reduction { None, Mean, Sum };
 Reduction reduction_from_name(const std::string& name);  // "none" | "mean" | "sum", else ValueError
 // `weight` may be undefined (every class weighs 1).

@@ -902,6 +902,15 @@ void bind_tensor(py::module_& m) {
           return call_op(work >= kLongKernelMultiplyAdds, fg::attention_scores, query, key, scale,
                          bias.value_or(Tensor()), causal);
         });
+  // flash_attention(query, key, value, scale, is_causal): the fused op, or None for the inputs it does not
+  // take (the caller composes those)
+  m.def("flash_attention",
+        [](const Tensor& query, const Tensor& key, const Tensor& value, double scale, bool causal) -> py::object {
+          if (!fg::flash_attention_case(query, key, value)) return py::none();
+          const double work = 2.0 * double(query->numel()) * double(key->shape[2]);
+          return py::cast(
+              call_op(work >= kLongKernelMultiplyAdds, fg::flash_attention, query, key, value, scale, causal));
+        });
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
                        const std::string& reduction, int64_t ignore_index) {
     Reduction r = reduction_from_name(reduction);

@@ -2,12 +2,16 @@
 scaled_dot_product_attention and multi_head_attention_forward, with the mask helpers the
 Transformer layers share (_canonical_mask, _none_or_dtype).
 
-scaled_dot_product_attention is composed as ATen's math path (_scaled_dot_product_attention_math)
-op for op: query and key each scaled by sqrt(scale) before their product, the mask added to the
-scores in place, a softmax that gives fully masked rows zeros (ATen's _safe_softmax), dropout, the
-product with value. PyTorch's CPU flash kernel (taken for 4-D inputs without dropout) sums in
-another order; the values agree to float rounding. That kernel also accepts is_causal with an
-attn_mask (applying both) where the math path raises, as documented; here it raises on every path.
+scaled_dot_product_attention runs one fused op (csrc/ops/attention.cpp, node
+ScaledDotProductFlashAttentionForCpuBackward0) for the inputs PyTorch sends to its CPU flash kernel
+without a mask: 4-D float32 / float64, equal batch and head sizes, value as wide as query, last dims
+contiguous, no dropout. Other inputs (masks, dropout, 3-D, broadcast, GQA, another value width) are
+composed as ATen's math path (_scaled_dot_product_attention_math) op for op: query and key each
+scaled by sqrt(scale) before their product, the mask added to the scores in place, a softmax that
+gives fully masked rows zeros (ATen's _safe_softmax), dropout, the product with value. PyTorch's
+flash kernel also takes masks, which are composed here: other nodes, the same values to float
+rounding. That kernel also accepts is_causal with an attn_mask (applying both) where the math path
+raises, as documented; here it raises on every path.
 multi_head_attention_forward is PyTorch's Python function, with its checks and messages.
 """
 
@@ -92,9 +96,14 @@ def scaled_dot_product_attention(
     to the top left."""
     _check_sdpa_inputs(query, key, value, attn_mask)
     *_, width = query.shape  # unpacked: Size's indexing is a Python call
-    scale = 1.0 / math.sqrt(width) if scale is None else scale  # ATen's calculate_scale
+    if scale is None:  # ATen's calculate_scale: 1 / sqrt(0) is inf there
+        scale = 1.0 / math.sqrt(width) if width else math.inf
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+    if attn_mask is None and not dropout_p > 0.0:  # PyTorch's flash cases: one fused op (None for the others)
+        output = _prims.flash_attention(query, key, value, scale, is_causal)
+        if output is not None:
+            return output
     if attn_mask is not None and attn_mask.dtype == bool_:
         attn_mask = _bias_from_bool_mask(attn_mask, query.dtype)
     if enable_gqa:

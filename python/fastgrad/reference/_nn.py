@@ -1,13 +1,15 @@
 """Fused ops of neural networks: softmax and log_softmax over one dim, the negative log likelihood
-loss and GELU. As in the core (csrc/ops/nn.cpp), each forward and backward is one loop over the
-values, not a composition of ops, and computes in double (Python floats) in the core's order,
-rounding once when the result is stored: both backends give the same bits, except in float32
-softmax and log_softmax, which the core computes with its vector exp (within a few ulps), and gelu
-and its gradient, which the core computes in float32 vector code with its own approximations of the
-normal distribution and exp (approximate='none', within 1 ulp of these) or in double lanes ('tanh',
-within 1 ulp; float64 gelu is the same libm erfc / tanh arithmetic here and there: the same bits).
-Each backward is an op with a node of its own (as PyTorch's), recorded in a create_graph backward:
-its derivative is defined once, there.
+loss, GELU and scaled dot-product attention's fused (flash) cases. As in the core (csrc/ops/nn.cpp),
+each forward and backward is one loop over the values, not a composition of ops, and computes in
+double (Python floats) in the core's order, rounding once when the result is stored: both backends
+give the same bits, except in float32 softmax and log_softmax, which the core computes with its
+vector exp (within a few ulps), and gelu and its gradient, which the core computes in float32 vector
+code with its own approximations of the normal distribution and exp (approximate='none', within 1
+ulp of these) or in double lanes ('tanh', within 1 ulp; float64 gelu is the same libm erfc / tanh
+arithmetic here and there: the same bits). Each backward is an op with a node of its own (as
+PyTorch's), recorded in a create_graph backward: its derivative is defined once, there. Attention
+is the exception: the core sums its products in T (fma chains) and its backward formulas are ops
+here, so the two agree to rounding, and both are compared with PyTorch with a tolerance.
 """
 
 import math
@@ -122,6 +124,69 @@ class SoftmaxBackwardDataBackward0(Function):
 
 class LogSoftmaxBackwardDataBackward0(SoftmaxBackwardDataBackward0):
     log = True
+
+
+# ---- scaled dot-product attention, fused (the core's ops/attention.cpp)
+
+
+def flash_attention_case(query, key, value):
+    """The inputs PyTorch sends to its CPU flash kernel (given no mask but is_causal, no dropout): 4-D
+    float32 / float64 query, key and value of one dtype, the same batch and head sizes, value as wide
+    as query and key, last dims contiguous, nothing empty."""
+    tensors = (query, key, value)
+    if any(t.dim() != 4 for t in tensors) or key._dtype is not query._dtype or value._dtype is not query._dtype:
+        return False
+    if not query._dtype.is_floating_point or query._dtype.itemsize not in (4, 8):
+        return False
+    (b, h, _, e), (bk, hk, s, ek), (bv, hv, sv, ev) = query._shape, key._shape, value._shape
+    if (bk, hk) != (b, h) or (bv, hv) != (b, h) or sv != s or ek != e or ev != e:
+        return False
+    return all(t.numel() and (t._strides[3] == 1 or t._shape[3] == 1) for t in tensors)
+
+
+class ScaledDotProductFlashAttentionForCpuBackward0(Function):
+    """softmax(query key^T * scale) value per (batch, head), causal: query i sees keys j <= i. The
+    forward is a loop over query rows as the core's kernel; the backward is its formulas as ops,
+    the weights recomputed, so that a create_graph backward differentiates them."""
+
+    def forward(self, query, key, value, scale, causal):
+        self.scale, self.causal = scale, causal
+        for t in (query, key, value):
+            self.save(t)
+        (batch, heads, rows, width), keys = query._shape, key._shape[2]
+        qs, ks, vs = read(query), read(key), read(value)
+        out = [0.0] * (batch * heads * rows * width)
+        for plane in range(batch * heads):
+            q0, k0 = plane * rows * width, plane * keys * width
+            for i in range(rows):
+                q = qs[q0 + i * width : q0 + (i + 1) * width]
+                visible = min(i + 1, keys) if causal else keys
+                scores = [
+                    sum(a * b for a, b in zip(q, ks[k0 + j * width : k0 + (j + 1) * width])) * scale
+                    for j in range(visible)
+                ]
+                m = max(scores)
+                e = [math.exp(x - m) for x in scores]
+                total = sum(e)
+                for j, ej in enumerate(e):
+                    p = ej / total
+                    for c in range(width):
+                        out[q0 + i * width + c] += p * vs[k0 + j * width + c]
+        return new_tensor(out, query._shape, query._dtype)
+
+    def backward(self, grad):
+        """dV = P^T g, dp = g V^T, ds = P * (dp - rowsum(P * dp)) * scale, dQ = ds K, dK = ds^T Q."""
+        from ._prims import attention_scores  # _prims imports this module
+
+        q, k, v = self.unpack(0), self.unpack(1), self.unpack(2)
+        p = attention_scores(q, k, self.scale, None, self.causal).softmax(-1)
+        dp = grad @ v.transpose(-2, -1)
+        ds = p * (dp - (p * dp).sum([3], keepdim=True)) * self.scale
+        return (
+            ds @ k if self.needs_input_grad(0) else None,
+            ds.transpose(-2, -1) @ q if self.needs_input_grad(1) else None,
+            p.transpose(-2, -1) @ grad if self.needs_input_grad(2) else None,
+        )
 
 
 # ---- nll_loss: minus the (weighted) log-probability of each sample's target class, per sample or

@@ -564,6 +564,18 @@ def attention_scores(query, key, scale, bias, causal):
     return scores
 
 
+def flash_attention(query, key, value, scale, causal):
+    """scaled_dot_product_attention fused, for the inputs the core's flash_attention takes; None for
+    others (csrc/ops/ops.h: flash_attention_case)."""
+    args = (query, key, value, scale, causal)
+    if not (builtins.all(isinstance(t, Tensor) for t in args[:3]) and isinstance(scale, (int, float))):
+        raise _invalid_arguments("flash_attention", args, "Tensor, Tensor, Tensor, float, bool")
+    if not _nn.flash_attention_case(query, key, value):
+        return None
+    attention = _nn.ScaledDotProductFlashAttentionForCpuBackward0
+    return attention.run(query, key, value, scale=float(scale), causal=bool(causal))
+
+
 # ---- scans along one dim
 def _scan_with_dtype(name, op):
     def checked(x, dim, dtype):

@@ -1,0 +1,214 @@
+// Scaled dot-product attention over one (batch, head) plane, forward and backward, as fused loops
+// (ops/attention.cpp): softmax((q k^T) * scale, causal or not) v without a score matrix in memory
+// (a few query rows' scores at a time).
+//
+// Layout: every row (a query's, a key's, a value's, an output's and their gradients') is E
+// contiguous elements, rows `ld` apart (the q, k, v of a projection's split, viewed as heads, are
+// read in place). The keys (forward) and the values (backward) are first copied transposed into a
+// panel of E rows of S keys (attention_padded(S) apart), so that a query's scores over the keys
+// are vector lanes: per element e of the query, scores += q[e] * panel[e] (axpy-style, no
+// horizontal sums). The weighted sums of rows (p V, ds K) and the gradients of K and V are axpys
+// of rows, vectorised along E.
+//
+// Numerics: the softmax is softmax_impl.h's, step for step (the row's maximum subtracted, the exp
+// op's exp, the sum in double in a fixed order, one reciprocal); dot products and sums of rows are
+// fma chains in T, in key order (keys ascending, queries ascending for dK and dV). Each plane is
+// computed the same way whichever thread runs it: the bits do not depend on the thread count.
+//
+// Included once per ISA translation unit, inside that ISA's namespace (see isa.h / simd.h).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/kernel_table.h"
+#include "kernels/simd.h"
+#include "kernels/softmax_impl.h"
+
+namespace fg::simd::FG_ISA_NAMESPACE {
+namespace attention_detail {
+
+// rows (n rows of E, ld apart) transposed into panel (E rows of `padded` >= n, the columns past n zero).
+template <class T>
+void transpose_rows(const T* rows, int64_t ld, int64_t n, int64_t E, T* panel, int64_t padded) {
+  for (int64_t e = 0; e < E; ++e) {
+    T* out = panel + e * padded;
+    for (int64_t j = 0; j < n; ++j) out[j] = rows[j * ld + e];
+    std::fill(out + n, out + padded, T(0));
+  }
+}
+
+// The first `count` (<= kWidth) elements at p: a whole vector or a tail.
+template <class T>
+Vec<T> load_part(const T* p, int64_t count) {
+  return count == Vec<T>::kWidth ? Vec<T>::load(p) : load_first(p, count);
+}
+template <class T>
+void store_part(Vec<T> v, T* p, int64_t count) {
+  count == Vec<T>::kWidth ? v.store(p) : store_first(v, p, count);
+}
+
+// n rounded up to whole blocks of the row sums (kSumLanes, a multiple of every vector width): the
+// length the kernels give a row of scores, so that its steps read and write whole vectors. A vector
+// load of memory just written by a masked (tail) store is not forwarded the store's data on Intel
+// cores: it waits for the store to complete, which cost a sampling step's attention half its time.
+inline int64_t whole_blocks(int64_t n) { return (n + kSumLanes - 1) / kSumLanes * kSumLanes; }
+
+// out[j] = factor * sum over e of x[e] * panel[e][j] for j < n, and `fill` for n <= j <
+// whole_blocks(n): keys in lanes, two vectors of them per pass over x, each summed in two chains
+// (even and odd e) so that the fmas overlap.
+template <class T>
+void times_panel(const T* x, T factor, const T* panel, int64_t padded, int64_t E, int64_t n, T fill, T* out) {
+  using V = Vec<T>;
+  constexpr int64_t W = V::kWidth;
+  alignas(64) static constexpr T kLane[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  const V zero = V::broadcast(T(0)), scale = V::broadcast(factor), lane = V::load(kLane);
+  const int64_t width = whole_blocks(n);
+  // lanes past n take `fill` (lane index < keys left: a key's lane)
+  auto finish = [&](V sum, int64_t at) {
+    select(lt(lane, V::broadcast(T(n - at))), sum * scale, V::broadcast(fill)).store(out + at);
+  };
+  for (int64_t j = 0; j < width; j += 2 * W) {  // the panel's padding: width <= padded, zeros past S
+    V a0 = zero, a1 = zero, b0 = zero, b1 = zero;
+    const T* p = panel + j;
+    int64_t e = 0;
+    for (; e + 2 <= E; e += 2, p += 2 * padded) {
+      const V x0 = V::broadcast(x[e]), x1 = V::broadcast(x[e + 1]);
+      a0 = fma(x0, V::load(p), a0), a1 = fma(x0, V::load(p + W), a1);
+      b0 = fma(x1, V::load(p + padded), b0), b1 = fma(x1, V::load(p + padded + W), b1);
+    }
+    if (e < E) {
+      const V x0 = V::broadcast(x[e]);
+      a0 = fma(x0, V::load(p), a0), a1 = fma(x0, V::load(p + W), a1);
+    }
+    finish(a0 + b0, j);
+    if (j + W < width) finish(a1 + b1, j + W);
+  }
+}
+
+// out = sum over j < n of w[j] * rows[j] (E elements, rows ld apart), one vector of E at a time, in
+// four chains (j mod 4, added in a fixed order at the end) so that the fmas overlap.
+template <class T>
+void weighted_rows(const T* w, const T* rows, int64_t ld, int64_t n, int64_t E, T* out) {
+  using V = Vec<T>;
+  const V zero = V::broadcast(T(0));
+  for (int64_t c = 0; c < E; c += V::kWidth) {
+    const int64_t count = std::min<int64_t>(V::kWidth, E - c);
+    V acc[4] = {zero, zero, zero, zero};
+    const T* r = rows + c;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4, r += 4 * ld) {
+      acc[0] = fma(V::broadcast(w[j]), load_part(r, count), acc[0]);
+      acc[1] = fma(V::broadcast(w[j + 1]), load_part(r + ld, count), acc[1]);
+      acc[2] = fma(V::broadcast(w[j + 2]), load_part(r + 2 * ld, count), acc[2]);
+      acc[3] = fma(V::broadcast(w[j + 3]), load_part(r + 3 * ld, count), acc[3]);
+    }
+    if (j < n) acc[0] = fma(V::broadcast(w[j]), load_part(r, count), acc[0]);  // (constant indices: registers)
+    if (j + 1 < n) acc[1] = fma(V::broadcast(w[j + 1]), load_part(r + ld, count), acc[1]);
+    if (j + 2 < n) acc[2] = fma(V::broadcast(w[j + 2]), load_part(r + 2 * ld, count), acc[2]);
+    store_part((acc[0] + acc[1]) + (acc[2] + acc[3]), out + c, count);
+  }
+}
+
+// rows[j] += w[j] * x for j < n (E elements, rows ld apart).
+template <class T>
+void add_scaled_to_rows(const T* w, const T* x, int64_t n, int64_t E, T* rows, int64_t ld) {
+  using V = Vec<T>;
+  for (int64_t j = 0; j < n; ++j) {
+    const V wj = V::broadcast(w[j]);
+    T* r = rows + j * ld;
+    int64_t c = 0;
+    for (; c + V::kWidth <= E; c += V::kWidth) fma(wj, V::load(x + c), V::load(r + c)).store(r + c);
+    if (c < E) store_first(fma(wj, load_first(x + c, E - c), load_first(r + c, E - c)), r + c, E - c);
+  }
+}
+
+// The keys query row i sees: all, or (causal, aligned to the top left) those j <= i.
+inline int64_t visible_keys(const AttentionPlane& plane, int64_t i) {
+  return plane.causal ? std::min(i + 1, plane.keys) : plane.keys;
+}
+
+}  // namespace attention_detail
+
+// Per query row i: p = softmax(scale * q_i K^T over the visible keys), out_i = p V; p is stored to
+// probs + i * S unless probs is null (zeros past the visible keys). Rows go in groups, each step
+// over the whole group before the next, as softmax_impl.h's (a row's steps are a chain; a group's
+// rows overlap).
+template <class T>
+void attention_forward(const AttentionPlane& plane, const AttentionForward<T>& io, T* scratch) {
+  using namespace attention_detail;
+  using namespace softmax_detail;
+  using V = Vec<T>;
+  const int64_t S = plane.keys, E = plane.width, padded = attention_padded(S);
+  T* panel = scratch;  // K^T
+  transpose_rows(io.k, io.ld_k, S, E, panel, padded);
+  auto plain = [](Vec<double> a, Vec<double>) { return a; };
+  T* const rows = scratch + E * padded;  // attention_row_block rows of scores, then weights, padded apart
+  for (int64_t first = 0; first < plane.queries; first += attention_row_block) {
+    const int64_t group = std::min(attention_row_block, plane.queries - first);
+    int64_t n[attention_row_block], width[attention_row_block];
+    T m[attention_row_block], factor[attention_row_block];
+    for (int64_t r = 0; r < group; ++r) {
+      n[r] = visible_keys(plane, first + r), width[r] = whole_blocks(n[r]);
+      times_panel(io.q + (first + r) * io.ld_q, T(plane.scale), panel, padded, E, n[r],
+                  -std::numeric_limits<T>::infinity(), rows + r * padded);
+    }
+    // the masked lanes' -inf scores give weights of 0, which add nothing to the sums
+    for (int64_t r = 0; r < group; ++r) m[r] = row_max(rows + r * padded, width[r]);
+    for (int64_t r = 0; r < group; ++r) {
+      const V mv = V::broadcast(m[r]);
+      T* p = rows + r * padded;
+      row_map(p, p, p, width[r], [&](V x, V) { return exp_shifted(x - mv); });
+    }
+    for (int64_t r = 0; r < group; ++r)
+      factor[r] = static_cast<T>(1 / row_sum(rows + r * padded, rows + r * padded, width[r], plain));
+    for (int64_t r = 0; r < group; ++r) {
+      const V c = V::broadcast(factor[r]);
+      T* p = rows + r * padded;
+      row_map(p, p, p, width[r], [&](V e, V) { return e * c; });
+    }
+    for (int64_t r = 0; r < group; ++r)
+      weighted_rows(rows + r * padded, io.v, io.ld_v, n[r], E, io.out + (first + r) * io.ld_out);
+    if (io.probs)
+      for (int64_t r = 0; r < group; ++r) {
+        T* saved = io.probs + (first + r) * S;
+        std::copy_n(rows + r * padded, n[r], saved);
+        std::fill(saved + n[r], saved + S, T(0));
+      }
+  }
+}
+
+// The gradients from the saved probabilities P and the output's gradient dO, per query row i
+// (ascending): dp = dO_i V^T, ds = P_i * (dp - sum(P_i * dp)) * scale, dQ_i = ds K, dK += ds^T q_i,
+// dV += P_i^T dO_i. A null gradient pointer skips that gradient; dK and dV must start at zero.
+template <class T>
+void attention_backward(const AttentionPlane& plane, const AttentionBackward<T>& io, T* scratch) {
+  using namespace attention_detail;
+  using namespace softmax_detail;
+  using V = Vec<T>;
+  const int64_t S = plane.keys, E = plane.width, padded = attention_padded(S);
+  const bool through_scores = io.dq || io.dk;
+  T *panel = scratch, *ds = scratch + E * padded;  // V^T; one row of dp, then ds
+  if (through_scores) transpose_rows(io.v, io.ld_v, S, E, panel, padded);
+  auto product = [](Vec<double> a, Vec<double> b) { return a * b; };
+  const V scale = V::broadcast(T(plane.scale));
+  for (int64_t i = 0; i < plane.queries; ++i) {
+    const int64_t n = visible_keys(plane, i);
+    const T *p = io.probs + i * S, *dout = io.dout + i * io.ld_dout;
+    if (io.dv) add_scaled_to_rows(p, dout, n, E, io.dv, io.ld_dv);
+    if (!through_scores) continue;
+    times_panel(dout, T(1), panel, padded, E, n, T(0), ds);
+    const V centre = V::broadcast(static_cast<T>(row_sum(p, ds, n, product)));
+    row_map(p, ds, ds, n, [&](V pv, V dp) { return pv * (dp - centre) * scale; });
+    if (io.dq) weighted_rows(ds, io.k, io.ld_k, n, E, io.dq + i * io.ld_dq);
+    if (io.dk) add_scaled_to_rows(ds, io.q + i * io.ld_q, n, E, io.dk, io.ld_dk);
+  }
+}
+
+template <class T>
+void fill_attention(TypedKernels<T>& k) {
+  k.attention_forward = attention_forward<T>;
+  k.attention_backward = attention_backward<T>;
+}
+
+}  // namespace fg::simd::FG_ISA_NAMESPACE
