@@ -140,6 +140,8 @@ void bind_random(py::module_& m) {
            })
       .def("randperm_",
            [](CPUGenerator& g, py::array_t<int64_t> out) { random::randperm(g, elements<int64_t>(out), out.size()); });
+  // multinomial(probabilities, 1): _sampling's path for one sample per row (random.h)
+  m.def("multinomial_one", &random::multinomial_one);
 }
 
 }  // namespace fg
