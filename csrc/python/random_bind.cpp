@@ -5,8 +5,21 @@
 #include "core/generator.h"
 #include "ops/random.h"
 #include "python/bindings.h"
+#include "python/capture.h"
 
 namespace fg {
+
+namespace capture {
+
+// The _CPUGenerator a draw reads, kept by a capture as its Python object: a replay draws from the
+// generator's state then, as an eager call would.
+struct Engine {
+  py::object generator;
+};
+template <>
+struct Kept<Engine> : KeptCopy<Engine> {};
+
+}  // namespace capture
 
 namespace {
 
@@ -140,8 +153,14 @@ void bind_random(py::module_& m) {
            })
       .def("randperm_",
            [](CPUGenerator& g, py::array_t<int64_t> out) { random::randperm(g, elements<int64_t>(out), out.size()); });
-  // multinomial(probabilities, 1): _sampling's path for one sample per row (random.h)
-  m.def("multinomial_one", &random::multinomial_one);
+  // multinomial(probabilities, 1): _sampling's path for one sample per row (random.h). An op, so that
+  // fastgrad.compile replays the draw; with the GIL, which serialises draws from one generator.
+  m.def("multinomial_one", [](py::object engine, const Tensor& probabilities) {
+    auto draw = with_gil([](const Tensor& p, const capture::Engine& e) {
+      return random::multinomial_one(e.generator.cast<CPUGenerator&>(), p);
+    });
+    return call_op(false, draw, probabilities, capture::Engine{std::move(engine)});
+  });
 }
 
 }  // namespace fg
