@@ -438,6 +438,23 @@ def test_uncaptured_ops_fall_back():
     assert f.eager_reason is not None
 
 
+def test_a_sample_per_row_is_drawn_again_on_replay():
+    """multinomial(p, 1) is one op (multinomial_one): a replay draws from the generator's state then."""
+    g = fastgrad.Generator()
+
+    def sample(p):
+        return fastgrad.cat([fastgrad.multinomial(p * 1.0, 1), fastgrad.multinomial(p, 1, generator=g)], 1)
+
+    p = fastgrad.softmax(fastgrad.arange(130.0).reshape(2, 65) % 7, -1)
+    f = fastgrad.compile(sample)
+    drawn = []
+    for compiled in (f, sample):
+        fastgrad.manual_seed(5), g.manual_seed(6)
+        drawn.append([values(compiled(p)) for _ in range(4)])
+    np.testing.assert_array_equal(drawn[0], drawn[1])
+    assert f.eager_reason is None and f._replays == 3
+
+
 def test_explain_and_disable(monkeypatch):
     x = fastgrad.tensor([1.0, 2.0])
     clean = fastgrad.compiler.explain(lambda t: (t * 2).exp(), x)

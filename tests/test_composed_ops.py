@@ -50,6 +50,19 @@ def test_values_and_gradients_match_torch(fg, torch, name, f):
     np.testing.assert_array_equal(grad, expected_grad)
 
 
+def test_masked_fill_rounds_a_float_value_to_the_input_dtype(fg, torch):
+    """A float32 input takes the value rounded once to float32 (one where with the scalar); float64 keeps it."""
+
+    def run(m):
+        x = m.tensor(DATA)
+        filled = [x.float().masked_fill(x > 0.5, v) for v in (1e-50, 0.1, -float("inf"), float("nan"))]
+        return [t.numpy() for t in filled + [x.masked_fill(x > 0.5, 1e300)]]
+
+    for ours, theirs in zip(run(fg), run(torch), strict=True):
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_array_equal(ours, theirs)
+
+
 @pytest.mark.parametrize(
     "name, f", [c for c in CASES if "empty" not in c[0]], ids=[c[0] for c in CASES if "empty" not in c[0]]
 )

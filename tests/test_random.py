@@ -18,6 +18,7 @@ SAMPLERS = {
     "normal": lambda m, g: m.normal(m.zeros(3), 2.0, generator=g),
     "multinomial": lambda m, g: m.multinomial(m.tensor([[0.1, 0.5, 0.4], [1.0, 0.0, 2.0]]), 2, generator=g),
     "multinomial_replacement": lambda m, g: m.tensor([0.3, 0.7]).multinomial(5, True, generator=g),
+    "multinomial_one_strided": lambda m, g: m.multinomial(m.arange(1.0, 41).reshape(8, 5).t(), 1, generator=g),
     "bernoulli": lambda m, g: m.bernoulli(m.tensor([0.2, 0.9, 0.5]), generator=g),
     "bernoulli_p": lambda m, g: m.bernoulli(m.zeros(4), 0.3, generator=g),
     "poisson": lambda m, g: m.poisson(m.tensor([1.0, 4.0, 0.0]), generator=g),

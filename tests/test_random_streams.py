@@ -59,6 +59,11 @@ DRAWS = {
     "poisson": lambda m, n, g: m.poisson(m.arange(n, dtype=m.float32) % 37 * 0.75, generator=g),  # below 10 and above
     "multinomial": lambda m, n, g: m.multinomial(m.arange(1.0, n + 2), min(n + 1, 5), generator=g),
     "multinomial_rows": lambda m, n, g: m.multinomial(m.ones(3, n + 1), 1, generator=g),
+    # one sample per row (the core's multinomial_one): float64 rows, and keys p / noise tied at 0
+    "multinomial_rows_float64": lambda m, n, g: m.multinomial(
+        m.arange(1.0, 3 * n + 4, dtype=m.float64).reshape(3, -1) % 4, 1, generator=g
+    ),
+    "multinomial_one_zeros": lambda m, n, g: m.multinomial((m.arange(n + 4.0) % 3 == 0).float(), 1, generator=g),
     # equal keys: the zero-probability categories once the others are drawn, in the order of ATen's topk
     "multinomial_ties": lambda m, n, g: m.multinomial((m.arange(n + 4.0) % 3 == 0).float(), n // 3 + 3, generator=g),
     "multinomial_replacement": lambda m, n, g: m.multinomial(m.arange(4.0), n + 1, True, generator=g),

@@ -32,6 +32,12 @@ def test_named_tuples_print_unpack_and_index_as_pytorch(fg, torch):
     same_on_both(fg, torch, program)
 
 
+@pytest.mark.parametrize("sequence", [(1,), (1, 2, 3), 5])
+def test_named_tuples_are_made_from_one_sequence_of_their_length(fg, torch, sequence):
+    assert list(fg.return_types.topk([1, 2])) == [1, 2]
+    same_error(fg, torch, lambda m: m.return_types.topk(sequence))
+
+
 @pytest.mark.parametrize("descending", [False, True])
 @pytest.mark.parametrize("stable", [None, True])
 def test_sort_puts_nan_last_and_keeps_ties_in_order(fg, torch, descending, stable):

@@ -159,14 +159,18 @@ using SpreadAverageKernel = void (*)(const T* shares, int64_t count, int64_t wid
 // of lane l (kNormLanes lanes, the same order on every ISA); norm_column_sums(...): the same terms
 // with per-element shifts s1[j], s2[j], added to first[j], second[j] (j < n).
 inline constexpr int kNormLanes = 16;  // a multiple of every ISA's float and double width
-// The total of kNormLanes lane sums (destroying them), added in a fixed pairwise order: lane l and
-// lane l + 8, then l and l + 4, ...: four dependent adds per total where a chain of lanes took 15.
+// The total of kNormLanes lane sums, added in a fixed pairwise order: lane l and lane l + 8, then l
+// and l + 4, ...: four dependent adds per total where a chain of lanes took 15. The halves go to a
+// local array the compiler keeps in registers (adding in place in the caller's array, which escapes
+// to the out-of-line sums, was a loop of stores and reloads: a fifth of a 64-wide layer norm row).
 // static: every translation unit (each ISA's too) keeps its own copy, so the linker cannot hand
 // the baseline code one compiled for AVX-512.
-static inline double lane_total(double* lanes) {
-  for (int width = kNormLanes / 2; width > 0; width /= 2)
-    for (int l = 0; l < width; ++l) lanes[l] += lanes[l + width];
-  return lanes[0];
+static inline double lane_total(const double* lanes) {
+  double half[kNormLanes / 2];
+  for (int l = 0; l < kNormLanes / 2; ++l) half[l] = lanes[l] + lanes[l + kNormLanes / 2];
+  for (int width = kNormLanes / 4; width > 0; width /= 2)
+    for (int l = 0; l < width; ++l) half[l] += half[l + width];
+  return half[0];
 }
 template <class T>
 using NormSumsKernel = void (*)(const T* p, T s1, const T* q, T s2, int64_t n, double* first, double* second);

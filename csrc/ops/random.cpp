@@ -16,7 +16,9 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
 #include "kernels/isa.h"
+#include "ops/ops.h"
 
 namespace fg::random {
 
@@ -289,9 +291,50 @@ void top_keys(int64_t* out, const T* keys, int64_t rows, int64_t n, int64_t coun
   }
 }
 
+namespace {
+template <typename T>
+T exponential_value(CPUGenerator& gen, double lambd) {
+  return static_cast<T>(-1.0 / lambd * std::log1p(-uniform_value(gen, 0.0, 1.0)));
+}
+
+template <typename T>
+void multinomial_one_rows(CPUGenerator& gen, int64_t* out, const T* probabilities, int64_t rows, int64_t n) {
+  for (int64_t i = 0; i < rows * n; ++i)
+    if (!(probabilities[i] >= 0 && probabilities[i] < std::numeric_limits<T>::infinity()))  // NaN fails both
+      throw RuntimeError("probability tensor contains either `inf`, `nan` or element < 0");
+  for (int64_t r = 0; r < rows; ++r)
+    if (!(*std::max_element(probabilities + r * n, probabilities + (r + 1) * n) > 0))
+      throw RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)");
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = probabilities + r * n;
+    T best = row[0] / exponential_value<T>(gen, 1.0);
+    out[r] = 0;
+    for (int64_t j = 1; j < n; ++j) {
+      const T key = row[j] / exponential_value<T>(gen, 1.0);  // drawn even once a NaN key has won
+      if (!std::isnan(best) && (std::isnan(key) || key > best)) best = key, out[r] = j;
+    }
+  }
+}
+}  // namespace
+
 template <typename T>
 void exponential(CPUGenerator& gen, T* out, int64_t n, double lambd) {
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(-1.0 / lambd * std::log1p(-uniform_value(gen, 0.0, 1.0)));
+  for (int64_t i = 0; i < n; ++i) out[i] = exponential_value<T>(gen, lambd);
+}
+
+Tensor multinomial_one(CPUGenerator& gen, const Tensor& probabilities) {
+  const Tensor p = contiguous(probabilities);
+  if (p->dim() < 1 || p->dim() > 2 || p->numel() == 0)
+    throw ValueError("multinomial_one: a non-empty row or matrix of rows");
+  const int64_t n = p->shape.back(), rows = p->numel() / n;
+  Shape shape = p->shape;
+  shape.back() = 1;
+  Tensor out = empty(shape, DType::Int64);
+  int64_t* positions = out->data_as<int64_t>();
+  if (p->dtype == DType::Float32) multinomial_one_rows(gen, positions, p->data_as<float>(), rows, n);
+  else if (p->dtype == DType::Float64) multinomial_one_rows(gen, positions, p->data_as<double>(), rows, n);
+  else throw TypeError("multinomial_one: float32 or float64 probabilities");
+  return out;
 }
 
 template <typename T>

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/generator.h"
+#include "core/tensor.h"
 
 namespace fg::random {
 
@@ -59,6 +60,14 @@ void top_keys(int64_t* out, const T* keys, int64_t rows, int64_t n, int64_t coun
 // exponential_(lambd): -1/lambd * log1p(-u) in double.
 template <typename T>
 void exponential(CPUGenerator& gen, T* out, int64_t n, double lambd);
+
+// multinomial(probabilities, 1) of a non-empty float32 or float64 row or matrix of rows, in one pass
+// where the Python path took ten crossings into the core (a sampling loop calls it per token): PyTorch's
+// checks (every value finite and >= 0, then every row's largest > 0; its messages), then per row the
+// position of the largest key p / Exponential(1) in T, the first of equal keys and NaN first (argmax),
+// the noise drawn value by value in row-major order as exponential_(1) fills the whole shape: the
+// draws, keys and positions of that path. Returns int64 positions of shape [..., 1].
+Tensor multinomial_one(CPUGenerator& gen, const Tensor& probabilities);
 
 // geometric_(p): ceil(log(u) / log(1 - p)) of a double uniform.
 template <typename T>

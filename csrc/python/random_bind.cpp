@@ -26,6 +26,14 @@ inline size_t identity_of(const DrawnFill& f) {
   return static_cast<size_t>(h);
 }
 
+// The _CPUGenerator a draw reads, kept by a capture as its Python object: a replay draws from the
+// generator's state then, as an eager call would.
+struct Engine {
+  py::object generator;
+};
+template <>
+struct Kept<Engine> : KeptCopy<Engine> {};
+
 }  // namespace capture
 
 namespace {
@@ -169,6 +177,14 @@ void bind_random(py::module_& m) {
     auto draw = with_gil(
         [](const Tensor& t, const capture::DrawnFill& f) { f.fill(tensor_to_numpy(t).attr("reshape")(-1), *f.args); });
     call_op(false, draw, out, capture::DrawnFill{std::move(fill), std::move(args)});
+  });
+  // multinomial(probabilities, 1): _sampling's path for one sample per row (random.h). An op, so that
+  // fastgrad.compile replays the draw; with the GIL, which serialises draws from one generator.
+  m.def("multinomial_one", [](py::object engine, const Tensor& probabilities) {
+    auto draw = with_gil([](const Tensor& p, const capture::Engine& e) {
+      return random::multinomial_one(e.generator.cast<CPUGenerator&>(), p);
+    });
+    return call_op(false, draw, probabilities, capture::Engine{std::move(engine)});
   });
 }
 

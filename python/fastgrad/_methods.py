@@ -962,6 +962,10 @@ def masked_fill(input, mask, value):
     if mask.dtype is not bool_:
         c_type = C_TYPE_NAME[mask.dtype]
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {c_type}")
+    if value.__class__ is builtins.float and input.dtype is float32:
+        # where rounds the scalar to float32 as full would: one crossing for three (per token in sampling).
+        # Not float64: where takes a Python float as a float32 value (1e300 becomes inf; PyTorch's does not)
+        return _prims.where(mask, value, input)
     fill = value if isinstance(value, Tensor) else _prims.full([], value, input.dtype)
     return _prims.where(mask, _prims.to_dtype(fill, input.dtype), input)
 

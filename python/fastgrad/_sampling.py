@@ -237,13 +237,16 @@ def _meta_broadcast(*tensors):
 # ---- draws shaped by a tensor of parameters
 
 
+_ONE_DRAW_TYPES = (float32, float64)
+
+
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Category indices drawn from each row of (unnormalised) probabilities, as PyTorch's CPU kernel:
     without replacement (or one sample) the num_samples largest of p / Exponential(1) in the input's
     dtype (argmax, or topk with its order of equal keys: distinct draws, zero-probability categories
     last); with replacement a binary search of one double uniform per sample in the row's normalised
-    cumulative sums. A sampling loop calls this per token: its one sample of a row is checked, drawn
-    and picked by the core (the exponential noise filled into a tensor's memory), without numpy."""
+    cumulative sums. A sampling loop calls this per token: its one sample of each float32 or float64
+    row is checked, drawn and picked by one primitive (multinomial_one), without numpy."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             f"multinomial only supports floating-point dtypes for input, got: {SCALAR_TYPE_NAME[input.dtype]}"
@@ -259,6 +262,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if shape[-1] > 2**24:
         raise RuntimeError("number of categories cannot exceed 2^24")
     probabilities = input.detach() if input.requires_grad else input
+    if num_samples == 1 and input.dtype in _ONE_DRAW_TYPES and 0 not in shape:
+        # the checks, the noise, the keys and their argmax below in one call (per token in a sampling loop)
+        return _with_out(_prims.multinomial_one(engine(generator), probabilities), out)
     _check_probabilities(probabilities, shape)
     if replacement and num_samples > 1:  # the 16-bit floats sum in float32, as ATen's kernel for them
         rows = _as_rows(_values(probabilities), shape)

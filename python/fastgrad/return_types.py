@@ -10,7 +10,15 @@ def _named_tuple(name, fields):
     base = collections.namedtuple(name, fields)
 
     def __new__(cls, sequence):
-        return base.__new__(cls, *sequence)
+        # tuple's own constructor: base.__new__(cls, *sequence) was a second Python call, a quarter of
+        # a per-token topk's wrapper. The checks and messages are those of PyTorch's structseq.
+        try:
+            values = tuple(sequence)
+        except TypeError:
+            raise TypeError("constructor requires a sequence") from None
+        if len(values) != len(fields):
+            raise TypeError(f"{__name__}.{name}() takes a {len(fields)}-sequence ({len(values)}-sequence given)")
+        return tuple.__new__(cls, values)
 
     def __reduce__(self):
         return type(self), (tuple(self),)

@@ -987,3 +987,18 @@ def adagrad_(params, grads, sums, learning_rates, eps, weight_decay, maximize):
         for (param, grad, state_sum), lr in zip(operands, learning_rates)
     ]
     _write_update(operands, new_values)
+
+
+def multinomial_one(engine, probabilities):
+    """multinomial(probabilities, 1) of a non-empty float32 or float64 row or matrix of rows, as the
+    core's (csrc/ops/random.cpp): PyTorch's checks of the values, then of each row's largest; then
+    the first largest key p / Exponential(1) of each row (argmax: NaN first), the noise drawn in
+    row-major order."""
+    values, n = read(probabilities), probabilities.shape[-1]
+    if not all(0 <= p < math.inf for p in values):  # NaN fails both
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if not all(max(values[i : i + n]) > 0 for i in range(0, len(values), n)):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    noise = empty(list(probabilities.shape), probabilities.dtype)
+    engine.exponential_(to_numpy(noise).reshape(-1), 1.0)
+    return argmax(div(probabilities, noise), -1, True)
