@@ -262,8 +262,21 @@ def test_split_parts_refuse_in_place_writes(fg, torch):
                 part.exp()
             found += [str(written.value), str(used.value)]
         plain = m.ones(2, 3)
-        plain.split(2, 1)[0].mul_(3)
+        plain.split(2, 1)[0].mul_(3)  # no gradient involved: a plain write
         found.append(plain.sum().item())
+        # parts of a tensor without history, made in grad mode, are still a multi-output node's views
+        for write in (
+            lambda: plain.split(1)[0].mul_(leaf(m).sum()),
+            lambda: plain.unbind(1)[0].view(-1).add_(leaf(m).sum()),
+        ):
+            with pytest.raises(RuntimeError) as written:
+                write()
+            found.append(str(written.value))
+        part = plain.split(1)[1]
+        plain.add_(leaf(m).sum())
+        with pytest.raises(RuntimeError) as used:
+            part * 1
+        found.append(str(used.value))
         return found
 
     assert messages(fg) == messages(torch)

@@ -29,11 +29,13 @@ namespace {
 // the view's grad_fn; or returned by a custom Function; or a part of split/unbind) that `what` ("is
 // being" / "its base or another view of its base has been") modified in place.
 std::string view_without_history_error(const Tensor& view, const char* what) {
-  if (view->view_origin == ViewOrigin::MultiOutputNode && view->grad_fn)
-    return cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ", what,
-               " modified inplace. This view is the output of a function that returns multiple views. Such functions "
-               "do not allow the output views to be modified inplace. You should replace the inplace operation by an "
-               "out-of-place one.");
+  if (view->view_origin == ViewOrigin::MultiOutputNode)
+    return cat(view->grad_fn
+                   ? cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ",
+                         what, " modified inplace.")
+                   : cat("A view was created in no_grad mode and ", what, " modified inplace with grad mode enabled."),
+               " This view is the output of a function that returns multiple views. Such functions do not allow the "
+               "output views to be modified inplace. You should replace the inplace operation by an out-of-place one.");
   if (view->view_origin == ViewOrigin::CustomFunction && view->grad_fn)
     return cat("Output ", view->output_nr, " of ", producer_name(view->grad_fn->name()), " is a view and ", what,
                " modified inplace. This view was created inside a custom Function (or because an input was returned "

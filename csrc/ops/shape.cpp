@@ -391,9 +391,16 @@ GradList PartsBackward::apply(GradList&& grads) {
 
 namespace {
 
-// Makes `parts` (views of x along `dim`) the outputs of one node named `name`, if x's history is recorded.
+// Makes `parts` (views of x along `dim`) the outputs of one node named `name`, if x's history is
+// recorded. Parts made in grad mode are such outputs even when nothing is recorded (PyTorch's
+// CreationMeta MULTI_OUTPUT_NODE): an in-place write that involves gradients is refused all the same.
 void record_parts(const Tensor& x, const std::vector<Tensor>& parts, const char* name, int64_t dim,
                   std::vector<int64_t> sizes, bool unbound) {
+  if (!grad_enabled()) return;
+  for (const Tensor& part : parts) {
+    part->view_tracks_history = false;
+    part->view_origin = ViewOrigin::MultiOutputNode;
+  }
   if (!should_record({&x})) return;
   for (const Tensor& part : parts) check_differentiable_output(part);
   NodeRef node(make_node<PartsBackward>(name));
@@ -406,8 +413,6 @@ void record_parts(const Tensor& x, const std::vector<Tensor>& parts, const char*
   for (size_t i = 0; i < parts.size(); ++i) {
     parts[i]->grad_fn = node;
     parts[i]->output_nr = static_cast<uint32_t>(i);
-    parts[i]->view_tracks_history = false;
-    parts[i]->view_origin = ViewOrigin::MultiOutputNode;
   }
 }
 

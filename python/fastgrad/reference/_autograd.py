@@ -331,10 +331,14 @@ def view_without_history_error(view, what):
     """PyTorch's error for a view without history (made under no_grad, or a view of one: then it names
     the view's grad_fn; or returned by a custom Function; or a part of split/unbind) that `what` ("is
     being" / "its base or another view of its base has been") modified in place."""
-    if view._view_origin is VIEW_OF_MULTI_OUTPUT_NODE and view._grad_fn is not None:
+    if view._view_origin is VIEW_OF_MULTI_OUTPUT_NODE:
+        if view._grad_fn is not None:
+            producer = _producer_name(view._grad_fn.name())
+            subject = f"Output {view._output_nr} of {producer} is a view and {what} modified inplace."
+        else:
+            subject = f"A view was created in no_grad mode and {what} modified inplace with grad mode enabled."
         return (
-            f"Output {view._output_nr} of {_producer_name(view._grad_fn.name())} is a view and {what} modified "
-            "inplace. This view is the output of a function that returns multiple views. Such functions do not "
+            f"{subject} This view is the output of a function that returns multiple views. Such functions do not "
             "allow the output views to be modified inplace. You should replace the inplace operation by an "
             "out-of-place one."
         )

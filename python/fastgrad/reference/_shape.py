@@ -577,13 +577,17 @@ class PartsBackward(Function):
 
 
 def _parts(name, x, parts, dim, sizes, unbound):
+    """Parts made in grad mode are the outputs of a multi-output node even when nothing is recorded
+    (PyTorch's CreationMeta MULTI_OUTPUT_NODE): an in-place write that involves gradients is refused."""
+    if is_grad_enabled():
+        for part in parts:
+            part._view_tracks_history, part._view_origin = False, VIEW_OF_MULTI_OUTPUT_NODE
     if should_record((x,)):
         for part in parts:
             check_differentiable_output(part)
         node = PartsBackward(name, dim, sizes, unbound).connect((x,))
         for i, part in enumerate(parts):
             part._grad_fn, part._output_nr = node, i
-            part._view_tracks_history, part._view_origin = False, VIEW_OF_MULTI_OUTPUT_NODE
     return tuple(parts)
 
 
