@@ -853,3 +853,73 @@ def test_call_reads_the_hook_dicts_each_time(fg, torch):
         return [hooked, layer(input=lib.ones(1, 2)).tolist()]
 
     same_on_both(fg, torch, program)
+
+
+# ---- Linear and LayerNorm: their primitive called from the core's Module.__call__ (fastgrad), or
+# forward; either way forward's results, nodes and errors
+
+
+def _layers(lib):
+    linear, norm = lib.nn.Linear(3, 2), lib.nn.LayerNorm(3)
+    with lib.no_grad():
+        linear.weight.copy_(lib.tensor([[0.5, -1.0, 0.25], [2.0, 0.0, -0.5]]))
+        linear.bias.copy_(lib.tensor([0.125, -0.75]))
+        norm.weight.copy_(lib.tensor([1.0, 2.0, -1.0]))
+        norm.bias.copy_(lib.tensor([0.5, 0.0, 0.25]))
+    return linear, norm
+
+
+def test_layers_called_give_forwards_results_and_nodes(fg, torch):
+    def program(lib):
+        linear, norm = _layers(lib)
+        x = lib.tensor([[1.0, -2.0, 3.0], [0.5, 0.25, -4.0]], requires_grad=True)
+        y = norm(linear.weight) + linear(x).sum()
+        y.sum().backward()
+        norm.normalized_shape = [3]  # a list, as F.layer_norm takes it
+        return [y, x.grad, linear.weight.grad, y.grad_fn.next_functions[0][0].name(), norm(x).grad_fn.name()]
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        lambda lib, linear, norm: linear([[1.0, 2.0, 3.0]]),  # not a tensor: F.linear's message
+        lambda lib, linear, norm: linear(lib.ones(2, 4)),  # the primitive's shape error
+        lambda lib, linear, norm: linear(lib.ones(2, 3, dtype=lib.float64)),
+        lambda lib, linear, norm: norm(lib.ones(2, 4)),
+    ],
+)
+def test_layers_called_fail_as_their_forward(fg, torch, case):
+    same_error(fg, torch, lambda lib: case(lib, *_layers(lib)))
+
+
+def test_layer_members_of_other_types_go_through_forward(fg, torch):
+    def program(lib):
+        linear, _ = _layers(lib)
+        linear._parameters["weight"] = [[1.0, 2.0, 3.0]]  # F.linear names the argument
+        return linear(lib.ones(1, 3))
+
+    def shape_in_a_range(lib):
+        _, norm = _layers(lib)
+        norm.normalized_shape = range(3)  # a sequence the primitive would take, F.layer_norm refuses
+        return norm(lib.ones(1, 3))
+
+    same_error(fg, torch, program)
+    same_error(fg, torch, shape_in_a_range)
+
+
+def test_layers_with_their_own_forward_run_it(fg, torch):
+    def program(lib):
+        class Doubled(lib.nn.Linear):
+            def forward(self, input):
+                return super().forward(input) * 2
+
+        linear, norm = _layers(lib)
+        doubled = Doubled(3, 2)
+        doubled.load_state_dict(linear.state_dict())
+        norm.forward = lambda input: input + 1  # an instance's forward
+        x = lib.ones(1, 3)
+        return [doubled(x), norm(x), linear(input=x)]
+
+    same_on_both(fg, torch, program)

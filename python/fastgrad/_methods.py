@@ -922,10 +922,11 @@ def is_signed(input):
 
 
 def split(tensor, split_size_or_sections, dim=0):
-    if tensor.dim() == 0:
+    ndim = tensor.dim()  # once, and the shape read as a tuple: a model's attention splits on every call
+    if ndim == 0:
         raise RuntimeError("split expects at least a 1-dimensional tensor")
-    dim = _wrap_dim(_index(dim), tensor.dim())
-    length = tensor.shape[dim]
+    dim = _wrap_dim(_index(dim), ndim)
+    length = tuple.__getitem__(tensor.shape, dim)
     if isinstance(split_size_or_sections, (list, tuple)):
         sections = [_index(s) for s in split_size_or_sections]
         if builtins.sum(sections) != length or builtins.any(s < 0 for s in sections):

@@ -21,6 +21,7 @@ from ._C import (  # noqa: F401
     _guard_tensors,
     _input_signature,
     _module_call,
+    _register_layer_primitive,
     _register_module_getattr,
     _register_types,
     _run_fused_update,
