@@ -314,6 +314,9 @@ def test_flash_attention_primitive_takes_only_its_cases(fg):
     prims = importlib.import_module(f"{fg.__name__}._prims")
     leaves, (q, k, v) = _flash_inputs(fg, "square causal", np.float64)
     assert prims.flash_attention(q, k, v, 0.5, True).grad_fn.name() == FLASH
+    # no scale: ATen's default, 1 / sqrt(width)
+    default = 1 / math.sqrt(q.shape[-1])
+    assert prims.flash_attention(q, k, v, None, True).tolist() == prims.flash_attention(q, k, v, default, True).tolist()
     for args in [
         (q[0], k[0], v[0]),  # 3-D
         (q, k, v[..., :3]),  # another value width
@@ -326,6 +329,8 @@ def test_flash_attention_primitive_takes_only_its_cases(fg):
         assert prims.flash_attention(*args, 0.5, False) is None
     with pytest.raises(TypeError):
         prims.flash_attention(q, k, "v", 0.5, False)
+    with pytest.raises(TypeError):
+        prims.flash_attention(q, k, v, "0.5", False)
 
 
 MHA = {  # id: (constructor kwargs, inputs "self" / "cross" (k is v) / "separate", forward kwargs)
