@@ -691,3 +691,18 @@ ERRORS = {
 @pytest.mark.parametrize("case", list(ERRORS))
 def test_errors_match_pytorch(fg, torch, case):
     same_error(fg, torch, ERRORS[case])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_causal_sdpa_rows_do_not_see_later_keys_or_values(fg, dtype):
+    """A causal row sees keys j <= i only: NaN and inf in later rows of key and value change nothing
+    before them (the kernel computes a tile's products past a row's keys and drops them)."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((1, 2, 9, 5)) for _ in range(3)]
+    sdpa = fg.nn.functional.scaled_dot_product_attention
+    clean = sdpa(*(fg.tensor(a, dtype=getattr(fg, dtype)) for a in arrays), is_causal=True)
+    arrays[1][:, :, 6], arrays[2][:, :, 6], arrays[2][:, :, 8] = np.nan, np.inf, np.nan
+    dirty = sdpa(*(fg.tensor(a, dtype=getattr(fg, dtype)) for a in arrays), is_causal=True)
+    assert dirty.grad_fn is None or dirty.grad_fn.name() == FLASH
+    np.testing.assert_array_equal(to_numpy(dirty)[:, :, :6], to_numpy(clean)[:, :, :6])
+    assert np.isnan(to_numpy(dirty)[:, :, 6:]).all()
