@@ -7,8 +7,9 @@
 // read in place). The keys (forward) and the values (backward) are first copied transposed into a
 // panel of E rows of S keys (attention_padded(S) apart), so that a query's scores over the keys
 // are vector lanes: per element e of the query, scores += q[e] * panel[e] (axpy-style, no
-// horizontal sums), for a tile of query rows at once (kTileRows: each panel load feeds them all). The weighted sums of
-// rows (p V, ds K) and the gradients of K and V are axpys of rows, vectorised along E.
+// horizontal sums). The weighted sums of rows (p V, ds K) and the gradients of K and V are axpys of
+// rows, vectorised along E. The forward takes query rows in tiles (kTileRows) for both products:
+// each panel or value row loaded feeds the whole tile.
 //
 // Numerics: the softmax is softmax_impl.h's, step for step (the row's maximum subtracted, the exp
 // op's exp, the sum in double in a fixed order, one reciprocal); dot products and sums of rows are
