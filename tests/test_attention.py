@@ -314,6 +314,9 @@ def test_flash_attention_primitive_takes_only_its_cases(fg):
     prims = importlib.import_module(f"{fg.__name__}._prims")
     leaves, (q, k, v) = _flash_inputs(fg, "square causal", np.float64)
     assert prims.flash_attention(q, k, v, 0.5, True).grad_fn.name() == FLASH
+    # no scale: ATen's default, 1 / sqrt(width)
+    default = 1 / math.sqrt(q.shape[-1])
+    assert prims.flash_attention(q, k, v, None, True).tolist() == prims.flash_attention(q, k, v, default, True).tolist()
     for args in [
         (q[0], k[0], v[0]),  # 3-D
         (q, k, v[..., :3]),  # another value width
@@ -326,6 +329,8 @@ def test_flash_attention_primitive_takes_only_its_cases(fg):
         assert prims.flash_attention(*args, 0.5, False) is None
     with pytest.raises(TypeError):
         prims.flash_attention(q, k, "v", 0.5, False)
+    with pytest.raises(TypeError):
+        prims.flash_attention(q, k, v, "0.5", False)
 
 
 MHA = {  # id: (constructor kwargs, inputs "self" / "cross" (k is v) / "separate", forward kwargs)
@@ -686,3 +691,18 @@ ERRORS = {
 @pytest.mark.parametrize("case", list(ERRORS))
 def test_errors_match_pytorch(fg, torch, case):
     same_error(fg, torch, ERRORS[case])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_causal_sdpa_rows_do_not_see_later_keys_or_values(fg, dtype):
+    """A causal row sees keys j <= i only: NaN and inf in later rows of key and value change nothing
+    before them (the kernel computes a tile's products past a row's keys and drops them)."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((1, 2, 9, 5)) for _ in range(3)]
+    sdpa = fg.nn.functional.scaled_dot_product_attention
+    clean = sdpa(*(fg.tensor(a, dtype=getattr(fg, dtype)) for a in arrays), is_causal=True)
+    arrays[1][:, :, 6], arrays[2][:, :, 6], arrays[2][:, :, 8] = np.nan, np.inf, np.nan
+    dirty = sdpa(*(fg.tensor(a, dtype=getattr(fg, dtype)) for a in arrays), is_causal=True)
+    assert dirty.grad_fn is None or dirty.grad_fn.name() == FLASH
+    np.testing.assert_array_equal(to_numpy(dirty)[:, :, :6], to_numpy(clean)[:, :, :6])
+    assert np.isnan(to_numpy(dirty)[:, :, 6:]).all()

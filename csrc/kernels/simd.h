@@ -457,6 +457,61 @@ Index table_index(Vec<float> a, int32_t origin, int32_t last) {
 inline Vec<float> lookup(const float* row, Index i) { return {row[i]}; }
 #endif
 
+// A vector's lanes folded in halves to one value, in registers: lane j with lane j + w for w = kWidth / 2,
+// ..., 1 (the tree of softmax_impl.h's and reduce_impl.h's partial sums). sum_of_halves adds;
+// max_of_halves keeps the upper lane where it is greater, else the lower (so the lowest lane of
+// equal values, and the max instructions' NaN rule: a NaN in either lane gives the lower one).
+#if defined(FG_ISA_AVX2) || defined(FG_ISA_AVX512)
+inline __m128d sum_of_halves_128(__m256d v) {
+  return _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+}
+inline __m128 max_of_halves_128(__m256 v) { return _mm_max_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v)); }
+inline __m128d max_of_halves_128(__m256d v) {
+  return _mm_max_pd(_mm256_extractf128_pd(v, 1), _mm256_castpd256_pd128(v));
+}
+inline double sum_of_halves_of(__m128d v) { return _mm_cvtsd_f64(_mm_add_sd(v, _mm_unpackhi_pd(v, v))); }
+inline double max_of_halves_of(__m128d v) { return _mm_cvtsd_f64(_mm_max_sd(_mm_unpackhi_pd(v, v), v)); }
+inline float max_of_halves_of(__m128 v) {
+  v = _mm_max_ps(_mm_movehl_ps(v, v), v);
+  return _mm_cvtss_f32(_mm_max_ss(_mm_movehdup_ps(v), v));
+}
+#if defined(FG_ISA_AVX512)
+inline double sum_of_halves(Vec<double> v) {
+  return sum_of_halves_of(
+      sum_of_halves_128(_mm256_add_pd(_mm512_castpd512_pd256(v.v), _mm512_extractf64x4_pd(v.v, 1))));
+}
+inline float max_of_halves(Vec<float> v) {
+  return max_of_halves_of(
+      max_of_halves_128(_mm256_max_ps(_mm512_extractf32x8_ps(v.v, 1), _mm512_castps512_ps256(v.v))));
+}
+inline double max_of_halves(Vec<double> v) {
+  return max_of_halves_of(
+      max_of_halves_128(_mm256_max_pd(_mm512_extractf64x4_pd(v.v, 1), _mm512_castpd512_pd256(v.v))));
+}
+#else
+inline double sum_of_halves(Vec<double> v) { return sum_of_halves_of(sum_of_halves_128(v.v)); }
+inline float max_of_halves(Vec<float> v) { return max_of_halves_of(max_of_halves_128(v.v)); }
+inline double max_of_halves(Vec<double> v) { return max_of_halves_of(max_of_halves_128(v.v)); }
+#endif
+#else  // through a buffer
+template <class T, class F>
+T fold_halves(Vec<T> v, F f) {
+  T lanes[Vec<T>::kWidth];
+  v.store(lanes);
+  for (int w = Vec<T>::kWidth / 2; w > 0; w /= 2)
+    for (int j = 0; j < w; ++j) lanes[j] = f(lanes[j], lanes[j + w]);
+  return lanes[0];
+}
+template <class T>
+T sum_of_halves(Vec<T> v) {
+  return fold_halves(v, [](T lower, T upper) { return lower + upper; });
+}
+template <class T>
+T max_of_halves(Vec<T> v) {
+  return fold_halves(v, [](T lower, T upper) { return upper > lower ? upper : lower; });
+}
+#endif
+
 #if !defined(FG_ISA_SCALAR)
 // The fused multiply-add gives the product's rounding error exactly.
 inline Vec<float> two_product(Vec<float> a, Vec<float> b, Vec<float>& e) {

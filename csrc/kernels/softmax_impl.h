@@ -47,11 +47,11 @@ double row_sum(const T* a, const T* b, int64_t n, F term) {
     const int64_t at = i + r * D::kWidth, count = std::min<int64_t>(D::kWidth, n - at);
     acc[r] = acc[r] + term(load_first_as_double(a + at, count), load_first_as_double(b + at, count));
   }
-  double lanes[kSumLanes];
-  for (int r = 0; r < R; ++r) acc[r].store(lanes + r * D::kWidth);
-  for (int width = kSumLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-  return lanes[0];
+  // the partial sums' tree (lane j += lane j + width, width = kSumLanes / 2, ..., 1): across the
+  // vectors, then within the first
+  for (int width = R / 2; width > 0; width /= 2)
+    for (int r = 0; r < width; ++r) acc[r] = acc[r] + acc[r + width];
+  return sum_of_halves(acc[0]);
 }
 
 // out[i] = f(a at i, b at i) for i < n, a and b read as vectors (the last partial one with zeros in
@@ -72,13 +72,9 @@ T row_max(const T* x, int64_t n) {
   if (n >= V::kWidth) {
     V acc = V::load(x);
     for (i = V::kWidth; i + V::kWidth <= n; i += V::kWidth) acc = max(acc, V::load(x + i));
-    T lanes[V::kWidth];
-    acc.store(lanes);
     // lane j against lane j + width: the lowest lane of the largest value, as a chain over the lanes
     // would pick (a NaN lane may win here: the row gives NaN either way)
-    for (int width = V::kWidth / 2; width > 0; width /= 2)
-      for (int j = 0; j < width; ++j) lanes[j] = lanes[j + width] > lanes[j] ? lanes[j + width] : lanes[j];
-    m = lanes[0];
+    m = max_of_halves(acc);
   }
   for (; i < n; ++i) m = x[i] > m ? x[i] : m;
   return m;

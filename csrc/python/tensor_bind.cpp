@@ -1,6 +1,8 @@
 // The Python Tensor is the C++ TensorImpl itself. Hot operators and attributes are bound here;
 // methods whose Python signatures are flexible (reshape(2, 3) or reshape((2, 3)), dim=None or a
 // tuple, ...) are written in python/fastgrad/_tensor.py over the primitives in `_C`.
+#include <cmath>
+
 #include "autograd/long_work.h"
 #include "autograd/node.h"
 #include "python/bindings.h"
@@ -902,14 +904,16 @@ void bind_tensor(py::module_& m) {
           return call_op(work >= kLongKernelMultiplyAdds, fg::attention_scores, query, key, scale,
                          bias.value_or(Tensor()), causal);
         });
-  // flash_attention(query, key, value, scale, is_causal): the fused op, or None for the inputs it does not
-  // take (the caller composes those)
+  // flash_attention(query, key, value, scale or None, is_causal): the fused op, or None for the inputs it
+  // does not take (the caller checks and composes those). A scale of None is ATen's calculate_scale,
+  // 1 / sqrt(width): computed here, so that a sampling step's call pays no Python for it.
   m.def("flash_attention",
-        [](const Tensor& query, const Tensor& key, const Tensor& value, double scale, bool causal) -> py::object {
+        [](const Tensor& query, const Tensor& key, const Tensor& value, std::optional<double> scale,
+           bool causal) -> py::object {
           if (!fg::flash_attention_case(query, key, value)) return py::none();
           const double work = 2.0 * double(query->numel()) * double(key->shape[2]);
-          return py::cast(
-              call_op(work >= kLongKernelMultiplyAdds, fg::flash_attention, query, key, value, scale, causal));
+          const double s = scale ? *scale : 1.0 / std::sqrt(double(query->shape[3]));  // width > 0 here
+          return py::cast(call_op(work >= kLongKernelMultiplyAdds, fg::flash_attention, query, key, value, s, causal));
         });
   m.def("nll_loss", [](const Tensor& input, const Tensor& target, std::optional<Tensor> weight,
                        const std::string& reduction, int64_t ignore_index) {

@@ -94,16 +94,19 @@ def scaled_dot_product_attention(
     """softmax(query key^T * scale + mask) value over the last two dims, batch dims broadcast. A bool
     mask's True takes part; a float mask is added; is_causal is a lower-triangular bool mask aligned
     to the top left."""
+    # PyTorch's flash cases first (a sampling loop's per-token call): one fused op, which tells its
+    # inputs (None for the others) and computes the default scale; its inputs pass the checks below
+    flash = attn_mask is None and not dropout_p > 0.0
+    if flash and isinstance(query, Tensor) and isinstance(key, Tensor) and isinstance(value, Tensor):
+        output = _prims.flash_attention(query, key, value, scale, is_causal)
+        if output is not None:
+            return output
     _check_sdpa_inputs(query, key, value, attn_mask)
     *_, width = query.shape  # unpacked: Size's indexing is a Python call
     if scale is None:  # ATen's calculate_scale: 1 / sqrt(0) is inf there
         scale = 1.0 / math.sqrt(width) if width else math.inf
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if attn_mask is None and not dropout_p > 0.0:  # PyTorch's flash cases: one fused op (None for the others)
-        output = _prims.flash_attention(query, key, value, scale, is_causal)
-        if output is not None:
-            return output
     if attn_mask is not None and attn_mask.dtype == bool_:
         attn_mask = _bias_from_bool_mask(attn_mask, query.dtype)
     if enable_gqa:

@@ -570,12 +570,14 @@ def attention_scores(query, key, scale, bias, causal):
 
 def flash_attention(query, key, value, scale, causal):
     """scaled_dot_product_attention fused, for the inputs the core's flash_attention takes; None for
-    others (csrc/ops/ops.h: flash_attention_case)."""
+    others (csrc/ops/ops.h: flash_attention_case). A scale of None is 1 / sqrt(width)."""
     args = (query, key, value, scale, causal)
-    if not (builtins.all(isinstance(t, Tensor) for t in args[:3]) and isinstance(scale, (int, float))):
-        raise _invalid_arguments("flash_attention", args, "Tensor, Tensor, Tensor, float, bool")
+    if not (builtins.all(isinstance(t, Tensor) for t in args[:3]) and isinstance(scale, (int, float, type(None)))):
+        raise _invalid_arguments("flash_attention", args, "Tensor, Tensor, Tensor, Optional[float], bool")
     if not _nn.flash_attention_case(query, key, value):
         return None
+    if scale is None:  # the case's width is not 0
+        scale = 1 / math.sqrt(query.shape[-1])
     attention = _nn.ScaledDotProductFlashAttentionForCpuBackward0
     return attention.run(query, key, value, scale=float(scale), causal=bool(causal))
 
