@@ -123,6 +123,23 @@ def to_numpy(t):
     return np.asarray(t.detach().numpy())
 
 
+def assert_same_bits_at_thread_counts(run, counts=(1, 2, 3)):
+    """run() (a list of numpy arrays, computed by fastgrad) gives the same bits with each of `counts`
+    threads in fastgrad's pool: the kernels' fixed-order contract."""
+    import fastgrad
+
+    results, before = [], fastgrad.get_num_threads()
+    try:
+        for threads in counts:
+            fastgrad.set_num_threads(threads)
+            results.append(run())
+    finally:
+        fastgrad.set_num_threads(before)
+    for other in results[1:]:
+        for got, expected in zip(other, results[0], strict=True):
+            np.testing.assert_array_equal(got, expected)
+
+
 def assert_close(actual, expected, rtol=1e-4, atol=1e-5, what="values"):
     actual, expected = np.asarray(actual), np.asarray(expected)
     assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != {expected.shape}"

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from op_helpers import gradcheck_for, rng_for, to_numpy
+from op_helpers import assert_same_bits_at_thread_counts, gradcheck_for, rng_for, to_numpy
 from oracle_helpers import same_error
 
 
@@ -272,16 +272,7 @@ def test_fused_sdpa_without_grad_gives_the_same_values(fg):
 def test_fused_sdpa_does_not_depend_on_the_thread_count():
     import fastgrad
 
-    results, before = [], fastgrad.get_num_threads()
-    try:
-        for threads in (1, 2, 3):
-            fastgrad.set_num_threads(threads)
-            results.append(_flash_run(fastgrad, "batch 16 causal", np.float32)[1])
-    finally:
-        fastgrad.set_num_threads(before)
-    for other in results[1:]:
-        for got, expected in zip(other, results[0], strict=True):
-            np.testing.assert_array_equal(got, expected)
+    assert_same_bits_at_thread_counts(lambda: _flash_run(fastgrad, "batch 16 causal", np.float32)[1])
 
 
 @pytest.mark.parametrize(

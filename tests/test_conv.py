@@ -9,7 +9,7 @@ backpropagated with the same upstream gradient.
 import numpy as np
 import pytest
 
-from op_helpers import assert_conv_case_matches, gradcheck_for, rng_for, to_numpy
+from op_helpers import assert_conv_case_matches, assert_same_bits_at_thread_counts, gradcheck_for, rng_for, to_numpy
 from oracle_helpers import same_error
 
 # PyTorch's (and fastgrad's) warning for 'same' with an even kernel: checked once, below.
@@ -150,19 +150,14 @@ def test_results_do_not_depend_on_the_thread_count(dtype, channels, side, groups
     arrays = [rng.standard_normal(shape).astype(dtype) for shape in shapes]
     out_side = side - 2 + 2 * padding
     upstream = rng.standard_normal((19, out_channels, out_side, out_side)).astype(dtype)
-    results, before = [], fastgrad.get_num_threads()
-    try:
-        for threads in (1, 2, 3):
-            fastgrad.set_num_threads(threads)
-            x, w, b = (fastgrad.tensor(a, requires_grad=True) for a in arrays)
-            out = fastgrad.nn.functional.conv2d(x, w, b, padding=padding, groups=groups)
-            out.backward(fastgrad.tensor(upstream))
-            results.append([to_numpy(t) for t in (out, x.grad, w.grad, b.grad)])
-    finally:
-        fastgrad.set_num_threads(before)
-    for other in results[1:]:
-        for got, expected in zip(other, results[0], strict=True):
-            np.testing.assert_array_equal(got, expected)
+
+    def run():
+        x, w, b = (fastgrad.tensor(a, requires_grad=True) for a in arrays)
+        out = fastgrad.nn.functional.conv2d(x, w, b, padding=padding, groups=groups)
+        out.backward(fastgrad.tensor(upstream))
+        return [to_numpy(t) for t in (out, x.grad, w.grad, b.grad)]
+
+    assert_same_bits_at_thread_counts(run)
 
 
 def test_one_pixel_outputs_do_not_depend_on_the_thread_count():
@@ -174,16 +169,13 @@ def test_one_pixel_outputs_do_not_depend_on_the_thread_count():
     x, w, upstream = (
         rng.standard_normal(shape).astype("float32") for shape in ((2, 64, 3, 3), (256, 64, 3, 3), (2, 256, 1, 1))
     )
-    results, before = [], fastgrad.get_num_threads()
-    try:
-        for threads in (1, 2):
-            fastgrad.set_num_threads(threads)
-            xt = fastgrad.tensor(x, requires_grad=True)
-            fastgrad.nn.functional.conv2d(xt, fastgrad.tensor(w)).backward(fastgrad.tensor(upstream))
-            results.append(to_numpy(xt.grad))
-    finally:
-        fastgrad.set_num_threads(before)
-    np.testing.assert_array_equal(results[1], results[0])
+
+    def run():
+        xt = fastgrad.tensor(x, requires_grad=True)
+        fastgrad.nn.functional.conv2d(xt, fastgrad.tensor(w)).backward(fastgrad.tensor(upstream))
+        return [to_numpy(xt.grad)]
+
+    assert_same_bits_at_thread_counts(run, (1, 2))
 
 
 @pytest.mark.slow

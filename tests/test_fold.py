@@ -6,7 +6,7 @@ thread count, PyTorch's errors in its order, the modules' repr."""
 import numpy as np
 import pytest
 
-from op_helpers import gradcheck_for, rng_for, to_numpy
+from op_helpers import assert_same_bits_at_thread_counts, gradcheck_for, rng_for, to_numpy
 from oracle_helpers import same_error
 
 CASES = {  # id: (fn(F, x), input shape)
@@ -64,20 +64,15 @@ def test_results_do_not_depend_on_the_thread_count(dtype):
     import fastgrad
 
     images = rng_for("threads", dtype).standard_normal((9, 8, 24, 24)).astype(dtype)
-    results, before = [], fastgrad.get_num_threads()
-    try:
-        for threads in (1, 2, 3):
-            fastgrad.set_num_threads(threads)
-            x = fastgrad.tensor(images, requires_grad=True)
-            F = fastgrad.nn.functional
-            out = F.fold(F.unfold(x, 3, padding=1, stride=2) * 1.5, (24, 24), 3, padding=1, stride=2)
-            out.backward(fastgrad.tensor(images))
-            results.append([to_numpy(out), to_numpy(x.grad)])
-    finally:
-        fastgrad.set_num_threads(before)
-    for other in results[1:]:
-        for got, expected in zip(other, results[0], strict=True):
-            np.testing.assert_array_equal(got, expected)
+
+    def run():
+        x = fastgrad.tensor(images, requires_grad=True)
+        F = fastgrad.nn.functional
+        out = F.fold(F.unfold(x, 3, padding=1, stride=2) * 1.5, (24, 24), 3, padding=1, stride=2)
+        out.backward(fastgrad.tensor(images))
+        return [to_numpy(out), to_numpy(x.grad)]
+
+    assert_same_bits_at_thread_counts(run)
 
 
 def _unfold(t, shape, *args, **kwargs):

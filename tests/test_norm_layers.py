@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import pytest
 
-from op_helpers import gradcheck_for, rng_for, to_numpy
+from op_helpers import assert_same_bits_at_thread_counts, gradcheck_for, rng_for, to_numpy
 from oracle_helpers import same_error
 
 
@@ -425,19 +425,14 @@ def test_kernels_do_not_depend_on_the_thread_count(kind, dtype):
     rng = rng_for("norm threads", kind, dtype)
     x, upstream = (rng.standard_normal((6, 4, 64, 96)).astype(dtype) for _ in range(2))
     w, b = (rng.standard_normal(4).astype(dtype) for _ in range(2))
-    results, before = [], fastgrad.get_num_threads()
-    try:
-        for threads in (1, 2, 3):
-            fastgrad.set_num_threads(threads)
-            xt, wt, bt = (fastgrad.tensor(a, requires_grad=True) for a in (x, w, b))
-            outputs = _norm_program(fastgrad.nn.functional, fastgrad, kind, xt, wt, bt)
-            outputs[0].backward(fastgrad.tensor(upstream))
-            results.append([to_numpy(t) for t in outputs + [xt.grad, wt.grad, bt.grad]])
-    finally:
-        fastgrad.set_num_threads(before)
-    for other in results[1:]:
-        for got, expected in zip(other, results[0], strict=True):
-            np.testing.assert_array_equal(got, expected)
+
+    def run():
+        xt, wt, bt = (fastgrad.tensor(a, requires_grad=True) for a in (x, w, b))
+        outputs = _norm_program(fastgrad.nn.functional, fastgrad, kind, xt, wt, bt)
+        outputs[0].backward(fastgrad.tensor(upstream))
+        return [to_numpy(t) for t in outputs + [xt.grad, wt.grad, bt.grad]]
+
+    assert_same_bits_at_thread_counts(run)
 
 
 @pytest.mark.parametrize(
