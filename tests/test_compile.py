@@ -438,6 +438,140 @@ def test_uncaptured_ops_fall_back():
     assert f.eager_reason is not None
 
 
+def indexes(x, table):
+    """Every kind of key, read and written: ints, slices, None, Ellipsis, tensor, list and bool indices."""
+    rows = x[:, -1, :] * 2 + x[1:3, [0, 2]].sum() + x[..., None, 1].sum() + x[True].sum()
+    picked = table[fastgrad.tensor([2, 0])].sum() + table[[[1], [3]], [0, 2]].sum()
+    out = rows.clone()
+    out[0] = 3.0
+    out[:, 1:3] = rows[:, :2] * picked
+    out[[1, 2], [0, 1]] = fastgrad.tensor(7.0)
+    out[-1, ...] += fastgrad.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    return out.sum()
+
+
+def test_indexing_is_captured_and_replays_the_eager_bits():
+    rng = np.random.default_rng(0)
+    table = fastgrad.tensor(rng.standard_normal((4, 3)).astype(np.float32), requires_grad=True)
+    f = fastgrad.compile(indexes)
+    for seed in range(4):
+        data = np.random.default_rng(seed).standard_normal((4, 5, 6)).astype(np.float32)
+        x, x_eager = (fastgrad.tensor(data, requires_grad=True) for _ in range(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback
+            got = f(x, table)
+        got.backward()
+        grad, table.grad = values(table.grad), None
+        want = indexes(x_eager, table)
+        want.backward()
+        assert values(got) == values(want)
+        np.testing.assert_array_equal(values(x.grad), values(x_eager.grad))
+        np.testing.assert_array_equal(grad, values(table.grad))
+        table.grad = None
+    assert f.eager_reason is None and f._replays == 3
+
+
+def test_causal_mask_buffer_slices_are_captured():
+    # nanoGPT's attention without the fused kernel: the causal mask is a buffer sliced to the sequence
+    # length (self.bias[:, :, :T, :T]) and filled with -inf; the last position's logits are x[:, [-1], :].
+    fastgrad.manual_seed(0)
+    proj = nn.Linear(4, 12)
+    bias = fastgrad.tril(fastgrad.ones(6, 6)).view(1, 1, 6, 6)
+    opt = fastgrad.optim.SGD(proj.parameters(), lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        T = x.shape[1]
+        q, k, v = proj(x).view(2, T, 3, 4).transpose(1, 2).split(1, dim=1)
+        att = (q @ k.transpose(-2, -1)).masked_fill(bias[:, :, :T, :T] == 0, float("-inf")).softmax(-1)
+        loss = (att @ v)[:, :, [-1], :].square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = fastgrad.compile(step)
+    xs = [fastgrad.tensor(np.random.default_rng(i).standard_normal((2, 5, 4)).astype(np.float32)) for i in range(5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback
+        losses = [values(compiled(x)) for x in xs]
+    weights = [values(p) for p in proj.parameters()]
+    fastgrad.manual_seed(0)
+    proj.weight.data, proj.bias.data = (fastgrad.tensor(w) for w in (values(p) for p in nn.Linear(4, 12).parameters()))
+    assert [values(step(x)) for x in xs] == losses
+    for p, w in zip(proj.parameters(), weights):
+        np.testing.assert_array_equal(values(p), w)
+    assert compiled.eager_reason is None and compiled._replays == 3  # captured again once .grad is set
+
+
+def test_index_data_is_kept_by_value_and_arrays_fall_back():
+    x = fastgrad.arange(6.0)
+    positions = [0, 1]  # Python data: guarded by value, and part of the program's fingerprint
+
+    def pick(x):
+        return x[positions] + fastgrad.tensor(positions)
+
+    f = fastgrad.compile(pick)
+    f(x), f(x)
+    positions[0] = 4
+    np.testing.assert_array_equal(values(f(x)), [8.0, 2.0])  # captured again: the list changed
+    # A numpy array's values may change unseen (arrays are guarded by identity): never replayed
+    array = np.array([0, 1])
+
+    def pick_array(x):
+        return x[array] + fastgrad.tensor(array)
+
+    g = fastgrad.compile(pick_array)
+    with pytest.warns(UserWarning, match=rf"a copy of a numpy array .* at .*{HERE}:{line_of(pick_array, 'x[array]')}"):
+        g(x)
+    array[0] = 5
+    np.testing.assert_array_equal(values(g(x)), [10.0, 2.0])
+    # A boolean mask's selection has the shape of its values; a 0-d bool tensor index is read on the host
+    for key, reason in ((fastgrad.tensor([True, False] * 3), "boolean mask"), (fastgrad.tensor(True), "0-d bool")):
+        h = fastgrad.compile(lambda x, key: x[key].sum())
+        with pytest.warns(UserWarning, match=reason):
+            np.testing.assert_array_equal(values(h(x, key)), values(x[key].sum()))
+
+
+PYTHON_MADE_NODES = {  # ops written in Python whose result gets a node of its own (_methods._recorded)
+    "LogsumexpBackward0": lambda x, y: x.logsumexp(1),
+    "FlipBackward0": lambda x, y: x.flip(0),
+    "RollBackward0": lambda x, y: x.roll(1, 1),
+    "TrilBackward0": lambda x, y: x.tril(),
+    "FmaxBackward0": lambda x, y: fastgrad.fmax(x, y),
+    "XlogyBackward0": lambda x, y: fastgrad.xlogy(x, y.abs()),
+}
+
+
+@pytest.mark.parametrize("name", PYTHON_MADE_NODES)
+def test_python_made_nodes_are_steps_whose_backward_reads_the_replay(name):
+    # Every call has other values: a node made again by the replay must save the replay's tensors.
+    op = PYTHON_MADE_NODES[name]
+
+    def step(x, y):
+        out = op(x, y)
+        (out * out * y.sum()).sum().backward(create_graph=True)
+        return out.grad_fn.name(), x.grad.sum().backward()  # the gradient's own gradient too
+
+    f = fastgrad.compile(step)
+    for seed in range(4):
+        data = np.random.default_rng(seed).standard_normal((2, 3, 3)).astype(np.float64)
+        eager, compiled = ([fastgrad.tensor(a, requires_grad=True) for a in data] for _ in range(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # no fallback
+            warnings.filterwarnings("ignore", "Using backward\\(\\) with create_graph")
+            assert f(*compiled)[0] == step(*eager)[0] == name
+        for got, want in zip(compiled, eager):
+            np.testing.assert_array_equal(values(got.grad), values(want.grad))
+    assert f.eager_reason is None and f._replays >= 2
+
+
+def test_python_made_nodes_holding_tensors_of_the_call_fall_back():
+    f = fastgrad.compile(lambda x, y: fastgrad.dist(x, y))
+    x, y = (fastgrad.randn(3, requires_grad=True) for _ in range(2))
+    with pytest.warns(UserWarning, match="the node of DistBackward0"):
+        np.testing.assert_array_equal(values(f(x, y)), values(fastgrad.dist(x, y)))
+
+
 def test_a_sample_per_row_is_drawn_again_on_replay():
     """multinomial(p, 1) is one op (multinomial_one): a replay draws from the generator's state then."""
     g = fastgrad.Generator()

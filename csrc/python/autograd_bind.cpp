@@ -52,9 +52,16 @@ bool expandable_to(const Shape& shape, const Shape& target) {
 // backward, checks what comes back against the forward's arguments, and returns a gradient or None
 // per tensor argument (per edge). Here, as PyTorch's engine does for every node, each gradient is
 // summed to its input's shape if it broadcasts to it and converted to its dtype.
+// A node of an op composed in Python (record_node) calls backward(grads, saved) instead: its saved
+// tensors come from the node, not from what the Python code kept of an earlier call.
 struct PyFunctionNode final : Node {
-  PyFunctionNode(std::string name, py::object backward, uint32_t outputs, std::shared_ptr<SavedTensors> saved)
-      : name_text_(std::move(name)), backward_(std::move(backward)), num_outputs_(outputs), saved_(std::move(saved)) {
+  PyFunctionNode(std::string name, py::object backward, uint32_t outputs, std::shared_ptr<SavedTensors> saved,
+                 bool passes_saved)
+      : name_text_(std::move(name)),
+        backward_(std::move(backward)),
+        num_outputs_(outputs),
+        saved_(std::move(saved)),
+        passes_saved_(passes_saved) {
     name_ = name_text_.c_str();
   }
 
@@ -78,7 +85,7 @@ struct PyFunctionNode final : Node {
     saved_->node = this;
     py::tuple args(grads.size());
     for (size_t i = 0; i < grads.size(); ++i) args[i] = grads[i] ? py::cast(grads[i]) : py::none();
-    py::list result(backward_(args));  // a Python exception propagates as itself
+    py::list result(passes_saved_ ? backward_(args, saved_) : backward_(args));  // a Python exception propagates
     GradList out;
     for (size_t k = 0; k < next_edges.size(); ++k) {
       py::handle g = result[k];
@@ -113,24 +120,24 @@ struct PyFunctionNode final : Node {
   py::object backward_;
   uint32_t num_outputs_;
   std::shared_ptr<SavedTensors> saved_;
+  bool passes_saved_;
 };
 
 // Makes the node of one custom Function call: an edge per tensor argument (`inputs`), and the
-// grad_fn of each differentiable output (`outputs`: the forward's results in order, None for
+// grad_fn of each differentiable output (`outputs`: the forward's results in order, undefined for
 // those that are not differentiable tensors; a position is an output_nr). Saves `to_save`
-// (tensors or None), an output without its history. Returns what ctx.saved_tensors reads.
-std::shared_ptr<SavedTensors> record_function(py::object backward, std::string name, const std::vector<Tensor>& inputs,
-                                              py::sequence outputs, py::sequence to_save) {
-  // A replay would compute the outputs but not give them this node (it attaches to tensors that
-  // exist, so no allocation reports it).
-  if (capture_in_progress()) capture::cannot_replay("a custom autograd Function (its node is made in Python)");
+// (undefined: None), an output without its history. Returns what ctx.saved_tensors reads.
+std::shared_ptr<SavedTensors> make_function_node(py::object backward, std::string name,
+                                                 const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                                                 const std::vector<Tensor>& to_save, bool passes_saved) {
   // The edges first: making one may give a stale view a fresh history, which must come earlier
   // on the tape than this node.
   std::vector<Edge> edges;
   for (const Tensor& in : inputs) edges.push_back(gradient_edge(in));
   auto saved = std::make_shared<SavedTensors>();
   saved->owner = name;
-  auto* node = new PyFunctionNode(std::move(name), std::move(backward), static_cast<uint32_t>(outputs.size()), saved);
+  auto* node = new PyFunctionNode(std::move(name), std::move(backward), static_cast<uint32_t>(outputs.size()), saved,
+                                  passes_saved);
   NodeRef owner(node);  // frees the node on return if no output takes it
   for (size_t i = 0; i < inputs.size(); ++i) {
     node->next_edges.push_back(std::move(edges[i]));
@@ -138,8 +145,8 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
   }
   std::vector<Tensor> outs;
   for (size_t i = 0; i < outputs.size(); ++i) {
-    if (outputs[i].is_none()) continue;
-    Tensor out = outputs[i].cast<Tensor>();
+    if (!outputs[i]) continue;
+    const Tensor& out = outputs[i];
     out->grad_fn = owner;
     out->output_nr = static_cast<uint32_t>(i);
     // A view made in forward: its history is the Function's node, which writes through it would
@@ -150,11 +157,9 @@ std::shared_ptr<SavedTensors> record_function(py::object backward, std::string n
     }
     outs.push_back(out);
   }
-  for (py::handle value : to_save) {
+  for (const Tensor& t : to_save) {
     SavedTensor& slot = saved->items.emplace_back();
-    if (value.is_none()) continue;
-    Tensor t = value.cast<Tensor>();
-    slot.save(t, std::find(outs.begin(), outs.end(), t) != outs.end());
+    if (t) slot.save(t, std::find(outs.begin(), outs.end(), t) != outs.end());
   }
   return saved;
 }
@@ -289,7 +294,27 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
 
 void bind_autograd(py::module_& m) {
   py::class_<SavedTensors, std::shared_ptr<SavedTensors>>(m, "SavedTensors").def("unpack", &SavedTensors::unpack);
-  m.def("record_function", &record_function);
+  // A custom Function's node (autograd/function.py): a replay would compute the outputs (if its forward
+  // ops are captured) but not give them this node, whose backward runs the user's Python code with
+  // what its ctx kept of this call.
+  m.def("record_function", [](py::object backward, std::string name, const std::vector<Tensor>& inputs,
+                              py::handle outputs, py::handle to_save) {
+    if (capture_in_progress()) capture::cannot_replay("a custom autograd Function (its node is made in Python)");
+    return make_function_node(std::move(backward), std::move(name), inputs, optional_tensor_list(outputs),
+                              optional_tensor_list(to_save), false);
+  });
+  // The node of an op composed in Python (_methods._recorded): backward(grads, saved) reads the saved
+  // tensors from its node, so the node is a step of a compiled function's program, made again by a
+  // replay for its own outputs (the Python callable, which holds no tensor of the capturing call, kept).
+  m.def("record_node", [](py::object backward, std::string name, const std::vector<Tensor>& inputs, py::handle outputs,
+                          py::handle to_save) {
+    auto make = [](const py::object& backward, const std::string& name, const std::vector<Tensor>& inputs,
+                   const std::vector<Tensor>& outputs, const std::vector<Tensor>& to_save) {
+      make_function_node(backward, name, inputs, outputs, to_save, true);
+    };
+    call_op(false, with_gil(make), backward, name, inputs, optional_tensor_list(outputs),
+            optional_tensor_list(to_save));
+  });
   m.def("inplace_input", &inplace_input, py::arg("self"), py::arg("sources"), py::arg("elementwise") = true);
   m.def("write_result_", [](const Tensor& self, const Tensor& result) {
     NodeRef node = result->grad_fn;

@@ -270,9 +270,8 @@ OpRecord::OpRecord(Recorder* r, const ArgRef* args, size_t count, size_t op_iden
       slots_.push_back(input_slot(r, *args[i].tensor));
     } else if (args[i].list) {
       for (const Tensor& t : *args[i].list) slots_.push_back(input_slot(r, t));
-    } else {
-      identity_ = combine(identity_, args[i].identity);
     }
+    identity_ = combine(identity_, args[i].identity);  // a list may come with values (an index's)
   }
   for (int slot : slots_) {
     refused_ |= slot == -2;

@@ -18,6 +18,7 @@
 #pragma once
 #include <array>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,10 @@ inline size_t identity_of(const Scalar& s) {
   return combine(combine(std::hash<double>()(s.value), static_cast<size_t>(s.kind)), std::hash<int64_t>()(s.integer));
 }
 inline size_t identity_of(const std::string& s) { return std::hash<std::string>()(s); }
+inline size_t identity_of(const py::object&) { return 0; }  // a new closure on every call: not in a fingerprint
+inline size_t identity_of(const std::vector<uint8_t>& bytes) {
+  return std::hash<std::string_view>()(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
 inline size_t identity_of(const char* s) { return std::hash<std::string_view>()(s); }
 template <class T>
 size_t identity_of(const T& value) {
@@ -87,7 +92,7 @@ size_t identity_of(const T& value) {
 }
 
 // One argument of a recorded op as the recorder sees it: a tensor, a list of tensors, or another
-// value (kept by the op's Call) known by its identity.
+// value (kept by the op's Call) known by its identity; an index spec is a list with an identity.
 struct ArgRef {
   const Tensor* tensor = nullptr;
   const std::vector<Tensor>* list = nullptr;
@@ -95,6 +100,16 @@ struct ArgRef {
 };
 inline ArgRef arg_ref(const Tensor& t) { return {&t, nullptr, 0}; }
 inline ArgRef arg_ref(const std::vector<Tensor>& list) { return {nullptr, &list, 0}; }
+// x[key]: its index tensors as a list, its ints, slices and Nones by value.
+inline ArgRef arg_ref(const IndexSpec& spec) {
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::min();
+  size_t h = spec.steps.size();
+  for (const IndexStep& s : spec.steps) {
+    for (int64_t v : {int64_t(s.kind), s.dim, s.index, s.step, s.start.value_or(kNone), s.stop.value_or(kNone)})
+      h = combine(h, std::hash<int64_t>()(v));
+  }
+  return {nullptr, &spec.advanced, h};
+}
 template <class T>
 ArgRef arg_ref(const T& value) {
   return {nullptr, nullptr, identity_of(value)};
@@ -170,6 +185,15 @@ struct Kept<std::vector<Tensor>> {
   static constexpr bool capturable = true;
   using type = TensorListArg;
 };
+struct IndexSpecArg {
+  std::vector<IndexStep> steps;
+  TensorListArg advanced;
+};
+template <>
+struct Kept<IndexSpec> {
+  static constexpr bool capturable = true;
+  using type = IndexSpecArg;
+};
 template <class T>
 struct KeptCopy {
   static constexpr bool capturable = true;
@@ -181,6 +205,10 @@ template <>
 struct Kept<std::vector<int64_t>> : KeptCopy<std::vector<int64_t>> {};
 template <>
 struct Kept<std::vector<double>> : KeptCopy<std::vector<double>> {};
+template <>
+struct Kept<std::vector<uint8_t>> : KeptCopy<std::vector<uint8_t>> {};
+template <>  // a Python callable (a node's backward): kept with a reference, copied with the GIL (at capture)
+struct Kept<py::object> : KeptCopy<py::object> {};
 template <>
 struct Kept<std::optional<std::vector<int64_t>>> : KeptCopy<std::optional<std::vector<int64_t>>> {};
 template <>
@@ -196,6 +224,7 @@ inline TensorListArg keep(const std::vector<Tensor>& list, size_t& tensors) {
   tensors += list.size();
   return {tensors - list.size(), list.size()};
 }
+inline IndexSpecArg keep(const IndexSpec& spec, size_t& tensors) { return {spec.steps, keep(spec.advanced, tensors)}; }
 
 template <class T>
 const T& take(TensorArgs, const T& value) {
@@ -206,6 +235,9 @@ inline std::vector<Tensor> take(TensorArgs tensors, TensorListArg list) {
   std::vector<Tensor> out;
   for (size_t i = 0; i < list.size; ++i) out.push_back(tensors[list.first + i]);
   return out;
+}
+inline IndexSpec take(TensorArgs tensors, const IndexSpecArg& spec) {
+  return {spec.steps, take(tensors, spec.advanced)};
 }
 
 template <class Op, class... Args>

@@ -1,6 +1,7 @@
 #include <cstring>
 
 #include "python/bindings.h"
+#include "python/capture.h"
 
 namespace fg {
 
@@ -45,6 +46,8 @@ Tensor tensor_from_numpy(py::array array, bool share_memory) {
   DType dtype = dtype_of_array(array);
   Shape shape(array.shape(), array.shape() + array.ndim());
   if (!share_memory) {
+    // The user's array, whose values may change between calls unseen by a compiled function's guards.
+    if (capture_in_progress()) capture::cannot_replay("a copy of a numpy array (a host read of its values)");
     Tensor out = empty(shape, dtype);
     // A C-contiguous array (the usual one: numpy's results, a sampler's draws) is our row-major
     // layout byte for byte; only others go through numpy (an import and a call: microseconds)
@@ -74,6 +77,23 @@ Tensor tensor_from_numpy(py::array array, bool share_memory) {
   t->strides = strides;
   t->dtype = dtype;
   return t;
+}
+
+Tensor tensor_of_python_data(py::array array) {
+  const DType dtype = dtype_of_array(array);
+  py::array contiguous = py::module_::import("numpy").attr("ascontiguousarray")(array);
+  const auto* data = static_cast<const uint8_t*>(contiguous.data());
+  return tensor_of_bytes(std::vector<uint8_t>(data, data + contiguous.nbytes()),
+                         Shape(array.shape(), array.shape() + array.ndim()), dtype);
+}
+
+Tensor tensor_of_bytes(std::vector<uint8_t> bytes, const Shape& shape, DType dtype) {
+  auto make = [](const std::vector<uint8_t>& bytes, const Shape& shape, DType dtype) {
+    Tensor out = empty(shape, dtype);
+    if (!bytes.empty()) std::memcpy(out->data(), bytes.data(), bytes.size());
+    return out;
+  };
+  return call_op(false, make, bytes, shape, dtype);
 }
 
 py::array tensor_to_numpy(const Tensor& t) {

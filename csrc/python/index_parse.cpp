@@ -1,6 +1,8 @@
 // Python's x[key] -> IndexSpec. Integers select, slices slice, None inserts a dim, Ellipsis skips
 // dims, and tensors, lists and arrays become advanced indices over the dims left after the views.
-#include "python/bindings.h"
+#include <cstring>
+
+#include "python/capture.h"
 
 namespace fg {
 
@@ -13,33 +15,40 @@ bool is_tensor(py::handle obj) { return py::isinstance<TensorImpl>(obj); }
 Tensor int_list_index(py::handle obj) {
   PyObject* list = obj.ptr();
   const Py_ssize_t n = PyList_GET_SIZE(list);
-  for (Py_ssize_t i = 0; i < n; ++i)
-    if (!PyLong_CheckExact(PyList_GET_ITEM(list, i))) return Tensor();
-  Tensor t = empty({static_cast<int64_t>(n)}, DType::Int64);
-  auto* values = t->data_as<int64_t>();
+  std::vector<uint8_t> bytes(n * sizeof(int64_t));
   for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PyList_GET_ITEM(list, i);
+    if (!PyLong_CheckExact(item)) return Tensor();
     int overflow = 0;
-    values[i] = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(list, i), &overflow);
+    const int64_t value = PyLong_AsLongLongAndOverflow(item, &overflow);
     if (overflow) return Tensor();
+    std::memcpy(bytes.data() + i * sizeof(int64_t), &value, sizeof(int64_t));
   }
-  return t;
+  return tensor_of_bytes(std::move(bytes), {static_cast<int64_t>(n)}, DType::Int64);
 }
 
 // An advanced index as an int64 or bool tensor.
 Tensor index_tensor(py::handle obj) {
   Tensor t;
   if (is_tensor(obj)) t = obj.cast<Tensor>();
-  else if (py::len(obj) == 0) t = empty({0}, DType::Int64);  // x[[]]: numpy would make it float64
+  else if (py::len(obj) == 0) t = tensor_of_bytes({}, {0}, DType::Int64);  // x[[]]: numpy would make it float64
   else {
     if (PyList_CheckExact(obj.ptr())) t = int_list_index(obj);
-    if (!t) t = tensor_from_numpy(py::module_::import("numpy").attr("asarray")(obj), false);
+    if (!t) {
+      py::array array = py::module_::import("numpy").attr("asarray")(obj);
+      t = py::isinstance<py::array>(obj) ? tensor_from_numpy(array, false) : tensor_of_python_data(array);
+    }
   }
   if (t->dtype == DType::Float32 || t->dtype == DType::Float64)
     throw IndexError("tensors used as indices must be long, int, byte or bool tensors");
   return t;
 }
 
-bool item_true(const Tensor& t) { return item(t).value != 0; }
+// x[t] of a 0-d bool tensor t: its value read on the host, which a compiled function cannot replay.
+bool item_true(const Tensor& t) {
+  if (capture_in_progress()) capture::cannot_replay("indexing with a 0-d bool tensor (a host read of its value)");
+  return item(t).value != 0;
+}
 
 // x[i] for an int (or anything with __index__). One that int64 cannot hold is a ValueError, as PyTorch.
 int64_t index_value(py::handle obj) {
@@ -103,7 +112,8 @@ IndexSpec parse_index(const Tensor& x, py::handle key) {
   auto bool_index = [&](IndexStep& step, bool value) {
     step.kind = IndexStep::Unsqueeze;
     spec.steps.push_back(step);
-    spec.advanced.push_back(value ? zeros({1}, DType::Int64) : empty({0}, DType::Int64));
+    spec.advanced.push_back(value ? tensor_of_bytes(std::vector<uint8_t>(sizeof(int64_t)), {1}, DType::Int64)
+                                  : tensor_of_bytes({}, {0}, DType::Int64));
     ++dim;
     any_advanced = true;
   };

@@ -76,7 +76,8 @@ Tensor tensor_or_scalar(py::handle obj, DType dtype_for_scalar) {
   if (py::isinstance<TensorImpl>(obj)) return obj.cast<Tensor>();
   Scalar s;
   if (!scalar_from_py(obj, s)) throw TypeError(cat("expected Tensor or number, got ", type_name(obj)));
-  return full({}, s, dtype_for_scalar);
+  // an op of its own: a compiled function keeps the number (in its fingerprint) and makes it again
+  return call_op(false, [](const Scalar& s, DType dtype) { return full({}, s, dtype); }, s, dtype_for_scalar);
 }
 
 }  // namespace fg

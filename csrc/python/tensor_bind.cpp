@@ -314,13 +314,6 @@ int64_t copied_elements(const Tensor& x) { return x->is_contiguous() ? 0 : x->nu
 
 Tensor contiguous_binding(const Tensor& x) { return by_elements(copied_elements(x), fg::contiguous, x); }
 
-// Index lists for index()/index_put_(): None keeps a dim whole.
-std::vector<Tensor> optional_tensor_list(py::handle seq) {
-  std::vector<Tensor> out;
-  for (py::handle h : seq) out.push_back(h.is_none() ? Tensor() : h.cast<Tensor>());
-  return out;
-}
-
 // The node names of the ops composed over gather/scatter_ (nodes keep a name's pointer: these literals);
 // "aten::<op>" names an op PyTorch has no derivative for.
 const char* along_dim_node_name(const std::string& name) {
@@ -360,6 +353,13 @@ PyObject* tensor_t(PyObject* self, PyObject*) noexcept {
 PyMethodDef tensor_t_method{"t", tensor_t, METH_NOARGS, "t($self, /)\n--\n\nThe transpose of a matrix (a view)."};
 
 }  // namespace
+
+// Index lists for index()/index_put_() (None keeps a dim whole), a custom node's outputs and saved values.
+std::vector<Tensor> optional_tensor_list(py::handle seq) {
+  std::vector<Tensor> out;
+  for (py::handle h : seq) out.push_back(h.is_none() ? Tensor() : h.cast<Tensor>());
+  return out;
+}
 
 void bind_tensor(py::module_& m) {
   // The rule above for the long nodes of a backward pass. Only the thread holding the GIL gives it
@@ -445,6 +445,9 @@ void bind_tensor(py::module_& m) {
              IndexSpec spec = parse_index(t, key);
              // Basic indices make a view (no work); tensor indices gather.
              int64_t work = spec.advanced.empty() ? 0 : std::max(t->numel(), elements_of(spec.advanced));
+             if (capture_in_progress() && std::any_of(spec.advanced.begin(), spec.advanced.end(),
+                                                      [](const Tensor& i) { return i && i->dtype == DType::Bool; }))
+               capture::cannot_replay("indexing with a boolean mask (the result's shape depends on its values)");
              return by_elements(work, [](const Tensor& x, const IndexSpec& s) { return getitem(x, s); }, t, spec);
            })
       .def("__setitem__",
@@ -1082,6 +1085,7 @@ void bind_tensor(py::module_& m) {
     return by_elements(double(n) * double(m), fg::eye, n, m, dtype_from_py(dtype));
   });
   m.def("from_numpy", &tensor_from_numpy, py::arg("array"), py::arg("share_memory"));
+  m.def("from_python_data", &tensor_of_python_data, py::arg("array"));
   m.def("to_numpy", [](const Tensor& x) {
     if (capture_in_progress())
       capture::cannot_replay("Tensor.numpy() (a host read: tolist(), np.asarray(), print, ...)");

@@ -19,6 +19,7 @@ import operator
 import sys
 import os
 import threading
+import types
 import warnings
 
 import numpy as np
@@ -1509,13 +1510,36 @@ def _recorded(name, inputs, outputs, saved, backward):
     if not (_prims.is_grad_enabled() and builtins.any(t.requires_grad for t in inputs)):
         return outputs
     _check_differentiable(outputs)
-    saved_tensors = []  # the node's saved tensors, once it is recorded
-
-    def run(grads):
-        return backward(grads, *saved_tensors[0].unpack())
-
-    saved_tensors.append(_prims.record_function(run, name, list(inputs), list(outputs), list(saved)))
+    if _prims._capturing() and _holds_tensors(backward):
+        # a compiled function's replay gives the node's backward the replay's saved tensors, not these
+        _prims._capture_abandon(f"the node of {name} (its backward holds tensors of this call)")
+    _prims.record_node(lambda grads, node_saved: backward(grads, *node_saved.unpack()), name, inputs, outputs, saved)
     return outputs
+
+
+def _holds_tensors(fn):
+    """Whether Python function `fn` reaches a tensor through its closure and default arguments (and the
+    functions, lists, tuples and dicts there)."""
+    seen, pending = set(), [fn]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, Tensor):
+            return True
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, types.FunctionType):
+            for cell in value.__closure__ or ():
+                try:
+                    pending.append(cell.cell_contents)
+                except ValueError:  # a name not bound yet
+                    pass
+            pending += [*(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values()]
+        elif isinstance(value, (list, tuple)):
+            pending += value
+        elif isinstance(value, dict):
+            pending += value.values()
+    return False
 
 
 def _kept(t, input, dims):

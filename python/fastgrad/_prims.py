@@ -28,6 +28,7 @@ from ._C import (  # noqa: F401
     _set_grad_enabled,
     _set_inference_mode,
     from_numpy,
+    from_python_data,
     is_grad_enabled,
     is_inference_mode_enabled,
     to_dtype,
@@ -47,7 +48,7 @@ def from_values(values, shape, dtype, kind):
     """A new tensor of `shape` and `dtype` holding Python numbers (row-major) of `kind`, the widest
     dtype among them. numpy converts them here (`kind` is for the reference, which converts by hand)."""
     if compute_type(dtype) is dtype:
-        return from_numpy(np.array(values, dtype=NUMPY_TYPES[dtype]).reshape(shape), share_memory=False)
+        return from_python_data(np.array(values, dtype=NUMPY_TYPES[dtype]).reshape(shape))
     return to_dtype(from_values(values, shape, compute_type(dtype), kind), dtype)  # rounded/wrapped as the core casts
 
 

@@ -527,6 +527,13 @@ def record_function(backward, name, inputs, outputs, to_save):
     return saved
 
 
+def record_node(backward, name, inputs, outputs, to_save):
+    """The node of an op composed in Python: record_function's, whose backward(grads, saved) is given
+    the node's saved tensors."""
+    saved = []
+    saved.append(record_function(lambda grads: backward(grads, saved[0]), name, inputs, outputs, to_save))
+
+
 # ---- gradient hooks (Tensor.register_hook, ...: their checks and handles are fastgrad's _hooks, shared)
 
 

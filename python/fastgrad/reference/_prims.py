@@ -22,6 +22,7 @@ from ._autograd import (  # noqa: F401
     is_anomaly_enabled,
     is_grad_enabled,
     record_function,
+    record_node,
     run_backward,
     set_anomaly_enabled,
 )
