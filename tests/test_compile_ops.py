@@ -14,16 +14,9 @@ from op_helpers import make_arrays
 # The cases compile does not capture yet (docs/compile.md, "What makes a function run eagerly"), by
 # the reason their calls fall back: these must fall back, every other case must be captured.
 NOT_CAPTURED_YET = {
-    # host reads in their Python form (index bounds checked with item(), a number weight read back)
+    # host reads in their Python form (a number weight read back, quantiles, mean and deviation)
     "quantile(q tensor,keepdim)",
     "torch.nanquantile(x,q,0,midpoint)",
-    "torch.index_select(x,1)",
-    "index_add(0,alpha)",
-    "index_add_(1)",
-    "torch.index_copy(x,1)",
-    "index_copy_(0)",
-    "index_fill(1,scalar)",
-    "index_fill_(0,0-d tensor)",
     "torch.lerp(a,b,0.3)",
     "Tensor.lerp(b,0.7)",
     "torch.std_mean(x,1)[0]",
@@ -47,20 +40,6 @@ NOT_CAPTURED_YET = {
     "torch.baddbmm",
     "torch.addbmm",
     "torch.vdot",
-    # ops composed in Python whose node's backward holds tensors of the call (_methods._recorded)
-    "torch.block_diag",
-    "torch.dist(a,b)",
-    "dist(p=1)",
-    "dist(p=3)",
-    "dist(p=0.5)",
-    "dist(p=inf)",
-    "F.pairwise_distance(a,b,keepdim)",
-    "torch.pairwise_distance(p=1)",
-    "repeat(2,1,3)",
-    "torch.tile(x,(2,))",
-    "torch.addcmul",
-    "Tensor.addcmul",
-    "torch.addcdiv",
     # ops computed through numpy (linear algebra, atan2, hypot, ...): host reads
     "torch.quantile(x,0.3,dim=1)",
     "torch.repeat_interleave(x,tensor,0)",

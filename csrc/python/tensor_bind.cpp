@@ -870,6 +870,23 @@ void bind_tensor(py::module_& m) {
                            checked.value_or(Tensor()));
       },
       py::arg("x"), py::arg("dim"), py::arg("index"), py::arg("name"), py::arg("checked") = py::none());
+  // The bounds checks of index_select / index_add_ / index_copy_ / index_fill_ (composed in Python): an
+  // IndexError, `message` with "{}" read as the first entry out of [low, high] (the smallest if below,
+  // else the largest). An op, not a host read in Python: a compiled replay checks its own indices.
+  m.def("check_index_range", [](const Tensor& index, int64_t low, int64_t high, const std::string& message) {
+    auto check = [](const Tensor& index, int64_t low, int64_t high, const std::string& message) {
+      if (index->numel() == 0) return;
+      const Tensor values = contiguous(to_dtype(index, DType::Int64));
+      const int64_t* first = values->data_as<int64_t>();
+      const auto [smallest, largest] = std::minmax_element(first, first + values->numel());
+      if (*smallest >= low && *largest <= high) return;
+      std::string text = message;
+      if (size_t at = text.find("{}"); at != std::string::npos)
+        text.replace(at, 2, std::to_string(*smallest < low ? *smallest : *largest));
+      throw IndexError(text);
+    };
+    by_elements(index->numel(), check, index, low, high, message);
+  });
   m.def("scatter_", [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                        const std::string& reduce, const std::string& name) {
     return by_elements(index->numel(), fg::scatter_, self, dim, index, src, scatter_reduce_from_name(reduce),

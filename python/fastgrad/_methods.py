@@ -1032,13 +1032,6 @@ def _index_along(index, dim, input):
     return index.reshape(shape).expand(sizes)
 
 
-def _index_range(index):
-    """(smallest, largest) entry of an int64 index, or None for an empty one."""
-    if index.numel() == 0:
-        return None
-    return _prims.amin(index, [], False).item(), _prims.amax(index, [], False).item()
-
-
 def index_select(input, dim, index, *, out=None):
     if not isinstance(index, Tensor) or index.dtype not in (int64, int32):
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
@@ -1048,11 +1041,9 @@ def index_select(input, dim, index, *, out=None):
     dim = _wrap_dim(_index(dim), input.dim())
     if input.dim() == 0 and index.numel() != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got {index.numel()} value(s)")
-    bounds = _index_range(index)
-    if bounds and input.dim() and input.shape[dim] == 0:
+    if index.numel() and input.dim() and input.shape[dim] == 0:
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    if bounds and (bounds[0] < 0 or bounds[1] >= (input.shape[dim] if input.dim() else 1)):
-        raise IndexError("index out of range in self")
+    _prims.check_index_range(index, 0, (input.shape[dim] if input.dim() else 1) - 1, "index out of range in self")
     index = _index_along(index.reshape(-1), dim, input)
     return _with_out(_prims.gather(input, dim, index, "IndexSelectBackward0"), out)
 
@@ -1321,9 +1312,8 @@ def index_add_(self, dim, index, source, *, alpha=1):
             f"index_add_(): Number of indices ({index.numel()}) should be equal to source.size(dim): "
             f"({source.shape[dim] if source.dim() else 1}), for dim: {dim}"
         )
-    bounds = _index_range(index)
-    if self.dim() <= 1 and bounds and (bounds[0] < 0 or bounds[1] >= (self.shape[0] if self.dim() else 1)):
-        raise IndexError("index out of range in self")  # PyTorch's 1-d path (index_select's check)
+    if self.dim() <= 1:  # PyTorch's 1-d path (index_select's check)
+        _prims.check_index_range(index, 0, (self.shape[0] if self.dim() else 1) - 1, "index out of range in self")
     if not self.dtype.is_floating_point:
         alpha = builtins.int(alpha)  # as PyTorch converts it for an integer kernel (towards zero)
     _check_alpha(self, source, alpha)
@@ -1360,10 +1350,9 @@ def index_copy_(self, dim, index, source):
             f"index_copy_(): Number of indices ({index.numel()}) should be equal to source.size(dim) "
             f"({source.shape[dim] if source.dim() else 1})"
         )
-    bounds, size = _index_range(index), self.shape[dim] if self.dim() else 1
-    if bounds and (bounds[0] < 0 or bounds[1] >= size):
-        bad = bounds[0] if bounds[0] < 0 else bounds[1]
-        raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {dim} with size {size}")
+    size = self.shape[dim] if self.dim() else 1
+    message = f"index_copy_(): index {{}} is out of bounds for dimension {dim} with size {size}"
+    _prims.check_index_range(index, 0, size - 1, message)
     return _prims.scatter_(self, dim, _index_along(index.reshape(-1), dim, source), source, "", "IndexCopyBackward0")
 
 
@@ -1381,11 +1370,12 @@ def index_fill_(self, dim, index, value):
         raise RuntimeError(
             f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with {value.dim()} dimension(s)."
         )
-    bounds, size = _index_range(index), self.shape[dim] if self.dim() else 1
-    if bounds and self.numel() and (bounds[0] < -size or bounds[1] >= size):  # as PyTorch: none when nothing is filled
-        bad = bounds[0] if bounds[0] < -size else bounds[1]
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
-    index = _prims.remainder(index.reshape(-1), size) if bounds and bounds[0] < 0 else index.reshape(-1)
+    size = self.shape[dim] if self.dim() else 1
+    if self.numel():  # as PyTorch: no check when nothing is filled
+        _prims.check_index_range(
+            index, -size, size - 1, f"index {{}} is out of bounds for dimension {dim} with size {size}"
+        )
+    index = _prims.remainder(index.reshape(-1), size) if size else index.reshape(-1)  # negative entries count back
     index = _index_along(index, dim, self)
     if isinstance(value, Tensor):
         fill, name = _prims.expand(_prims.to_dtype(value, self.dtype), list(index.shape)), "IndexFillBackward1"
@@ -1723,9 +1713,11 @@ def _norm_node(name, inputs, p, dims, keepdim):
 
     result = _prims.norm(difference([x.detach() for x in inputs]), p, dims, keepdim)
 
+    single = len(inputs) == 1  # backward holds no tensor of this call (a compiled replay's node reads its own)
+
     def backward(grads, *saved):
         grad = _norm_backward(grads[0], difference(saved[:-1]), p, saved[-1], dims)
-        return [grad] if len(inputs) == 1 else [grad, None if grad is None else -grad]
+        return [grad] if single else [grad, None if grad is None else -grad]
 
     return _recorded(name, inputs, [result], [*inputs, result], backward)[0]
 
@@ -2327,10 +2319,11 @@ def repeat(self, *repeats):
     pairs = [m for n in shape for m in (1, n)]
     repeated = [m for r, n in zip(sizes, shape) for m in (r, n)]
     source = _prims.expand(_prims.reshape(self.detach(), pairs), repeated)
+    self_shape = list(self.shape)
 
     def backward(g):
         summed = _prims.sum(_prims.reshape(g, repeated), list(builtins.range(0, len(repeated), 2)), False, None)
-        return [_prims.reshape(summed, list(self.shape))]
+        return [_prims.reshape(summed, self_shape)]
 
     return _recorded_copy("RepeatBackward0", [self], _prims.reshape(source, result_shape), backward)
 
@@ -2561,10 +2554,12 @@ def block_diag(*tensors):
     for b, (r, c) in zip(blocks, corners):
         out[r : r + b.shape[0], c : c + b.shape[1]] = b
 
+    shapes = [(list(t.shape), b.shape) for t, b in zip(tensors, blocks)]  # the input's and its block's
+
     def backward(g):
         return [
-            _prims.reshape(g[r : r + b.shape[0], c : c + b.shape[1]], list(t.shape))
-            for t, b, (r, c) in zip(tensors, blocks, corners)
+            _prims.reshape(g[r : r + rows, c : c + columns], shape)
+            for (shape, (rows, columns)), (r, c) in zip(shapes, corners)
         ]
 
     return _recorded_copy("BlockDiagBackward0", list(tensors), out, backward)
@@ -2775,9 +2770,10 @@ def _ternary(name, combined, partials):
     def ternary(input, tensor1, tensor2, *, value=1, out=None):
         inputs = [input, tensor1, tensor2]
         result = combined(input.detach(), tensor1.detach(), tensor2.detach(), value)
+        input_shape = input.shape
 
         def backward(grads, tensor1, tensor2):  # the node saves the factors, as PyTorch's
-            return [_sum_to(grads[0], input.shape)] + [
+            return [_sum_to(grads[0], input_shape)] + [
                 _sum_to(g, t.shape) for g, t in zip(partials(grads[0], tensor1, tensor2, value), (tensor1, tensor2))
             ]
 

@@ -546,6 +546,14 @@ class GatherBackward(_AlongDimFunction):  # GatherBackward0, IndexSelectBackward
         return scatter_(full(shape, 0, dtype), self.dim, self.unpack(0), g, "add", "ScatterAddBackward0")
 
 
+def check_index_range(index, low, high, message):
+    """IndexError(message, "{}" the first entry out of [low, high]: the smallest if below, else the largest)."""
+    values = [builtins.int(k) for k in read(index)]
+    if values and (builtins.min(values) < low or builtins.max(values) > high):
+        bad = builtins.min(values) if builtins.min(values) < low else builtins.max(values)
+        raise IndexError(message.replace("{}", str(bad), 1))
+
+
 def gather(x, dim, index, name, checked=None):
     """`checked`: the tensor PyTorch's node saves (the op's input), whose in-place change before
     backward is then an error; none for IndexSelectBackward0, which saves only sizes."""

@@ -33,7 +33,7 @@ from ._autograd import (  # noqa: F401
     add_post_accumulate_grad_hook,
     add_tensor_hook,
 )
-from ._index import embedding, gather, index_put_, scatter_  # noqa: F401
+from ._index import check_index_range, embedding, gather, index_put_, scatter_  # noqa: F401
 from ._random import _CPUGenerator  # noqa: F401
 from ._creation import arange, empty, eye, from_dlpack, from_numpy, from_values, linspace, to_dlpack  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, _set_inference_mode, cast, cast_scalar, is_inference_mode_enabled  # noqa: F401
