@@ -579,6 +579,57 @@ def test_python_made_nodes_holding_tensors_of_the_call_fall_back():
     np.testing.assert_array_equal(values(x.grad), [3.0, 5.0])
 
 
+class Legendre3(fastgrad.autograd.Function):  # the PyTorch tutorial's custom Function, with a number on ctx
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return 0.5 * (5 * x**3 - 3 * x) * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 1.5 * (5 * x**2 - 1) * ctx.scale, None
+
+
+class KeepsInputAsAttribute(fastgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.x = x  # not saved: a replay's backward could only see this call's x
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * grad * ctx.x
+
+
+def test_custom_functions_are_captured_with_a_node_per_replay():
+    weight = fastgrad.tensor([0.5, -1.0, 2.0], requires_grad=True)
+
+    def step(x):
+        y = Legendre3.apply(x * weight, 2.0)
+        (y * y).sum().backward()
+        return y, y.grad_fn.name()
+
+    f = fastgrad.compile(step)
+    for seed in range(4):
+        x = fastgrad.tensor(np.random.default_rng(seed).standard_normal(3).astype(np.float32))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no fallback
+            got, name = f(x)
+        grad, weight.grad = values(weight.grad), None
+        want, _ = step(x)
+        assert name == "Legendre3Backward"
+        assert values(got).tolist() == values(want).tolist()
+        np.testing.assert_array_equal(grad, values(weight.grad))
+        weight.grad = None
+    assert f.eager_reason is None and f._replays == 3
+    g = fastgrad.compile(lambda x: KeepsInputAsAttribute.apply(x).sum().backward())
+    with pytest.warns(UserWarning, match="ctx keeps a tensor as an attribute"):
+        g(weight)
+    np.testing.assert_array_equal(values(weight.grad), [1.0, -2.0, 4.0])
+
+
 def test_a_sample_per_row_is_drawn_again_on_replay():
     """multinomial(p, 1) is one op (multinomial_one): a replay draws from the generator's state then."""
     g = fastgrad.Generator()

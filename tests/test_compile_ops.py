@@ -30,16 +30,6 @@ NOT_CAPTURED_YET = {
     "put(accumulate)",
     "torch.put",
     "masked_scatter broadcast",
-    # custom autograd Functions (a node whose backward runs Python code with what its ctx kept)
-    "F.grid_sample(bilinear)",
-    "F.grid_sample(bicubic,reflection,corners)",
-    "F.grid_sample(3-D,border)",
-    "F.affine_grid",
-    "torch.addmv",
-    "Tensor.addr",
-    "torch.baddbmm",
-    "torch.addbmm",
-    "torch.vdot",
     # ops computed through numpy (linear algebra, atan2, hypot, ...): host reads
     "torch.quantile(x,0.3,dim=1)",
     "torch.repeat_interleave(x,tensor,0)",

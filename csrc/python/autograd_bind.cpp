@@ -294,12 +294,14 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
 
 void bind_autograd(py::module_& m) {
   py::class_<SavedTensors, std::shared_ptr<SavedTensors>>(m, "SavedTensors").def("unpack", &SavedTensors::unpack);
-  // A custom Function's node (autograd/function.py): a replay would compute the outputs (if its forward
-  // ops are captured) but not give them this node, whose backward runs the user's Python code with
-  // what its ctx kept of this call.
+  // A custom Function's node (autograd/function.py), whose backward runs the user's Python code with what
+  // its ctx kept of this call. While a compiled function captures, a call whose ctx holds no tensor
+  // attribute records a node by record_node instead: one that holds one cannot be replayed.
   m.def("record_function", [](py::object backward, std::string name, const std::vector<Tensor>& inputs,
                               py::handle outputs, py::handle to_save) {
-    if (capture_in_progress()) capture::cannot_replay("a custom autograd Function (its node is made in Python)");
+    if (capture_in_progress())
+      capture::cannot_replay(
+          "a custom autograd Function whose ctx keeps a tensor as an attribute (ctx.save_for_backward would save it)");
     return make_function_node(std::move(backward), std::move(name), inputs, optional_tensor_list(outputs),
                               optional_tensor_list(to_save), false);
   });

@@ -31,6 +31,7 @@ import inspect
 
 from .. import _prims
 from .._grad_mode import no_grad
+from .._methods import _holds_tensors
 
 __all__ = ["Function", "FunctionCtx", "BackwardFunction", "DelayedError", "once_differentiable"]
 
@@ -191,14 +192,28 @@ def _record(ctx, args, output):
         differentiable.append(out if keep else None)
     ctx._tensor_args = tuple(isinstance(arg, Tensor) for arg in args)
     ctx._output_meta = tuple((out.shape, out.dtype) if isinstance(out, Tensor) else None for out in outputs)
-    ctx._saved = _prims.record_function(
-        ctx._run_backward,
-        type(ctx).__name__,
-        [arg for arg in args if isinstance(arg, Tensor)],
-        differentiable,
-        list(to_save),
-    )
+    inputs = [arg for arg in args if isinstance(arg, Tensor)]
+    if _prims._capturing() and not _holds_tensors(list(ctx.__dict__.values())):
+        _record_replayable(ctx, inputs, differentiable, list(to_save))
+    else:  # a ctx attribute holding a tensor of this call: a compiled function falls back here
+        name = type(ctx).__name__
+        ctx._saved = _prims.record_function(ctx._run_backward, name, inputs, differentiable, list(to_save))
     return tuple(outputs) if isinstance(output, tuple) else outputs[0]
+
+
+def _record_replayable(ctx, inputs, outputs, to_save):
+    """The node of a call while a compiled function captures: a step that its replays run again for
+    their own outputs (_prims.record_node), each backward with a ctx of its own that has this call's
+    attributes (numbers, flags: no tensor) and the node's saved tensors."""
+    attributes = dict(ctx.__dict__)
+
+    def backward(grads, saved):
+        node_ctx = type(ctx).__new__(type(ctx))
+        node_ctx.__dict__.update(attributes)
+        node_ctx._saved = saved
+        return node_ctx._run_backward(grads)
+
+    _prims.record_node(backward, type(ctx).__name__, inputs, outputs, to_save)
 
 
 class DelayedError(Function):

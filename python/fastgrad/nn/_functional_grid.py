@@ -97,14 +97,15 @@ class AffineGridGenerator(Function):
     @staticmethod
     def forward(ctx, theta, size, align_corners):
         base = _base_grid(theta, size, align_corners)
-        ctx.base = base
+        ctx.save_for_backward(base)  # saved, not an attribute: a compiled replay's node saves its own
         # a copy, not a view of the product: PyTorch's grid is an op's own result, which in-place ops may write
         return base.bmm(theta.transpose(1, 2)).view(size[:1] + size[2:] + [len(size) - 2]).clone()
 
     @staticmethod
     def backward(ctx, grad):
         n, d = grad.shape[0], grad.shape[-1]
-        return grad.reshape(n, -1, d).transpose(1, 2).bmm(ctx.base), None, None
+        (base,) = ctx.saved_tensors
+        return grad.reshape(n, -1, d).transpose(1, 2).bmm(base), None, None
 
 
 # ---- grid_sample
