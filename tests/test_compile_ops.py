@@ -14,14 +14,9 @@ from op_helpers import make_arrays
 # The cases compile does not capture yet (docs/compile.md, "What makes a function run eagerly"), by
 # the reason their calls fall back: these must fall back, every other case must be captured.
 NOT_CAPTURED_YET = {
-    # host reads in their Python form (a number weight read back, quantiles, mean and deviation)
+    # host reads in their Python form (quantiles)
     "quantile(q tensor,keepdim)",
     "torch.nanquantile(x,q,0,midpoint)",
-    "torch.lerp(a,b,0.3)",
-    "Tensor.lerp(b,0.7)",
-    "torch.std_mean(x,1)[0]",
-    "torch.std_mean(x)[1]",
-    "torch.var_mean(x,(0,2),keepdim,correction=0)[0]",
     # boolean masks in their Python form (a selection's shape depends on values; a 0-d mask is read)
     "masked_select(x>0)",
     "torch.masked_select broadcast",

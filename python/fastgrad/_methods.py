@@ -42,7 +42,7 @@ from fastgrad._types import (
     int64,
     bool as bool_,
 )
-from fastgrad._types import DLDeviceType, bfloat16, float16, iinfo, int8, int16, int32, uint8
+from fastgrad._types import NUMPY_TYPES, DLDeviceType, bfloat16, float16, iinfo, int8, int16, int32, uint8
 
 Tensor = _prims.Tensor
 
@@ -1639,7 +1639,8 @@ def _welford_mean(x, dims, keepdim):
     `dims` reduces at least one element."""
     mean = _prims.mean(x, dims, keepdim)
     finite = (mean - mean) == 0  # a finite mean has only finite elements: then nothing to do
-    if _prims.sum(finite, [], False, None).item() == finite.numel():
+    # (a host read: a compiled function takes the general path, which gives the same values)
+    if not _prims._capturing() and _prims.sum(finite, [], False, None).item() == finite.numel():
         return mean
     last = x[tuple(slice(-1, None) if m else slice(None) for m in _reduced_dims(dims, x.dim()))]
     nonfinite_count = _prims.sum((x - x) != 0, dims, True, None)  # x - x is nan where x is inf or nan
@@ -2045,8 +2046,8 @@ def _lerp(start, end, weight):
     start, end = _prims.to_dtype(start, work), _prims.to_dtype(end, work)
     diff = end - start
     if not isinstance(weight, Tensor):  # one end for every element: only its formula runs
-        weight = _prims.full((), weight, work)
-        if abs(weight.item()) < 0.5:
+        number, weight = weight, _prims.full((), weight, work)
+        if abs(NUMPY_TYPES[work].type(number)) < 0.5:  # the number as the work dtype holds it (no host read)
             return _prims.fused_multiply_add(weight, diff, start, dtype)
         return _prims.fused_multiply_add(-diff, 1 - weight, end, dtype)
     weight = _prims.to_dtype(weight, work)
