@@ -77,9 +77,9 @@ std::vector<Tensor> optional_tensor_list(py::handle seq);
 // numpy interop (convert.cpp)
 Tensor tensor_from_numpy(py::array array, bool share_memory);
 // A new tensor holding `bytes` (its elements in row-major order). Python data a binding makes a tensor
-// of (an index list, fastgrad.tensor(data)) goes through it: while a compiled
-// function captures, it is a step of its own that keeps the bytes, so a replay makes the same tensor
-// and a change of the data changes the program's fingerprint, as other constants of the function do.
+// of (an index list, fastgrad.tensor(data)) goes through it: while a compiled function captures, it
+// is a step of its own that keeps the bytes, so a replay makes the same tensor and a change of the
+// data changes the program's fingerprint, as other constants of the function do.
 Tensor tensor_of_bytes(std::vector<uint8_t> bytes, const Shape& shape, DType dtype);
 // The values of Python data (numbers, lists, tuples) as numpy converted them into `array`: by
 // tensor_of_bytes, so that a compiled function keeps them (its guards see Python data by value).
