@@ -17,13 +17,9 @@ NOT_CAPTURED_YET = {
     # host reads in their Python form (quantiles)
     "quantile(q tensor,keepdim)",
     "torch.nanquantile(x,q,0,midpoint)",
-    # boolean masks in their Python form (a selection's shape depends on values; a 0-d mask is read)
+    # boolean masks (a selection's shape depends on the values)
     "masked_select(x>0)",
     "torch.masked_select broadcast",
-    "take(2-d index)",
-    "torch.take of 0-d index",
-    "put(accumulate)",
-    "torch.put",
     "masked_scatter broadcast",
     # ops computed through numpy (linear algebra, atan2, hypot, ...): host reads
     "torch.quantile(x,0.3,dim=1)",

@@ -50,6 +50,12 @@ VALUES = [  # id, f(m) -> tensor: values and dtypes, no gradients
     ("index_fill int value float", lambda m: m.zeros(3, dtype=m.int64).index_fill(0, m.tensor([0, 2]), 2.7)),
     ("index_fill of 0-d", lambda m: m.tensor(1.0).index_fill(0, m.tensor([0, 0]), 2.0)),
     ("index_fill_ negative", lambda m: m.zeros(2, 3).index_fill_(1, m.tensor([-1]), 5.0)),
+    # several entries out of range: PyTorch names the first (not the smallest or the largest)
+    ("index_copy_ first bad", lambda m: m.zeros(3, 4).index_copy_(1, m.tensor([1, 9, -3]), m.ones(3, 3))),
+    ("index_fill_ first bad", lambda m: m.zeros(3, 4).index_fill_(1, m.tensor([7, -9]), 2.0)),
+    ("index_select first bad", lambda m: m.zeros(4).index_select(0, m.tensor([2, 5, -1]))),
+    ("take first bad", lambda m: m.zeros(3, 4).take(m.tensor([[3, -30], [20, 0]]))),
+    ("put first bad", lambda m: m.zeros(3, 4).put(m.tensor([20, -30]), m.ones(2))),
     ("gather index larger than input", lambda m: m.zeros(2, 2).gather(1, m.tensor([[0], [0], [0]]))),
     ("gather float index", lambda m: m.zeros(2, 2).gather(1, m.tensor([[0.0]]))),
     ("gather dims mismatch", lambda m: m.zeros(2, 2).gather(1, m.tensor([0]))),

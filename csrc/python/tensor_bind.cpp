@@ -870,19 +870,17 @@ void bind_tensor(py::module_& m) {
                            checked.value_or(Tensor()));
       },
       py::arg("x"), py::arg("dim"), py::arg("index"), py::arg("name"), py::arg("checked") = py::none());
-  // The bounds checks of index_select / index_add_ / index_copy_ / index_fill_ (composed in Python): an
-  // IndexError, `message` with "{}" read as the first entry out of [low, high] (the smallest if below,
-  // else the largest). An op, not a host read in Python: a compiled replay checks its own indices.
+  // The bounds checks of index_select, index_add_, index_copy_, index_fill_, take and put_ (composed in
+  // Python): an IndexError, `message` with "{}" read as the first entry (row-major) out of [low, high],
+  // as PyTorch's kernels report it. An op, not a host read in Python: a compiled replay checks its own.
   m.def("check_index_range", [](const Tensor& index, int64_t low, int64_t high, const std::string& message) {
     auto check = [](const Tensor& index, int64_t low, int64_t high, const std::string& message) {
-      if (index->numel() == 0) return;
       const Tensor values = contiguous(to_dtype(index, DType::Int64));
       const int64_t* first = values->data_as<int64_t>();
-      const auto [smallest, largest] = std::minmax_element(first, first + values->numel());
-      if (*smallest >= low && *largest <= high) return;
+      const int64_t* bad = std::find_if(first, first + values->numel(), [&](int64_t k) { return k < low || k > high; });
+      if (bad == first + values->numel()) return;
       std::string text = message;
-      if (size_t at = text.find("{}"); at != std::string::npos)
-        text.replace(at, 2, std::to_string(*smallest < low ? *smallest : *largest));
+      if (size_t at = text.find("{}"); at != std::string::npos) text.replace(at, 2, std::to_string(*bad));
       throw IndexError(text);
     };
     by_elements(index->numel(), check, index, low, high, message);

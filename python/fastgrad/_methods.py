@@ -1227,11 +1227,7 @@ def put(input, index, source, accumulate=False):
     n = input.numel()
     if index.numel() and n == 0:
         raise IndexError("put_(): Tried to put elements into an empty tensor")
-    bad = index[(index < -n) | (index >= n)] if index.numel() else index
-    if bad.numel():
-        raise IndexError(
-            f"out of range: tried to access index {bad.reshape(-1)[0].item()} on a tensor of {n} elements."
-        )
+    _prims.check_index_range(index, -n, n - 1, f"out of range: tried to access index {{}} on a tensor of {n} elements.")
     result = _prims.clone(input.detach()).contiguous()  # written through a flat view: the result is no view
     _prims.index_put_(result.view(-1), [index.reshape(-1)], source.detach().reshape(-1), accumulate)
 
@@ -1427,11 +1423,7 @@ def take(input, index, *, out=None):
         kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {kind}")
     n = input.numel()
-    bad = index[(index < -n) | (index >= n)] if index.numel() else index
-    if bad.numel():
-        raise IndexError(
-            f"out of range: tried to access index {bad.reshape(-1)[0].item()} on a tensor of {n} elements."
-        )
+    _prims.check_index_range(index, -n, n - 1, f"out of range: tried to access index {{}} on a tensor of {n} elements.")
     # input's elements along dim 0, repeated along index's other dims: a gather along 0 reads input.flat[index]
     values = input.reshape([n] + [1] * builtins.max(index.dim() - 1, 0)).expand([n] + list(index.shape[1:]))
     return _with_out(_prims.gather(values, 0, _wrapped_positions(index, n), "TakeBackward0", input), out)

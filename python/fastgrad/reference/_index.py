@@ -547,11 +547,10 @@ class GatherBackward(_AlongDimFunction):  # GatherBackward0, IndexSelectBackward
 
 
 def check_index_range(index, low, high, message):
-    """IndexError(message, "{}" the first entry out of [low, high]: the smallest if below, else the largest)."""
-    values = [builtins.int(k) for k in read(index)]
-    if values and (builtins.min(values) < low or builtins.max(values) > high):
-        bad = builtins.min(values) if builtins.min(values) < low else builtins.max(values)
-        raise IndexError(message.replace("{}", str(bad), 1))
+    """IndexError(message, "{}" the first entry (row-major) out of [low, high]) as PyTorch's kernels report it."""
+    for k in read(index):
+        if not low <= k <= high:
+            raise IndexError(message.replace("{}", str(builtins.int(k)), 1))
 
 
 def gather(x, dim, index, name, checked=None):
