@@ -80,6 +80,36 @@ def test_tensor_errors(fg):
         fg.tensor([1.0, "a"])
 
 
+NESTED_DATA = [  # rows of Python numbers take tensor()'s quick path: the same results and errors
+    list(range(32)),
+    [[1.0, 2.0, 3.0]] * 4,
+    [[True, False], [1, 0]],
+    [[1, 2.5], [3, 4]],
+    [(1, 2), [3, 4]],
+    [[[1.0], [2.0]], [[3.0], [4.0]]],
+    [[], []],
+    [[1, 2], [3]],
+    [[1.0], [2.0, 3.0]],
+    [[[1.0]], [2.0]],
+    [[1.0], 2.0],
+    [1.0, [2.0]],
+    [2**63],
+    [-(2**63), 2**63 - 1],
+]
+
+
+@pytest.mark.parametrize("data", NESTED_DATA, ids=[str(d)[:40] for d in NESTED_DATA])
+def test_tensor_of_nested_data_as_torch(fg, torch, data):
+    def outcome(lib):
+        try:
+            t = lib.tensor(data)
+        except (TypeError, ValueError) as e:
+            return type(e).__name__, str(e)
+        return t.tolist(), str(t.dtype).split(".")[-1], tuple(t.shape)
+
+    assert outcome(fg) == outcome(torch)
+
+
 # --- factories ----------------------------------------------------------------------------------------
 
 

@@ -95,6 +95,9 @@ def _normalised_bools(array, in_place=False):
     return as_bytes != 0
 
 
+_PLAIN_NUMBERS = {builtins.bool: bool_, int: int64, float: None}  # None: the default dtype
+
+
 def _scan(data, depth, shape, dtypes, values):
     """Checks nested sequences are rectangular and numeric, as PyTorch does, collecting their shape,
     the dtypes of the numbers seen and the numbers in order. An ndarray is a sequence of numpy
@@ -112,6 +115,13 @@ def _scan(data, depth, shape, dtypes, values):
             shape.append(len(data))  # a 0-d array has no len(): PyTorch's TypeError too
         elif shape[depth] != len(data):
             raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {len(data)})")
+        kinds = set(map(type, data)) if isinstance(data, (list, tuple)) else ()
+        if kinds and kinds <= _PLAIN_NUMBERS.keys():  # a row of Python numbers (the usual data): at once
+            if len(shape) > depth + 1:  # a sibling was a sequence there
+                raise TypeError("not a sequence")
+            dtypes.update(_PLAIN_NUMBERS[kind] or get_default_dtype() for kind in kinds)
+            values.extend(data)
+            return
         if isinstance(data, np.ndarray):  # its dtype counts even with no elements
             warnings.warn(
                 "Creating a tensor from a list of numpy.ndarrays is extremely slow. Please consider "
@@ -124,8 +134,8 @@ def _scan(data, depth, shape, dtypes, values):
         for item in data:
             _scan(item, depth + 1, shape, dtypes, values)
         return
-    if len(shape) > depth:
-        raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got 0)")
+    if len(shape) > depth:  # a number where an earlier element had a sequence: PyTorch's error
+        raise TypeError("not a sequence")
     if isinstance(data, np.generic):
         dtypes.add(_dtype_of_array(np.asarray(data)))
     elif isinstance(data, builtins.bool):
@@ -182,10 +192,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         if dtype is not None and dtype not in (int64, bool_) and not dtype.is_floating_point:
             for v in values:
                 check_int_value(v, dtype, dtype._name)
-        if (
-            inferred is int64 and dtype in (None, int64) and not builtins.all(-(2**63) <= v < 2**63 for v in values)
-        ):  # the reference's int64 array would wrap it
-            raise ValueError("Overflow when unpacking long long")
+        if inferred is int64 and dtype in (None, int64):  # the reference's int64 array would wrap a larger one
+            if not -(2**63) <= builtins.min(values) <= builtins.max(values) < 2**63:
+                raise ValueError("Overflow when unpacking long long")
         t = _prims.from_values(values, shape, dtype or inferred, inferred)
     return _finish(t, requires_grad)
 
