@@ -14,6 +14,9 @@ import warnings
 import numpy as np
 import pytest
 
+import fastgrad
+import fastgrad.reference
+
 from oracle_helpers import same_error, same_on_both
 
 
@@ -923,3 +926,80 @@ def test_layers_with_their_own_forward_run_it(fg, torch):
         return [doubled(x), norm(x), linear(input=x)]
 
     same_on_both(fg, torch, program)
+
+
+# ---- Embedding: its usual members make the primitive call from the core's Module.__call__
+# (_C.embedding_layer; NotImplemented for the others, max_norm among them, and forward runs)
+
+
+def _embedding(lib, **options):
+    layer = lib.nn.Embedding(5, 3, **options)
+    with lib.no_grad():
+        layer.weight.copy_(lib.tensor(np.arange(15.0).reshape(5, 3) * 0.75 - 4.0))
+    return layer
+
+
+EMBEDDING_INDICES = [[0, 3, 3], [4, 1, 0]]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"padding_idx": -2}, {"scale_grad_by_freq": True}, {"max_norm": 2.0}, {"max_norm": 3.0, "norm_type": 1.0}],
+    ids=["plain", "padding", "scale", "max_norm", "norm_type"],
+)
+def test_embedding_called_gives_forwards_results_and_nodes(fg, torch, options):
+    def program(lib):
+        layer = _embedding(lib, **options)
+        indices = lib.tensor(EMBEDDING_INDICES)
+        y = layer(indices)
+        (y * lib.arange(1.0, 4.0)).sum().backward()
+        # int32 indices (not with max_norm: fastgrad's unique lacks int32), and a padding_idx set after
+        # construction (F.embedding reads it, negative too)
+        layer.padding_idx = -1
+        z = layer(indices if "max_norm" in options else indices.int())
+        return [y, y.grad_fn.name(), layer.weight.grad, layer.weight, z, z.grad_fn.name()]
+
+    same_on_both(fg, torch, program)
+
+
+def test_embedding_primitive_takes_the_usual_members_only(fg):
+    """The same tensor as forward for the usual members, NotImplemented for each unusual one."""
+    layer = _embedding(fg, padding_idx=1)
+    indices = fg.tensor(EMBEDDING_INDICES)
+    usual = [indices, layer.weight, 1, None, 2.0, False, False]
+    assert fg._prims.embedding_layer(*usual).tolist() == layer.forward(indices).tolist()
+    for position, value in [(0, indices.int()), (0, [0]), (1, layer.weight[0]), (2, 5), (2, True), (3, 1.0)]:
+        unusual = usual[:position] + [value] + usual[position + 1 :]
+        assert fg._prims.embedding_layer(*unusual) is NotImplemented
+    for position, value in [(5, 1), (6, None), (6, True)]:
+        unusual = usual[:position] + [value] + usual[position + 1 :]
+        assert fg._prims.embedding_layer(*unusual) is NotImplemented
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        lambda lib, layer: layer(lib.tensor([[0, 5]])),  # the primitive's range error, then forward's
+        lambda lib, layer: layer(lib.tensor([-6])),
+        lambda lib, layer: layer(lib.tensor([0.0])),  # float indices: F.embedding's message
+        lambda lib, layer: setattr(layer, "padding_idx", 5) or layer(lib.tensor([0])),
+        lambda lib, layer: setattr(layer, "weight", lib.nn.Parameter(lib.ones(5))) or layer(lib.tensor([0])),
+    ],
+    ids=["range", "negative", "float", "padding", "weight-1d"],
+)
+def test_embedding_called_fails_as_its_forward(fg, torch, case):
+    same_error(fg, torch, lambda lib: case(lib, _embedding(lib)))
+
+
+def test_embedding_members_of_other_types_go_through_forward():
+    """A non-bool scale_grad_by_freq or sparse (PyTorch refuses an int for either) reaches F.embedding:
+    the reference's outcome (its Module.__call__ always runs forward)."""
+
+    def program(lib):
+        layer = _embedding(lib)
+        layer.scale_grad_by_freq, layer.sparse = 1, 0
+        y = layer(lib.tensor([1, 1, 2]))
+        y.sum().backward()
+        return [y.tolist(), y.grad_fn.name(), layer.weight.grad.tolist()]
+
+    assert program(fastgrad) == program(fastgrad.reference)

@@ -9,6 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
+import fastgrad
+import fastgrad.reference
+
 from oracle_helpers import same_error, same_on_both
 
 DATA = np.arange(12.0).reshape(3, 4) * 0.5 - 2.0
@@ -396,3 +399,89 @@ def unfolded(m):
 
 def test_unfold_windows_overlap_and_gradients_add(fg, torch):
     same_on_both(fg, torch, unfolded)
+
+
+# ---- Tensor.view / Tensor.reshape: plain int sizes take the core's method (fastgrad), any other
+# argument the op table's wrapper; either way PyTorch's results, nodes and errors
+
+
+class _Sizes(tuple):
+    def __iter__(self):  # a tuple subclass that iterates its own way is read through iteration
+        return iter((3, 4))
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+@pytest.mark.parametrize(
+    "sizes",
+    [
+        lambda m, x: (4, 3),
+        lambda m, x: ((2, -1),),
+        lambda m, x: ([-1, 6],),
+        lambda m, x: (x.shape,),
+        lambda m, x: (np.int64(12),),
+        lambda m, x: (m.tensor(6), 2),
+        lambda m, x: ((),) if x.numel() == 1 else ((3, 4),),
+    ],
+    ids=["varargs", "tuple", "list", "size", "numpy", "tensor", "nested"],
+)
+def test_view_and_reshape_sizes_as_pytorch(fg, torch, method, sizes):
+    def program(m):
+        x = leaf(m)
+        result = getattr(x, method)(*sizes(m, x))
+        result.backward(m.ones(result.shape))
+        return [result, result.grad_fn.name(), x.grad]
+
+    same_on_both(fg, torch, program)
+
+
+def test_reshape_of_a_transpose_copies_as_pytorch(fg, torch):
+    def program(m):
+        x = leaf(m)
+        result = x.t().reshape(2, 6)
+        x.detach().mul_(10)  # not a view: unchanged
+        return [result, result.grad_fn.name()]
+
+    same_on_both(fg, torch, program)
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+@pytest.mark.parametrize("sizes", [(5,), (-1, -1)], ids=["size", "two-inferred"])
+def test_view_and_reshape_errors_as_pytorch(fg, torch, method, sizes):
+    same_error(fg, torch, lambda m: getattr(m.tensor(DATA), method)(*sizes))
+
+
+@pytest.mark.parametrize("method", ["view", "reshape"])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        ((True, 12), {}),
+        (((True, 12),), {}),
+        ((2**63, 1), {}),
+        (((2**63,),), {}),
+        ((2.0, 6), {}),
+        (("12",), {}),
+        (((2, None),), {}),
+        ((), {}),
+        ((), {"shape": (4, 3)}),
+        ((_Sizes((12,)),), {}),
+    ],
+    ids=["bool", "bool-tuple", "overflow", "overflow-tuple", "float", "str", "none", "nothing", "keyword", "subclass"],
+)
+def test_view_and_reshape_other_arguments_as_the_wrapper(method, arguments):
+    """Arguments other than plain int sizes take the op table's wrapper in fastgrad (the reference's
+    only path): the same result or error."""
+    args, kwargs = arguments
+
+    def program(m):
+        return getattr(m.tensor(DATA), method)(*args, **kwargs)
+
+    try:
+        expected = program(fastgrad.reference)
+    except Exception:  # noqa: BLE001  the error itself is what is compared
+        same_error(fastgrad, fastgrad.reference, program)
+    else:
+        assert program(fastgrad).tolist() == expected.tolist()
+
+
+def test_view_of_a_transpose_fails_as_pytorch(fg, torch):
+    same_error(fg, torch, lambda m: m.tensor(DATA).t().view(12))

@@ -100,11 +100,12 @@ int attribute_is_true(PyObject* self, PyObject* name) {
 
 // ---- a layer whose forward is its one primitive over its own members: Linear.forward is
 // F.linear(input, self.weight, self.bias), which is _C.linear of the same arguments; LayerNorm's
-// likewise. Called with one positional argument and no hooks, such a layer's primitive is called
-// here with the members its forward reads, in its order: two Python frames fewer, 0.1-0.15 us a
-// layer call (a dozen a small model's token). When a member is of a type the layer does not keep
-// itself (LayerNorm's F function refuses a normalized_shape that is not a tuple or list, the
-// primitive would take any sequence), or the primitive fails, forward runs as before: its checks,
+// likewise; Embedding's F.embedding is _C.embedding_layer's usual case (it returns NotImplemented for
+// the others, max_norm's renormalization among them, and forward runs). Called with one positional
+// argument and no hooks, such a layer's primitive is called here with the members its forward reads,
+// in its order: two Python frames fewer, 0.1-0.4 us a layer call (14 a small model's token). When a
+// member is of a type the layer does not keep itself (LayerNorm's F function refuses a normalized_shape that is not a
+// tuple or list, the primitive would take any sequence), or the primitive fails, forward runs as before: its checks,
 // PyTorch's messages.
 
 struct LayerPrimitive {
@@ -113,16 +114,17 @@ struct LayerPrimitive {
   std::vector<PyObject*> members;  // the names of the primitive's arguments after the input
 };
 std::vector<LayerPrimitive> layer_primitives;  // set by _register_layer_primitive
-constexpr size_t max_members = 4;
+constexpr size_t max_members = 6;
 
 // The values layers keep as members (a Python subclass of float, int or tuple goes through forward).
 bool kept_member(PyObject* value) {
   return value == Py_None || tensor_of(value) || PyTuple_CheckExact(value) || PyFloat_CheckExact(value) ||
-         PyLong_CheckExact(value);
+         PyLong_CheckExact(value) || PyBool_Check(value);
 }
 
 // The primitive of forward's layer over input and the layer's members: a new reference, or nullptr
-// without an error when forward is no registered layer's or the primitive did not return a result.
+// without an error when forward is no registered layer's or the primitive did not return a result
+// (an error, or NotImplemented: members it leaves to forward).
 PyObject* call_layer_primitive(PyObject* self, PyObject* forward, PyObject* input) {
   if (!PyMethod_Check(forward) || PyMethod_GET_SELF(forward) != self) return nullptr;
   for (const LayerPrimitive& layer : layer_primitives) {
@@ -141,6 +143,7 @@ PyObject* call_layer_primitive(PyObject* self, PyObject* forward, PyObject* inpu
       result = PyObject_Vectorcall(layer.primitive, arguments, count, nullptr);
     for (size_t i = 1; i < count; ++i) Py_DECREF(arguments[i]);
     if (!result) PyErr_Clear();  // forward repeats the failure with its own message
+    if (result == Py_NotImplemented) Py_CLEAR(result);
     return result;
   }
   return nullptr;
@@ -239,7 +242,7 @@ void bind_module_attribute(py::module_& m) {
         layer_primitives.push_back(std::move(layer));
       },
       "Registers a layer class's forward as its primitive over the named members (layers.py: Linear, "
-      "LayerNorm), for Module.__call__ to call directly.");
+      "LayerNorm, Embedding), for Module.__call__ to call directly.");
 }
 
 }  // namespace fg

@@ -352,6 +352,113 @@ PyObject* tensor_t(PyObject* self, PyObject*) noexcept {
 
 PyMethodDef tensor_t_method{"t", tensor_t, METH_NOARGS, "t($self, /)\n--\n\nThe transpose of a matrix (a view)."};
 
+// The view and reshape primitives (_C.view, _C.reshape and the methods below).
+Tensor view_binding(const Tensor& x, const Shape& shape) { return view_op(fg::view, x, shape); }
+// A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.
+Tensor reshape_binding(const Tensor& x, const Shape& shape) {
+  return by_elements(copied_elements(x), fg::reshape, x, shape);
+}
+
+// Tensor.view(*sizes) and Tensor.reshape(*sizes) as methods of the type (METH_FASTCALL): the sizes
+// the op table's wrapper (_sizes) takes as they are, plain ints in int64's range as varargs or as one
+// tuple or list, go straight to the primitive; anything else (bools, numpy ints, tensors, a dtype,
+// no sizes, keywords, a sequence that iterates its own way) goes to that wrapper, registered by
+// _register_sizes_methods: its conversions, PyTorch's messages. The sampling loop's x.view(1, T, 4, 16)
+// paid a Python frame, _sizes and a pybind11 dispatch (8 calls a token).
+PyObject* sizes_wrappers[2] = {};  // Tensor.view's and Tensor.reshape's Python wrappers
+
+// The plain sizes of a call's arguments, or false (nothing raised) when the wrapper has to read them.
+bool plain_sizes(PyObject* const* args, Py_ssize_t nargs, Shape& shape) {
+  if (nargs == 1 &&
+      (PyList_CheckExact(args[0]) || (PyTuple_Check(args[0]) && Py_TYPE(args[0])->tp_iter == PyTuple_Type.tp_iter))) {
+    PyObject* sequence = args[0];  // a tuple, or a tuple subclass that iterates as one (Size), or a list
+    nargs = PySequence_Fast_GET_SIZE(sequence);
+    args = PySequence_Fast_ITEMS(sequence);
+  }
+  if (nargs == 0) return false;
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    if (!PyLong_CheckExact(args[i])) return false;
+    int overflow = 0;
+    const long long size = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+    if (overflow) return false;
+    shape.push_back(size);
+  }
+  return true;
+}
+
+template <int which, Tensor (*primitive)(const Tensor&, const Shape&)>
+PyObject* sizes_method(PyObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) noexcept {
+  Shape shape;
+  const Tensor* x = tensor_of(self);
+  if (x && !kwnames && plain_sizes(args, nargs, shape)) {
+    try {
+      return tensor_to_py(primitive(*x, shape));
+    } catch (...) {
+      py::detail::try_translate_exceptions();
+      return nullptr;
+    }
+  }
+  // the wrapper's call: self, then the arguments as they came
+  const Py_ssize_t count = 1 + nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+  std::vector<PyObject*> all(static_cast<size_t>(count));
+  all[0] = self;
+  std::copy(args, args + count - 1, all.begin() + 1);
+  return PyObject_Vectorcall(sizes_wrappers[which], all.data(), static_cast<size_t>(1 + nargs), kwnames);
+}
+
+PyMethodDef tensor_sizes_methods[2] = {
+    {"view", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(sizes_method<0, view_binding>)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "view(self, *shape)\n--\n\nA view of the tensor with these sizes (one may be -1)."},  // the op table's signature
+    {"reshape", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(sizes_method<1, reshape_binding>)),
+     METH_FASTCALL | METH_KEYWORDS,
+     "reshape(self, *shape)\n--\n\nThe tensor with these sizes (a view when possible)."}};
+
+// The embedding primitive (_C.embedding and embedding_layer below): the rows of weight at indices.
+Tensor embedding_binding(const Tensor& weight, const Tensor& indices, int64_t padding_row, bool scale_grad_by_freq) {
+  return by_elements(indices->numel() * (weight->dim() == 2 ? weight->shape[1] : 1), fg::embedding, weight, indices,
+                     padding_row, scale_grad_by_freq);
+}
+
+// _C.embedding_layer(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse):
+// nn.Embedding.forward's F.embedding call, as the layer primitive Module.__call__ calls over the
+// layer's members (module_attribute.cpp; a METH_FASTCALL function, no pybind11 dispatch). The usual
+// case, int64 indices into a 2-D weight, padding_idx None or an int in range, no max_norm, sparse
+// False and scale_grad_by_freq a bool, is the primitive F.embedding calls then (none of its checks can
+// fail); anything else returns NotImplemented, and forward runs F.embedding (its checks and messages,
+// max_norm's renormalization in place).
+PyObject* embedding_layer(PyObject*, PyObject* const* args, Py_ssize_t nargs) noexcept {
+  if (nargs != 7) {
+    PyErr_SetString(PyExc_TypeError, "embedding_layer takes F.embedding's 7 arguments");
+    return nullptr;
+  }
+  const Tensor* input = tensor_of(args[0]);
+  const Tensor* weight = tensor_of(args[1]);
+  PyObject *padding = args[2], *max_norm = args[3], *scale = args[5], *sparse = args[6];
+  if (!input || !weight || (*weight)->dim() != 2 || (*input)->dtype != DType::Int64 || max_norm != Py_None ||
+      sparse != Py_False || (scale != Py_True && scale != Py_False) ||
+      (padding != Py_None && !PyLong_CheckExact(padding)))
+    return Py_NewRef(Py_NotImplemented);
+  int64_t padding_row = -1;  // F.embedding's _padding_index: an index in [-rows, rows) as a row number
+  if (padding != Py_None) {
+    int overflow = 0;
+    const long long index = PyLong_AsLongLongAndOverflow(padding, &overflow);
+    const int64_t rows = (*weight)->shape[0];
+    if (overflow || index < -rows || index >= rows) return Py_NewRef(Py_NotImplemented);
+    padding_row = index < 0 ? index + rows : index;
+  }
+  try {
+    return tensor_to_py(embedding_binding(*weight, *input, padding_row, scale == Py_True));
+  } catch (...) {
+    py::detail::try_translate_exceptions();
+    return nullptr;
+  }
+}
+
+PyMethodDef embedding_layer_def = {
+    "embedding_layer", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(embedding_layer)), METH_FASTCALL,
+    "nn.Embedding's forward for its usual members (NotImplemented for the others: F.embedding decides)."};
+
 }  // namespace
 
 // Index lists for index()/index_put_() (None keeps a dim whole), a custom node's outputs and saved values.
@@ -796,9 +903,24 @@ void bind_tensor(py::module_& m) {
   m.def("cummax", [](const Tensor& x, int64_t dim) { return unary(fg::cummax, x, dim); });
   m.def("cummin", [](const Tensor& x, int64_t dim) { return unary(fg::cummin, x, dim); });
 
-  m.def("view", [](const Tensor& x, Shape shape) { return view_op(fg::view, x, shape); });
-  // A reshape or flatten of a contiguous tensor is a view (no work); of another, maybe a copy.
-  m.def("reshape", [](const Tensor& x, Shape shape) { return by_elements(copied_elements(x), fg::reshape, x, shape); });
+  m.def("view", view_binding);
+  m.def("reshape", reshape_binding);
+  m.def(
+      "_register_sizes_methods",
+      [](py::handle view, py::handle reshape) {
+        const py::handle wrappers[2] = {view, reshape};
+        for (int i = 0; i < 2; ++i) {
+          if (!PyCallable_Check(wrappers[i].ptr())) throw TypeError("_register_sizes_methods(view, reshape)");
+          Py_XSETREF(sizes_wrappers[i], Py_NewRef(wrappers[i].ptr()));
+          py::object method =
+              py::reinterpret_steal<py::object>(PyDescr_NewMethod(tensor_type, &tensor_sizes_methods[i]));
+          PyObject* type = reinterpret_cast<PyObject*>(tensor_type);
+          if (!method || PyObject_SetAttrString(type, tensor_sizes_methods[i].ml_name, method.ptr()) < 0)
+            throw py::error_already_set();
+        }
+      },
+      "Tensor.view and Tensor.reshape as the core's methods over the op table's wrappers (for sizes "
+      "that are not plain ints).");
   m.def("expand", [](const Tensor& x, Shape shape) { return view_op(fg::expand, x, shape); });
   m.def("permute", [](const Tensor& x, std::vector<int64_t> dims) { return view_op(fg::permute, x, dims); });
   m.def("transpose", [](const Tensor& x, int64_t d0, int64_t d1) { return view_op(fg::transpose, x, d0, d1); });
@@ -855,10 +977,8 @@ void bind_tensor(py::module_& m) {
     std::vector<Tensor> list = optional_tensor_list(indices);
     return by_elements(std::max(x->numel(), elements_of(list)), fg::index, x, list);
   });
-  m.def("embedding", [](const Tensor& weight, const Tensor& indices, int64_t padding_row, bool scale_grad_by_freq) {
-    return by_elements(indices->numel() * (weight->dim() == 2 ? weight->shape[1] : 1), fg::embedding, weight, indices,
-                       padding_row, scale_grad_by_freq);
-  });
+  m.def("embedding", embedding_binding);
+  m.add_object("embedding_layer", py::reinterpret_steal<py::object>(PyCFunction_New(&embedding_layer_def, nullptr)));
   m.def("index_put_", [](const Tensor& x, py::handle indices, const Tensor& values, bool accumulate) {
     std::vector<Tensor> list = optional_tensor_list(indices);
     return by_elements(std::max(values->numel(), elements_of(list)), fg::index_put_, x, list, values, accumulate);

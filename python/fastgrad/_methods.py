@@ -3487,3 +3487,6 @@ for _name, _value in TENSOR_ATTRIBUTES.items():
     setattr(Tensor, _name, _value)
 register("_prims", None)
 register("_methods", globals())
+# Tensor.view and Tensor.reshape given plain int sizes: the core's methods (the 8 views of a tiny
+# GPT's forward); any other arguments still go through the wrappers above.
+_prims._register_sizes_methods(Tensor.view, Tensor.reshape)

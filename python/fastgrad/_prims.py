@@ -23,6 +23,7 @@ from ._C import (  # noqa: F401
     _module_call,
     _register_layer_primitive,
     _register_module_getattr,
+    _register_sizes_methods,
     _register_types,
     _run_fused_update,
     _set_grad_enabled,

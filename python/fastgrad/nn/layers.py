@@ -178,11 +178,17 @@ class LayerNorm(Module):
         )
 
 
-# Linear and LayerNorm called without hooks (and with forward not overridden) run their primitive
-# straight from Module.__call__ (the core's), over the members forward reads, in its order: two
-# Python frames fewer a call. Should the primitive fail, forward runs (F's checks, PyTorch's messages).
+# Linear, LayerNorm and Embedding called without hooks (and with forward not overridden) run their
+# primitive straight from Module.__call__ (the core's), over the members forward reads, in its order:
+# two Python frames fewer a call. Should the primitive fail (or, embedding_layer, return
+# NotImplemented for members it leaves to F.embedding), forward runs (F's checks, PyTorch's messages).
 _prims._register_layer_primitive(Linear.forward, _prims.linear, ("weight", "bias"))
 _prims._register_layer_primitive(LayerNorm.forward, _prims.layer_norm, ("normalized_shape", "weight", "bias", "eps"))
+_prims._register_layer_primitive(
+    Embedding.forward,
+    _prims.embedding_layer,
+    ("weight", "padding_idx", "max_norm", "norm_type", "scale_grad_by_freq", "sparse"),
+)
 
 
 class RMSNorm(Module):

@@ -308,6 +308,27 @@ def embedding(weight, indices, padding_row, scale_grad_by_freq):
     return EmbeddingBackward0.run(weight, indices, padding_row=padding_row, scale_grad_by_freq=scale_grad_by_freq)
 
 
+def embedding_layer(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse):
+    """nn.Embedding's forward for its usual members (int64 indices, a 2-D weight, padding_idx None or an
+    int in range, no max_norm, sparse False, a bool scale_grad_by_freq): the embedding F.embedding
+    makes of them; NotImplemented for any other, which F.embedding decides (csrc: embedding_layer)."""
+    usual = (
+        isinstance(input, Tensor)
+        and isinstance(weight, Tensor)
+        and weight.dim() == 2
+        and input.dtype is int64
+        and max_norm is None
+        and sparse is False
+        and (scale_grad_by_freq is True or scale_grad_by_freq is False)
+    )
+    if padding_idx is not None:
+        usual = usual and padding_idx.__class__ is int and -weight.shape[0] <= padding_idx < weight.shape[0]
+    if not usual:
+        return NotImplemented
+    row = -1 if padding_idx is None else padding_idx % weight.shape[0]
+    return embedding(weight, input, row, scale_grad_by_freq)
+
+
 def _scatter_values(self, indices, values, accumulate):
     """Writes `values` (broadcast to the indexing result) into self[indices]; no autograd."""
     positions, layout, to_out = _plan(self, indices)

@@ -33,7 +33,7 @@ from ._autograd import (  # noqa: F401
     add_post_accumulate_grad_hook,
     add_tensor_hook,
 )
-from ._index import check_index_range, embedding, gather, index_put_, scatter_  # noqa: F401
+from ._index import check_index_range, embedding, embedding_layer, gather, index_put_, scatter_  # noqa: F401
 from ._random import _CPUGenerator  # noqa: F401
 from ._creation import arange, empty, eye, from_dlpack, from_numpy, from_values, linspace, to_dlpack  # noqa: F401
 from ._storage import SCALAR_TYPE_NAME, _set_inference_mode, cast, cast_scalar, is_inference_mode_enabled  # noqa: F401
@@ -65,6 +65,10 @@ def _module_call(module_type, instance_hooks, global_hooks):
 
 def _register_layer_primitive(forward, primitive, members):
     pass  # the Python __call__ runs forward
+
+
+def _register_sizes_methods(view, reshape):
+    pass  # Tensor.view and Tensor.reshape stay the op table's wrappers
 
 
 # ---- fastgrad.compile: the reference captures nothing (compile returns what it is given)
