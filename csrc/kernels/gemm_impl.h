@@ -61,26 +61,35 @@ constexpr int64_t tile_cols() {
 
 // Cache blocks, derived once from the data cache sizes (cpu_caches.h) by the budgets measured on
 // an AMD EPYC Zen 5 (per core 48 KiB L1d, 1 MiB L2; 32 MiB L3: KC 512 floats, MC 252 rows, NC 2048
-// columns): the micro-kernel's kRows x KC sliver of A fills a quarter of L1 while the KC x NR panel
-// of B streams from L2, the MC x KC block of A fills half of L2 next to it, and the KC x NC panel of
-// B an eighth of L3 (at most four L2s; two without an L3). Byte budgets, so float and double get the
-// same footprint. The small path (A read in place, not packed) takes n up to 4 tile widths and A up
-// to a quarter of L2: measured faster than packing A at every square size up to 256 here.
+// columns): the micro-kernel's kRows x KC sliver of A fills a quarter of L1 (half on Intel, below)
+// while the KC x NR panel of B streams from L2, the MC x KC block of A fills half of L2 next to it,
+// and the KC x NC panel of B an eighth of L3 (at most four L2s; two without an L3). Byte budgets,
+// so float and double get the same footprint. The small path (A read in place, not packed) takes n
+// up to 4 tile widths and A up to a quarter of L2: measured faster than packing A at every square
+// size up to 256 here.
 // On Intel the micro-kernel prefetches its B panel 8 steps of k ahead: the 6x64 tile reads 4 cache
-// lines of B a step, and the panel (KC x 64, 128 KiB for float) streams from L2, which the hardware
-// prefetchers alone left behind (on a Xeon with a 2 MiB L2, model 167: the micro-kernel over a B
-// panel in L2 +8-12%, the whole product +2-4%). Not measured on AMD or with the AVX2 tile (whose B
-// panel fits L1), whose paths stay as they were.
+// lines of B a step, and the panel (KC x 64 floats) streams from L2, which the hardware prefetchers
+// alone left behind (on a Xeon with a 2 MiB L2, model 167: the micro-kernel over a B panel in L2
+// +8-12%, the whole product +2-4%). With B's rows prefetched, the sliver of A there fills half of
+// L1 (KC 1024 floats, MC 252 rows): half as many reloads of C's tiles per flop; one thread, CPU
+// time per product (the machine shared), n = 512 / 1024 / 2048: 195 / 198 / 201 -> 199 / 202 / 206
+// GFLOP/s (KC 128 and 256 lost: 172-189). Not measured on AMD or with the AVX2 tile (whose B panel
+// fits L1), whose paths stay as they were.
 template <class T>
 GemmBlocks derive_blocks(const CacheSizes& caches, [[maybe_unused]] bool intel) {
   const int64_t l1d = std::clamp<int64_t>(caches.l1d, 16 << 10, 1 << 20);
   const int64_t l2 = std::clamp<int64_t>(caches.l2, 128 << 10, 64 << 20);
   const int64_t b_panel_bytes = caches.l3 > 0 ? std::clamp<int64_t>(caches.l3 / 8, l2, 4 * l2) : 2 * l2;
+#if defined(FG_ISA_AVX512)
+  const int64_t a_sliver_bytes = intel ? l1d / 2 : l1d / 4;
+#else
+  const int64_t a_sliver_bytes = l1d / 4;  // measured on AVX-512 only
+#endif
   GemmBlocks b;
   b.mr = kRows;
   b.nr = tile_cols<T>();
   b.lanes = Vec<T>::kWidth;
-  b.kc = std::max<int64_t>(64, l1d / 4 / kRows / int64_t(sizeof(T)) / 8 * 8);
+  b.kc = std::max<int64_t>(64, a_sliver_bytes / kRows / int64_t(sizeof(T)) / 8 * 8);
   b.mc = std::max<int64_t>(kRows, l2 / 2 / (b.kc * int64_t(sizeof(T))) / kRows * kRows);
   b.nc = std::max<int64_t>(b.nr, b_panel_bytes / (b.kc * int64_t(sizeof(T))) / b.nr * b.nr);
   b.small_a_bytes = l2 / 4;
@@ -353,6 +362,10 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
   T* bpack = packs_b ? scratch<T, 0>(std::min(B.kc, k) * round_up(std::min(B.nc, n), nr)) : nullptr;
   constexpr int64_t mr = kRowsOf<Vecs>;
   T* apack = pack_a ? scratch<T, 1>(std::min(B.kc, k) * round_up(std::min(B.mc, m), mr)) : nullptr;
+  // A's rows in blocks of equal size (whole tiles): 256 rows as 252 + 4 would stream B's panels
+  // once for 4 rows (MC 252 on the Xeon: 256 x 1024 @ 1024 x 1024 lost 3-5%).
+  const int64_t row_blocks = (m + B.mc - 1) / B.mc;
+  const int64_t mc_step = std::min(B.mc, round_up((m + row_blocks - 1) / row_blocks, mr));
   for (int64_t jc = 0; jc < n; jc += B.nc) {
     int64_t nc = std::min(B.nc, n - jc);
     for (int64_t pc = 0; pc < k; pc += B.kc) {
@@ -363,8 +376,8 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int6
       const int64_t b_panel = b_panels ? nr * k : kRowsOfB ? 0 : nr * kc;
       const int64_t* slice_offsets = offsets ? offsets + pc : nullptr;
       if (packs_b) pack<T>(nc, kc, b + pc * rsb + jc * csb, csb, rsb, nr, bpack);
-      for (int64_t ic = 0; ic < m; ic += B.mc) {
-        int64_t mc = std::min(B.mc, m - ic);
+      for (int64_t ic = 0; ic < m; ic += mc_step) {
+        int64_t mc = std::min(mc_step, m - ic);
         const T* ablock = a + ic * rsa + (kColumnsOfA ? 0 : pc * csa);
         T* cblock = c + ic * ldc + jc;
         if (pack_a && csa == 1) {
