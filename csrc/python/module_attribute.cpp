@@ -104,9 +104,9 @@ int attribute_is_true(PyObject* self, PyObject* name) {
 // the others, max_norm's renormalization among them, and forward runs). Called with one positional
 // argument and no hooks, such a layer's primitive is called here with the members its forward reads,
 // in its order: two Python frames fewer, 0.1-0.4 us a layer call (14 a small model's token). When a
-// member is of a type the layer does not keep itself (LayerNorm's F function refuses a normalized_shape that is not a
-// tuple or list, the primitive would take any sequence), or the primitive fails, forward runs as before: its checks,
-// PyTorch's messages.
+// member is of a type the layer does not keep itself (LayerNorm's F function refuses a
+// normalized_shape that is not a tuple or list, the primitive would take any sequence), or the
+// primitive fails, forward runs as before: its checks, PyTorch's messages.
 
 struct LayerPrimitive {
   PyObject* forward;               // the layer class's forward function

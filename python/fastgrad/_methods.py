@@ -1227,7 +1227,7 @@ def put(input, index, source, accumulate=False):
     n = input.numel()
     if index.numel() and n == 0:
         raise IndexError("put_(): Tried to put elements into an empty tensor")
-    _prims.check_index_range(index, -n, n - 1, f"out of range: tried to access index {{}} on a tensor of {n} elements.")
+    _check_flat_index(index, n)
     result = _prims.clone(input.detach()).contiguous()  # written through a flat view: the result is no view
     _prims.index_put_(result.view(-1), [index.reshape(-1)], source.detach().reshape(-1), accumulate)
 
@@ -1418,12 +1418,17 @@ def masked_select(input, mask, *, out=None):
     return _with_out(_prims.gather(values, 0, positions, "MaskedSelectBackward0", input), out)
 
 
+def _check_flat_index(index, n):
+    """take's and put's check: every entry names one of n elements (negative ones counting back)."""
+    _prims.check_index_range(index, -n, n - 1, f"out of range: tried to access index {{}} on a tensor of {n} elements.")
+
+
 def take(input, index, *, out=None):
     if not isinstance(index, Tensor) or index.dtype is not int64:
         kind = SCALAR_TYPE_NAME[index.dtype] if isinstance(index, Tensor) else builtins.type(index).__name__
         raise RuntimeError(f"take(): Expected a long tensor for index, but got {kind}")
     n = input.numel()
-    _prims.check_index_range(index, -n, n - 1, f"out of range: tried to access index {{}} on a tensor of {n} elements.")
+    _check_flat_index(index, n)
     # input's elements along dim 0, repeated along index's other dims: a gather along 0 reads input.flat[index]
     values = input.reshape([n] + [1] * builtins.max(index.dim() - 1, 0)).expand([n] + list(index.shape[1:]))
     return _with_out(_prims.gather(values, 0, _wrapped_positions(index, n), "TakeBackward0", input), out)
