@@ -132,22 +132,14 @@ T* scratch(int64_t count) {
 }
 
 // dst[p * ld_dst + r] = src[r * ld_src + p] for a W x W block (W = Vec<T>::kWidth): W row loads,
-// log2(W) rounds of interleaving row i with row i + W/2 (a perfect shuffle; after the last round
-// register p holds column p), W stores. Rows from `rows` on are taken as zeros, not read.
+// a transpose in registers, W stores. Rows from `rows` on are taken as zeros, not read.
 template <class T>
 void transpose_block(const T* src, int64_t ld_src, T* dst, int64_t ld_dst, int64_t rows = Vec<T>::kWidth) {
   using V = Vec<T>;
   constexpr int W = V::kWidth;
   V v[W];
   for (int r = 0; r < W; ++r) v[r] = r < rows ? V::load(src + r * ld_src) : V::broadcast(T(0));
-  for (int round = 1; round < W; round *= 2) {
-    V shuffled[W];
-    for (int i = 0; i < W / 2; ++i) {
-      shuffled[2 * i] = interleave_low(v[i], v[i + W / 2]);
-      shuffled[2 * i + 1] = interleave_high(v[i], v[i + W / 2]);
-    }
-    for (int i = 0; i < W; ++i) v[i] = shuffled[i];
-  }
+  transpose_in_registers(v);
   for (int p = 0; p < W; ++p) v[p].store(dst + p * ld_dst);
 }
 
