@@ -9,14 +9,15 @@
 //   float32: native float vector code (no widening to double), each function within 1 ulp of the
 //            exact result. Measured over all 2^32 inputs against the float64 kernels (ulp_scan.cpp;
 //            tests/test_kernels.py with FASTGRAD_EXHAUSTIVE_ULP=1), maxima in ulps, worst input:
-//              AVX-512, AVX2: exp 0.778 (-87.6654), log 0.840 (1.41332), tanh 0.569 (0.511129),
-//                             sigmoid 0.836 (-6.99927)
-//              scalar:        exp 0.783 (-87.6917), log 0.840 (1.41332), tanh 0.569 (0.511129),
-//                             sigmoid 0.824 (-87.6873)
+//              AVX-512, AVX2: exp 0.778 (-87.6654), log 0.840 (1.41332), tanh 0.728 (4.26693),
+//                             sigmoid 0.966 (-6.99953)
+//              scalar:        exp 0.783 (-87.6917), log 0.840 (1.41332), tanh 0.728 (4.26693),
+//                             sigmoid 0.950 (-6.99985)
 //            The exp maximum is a denormal result (rounded twice: the scaling by 2^n rounds
-//            again); over normal results it is 0.699 (scalar 0.731). sigmoid's maximum on the
-//            scalar ISA is a denormal result of sigmoid_by_exp (|x| >= 7.5; AVX-512, AVX2 0.803
-//            there); its table (|x| < 7.5) stays within 0.836 on every ISA.
+//            again); over normal results it is 0.699 (scalar 0.731). tanh's and sigmoid's maxima
+//            come from their tables (polynomials of degree 4: degree 5 gave 0.569 and 0.836, at a
+//            lookup and a multiply-add more per vector); sigmoid_by_exp (|x| >= 7.5) stays within
+//            0.824 (a denormal result on the scalar ISA; AVX-512, AVX2 0.803).
 //            So float32 results are not bit-equal to the reference backend's (the double result
 //            rounded once), but within 1 ulp of them.
 // sin and cos: float64 the C library's, element by element (the reference backend's bits); float32
@@ -240,10 +241,11 @@ inline Vec<float> sigmoid_by_exp(Vec<float> x) {
 // the coefficients looked up per lane (AVX-512: a permute of two registers each), so every lane runs
 // the same dozen multiply-adds and no division: the evaluate-in-steps path this replaces (exp, then
 // a division corrected to double-float accuracy) took 3x as long. hi + lo is f(mid) to 2^-48; the
-// fits' own error is at most 0.017 ulp; q0 t + t^2 R(t) is at most about a quarter of f(a) (3/4 for
-// sigmoid's last intervals), so its roundings cost a fraction of an ulp; the last addition rounds once.
-// On the first interval (hi = lo = 0, tanh's q0 = 1) the sum t + t^2 R(t) is rounded once: a rounded
-// Q(t) near 1 would add half an ulp there. Returns q0 t + (lo + t^2 R(t)) and, in hi, hi[i].
+// fits' own error is at most 0.23 ulp (tanh; sigmoid 0.16, gelu's tails 0.009); q0 t + t^2 R(t) is
+// at most about a quarter of f(a) (3/4 for sigmoid's last intervals), so its roundings cost a
+// fraction of an ulp; the last addition rounds once. On the first interval (hi = lo = 0, tanh's
+// q0 = 1) the sum t + t^2 R(t) is rounded once: a rounded Q(t) near 1 would add half an ulp there.
+// Returns q0 t + (lo + t^2 R(t)) and, in hi, hi[i].
 template <const auto& kTable>
 Vec<float> piecewise(Vec<float> a, Vec<float>& hi) {
   constexpr size_t kDegree = std::size(kTable.q);
