@@ -82,7 +82,8 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
         binary_map(cast_values(a, dtype), cast_values(b, dtype), compute_type(dtype), compute_type(out_dtype), f, vec),
         out_dtype);
   Shape shape = broadcast_shapes(a->shape, b->shape);
-  Tensor ca = cast_values(a, dtype), cb = cast_values(b, dtype);
+  Tensor a_converted, b_converted;
+  const Tensor &ca = values_as(a, dtype, a_converted), &cb = values_as(b, dtype, b_converted);
   Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
   Tensor out = result_buffer(shape, out_dtype);
   if (vec && is_floating(dtype) && out_dtype == dtype) {
@@ -114,7 +115,8 @@ Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype
         scalar_map(cast_values(x, dtype), operand, compute_type(dtype), compute_type(out_dtype), f, vec, scalar_first),
         out_dtype);
   }
-  Tensor cx = cast_values(x, dtype);
+  Tensor x_converted;
+  const Tensor& cx = values_as(x, dtype, x_converted);
   Tensor out = result_buffer(x->shape, out_dtype);
   if (vec && is_floating(dtype) && out_dtype == dtype) {
     bool done = dispatch_floating(dtype, [&](auto tag) {

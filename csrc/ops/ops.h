@@ -29,6 +29,13 @@ Tensor eye(int64_t n, int64_t m, DType dtype);
 Tensor to_dtype(const Tensor& t, DType dtype);  // returns t itself when the dtype already matches
 // to_dtype without autograd: for kernels, e.g. to run a storage dtype (core/dtype.h) in its compute type.
 Tensor cast_values(const Tensor& t, DType dtype);
+// cast_values for a kernel's operand: t itself when it has `dtype` (a reference: no count of the
+// pointer taken, whose atomic updates cost a 0-d op ~5%), else the converted values, kept in `converted`.
+inline const Tensor& values_as(const Tensor& t, DType dtype, Tensor& converted) {
+  if (t->dtype == dtype) return t;
+  converted = cast_values(t, dtype);
+  return converted;
+}
 Tensor clone(const Tensor& t);
 Tensor contiguous(const Tensor& t);             // t itself when already contiguous
 // contiguous() without autograd, for kernels that read row-major memory (their op records its own node).
