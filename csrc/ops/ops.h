@@ -27,6 +27,11 @@ Tensor arange(double start, double end, double step, DType dtype);
 Tensor linspace(double start, double end, int64_t steps, DType dtype);
 Tensor eye(int64_t n, int64_t m, DType dtype);
 Tensor to_dtype(const Tensor& t, DType dtype);  // returns t itself when the dtype already matches
+// A temporary is moved through (backward nodes' to_dtype(sum_to(g, ...), dtype)): no count taken.
+inline Tensor to_dtype(Tensor&& t, DType dtype) {
+  if (t->dtype == dtype) return std::move(t);
+  return to_dtype(static_cast<const Tensor&>(t), dtype);
+}
 // to_dtype without autograd: for kernels, e.g. to run a storage dtype (core/dtype.h) in its compute type.
 Tensor cast_values(const Tensor& t, DType dtype);
 // cast_values for a kernel's operand: t itself when it has `dtype` (a reference: no count of the

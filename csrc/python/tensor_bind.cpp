@@ -1228,7 +1228,8 @@ void bind_tensor(py::module_& m) {
   });
   m.def("to_dtype", [](const Tensor& x, py::handle dtype) {
     DType d = dtype_from_py(dtype);
-    return by_elements(x->dtype == d ? 0 : x->numel(), fg::to_dtype, x, d);  // the same dtype: x itself
+    Tensor (*const convert)(const Tensor&, DType) = fg::to_dtype;
+    return by_elements(x->dtype == d ? 0 : x->numel(), convert, x, d);  // the same dtype: x itself
   });
   m.def("clone", [](const Tensor& x) { return unary(fg::clone, x); });
   m.def("contiguous", &contiguous_binding);
