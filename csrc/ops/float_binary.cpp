@@ -4,8 +4,8 @@
 // Every value is computed in double and rounded once to the element type (the 16-bit floats through
 // float32, as every op computes them). The pure-Python reference (reference/_math.py) computes the
 // same bits with the same steps: only IEEE arithmetic and the C library functions that Python's math
-// calls unchanged (atan2, exp, log1p, pow, copysign). This file is compiled with -ffp-contract=off,
-// so no a * b + c here is fused (Python's floats never fuse).
+// and float calls unchanged (atan2, exp, log1p, pow, sqrt, frexp, ldexp, copysign). This file is
+// compiled with -ffp-contract=off, so no a * b + c here is fused (Python's floats never fuse).
 #include <algorithm>
 #include <cmath>
 #include <utility>
