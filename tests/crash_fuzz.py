@@ -403,6 +403,9 @@ def _linear_primitive(input, weight, bias): ...
 def _flash_attention_primitive(query, key, value, scale, causal): ...
 
 
+def _float_binary_primitive(input, other): ...  # atan2, hypot, ...: the values under the Python layer's checks
+
+
 PRIMITIVES = {
     "batch_norm": _batch_norm_primitive,
     "group_norm": _group_norm_primitive,
@@ -415,6 +418,7 @@ PRIMITIVES = {
     "recurrent_layer": _recurrent_layer_primitive,
     "linear": _linear_primitive,
     "flash_attention": _flash_attention_primitive,
+    **{name: _float_binary_primitive for name in ["atan2", "hypot", "logaddexp", "logaddexp2", "copysign"]},
 }
 
 

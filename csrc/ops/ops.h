@@ -157,6 +157,13 @@ Tensor deg2rad(const Tensor& x);
 Tensor rad2deg(const Tensor& x);
 Tensor signbit(const Tensor& x);  // bool
 
+// ---- float functions of two operands (ops/float_binary.cpp): atan2(a, b), hypot, logaddexp,
+// logaddexp2 and copysign's values in the promoted float type, broadcast; no autograd node (the
+// Python layer records PyTorch's, with its gradient formulas).
+enum class FloatBinary { Atan2, Hypot, Logaddexp, Logaddexp2, Copysign };
+Tensor float_binary(const Tensor& a, const Tensor& b, FloatBinary op);
+Tensor float_binary(const Tensor& a, const Scalar& b, FloatBinary op);
+
 // ---- rounding and sign (ops/rounding.cpp)
 Tensor floor(const Tensor& x);
 Tensor ceil(const Tensor& x);

@@ -317,12 +317,23 @@ void bind_autograd(py::module_& m) {
     call_op(false, with_gil(make), backward, name, inputs, optional_tensor_list(outputs),
             optional_tensor_list(to_save));
   });
-  m.def("inplace_input", &inplace_input, py::arg("self"), py::arg("sources"), py::arg("elementwise") = true);
+  // The in-place forms composed in Python (_methods._in_place): both halves are steps of a compiled
+  // function's program, so that it replays them (the write with the GIL: the node it moves a saved
+  // output of may be a Python-made one).
+  m.def(
+      "inplace_input",
+      [](const Tensor& self, const std::vector<Tensor>& sources, bool elementwise) {
+        return call_op(false, fg::inplace_input, self, sources, elementwise);
+      },
+      py::arg("self"), py::arg("sources"), py::arg("elementwise") = true);
   m.def("write_result_", [](const Tensor& self, const Tensor& result) {
-    NodeRef node = result->grad_fn;
-    write_result_(self, result);
-    if (auto* fn = dynamic_cast<PyFunctionNode*>(node.get())) fn->move_saved_output(result, self);
-    return self;
+    auto write = [](const Tensor& self, const Tensor& result) {
+      NodeRef node = result->grad_fn;
+      write_result_(self, result);
+      if (auto* fn = dynamic_cast<PyFunctionNode*>(node.get())) fn->move_saved_output(result, self);
+      return self;
+    };
+    return call_op(false, with_gil(write), self, result);
   });
   m.def("run_backward", &run_backward_checked, py::arg("tensors"), py::arg("grad_tensors"), py::arg("retain_graph"),
         py::arg("inputs"), py::arg("create_graph") = false);

@@ -695,6 +695,12 @@ void bind_tensor(py::module_& m) {
     if (!is_floating(d)) throw TypeError(cat("fused_multiply_add(): expected a floating dtype, got ", dtype_name(d)));
     return by_elements(std::max({x->numel(), y->numel(), z->numel()}), fg::fused_multiply_add, x, y, z, d);
   });
+  // The values of atan2, hypot, ... (no node: the Python layer records PyTorch's).
+  for (auto [name, op] :
+       {std::pair{"atan2", FloatBinary::Atan2}, std::pair{"hypot", FloatBinary::Hypot},
+        std::pair{"logaddexp", FloatBinary::Logaddexp}, std::pair{"logaddexp2", FloatBinary::Logaddexp2},
+        std::pair{"copysign", FloatBinary::Copysign}})
+    m.def(name, named_binary(name, [op = op](const Tensor& a, const auto& b) { return float_binary(a, b, op); }));
   m.def("neg", [](const Tensor& x) { return unary(fg::neg, x); });
   m.def("abs", [](const Tensor& x) { return unary(fg::abs, x); });
   m.def("sign", [](const Tensor& x) { return unary(fg::sign, x); });

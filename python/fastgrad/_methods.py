@@ -2826,10 +2826,12 @@ addcdiv, addcdiv_ = _ternary(
 )
 
 
-def _binary_float(name, node, numpy_function, partials, integers=True, saves_result=False):
-    """atan2, logaddexp, ...: numpy_function of two tensors promoted to a floating dtype, as PyTorch's
-    one node `node`; partials(a, b[, result]) are the derivatives for a and b (differentiable ops),
-    given the result where PyTorch's node saves it (so that its in-place change is an error)."""
+def _binary_float(name, node, partials, integers=True, saves_result=False):
+    """atan2, logaddexp, ...: the core's values of two tensors promoted to a floating dtype
+    (_prims.<name>), as PyTorch's one node `node`; partials(a, b[, result]) are the derivatives for a
+    and b (differentiable ops), given the result where PyTorch's node saves it (so that its in-place
+    change is an error)."""
+    values = getattr(_prims, name)
 
     def binary_float(input, other, *, out=None):
         if not isinstance(other, Tensor):
@@ -2840,10 +2842,7 @@ def _binary_float(name, node, numpy_function, partials, integers=True, saves_res
         common = _prims.result_type(input, other)
         if not (integers or common.is_floating_point):
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{SCALAR_TYPE_NAME[common]}'")
-        dtype = common if common.is_floating_point else get_default_dtype()
-        work = float32 if dtype is bfloat16 else dtype  # numpy has no bfloat16: its values computed in float32
-        a, b = (_prims.to_numpy(_prims.to_dtype(t.detach(), work)) for t in (input, other))
-        result = _prims.to_dtype(_prims.from_numpy(np.asarray(numpy_function(a, b)), share_memory=False), dtype)
+        result = values(input.detach(), other.detach())
 
         def backward(grads, a, b, *result):
             return [_sum_to(grads[0] * d, t.shape) for d, t in zip(partials(a, b, *result), (a, b))]
@@ -2862,24 +2861,20 @@ def _atan2_partials(a, b):
     return [_prims.where(squares == 0, 0, t / squares) for t in (b, -a)]
 
 
-atan2 = arctan2 = _binary_float("atan2", "Atan2Backward0", np.arctan2, _atan2_partials)
+atan2 = arctan2 = _binary_float("atan2", "Atan2Backward0", _atan2_partials)
 logaddexp = _binary_float(
     "logaddexp",
     "LogaddexpBackward0",
-    np.logaddexp,
     lambda a, b: (1 / (1 + (b - a).exp()), 1 / (1 + (a - b).exp())),
     integers=False,
 )
 logaddexp2 = _binary_float(
     "logaddexp2",
     "Logaddexp2Backward0",
-    np.logaddexp2,
     lambda a, b: (1 / (1 + 2 ** (b - a)), 1 / (1 + 2 ** (a - b))),
     integers=False,
 )
-hypot = _binary_float(
-    "hypot", "HypotBackward0", np.hypot, lambda a, b, r: (a / r, b / r), integers=False, saves_result=True
-)
+hypot = _binary_float("hypot", "HypotBackward0", lambda a, b, r: (a / r, b / r), integers=False, saves_result=True)
 
 
 def true_divide(input, other, *, out=None):
@@ -3030,9 +3025,7 @@ def xlogy_(self, other):
 
 def copysign(input, other, *, out=None):
     _number_or_tensor_operands("copysign", input, other, first_may_be_number=False)
-    dtype = _float_result_type(input, other)
-    x, y = (_prims.to_numpy(_operand_as(t, dtype)) for t in (input, other))
-    result = _prims.from_numpy(np.asarray(np.copysign(x, y)), share_memory=False)
+    result = _prims.copysign(input.detach(), other.detach() if isinstance(other, Tensor) else other)
 
     def input_grad(g, x, result):  # PyTorch's: result / x, 0 where x is 0
         return g * _prims.where(_prims.eq(x, 0), 0, result / x)

@@ -5,9 +5,9 @@ IEEE arithmetic gives inf or NaN: the wrappers below give the IEEE values, as th
 
 import math
 
-from .._types import bool as bool_
+from .._types import bool as bool_, compute_type, float32
 from ._autograd import Function, no_grad
-from ._elementwise import ReciprocalBackward0, _sin, float_type, ieee_div, unary
+from ._elementwise import ReciprocalBackward0, _sin, elementwise, float_type, ieee_div, result_type, unary
 from ._storage import cast_scalar
 from ._tensor import new_tensor, read
 
@@ -422,6 +422,96 @@ def signbit(x):
     """The sign bit of floats (so -0.0 and -NaN are negative), x < 0 for integers; bool."""
     sign = (lambda v: math.copysign(1.0, v) < 0) if x._dtype.is_floating_point else (lambda v: v < 0)
     return new_tensor([sign(v) for v in read(x)], x._shape, bool_)
+
+
+# ---- float functions of two operands: the values of atan2, hypot, logaddexp, logaddexp2 and
+# copysign, without a node (the shared Python layer records PyTorch's). The core's steps
+# (ops/float_binary.cpp) in double; storing the result rounds it once to the element type.
+
+
+def _first_nan(x, y):
+    return x if x != x else y
+
+
+def _atan2(y, x):
+    return _first_nan(y, x) if y != y or x != x else math.atan2(y, x)  # math's NaN is always +NaN
+
+
+def _hypot(x, y):
+    """Borges' corrected sqrt(x^2 + y^2), operands outside [2^-400, 2^400] scaled to [0.5, 1) first,
+    as the core's: math.hypot (another algorithm) differs from it in the last bit now and then."""
+    if math.isinf(x) or math.isinf(y):
+        return _INF
+    if x != x or y != y:
+        return _first_nan(x, y)
+    a, b = max(abs(x), abs(y)), min(abs(x), abs(y))
+    if b == 0 or b < a * 2.0**-54:
+        return a
+    e = 0
+    if a > 2.0**400 or b < 2.0**-400:
+        e = math.frexp(a)[1]
+        a, b = math.ldexp(a, -e), math.ldexp(b, -e)
+    h = math.sqrt(a * a + b * b)
+    if h <= 2 * b:
+        d = h - b
+        error = a * (2 * d - a) + (d - 2 * (a - b)) * d
+    else:
+        d = h - a
+        error = 2 * d * (a - 2 * b) + ((4 * d - b) * b + d * d)
+    h -= error / (2 * h)
+    try:
+        return math.ldexp(h, e) if e else h
+    except OverflowError:
+        return _INF
+
+
+def _hypot_of_floats(x, y):
+    """The core's hypot of float32 operands: exact squares in double, the plain formula."""
+    if math.isinf(x) or math.isinf(y):
+        return _INF
+    if x != x or y != y:
+        return _first_nan(x, y)
+    return math.sqrt(x * x + y * y)
+
+
+_INVERSE_LN2 = 1.4426950408889634  # 1 / ln 2 rounded, as PyTorch's
+
+
+def _logaddexp(a, b):
+    if a != a or b != b:
+        return _first_nan(a, b)
+    if math.isinf(a) and a == b:
+        return a
+    return max(a, b) + math.log1p(math.exp(-abs(a - b)))
+
+
+def _logaddexp2(a, b):
+    if a != a or b != b:
+        return _first_nan(a, b)
+    if math.isinf(a) and a == b:
+        return a
+    return max(a, b) + math.log1p(2.0 ** -abs(a - b)) * _INVERSE_LN2
+
+
+def _float_binary(fn, fn_of_floats=None):
+    """fn of two operands (the second a tensor or a number) in their promoted float type; where
+    given, fn_of_floats in its place for the types that compute in float32."""
+
+    def values(a, b):
+        dtype = float_type(result_type(a, b))
+        single = fn_of_floats is not None and compute_type(dtype) is float32
+        return elementwise(fn_of_floats if single else fn, a, b, dtype)
+
+    return values
+
+
+FLOAT_BINARY = {
+    "atan2": _float_binary(_atan2),
+    "hypot": _float_binary(_hypot, _hypot_of_floats),
+    "logaddexp": _float_binary(_logaddexp),
+    "logaddexp2": _float_binary(_logaddexp2),
+    "copysign": _float_binary(math.copysign),
+}
 
 
 # The ops by name, each computed by its node (the in-place forms are in reference/_prims.py).

@@ -394,6 +394,10 @@ for _name, _node in _math.FLOAT_FUNCTIONS.items():
         f"{_name}_", functools.partial(_inplace.unary_, node_class=_math.IN_PLACE.get(_name, _node))
     )
 
+# atan2, hypot, logaddexp, logaddexp2, copysign: values only, as the core's
+for _name, _values in _math.FLOAT_BINARY.items():
+    globals()[_name] = _named(_name, _values)
+
 # floor ... nan_to_num (reference/_rounding.py), each with its in-place form
 for _name, _node in _rounding.UNARY.items():
     globals()[_name] = _tensor_args(_name, _node.run)
