@@ -210,7 +210,7 @@ def test_one_row_or_column_products_agree_in_every_form(dtype):
 
 def test_cache_blocks_are_derived_from_the_detected_caches():
     """The blocks keep their budgets (gemm_impl.h): the kRows x KC sliver of A in a quarter of L1d
-    (half with AVX-512 on Intel), the MC x KC block of A in half of L2, whole micro-tiles per block."""
+    (half with AVX-512), the MC x KC block of A in half of L2, whole micro-tiles per block."""
     config = fastgrad.config()
     caches = config["caches"]
     sources = ("cpuid leaf 4", "cpuid leaf 0x8000001D", "sysconf", "fallback", "FASTGRAD_CACHE_SIZES")

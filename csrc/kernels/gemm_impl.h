@@ -59,29 +59,30 @@ constexpr int64_t tile_cols() {
   return int64_t(kVecs) * Vec<T>::kWidth;
 }
 
-// Cache blocks, derived once from the data cache sizes (cpu_caches.h) by the budgets measured on
-// an AMD EPYC Zen 5 (per core 48 KiB L1d, 1 MiB L2; 32 MiB L3: KC 512 floats, MC 252 rows, NC 2048
-// columns): the micro-kernel's kRows x KC sliver of A fills a quarter of L1 (half on Intel, below)
+// Cache blocks, derived once from the data cache sizes (cpu_caches.h) by the budgets below: the
+// micro-kernel's kRows x KC sliver of A fills half of L1 on AVX-512 (a quarter with the AVX2 tile)
 // while the KC x NR panel of B streams from L2, the MC x KC block of A fills half of L2 next to it,
 // and the KC x NC panel of B an eighth of L3 (at most four L2s; two without an L3). Byte budgets,
-// so float and double get the same footprint. The small path (A read in place, not packed) takes n
-// up to 4 tile widths and A up to a quarter of L2: measured faster than packing A at every square
-// size up to 256 here.
+// so float and double get the same footprint. AMD EPYC Zen 5 (per core 48 KiB L1d, 1 MiB L2, 32 MiB
+// L3): KC 1024 floats, MC 126 rows, NC 1024 columns; Intel Xeon model 167 (2 MiB L2): MC 252. The
+// small path (A read in place, not packed) takes n up to 4 tile widths and A up to a quarter of L2:
+// measured faster than packing A at every square size up to 256 on the Zen 5.
+// The sliver at half of L1 (KC 1024 floats rather than 512) halves the reloads of C's tiles per
+// flop: one thread, n = 512 / 1024 / 2048, on the Xeon (with B prefetched, below) 195 / 198 / 201 ->
+// 199 / 202 / 206 GFLOP/s (KC 128 and 256 lost: 172-189); on the Zen 5 (medians of 7, twice)
+// 256 / 248-251 / 233-239 -> 253-258 / 255-260 / 248; two threads 1024 / 2048 487-508 / 456-469 ->
+// 502-516 / 482-489 (512 within noise, 128-768 unchanged).
 // On Intel the micro-kernel prefetches its B panel 8 steps of k ahead: the 6x64 tile reads 4 cache
 // lines of B a step, and the panel (KC x 64 floats) streams from L2, which the hardware prefetchers
-// alone left behind (on a Xeon with a 2 MiB L2, model 167: the micro-kernel over a B panel in L2
-// +8-12%, the whole product +2-4%). With B's rows prefetched, the sliver of A there fills half of
-// L1 (KC 1024 floats, MC 252 rows): half as many reloads of C's tiles per flop; one thread, CPU
-// time per product (the machine shared), n = 512 / 1024 / 2048: 195 / 198 / 201 -> 199 / 202 / 206
-// GFLOP/s (KC 128 and 256 lost: 172-189). Not measured on AMD or with the AVX2 tile (whose B panel
-// fits L1), whose paths stay as they were.
+// alone left behind (on the Xeon: the micro-kernel over a B panel in L2 +8-12%, the whole product
+// +2-4%). On the Zen 5 the prefetch changed nothing measurable (n = 512..2048, one thread).
 template <class T>
 GemmBlocks derive_blocks(const CacheSizes& caches, [[maybe_unused]] bool intel) {
   const int64_t l1d = std::clamp<int64_t>(caches.l1d, 16 << 10, 1 << 20);
   const int64_t l2 = std::clamp<int64_t>(caches.l2, 128 << 10, 64 << 20);
   const int64_t b_panel_bytes = caches.l3 > 0 ? std::clamp<int64_t>(caches.l3 / 8, l2, 4 * l2) : 2 * l2;
 #if defined(FG_ISA_AVX512)
-  const int64_t a_sliver_bytes = intel ? l1d / 2 : l1d / 4;
+  const int64_t a_sliver_bytes = l1d / 2;
 #else
   const int64_t a_sliver_bytes = l1d / 4;  // measured on AVX-512 only
 #endif
