@@ -275,7 +275,9 @@ inline Vec<float> tanh(Vec<float> x) {
 inline Vec<float> sigmoid(Vec<float> x) {
   const Vec<float> a = abs(x), far = splat(7.5f);
   Vec<float> hi, e;
-  Vec<float> low = piecewise<piecewise_tables::kSigmoidTable>(min(far, a), hi);
+  // a from 7.5 on (or NaN) takes the table's last interval (table_index clamps it); those lanes'
+  // values are replaced below (NaN stays NaN), so a is not clamped first.
+  Vec<float> low = piecewise<piecewise_tables::kSigmoidTable>(a, hi);
   Vec<float> h = fast_two_sum(splat(1.0f), neg(hi), e);
   Vec<float> y = select(gt(x, splat(0.0f)), h + (e - low), hi + low);
   const auto beyond = le(far, a);
