@@ -12,7 +12,7 @@
 namespace fg {
 
 // The binary and unary operations with vector kernels; indices into the tables below.
-enum class VecBinary : uint8_t { Add, Sub, Mul, Div, Max, Min, Count };
+enum class VecBinary : uint8_t { Add, Sub, Mul, Div, Max, Min, ReluGrad, Count };
 enum class VecUnary : uint8_t { Neg, Abs, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Sin, Cos, Count };
 // The activations with a forward and a gradient kernel each: with parameters (ops/activation.cpp),
 // and GELU (ops/nn.cpp; no parameters) with approximate='none' and 'tanh'.
