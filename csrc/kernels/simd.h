@@ -18,6 +18,7 @@
 //   lanes 0 / memory past them untouched: a row's tail without a copy through a buffer),
 //   load_first_widened(const float* p, count) (Vec<double>'s: count <= its kWidth floats, widened).
 //   copysign(magnitude, sign) (magnitude's bits with sign's sign bit, NaN included).
+//   compress_store(mask, v, p) (Vec<float>'s selected lanes stored one after another; their count).
 //   Table lookups of float32 lanes, each lane with an int32 index in an Index:
 //   table_index<shift>(a, origin, last) ((the bits of a - origin) >> shift, arithmetic, clamped to
 //   [0, last]: an interval of a's binades for a >= 0), lookup(row, i) (row[i] per lane; row 64-byte
@@ -25,6 +26,7 @@
 // Loads and stores are unaligned.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -410,6 +412,55 @@ void store_first(Vec<T> v, T* p, int64_t count) {
   T buffer[Vec<T>::kWidth];
   v.store(buffer);
   for (int64_t i = 0; i < count; ++i) p[i] = buffer[i];
+}
+#endif
+
+// compress_store(m, v, p): the lanes of float vector v that m selects, stored in lane order at p,
+// which has room for a whole vector (the lanes after them are written too, with anything); returns
+// their number.
+#if defined(FG_ISA_AVX512)
+inline int64_t compress_store(__mmask16 m, Vec<float> v, float* p) {
+  _mm512_storeu_ps(p, _mm512_maskz_compress_ps(m, v.v));  // the register form: its store form is slow on AMD
+  return __builtin_popcount(m);
+}
+#elif defined(FG_ISA_AVX2)
+// For each of the 256 masks of 8 lanes, the indices of its set lanes, 4 bits each from the lowest.
+constexpr std::array<uint32_t, 256> set_lane_orders() {
+  std::array<uint32_t, 256> orders{};
+  for (uint32_t mask = 0; mask < 256; ++mask)
+    for (uint32_t lane = 0, shift = 0; lane < 8; ++lane)
+      if (mask >> lane & 1) {
+        orders[mask] |= lane << shift;
+        shift += 4;
+      }
+  return orders;
+}
+inline int64_t compress_store(__m256 m, Vec<float> v, float* p) {
+  static constexpr std::array<uint32_t, 256> kOrders = set_lane_orders();
+  const int bits = _mm256_movemask_ps(m);
+  const __m256i order = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(kOrders[bits])),
+                                                           _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+                                         _mm256_set1_epi32(7));
+  _mm256_storeu_ps(p, _mm256_permutevar8x32_ps(v.v, order));
+  return __builtin_popcount(static_cast<unsigned>(bits));
+}
+#elif defined(FG_ISA_NEON)
+inline int64_t compress_store(uint32x4_t m, Vec<float> v, float* p) {
+  uint32_t set[4];
+  float values[4];
+  vst1q_u32(set, m);
+  v.store(values);
+  int64_t count = 0;
+  for (int i = 0; i < 4; ++i) {
+    p[count] = values[i];
+    count += set[i] != 0;
+  }
+  return count;
+}
+#else
+inline int64_t compress_store(bool m, Vec<float> v, float* p) {
+  *p = v.v;
+  return m;
 }
 #endif
 
