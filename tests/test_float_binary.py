@@ -166,7 +166,8 @@ def test_core_and_reference_give_the_same_bits(name, dtype):
     for m in (fastgrad, ref):
         a, b = (m.tensor(v.tolist(), dtype=getattr(m, dtype)) for v in (x, y))
         op = getattr(m, name)
-        outs = [op(a, b), op(a.t(), b[0]), op(a[:1], b.t())]
+        # contiguous; transposed (copied first); expanded and transposed (the strided loop)
+        outs = [op(a, b), op(a.t(), b[0]), op(a[:1], b.t()), op(a.t()[None].expand(2, 64, 64), b)]
         if name == "copysign":
             outs += [op(a, -0.0), op(a, 2)]
         wide = m.float64 if dtype == "float64" else m.float32  # exact: numpy has no bfloat16
