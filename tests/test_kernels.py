@@ -553,10 +553,13 @@ for dtype in (np.float32, np.float64):
         # float32: double lanes without fused multiply-adds (float_binary_impl.h); float64: the C library's
         for name in ("atan2", "hypot", "logaddexp", "logaddexp2"):
             h.update(getattr(fastgrad, name)(x, y).numpy().tobytes())
-# the same over every exponent, with zeros, infinities and NaN: atan2's and logaddexp's special lanes
+# the same over every exponent, with zeros, infinities and NaNs (signaling ones too, which the widening
+# to double quiets): atan2's and logaddexp's special lanes
 with np.errstate(over="ignore"):
     wide = np.ldexp(rng.standard_normal((2, 4099)), rng.integers(-150, 129, (2, 4099))).astype(np.float32)
-wide[:, :40] = rng.choice(np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0], np.float32), (2, 40))
+signaling = np.array([0x7F800001, 0xFFA00000], np.uint32).view(np.float32)
+specials = np.concatenate([np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0], np.float32), signaling])
+wide[:, :40] = rng.choice(specials, (2, 40))
 for name in ("atan2", "hypot", "logaddexp", "logaddexp2"):
     h.update(getattr(fastgrad, name)(fastgrad.from_numpy(wide[0]), fastgrad.from_numpy(wide[1])).numpy().tobytes())
 fastgrad.manual_seed(3)

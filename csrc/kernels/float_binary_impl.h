@@ -78,8 +78,10 @@ inline Vec<double> atan2_of_argument(Vec<double> y, Vec<double> x, Vec<double> r
   v = select(gt(ay, ax), splat(kHalfPi) - v, v);
   v = select(sign_bit(x), splat(kPi) - v, v);
   v = copysign(v, y);
-  // A NaN operand is the result, the first one when both are (special::atan2's rule)
-  return unusual ? select(ne(y, y), y, select(ne(x, x), x, v)) : v;
+  // A NaN operand is the result, the first one when both are (special::atan2's rule); y + y: quiet, as
+  // widening a signaling NaN leaves it on the vector ISAs, where the scalar ISA's compiler would
+  // otherwise hand back the float's own bits (it folds the float -> double -> float round trip)
+  return unusual ? select(ne(y, y), y + y, select(ne(x, x), x + x, v)) : v;
 }
 
 // ---- hypot of floats: their squares are exact in double and their sum neither overflows nor
@@ -87,7 +89,7 @@ inline Vec<double> atan2_of_argument(Vec<double> y, Vec<double> x, Vec<double> r
 // doubles). An infinity is the result even beside a NaN, as C's hypot.
 inline Vec<double> hypot_lanes(Vec<double> x, Vec<double> y) {
   const Vec<double> h = sqrt(x * x + y * y);
-  const Vec<double> finite = select(ne(x, x), x, select(ne(y, y), y, h));
+  const Vec<double> finite = select(ne(x, x), x + x, select(ne(y, y), y + y, h));  // quiet: see atan2
   return select(mask_or(eq(abs(x), splat(kInfinity)), eq(abs(y), splat(kInfinity))), splat(kInfinity), finite);
 }
 
@@ -141,7 +143,7 @@ Vec<double> logaddexp_of_argument(Vec<double> a, Vec<double> b, Vec<double> s) {
   const Vec<double> sum = select(gt(b, a), b, a) + log1p;
   const auto unusual = ne(a - b, a - b);
   if (!any(unusual)) return sum;
-  return select(ne(a, a), a, select(ne(b, b), b, select(unusual, a, sum)));
+  return select(ne(a, a), a + a, select(ne(b, b), b + b, select(unusual, a, sum)));  // quiet: see atan2
 }
 
 // Each op: for float data its lanes (hypot) or the two passes of its lanes (the others), for float64
