@@ -180,6 +180,29 @@ def test_gradients_accumulate_across_backward_calls(fg):
     assert grad_of(x) == [5.0, 5.0]
 
 
+def test_first_gradient_is_kept_without_a_copy_as_torch(torch):
+    """A leaf's first gradient becomes its .grad without a copy when nothing else holds it, also
+    when it comes out of its node as a view (a Linear weight's as t() of a product, a bias's as a
+    reshaped sum); one that another tensor can see (sum's expanded gradient) is copied. Only the
+    core has addresses (data_ptr)."""
+    import fastgrad
+
+    def program(lib):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(6, 5), lib.nn.ReLU(), lib.nn.Linear(5, 3))
+        x = lib.ones(3, requires_grad=True)
+        seen = {}
+        for name, p in [*model.named_parameters(), ("x", x)]:
+            p.register_hook(lambda g, name=name: seen.__setitem__(name, g.data_ptr()))
+        loss = lib.nn.functional.cross_entropy(model(lib.randn(4, 6)), lib.tensor([0, 1, 2, 0]))
+        (loss + x.sum()).backward()
+        grads = {**dict(model.named_parameters()), "x": x}
+        return {n: (p.grad.data_ptr() == seen[n], p.grad._base is None) for n, p in grads.items()}
+
+    kept = same_on_both(fastgrad, torch, program)
+    assert kept == {n: (n != "x", True) for n in ("0.weight", "0.bias", "2.weight", "2.bias", "x")}
+
+
 def test_diamond_graph_sums_both_paths(fg):
     a = fg.tensor(2.0, requires_grad=True)
     b = fg.tensor(3.0, requires_grad=True)

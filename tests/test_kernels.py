@@ -95,6 +95,22 @@ def test_binary_broadcasts_and_strided_fallback(op, n, dtype):
     assert_same(ours(tensor(b3), tensor(col)), theirs(b3, col))  # [2, 5, n] with [5, 1]
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SIZES)
+def test_relu_gradient_passes_the_gradient_where_the_result_is_positive_or_nan(n, dtype):
+    """ReLU's backward (threshold_backward's vector kernel, and the element loop of a strided
+    gradient): the incoming gradient where the result is above 0 or NaN, else +0."""
+    x = values("relu x", n, dtype)
+    if n >= 8:
+        x[[0, 2]] = [0.0, -0.0]
+    g = values("relu g", n, dtype, specials=False)
+    expected = np.where((x > 0) | np.isnan(x), g, dtype(0))
+    for incoming in (tensor(g), tensor(np.stack([g, g], 1))[:, 0]):  # contiguous, strided
+        leaf = tensor(x).requires_grad_()
+        leaf.relu().backward(incoming)
+        assert_same(leaf.grad, expected)
+
+
 def test_in_place_and_integer_ops_keep_their_paths():
     a = np.arange(20, dtype=np.float32)
     t = tensor(a.copy())

@@ -148,10 +148,18 @@ GradList AccumulateGrad::apply(GradList&& grads) {
         variable->grad ? add(variable->grad, incoming) : copy_(empty(incoming->shape, incoming->dtype), incoming);
   } else if (!variable->grad) {
     // Keep the incoming buffer only when nothing else can see it; otherwise copy, so that .grad
-    // never aliases another tensor (an expanded view, a user-supplied gradient).
-    bool exclusive = incoming.use_count() == 1 && incoming->storage.use_count() == 1 && incoming->is_contiguous() &&
-                     incoming->offset == 0;
-    variable->grad = exclusive ? incoming : clone(incoming);
+    // never aliases another tensor (an expanded view, a user-supplied gradient). A gradient that is a
+    // view (a linear layer's weight gradient comes out as t() of a product, a bias's as a reshape
+    // of a sum) is kept too when its base is held by nothing but the view, as a plain tensor: the
+    // base goes away with the view.
+    const Tensor& base = incoming->view_base;
+    const bool only_base = base && base.use_count() == 1 && base->storage == incoming->storage;
+    const bool exclusive = incoming.use_count() == 1 && incoming->storage.use_count() == 1 + only_base &&
+                           incoming->is_contiguous() && incoming->offset == 0 &&
+                           incoming->numel() * static_cast<int64_t>(itemsize(incoming->dtype)) ==
+                               static_cast<int64_t>(incoming->storage->nbytes());
+    if (!exclusive) variable->grad = clone(incoming);
+    else variable->grad = base ? make_view(incoming, incoming->shape, incoming->strides, 0) : incoming;
   } else {
     add_(variable->grad, incoming);
   }

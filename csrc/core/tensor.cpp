@@ -8,6 +8,10 @@
 
 namespace fg {
 
+// Defaulted here rather than in the class: a constructor defaulted at its declaration makes
+// make_shared<TensorImpl>() zero the whole object (~280 bytes, a `rep stos` on every op's result)
+// before the member initializers run.
+TensorImpl::TensorImpl() = default;
 TensorImpl::~TensorImpl() = default;
 
 int64_t numel_of(const Shape& shape) {

@@ -54,7 +54,7 @@ struct TensorImpl {
   // its capture only if a recorded op made it (python/capture.cpp).
   uint32_t capture_birth = capture_in_progress();
 
-  TensorImpl() = default;
+  TensorImpl();  // tensor.cpp
   TensorImpl(const TensorImpl&) = delete;
   TensorImpl& operator=(const TensorImpl&) = delete;
   ~TensorImpl();

@@ -561,6 +561,12 @@ struct Maximum {
 struct Minimum {
   template <class V> V operator()(V a, V b) const { return select(mask_or(lt(a, b), ne(a, a)), a, b); }
 };
+// ReLU's gradient, PyTorch's threshold_backward(g, result, 0): g where the result is above 0 or NaN.
+struct ReluGrad {
+  template <class V> V operator()(V g, V result) const {
+    return select(le(result, V::broadcast(0)), V::broadcast(0), g);
+  }
+};
 struct Neg {
   template <class V> V operator()(V x) const { return neg(x); }
 };
@@ -821,6 +827,7 @@ BinaryKernel<T> binary_kernel_of(VecBinary op) {
     case VecBinary::Div: return binary_kernel<T, Div>;
     case VecBinary::Max: return binary_kernel<T, Maximum>;
     case VecBinary::Min: return binary_kernel<T, Minimum>;
+    case VecBinary::ReluGrad: return binary_kernel<T, ReluGrad>;
     case VecBinary::Atan2:
     case VecBinary::Hypot:
     case VecBinary::Logaddexp:

@@ -64,6 +64,10 @@ void for_each_offset(const Dims& shape, const std::array<const int64_t*, N>& str
 // computed alone, so the split never changes a result; f must be safe to call concurrently).
 template <class R, class T, class F>
 void map1(const Dims& shape, R* out, const T* x, const int64_t* xs, F&& f) {
+  if (element_count(shape) == 1) {  // a 0-d tensor's op: no loop to set up (its offsets are 0)
+    out[0] = f(x[0]);
+    return;
+  }
   parallel_for(0, element_count(shape), kParallelElements, [&](int64_t lo, int64_t hi) {
     for_each_offset<1>(shape, {xs}, lo, hi, [&](int64_t i, const std::array<int64_t, 1>& o) { out[i] = f(x[o[0]]); });
   });
@@ -72,6 +76,10 @@ void map1(const Dims& shape, R* out, const T* x, const int64_t* xs, F&& f) {
 // out[i] = f(a[...], b[...]) into a contiguous output, split as map1.
 template <class R, class A, class B, class F>
 void map2(const Dims& shape, R* out, const A* a, const int64_t* as, const B* b, const int64_t* bs, F&& f) {
+  if (element_count(shape) == 1) {
+    out[0] = f(a[0], b[0]);
+    return;
+  }
   parallel_for(0, element_count(shape), kParallelElements, [&](int64_t lo, int64_t hi) {
     for_each_offset<2>(shape, {as, bs}, lo, hi,
                        [&](int64_t i, const std::array<int64_t, 2>& o) { out[i] = f(a[o[0]], b[o[1]]); });

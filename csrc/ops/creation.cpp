@@ -1,11 +1,13 @@
 // Making tensors, copying them, and converting between dtypes.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "autograd/node.h"
 #include "core/shape.h"
 #include "kernels/isa.h"
 #include "kernels/loops.h"
+#include "kernels/runs.h"
 #include "kernels/thread_pool.h"
 #include "ops/ops.h"
 
@@ -219,6 +221,21 @@ Tensor eye(int64_t n, int64_t m, DType dtype) {
 
 void copy_values(const Tensor& dst, const Tensor& src) {
   Shape src_strides = broadcast_strides(src, dst->shape);
+  // Into a contiguous tensor of the same type, the source's contiguous runs are copied whole: a
+  // clone, contiguous() of a permutation that keeps the last dim (attention's transpose(1, 2)).
+  if (dst->dtype == src->dtype && dst->is_contiguous()) {
+    const InnerRuns<1> runs = inner_runs<1>(dst->shape, {src_strides.data()});
+    constexpr int64_t kShortRun = 16;  // below it, the element loop below is faster
+    if (!runs.broadcast[0] && (runs.inner >= kShortRun || runs.outer.empty())) {
+      const int64_t item = static_cast<int64_t>(itemsize(dst->dtype));
+      char* to = dst->data();
+      const char* from = src->data();
+      for_each_run(runs, 0, dst->numel(), [&](int64_t at, const std::array<int64_t, 1>& offset, int64_t count) {
+        std::memcpy(to + at * item, from + offset[0] * item, static_cast<size_t>(count * item));
+      });
+      return;
+    }
+  }
   dispatch_stored(dst->dtype, [&](auto dst_tag) {
     using D = decltype(dst_tag);
     dispatch_stored(src->dtype, [&](auto src_tag) {

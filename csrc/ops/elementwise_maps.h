@@ -47,8 +47,9 @@ bool vector_runs(const Shape& shape, const std::array<const int64_t*, N>& stride
 }
 
 // out = a op b with the vector kernel, when the operands split into long enough runs.
-// + - * / maximum minimum are exact, so this gives the scalar lambdas' results bit for bit; the
-// float functions' scalar lambdas (atan2, ...: ops/float_binary.cpp) are their kernels' own values.
+// + - * / maximum minimum and ReLU's gradient (a selection) are exact: the scalar lambdas' results
+// bit for bit. The float functions' scalar lambdas (atan2, ...: ops/float_binary.cpp) are their
+// kernels' own values.
 template <class T>
 bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* as, const T* b, const int64_t* bs,
                    T* out) {
@@ -87,7 +88,8 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
   const Tensor &ca = values_as(a, dtype, a_converted), &cb = values_as(b, dtype, b_converted);
   Shape sa = broadcast_strides(ca, shape), sb = broadcast_strides(cb, shape);
   Tensor out = result_buffer(shape, out_dtype);
-  if (vec && is_floating(dtype) && out_dtype == dtype) {
+  // One element goes to map2 (its shortcut): the vector kernel's loop costs more to set up there.
+  if (vec && is_floating(dtype) && out_dtype == dtype && element_count(shape) > 1) {
     bool done = dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
       return vector_binary(*vec, shape, ca->data_as<T>(), sa.data(), cb->data_as<T>(), sb.data(), out->data_as<T>());
@@ -119,7 +121,7 @@ Tensor scalar_map(const Tensor& x, const Scalar& s, DType dtype, DType out_dtype
   Tensor x_converted;
   const Tensor& cx = values_as(x, dtype, x_converted);
   Tensor out = result_buffer(x->shape, out_dtype);
-  if (vec && is_floating(dtype) && out_dtype == dtype) {
+  if (vec && is_floating(dtype) && out_dtype == dtype && x->numel() > 1) {  // as binary_map's
     bool done = dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
       const T sv = s.to<T>();

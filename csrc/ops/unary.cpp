@@ -126,7 +126,8 @@ GradList ThresholdBackwardBackward0::apply(GradList&& grads) {
 }
 Tensor threshold_backward(const Tensor& g, const Tensor& result) {
   DType dt = result_type(g, result);
-  Tensor out = binary_map(g, result, dt, dt, [](auto gv, auto r) { return r <= 0 ? decltype(gv)(0) : gv; });
+  Tensor out =
+      binary_map(g, result, dt, dt, [](auto gv, auto r) { return r <= 0 ? decltype(gv)(0) : gv; }, VecBinary::ReluGrad);
   if (auto* node = record<ThresholdBackwardBackward0>(out, {&g, &result})) node->save(result);
   return out;
 }
