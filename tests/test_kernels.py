@@ -566,6 +566,18 @@ for dtype in (np.float32, np.float64):
         # runs float lanes, with unfused multiply-adds on the scalar ISA (its bits may differ)
         for approximate in ("none", "tanh") if dtype == np.float64 else ("tanh",):
             h.update(fastgrad.nn.functional.gelu(x, approximate=approximate).numpy().tobytes())
+        # float32: double lanes without fused multiply-adds (float_binary_impl.h); float64: the C library's
+        for name in ("atan2", "hypot", "logaddexp", "logaddexp2"):
+            h.update(getattr(fastgrad, name)(x, y).numpy().tobytes())
+# the same over every exponent, with zeros, infinities and NaNs (signaling ones too, which the widening
+# to double quiets): atan2's and logaddexp's special lanes
+with np.errstate(over="ignore"):
+    wide = np.ldexp(rng.standard_normal((2, 4099)), rng.integers(-150, 129, (2, 4099))).astype(np.float32)
+signaling = np.array([0x7F800001, 0xFFA00000], np.uint32).view(np.float32)
+specials = np.concatenate([np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1.0], np.float32), signaling])
+wide[:, :40] = rng.choice(specials, (2, 40))
+for name in ("atan2", "hypot", "logaddexp", "logaddexp2"):
+    h.update(getattr(fastgrad, name)(fastgrad.from_numpy(wide[0]), fastgrad.from_numpy(wide[1])).numpy().tobytes())
 fastgrad.manual_seed(3)
 for n in (16, 17, 1000, 4099):  # float32 normals: the Box-Muller fill in AVX2 lanes or one lane (ops/random.cpp)
     h.update(fastgrad.randn(n).numpy().tobytes() + fastgrad.empty(n).normal_(0.5, 3.0).numpy().tobytes())
@@ -574,7 +586,7 @@ print(h.hexdigest())
 
 
 @pytest.mark.not_rerun_per_isa
-def test_exact_kernels_sums_and_gelu_are_identical_on_every_isa():
+def test_exact_kernels_sums_gelu_and_float_functions_are_identical_on_every_isa():
     available = fastgrad.config()["isas_available"]
     digests = {
         isa: subprocess.run(

@@ -86,7 +86,9 @@ Vec<T> splat(T x) {
 
 // p(r), coefficients from the highest power down, by Estrin's scheme: pairs a + b r, then pairs of
 // those with r^2, r^4, ...: a dependency chain of log2(K) multiply-adds instead of Horner's K - 1.
-template <class T, size_t K>
+// polynomial<false>: each step rounded (a product, then a sum) where fma() fuses on the ISAs that
+// can, so that every ISA, and Python's floats, compute the same bits (float_binary_impl.h).
+template <bool kFused = true, class T, size_t K>
 Vec<T> polynomial(Vec<T> r, const T (&c)[K]) {
   // Fully unrolled (K is a constant), so that the terms live in registers.
   Vec<T> terms[K];
@@ -96,7 +98,8 @@ Vec<T> polynomial(Vec<T> r, const T (&c)[K]) {
 #pragma GCC unroll 16
   for (size_t n = K; n > 1; n = (n + 1) / 2, x = x * x) {
 #pragma GCC unroll 16
-    for (size_t i = 0; i < n / 2; ++i) terms[i] = fma(terms[2 * i + 1], x, terms[2 * i]);
+    for (size_t i = 0; i < n / 2; ++i)
+      terms[i] = kFused ? fma(terms[2 * i + 1], x, terms[2 * i]) : terms[2 * i + 1] * x + terms[2 * i];
     if (n % 2) terms[n / 2] = terms[n - 1];
   }
   return terms[0];
@@ -849,6 +852,10 @@ void gelu_grad_kernel(const T* g, bool g_broadcast, const T* x, T* out, int64_t 
   }
 }
 
+// atan2, hypot, logaddexp, logaddexp2: float_binary_impl.h (included after this file by isa_table_impl.h).
+template <class T>
+BinaryKernel<T> float_function_kernel_of(VecBinary op);
+
 // Each table slot's kernel, by name: a switch without default, so that an enumerator added to
 // VecBinary or VecUnary without a kernel fails the build (-Werror=switch), and no slot can hold
 // another op's kernel (as a positional list could).
@@ -862,6 +869,10 @@ BinaryKernel<T> binary_kernel_of(VecBinary op) {
     case VecBinary::Max: return binary_kernel<T, Maximum>;
     case VecBinary::Min: return binary_kernel<T, Minimum>;
     case VecBinary::ReluGrad: return binary_kernel<T, ReluGrad>;
+    case VecBinary::Atan2:
+    case VecBinary::Hypot:
+    case VecBinary::Logaddexp:
+    case VecBinary::Logaddexp2: return float_function_kernel_of<T>(op);
     case VecBinary::Count: break;
   }
   return nullptr;

@@ -5,6 +5,7 @@
 #include "kernels/copy_impl.h"
 #include "kernels/depthwise_impl.h"
 #include "kernels/elementwise_impl.h"
+#include "kernels/float_binary_impl.h"
 #include "kernels/gemm_impl.h"
 #include "kernels/norm_impl.h"
 #include "kernels/optim_impl.h"

@@ -11,8 +11,9 @@
 
 namespace fg {
 
-// The binary and unary operations with vector kernels; indices into the tables below.
-enum class VecBinary : uint8_t { Add, Sub, Mul, Div, Max, Min, ReluGrad, Count };
+// The binary and unary operations with vector kernels; indices into the tables below. Atan2 ... Logaddexp2
+// are the float functions of two operands (float_binary_impl.h; ops/float_binary.cpp).
+enum class VecBinary : uint8_t { Add, Sub, Mul, Div, Max, Min, ReluGrad, Atan2, Hypot, Logaddexp, Logaddexp2, Count };
 enum class VecUnary : uint8_t { Neg, Abs, Relu, Exp, Log, Tanh, Sigmoid, Sqrt, Sin, Cos, Count };
 // The activations with a forward and a gradient kernel each: with parameters (ops/activation.cpp),
 // and GELU (ops/nn.cpp; no parameters) with approximate='none' and 'tanh'.

@@ -17,7 +17,8 @@
 //   load_first(p, count) / store_first(v, p, count) (the first count <= kWidth elements, the other
 //   lanes 0 / memory past them untouched: a row's tail without a copy through a buffer),
 //   load_first_widened(const float* p, count) (Vec<double>'s: count <= its kWidth floats, widened).
-//   copysign(magnitude, sign) (magnitude's bits with sign's sign bit, NaN included).
+//   copysign(magnitude, sign) (magnitude's bits with sign's sign bit, NaN included), sign_bit(a) (a mask
+//   of the lanes whose sign bit is set: -0 and negative NaNs too).
 //   compress_store(mask, v, p) (Vec<float>'s selected lanes stored one after another; their count).
 //   Table lookups of float32 lanes, each lane with an int32 index in an Index:
 //   table_index<shift>(a, origin, last) ((the bits of a - origin) >> shift, arithmetic, clamped to
@@ -96,6 +97,7 @@ template <class T> Vec<T> max(Vec<T> a, Vec<T> b) { return {a.v > b.v ? a.v : b.
 template <class T> Vec<T> abs(Vec<T> a) { return {std::fabs(a.v)}; }
 template <class T> Vec<T> neg(Vec<T> a) { return {-a.v}; }
 template <class T> Vec<T> copysign(Vec<T> m, Vec<T> s) { return {std::copysign(m.v, s.v)}; }
+template <class T> bool sign_bit(Vec<T> a) { return std::signbit(a.v); }
 template <class T> Vec<T> sqrt(Vec<T> a) { return {std::sqrt(a.v)}; }
 // Without SSE4.1, nearbyint and ldexp are library calls; these are a few instructions.
 // Adding and removing 1.5 * 2^mantissa_bits rounds to nearest even; larger values are integers.
@@ -179,6 +181,9 @@ inline __m256 mask_or(__m256 a, __m256 b) { return _mm256_or_ps(a, b); }
 inline __m256d mask_or(__m256d a, __m256d b) { return _mm256_or_pd(a, b); }
 inline bool any(__m256 m) { return _mm256_movemask_ps(m) != 0; }
 inline bool any(__m256d m) { return _mm256_movemask_pd(m) != 0; }
+// The value itself: the masks' users (blendv, movemask, or) read only each lane's top bit.
+inline __m256 sign_bit(Vec<float> a) { return a.v; }
+inline __m256d sign_bit(Vec<double> a) { return a.v; }
 inline Vec<float> select(__m256 m, Vec<float> a, Vec<float> b) { return {_mm256_blendv_ps(b.v, a.v, m)}; }
 inline Vec<double> select(__m256d m, Vec<double> a, Vec<double> b) { return {_mm256_blendv_pd(b.v, a.v, m)}; }
 // unpacklo/hi interleave within each 128-bit lane; the lane permute puts the halves in order.
@@ -277,6 +282,8 @@ inline __mmask16 mask_or(__mmask16 a, __mmask16 b) { return static_cast<__mmask1
 inline __mmask8 mask_or(__mmask8 a, __mmask8 b) { return static_cast<__mmask8>(a | b); }
 inline bool any(__mmask16 m) { return m != 0; }
 inline bool any(__mmask8 m) { return m != 0; }
+inline __mmask16 sign_bit(Vec<float> a) { return _mm512_movepi32_mask(_mm512_castps_si512(a.v)); }
+inline __mmask8 sign_bit(Vec<double> a) { return _mm512_movepi64_mask(_mm512_castpd_si512(a.v)); }
 // Two-source permutes: index i < kWidth picks a[i], kWidth + i picks b[i].
 inline Vec<float> interleave_low(Vec<float> a, Vec<float> b) {
   return {_mm512_permutex2var_ps(a.v, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b.v)};
@@ -358,6 +365,8 @@ FG_NEON_VEC(float, float32x4_t, f32, uint32x4_t, u32, 4, )
 FG_NEON_VEC(double, float64x2_t, f64, uint64x2_t, u64, 2,
             static Vec load(const float* p) { return {vcvt_f64_f32(vld1_f32(p))}; }
             void store(float* p) const { vst1_f32(p, vcvt_f32_f64(v)); })
+inline uint32x4_t sign_bit(Vec<float> a) { return vcltzq_s32(vreinterpretq_s32_f32(a.v)); }
+inline uint64x2_t sign_bit(Vec<double> a) { return vcltzq_s64(vreinterpretq_s64_f64(a.v)); }
 #undef FG_NEON_VEC
 #endif
 

@@ -1,8 +1,14 @@
 // Scalar special functions the C++ library lacks (erfinv, digamma, polygamma), in double, with
 // PyTorch's algorithms (ATen/native/Math.h, from Cephes) so that values and special cases match;
 // and GELU in double from the C library's erfc and tanh (the float64 GELU kernels, and the oracle of
-// the float32 ones: elementwise_impl.h).
+// the float32 ones: elementwise_impl.h); and the float64 values of atan2, hypot, logaddexp and
+// logaddexp2 (the float64 kernels of float_binary_impl.h and the strided loops of ops/float_binary.cpp).
+// Their pure-Python twin (reference/_math.py) computes the same bits: only IEEE arithmetic and the C
+// library functions that Python's math and float call unchanged (atan2, exp, log1p, pow, sqrt, frexp,
+// ldexp). The files that call them (the ISA files, ops/float_binary.cpp) are compiled with
+// -ffp-contract=off, so no a * b + c there is fused (Python's floats never fuse).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -173,6 +179,57 @@ inline double gelu_derivative(double x, bool tanh) {
     return s * (1 + 2 * x * du * (s < 0.5 ? 1 - s : e * s));
   }
   return normal_cdf(x) + x * (kGeluAlpha * std::exp(-0.5 * x * x));
+}
+
+// ---- the float functions of two operands in double
+// A NaN operand is the result, the first one when both are: a choice, so that every backend gives
+// the same NaN bits (the C library's is whatever its arithmetic leaves).
+inline double atan2(double y, double x) {
+  if (std::isnan(y) || std::isnan(x)) return std::isnan(y) ? y : x;
+  return std::atan2(y, x);
+}
+
+// sqrt(x^2 + y^2) without overflow or underflow, within a rounding of the exact value: the square
+// root of the sum of the squares, then Borges' correction of it from the squares' rounding errors
+// (C. F. Borges, "An Improved Algorithm for hypot(a, b)", 2019), in its form without fused
+// multiply-adds. Operands outside [2^-400, 2^400] (never float32's) are first scaled by a power of
+// two to [0.5, 1), so that no step overflows or leaves the normal range. Not the C library's hypot:
+// Python's math.hypot is another algorithm, so the reference could not give the C library's bits.
+inline double hypot(double x, double y) {
+  if (std::isinf(x) || std::isinf(y)) return std::numeric_limits<double>::infinity();  // even beside a NaN, as C's
+  if (std::isnan(x) || std::isnan(y)) return std::isnan(x) ? x : y;
+  // Both corrections computed and one chosen, and max/min rather than a swap: the choices are
+  // random for random operands, and branches on them mispredict (1.4x the speed here).
+  double a = std::max(std::fabs(x), std::fabs(y)), b = std::min(std::fabs(x), std::fabs(y));
+  if (b == 0 || b < a * 0x1p-54) return a;  // b^2 is below half of a's last place in a^2
+  int e = 0;
+  if (a > 0x1p400 || b < 0x1p-400) {
+    std::frexp(a, &e);
+    a = std::ldexp(a, -e);  // exact: b / a >= 2^-54 keeps b normal
+    b = std::ldexp(b, -e);
+  }
+  double h = std::sqrt(a * a + b * b);
+  double near = h - b, far = h - a;  // h - b when h <= 2b, else h - a
+  double near_error = a * (2 * near - a) + (near - 2 * (a - b)) * near;
+  double far_error = 2 * far * (a - 2 * b) + ((4 * far - b) * b + far * far);
+  double error = h <= 2 * b ? near_error : far_error;
+  h -= error / (2 * h);
+  return e == 0 ? h : std::ldexp(h, e);
+}
+
+// PyTorch's formulas: the larger operand plus log1p of the smaller one's share, which neither
+// overflows nor loses small differences; equal infinities are themselves (their difference is NaN).
+// 2^-|a-b| is pow(2, .) rather than exp2 (which Python's math has only from 3.11 on).
+inline constexpr double kInverseLn2 = 1.4426950408889634;  // 1 / ln 2 rounded, as PyTorch's 1.0 / ln_2
+inline double logaddexp(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+  if (std::isinf(a) && a == b) return a;
+  return std::max(a, b) + std::log1p(std::exp(-std::fabs(a - b)));
+}
+inline double logaddexp2(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+  if (std::isinf(a) && a == b) return a;
+  return std::max(a, b) + std::log1p(std::pow(2.0, -std::fabs(a - b))) * kInverseLn2;
 }
 
 }  // namespace fg::special

@@ -48,7 +48,8 @@ bool vector_runs(const Shape& shape, const std::array<const int64_t*, N>& stride
 
 // out = a op b with the vector kernel, when the operands split into long enough runs.
 // + - * / maximum minimum and ReLU's gradient (a selection) are exact: the scalar lambdas' results
-// bit for bit.
+// bit for bit. The float functions' scalar lambdas (atan2, ...: ops/float_binary.cpp) are their
+// kernels' own values.
 template <class T>
 bool vector_binary(VecBinary op, const Shape& shape, const T* a, const int64_t* as, const T* b, const int64_t* bs,
                    T* out) {

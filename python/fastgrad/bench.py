@@ -53,6 +53,8 @@ TARGETS = {
     # issue 20: float32 sin and cos as native vector polynomials, at numpy's speed
     "sin": [("numpy", 1.0)],
     "cos": [("numpy", 1.0)],
+    # session 24: float32 atan2 (in double lanes, kernels/float_binary_impl.h) at least as fast as PyTorch at 1e6
+    "atan2 1.0e+06": [("torch", 1.0)],
     # issue 16: Conv2d forward+backward faster than PyTorch for 3x3 convs of 16-64 channels on 32x32
     **{f"conv2d 3x3 {c}->{c} 32x32 b{n} fwd+bwd": [("torch", 1.0)] for c in (16, 32, 64) for n in (8, 64)},
     # issue 16: a LeNet-5 training step at least 2x PyTorch's at batch 8, 1.2x at batch 64
@@ -318,6 +320,8 @@ def elementwise(op, n):
             a, b = lib.tensor(a), lib.tensor(b)
         if op == "add":
             return lambda: a + b
+        if op == "atan2":  # numpy's spelling: arctan2
+            return (lambda: np.arctan2(a, b)) if lib is np else (lambda: a.atan2(b))
         if lib is np:  # numpy has no sigmoid: its usual spelling
             return {"sigmoid": lambda: 1 / (1 + np.exp(-a))}.get(op, lambda: getattr(np, op)(a))
         return getattr(a, op)
@@ -852,7 +856,7 @@ def groups(quick):
                 "Gelem/s",
                 NUMPY_TOO if n <= small and op == "add" else NUMPY_TOO[:3],
             )
-            for op in ("add", "exp", "tanh", "sigmoid", "sin", "cos")
+            for op in ("add", "exp", "tanh", "sigmoid", "sin", "cos", "atan2")
             for n in (small, big)
         ],
         "mv": [

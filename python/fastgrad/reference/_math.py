@@ -425,8 +425,9 @@ def signbit(x):
 
 
 # ---- float functions of two operands: the values of atan2, hypot, logaddexp, logaddexp2 and
-# copysign, without a node (the shared Python layer records PyTorch's). The core's steps
-# (ops/float_binary.cpp) in double; storing the result rounds it once to the element type.
+# copysign, without a node (the shared Python layer records PyTorch's). The core's steps in double
+# (float64: kernels/special_functions.h; float32 and the 16-bit floats: the *_of_floats functions,
+# kernels/float_binary_impl.h's lanes); storing the result rounds it once to the element type.
 
 
 def _first_nan(x, y):
@@ -477,6 +478,114 @@ def _hypot_of_floats(x, y):
 _INVERSE_LN2 = 1.4426950408889634  # 1 / ln 2 rounded, as PyTorch's
 
 
+# The float32 kernels' algorithms (kernels/float_binary_impl.h, which explains them): the same IEEE
+# operations in the same order, each rounded once (Python's floats never fuse a multiply-add).
+_TAN_EIGHTH_PI = 0.41421356237309503
+_ATAN_P = (
+    0.021259793447206497,
+    -0.043590909504491064,
+    0.05692537441818354,
+    -0.0664112088083165,
+    0.07690068262541097,
+    -0.09090782409558172,
+    0.11111106653450764,
+    -0.14285714195257618,
+    0.19999999999088905,
+    -0.3333333333333015,
+)
+_EXP_Q = (
+    2.7476793834852516e-07,
+    2.7634991579553766e-06,
+    2.4801931730823122e-05,
+    0.0001984118523420112,
+    0.0013888888516209441,
+    0.008333333370871703,
+    0.04166666666813658,
+    0.16666666666611551,
+    0.49999999999998324,
+)
+# fdlibm's log (e_log.c): ln 2 in two parts (exp's reduction) and Lg7 ... Lg1
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_LOG_LG = (
+    1.479819860511658591e-01,
+    1.531383769920937332e-01,
+    1.818357216161805012e-01,
+    2.222219843214978396e-01,
+    2.857142874366239149e-01,
+    3.999999999940941908e-01,
+    6.666666666666735130e-01,
+)
+_LOG2E, _LN2 = 1.4426950408889634, 0.6931471805599453
+_SQRT2_MINUS_1 = 0.41421356237309503
+
+
+def _polynomial(r, coefficients):
+    """The polynomial of `coefficients` (highest power first) at r by Estrin's scheme: pairs a + b r,
+    then pairs of those with r^2, r^4, ... (the kernels' polynomial<false>)."""
+    terms = coefficients[::-1]
+    while len(terms) > 1:
+        pairs = [terms[2 * i + 1] * r + terms[2 * i] for i in range(len(terms) // 2)]
+        terms = pairs + [terms[-1]] * (len(terms) % 2)
+        r = r * r
+    return terms[0]
+
+
+def _atan_reduced(r):
+    z = r * r
+    return r + r * z * _polynomial(z, _ATAN_P)
+
+
+def _atan2_of_floats(y, x):
+    if y != y or x != x:
+        return _first_nan(y, x)
+    ax, ay = abs(x), abs(y)
+    lo, hi = min(ax, ay), max(ax, ay)
+    if hi == 0:
+        v = 0.0
+    elif lo == _INF:
+        v = math.pi / 4
+    elif lo > hi * _TAN_EIGHTH_PI:
+        v = _atan_reduced((lo - hi) / (lo + hi)) + math.pi / 4
+    else:
+        v = _atan_reduced(lo / hi)
+    if ay > ax:
+        v = math.pi / 2 - v
+    if math.copysign(1.0, x) < 0:
+        v = math.pi - v
+    return math.copysign(v, y)
+
+
+def _log1p_of_fraction(e):
+    """log(1 + e) for e in (0, 1]."""
+    upper = e > _SQRT2_MINUS_1
+    f = (e - 1.0) * 0.5 if upper else e
+    s = f / (2.0 + f)
+    z = s * s
+    log1p_f = (s + s) + s * (z * _polynomial(z, _LOG_LG))
+    return log1p_f + _LN2 if upper else log1p_f
+
+
+def _logaddexp_of_floats(a, b, base2=False):
+    if a != a or b != b:
+        return _first_nan(a, b)
+    if math.isinf(a) and a == b:
+        return a
+    m = b if b > a else a
+    t = -min(abs(a - b), 160.0 if base2 else 110.0)
+    if base2:
+        n = round(t)
+        r = (t - n) * _LN2
+    else:
+        n = round(t * _LOG2E)
+        r = (t - n * _LN2_HI) - n * _LN2_LO
+    log1p = _log1p_of_fraction(math.ldexp(1.0 + (r + r * r * _polynomial(r, _EXP_Q)), n))
+    return m + (log1p * _INVERSE_LN2 if base2 else log1p)
+
+
+def _logaddexp2_of_floats(a, b):
+    return _logaddexp_of_floats(a, b, base2=True)
+
+
 def _logaddexp(a, b):
     if a != a or b != b:
         return _first_nan(a, b)
@@ -506,10 +615,10 @@ def _float_binary(fn, fn_of_floats=None):
 
 
 FLOAT_BINARY = {
-    "atan2": _float_binary(_atan2),
+    "atan2": _float_binary(_atan2, _atan2_of_floats),
     "hypot": _float_binary(_hypot, _hypot_of_floats),
-    "logaddexp": _float_binary(_logaddexp),
-    "logaddexp2": _float_binary(_logaddexp2),
+    "logaddexp": _float_binary(_logaddexp, _logaddexp_of_floats),
+    "logaddexp2": _float_binary(_logaddexp2, _logaddexp2_of_floats),
     "copysign": _float_binary(math.copysign),
 }
 
