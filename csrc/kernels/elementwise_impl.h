@@ -627,10 +627,8 @@ struct HardtanhGrad {
   }
 };
 
-// GELU and its gradient g gelu'(x): approximate='none' in float lanes (float32 data), 'tanh' in
-// double lanes (float32 data, each result rounded once); float64 runs gelu_kernel's scalar loop.
-// flatten: every call inlined (GCC kept polynomial() out of line here, and each call spilled every
-// live vector register to the stack).
+// GELU with approximate='tanh' and its gradient g gelu'(x) in double lanes (float32 data, each result
+// rounded once); 'none' is gelu_float_kernel below; float64 runs gelu_kernel's scalar loop.
 struct GeluTanh {
   Vec<double> operator()(Vec<double> x) const {
     Vec<double> e, du;
@@ -771,7 +769,8 @@ void activation_grad_kernel(const T* g, bool g_broadcast, const T* x, T* out, in
 // vector, then the tail path (x <= -3, infinities, NaN) only for the lanes that need it, gathered into
 // whole vectors. Both paths for every vector holding such a lane took 3.3x the table path's time for
 // inputs spread as N(0, 2), where ~70% of the vectors hold one but only 7% of the lanes are one. Each
-// path computes lane by lane, so every lane's value is the one either way.
+// path computes lane by lane, so every lane's value is the one either way. Flattened: every call
+// inlined (GCC kept polynomial() out of line here, and each call spilled every live vector register).
 template <bool kGradient>
 FG_FLATTEN void gelu_float_kernel(const float* g, bool g_broadcast, const float* x, float* out, int64_t n) {
   using V = Vec<float>;
@@ -826,6 +825,7 @@ FG_FLATTEN void gelu_float_kernel(const float* g, bool g_broadcast, const float*
     }
   }
 }
+
 // GELU (Op: GeluTanh, Grad its gradient; void for 'none') in the activation table's form (no parameters):
 // float32 'none' in float lanes and 'tanh' in double lanes, float64 by the C library (the bounds at
 // the top of this file).
