@@ -5,6 +5,7 @@ with numpy and handed to `module.tensor(array)`, so both libraries see identical
 """
 
 import importlib.util
+import os
 import pathlib
 import zlib
 
@@ -12,6 +13,21 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GRADCHECK_FILE = ROOT / "python" / "fastgrad" / "autograd" / "gradcheck.py"
+
+
+# .ci/sanitize preloads the sanitizer runtime; .ci/run's normal run says FASTGRAD_KERNEL_RERUNS_SANITIZED=1.
+SANITIZED = "san.so" in os.environ.get("LD_PRELOAD", "")
+RERUNS_SANITIZED = bool(os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED"))
+
+
+def kernel_reruns_here(isa):
+    """Whether this run reruns the kernel tests under a forced `isa`. .ci/run splits them: its
+    sanitized run takes the vector ISAs, whose tails and masked loads are where an access can run
+    past a buffer; its normal run the scalar ISA, one element at a time (30 s of CPU under the
+    sanitizers, 6 without). A run outside .ci/run reruns them all."""
+    if SANITIZED:
+        return isa != "scalar"
+    return not RERUNS_SANITIZED or isa == "scalar"
 
 
 def gradcheck_for(fg, name="gradcheck"):

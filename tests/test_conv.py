@@ -9,7 +9,14 @@ backpropagated with the same upstream gradient.
 import numpy as np
 import pytest
 
-from op_helpers import assert_conv_case_matches, assert_same_bits_at_thread_counts, gradcheck_for, rng_for, to_numpy
+from op_helpers import (
+    assert_conv_case_matches,
+    assert_same_bits_at_thread_counts,
+    gradcheck_for,
+    kernel_reruns_here,
+    rng_for,
+    to_numpy,
+)
 from oracle_helpers import same_error
 
 # PyTorch's (and fastgrad's) warning for 'same' with an even kernel: checked once, below.
@@ -193,8 +200,10 @@ def test_depthwise_and_implicit_gemm_kernels_under_every_isa(isa):
     config = fastgrad.config()
     if isa not in config["isas_available"] or isa == config["isa"] or os.environ.get("FASTGRAD_ISA"):
         pytest.skip(f"{isa}: not available, or this process's ISA")
-    if os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED") and "san.so" not in os.environ.get("LD_PRELOAD", ""):
-        pytest.skip("the sanitized run reruns the kernels under every ISA (see test_kernels.ISA_RERUN_FILES)")
+    if not kernel_reruns_here(isa):
+        pytest.skip(
+            f"the kernel tests under {isa}: the other half of .ci/run reruns them (op_helpers.kernel_reruns_here)"
+        )
     child = subprocess.run(
         [
             sys.executable,

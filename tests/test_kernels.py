@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import fastgrad
-from op_helpers import rng_for
+from op_helpers import SANITIZED, kernel_reruns_here, rng_for
 
 SIZES = [0, 1, 7, 8, 15, 16, 17, 31, 33, 1000]
 DTYPES = [np.float32, np.float64]
@@ -603,19 +603,10 @@ def test_exact_kernels_sums_gelu_and_float_functions_are_identical_on_every_isa(
 
 
 # The files rerun under each other ISA: the kernel tests, which reach every fast path and tail of the
-# kernels, and the op tests, which reach the kernels through every op. Under a sanitizer
-# (.ci/sanitize preloads its runtime), the kernel tests only: the op tests would run the same kernel
-# code again at the sanitizer's cost. .ci/run's sanitized step reruns the kernel tests (their
-# assertions as well as the sanitizer's checks), so its normal run, told by
-# FASTGRAD_KERNEL_RERUNS_SANITIZED=1, reruns the op tests only (28 s of CPU less).
+# kernels (where op_helpers.kernel_reruns_here says), and the op tests, which reach the kernels through
+# every op: not under a sanitizer, where they would run the same kernel code again at its cost.
 KERNEL_RERUN_FILES = ["test_kernels.py", "test_gemm.py", "test_optim_fused.py", "test_rnn_fused.py"]
-OP_RERUN_FILES = ["test_ops.py", "test_nn_ops.py"]
-if "san.so" in os.environ.get("LD_PRELOAD", ""):
-    ISA_RERUN_FILES = KERNEL_RERUN_FILES
-elif os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED"):
-    ISA_RERUN_FILES = OP_RERUN_FILES
-else:
-    ISA_RERUN_FILES = KERNEL_RERUN_FILES + OP_RERUN_FILES
+OP_RERUN_FILES = [] if SANITIZED else ["test_ops.py", "test_nn_ops.py"]
 
 
 @pytest.mark.slow
@@ -629,7 +620,13 @@ def test_suite_under_isa(isa):
     if isa == config["isa"]:
         pytest.skip(f"{isa} is this process's ISA: the main run covers it")
     here = os.path.dirname(os.path.abspath(__file__))
-    files = [os.path.join(here, name) for name in ISA_RERUN_FILES]
+    files = [
+        os.path.join(here, name) for name in (KERNEL_RERUN_FILES if kernel_reruns_here(isa) else []) + OP_RERUN_FILES
+    ]
+    if not files:
+        pytest.skip(
+            f"the kernel tests under {isa}: the other half of .ci/run reruns them (op_helpers.kernel_reruns_here)"
+        )
     # The op cases' strided and expanded layouts reach the kernels only through runs too short for
     # them (the strided loops): the contiguous layout is the one that differs under another ISA.
     child = subprocess.run(
