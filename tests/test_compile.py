@@ -241,6 +241,39 @@ def test_arguments_in_containers_and_closure_state_are_keys():
     check([a, b], {"k": 2, "tag": {1}}, 5)  # an unhashable argument (a set): run eagerly, not cached
 
 
+def test_argument_values_are_keys_by_their_bits(torch):
+    """A number argument is a key by its exact value: -0.0 is not 0.0 (x * -0.0 gives -0.0, as eager
+    and PyTorch), a NaN replays the NaN's program, integers beyond 64 bits by their digits; strings
+    by their characters, lone surrogates too."""
+
+    def f(x, s):
+        return x * s
+
+    compiled = fastgrad.compile(f)
+    x = fastgrad.tensor([1.0, -2.0])
+    for s, programs in [(0.0, 1), (-0.0, 2), (0.0, 2), (float("nan"), 3), (float("nan"), 3)]:
+        got = compiled(x, s)
+        np.testing.assert_array_equal(np.signbit(values(got)), np.signbit((torch.tensor([1.0, -2.0]) * s).numpy()))
+        np.testing.assert_array_equal(values(got), values(f(x, s)))
+        assert len(compiled._cache) == programs, s
+
+    def h(x, n):
+        return x * (n % 7)  # Python arithmetic: a replay keeps its result, so n must be a key by value
+
+    compiled = fastgrad.compile(h)
+    for n, programs in [(2**70, 1), (2**70, 1), (2**70 + 1, 2)]:
+        np.testing.assert_array_equal(values(compiled(x, n)), values(h(x, n)))
+        assert len(compiled._cache) == programs
+
+    def g(x, name):
+        return x * 2.0 if name.startswith("a") else -x
+
+    compiled = fastgrad.compile(g)
+    for name, programs in [("a\ud800", 1), ("a\ud800", 1), ("a\udc00", 2), ("b\ud800", 3)]:
+        np.testing.assert_array_equal(values(compiled(x, name)), values(g(x, name)))
+        assert len(compiled._cache) == programs
+
+
 def test_aliased_inputs_are_part_of_the_signature():
     f = fastgrad.compile(lambda a, b: a.add_(1) + b)
     x, y = fastgrad.zeros(2), fastgrad.zeros(2)

@@ -3,6 +3,7 @@
 #include "python/capture.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <unordered_map>
@@ -336,88 +337,233 @@ void for_each_tensor(py::handle list, const char* caller, F f) {
   }
 }
 
-// _compile.py's guard state of a value a compiled function reaches (what its replay depends on in
-// it but for the tensors it reaches, appended to `tensors`): a primitive by type and value, a module
-// by module_parts(module) (its structure's key and tensors, cached in Python), a tuple, list or dict
-// by its contents `depth` levels deep (and its identity, unless it is an argument: `inputs`),
-// anything else by identity. The same objects as _compile.py built in Python before, in C++ since
-// they are computed on every call.
-struct GuardWalk {
-  py::list tensors;
-  py::handle module_class, module_parts;
-  bool inputs;
+// The key of a compiled function's call (_compile.py's _key): everything a replay depends on, written
+// as 64-bit words (a type tag, then the value's bits, so -0.0 is not 0.0 and a NaN matches itself)
+// and hashed once; values that only == can compare (an argument of another hashable type) are kept
+// aside as objects. Built in C++ as it is built on every call.
+struct CallKey {
+  std::vector<int64_t> words;
+  py::tuple others;
+  size_t hash = 0;
+  bool operator==(const CallKey& o) const {
+    if (hash != o.hash || words != o.words) return false;
+    const int equal = PyObject_RichCompareBool(others.ptr(), o.others.ptr(), Py_EQ);
+    if (equal < 0) throw py::error_already_set();
+    return equal;
+  }
+};
 
-  py::object state(py::handle value, int depth) {
-    if (tensor_of(value.ptr())) {
-      if (!inputs) tensors.append(value);
-      return py::none();
+enum KeyTag : int64_t {
+  kNone = 1,
+  kFalse,
+  kTrue,
+  kInt,
+  kBigInt,
+  kFloat,
+  kComplex,
+  kStr,
+  kBytes,  // values of the exact types
+  kTuple,
+  kList,
+  kDict,                                                      // containers, then their length
+  kArgument,    // a tensor argument, then its position among them
+  kReached,     // a tensor reached otherwise (its guard words come at the end, in order)
+  kModule,      // a module: its structure's words (_key_words, cached in _compile.py)
+  kIdentity,    // any other object reached: its address
+  kEqual,       // an argument of another type: its index in `others`
+};
+
+class KeyWriter {
+ public:
+  std::vector<int64_t> words;
+  std::vector<py::object> others;
+
+  void word(int64_t w) { words.push_back(w); }
+  void text(const char* data, size_t size) {  // its length, then its bytes in words
+    word(static_cast<int64_t>(size));
+    const size_t at = words.size();
+    words.resize(at + (size + 7) / 8, 0);
+    if (size) std::memcpy(words.data() + at, data, size);
+  }
+  // A value of one of the exact types None, bool, int, float, complex, str, bytes; false for another.
+  bool value(PyObject* v) {
+    PyTypeObject* kind = Py_TYPE(v);
+    if (v == Py_None) {
+      word(kNone);
+    } else if (kind == &PyBool_Type) {
+      word(v == Py_True ? kTrue : kFalse);
+    } else if (kind == &PyLong_Type) {
+      int overflow = 0;
+      const long long i = PyLong_AsLongLongAndOverflow(v, &overflow);
+      if (overflow == 0) {
+        word(kInt);
+        word(i);
+      } else {  // beyond 64 bits: its digits
+        const std::string digits = py::str(v);
+        word(kBigInt);
+        text(digits.data(), digits.size());
+      }
+    } else if (kind == &PyFloat_Type) {
+      word(kFloat);
+      word(bits_of(PyFloat_AS_DOUBLE(v)));
+    } else if (kind == &PyComplex_Type) {
+      const Py_complex c = PyComplex_AsCComplex(v);
+      word(kComplex);
+      word(bits_of(c.real));
+      word(bits_of(c.imag));
+    } else if (kind == &PyUnicode_Type) {
+      // As UTF-8, lone surrogates kept (a str may hold them; the key must still tell it apart).
+      const py::object utf8 = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(v, "utf-8", "surrogatepass"));
+      if (!utf8) throw py::error_already_set();
+      word(kStr);
+      text(PyBytes_AS_STRING(utf8.ptr()), PyBytes_GET_SIZE(utf8.ptr()));
+    } else if (kind == &PyBytes_Type) {
+      word(kBytes);
+      text(PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+    } else {
+      return false;
     }
-    PyTypeObject* kind = Py_TYPE(value.ptr());
-    const py::handle type(reinterpret_cast<PyObject*>(kind));
-    if (kind == &PyBool_Type || kind == &PyLong_Type || kind == &PyFloat_Type || kind == &PyComplex_Type ||
-        kind == &PyUnicode_Type || kind == &PyBytes_Type || value.is_none())
-      return py::make_tuple(type, value);
-    const int is_module = PyObject_IsInstance(value.ptr(), module_class.ptr());
+    return true;
+  }
+  // A value compared by ==: its bits when value() takes it, else the object itself (which must hash).
+  void equal(py::handle v) {
+    if (value(v.ptr())) return;
+    if (PyObject_Hash(v.ptr()) == -1) throw py::error_already_set();
+    word(kEqual);
+    word(static_cast<int64_t>(others.size()));
+    others.push_back(py::reinterpret_borrow<py::object>(v));
+  }
+  void identity(py::handle v) {
+    word(kIdentity);
+    word(reinterpret_cast<intptr_t>(v.ptr()));
+  }
+  // A tuple, list or dict of exactly these types: its tag and length; `each(key or null, item)` then
+  // writes the items.
+  template <class F>
+  bool container(py::handle v, F each) {
+    const bool dict = PyDict_CheckExact(v.ptr()), tuple = PyTuple_CheckExact(v.ptr());
+    if (!dict && !tuple && !PyList_CheckExact(v.ptr())) return false;
+    word(dict ? kDict : tuple ? kTuple : kList);
+    word(static_cast<int64_t>(PyObject_Length(v.ptr())));
+    if (dict) {
+      for (auto [k, item] : py::reinterpret_borrow<py::dict>(v)) each(k, item);
+      return true;
+    }
+    // By index, each item held meanwhile: each() may run Python code (a module's parts) that changes a list.
+    for (Py_ssize_t i = 0; i < (tuple ? PyTuple_GET_SIZE(v.ptr()) : PyList_GET_SIZE(v.ptr())); ++i) {
+      const py::object item =
+          py::reinterpret_borrow<py::object>(tuple ? PyTuple_GET_ITEM(v.ptr(), i) : PyList_GET_ITEM(v.ptr(), i));
+      each(py::handle(), item);
+    }
+    return true;
+  }
+  CallKey finish() {
+    CallKey key;
+    key.words = std::move(words);
+    key.others = py::tuple(others.size());
+    for (size_t i = 0; i < others.size(); ++i) key.others[i] = std::move(others[i]);
+    size_t h = key.words.size();
+    for (int64_t w : key.words) h = combine(h, static_cast<size_t>(w));
+    key.hash = combine(h, static_cast<size_t>(py::hash(key.others)));
+    return key;
+  }
+
+ private:
+  static int64_t bits_of(double d) {
+    int64_t b;
+    std::memcpy(&b, &d, sizeof b);
+    return b;
+  }
+};
+
+// What a compiled call's key reads: its arguments (as _compile.py's docstring says: tensors by
+// position, other values by type and value), and what the function reaches without them.
+struct CallKeyWalk {
+  KeyWriter out;
+  py::list arguments, reached;  // the tensor arguments (each once) and the tensors reached otherwise
+  std::unordered_map<PyObject*, int64_t> positions;
+  py::handle module_class, module_parts;
+  std::vector<const TensorImpl*> argument_tensors, reached_tensors;  // the same, read by tensors()
+
+  // An argument: a tensor by its position, a tuple, list or dict by its items, anything else by value.
+  void argument(py::handle v) {
+    if (const Tensor* t = tensor_of(v.ptr())) {
+      auto [at, added] = positions.emplace(v.ptr(), static_cast<int64_t>(positions.size()));
+      if (added) {
+        arguments.append(v);
+        argument_tensors.push_back(t->get());
+      }
+      out.word(kArgument);
+      out.word(at->second);
+    } else if (!out.container(v, [&](py::handle k, py::handle item) {
+                 if (k) out.equal(k);
+                 argument(item);
+               })) {
+      out.equal(v);
+    }
+  }
+  // What a replay depends on in a value the function reaches, `depth` containers deep: a tensor's guard
+  // (at the end), a module's structure and tensors, a container's items (and its identity, unless it
+  // is an argument's: `inputs`), a value of a primitive type by value, anything else by identity.
+  void state(py::handle v, int depth, bool inputs) {
+    if (const Tensor* t = tensor_of(v.ptr())) {
+      if (!inputs) add_reached(v, *t);
+      out.word(kReached);
+      return;
+    }
+    if (out.value(v.ptr())) return;
+    if (depth > 0 && out.container(v, [&](py::handle k, py::handle item) {
+          if (k) out.equal(k);
+          state(item, depth - 1, inputs);
+        })) {
+      if (!inputs) out.word(reinterpret_cast<intptr_t>(v.ptr()));
+      return;
+    }
+    const int is_module = PyObject_IsInstance(v.ptr(), module_class.ptr());
     if (is_module < 0) throw py::error_already_set();
     if (is_module) {
-      py::tuple parts = module_parts(value);
-      for (py::handle t : parts[1]) tensors.append(t);
-      return parts[0];
+      py::tuple parts = module_parts(v);
+      const py::bytes structure = parts[0];
+      out.word(kModule);
+      out.text(PyBytes_AS_STRING(structure.ptr()), PyBytes_GET_SIZE(structure.ptr()));
+      for (py::handle t : parts[1]) add_reached(t, *tensor_of(t.ptr()));
+      return;
     }
-    const bool dict = kind == &PyDict_Type;
-    if (depth > 0 && (dict || kind == &PyTuple_Type || kind == &PyList_Type)) {
-      std::vector<py::object> contents;
-      if (dict) {
-        for (auto [k, v] : py::reinterpret_borrow<py::dict>(value))
-          contents.push_back(py::make_tuple(k, state(v, depth - 1)));
-      } else {
-        const py::sequence items = py::reinterpret_borrow<py::sequence>(value);
-        for (size_t i = 0; i < items.size(); ++i) contents.push_back(py::make_tuple(i, state(items[i], depth - 1)));
-      }
-      py::tuple key(contents.size());
-      for (size_t i = 0; i < contents.size(); ++i) key[i] = std::move(contents[i]);
-      if (inputs) return std::move(key);  // an argument's container is new on each call
-      return py::make_tuple(py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(value.ptr())), key);
+    out.identity(v);
+  }
+  void add_reached(py::handle object, const Tensor& t) {
+    reached.append(object);
+    reached_tensors.push_back(t.get());
+  }
+  // Each tensor argument's shape, strides, offset, dtype and requires_grad, and which earlier one
+  // shares its storage (the replay's ops see the same aliasing); each reached tensor's identity,
+  // dtype, requires_grad, whether its .grad is set (Python may branch on it) and shape.
+  void tensors() {
+    std::vector<const Storage*> storages;
+    for (const TensorImpl* a : argument_tensors) {
+      const TensorImpl& t = *a;
+      const int64_t sharing = std::find(storages.begin(), storages.end(), t.storage.get()) - storages.begin();
+      storages.push_back(t.storage.get());
+      for (int64_t w : {t.dim(), t.offset, static_cast<int64_t>(t.dtype), int64_t(t.requires_grad()), sharing})
+        out.word(w);
+      for (int64_t s : t.shape) out.word(s);
+      for (int64_t s : t.strides) out.word(s);
     }
-    return py::reinterpret_steal<py::object>(PyLong_FromVoidPtr(value.ptr()));  // id(value)
+    for (const TensorImpl* r : reached_tensors) {
+      const TensorImpl& t = *r;
+      for (int64_t w : {int64_t(reinterpret_cast<intptr_t>(&t)), t.dim(), static_cast<int64_t>(t.dtype),
+                        int64_t(t.requires_grad()), int64_t(bool(t.grad))})
+        out.word(w);
+      for (int64_t s : t.shape) out.word(s);
+    }
   }
 };
 
-// _compile.py's key of a call's arguments: a tensor as (Tensor, its position in `tensors`, where it
-// is appended the first time it is met), a tuple or list as (its type, its items' keys), a dict as
-// (dict, its (key, value's key) pairs), anything else as (its type, itself), which must hash (else
-// TypeError: the call cannot have a key). The type too: f(x, 1) and f(x, True) promote differently.
-struct ArgumentKeys {
-  py::list tensors;
-  std::unordered_map<PyObject*, size_t> positions;
-
-  py::object key(py::handle value) {
-    const py::handle type(reinterpret_cast<PyObject*>(Py_TYPE(value.ptr())));
-    if (tensor_of(value.ptr())) {
-      auto [at, added] = positions.emplace(value.ptr(), positions.size());
-      if (added) tensors.append(value);
-      return py::make_tuple(py::type::of<TensorImpl>(), at->second);
-    }
-    const bool dict = PyDict_CheckExact(value.ptr());
-    if (dict || PyTuple_CheckExact(value.ptr()) || PyList_CheckExact(value.ptr())) {
-      std::vector<py::object> items;
-      if (dict) {
-        for (auto [k, v] : py::reinterpret_borrow<py::dict>(value)) items.push_back(py::make_tuple(k, key(v)));
-      } else {
-        const py::sequence sequence = py::reinterpret_borrow<py::sequence>(value);
-        for (size_t i = 0; i < sequence.size(); ++i) items.push_back(key(sequence[i]));
-      }
-      py::tuple keys(items.size());
-      for (size_t i = 0; i < items.size(); ++i) keys[i] = std::move(items[i]);
-      return py::make_tuple(type, keys);
-    }
-    if (PyObject_Hash(value.ptr()) == -1) throw py::error_already_set();
-    return py::make_tuple(type, value);
-  }
-};
-
-py::bytes words_to_bytes(const std::vector<int64_t>& words) {
-  return py::bytes(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
+// A module's structure (_compile.py's _module_parts: ids and (name, value) pairs) as a key's words.
+void write_structure(KeyWriter& out, py::handle v) {
+  if (out.value(v.ptr())) return;
+  if (!out.container(v, [&](py::handle, py::handle item) { write_structure(out, item); }))
+    throw TypeError("_key_words: a structure of tuples of ints, floats, strings, ...");
 }
 
 // Ends this thread's capture, whatever becomes of it.
@@ -491,56 +637,40 @@ void bind_capture(py::module_& m) {
     if (r->abandoned) return py::make_tuple(r->reason, r->location);
     return py::cast(std::shared_ptr<Program>(std::move(r->program)));
   });
-  // The guard of a call's tensor inputs, as bytes compared whole: each one's shape, strides, offset,
-  // dtype and requires_grad, and which earlier input shares its storage (the replay's ops see the
-  // same aliasing).
-  m.def("_input_signature", [](py::handle tensors) {
-    std::vector<int64_t> words;
-    std::vector<const Storage*> storages;
-    for_each_tensor(tensors, "_input_signature", [&](const TensorImpl& t) {
-      const int64_t sharing = std::find(storages.begin(), storages.end(), t.storage.get()) - storages.begin();
-      storages.push_back(t.storage.get());
-      words.insert(words.end(), {t.dim(), t.offset, static_cast<int64_t>(t.dtype), t.requires_grad(), sharing});
-      words.insert(words.end(), t.shape.begin(), t.shape.end());
-      words.insert(words.end(), t.strides.begin(), t.strides.end());
-    });
-    return words_to_bytes(words);
+  py::class_<CallKey>(m, "_CallKey")
+      .def("__hash__", [](const CallKey& k) { return static_cast<Py_ssize_t>(k.hash); })
+      .def("__eq__", [](const CallKey& a, const CallKey& b) { return a == b; }, py::is_operator());
+  // _compile.py's key of a call (CallKey): its tensor arguments are appended to `arguments`, the
+  // tensors it reaches otherwise (through the object of a bound method, its closure cells, the global
+  // names its code reads, modules among its arguments) to `reached`. `flags`: the process state a
+  // replay depends on (grad mode, ...), by value. TypeError when an argument cannot be part of a key.
+  m.def("_call_key",
+        [](py::handle self, py::tuple cells, py::dict globals, py::tuple names, py::handle args, py::tuple flags,
+           py::list arguments, py::list reached, int depth, py::handle module_class, py::handle module_parts) {
+          CallKeyWalk walk{{}, arguments, reached, {}, module_class, module_parts, {}, {}};
+          for (py::handle flag : flags) walk.out.equal(flag);
+          walk.argument(args);
+          walk.state(self, depth, false);
+          for (py::handle cell : cells) {
+            PyObject* contents = PyCell_GET(cell.ptr());
+            if (contents) walk.state(contents, depth, false);
+            else walk.out.word(0);  // an empty cell: no tag
+          }
+          for (py::handle name : names) {
+            PyObject* value = PyDict_GetItemWithError(globals.ptr(), name.ptr());
+            if (!value && PyErr_Occurred()) throw py::error_already_set();
+            walk.state(value ? value : Py_None, depth, false);
+          }
+          walk.state(args, depth, true);
+          walk.tensors();
+          return walk.out.finish();
+        });
+  // A module's structure as the words a call key copies (_compile.py caches them per module).
+  m.def("_key_words", [](py::handle structure) {
+    KeyWriter out;
+    write_structure(out, structure);
+    return py::bytes(reinterpret_cast<const char*>(out.words.data()), out.words.size() * sizeof(int64_t));
   });
-  // The guard of the tensors a replay reads as they are (parameters, buffers, globals): each one's
-  // identity, dtype, requires_grad, whether its .grad is set (Python may branch on it) and shape.
-  m.def("_guard_tensors", [](py::handle tensors) {
-    std::vector<int64_t> words;
-    for_each_tensor(tensors, "_guard_tensors", [&](const TensorImpl& t) {
-      words.insert(words.end(), {reinterpret_cast<intptr_t>(&t), t.dim(), static_cast<int64_t>(t.dtype),
-                                 t.requires_grad(), bool(t.grad)});
-      words.insert(words.end(), t.shape.begin(), t.shape.end());
-    });
-    return words_to_bytes(words);
-  });
-  // The guard state of what a compiled function reaches besides its tensor arguments (_compile.py's
-  // _reached): the object of a bound method, its closure cells (None for an empty one), the global
-  // names its code reads, and its arguments; the tensors met on the way are appended to `tensors`.
-  m.def("_guard_reached", [](py::handle self, py::tuple cells, py::dict globals, py::tuple names, py::handle args,
-                             py::list tensors, int depth, py::handle module_class, py::handle module_parts) {
-    GuardWalk walk{tensors, module_class, module_parts, false};
-    py::tuple parts(2 + cells.size() + names.size());
-    size_t i = 0;
-    parts[i++] = walk.state(self, depth);
-    for (py::handle cell : cells) {
-      PyObject* contents = PyCell_GET(cell.ptr());
-      parts[i++] = contents ? walk.state(contents, depth) : py::none();
-    }
-    for (py::handle name : names) {
-      PyObject* value = PyDict_GetItemWithError(globals.ptr(), name.ptr());
-      if (!value && PyErr_Occurred()) throw py::error_already_set();
-      parts[i++] = walk.state(value ? value : Py_None, depth);
-    }
-    walk.inputs = true;
-    parts[i++] = walk.state(args, depth);
-    return parts;
-  });
-  m.def("_argument_key",
-        [](py::handle arguments, py::list tensors) { return ArgumentKeys{tensors, {}}.key(arguments); });
   m.def("_capture_abort", [] { end_capture(); });
   // Python code that knows a replay would go wrong (capture.h's cannot_replay).
   m.def("_capture_abandon", [](const std::string& what) { cannot_replay(what.c_str()); });

@@ -63,22 +63,6 @@ def _disabled():
     return os.environ.get(DISABLE_ENV, "") not in ("", "0")
 
 
-# ---- the key of a call: its arguments' signature ------------------------------------------------
-
-
-def _flatten(value, tensors):
-    """A hashable description of an argument, its tensors replaced by their position in `tensors`
-    (appended to, a tensor passed twice once). Raises TypeError for a value that cannot be part of a
-    key. In C++ (capture.cpp's ArgumentKeys), as it runs on every call."""
-    return _prims._argument_key(value, tensors)
-
-
-def _tensor_signature(tensors):
-    """What the ops of a replay depend on in its tensor inputs (shapes, strides, offsets, dtypes,
-    requires_grad) and which of them share memory, as bytes (csrc/python/capture.cpp)."""
-    return _prims._input_signature(tensors)
-
-
 # ---- the guards on state the function reaches without arguments --------------------------------
 
 _module_epoch = 0
@@ -109,7 +93,7 @@ def _module_parts(module):
             elif isinstance(v, Tensor):
                 tensors.append(v)
         tensors.extend(v for registry in (m._parameters, m._buffers) for v in registry.values() if v is not None)
-    key = builtins.tuple(parts)
+    key = _prims._key_words(builtins.tuple(parts))
     _module_parts_cache[module] = (_module_epoch, key, tensors)
     return key, tensors
 
@@ -158,44 +142,41 @@ class _CompiledFunction:
     def _name(self):
         return getattr(self._fn, "__qualname__", None) or type(self._fn).__name__
 
-    def _reached(self, args):
-        """The guard state of everything the function reaches besides its tensor arguments (a bound
-        method's object, the closure, the globals its code reads, the arguments: _state of each, in
-        C++ as it runs on every call), and the tensors among it (which a replay reads as they are then)."""
-        tensors = []
-        parts = _prims._guard_reached(
-            self._bound_to,
-            self._closure,
-            self._globals,
-            self._global_names,
-            args,
-            tensors,
-            _CONTAINER_DEPTH,
-            _module_class(),
-            _module_parts,
-        )
-        return parts, tensors
-
-    def _key(self, args, kwargs, tensors):
-        reached, reached_tensors = self._reached((args, kwargs))
-        return (
-            _flatten((args, kwargs), tensors),
-            _tensor_signature(tensors),
+    def _key(self, args, kwargs, tensors, reached):
+        """The key of a call (csrc/python/capture.cpp's CallKey, built in C++ as it is on every call):
+        the arguments (tensors by position, with their shapes, strides, dtypes and aliasing; other
+        values by type and value), the process state a replay depends on, and the guard state of
+        everything the function reaches besides its tensor arguments (a bound method's object, the
+        closure, the globals its code reads, modules and containers through). Appends the tensor
+        arguments to `tensors` and the tensors reached otherwise, which a replay reads as they are
+        then, to `reached`. TypeError: an argument that cannot be part of a key (unhashable)."""
+        state = (
             is_grad_enabled(),
             _prims.is_inference_mode_enabled(),
             _prims.is_anomaly_enabled(),  # anomaly mode records each node's Python traceback
             are_deterministic_algorithms_enabled(),
             get_default_dtype(),
+        )
+        return _prims._call_key(
+            self._bound_to,
+            self._closure,
+            self._globals,
+            self._global_names,
+            (args, kwargs),
+            state,
+            tensors,
             reached,
-            _prims._guard_tensors(reached_tensors),
+            _CONTAINER_DEPTH,
+            _module_class(),
+            _module_parts,
         )
 
     def __call__(self, *args, **kwargs):
         if self.eager_reason is not None or _prims._capturing():
             return self._fn(*args, **kwargs)  # inside another capture: part of its program
-        tensors = []
+        tensors, reached = [], []
         try:
-            key = self._key(args, kwargs, tensors)
+            key = self._key(args, kwargs, tensors, reached)
         except TypeError:  # an unhashable argument: no key, so no replay
             return self._fn(*args, **kwargs)
         entry = self._cache.get(key)
@@ -216,7 +197,7 @@ class _CompiledFunction:
                     stacklevel=2,
                 )
             return self._fn(*args, **kwargs)
-        return self._capture(key, args, kwargs, tensors)
+        return self._capture(key, args, kwargs, tensors, reached)
 
     def _run_captured(self, args, kwargs, tensors):
         """Runs the function under a new capture: (its result, the result's structure or the
@@ -237,7 +218,7 @@ class _CompiledFunction:
             return result, e, None
         return result, structure, _prims._capture_end(outputs)
 
-    def _capture(self, key, args, kwargs, tensors):
+    def _capture(self, key, args, kwargs, tensors, reached):
         run = self._run_captured(args, kwargs, tensors)
         if run is None:
             return self._fn(*args, **kwargs)
@@ -248,7 +229,7 @@ class _CompiledFunction:
         if isinstance(program, builtins.tuple):
             self._give_up(*program)
             return result
-        covered = {id(t) for t in self._reached((args, kwargs))[1]}
+        covered = {id(t) for t in reached}
         if not all(id(t) in covered for t in program.constants):
             self._give_up(
                 "it reads a tensor that is not an argument, nor reachable from its closure, globals or "
@@ -473,8 +454,8 @@ class ExplainOutput:
 
 
 def _describe_guards(compiled, args, kwargs):
-    tensors = []
-    _flatten((args, kwargs), tensors)
+    tensors, reached = [], []
+    compiled._key(args, kwargs, tensors, reached)
     guards = [
         f"tensor argument {i}: shape {list(t.shape)}, strides {list(_prims.strides(t))}, offset "
         f"{t.storage_offset()}, {t.dtype}, requires_grad={t.requires_grad}"
@@ -484,7 +465,7 @@ def _describe_guards(compiled, args, kwargs):
     guards.append("other arguments: by value (and type)")
     guards.append(f"grad mode: {'enabled' if is_grad_enabled() else 'disabled'}")
     guards.append(f"default dtype: {get_default_dtype()}")
-    covered = {id(t) for t in compiled._reached((args, kwargs))[1]}
+    covered = {id(t) for t in reached}
     guards.append(
         f"{len(covered)} tensors reached from the closure, globals and modules: identity, shape, dtype, "
         "requires_grad, whether .grad is set"
