@@ -2,6 +2,7 @@
 recaptures instead of replaying stale work, and what cannot be replayed runs eagerly with a warning
 that names the line (fullgraph=True raises)."""
 
+import collections
 import inspect
 import os
 import types
@@ -272,6 +273,25 @@ def test_argument_values_are_keys_by_their_bits(torch):
     for name, programs in [("a\ud800", 1), ("a\ud800", 1), ("a\udc00", 2), ("b\ud800", 3)]:
         np.testing.assert_array_equal(values(compiled(x, name)), values(g(x, name)))
         assert len(compiled._cache) == programs
+
+
+def test_numpy_scalars_and_namedtuples_are_keys_by_value():
+    """A numpy scalar argument is a key by its type and bytes, a namedtuple by its fields (its tensors
+    are inputs): fresh ones with the same values replay, as PyTorch's compile guards them by value."""
+    Batch = collections.namedtuple("Batch", "inputs scale")
+
+    def f(batch, shift):
+        return batch.inputs * batch.scale + shift
+
+    compiled = fastgrad.compile(f)
+    rng = np.random.default_rng(0)
+    cases = [(2.0, np.float64(1.0), 1), (2.0, np.float64(1.0), 1), (2.0, np.float64(-0.0), 2)]
+    cases += [(3.0, np.float64(1.0), 3), (2.0, np.float32(1.0), 4), (2.0, np.float32(1.0), 4)]
+    for scale, shift, programs in cases:
+        batch = Batch(fastgrad.tensor(rng.standard_normal(3)), scale)
+        np.testing.assert_array_equal(values(compiled(batch, shift)), values(f(batch, shift)))
+        assert len(compiled._cache) == programs
+    assert compiled.eager_reason is None
 
 
 def test_aliased_inputs_are_part_of_the_signature():

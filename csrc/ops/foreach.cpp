@@ -29,6 +29,7 @@ void check_same_length(const char* name, size_t a, size_t b) {
 // state list is left out: an option that is off).
 std::vector<Tensor> operands_of(size_t i, const std::vector<const std::vector<Tensor>*>& lists) {
   std::vector<Tensor> operands;
+  operands.reserve(lists.size());
   for (const std::vector<Tensor>* list : lists)
     if (!list->empty()) operands.push_back((*list)[i]);
   return operands;

@@ -353,7 +353,9 @@ struct CallKey {
   }
 };
 
+// Each value starts with one of these.
 enum KeyTag : int64_t {
+  // None, bool, int, float, complex, str, bytes (the exact types), then the value
   kNone = 1,
   kFalse,
   kTrue,
@@ -362,16 +364,32 @@ enum KeyTag : int64_t {
   kFloat,
   kComplex,
   kStr,
-  kBytes,  // values of the exact types
-  kTuple,
+  kBytes,
+  kNumpy,       // a numpy scalar: its type's address, then its bytes
+  kNamedTuple,  // a namedtuple: its type's address, then the kTuple of its fields
+  kTuple,       // containers: then their length and items
   kList,
-  kDict,                                                      // containers, then their length
+  kDict,
   kArgument,    // a tensor argument, then its position among them
   kReached,     // a tensor reached otherwise (its guard words come at the end, in order)
   kModule,      // a module: its structure's words (_key_words, cached in _compile.py)
   kIdentity,    // any other object reached: its address
   kEqual,       // an argument of another type: its index in `others`
 };
+
+// numpy.generic, the type of numpy's scalars (np.float64(2.0), an element read from an array).
+PyTypeObject* numpy_scalar_type() {
+  static PyTypeObject* type = reinterpret_cast<PyTypeObject*>(
+      py::object(py::module_::import("numpy").attr("generic")).release().ptr());  // kept for good
+  return type;
+}
+
+// A namedtuple: a tuple whose type has `_fields` and whose instances have no __dict__ (nothing but
+// their fields).
+bool is_named_tuple(PyObject* v) {
+  return PyTuple_Check(v) && Py_TYPE(v)->tp_dictoffset == 0 &&
+         PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(v)), "_fields");
+}
 
 class KeyWriter {
  public:
@@ -385,7 +403,8 @@ class KeyWriter {
     words.resize(at + (size + 7) / 8, 0);
     if (size) std::memcpy(words.data() + at, data, size);
   }
-  // A value of one of the exact types None, bool, int, float, complex, str, bytes; false for another.
+  // A value of one of the exact types None, bool, int, float, complex, str, bytes, or a numpy scalar
+  // (by its type and bytes); false for another.
   bool value(PyObject* v) {
     PyTypeObject* kind = Py_TYPE(v);
     if (v == Py_None) {
@@ -420,6 +439,16 @@ class KeyWriter {
     } else if (kind == &PyBytes_Type) {
       word(kBytes);
       text(PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+    } else if (PyObject_TypeCheck(v, numpy_scalar_type())) {
+      Py_buffer view;
+      if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) != 0) {  // a scalar without one: by identity
+        PyErr_Clear();
+        return false;
+      }
+      word(kNumpy);
+      word(reinterpret_cast<intptr_t>(kind));
+      text(static_cast<const char*>(view.buf), static_cast<size_t>(view.len));
+      PyBuffer_Release(&view);
     } else {
       return false;
     }
@@ -437,12 +466,17 @@ class KeyWriter {
     word(kIdentity);
     word(reinterpret_cast<intptr_t>(v.ptr()));
   }
-  // A tuple, list or dict of exactly these types: its tag and length; `each(key or null, item)` then
-  // writes the items.
+  // A tuple, list or dict of exactly these types, or a namedtuple: its tag and length;
+  // `each(key or null, item)` then writes the items.
   template <class F>
   bool container(py::handle v, F each) {
-    const bool dict = PyDict_CheckExact(v.ptr()), tuple = PyTuple_CheckExact(v.ptr());
-    if (!dict && !tuple && !PyList_CheckExact(v.ptr())) return false;
+    const bool dict = PyDict_CheckExact(v.ptr()), list = PyList_CheckExact(v.ptr());
+    const bool tuple = !dict && !list && (PyTuple_CheckExact(v.ptr()) || is_named_tuple(v.ptr()));
+    if (!dict && !list && !tuple) return false;
+    if (tuple && !PyTuple_CheckExact(v.ptr())) {
+      word(kNamedTuple);
+      word(reinterpret_cast<intptr_t>(Py_TYPE(v.ptr())));
+    }
     word(dict ? kDict : tuple ? kTuple : kList);
     word(static_cast<int64_t>(PyObject_Length(v.ptr())));
     if (dict) {
