@@ -294,6 +294,27 @@ def test_numpy_scalars_and_namedtuples_are_keys_by_value():
     assert compiled.eager_reason is None
 
 
+def test_namedtuples_are_returned_from_replays():
+    """A function that returns torch.return_types (max(dim)) or a namedtuple of its own is replayed, and
+    the replay returns the same type, as torch.compile does (it ran eagerly for good before)."""
+    Out = collections.namedtuple("Out", "loss parts")
+
+    def f(x):
+        return x.max(dim=0), Out(x.sum(), [x * 2, 3])
+
+    compiled = fastgrad.compile(f)
+    for scale in (1.0, 2.0, -1.0):
+        x = fastgrad.tensor([[1.0, 5.0], [3.0, 2.0]]) * scale
+        (top, out), (expected_top, expected_out) = compiled(x), f(x)
+        assert type(top) is type(expected_top) and type(out) is Out
+        np.testing.assert_array_equal(values(top.values), values(expected_top.values))
+        np.testing.assert_array_equal(values(top.indices), values(expected_top.indices))
+        np.testing.assert_array_equal(values(out.loss), values(expected_out.loss))
+        np.testing.assert_array_equal(values(out.parts[0]), values(expected_out.parts[0]))
+        assert out.parts[1] == 3
+    assert compiled.eager_reason is None and len(compiled._cache) == 1
+
+
 def test_aliased_inputs_are_part_of_the_signature():
     f = fastgrad.compile(lambda a, b: a.add_(1) + b)
     x, y = fastgrad.zeros(2), fastgrad.zeros(2)

@@ -286,7 +286,7 @@ def _flatten_result(value, outputs):
         outputs.append(value)
         return (Tensor, len(outputs) - 1)
     kind = type(value)
-    if kind in (builtins.tuple, builtins.list):
+    if kind in (builtins.tuple, builtins.list) or _is_named_tuple(value):
         return (kind, [_flatten_result(v, outputs) for v in value])
     if kind is builtins.dict:
         return (kind, [(k, _flatten_result(v, outputs)) for k, v in value.items()])
@@ -303,7 +303,16 @@ def _unflatten(structure, tensors):
         return content
     if kind is builtins.dict:
         return {k: _unflatten(v, tensors) for k, v in content}
-    return kind(_unflatten(v, tensors) for v in content)
+    if kind is builtins.list:
+        return [_unflatten(v, tensors) for v in content]
+    # A tuple, or a namedtuple made as its own constructor makes it (torch.return_types' takes one sequence).
+    return builtins.tuple.__new__(kind, [_unflatten(v, tensors) for v in content])
+
+
+def _is_named_tuple(value):
+    """A namedtuple (collections.namedtuple's, torch.return_types'): a tuple with `_fields` and nothing
+    but its items (no instance __dict__), so that a replay can make it again from them."""
+    return isinstance(value, builtins.tuple) and hasattr(type(value), "_fields") and not hasattr(value, "__dict__")
 
 
 def _check_arguments(fullgraph, dynamic, backend, mode, options, disable):
