@@ -294,6 +294,24 @@ def test_numpy_scalars_and_namedtuples_are_keys_by_value():
     assert compiled.eager_reason is None
 
 
+def test_shapes_are_keys_by_value_and_returned(torch):
+    """x.shape as an argument is a key by its ints (a fresh Size each call replays; it captured again
+    on every call), and a returned shape is a Size; Size holds nothing else, as torch.Size."""
+
+    def f(x, shape):
+        return x.reshape(shape[::-1]), shape
+
+    compiled = fastgrad.compile(f)
+    for shape, programs in [((2, 3), 1), ((2, 3), 1), ((3, 4), 2), ((2, 3), 2)]:
+        x = fastgrad.ones(shape)
+        (y, s), (expected, expected_shape) = compiled(x, x.shape), f(x, x.shape)
+        assert y.shape == expected.shape and type(s) is fastgrad.Size and s == expected_shape
+        assert len(compiled._cache) == programs
+    for lib in (fastgrad, torch):
+        with pytest.raises(AttributeError, match="object has no attribute 'name'"):
+            lib.ones(2).shape.name = "x"
+
+
 def test_namedtuples_are_returned_from_replays():
     """A function that returns torch.return_types (max(dim)) or a namedtuple of its own is replayed, and
     the replay returns the same type, as torch.compile does (it ran eagerly for good before)."""

@@ -366,7 +366,7 @@ enum KeyTag : int64_t {
   kStr,
   kBytes,
   kNumpy,       // a numpy scalar: its type's address, then its bytes
-  kNamedTuple,  // a namedtuple: its type's address, then the kTuple of its fields
+  kTupleOf,     // a tuple of a subclass (a namedtuple, torch.Size): its type's address, then its kTuple
   kTuple,       // containers: then their length and items
   kList,
   kDict,
@@ -384,12 +384,9 @@ PyTypeObject* numpy_scalar_type() {
   return type;
 }
 
-// A namedtuple: a tuple whose type has `_fields` and whose instances have no __dict__ (nothing but
-// their fields).
-bool is_named_tuple(PyObject* v) {
-  return PyTuple_Check(v) && Py_TYPE(v)->tp_dictoffset == 0 &&
-         PyObject_HasAttrString(reinterpret_cast<PyObject*>(Py_TYPE(v)), "_fields");
-}
+// A tuple of a subclass whose instances hold nothing but their items (no __dict__; a tuple subclass
+// cannot have slots): a namedtuple, torch.Size, torch.return_types.
+bool is_items_only_tuple(PyObject* v) { return PyTuple_Check(v) && Py_TYPE(v)->tp_dictoffset == 0; }
 
 class KeyWriter {
  public:
@@ -466,15 +463,16 @@ class KeyWriter {
     word(kIdentity);
     word(reinterpret_cast<intptr_t>(v.ptr()));
   }
-  // A tuple, list or dict of exactly these types, or a namedtuple: its tag and length;
+  // A tuple, list or dict of exactly these types, or a tuple of a subclass that holds nothing else
+  // (is_items_only_tuple): its tag and length;
   // `each(key or null, item)` then writes the items.
   template <class F>
   bool container(py::handle v, F each) {
     const bool dict = PyDict_CheckExact(v.ptr()), list = PyList_CheckExact(v.ptr());
-    const bool tuple = !dict && !list && (PyTuple_CheckExact(v.ptr()) || is_named_tuple(v.ptr()));
+    const bool tuple = !dict && !list && (is_items_only_tuple(v.ptr()));
     if (!dict && !list && !tuple) return false;
     if (tuple && !PyTuple_CheckExact(v.ptr())) {
-      word(kNamedTuple);
+      word(kTupleOf);
       word(reinterpret_cast<intptr_t>(Py_TYPE(v.ptr())));
     }
     word(dict ? kDict : tuple ? kTuple : kList);

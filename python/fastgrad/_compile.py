@@ -286,7 +286,7 @@ def _flatten_result(value, outputs):
         outputs.append(value)
         return (Tensor, len(outputs) - 1)
     kind = type(value)
-    if kind in (builtins.tuple, builtins.list) or _is_named_tuple(value):
+    if kind is builtins.list or _is_items_only_tuple(value):
         return (kind, [_flatten_result(v, outputs) for v in value])
     if kind is builtins.dict:
         return (kind, [(k, _flatten_result(v, outputs)) for k, v in value.items()])
@@ -305,14 +305,15 @@ def _unflatten(structure, tensors):
         return {k: _unflatten(v, tensors) for k, v in content}
     if kind is builtins.list:
         return [_unflatten(v, tensors) for v in content]
-    # A tuple, or a namedtuple made as its own constructor makes it (torch.return_types' takes one sequence).
+    # As the tuple constructor makes it (a namedtuple's takes the items as arguments, torch.return_types' one sequence).
     return builtins.tuple.__new__(kind, [_unflatten(v, tensors) for v in content])
 
 
-def _is_named_tuple(value):
-    """A namedtuple (collections.namedtuple's, torch.return_types'): a tuple with `_fields` and nothing
-    but its items (no instance __dict__), so that a replay can make it again from them."""
-    return isinstance(value, builtins.tuple) and hasattr(type(value), "_fields") and not hasattr(value, "__dict__")
+def _is_items_only_tuple(value):
+    """A tuple, or one of a subclass whose instances hold nothing but their items (no __dict__; a tuple
+    subclass cannot have slots): a namedtuple, torch.return_types, torch.Size. A replay makes it
+    again from its items."""
+    return isinstance(value, builtins.tuple) and not hasattr(value, "__dict__")
 
 
 def _check_arguments(fullgraph, dynamic, backend, mode, options, disable):

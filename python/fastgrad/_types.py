@@ -99,6 +99,8 @@ _tuple_item = tuple.__getitem__
 class Size(tuple):
     """A tensor's shape: a tuple of ints that prints as `fastgrad.Size([2, 3])`."""
 
+    __slots__ = ()  # nothing but the ints, as torch.Size (no attributes can be set on one)
+
     def __repr__(self):
         return f"fastgrad.Size({list(self)})"
 
