@@ -8,16 +8,16 @@
 
 namespace fg {
 
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
+// A value's bits as another type of its size (C++20's std::bit_cast).
+template <class To, class From>
+To bit_cast(const From& from) {
+  static_assert(sizeof(To) == sizeof(From), "bit_cast: types of different sizes");
+  To to;
+  std::memcpy(&to, &from, sizeof to);
+  return to;
 }
-inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+inline uint32_t float_bits(float f) { return bit_cast<uint32_t>(f); }
+inline float bits_float(uint32_t u) { return bit_cast<float>(u); }
 
 struct Half {
   uint16_t bits;

@@ -421,12 +421,12 @@ class KeyWriter {
       }
     } else if (kind == &PyFloat_Type) {
       word(kFloat);
-      word(bits_of(PyFloat_AS_DOUBLE(v)));
+      word(bit_cast<int64_t>(PyFloat_AS_DOUBLE(v)));
     } else if (kind == &PyComplex_Type) {
       const Py_complex c = PyComplex_AsCComplex(v);
       word(kComplex);
-      word(bits_of(c.real));
-      word(bits_of(c.imag));
+      word(bit_cast<int64_t>(c.real));
+      word(bit_cast<int64_t>(c.imag));
     } else if (kind == &PyUnicode_Type) {
       // As UTF-8, lone surrogates kept (a str may hold them; the key must still tell it apart).
       const py::object utf8 = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(v, "utf-8", "surrogatepass"));
@@ -498,13 +498,6 @@ class KeyWriter {
     for (int64_t w : key.words) h = combine(h, static_cast<size_t>(w));
     key.hash = combine(h, static_cast<size_t>(py::hash(key.others)));
     return key;
-  }
-
- private:
-  static int64_t bits_of(double d) {
-    int64_t b;
-    std::memcpy(&b, &d, sizeof b);
-    return b;
   }
 };
 
