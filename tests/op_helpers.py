@@ -22,9 +22,10 @@ RERUNS_SANITIZED = bool(os.environ.get("FASTGRAD_KERNEL_RERUNS_SANITIZED"))
 
 def kernel_reruns_here(isa):
     """Whether this run reruns the kernel tests under a forced `isa`. .ci/run splits them: its
-    sanitized run takes the vector ISAs, whose tails and masked loads are where an access can run
-    past a buffer; its normal run the scalar ISA, one element at a time (30 s of CPU under the
-    sanitizers, 6 without). A run outside .ci/run reruns them all."""
+    sanitized run (any run under a sanitizer) takes the vector ISAs, whose tails and masked loads are
+    where an access can run past a buffer; its normal run the scalar ISA, one element at a time (30 s
+    of CPU under the sanitizers, 6 without). An unsanitized run without
+    FASTGRAD_KERNEL_RERUNS_SANITIZED reruns them all."""
     if SANITIZED:
         return isa != "scalar"
     return not RERUNS_SANITIZED or isa == "scalar"
