@@ -333,6 +333,30 @@ def test_namedtuples_are_returned_from_replays():
     assert compiled.eager_reason is None and len(compiled._cache) == 1
 
 
+def test_self_containing_arguments_and_results_run_eagerly():
+    """A list that contains itself has no key (it crashed the key's walk) and cannot be returned from a
+    replay (its RecursionError left the capture running): both calls run eagerly, as they would."""
+    loop = [1.0]
+    loop.append(loop)
+    compiled = fastgrad.compile(lambda x, items: x * items[0])
+    for _ in range(2):
+        np.testing.assert_array_equal(values(compiled(fastgrad.ones(2), loop)), [1.0, 1.0])
+    assert len(compiled._cache) == 0
+
+    def returns_loop(x):
+        out = [x * 2]
+        out.append(out)
+        return out
+
+    compiled = fastgrad.compile(returns_loop)
+    with pytest.warns(UserWarning, match="returns a value nested more than 64 containers deep"):
+        result = compiled(fastgrad.ones(2))
+    assert result[1] is result
+    np.testing.assert_array_equal(values(result[0]), [2.0, 2.0])
+    assert not fastgrad._prims._capturing()
+    np.testing.assert_array_equal(values(compiled(fastgrad.ones(2))[0]), [2.0, 2.0])
+
+
 def test_aliased_inputs_are_part_of_the_signature():
     f = fastgrad.compile(lambda a, b: a.add_(1) + b)
     x, y = fastgrad.zeros(2), fastgrad.zeros(2)

@@ -511,7 +511,12 @@ struct CallKeyWalk {
   std::vector<const TensorImpl*> argument_tensors, reached_tensors;  // the same, read by tensors()
 
   // An argument: a tensor by its position, a tuple, list or dict by its items, anything else by value.
-  void argument(py::handle v) {
+  // A list that contains itself has no key (TypeError: the call runs eagerly), nor has anything nested
+  // deeper than kMaxNesting.
+  static constexpr int kMaxNesting = 64;
+  void argument(py::handle v, int nesting = 0) {
+    if (nesting > kMaxNesting)
+      throw TypeError(cat("an argument nested more than ", kMaxNesting, " containers deep cannot be a key"));
     if (const Tensor* t = tensor_of(v.ptr())) {
       auto [at, added] = positions.emplace(v.ptr(), static_cast<int64_t>(positions.size()));
       if (added) {
@@ -522,7 +527,7 @@ struct CallKeyWalk {
       out.word(at->second);
     } else if (!out.container(v, [&](py::handle k, py::handle item) {
                  if (k) out.equal(k);
-                 argument(item);
+                 argument(item, nesting + 1);
                })) {
       out.equal(v);
     }

@@ -216,6 +216,9 @@ class _CompiledFunction:
         except TypeError as e:
             _prims._capture_abort()
             return result, e, None
+        except BaseException:  # KeyboardInterrupt: the capture must still end
+            _prims._capture_abort()
+            raise
         return result, structure, _prims._capture_end(outputs)
 
     def _capture(self, key, args, kwargs, tensors, reached):
@@ -280,16 +283,21 @@ class _CompiledFunction:
         return self if obj is None else types.MethodType(self, obj)
 
 
-def _flatten_result(value, outputs):
+_MAX_RESULT_NESTING = 64  # a list that contains itself is deeper
+
+
+def _flatten_result(value, outputs, nesting=0):
     """The structure of a returned value, its tensors replaced by their positions in `outputs`."""
+    if nesting > _MAX_RESULT_NESTING:
+        raise TypeError(f"a value nested more than {_MAX_RESULT_NESTING} containers deep")
     if isinstance(value, Tensor):
         outputs.append(value)
         return (Tensor, len(outputs) - 1)
     kind = type(value)
     if kind is builtins.list or _is_items_only_tuple(value):
-        return (kind, [_flatten_result(v, outputs) for v in value])
+        return (kind, [_flatten_result(v, outputs, nesting + 1) for v in value])
     if kind is builtins.dict:
-        return (kind, [(k, _flatten_result(v, outputs)) for k, v in value.items()])
+        return (kind, [(k, _flatten_result(v, outputs, nesting + 1)) for k, v in value.items()])
     if kind in _PRIMITIVES:
         return (None, value)
     raise TypeError(f"a {kind.__name__}, which compile cannot return from a replay")
