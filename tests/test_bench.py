@@ -12,7 +12,7 @@ HEADER = "| benchmark | fastgrad | torch | numpy | reference | vs torch | vs num
 LAYOUT_TITLE = "matmul: a transposed operand against x @ W"
 COMPILE_HEADER = (
     "| benchmark | fastgrad compiled | fastgrad eager | torch eager | vs fastgrad eager | vs torch eager "
-    "| capture call | FLOP time at peak | target | met |"
+    "| capture call | memory plan | FLOP time at peak | target | met |"
 )
 
 
@@ -36,6 +36,7 @@ def tables(output):
             assert lines[0] == COMPILE_HEADER
             found["compile"] = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
             assert found["compile"] and all(len(r) == COMPILE_HEADER.count("|") - 1 for r in found["compile"])
+            assert all(re.fullmatch(r"[\d,.]+ KiB planned, [\d,.]+ KiB not", r[-4]) for r in found["compile"])
             continue
         assert lines[0] == HEADER and set(lines[1]) <= set("|-")
         rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]

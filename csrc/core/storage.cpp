@@ -2,6 +2,11 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <unordered_map>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "core/error.h"
 #include "core/spin_lock.h"
@@ -106,14 +111,165 @@ void give_back_block(void* data, SizeClass c) {
 }
 
 thread_local bool inference_mode = false;
+
+// Where the memory of a planned block's unused places is, under AddressSanitizer: poisoned, so that
+// a read of a planned tensor after its death is reported as one of a freed heap block would be.
+void poison(void* data, size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_POISON_MEMORY_REGION(data, bytes);
+#else
+  (void)data, (void)bytes;
+#endif
+}
+void unpoison(void* data, size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(data, bytes);
+#else
+  (void)data, (void)bytes;
+#endif
+}
 }  // namespace
 
 bool inference_mode_enabled() { return inference_mode; }
 void set_inference_mode(bool enabled) { inference_mode = enabled; }
 
+class MemoryPlan {
+ public:
+  explicit MemoryPlan(const AllocationLog& log);
+  ~MemoryPlan() { std::free(block_); }
+
+  // One replay at a time takes from the plan (the others allocate as usual), so that take() can
+  // read a place's flag and then set it: only a storage's death, on any thread, clears it.
+  bool claim() { return !claimed_.exchange(true, std::memory_order_acquire); }
+  void unclaim() { claimed_.store(false, std::memory_order_release); }
+
+  // The storage of the claiming replay's allocation number `index`, or null when it is not planned
+  // or its place cannot take it.
+  std::shared_ptr<Storage> take(size_t index, size_t block_bytes, size_t nbytes) {
+    if (index >= place_of_.size() || place_of_[index] < 0) return nullptr;
+    Place& place = places_[place_of_[index]];
+    if (place.bytes != block_bytes || place.taken.load(std::memory_order_acquire)) {
+      misses.fetch_add(1, std::memory_order_relaxed);
+      return nullptr;
+    }
+    place.taken.store(true, std::memory_order_relaxed);
+    holders_.fetch_add(1, std::memory_order_relaxed);
+    void* data = static_cast<char*>(block_) + place.offset;
+    unpoison(data, place.bytes);
+    return Storage::wrap(data, nbytes, &give_back, &place);
+  }
+  // One holder fewer: the owner (MemoryPlanRelease) or a storage in the block (give_back).
+  void release() {
+    if (holders_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  size_t block_bytes = 0;         // of the block
+  size_t unplanned_bytes = 0;     // of the logged allocations that outlived the logging replay
+  std::atomic<size_t> misses{0};  // planned allocations that take() could not place
+
+ private:
+  struct Place {
+    MemoryPlan* plan;
+    size_t offset, bytes;
+    std::atomic<bool> taken{false};
+  };
+  static void give_back(void* context) {
+    auto* place = static_cast<Place*>(context);
+    MemoryPlan* plan = place->plan;
+    poison(static_cast<char*>(plan->block_) + place->offset, place->bytes);
+    place->taken.store(false, std::memory_order_release);
+    plan->release();
+  }
+
+  void* block_ = nullptr;
+  std::unique_ptr<Place[]> places_;
+  std::vector<int> place_of_;  // per allocation of the log: its place, -1 when not planned
+  std::atomic<int64_t> holders_{1};
+  std::atomic<bool> claimed_{false};
+};
+
+// Places in the order the log's allocations were made: an allocation that died within the replay
+// takes the most recently freed place of its size (freed: its occupant died before this allocation
+// was made), or a new one at the block's end.
+MemoryPlan::MemoryPlan(const AllocationLog& log) : place_of_(log.bytes.size(), -1) {
+  const size_t count = log.bytes.size();
+  std::vector<std::vector<size_t>> dying_before(count + 1);
+  for (size_t i = 0; i < count; ++i) {
+    if (log.died[i] >= 0) dying_before[log.died[i]].push_back(i);
+    else unplanned_bytes += log.bytes[i];
+  }
+  std::unordered_map<size_t, std::vector<int>> free_places;  // by size
+  std::vector<std::pair<size_t, size_t>> layout;             // per place: offset, bytes
+  for (size_t i = 0; i < count; ++i) {
+    for (size_t dead : dying_before[i]) free_places[log.bytes[dead]].push_back(place_of_[dead]);
+    if (log.died[i] < 0) continue;
+    std::vector<int>& free = free_places[log.bytes[i]];
+    if (free.empty()) {
+      place_of_[i] = static_cast<int>(layout.size());
+      layout.emplace_back(block_bytes, log.bytes[i]);
+      block_bytes += log.bytes[i];
+    } else {
+      place_of_[i] = free.back();
+      free.pop_back();
+    }
+  }
+  places_.reset(new Place[layout.size()]);
+  for (size_t p = 0; p < layout.size(); ++p) {
+    places_[p].plan = this;
+    places_[p].offset = layout[p].first;
+    places_[p].bytes = layout[p].second;
+  }
+  if (block_bytes) {
+    block_ = allocate_block(block_bytes);
+    poison(block_, block_bytes);
+  }
+}
+
+void MemoryPlanRelease::operator()(MemoryPlan* plan) const { plan->release(); }
+MemoryPlanPtr make_memory_plan(const AllocationLog& log) { return MemoryPlanPtr(new MemoryPlan(log)); }
+size_t planned_bytes(const MemoryPlan& plan) { return plan.block_bytes; }
+size_t unplanned_bytes(const MemoryPlan& plan) { return plan.unplanned_bytes; }
+size_t plan_misses(const MemoryPlan& plan) { return plan.misses.load(std::memory_order_relaxed); }
+
+namespace {
+// This thread's PlanAllocations: the plan its allocations come from, the number of the next one, and
+// the log they go into.
+thread_local MemoryPlan* this_thread_plan = nullptr;
+thread_local size_t this_thread_next = 0;
+thread_local AllocationLog* this_thread_log = nullptr;
+std::atomic<uint64_t> last_log_serial{0};
+}  // namespace
+
+PlanAllocations::PlanAllocations(MemoryPlan* plan, AllocationLog* log)
+    : claimed_(plan && plan->claim() ? plan : nullptr),
+      outer_plan_(this_thread_plan),
+      outer_next_(this_thread_next),
+      outer_log_(this_thread_log) {
+  if (log && !log->serial) log->serial = ++last_log_serial;
+  this_thread_plan = claimed_;
+  this_thread_next = 0;
+  this_thread_log = log;
+}
+PlanAllocations::~PlanAllocations() {
+  if (claimed_) claimed_->unclaim();
+  this_thread_plan = outer_plan_;
+  this_thread_next = outer_next_;
+  this_thread_log = outer_log_;
+}
+
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
-  auto s = std::make_shared<Storage>(take_block(size_class(nbytes)), nbytes, nullptr, nullptr);
+  const SizeClass c = size_class(nbytes);
+  if (this_thread_plan) {
+    if (auto planned = this_thread_plan->take(this_thread_next++, c.bytes, nbytes)) return planned;
+  }
+  auto s = std::make_shared<Storage>(take_block(c), nbytes, nullptr, nullptr);
   s->cached_ = true;
+  if (AllocationLog* log = this_thread_log) {
+    s->logged_in_ = log->serial;
+    s->log_index_ = static_cast<uint32_t>(log->bytes.size());
+    log->bytes.push_back(c.bytes);
+    log->died.push_back(-1);
+  }
   return s;
 }
 
@@ -122,6 +278,8 @@ std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, void (*release
 }
 
 Storage::~Storage() {
+  if (logged_in_ && this_thread_log && this_thread_log->serial == logged_in_)
+    this_thread_log->died[log_index_] = static_cast<int64_t>(this_thread_log->bytes.size());
   if (cached_) give_back_block(data_, size_class(nbytes_));
   else if (release_) release_(ctx_);
 }

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/capture_state.h"
 
@@ -15,6 +16,48 @@ namespace fg {
 // Storage::inference). Autograd records nothing meanwhile (the Python switch turns grad mode off).
 bool inference_mode_enabled();
 void set_inference_mode(bool enabled);
+
+// fastgrad.compile's planned buffer (python/capture.cpp). A program's first replay logs the
+// allocations of its thread with the time each one dies (AllocationLog); the MemoryPlan made from
+// the log gives those that died within the replay places in one block, a place being reused once
+// its occupant has died, and later replays take their n-th allocation's storage from its place when
+// the sizes match and the place is free. Everything else allocates as usual: an allocation the first
+// replay did not make, one that outlived it (an output, a .grad), one whose place is still taken (a
+// tensor kept longer than then, by a hook or another thread). So a plan decides where memory goes,
+// never whether two live tensors share it.
+struct AllocationLog {
+  std::vector<size_t> bytes;  // per allocation, in order: its block's size
+  std::vector<int64_t> died;  // per allocation: the number of allocations made before it died; -1: alive
+  uint64_t serial = 0;        // which log a storage was logged in (PlanAllocations sets it)
+};
+
+class MemoryPlan;
+struct MemoryPlanRelease {
+  void operator()(MemoryPlan* plan) const;
+};
+using MemoryPlanPtr = std::unique_ptr<MemoryPlan, MemoryPlanRelease>;
+MemoryPlanPtr make_memory_plan(const AllocationLog& log);
+size_t planned_bytes(const MemoryPlan& plan);    // the block's size
+size_t unplanned_bytes(const MemoryPlan& plan);  // of the logged allocations that outlived the replay
+size_t plan_misses(const MemoryPlan& plan);      // planned allocations that replays could not place
+
+// While alive, this thread's allocations are taken from `plan` in order from the first (unless
+// another thread's replay is using it), and logged into `log` with their deaths on this thread.
+// Either may be null: both are for a replay's host call, which may allocate otherwise from one call
+// to the next (as an optimizer's first step does).
+class PlanAllocations {
+ public:
+  PlanAllocations(MemoryPlan* plan, AllocationLog* log);
+  ~PlanAllocations();
+  PlanAllocations(const PlanAllocations&) = delete;
+  PlanAllocations& operator=(const PlanAllocations&) = delete;
+
+ private:
+  MemoryPlan* claimed_;
+  MemoryPlan* outer_plan_;
+  size_t outer_next_;
+  AllocationLog* outer_log_;
+};
 
 class Storage {
  public:
@@ -52,6 +95,8 @@ class Storage {
   void* ctx_;
   bool inference_ = inference_mode_enabled();
   bool cached_ = false;  // data_ is a buffer-cache block (allocate), not someone else's memory (wrap)
+  uint32_t log_index_ = 0;
+  uint64_t logged_in_ = 0;  // the serial of the AllocationLog that logged it at log_index_; 0: none
   std::atomic<uint32_t> version_{0};
 };
 

@@ -91,6 +91,11 @@ struct Program {
   std::vector<Step> steps;
   std::vector<int> outputs;
   size_t fingerprint = 0;  // of the steps (add_step)
+  // Where replays put their intermediates (core/storage.h): planned from the first replay's
+  // allocations, not the capture's, as the capture keeps every intermediate until it ends.
+  mutable MemoryPlanPtr plan;
+  mutable std::atomic<int> plan_state{kUnplanned};
+  static constexpr int kUnplanned = 0, kPlanning = 1, kPlanned = 2;
 
   // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error. The steps
   // run without the GIL (other Python threads run meanwhile, other programs replay in parallel): the
@@ -99,17 +104,31 @@ struct Program {
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
     if (static_cast<int>(args.size()) != inputs)
       throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
-    Frame frame = frame_template;
-    std::copy(args.begin(), args.end(), frame.begin());
-    py::gil_scoped_release no_gil;
-    GradModeGuard restore(grad_enabled());
-    for (const Step& step : steps) {
-      if (step.grad_mode != grad_enabled()) set_grad_enabled(step.grad_mode);
-      step.run(frame);
-      for (int slot : step.last_use) frame[slot].reset();
-    }
+    // One replay at a time logs its allocations for the plan; others meanwhile run unplanned.
+    int state = plan_state.load(std::memory_order_acquire);
+    const bool logs = state == kUnplanned && plan_state.compare_exchange_strong(state, kPlanning);
+    AllocationLog log;
     std::vector<Tensor> out;
-    for (int slot : outputs) out.push_back(frame[slot]);
+    try {
+      Frame frame = frame_template;
+      std::copy(args.begin(), args.end(), frame.begin());
+      py::gil_scoped_release no_gil;
+      GradModeGuard restore(grad_enabled());
+      PlanAllocations planned(state == kPlanned ? plan.get() : nullptr, logs ? &log : nullptr);
+      for (const Step& step : steps) {
+        if (step.grad_mode != grad_enabled()) set_grad_enabled(step.grad_mode);
+        step.run(frame);
+        for (int slot : step.last_use) frame[slot].reset();
+      }
+      for (int slot : outputs) out.push_back(frame[slot]);
+    } catch (...) {
+      if (logs) plan_state.store(kUnplanned, std::memory_order_release);
+      throw;
+    }
+    if (logs) {
+      plan = make_memory_plan(log);
+      plan_state.store(kPlanned, std::memory_order_release);
+    }
     return out;
   }
 };
@@ -237,6 +256,7 @@ struct HostCall {
   std::optional<FusedUpdate> fused;
   HostCall(py::object f, std::optional<FusedUpdate> u) : fn(std::move(f)), fused(std::move(u)) {}
   Results run(TensorArgs) const {
+    PlanAllocations unplanned(nullptr, nullptr);
     py::gil_scoped_acquire gil;
     if (!fused || !replay_fused_update(*fused)) fn();
     return {};
@@ -597,6 +617,14 @@ void write_structure(KeyWriter& out, py::handle v) {
 }
 
 // Ends this thread's capture, whatever becomes of it.
+// A program's memory plan (core/storage.h) as (the planned block's bytes, the bytes each replay
+// allocates outside it (what outlives the call: outputs, gradients), the planned allocations replays
+// could not place so far); None before the first replay has made it.
+py::object memory_plan_report(const Program& p) {
+  if (p.plan_state.load(std::memory_order_acquire) != Program::kPlanned) return py::none();
+  return py::make_tuple(planned_bytes(*p.plan), unplanned_bytes(*p.plan), plan_misses(*p.plan));
+}
+
 std::unique_ptr<Recorder> end_capture() {
   std::unique_ptr<Recorder> r(this_thread_recorder);
   this_thread_recorder = nullptr;
@@ -616,6 +644,7 @@ void bind_capture(py::module_& m) {
       .def_property_readonly("num_steps", [](const Program& p) { return p.steps.size(); })
       .def_property_readonly("num_inputs", [](const Program& p) { return p.inputs; })
       .def_property_readonly("fingerprint", [](const Program& p) { return p.fingerprint; })
+      .def_property_readonly("memory_plan", &memory_plan_report)
       // The tensors made before the capture that the program reads (parameters, buffers, globals).
       .def_property_readonly("constants", [](const Program& p) {
         std::vector<Tensor> out;

@@ -16,6 +16,7 @@ at capture.
 """
 
 import builtins
+import collections
 import functools
 import os
 import sys
@@ -469,6 +470,26 @@ class ExplainOutput:
             *(f"  {guard}" for guard in self.guards),
         ]
         return "\n".join(lines)
+
+
+PlannedMemory = collections.namedtuple("PlannedMemory", "op_count planned_bytes unplanned_bytes misses")
+PlannedMemory.__doc__ = """The memory plan of one captured program (memory_plans)."""
+
+
+def memory_plans(fn):
+    """The memory plans of a compiled function's or module's programs (fastgrad's own; docs/compile.md):
+    a PlannedMemory per program that has replayed, made from its first replay. planned_bytes: the
+    one block that holds its intermediates, reused from one replay to the next; unplanned_bytes:
+    what each replay allocates outside it (what outlives the call: outputs, gradients, anything
+    allocated by Python code such as a host call's); misses: planned allocations that a replay
+    allocated elsewhere because their place was still taken (a tensor kept longer than planned)."""
+    if not hasattr(_prims, "_capture_begin"):  # fastgrad.reference: compile() captures nothing
+        return []
+    compiled = fn if isinstance(fn, _CompiledFunction) else getattr(fn, "_compiled_call_impl", None)
+    if not isinstance(compiled, _CompiledFunction):
+        raise TypeError(f"memory_plans(): expected a function or module made by fastgrad.compile, got {fn!r}")
+    plans = [(program.num_steps, program.memory_plan) for program, _ in compiled._cache.values()]
+    return [PlannedMemory(steps, *plan) for steps, plan in plans if plan is not None]
 
 
 def _describe_guards(compiled, args, kwargs):

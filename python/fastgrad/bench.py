@@ -1111,7 +1111,7 @@ def torch_compile_works(torch):
 def compile_table(libs, timer, torch, peak, quick):
     """Issue 18's rows: a compiled fastgrad step against the same step eagerly, PyTorch's eager step
     and torch.compile's (when it works here, and not in a quick run: its compiler takes seconds),
-    one thread; and the capturing call's cost."""
+    one thread; the capturing call's cost and the memory plan's bytes."""
     set_threads(1, torch)
     with_torch_compile = torch is not None and not quick and torch_compile_works(torch)
     peers = ["fastgrad eager"] + (["torch eager"] if torch is not None else [])
@@ -1123,8 +1123,8 @@ def compile_table(libs, timer, torch, peak, quick):
         + " | ".join(peers)
         + " | "
         + " | ".join(f"vs {p}" for p in peers)
-        + " | capture call | FLOP time at peak | target | met |",
-        "|---|" + "---|" * (2 * len(peers) + 5),
+        + " | capture call | memory plan | FLOP time at peak | target | met |",
+        "|---|" + "---|" * (2 * len(peers) + 6),
     ]
     for name, make, flops, targets in (COMPILE_ROWS[:2] + COMPILE_ROWS[3:]) if quick else COMPILE_ROWS:  # no 784
         compiled = fastgrad.compile(make(fastgrad))
@@ -1147,6 +1147,7 @@ def compile_table(libs, timer, torch, peak, quick):
                 + [f"{r:.2f}x" for r in ratios.values()]
                 + [
                     f"{capture * 1e6:,.0f} µs ({capture / seconds[1]:.1f}x eager)",
+                    plan_summary(fastgrad.compiler.memory_plans(compiled)),
                     f"{flops / peak * 1e6:,.1f} µs" if flops else "-",
                     ", ".join(f">= {goal:g}x vs {peer}" for peer, goal in targets) or "report",
                     ", ".join("met" if m else "not met" for m in met) or "-",
@@ -1155,6 +1156,12 @@ def compile_table(libs, timer, torch, peak, quick):
             + " |"
         )
     return "\n".join(lines)
+
+
+def plan_summary(plans):
+    """The planned and unplanned bytes of a compiled step's programs (fastgrad.compiler.memory_plans)."""
+    planned, unplanned = sum(p.planned_bytes for p in plans), sum(p.unplanned_bytes for p in plans)
+    return f"{planned / 1024:,.1f} KiB planned, {unplanned / 1024:,.1f} KiB not" if plans else "-"
 
 
 def capture_seconds(make, samples):

@@ -1,10 +1,11 @@
 """torch.compiler: the controls of fastgrad.compile (docs/compile.md)."""
 
-from ._compile import BACKENDS, DISABLE_ENV, RECOMPILE_LIMIT, ExplainOutput, Unsupported, explain, reset
+from ._compile import BACKENDS, DISABLE_ENV, RECOMPILE_LIMIT, ExplainOutput, PlannedMemory, Unsupported, explain
+from ._compile import memory_plans, reset
 from . import _prims
 
 __all__ = ["reset", "explain", "is_compiling", "list_backends", "ExplainOutput", "Unsupported"]
-__all__ += ["DISABLE_ENV", "RECOMPILE_LIMIT"]
+__all__ += ["DISABLE_ENV", "RECOMPILE_LIMIT", "memory_plans", "PlannedMemory"]
 
 
 def is_compiling():
