@@ -136,7 +136,11 @@ void set_inference_mode(bool enabled) { inference_mode = enabled; }
 class MemoryPlan {
  public:
   explicit MemoryPlan(const AllocationLog& log);
-  ~MemoryPlan() { std::free(block_); }
+  ~MemoryPlan() {
+    if (!block_) return;
+    unpoison(block_, block_bytes);  // as the allocator gave it
+    std::free(block_);
+  }
 
   // One replay at a time takes from the plan (the others allocate as usual), so that take() can
   // read a place's flag and then set it: only a storage's death, on any thread, clears it.
