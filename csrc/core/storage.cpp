@@ -1,5 +1,6 @@
 #include "core/storage.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -157,14 +158,17 @@ class MemoryPlan {
       return nullptr;
     }
     place.taken.store(true, std::memory_order_relaxed);
-    holders_.fetch_add(1, std::memory_order_relaxed);
     void* data = static_cast<char*>(block_) + place.offset;
     unpoison(data, place.bytes);
     return Storage::wrap(data, nbytes, &give_back, &place);
   }
-  // One holder fewer: the owner (MemoryPlanRelease) or a storage in the block (give_back).
-  void release() {
-    if (holders_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  // Whether a tensor still uses a place. Once the program is gone (nothing takes places any more)
+  // and this is false, no storage will touch the plan again: clearing its place's flag is the last
+  // thing a storage's release does with it.
+  bool in_use() const {
+    for (size_t p = 0; p < place_count_; ++p)
+      if (places_[p].taken.load(std::memory_order_acquire)) return true;
+    return false;
   }
 
   size_t block_bytes = 0;         // of the block
@@ -181,14 +185,13 @@ class MemoryPlan {
     auto* place = static_cast<Place*>(context);
     MemoryPlan* plan = place->plan;
     poison(static_cast<char*>(plan->block_) + place->offset, place->bytes);
-    place->taken.store(false, std::memory_order_release);
-    plan->release();
+    place->taken.store(false, std::memory_order_release);  // the last access (in_use)
   }
 
   void* block_ = nullptr;
   std::unique_ptr<Place[]> places_;
+  size_t place_count_ = 0;
   std::vector<int> place_of_;  // per allocation of the log: its place, -1 when not planned
-  std::atomic<int64_t> holders_{1};
   std::atomic<bool> claimed_{false};
 };
 
@@ -218,6 +221,7 @@ MemoryPlan::MemoryPlan(const AllocationLog& log) : place_of_(log.bytes.size(), -
     }
   }
   places_.reset(new Place[layout.size()]);
+  place_count_ = layout.size();
   for (size_t p = 0; p < layout.size(); ++p) {
     places_[p].plan = this;
     places_[p].offset = layout[p].first;
@@ -229,46 +233,60 @@ MemoryPlan::MemoryPlan(const AllocationLog& log) : place_of_(log.bytes.size(), -
   }
 }
 
-void MemoryPlanRelease::operator()(MemoryPlan* plan) const { plan->release(); }
+// A plan whose program is gone is freed once no tensor uses its block: at once, or when a later plan
+// is released (a tensor kept from a replay may outlive its program). Storages do not count their
+// plan's users, which would cost an atomic read-modify-write per tensor.
+void MemoryPlanRelease::operator()(MemoryPlan* plan) const {
+  static SpinLock mutex;
+  static auto* retired = new std::vector<MemoryPlan*>();  // never destroyed, as the buffer cache
+  std::lock_guard<SpinLock> lock(mutex);
+  retired->push_back(plan);
+  retired->erase(std::remove_if(retired->begin(), retired->end(),
+                                [](MemoryPlan* p) {
+                                  if (p->in_use()) return false;
+                                  delete p;
+                                  return true;
+                                }),
+                 retired->end());
+}
 MemoryPlanPtr make_memory_plan(const AllocationLog& log) { return MemoryPlanPtr(new MemoryPlan(log)); }
 size_t planned_bytes(const MemoryPlan& plan) { return plan.block_bytes; }
 size_t unplanned_bytes(const MemoryPlan& plan) { return plan.unplanned_bytes; }
 size_t plan_misses(const MemoryPlan& plan) { return plan.misses.load(std::memory_order_relaxed); }
 
 namespace {
-// This thread's PlanAllocations: the plan its allocations come from, the number of the next one, and
-// the log they go into.
-thread_local MemoryPlan* this_thread_plan = nullptr;
-thread_local size_t this_thread_next = 0;
-thread_local AllocationLog* this_thread_log = nullptr;
+// This thread's PlanAllocations. Allocations look at it only while some thread plans (a load and a
+// branch for the others, as capture_in_progress()).
+thread_local PlanAllocations::State this_thread_planning;
+std::atomic<int> threads_planning{0};
 std::atomic<uint64_t> last_log_serial{0};
 }  // namespace
 
+PlanAllocations::State* planning() {
+  return threads_planning.load(std::memory_order_relaxed) ? &this_thread_planning : nullptr;
+}
+
 PlanAllocations::PlanAllocations(MemoryPlan* plan, AllocationLog* log)
-    : claimed_(plan && plan->claim() ? plan : nullptr),
-      outer_plan_(this_thread_plan),
-      outer_next_(this_thread_next),
-      outer_log_(this_thread_log) {
+    : claimed_(plan && plan->claim() ? plan : nullptr), outer_(this_thread_planning) {
   if (log && !log->serial) log->serial = ++last_log_serial;
-  this_thread_plan = claimed_;
-  this_thread_next = 0;
-  this_thread_log = log;
+  this_thread_planning = {claimed_, 0, log};
+  threads_planning.fetch_add(1, std::memory_order_relaxed);
 }
 PlanAllocations::~PlanAllocations() {
   if (claimed_) claimed_->unclaim();
-  this_thread_plan = outer_plan_;
-  this_thread_next = outer_next_;
-  this_thread_log = outer_log_;
+  this_thread_planning = outer_;
+  threads_planning.fetch_sub(1, std::memory_order_relaxed);
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes) {
   const SizeClass c = size_class(nbytes);
-  if (this_thread_plan) {
-    if (auto planned = this_thread_plan->take(this_thread_next++, c.bytes, nbytes)) return planned;
+  PlanAllocations::State* planned = planning();
+  if (planned && planned->plan) {
+    if (auto s = planned->plan->take(planned->next++, c.bytes, nbytes)) return s;
   }
   auto s = std::make_shared<Storage>(take_block(c), nbytes, nullptr, nullptr);
   s->cached_ = true;
-  if (AllocationLog* log = this_thread_log) {
+  if (AllocationLog* log = planned ? planned->log : nullptr) {
     s->logged_in_ = log->serial;
     s->log_index_ = static_cast<uint32_t>(log->bytes.size());
     log->bytes.push_back(c.bytes);
@@ -282,8 +300,10 @@ std::shared_ptr<Storage> Storage::wrap(void* data, size_t nbytes, void (*release
 }
 
 Storage::~Storage() {
-  if (logged_in_ && this_thread_log && this_thread_log->serial == logged_in_)
-    this_thread_log->died[log_index_] = static_cast<int64_t>(this_thread_log->bytes.size());
+  if (logged_in_) {
+    AllocationLog* log = this_thread_planning.log;
+    if (log && log->serial == logged_in_) log->died[log_index_] = static_cast<int64_t>(log->bytes.size());
+  }
   if (cached_) give_back_block(data_, size_class(nbytes_));
   else if (release_) release_(ctx_);
 }

@@ -52,11 +52,15 @@ class PlanAllocations {
   PlanAllocations(const PlanAllocations&) = delete;
   PlanAllocations& operator=(const PlanAllocations&) = delete;
 
+  struct State {  // a thread's: where its allocations come from and go
+    MemoryPlan* plan = nullptr;
+    size_t next = 0;  // the number of its next allocation
+    AllocationLog* log = nullptr;
+  };
+
  private:
   MemoryPlan* claimed_;
-  MemoryPlan* outer_plan_;
-  size_t outer_next_;
-  AllocationLog* outer_log_;
+  State outer_;
 };
 
 class Storage {
