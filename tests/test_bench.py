@@ -3,8 +3,11 @@
 
 import re
 
+import numpy as np
+
 import pytest
 
+import fastgrad
 from semantics_helpers import run_python
 
 GROUPS = ["op", "mlp", "matmul", "elementwise", "mv", "micrograd", "cnn", "seq", "random", "compile"]
@@ -133,3 +136,34 @@ def test_only_selects_groups_and_openblas_variables_are_reported_not_changed():
     assert result.returncode == 0, result.stderr
     assert "warning: OPENBLAS_CORETYPE=Haswell is set and slows numpy" in result.stderr
     assert list(tables(result.stdout)) == ["op"]
+
+
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_jax_peer_step_is_the_mlp_step(optimizer):
+    """The compile group's JAX jit peer does the work of the fastgrad step it is compared with: from
+    the same weights, the same losses and parameters (to float32 rounding)."""
+    from fastgrad import bench
+
+    jax = bench.import_jax()
+    if jax is None:
+        pytest.skip("jax is not installed")
+    sizes, batch = (8, 16, 4), 5
+    step = bench.jax_mlp_step(jax, sizes, batch, optimizer)
+    x, labels, weights = bench.mlp_data(np.random.default_rng(0), sizes, batch)
+    linears = [fastgrad.nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])]
+    with fastgrad.no_grad():
+        for layer, w, b in zip(linears, weights[::2], weights[1::2]):
+            layer.weight.copy_(fastgrad.tensor(w.T))
+            layer.bias.copy_(fastgrad.tensor(b))
+    model = fastgrad.nn.Sequential(linears[0], fastgrad.nn.ReLU(), linears[1])
+    params = model.parameters()
+    opt = fastgrad.optim.Adam(params, lr=1e-3) if optimizer == "adam" else fastgrad.optim.SGD(params, bench.LR)
+    x, labels = fastgrad.tensor(x), fastgrad.tensor(labels)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = fastgrad.nn.functional.cross_entropy(model(x), labels)
+        loss.backward()
+        opt.step()
+        assert float(step()) == pytest.approx(loss.item(), rel=1e-5)
+    for got, layer in zip(step.params()[::2], linears):
+        np.testing.assert_allclose(got, layer.weight.detach().numpy().T, rtol=1e-4, atol=1e-6)

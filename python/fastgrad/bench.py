@@ -15,6 +15,7 @@ fastgrad wins. Each row names its target (the goals of issue 5, in TARGETS) and 
 
 import argparse
 import ctypes
+import functools
 import glob
 import importlib
 import os
@@ -1052,49 +1053,105 @@ def mlp_training_step(lib, sizes, batch, optimizer):
     return step
 
 
-# (row, make(lib) -> step, matmul FLOPs per step or None, [(peer, smallest compiled-over-peer ratio)])
+def jax_mlp_step(jax, sizes, batch, optimizer):
+    """mlp_training_step's step in JAX, jitted whole: forward, cross-entropy, gradients and the update
+    as PyTorch's Adam (lr 1e-3) or SGD (LR) computes it, the parameters and the optimizer's state
+    donated (updated in place). The step returns the loss once computed (JAX dispatches
+    asynchronously). Its weights are mlp_data's: `step.params()` gives them (in, out) and biases."""
+    jnp = jax.numpy
+    x, labels, weights = mlp_data(np.random.default_rng(0), sizes, batch)
+    x, labels = jnp.asarray(x), jnp.asarray(labels)
+
+    def loss_of(params):
+        h = x
+        for i in range(0, len(params), 2):
+            h = h @ params[i] + params[i + 1]
+            h = jax.nn.relu(h) if i + 2 < len(params) else h
+        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(h), labels[:, None], axis=1))
+
+    def adam(params, state, grads, beta1=0.9, beta2=0.999, lr=1e-3, eps=1e-8):
+        m, v, t = state
+        t = t + 1
+        m = [mi + (g - mi) * (1 - beta1) for mi, g in zip(m, grads)]
+        v = [vi * beta2 + (1 - beta2) * g * g for vi, g in zip(v, grads)]
+        step_size, root = lr / (1 - beta1**t), jnp.sqrt(1 - beta2**t)
+        params = [p - step_size * mi / (jnp.sqrt(vi) / root + eps) for p, mi, vi in zip(params, m, v)]
+        return params, (m, v, t)
+
+    def sgd(params, state, grads):
+        return [p - LR * g for p, g in zip(params, grads)], state
+
+    update = adam if optimizer == "adam" else sgd
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1))
+    def train(params, state):
+        loss, grads = jax.value_and_grad(loss_of)(params)
+        params, state = update(params, state, grads)
+        return params, state, loss
+
+    params = [jnp.asarray(w) for w in weights]
+    zeros = [jnp.zeros_like(p) for p in params]
+    carry = [params, (zeros, [jnp.zeros_like(p) for p in params], jnp.float32(0)) if optimizer == "adam" else ()]
+
+    def step():
+        carry[0], carry[1], loss = train(*carry)
+        return loss.block_until_ready()
+
+    step.params = lambda: [np.asarray(p) for p in carry[0]]
+    return step
+
+
+# (row, make(lib) -> step, matmul FLOPs per step or None, [(peer, smallest compiled-over-peer ratio)],
+# make_jax(jax) -> the same step in JAX, or None)
 COMPILE_ROWS = [
     (
         "MLP 64-128-10 b32 step, nn.Linear+CrossEntropyLoss+Adam",
         lambda lib: mlp_training_step(lib, (64, 128, 10), 32, "adam"),
         3 * 2 * 32 * (64 * 128 + 128 * 10),
-        [("eager", 3.0)],
+        [("eager", 3.0), ("JAX jit", 2.0)],
+        lambda jax: jax_mlp_step(jax, (64, 128, 10), 32, "adam"),
     ),
     (
         "MLP 64-128-10 b32 step, nn.Linear+CrossEntropyLoss+SGD",
         lambda lib: mlp_training_step(lib, (64, 128, 10), 32, "sgd"),
         3 * 2 * 32 * (64 * 128 + 128 * 10),
         [],
+        lambda jax: jax_mlp_step(jax, (64, 128, 10), 32, "sgd"),
     ),
     (
         "MLP 784-256-10 b64 step, nn.Linear+CrossEntropyLoss+SGD",
         lambda lib: mlp_training_step(lib, (784, 256, 10), 64, "sgd"),
         3 * 2 * 64 * (784 * 256 + 256 * 10),
         [],
+        lambda jax: jax_mlp_step(jax, (784, 256, 10), 64, "sgd"),
     ),
     (
         "LeNet-5 b64 step (SGD)",
         lambda lib: lenet(64)(lib, np.random.default_rng(0)),
         None,
         [],
+        None,
     ),
     (
         "char LSTM LM 65-64-128 seq 32 b16 step (Adam)",
         lambda lib: char_lstm_lm(lib, np.random.default_rng(0)),
         None,
         [],
+        None,
     ),
     (
         f"{GPT_NAME} b16 step (AdamW)",
         lambda lib: tiny_gpt_step(lib, np.random.default_rng(0)),
         None,
         [],
+        None,
     ),
     (
         "micrograd step 2-16-16-1, 4 points, 0-d tensors",
         lambda lib: micrograd_loss(lib, np.random.default_rng(0)),
         None,
         [("torch", 50.0)],
+        None,
     ),
 ]
 
@@ -1108,49 +1165,68 @@ def torch_compile_works(torch):
         return False
 
 
+def import_jax():
+    """jax, its XLA computations on one thread (flags it reads when it loads), or None."""
+    os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
+    try:
+        return importlib.import_module("jax")
+    except ImportError:
+        return None
+
+
 def compile_table(libs, timer, torch, peak, quick):
-    """Issue 18's rows: a compiled fastgrad step against the same step eagerly, PyTorch's eager step
-    and torch.compile's (when it works here, and not in a quick run: its compiler takes seconds),
-    one thread; the capturing call's cost and the memory plan's bytes."""
+    """Issue 18's rows: a compiled fastgrad step against the same step eagerly, PyTorch's eager step,
+    torch.compile's and JAX jit's (when they work here, and not in a quick run: their compilers take
+    seconds; JAX only for the rows written for it), one thread; the capturing call's cost and the
+    memory plan's bytes."""
     set_threads(1, torch)
-    with_torch_compile = torch is not None and not quick and torch_compile_works(torch)
-    peers = ["fastgrad eager"] + (["torch eager"] if torch is not None else [])
-    peers += ["torch.compile"] if with_torch_compile else []
+    peers = {"eager": "fastgrad eager"}
+    if torch is not None:
+        peers["torch"] = "torch eager"
+    if torch is not None and not quick and torch_compile_works(torch):
+        peers["torch.compile"] = "torch.compile"
+    jax = None if quick else import_jax()
+    if jax is not None:
+        peers["JAX jit"] = "JAX jit"
     lines = [
         "### compile: fastgrad.compile'd steps (one thread; ratio = peer time / compiled time)",
         "",
         "| benchmark | fastgrad compiled | "
-        + " | ".join(peers)
+        + " | ".join(peers.values())
         + " | "
-        + " | ".join(f"vs {p}" for p in peers)
+        + " | ".join(f"vs {p}" for p in peers.values())
         + " | capture call | memory plan | FLOP time at peak | target | met |",
         "|---|" + "---|" * (2 * len(peers) + 6),
     ]
-    for name, make, flops, targets in (COMPILE_ROWS[:2] + COMPILE_ROWS[3:]) if quick else COMPILE_ROWS:  # no 784
+    rows = COMPILE_ROWS[:2] + COMPILE_ROWS[3:] if quick else COMPILE_ROWS  # quick: not the 784 MLP
+    for name, make, flops, targets, make_jax in rows:
         compiled = fastgrad.compile(make(fastgrad))
-        fns = [compiled, make(fastgrad)]
-        if torch is not None:
-            fns.append(make(torch))
-        if with_torch_compile:
-            fns.append(torch.compile(make(torch)))
-        seconds = timer.interleaved(fns)
-        ratios = dict(zip(["eager", "torch", "torch.compile"], [t / seconds[0] for t in seconds[1:]]))
+        fns = {"eager": make(fastgrad)}
+        if "torch" in peers:
+            fns["torch"] = make(torch)
+        if "torch.compile" in peers:
+            fns["torch.compile"] = torch.compile(make(torch))
+        if jax is not None and make_jax is not None:
+            fns["JAX jit"] = make_jax(jax)
+        seconds = timer.interleaved([compiled, *fns.values()])
+        times = dict(zip(fns, seconds[1:]))
+        ratios = {peer: t / seconds[0] for peer, t in times.items()}
         capture = capture_seconds(make, timer.samples)
-        met = [ratios[peer] >= goal for peer, goal in targets]
+        met = [("met" if ratios[p] >= goal else "not met") if p in ratios else "n/a" for p, goal in targets]
         if compiled.eager_reason is not None:
             name += f" (fell back to eager: {compiled.eager_reason[0]})"
         lines.append(
             "| "
             + " | ".join(
                 [name, f"{seconds[0] * 1e6:,.1f} µs"]
-                + [f"{t * 1e6:,.1f} µs" for t in seconds[1:]]
-                + [f"{r:.2f}x" for r in ratios.values()]
+                + [f"{times[p] * 1e6:,.1f} µs" if p in times else "-" for p in peers]
+                + [f"{ratios[p]:.2f}x" if p in ratios else "-" for p in peers]
                 + [
-                    f"{capture * 1e6:,.0f} µs ({capture / seconds[1]:.1f}x eager)",
+                    f"{capture * 1e6:,.0f} µs ({capture / times['eager']:.1f}x eager)",
                     plan_summary(fastgrad.compiler.memory_plans(compiled)),
                     f"{flops / peak * 1e6:,.1f} µs" if flops else "-",
                     ", ".join(f">= {goal:g}x vs {peer}" for peer, goal in targets) or "report",
-                    ", ".join("met" if m else "not met" for m in met) or "-",
+                    ", ".join(met) or "-",
                 ]
             )
             + " |"
