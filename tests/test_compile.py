@@ -858,6 +858,94 @@ def test_explain_and_disable(monkeypatch):
     assert fastgrad.compile(f) is f
 
 
+def test_set_stance_as_torch(monkeypatch):
+    monkeypatch.setattr(fastgrad._compile, "_stance", "default")  # restored after the test, even on a failure
+    runs = types.SimpleNamespace(count=0)  # a plain object: a key by identity, so counting changes no key
+
+    @fastgrad.compile
+    def f(x):
+        runs.count += 1
+        return x * 2
+
+    x, y = fastgrad.ones(2), fastgrad.ones(3)
+    with fastgrad.compiler.set_stance("force_eager"):
+        np.testing.assert_array_equal(values(f(x)), [2.0, 2.0])
+    assert not f._cache and runs.count == 1  # ran eagerly, captured nothing
+    with fastgrad.compiler.set_stance("fail_on_recompile"):
+        with pytest.raises(RuntimeError, match="Detected recompile when torch.compile stance is 'fail_on_recompile'"):
+            f(x)  # as PyTorch, a first capture is a "recompile" too
+    f(x)  # captures
+    with fastgrad.compiler.set_stance("fail_on_recompile"):
+        f(x)  # replays
+        with pytest.raises(RuntimeError, match="function name: 'f'"):
+            f(y)
+    with fastgrad.compiler.set_stance("eager_on_recompile"):
+        np.testing.assert_array_equal(values(f(y)), [2.0, 2.0, 2.0])
+        assert len(f._cache) == 1
+    assert runs.count == 3
+
+    @fastgrad.compiler.set_stance("eager_then_compile")
+    def twice(t):
+        return [f(t), len(f._cache)], [f(t), len(f._cache)]
+
+    assert fastgrad.compiler.set_stance("default").stance == "default"  # a decorator sets it only in calls
+    first, second = twice(fastgrad.ones(4))
+    assert (first[1], second[1]) == (1, 2)  # the first call of a signature runs eagerly, the next captures
+    stance = fastgrad.compiler.set_stance("force_eager")  # as a function: until set again
+    assert f(x) is not None and runs.count == 6
+    fastgrad.compiler.set_stance("default")
+    with pytest.raises(RuntimeError, match="non-default stance cannot have force_backend set"):
+        fastgrad.compiler.set_stance("force_eager", force_backend="eager")
+    with pytest.raises(RuntimeError, match="invalid torch.compile stance 'sometimes'"):
+        fastgrad.compiler.set_stance("sometimes")
+    with pytest.raises(RuntimeError, match="attempted to set_stance in a torch.compile region"):
+        fastgrad.compile(lambda t: (fastgrad.compiler.set_stance("force_eager"), t * 2))(x)
+    assert stance.prev == "default" and fastgrad.compiler.set_stance().prev == "default"
+
+
+def test_disabled_functions_run_on_every_call():
+    logged = []
+
+    @fastgrad.compiler.disable
+    def log(step, **info):
+        logged.append((step, info))
+
+    @fastgrad.compile
+    def f(x, step):
+        log(step, phase="train")  # no tensors, returns None: a host call that replays call again
+        return x * 2
+
+    x = fastgrad.ones(2)
+    for _ in range(3):
+        np.testing.assert_array_equal(values(f(x, 7)), [2.0, 2.0])
+    assert logged == [(7, {"phase": "train"})] * 3 and f.eager_reason is None and f._replays == 2
+
+    @fastgrad.compiler.disable(reason="reads the host")
+    def norm(ts):
+        return float(ts[0].sum())
+
+    def g(x):
+        return x * norm([x])  # a tensor argument (inside a list): a graph break
+
+    compiled = fastgrad.compile(g)
+    with pytest.warns(UserWarning, match=r"norm, marked with compiler.disable \(reads the host\), with tensor"):
+        compiled(x)
+    np.testing.assert_array_equal(values(compiled(x * 3)), [18.0, 18.0])
+    with pytest.raises(fastgrad.compiler.Unsupported, match="fullgraph=True"):
+        fastgrad.compile(g, fullgraph=True)(x)
+    returns = fastgrad.compile(lambda t: t * fastgrad.compiler.disable(lambda: 3)())
+    with pytest.warns(UserWarning, match="returned a value"):
+        returns(x)
+    assert returns.eager_reason is not None
+    plain = fastgrad.compiler.disable(g)
+    assert fastgrad.compile(plain) is plain and plain.__name__ == "g"
+    assert fastgrad.compiler.allow_in_graph(g) is g and fastgrad.compiler.assume_constant_result(g) is g
+    assert fastgrad.compiler.cudagraph_mark_step_begin() is None and not fastgrad.compiler.is_exporting()
+    seen = []
+    fastgrad.compile(lambda t: (seen.append(fastgrad.compiler.is_dynamo_compiling()), t + 1)[1])(x)
+    assert seen == [True] and not fastgrad.compiler.is_dynamo_compiling()
+
+
 def test_argument_checks_as_torch():
     f = lambda x: x  # noqa: E731
     with pytest.raises(RuntimeError, match="Either mode or options"):

@@ -46,6 +46,10 @@ _CONTAINER_DEPTH = 4
 
 # Every compiled function, for fastgrad.compiler.reset().
 _compiled = weakref.WeakSet()
+# torch.compiler.set_stance's stances; the current one (process-wide, as PyTorch's).
+STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile", "eager_then_compile")
+STANCES += ("aot_eager_then_compile",)
+_stance = "default"
 
 
 class Unsupported(RuntimeError):
@@ -135,6 +139,7 @@ class _CompiledFunction:
         self._closure = getattr(getattr(fn, "__func__", fn), "__closure__", None) or ()
         self._global_names = builtins.tuple(sorted(_global_names(code))) if code is not None else ()
         self._cache = {}
+        self._seen_eagerly = set()  # keys called once under an eager_then_compile stance
         self.eager_reason = None  # (reason, "file:line") once the function runs eagerly for good
         self._limit_warned = False
         _compiled.add(self)
@@ -173,7 +178,7 @@ class _CompiledFunction:
         )
 
     def __call__(self, *args, **kwargs):
-        if self.eager_reason is not None or _prims._capturing():
+        if self.eager_reason is not None or _stance == "force_eager" or _prims._capturing():
             return self._fn(*args, **kwargs)  # inside another capture: part of its program
         tensors, reached = [], []
         try:
@@ -187,6 +192,8 @@ class _CompiledFunction:
                 return self._check(entry, args, kwargs, tensors)
             program, structure = entry
             return _unflatten(structure, program.run(tensors))
+        if _stance != "default" and self._eager_under_stance(key):
+            return self._fn(*args, **kwargs)
         if len(self._cache) >= RECOMPILE_LIMIT:
             if not self._limit_warned:
                 self._limit_warned = True
@@ -199,6 +206,22 @@ class _CompiledFunction:
                 )
             return self._fn(*args, **kwargs)
         return self._capture(key, args, kwargs, tensors, reached)
+
+    def _eager_under_stance(self, key):
+        """Whether a call that would capture runs eagerly instead, under the stance set_stance set
+        (fail_on_recompile raises instead, with PyTorch's message)."""
+        if _stance == "fail_on_recompile":
+            code = getattr(getattr(self._fn, "__func__", self._fn), "__code__", None)
+            where = (code.co_filename, code.co_name, code.co_firstlineno) if code else ("<unknown>", self._name(), 0)
+            raise RuntimeError(
+                "Detected recompile when torch.compile stance is 'fail_on_recompile'. "
+                f"filename: '{where[0]}', function name: '{where[1]}', line number: {where[2]}"
+            )
+        if _stance in ("eager_then_compile", "aot_eager_then_compile"):
+            first = key not in self._seen_eagerly
+            self._seen_eagerly.add(key)
+            return first
+        return _stance == "eager_on_recompile"
 
     def _run_captured(self, args, kwargs, tensors):
         """Runs the function under a new capture: (its result, the result's structure or the
@@ -277,6 +300,7 @@ class _CompiledFunction:
 
     def reset(self):
         self._cache.clear()
+        self._seen_eagerly.clear()
         self.eager_reason = None
         self._limit_warned = False
 
@@ -362,6 +386,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     check_every = (options or {}).get("check_every")
     if disable or _disabled() or not hasattr(_prims, "_capture_begin"):  # fastgrad.reference captures nothing
         return model
+    if getattr(model, "_compile_disabled", False):  # compiler.disable(fn): never compiled
+        return model
     from .nn import Module
 
     if isinstance(model, Module):
@@ -440,6 +466,85 @@ def replayed_as_host_call(method=None, *, fused=None):
         return method(*args, **kwargs)
 
     return call
+
+
+class set_stance:
+    """torch.compiler.set_stance: how compiled functions behave from now on (called as a function),
+    inside a `with` block, or during the calls of a function it decorates. "force_eager": they run
+    their Python eagerly; "eager_on_recompile": a call that would capture runs eagerly instead
+    (cached programs still replay); "fail_on_recompile": it raises instead; "eager_then_compile"
+    (and "aot_eager_then_compile"): the first call with a new signature runs eagerly, the next one
+    captures. skip_guard_eval_unsafe is accepted and changes nothing: guards are always checked."""
+
+    def __init__(self, stance="default", *, skip_guard_eval_unsafe=False, force_backend=None):
+        if force_backend is not None and stance != "default":
+            raise RuntimeError("non-default stance cannot have force_backend set")
+        if stance not in STANCES:
+            raise RuntimeError(f"invalid torch.compile stance '{stance}'")
+        if force_backend is not None:
+            _check_arguments(False, None, force_backend, None, None, False)
+        self.stance = stance
+        self.prev = _set_stance(stance)
+
+    def __call__(self, fn):
+        _set_stance(self.prev)
+
+        @functools.wraps(fn)
+        def with_stance(*args, **kwargs):
+            with set_stance(self.stance):
+                return fn(*args, **kwargs)
+
+        return with_stance
+
+    def __enter__(self):
+        _set_stance(self.stance)
+
+    def __exit__(self, *exc_info):
+        _set_stance(self.prev)
+
+
+def _set_stance(stance):
+    global _stance
+    if _prims._capturing():
+        raise RuntimeError("attempted to set_stance in a torch.compile region")
+    prior, _stance = _stance, stance
+    return prior
+
+
+def disable(fn=None, recursive=True, *, reason=None):
+    """torch.compiler.disable: `fn`, never captured (compile(fn) gives it back). A compiled function
+    that calls it runs it on every call, as PyTorch runs it outside its graph: a replay calls it
+    again (a host call) when it takes no tensors and returns None (logging, bookkeeping); otherwise
+    the compiled function runs eagerly from then on, a graph break that fastgrad cannot split the
+    program around (fullgraph=True raises). `recursive` changes nothing: fastgrad captures
+    operations, not Python frames. Without `fn`, a decorator."""
+    if fn is None:
+        return functools.partial(disable, recursive=recursive, reason=reason)
+    why = f"{getattr(fn, '__qualname__', fn)!s}, marked with compiler.disable" + (f" ({reason})" if reason else "")
+
+    @functools.wraps(fn)
+    def disabled(*args, **kwargs):
+        if not _prims._capturing():
+            return fn(*args, **kwargs)
+        if _holds_tensor((args, kwargs), _CONTAINER_DEPTH):
+            _prims._capture_abandon(f"a call of {why}, with tensor arguments")
+            return fn(*args, **kwargs)
+        result = host_call(fn, *args, **kwargs)
+        if result is not None:
+            _prims._capture_abandon(f"{why}, returned a value")
+        return result
+
+    disabled._compile_disabled = True
+    return disabled
+
+
+def _holds_tensor(value, depth):
+    if isinstance(value, Tensor):
+        return True
+    if depth == 0 or not isinstance(value, (builtins.list, builtins.tuple, builtins.dict)):
+        return False
+    items = value.values() if isinstance(value, builtins.dict) else value
+    return any(_holds_tensor(v, depth - 1) for v in items)
 
 
 def reset():
