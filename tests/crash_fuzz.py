@@ -472,8 +472,9 @@ BACKWARDS = [
 ]
 
 
-# The share of function calls made through fastgrad.compile, twice with the same argument sources:
-# a capture (or a fallback), then a replay, on hostile arguments. Not of classes: compiling a
+# The share of function calls made through fastgrad.compile, three times with the same argument
+# sources: a capture (or a fallback), the first replay (it makes the memory plan), then a replay on
+# planned memory, on hostile arguments. Not of classes: compiling a
 # constructor (nn.Transformer's takes seconds under the sanitizers) tests nothing a plain call does not.
 COMPILED = 0.15
 
@@ -486,7 +487,7 @@ def call_source(rng, target):
         return fill(prefix) + value_source(call, prefix.split(".")[-1][:-3])
     if prefix.startswith("fg.") and not suffix and rng.random() < COMPILED and not isinstance(obj, type):
         arguments = arguments_source(call, obj)
-        return f"(_c := fg.compile({prefix}))({arguments}); _c({arguments})"
+        return f"(_c := fg.compile({prefix}))({arguments}); _c({arguments}); _c({arguments})"
     source = f"{fill(prefix)}({arguments_source(call, obj, '{tensor}' in prefix)}){fill(suffix)}"
     if not suffix and "expand" not in prefix and rng.random() < 0.3:
         source = f"({source}){fill(rng.choice(BACKWARDS))}"

@@ -113,8 +113,14 @@ void give_back_block(void* data, SizeClass c) {
 
 thread_local bool inference_mode = false;
 
-// Where the memory of a planned block's unused places is, under AddressSanitizer: poisoned, so that
-// a read of a planned tensor after its death is reported as one of a freed heap block would be.
+// Under AddressSanitizer a planned block is poisoned but where a live tensor's bytes are (not even
+// the rest of its size class), and each place is followed by a poisoned gap: a read of a planned
+// tensor after its death, or past its end, is reported as one of a heap block would be.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kPlaceGap = 64;
+#else
+constexpr size_t kPlaceGap = 0;
+#endif
 void poison(void* data, size_t bytes) {
 #if defined(__SANITIZE_ADDRESS__)
   ASAN_POISON_MEMORY_REGION(data, bytes);
@@ -159,7 +165,7 @@ class MemoryPlan {
     }
     place.taken.store(true, std::memory_order_relaxed);
     void* data = static_cast<char*>(block_) + place.offset;
-    unpoison(data, place.bytes);
+    unpoison(data, nbytes);
     return Storage::wrap(data, nbytes, &give_back, &place);
   }
   // Whether a tensor still uses a place. Once the program is gone (nothing takes places any more)
@@ -214,7 +220,7 @@ MemoryPlan::MemoryPlan(const AllocationLog& log) : place_of_(log.bytes.size(), -
     if (free.empty()) {
       place_of_[i] = static_cast<int>(layout.size());
       layout.emplace_back(block_bytes, log.bytes[i]);
-      block_bytes += log.bytes[i];
+      block_bytes += log.bytes[i] + kPlaceGap;
     } else {
       place_of_[i] = free.back();
       free.pop_back();
