@@ -83,6 +83,15 @@ Tensor binary_map(const Tensor& a, const Tensor& b, DType dtype, DType out_dtype
     return cast_values(
         binary_map(cast_values(a, dtype), cast_values(b, dtype), compute_type(dtype), compute_type(out_dtype), f, vec),
         out_dtype);
+  if (a->shape.empty() && b->shape.empty() && a->dtype == dtype && b->dtype == dtype) {
+    // Two 0-d operands of the computation type (micrograd's values): nothing to broadcast or convert.
+    Tensor out = result_buffer({}, out_dtype);
+    dispatch_computed_stored(dtype, out_dtype, [&](auto tag, auto out_tag) {
+      using T = decltype(tag);
+      *out->data_as<decltype(out_tag)>() = static_cast<decltype(out_tag)>(f(*a->data_as<T>(), *b->data_as<T>()));
+    });
+    return out;
+  }
   Shape shape = broadcast_shapes(a->shape, b->shape);
   Tensor a_converted, b_converted;
   const Tensor &ca = values_as(a, dtype, a_converted), &cb = values_as(b, dtype, b_converted);
