@@ -39,8 +39,14 @@ DType result_type_of(std::initializer_list<const Tensor*> tensors, MaybeType wra
   return *combine_categories(dimmed, combine_categories(zero_dim, wrapped));
 }
 
-DType result_type(const Tensor& a, const Tensor& b) { return result_type_of({&a, &b}, std::nullopt); }
-DType result_type(const Tensor& a, const Scalar& b) { return result_type_of({&a}, scalar_type(b)); }
+DType result_type(const Tensor& a, const Tensor& b) {
+  if (a->dtype == b->dtype) return a->dtype;  // whatever their dims: the common case, without the categories
+  return result_type_of({&a, &b}, std::nullopt);
+}
+DType result_type(const Tensor& a, const Scalar& b) {
+  if (is_floating(a->dtype)) return a->dtype;  // no Python number raises a floating tensor's type
+  return result_type_of({&a}, scalar_type(b));
+}
 
 DType float_type(DType d) { return is_floating(d) ? d : default_float_type(); }
 
