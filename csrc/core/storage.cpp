@@ -121,18 +121,12 @@ constexpr size_t kPlaceGap = 64;
 #else
 constexpr size_t kPlaceGap = 0;
 #endif
-void poison(void* data, size_t bytes) {
+void set_poisoned(void* data, size_t bytes, bool poisoned) {
 #if defined(__SANITIZE_ADDRESS__)
-  ASAN_POISON_MEMORY_REGION(data, bytes);
+  if (poisoned) ASAN_POISON_MEMORY_REGION(data, bytes);
+  else ASAN_UNPOISON_MEMORY_REGION(data, bytes);
 #else
-  (void)data, (void)bytes;
-#endif
-}
-void unpoison(void* data, size_t bytes) {
-#if defined(__SANITIZE_ADDRESS__)
-  ASAN_UNPOISON_MEMORY_REGION(data, bytes);
-#else
-  (void)data, (void)bytes;
+  (void)data, (void)bytes, (void)poisoned;
 #endif
 }
 }  // namespace
@@ -145,7 +139,7 @@ class MemoryPlan {
   explicit MemoryPlan(const AllocationLog& log);
   ~MemoryPlan() {
     if (!block_) return;
-    unpoison(block_, block_bytes);  // as the allocator gave it
+    set_poisoned(block_, block_bytes, false);  // as the allocator gave it
     std::free(block_);
   }
 
@@ -165,7 +159,7 @@ class MemoryPlan {
     }
     place.taken.store(true, std::memory_order_relaxed);
     void* data = static_cast<char*>(block_) + place.offset;
-    unpoison(data, nbytes);
+    set_poisoned(data, nbytes, false);
     return Storage::wrap(data, nbytes, &give_back, &place);
   }
   // Whether a tensor still uses a place. Once the program is gone (nothing takes places any more)
@@ -190,7 +184,7 @@ class MemoryPlan {
   static void give_back(void* context) {
     auto* place = static_cast<Place*>(context);
     MemoryPlan* plan = place->plan;
-    poison(static_cast<char*>(plan->block_) + place->offset, place->bytes);
+    set_poisoned(static_cast<char*>(plan->block_) + place->offset, place->bytes, true);
     place->taken.store(false, std::memory_order_release);  // the last access (in_use)
   }
 
@@ -235,7 +229,7 @@ MemoryPlan::MemoryPlan(const AllocationLog& log) : place_of_(log.bytes.size(), -
   }
   if (block_bytes) {
     block_ = allocate_block(block_bytes);
-    poison(block_, block_bytes);
+    set_poisoned(block_, block_bytes, true);
   }
 }
 
