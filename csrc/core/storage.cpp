@@ -260,11 +260,11 @@ namespace {
 thread_local PlanAllocations::State this_thread_planning;
 std::atomic<int> threads_planning{0};
 std::atomic<uint64_t> last_log_serial{0};
-}  // namespace
 
 PlanAllocations::State* planning() {
   return threads_planning.load(std::memory_order_relaxed) ? &this_thread_planning : nullptr;
 }
+}  // namespace
 
 PlanAllocations::PlanAllocations(MemoryPlan* plan, AllocationLog* log)
     : claimed_(plan && plan->claim() ? plan : nullptr), outer_(this_thread_planning) {
