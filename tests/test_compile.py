@@ -465,6 +465,133 @@ def test_scheduler_and_learning_rate_are_read_at_replay():
     assert runs[1] == runs[3] == 0.1 * 0.5**4
 
 
+# Each optimizer (LBFGS, which takes a closure, and SparseAdam, for sparse gradients, aside) with a
+# scheduler stepped inside the compiled step.
+OPTIMIZERS_AND_SCHEDULERS = {
+    "SGD nesterov, StepLR": (
+        lambda ps: fastgrad.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+        lambda o: fastgrad.optim.lr_scheduler.StepLR(o, 7, 0.5),
+    ),
+    "Adam, ExponentialLR": (
+        lambda ps: fastgrad.optim.Adam(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.ExponentialLR(o, 0.99),
+    ),
+    "AdamW, CosineAnnealingLR": (
+        lambda ps: fastgrad.optim.AdamW(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.CosineAnnealingLR(o, 50),
+    ),
+    "RMSprop, OneCycleLR": (
+        lambda ps: fastgrad.optim.RMSprop(ps, lr=0.01, momentum=0.5),
+        lambda o: fastgrad.optim.lr_scheduler.OneCycleLR(o, 0.02, total_steps=400),
+    ),
+    "Adagrad, LinearLR": (
+        lambda ps: fastgrad.optim.Adagrad(ps, lr=0.05),
+        lambda o: fastgrad.optim.lr_scheduler.LinearLR(o, 0.5, 1.0, 30),
+    ),
+    "Adadelta, MultiStepLR": (
+        lambda ps: fastgrad.optim.Adadelta(ps, lr=1.0),
+        lambda o: fastgrad.optim.lr_scheduler.MultiStepLR(o, [20, 90], 0.3),
+    ),
+    "Adamax, LambdaLR": (
+        lambda ps: fastgrad.optim.Adamax(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.LambdaLR(o, lambda epoch: 1 / (1 + epoch)),
+    ),
+    "NAdam, PolynomialLR": (
+        lambda ps: fastgrad.optim.NAdam(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.PolynomialLR(o, 300, 2.0),
+    ),
+    "RAdam, ConstantLR": (
+        lambda ps: fastgrad.optim.RAdam(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.ConstantLR(o, 0.5, 40),
+    ),
+    "ASGD, CyclicLR": (
+        lambda ps: fastgrad.optim.ASGD(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.CyclicLR(o, 0.001, 0.02, 25, cycle_momentum=False),
+    ),
+    "Rprop, StepLR": (
+        lambda ps: fastgrad.optim.Rprop(ps, lr=0.01),
+        lambda o: fastgrad.optim.lr_scheduler.StepLR(o, 11, 0.7),
+    ),
+}
+
+
+def _tagger_model():
+    """Embedding, LayerNorm, dropout: token windows to a class."""
+    return nn.Sequential(
+        nn.Embedding(11, 6),
+        nn.Flatten(),
+        nn.Linear(18, 16),
+        nn.LayerNorm(16),
+        nn.ReLU(),
+        nn.Dropout(0.2),
+        nn.Linear(16, 5),
+    )
+
+
+def _tagger_batches(steps):
+    rng = np.random.default_rng(2)
+    return [
+        (fastgrad.tensor(rng.integers(0, 11, (4, 3))), fastgrad.tensor(rng.integers(0, 5, 4))) for _ in range(steps)
+    ]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("make", OPTIMIZERS_AND_SCHEDULERS.values(), ids=OPTIMIZERS_AND_SCHEDULERS.keys())
+def test_every_optimizer_and_scheduler_trains_200_steps_as_eager(make, threads):
+    make_optimizer, make_scheduler = make
+    batches = _tagger_batches(200)
+    previous = fastgrad.get_num_threads()
+    fastgrad.set_num_threads(threads)
+    runs = []
+    try:
+        for compiled in (False, True):
+            fastgrad.manual_seed(0)  # the weights, then dropout's draws
+            model = _tagger_model()
+            opt = make_optimizer(list(model.parameters()))
+            scheduler = make_scheduler(opt)
+
+            def step(x, y):
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                opt.step()
+                scheduler.step()
+                return loss
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no fallback
+                losses = train(fastgrad.compile(step) if compiled else step, *zip(*batches))
+            runs.append(losses + [values(p) for p in model.parameters()] + optimizer_state(opt))
+            runs[-1].append(np.float64(opt.param_groups[0]["lr"]))
+    finally:
+        fastgrad.set_num_threads(previous)
+    assert len(runs[0]) == len(runs[1])
+    for got, want in zip(runs[1], runs[0]):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("make", [lambda: _lstm_language_model(), lambda: _small_cnn()], ids=["lstm", "cnn"])
+def test_recurrent_and_convolutional_models_train_200_steps_as_eager(make, threads):
+    previous = fastgrad.get_num_threads()
+    fastgrad.set_num_threads(threads)
+    try:
+        fastgrad.manual_seed(0)
+        eager_params, eager_step, (high, shape) = make()
+        fastgrad.manual_seed(0)
+        params, step, _ = make()
+        compiled = fastgrad.compile(step)
+        rng = np.random.default_rng(3)
+        for _ in range(200):
+            x, y = (fastgrad.tensor(rng.integers(0, high, shape)) for _ in range(2))
+            assert values(compiled(x, y)) == values(eager_step(x, y))
+    finally:
+        fastgrad.set_num_threads(previous)
+    assert compiled.eager_reason is None
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(values(p), values(q))
+
+
 def test_cache_limit_then_eager_with_one_warning():
     f = fastgrad.compile(lambda x: x * 2)
     with warnings.catch_warnings(record=True) as caught:

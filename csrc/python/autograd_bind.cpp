@@ -288,7 +288,9 @@ void tensor_backward(const Tensor& self, py::handle gradient, py::handle retain_
   }
   // loss.backward(), a step of a compiled function's program: C++ only, run with the GIL as eagerly (the
   // pass writes the leaves' .grad; it releases the GIL around its long nodes).
-  call_op(false, with_gil([](const Tensor& root, bool retain, bool create) { backward_of_root(root, retain, create); }),
+  call_op(false,
+          capture::tagged<capture::ScalarForm::Backward>(
+              with_gil([](const Tensor& root, bool retain, bool create) { backward_of_root(root, retain, create); })),
           self, retain, create_graph);
 }
 

@@ -72,6 +72,7 @@ struct Step {
   std::vector<StepResult> results;  // none for a void op
   bool long_work = false;
   bool grad_mode = false;     // the grad mode it ran in
+  ScalarStep scalar;          // what it is to a lowering (scalar_program.h)
   std::vector<int> last_use;  // the slots no later step reads: dropped after it, as eagerly
 
   // Without the GIL (Program::run): host calls take it back themselves.
@@ -96,6 +97,12 @@ struct Program {
   mutable MemoryPlanPtr plan;
   mutable std::atomic<int> plan_state{kUnplanned};
   static constexpr int kUnplanned = 0, kPlanning = 1, kPlanned = 2;
+  // The program lowered to float arithmetic (scalar_program.h), if every step is one it computes;
+  // used once the first replay it applies to has checked it against the steps. Else why not.
+  ScalarProgramPtr scalar;
+  std::string scalar_refusal;
+  mutable std::atomic<int> scalar_state{kUnchecked};
+  static constexpr int kUnchecked = 0, kChecking = 1, kChecked = 2, kDiffered = 3;
 
   // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error. The steps
   // run without the GIL (other Python threads run meanwhile, other programs replay in parallel): the
@@ -104,7 +111,28 @@ struct Program {
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
     if (static_cast<int>(args.size()) != inputs)
       throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
-    // One replay at a time logs its allocations for the plan; others meanwhile run unplanned.
+    if (!scalar) return run_steps(args);
+    const CallTensors tensors{args, frame_template};
+    int checked = scalar_state.load(std::memory_order_acquire);
+    if (!scalar_program_applies(*scalar, tensors)) return run_steps(args);
+    if (checked == kChecked) return run_scalar_program(*scalar, tensors);
+    if (checked != kUnchecked || !scalar_state.compare_exchange_strong(checked, kChecking)) return run_steps(args);
+    std::vector<Tensor> out;
+    try {
+      std::vector<float> registers = load_scalar_program(*scalar, tensors);
+      out = run_steps(args);
+      checked = scalar_program_matches(*scalar, std::move(registers), tensors, out) ? kChecked : kDiffered;
+    } catch (...) {
+      scalar_state.store(kUnchecked, std::memory_order_release);
+      throw;
+    }
+    scalar_state.store(checked, std::memory_order_release);
+    return out;
+  }
+
+  // A replay of the steps.
+  std::vector<Tensor> run_steps(const std::vector<Tensor>& args)
+      const {    // One replay at a time logs its allocations for the plan; others meanwhile run unplanned.
     int state = plan_state.load(std::memory_order_acquire);
     const bool logs = state == kUnplanned && plan_state.compare_exchange_strong(state, kPlanning);
     AllocationLog log;
@@ -142,6 +170,7 @@ struct Recorder {
   std::unique_ptr<Program> program = std::make_unique<Program>();
   std::unordered_map<const TensorImpl*, int> slots;
   std::vector<Geometry> geometries;  // per slot
+  std::vector<char> had_grad;        // per slot: its .grad was set when first seen
   std::vector<size_t> last_step;     // per slot: the last step that reads or writes it
   std::vector<Tensor> alive;         // every slot's tensor, so that no address is reused meanwhile
 
@@ -149,6 +178,7 @@ struct Recorder {
     const int slot = static_cast<int>(alive.size());
     slots.emplace(t.get(), slot);
     geometries.push_back(geometry_of(t));
+    had_grad.push_back(bool(t->grad));
     last_step.push_back(0);
     alive.push_back(t);
     return slot;
@@ -273,7 +303,7 @@ class OpRecord {
   OpRecord(const OpRecord&) = delete;
   OpRecord& operator=(const OpRecord&) = delete;
   // results: the op's (none for a void op); long_work: the replay runs it without the GIL.
-  void finish(Call call, bool long_work, const Results& results);
+  void finish(Call call, bool long_work, const Results& results, const ScalarStep& scalar);
 
  private:
   Recorder* r_;
@@ -303,7 +333,7 @@ OpRecord::OpRecord(Recorder* r, const ArgRef* args, size_t count, size_t op_iden
 
 OpRecord::~OpRecord() { --r_->depth; }
 
-void OpRecord::finish(Call call, bool long_work, const Results& results) {
+void OpRecord::finish(Call call, bool long_work, const Results& results, const ScalarStep& scalar) {
   // The arguments' geometry as the op left it (an in-place view op, x.data = y).
   for (size_t i = 0; i < count_; ++i) {
     if (args_[i].tensor) refresh_geometry(r_, *args_[i].tensor);
@@ -313,6 +343,7 @@ void OpRecord::finish(Call call, bool long_work, const Results& results) {
   if (refused_) return;
   Step step(std::move(call), std::move(slots_));
   step.long_work = long_work;
+  step.scalar = scalar;
   for (const Tensor& result : results) {
     StepResult& kept = step.results.emplace_back();
     kept.slot = output_slot(r_, result);
@@ -325,7 +356,8 @@ void OpRecord::finish(Call call, bool long_work, const Results& results) {
 
 }  // namespace
 
-Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity) {
+Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity,
+                     const ScalarStep& scalar) {
   // The op's tensors in the Call's order: copies holding their own references (with the GIL
   // released, another thread may drop the caller's Python objects).
   std::vector<Tensor> tensors;
@@ -340,7 +372,11 @@ Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count
   if (!recording(r)) return run_call(call, long_work, in_place);
   OpRecord record(r, args, count, op_identity);
   Results results = run_call(call, long_work, in_place);
-  record.finish(std::move(call), long_work, results);
+  ScalarStep lowered = scalar;
+  auto zero_d_float = [](const Tensor& t) { return !t || (t->shape.empty() && t->dtype == DType::Float32); };
+  lowered.zero_d_float = std::all_of(tensors.begin(), tensors.end(), zero_d_float);
+  for (const Tensor& t : results) lowered.zero_d_float = lowered.zero_d_float && zero_d_float(t);
+  record.finish(std::move(call), long_work, results, lowered);
   return results;
 }
 
@@ -625,6 +661,22 @@ py::object memory_plan_report(const Program& p) {
   return py::make_tuple(planned_bytes(*p.plan), unplanned_bytes(*p.plan), plan_misses(*p.plan));
 }
 
+// The recorded program lowered to float arithmetic, if it can be (scalar_program.h).
+void lower(const Recorder& r) {
+  Program& program = *r.program;
+  std::vector<StepSlots> steps;
+  steps.reserve(program.steps.size());
+  for (const Step& step : program.steps) {
+    StepSlots& s = steps.emplace_back(StepSlots{&step.scalar, &step.slots, {}, step.grad_mode});
+    for (const StepResult& result : step.results) s.results.push_back(result.slot);
+  }
+  std::vector<char> made_before(r.alive.size());
+  for (size_t slot = 0; slot < made_before.size(); ++slot)
+    made_before[slot] = static_cast<int>(slot) < program.inputs || bool(program.frame_template[slot]);
+  program.scalar = lower_scalar_program(steps, program.inputs, r.alive, made_before, r.had_grad, program.outputs,
+                                        program.scalar_refusal);
+}
+
 std::unique_ptr<Recorder> end_capture() {
   std::unique_ptr<Recorder> r(this_thread_recorder);
   this_thread_recorder = nullptr;
@@ -645,6 +697,18 @@ void bind_capture(py::module_& m) {
       .def_property_readonly("num_inputs", [](const Program& p) { return p.inputs; })
       .def_property_readonly("fingerprint", [](const Program& p) { return p.fingerprint; })
       .def_property_readonly("memory_plan", &memory_plan_report)
+      // The lowered program (scalar_program.h): (values, operations, state: "unchecked", "checked" or
+      // "differed"), or the reason there is none.
+      .def_property_readonly("scalar_program",
+                             [](const Program& p) -> py::object {
+                               if (!p.scalar) return py::str(p.scalar_refusal);
+                               auto [values, operations] = scalar_program_size(*p.scalar);
+                               const int state = p.scalar_state.load(std::memory_order_acquire);
+                               const char* name = state == Program::kChecked    ? "checked"
+                                                  : state == Program::kDiffered ? "differed"
+                                                                                : "unchecked";
+                               return py::make_tuple(values, operations, name);
+                             })
       // The tensors made before the capture that the program reads (parameters, buffers, globals).
       .def_property_readonly("constants", [](const Program& p) {
         std::vector<Tensor> out;
@@ -685,6 +749,7 @@ void bind_capture(py::module_& m) {
     }
     if (!r->abandoned) {
       Program& program = *r->program;
+      lower(*r);
       for (int slot : program.outputs) r->last_step[slot] = program.steps.size();  // kept to the end
       for (size_t slot = 0; slot < r->last_step.size(); ++slot)
         if (r->last_step[slot] < program.steps.size()) program.steps[r->last_step[slot]].last_use.push_back(slot);

@@ -33,6 +33,7 @@
 #include "core/capture_state.h"
 #include "core/small_vec.h"
 #include "python/bindings.h"
+#include "python/scalar_program.h"
 
 namespace fg {
 
@@ -153,8 +154,55 @@ class Call {
 
 // A binding's op while this thread captures (record() below): run on `args` (their tensors in
 // `call`'s order), without the GIL when `long_work`, and recorded as a step when the capture records
-// (at depth 0 and not abandoned).
-Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity);
+// (at depth 0 and not abandoned). `scalar`: what the op computes on 0-d float32 values, if its binding
+// says (Tagged below).
+Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count, size_t op_identity,
+                     const ScalarStep& scalar);
+
+// A binding's op that a program of 0-d float32 values can compute without it (scalar_program.h):
+// op itself, with what it is as part of its type.
+template <ScalarForm kForm, class Op, VecUnary kUnary = VecUnary::Count>
+struct Tagged {
+  Op op;
+  static constexpr ScalarForm kScalarForm = kForm;
+  static constexpr VecUnary kScalarUnary = kUnary;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    return op(args...);
+  }
+};
+template <ScalarForm kForm, VecUnary kUnary = VecUnary::Count, class Op>
+Tagged<kForm, Op, kUnary> tagged(Op op) {
+  return {op};
+}
+
+// The ScalarStep of a tagged op's call: its form, its Python number, its bool arguments.
+inline void note_argument(ScalarStep& step, const Scalar& s) {
+  step.with_number = true;
+  step.number = s.to<float>();                                 // as the forward's scalar_map converts it
+  step.backward_number = Scalar::from_float(s.value).to<float>();  // as a node's 0-d tensor of it holds it
+}
+inline void note_argument(ScalarStep& step, bool flag) { step.flags |= uint8_t(flag) << step.flag_count++; }
+template <class T>
+void note_argument(ScalarStep&, const T&) {}
+template <class Op, class = void>
+struct ScalarFormOf {
+  static constexpr ScalarForm form = ScalarForm::None;
+  static constexpr VecUnary unary = VecUnary::Count;
+};
+template <class Op>
+struct ScalarFormOf<Op, std::void_t<decltype(Op::kScalarForm)>> {
+  static constexpr ScalarForm form = Op::kScalarForm;
+  static constexpr VecUnary unary = Op::kScalarUnary;
+};
+template <class Op, class... Args>
+ScalarStep scalar_step(const Args&... args) {
+  ScalarStep step;
+  step.form = ScalarFormOf<Op>::form;
+  step.unary = ScalarFormOf<Op>::unary;
+  if (step.form != ScalarForm::None) (note_argument(step, args), ...);
+  return step;
+}
 
 // How a Call keeps each argument: tensors and lists of tensors as their positions among the tensors
 // run() is given, everything else (numbers, enums, Scalars, shapes, option structs, names) as a
@@ -289,7 +337,7 @@ template <class Op, class... Args>
   } else {
     const std::array<ArgRef, sizeof...(Args)> refs{arg_ref(args)...};
     Results results = run_recorded(Call(new Bound<std::decay_t<Op>, Args...>(op, args...)), long_work, refs.data(),
-                                   refs.size(), typeid(Op).hash_code());
+                                   refs.size(), typeid(Op).hash_code(), scalar_step<Op>(args...));
     if constexpr (std::is_same_v<Result, Tensor>) return std::move(results[0]);
     if constexpr (std::is_same_v<Result, std::pair<Tensor, Tensor>>) return Result(results[0], results[1]);
     if constexpr (std::is_same_v<Result, std::vector<Tensor>>) {

@@ -163,18 +163,26 @@ PyObject* number_slot(PyObject* a, PyObject* b, Op op, Reflected reflected) noex
   }
 }
 
-#define FG_NUMBER_SLOT(slot, op, reflected_op)                                                       \
-  PyObject* slot(PyObject* a, PyObject* b) noexcept {                                                \
-    return number_slot(a, b, [](const Tensor& x, const auto& y) { return op(x, y); }, reflected_op); \
+// Each op tagged with what it is to a program of 0-d values (capture.h's Tagged).
+using capture::ScalarForm;
+using capture::tagged;
+#define FG_NUMBER_SLOT(slot, op, form, reflected_op)                                                               \
+  PyObject* slot(PyObject* a, PyObject* b) noexcept {                                                              \
+    return number_slot(a, b, tagged<form>([](const Tensor& x, const auto& y) { return op(x, y); }), reflected_op); \
   }
-FG_NUMBER_SLOT(nb_add, add, [](const Tensor& x, const Scalar& s) { return add(x, s); })
-FG_NUMBER_SLOT(nb_subtract, sub, [](const Tensor& x, const Scalar& s) { return rsub(x, s); })
-FG_NUMBER_SLOT(nb_multiply, mul, [](const Tensor& x, const Scalar& s) { return mul(x, s); })
-FG_NUMBER_SLOT(nb_true_divide_numbers, div, [](const Tensor& x, const Scalar& s) { return rdiv(x, s); })
-FG_NUMBER_SLOT(nb_inplace_add, add_, nullptr)
-FG_NUMBER_SLOT(nb_inplace_subtract, sub_, nullptr)
-FG_NUMBER_SLOT(nb_inplace_multiply, mul_, nullptr)
-FG_NUMBER_SLOT(nb_inplace_true_divide, div_, nullptr)
+FG_NUMBER_SLOT(nb_add, add, ScalarForm::Add,
+               tagged<ScalarForm::Add>([](const Tensor& x, const Scalar& s) { return add(x, s); }))
+FG_NUMBER_SLOT(nb_subtract, sub, ScalarForm::Sub,
+               tagged<ScalarForm::Rsub>([](const Tensor& x, const Scalar& s) { return rsub(x, s); }))
+FG_NUMBER_SLOT(nb_multiply, mul, ScalarForm::Mul,
+               tagged<ScalarForm::Mul>([](const Tensor& x, const Scalar& s) { return mul(x, s); }))
+// s / x is two ops (rdiv): not tagged
+FG_NUMBER_SLOT(nb_true_divide_numbers, div, ScalarForm::Div,
+               [](const Tensor& x, const Scalar& s) { return rdiv(x, s); })
+FG_NUMBER_SLOT(nb_inplace_add, add_, ScalarForm::AddInPlace, nullptr)
+FG_NUMBER_SLOT(nb_inplace_subtract, sub_, ScalarForm::SubInPlace, nullptr)
+FG_NUMBER_SLOT(nb_inplace_multiply, mul_, ScalarForm::MulInPlace, nullptr)
+FG_NUMBER_SLOT(nb_inplace_true_divide, div_, ScalarForm::DivInPlace, nullptr)
 #undef FG_NUMBER_SLOT
 
 // `ndarray / x`: PyTorch computes other / x as x.reciprocal() * other, a product that numpy then
@@ -243,7 +251,8 @@ const char* kNonLeafGradWarning =
 py::object get_grad(const Tensor& self) {
   if (!self->is_leaf() && !self->retains_grad && self->requires_grad())
     if (PyErr_WarnEx(PyExc_UserWarning, kNonLeafGradWarning, 1) < 0) throw py::error_already_set();
-  Tensor grad = call_op(false, with_gil([](const Tensor& t) { return t->grad; }), self);
+  Tensor grad = call_op(
+      false, capture::tagged<capture::ScalarForm::GradGet>(with_gil([](const Tensor& t) { return t->grad; })), self);
   return grad ? py::cast(grad) : py::none();
 }
 
@@ -256,7 +265,10 @@ void set_grad(const Tensor& self, py::handle value) {
     if (g->dtype != self->dtype) throw RuntimeError("assigned grad has data of a different type");
     if (g->shape != self->shape) throw RuntimeError("assigned grad has data of a different size");
   }
-  call_op(false, with_gil([](const Tensor& t, const Tensor& grad) { t->grad = grad; }), self, g);
+  call_op(false, capture::tagged<capture::ScalarForm::GradSet>(with_gil([](const Tensor& t, const Tensor& grad) {
+            t->grad = grad;
+          })),
+          self, g);
 }
 
 void set_requires_grad(const Tensor& self, bool flag) {
@@ -598,7 +610,7 @@ void bind_tensor(py::module_& m) {
              const Tensor* t = tensor_of(b.ptr());
              return t ? py::cast(product(fg::matmul, a, *t)) : not_implemented();
            })
-      .def("__neg__", [](const Tensor& a) { return unary(fg::neg, a); })
+      .def("__neg__", [](const Tensor& a) { return unary(tagged<ScalarForm::Unary, VecUnary::Neg>(fg::neg), a); })
       .def("__abs__", [](const Tensor& a) { return unary(fg::abs, a); })
       .def("__lt__", comparison(CompareOp::Lt))
       .def("__le__", comparison(CompareOp::Le))
@@ -701,19 +713,19 @@ void bind_tensor(py::module_& m) {
         std::pair{"logaddexp", FloatBinary::Logaddexp}, std::pair{"logaddexp2", FloatBinary::Logaddexp2},
         std::pair{"copysign", FloatBinary::Copysign}})
     m.def(name, named_binary(name, [op = op](const Tensor& a, const auto& b) { return float_binary(a, b, op); }));
-  m.def("neg", [](const Tensor& x) { return unary(fg::neg, x); });
+  m.def("neg", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Neg>(fg::neg), x); });
   m.def("abs", [](const Tensor& x) { return unary(fg::abs, x); });
   m.def("sign", [](const Tensor& x) { return unary(fg::sign, x); });
-  m.def("exp", [](const Tensor& x) { return unary(fg::exp, x); });
+  m.def("exp", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Exp>(fg::exp), x); });
   m.def("log", [](const Tensor& x) { return unary(fg::log, x); });
   m.def("log1p", [](const Tensor& x) { return unary(fg::log1p, x); });
   m.def("expm1", [](const Tensor& x) { return unary(fg::expm1, x); });
   m.def("sqrt", [](const Tensor& x) { return unary(fg::sqrt, x); });
   m.def("sin", [](const Tensor& x) { return unary(fg::sin, x); });
   m.def("cos", [](const Tensor& x) { return unary(fg::cos, x); });
-  m.def("tanh", [](const Tensor& x) { return unary(fg::tanh, x); });
-  m.def("sigmoid", [](const Tensor& x) { return unary(fg::sigmoid, x); });
-  m.def("relu", [](const Tensor& x) { return unary(fg::relu, x); });
+  m.def("tanh", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Tanh>(fg::tanh), x); });
+  m.def("sigmoid", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Sigmoid>(fg::sigmoid), x); });
+  m.def("relu", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Relu>(fg::relu), x); });
   m.def("leaky_relu", [](const Tensor& x, double slope) { return unary(fg::leaky_relu, x, slope); });
   m.def("leaky_relu_", [](const Tensor& x, double slope) { return unary(fg::leaky_relu_, x, slope); });
   m.def("hardtanh", [](const Tensor& x, double min, double max) { return unary(fg::hardtanh, x, min, max); });

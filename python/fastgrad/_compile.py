@@ -597,6 +597,33 @@ def memory_plans(fn):
     return [PlannedMemory(steps, *plan) for steps, plan in plans if plan is not None]
 
 
+LoweredProgram = collections.namedtuple("LoweredProgram", "op_count values operations state refusal")
+LoweredProgram.__doc__ = """One captured program as float arithmetic on 0-d values (lowered_programs)."""
+
+
+def lowered_programs(fn):
+    """What became of each of a compiled function's or module's programs as a lowered program
+    (fastgrad's own; docs/compile.md): a program whose every step is arithmetic, a unary function,
+    backward() or a .grad read or reset on 0-d float32 tensors (micrograd's steps) replays as a list
+    of float operations on registers instead of its steps. A LoweredProgram per program: values (the
+    registers) and operations; state "unchecked" until a replay has run the steps and the lowered
+    program side by side, then "checked" (used from then on) or "differed" (never used); or, for a
+    program that is not lowered, refusal says why and state is None."""
+    if not hasattr(_prims, "_capture_begin"):  # fastgrad.reference: compile() captures nothing
+        return []
+    compiled = fn if isinstance(fn, _CompiledFunction) else getattr(fn, "_compiled_call_impl", None)
+    if not isinstance(compiled, _CompiledFunction):
+        raise TypeError(f"lowered_programs(): expected a function or module made by fastgrad.compile, got {fn!r}")
+    out = []
+    for program, _ in compiled._cache.values():
+        lowered = program.scalar_program
+        if isinstance(lowered, str):
+            out.append(LoweredProgram(program.num_steps, 0, 0, None, lowered))
+        else:
+            out.append(LoweredProgram(program.num_steps, *lowered, None))
+    return out
+
+
 def _describe_guards(compiled, args, kwargs):
     tensors, reached = [], []
     compiled._key(args, kwargs, tensors, reached)

@@ -1223,7 +1223,7 @@ def compile_table(libs, timer, torch, peak, quick):
                 + [f"{ratios[p]:.2f}x" if p in ratios else "-" for p in peers]
                 + [
                     f"{capture * 1e6:,.0f} µs ({capture / times['eager']:.1f}x eager)",
-                    plan_summary(fastgrad.compiler.memory_plans(compiled)),
+                    plan_summary(compiled),
                     f"{flops / peak * 1e6:,.1f} µs" if flops else "-",
                     ", ".join(f">= {goal:g}x vs {peer}" for peer, goal in targets) or "report",
                     ", ".join(met) or "-",
@@ -1234,10 +1234,16 @@ def compile_table(libs, timer, torch, peak, quick):
     return "\n".join(lines)
 
 
-def plan_summary(plans):
-    """The planned and unplanned bytes of a compiled step's programs (fastgrad.compiler.memory_plans)."""
+def plan_summary(compiled):
+    """The planned and unplanned bytes of a compiled step's programs (fastgrad.compiler.memory_plans),
+    and the float operations of those lowered to arithmetic on registers (lowered_programs)."""
+    plans = fastgrad.compiler.memory_plans(compiled)
     planned, unplanned = sum(p.planned_bytes for p in plans), sum(p.unplanned_bytes for p in plans)
-    return f"{planned / 1024:,.1f} KiB planned, {unplanned / 1024:,.1f} KiB not" if plans else "-"
+    summary = f"{planned / 1024:,.1f} KiB planned, {unplanned / 1024:,.1f} KiB not" if plans else "-"
+    lowered = [p for p in fastgrad.compiler.lowered_programs(compiled) if p.state == "checked"]
+    if lowered:
+        summary += f"; lowered to {sum(p.operations for p in lowered):,} float operations"
+    return summary
 
 
 def capture_seconds(make, samples):

@@ -1,13 +1,13 @@
 """torch.compiler: the controls of fastgrad.compile (docs/compile.md)."""
 
 from ._compile import BACKENDS, DISABLE_ENV, RECOMPILE_LIMIT, ExplainOutput, PlannedMemory, Unsupported, explain
-from ._compile import STANCES, compile, disable, memory_plans, reset, set_stance
+from ._compile import STANCES, LoweredProgram, compile, disable, lowered_programs, memory_plans, reset, set_stance
 from . import _prims
 
 __all__ = ["reset", "explain", "is_compiling", "list_backends", "ExplainOutput", "Unsupported"]
 __all__ += ["DISABLE_ENV", "RECOMPILE_LIMIT", "memory_plans", "PlannedMemory", "compile", "disable", "set_stance"]
 __all__ += ["STANCES", "is_dynamo_compiling", "is_exporting", "cudagraph_mark_step_begin", "allow_in_graph"]
-__all__ += ["assume_constant_result"]
+__all__ += ["assume_constant_result", "lowered_programs", "LoweredProgram"]
 
 
 def is_compiling():
