@@ -227,6 +227,21 @@ def test_what_the_lowering_cannot_follow_replays_its_steps():
     assert w.grad.item() == 2.0
 
 
+def test_lowered_replays_leave_no_node_behind():
+    from fastgrad._C import graph_stats
+
+    step = micrograd_loss(fastgrad, np.random.default_rng(5))
+    compiled = fastgrad.compile(step)
+    compiled(), compiled(), compiled()
+    assert lowered(compiled).state == "checked"
+    warm = graph_stats()
+    for _ in range(300):
+        loss = compiled()  # each loss, with its CompiledFunctionBackward, dies at the next call
+    del loss
+    end = graph_stats()
+    assert end["live_nodes"] == warm["live_nodes"] and end["arena_bytes"] <= warm["arena_bytes"]
+
+
 def test_threads_replay_their_own_lowered_programs():
     steps = [micrograd_loss(fastgrad, np.random.default_rng(seed)) for seed in range(4)]
     eagers = [micrograd_loss(fastgrad, np.random.default_rng(seed)) for seed in range(4)]

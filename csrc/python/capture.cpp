@@ -104,17 +104,17 @@ struct Program {
   mutable std::atomic<int> scalar_state{kUnchecked};
   static constexpr int kUnchecked = 0, kChecking = 1, kChecked = 2, kDiffered = 3;
 
-  // The outputs of one replay on `args`. Grad mode is restored afterwards, even on an error. The steps
-  // run without the GIL (other Python threads run meanwhile, other programs replay in parallel): the
-  // ops are C++ on the frame's own tensors; host calls, the backward pass and the reads and writes of
-  // .grad take the GIL back, as they hold it eagerly (capture.h's with_gil).
+  // The outputs of one replay on `args`: by the lowered program where it applies and has been
+  // checked, else by the steps (run_steps). Grad mode is restored afterwards, even on an error. The
+  // steps run without the GIL (other Python threads run meanwhile, other programs replay in parallel):
+  // the ops are C++ on the frame's own tensors; host calls, the backward pass and the reads and writes
+  // of .grad take the GIL back, as they hold it eagerly (capture.h's with_gil).
   std::vector<Tensor> run(const std::vector<Tensor>& args) const {
     if (static_cast<int>(args.size()) != inputs)
       throw ValueError(cat("compiled program: expected ", inputs, " tensor inputs, got ", args.size()));
-    if (!scalar) return run_steps(args);
     const CallTensors tensors{args, frame_template};
     int checked = scalar_state.load(std::memory_order_acquire);
-    if (!scalar_program_applies(*scalar, tensors)) return run_steps(args);
+    if (!scalar || checked == kDiffered || !scalar_program_applies(*scalar, tensors)) return run_steps(args);
     if (checked == kChecked) return run_scalar_program(*scalar, tensors);
     if (checked != kUnchecked || !scalar_state.compare_exchange_strong(checked, kChecking)) return run_steps(args);
     std::vector<Tensor> out;
@@ -130,9 +130,9 @@ struct Program {
     return out;
   }
 
-  // A replay of the steps.
-  std::vector<Tensor> run_steps(const std::vector<Tensor>& args)
-      const {    // One replay at a time logs its allocations for the plan; others meanwhile run unplanned.
+  // A replay of the steps. One replay at a time logs its allocations for the plan; others meanwhile
+  // run unplanned.
+  std::vector<Tensor> run_steps(const std::vector<Tensor>& args) const {
     int state = plan_state.load(std::memory_order_acquire);
     const bool logs = state == kUnplanned && plan_state.compare_exchange_strong(state, kPlanning);
     AllocationLog log;
