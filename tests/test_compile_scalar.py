@@ -134,6 +134,14 @@ def test_gradients_left_set_are_written_and_the_next_call_replays_its_steps():
     assert [p.refusal for p in programs] == [None, "a .grad set before the call"]
 
 
+def sgd_and_reset(params, lr):
+    """micrograd's update: p -= lr * p.grad, then no gradient."""
+    with fastgrad.no_grad():
+        for p in params:
+            p -= lr * p.grad
+            p.grad = None
+
+
 def scalar_model():
     w = [fastgrad.tensor(v, requires_grad=True) for v in (0.5, -1.5, 2.0)]
     x = fastgrad.tensor(0.75)
@@ -141,10 +149,7 @@ def scalar_model():
     def step():
         loss = ((w[0] * x + w[1]).tanh() * w[2] - 1.0).relu() * (w[0] * 3.0).sigmoid()
         loss.backward()
-        with fastgrad.no_grad():
-            for p in w:
-                p -= 0.1 * p.grad
-                p.grad = None
+        sgd_and_reset(w, 0.1)
         return loss
 
     step.params = w
@@ -162,10 +167,7 @@ def test_a_second_backward_adds_into_grad_in_place():
             (w[0] * w[1]).backward()
             (w[0] * 3.0 + w[1].exp()).backward()
             grads = (w[0].grad, w[1].grad)
-            with fastgrad.no_grad():
-                for p in w:
-                    p -= 0.1 * p.grad
-                    p.grad = None
+            sgd_and_reset(w, 0.1)
             return grads
 
         step.params = w
