@@ -54,27 +54,78 @@ def test_micrograd_steps_replay_as_float_arithmetic_and_equal_eager_steps():
         want.backward()
 
 
+def lecture_mlp(seed):
+    """The 0-d MLP of a micrograd lecture: tanh neurons 3-4-4-1, squared error over four points,
+    gradients set to None before backward (so they are set when the next call starts), SGD."""
+    rng = np.random.default_rng(seed)
+
+    def scalar(v, grad=False):
+        return fastgrad.tensor(float(v), requires_grad=grad)
+
+    sizes = (3, 4, 4, 1)
+    layers = [
+        [
+            ([scalar(rng.uniform(-1, 1), True) for _ in range(n_in)], scalar(rng.uniform(-1, 1), True))
+            for _ in range(n_out)
+        ]
+        for n_in, n_out in zip(sizes, sizes[1:])
+    ]
+    params = [p for layer in layers for w, b in layer for p in (*w, b)]
+    xs = [[scalar(v) for v in row] for row in ([2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0])]
+    ys = [1.0, -1.0, -1.0, 1.0]
+
+    def forward(values):
+        for layer in layers:
+            values = [sum((wi * xi for wi, xi in zip(w, values)), b).tanh() for w, b in layer]
+        return values[0]
+
+    def step():
+        loss = sum((forward(x) - y) ** 2 for x, y in zip(xs, ys))
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with fastgrad.no_grad():
+            for p in params:
+                p += -0.05 * p.grad
+        return loss
+
+    step.params = params
+    return step
+
+
+def test_a_lecture_mlp_that_zeroes_gradients_first_is_lowered():
+    eager, step = lecture_mlp(7), lecture_mlp(7)
+    compiled = fastgrad.compile(step)
+    for call in range(30):
+        assert bits(compiled()) == bits(eager()), call
+    assert state_of(step.params) == state_of(eager.params)
+    # the first call starts without gradients, the others with them: two programs, both lowered; the
+    # first never replays
+    programs = fastgrad.compiler.lowered_programs(compiled)
+    assert [(p.state, p.refusal) for p in programs] == [("unchecked", None), ("checked", None)]
+
+
 SPECIAL = [0.0, -0.0, 1e-30, -3.5, 88.0, 1e30, math.inf, 0.5]
 
 
 def random_step(seed, clear_grads=True):
     """A random program on 0-d leaves (some special values) and constants: tensor-tensor and
-    tensor-number arithmetic (either side), unary functions, backward, then SGD on each leaf; each
-    call returns its loss and two intermediates."""
+    tensor-number arithmetic (either side), powers by a number, unary functions, backward, then SGD
+    on each leaf; each call returns its loss and two intermediates."""
     rng = np.random.default_rng(seed)
     leaves = [fastgrad.tensor(float(v), requires_grad=True) for v in rng.choice(SPECIAL + [1.25, -0.75], 5)]
     consts = [fastgrad.tensor(float(v)) for v in rng.standard_normal(2)]
     plan = []
     for _ in range(40):
-        kind = rng.choice(["tt", "tn", "nt", "unary"], p=[0.4, 0.25, 0.15, 0.2])
+        kind = rng.choice(["tt", "tn", "nt", "pow", "unary"], p=[0.35, 0.2, 0.15, 0.1, 0.2])
         plan.append(
             (
                 kind,
                 rng.choice(["+", "-", "*", "/"]),
-                rng.choice(["relu", "neg", "tanh", "exp", "sigmoid"]),
+                rng.choice(["relu", "neg", "tanh", "exp", "sigmoid", "log"]),
                 int(rng.integers(1 << 30)),
                 int(rng.integers(1 << 30)),
-                float(rng.choice([2, -0.5, 0.1, 0, 3.0])),
+                float(rng.choice([2, -0.5, 0.1, 0, 3.0, 0.5, -1, -2, 1.5])),
             )
         )
 
@@ -91,6 +142,8 @@ def random_step(seed, clear_grads=True):
                 pool.append(binary(op, x, number or 1.5) if op == "/" else binary(op, x, number))
             elif kind == "nt":  # number op tensor: rsub, reflected add and mul (number / tensor is rdiv)
                 pool.append(number - x if op in "-/" else number + x if op == "+" else number * x)
+            elif kind == "pow":  # x ** number, its special exponents (sqrt, squares, reciprocals) and 0
+                pool.append(x**number)
             else:
                 pool.append(-x if fn == "neg" else getattr(x, fn)())
         loss = sum(t for t in pool if t.requires_grad) * 0.5

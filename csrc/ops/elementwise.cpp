@@ -307,19 +307,9 @@ Tensor pow(const Tensor& a, const Scalar& s) {
   if (!is_floating(a->dtype) && s.kind == Category::Integral && s.value < 0)
     throw RuntimeError("Integers to negative integer powers are not allowed.");
   DType dt = result_type(a, s);
-  // PyTorch computes these exponents of float tensors with other functions (sqrt(-inf) is NaN
-  // where pow(-inf, 0.5) is inf); so does fastgrad, for the same values.
   Tensor out = scalar_map(a, s, dt, dt, [](auto x, auto y) {
-    using T = decltype(x);
-    if constexpr (std::is_floating_point_v<T>) {
-      if (y == T(0.5)) return std::sqrt(x);
-      if (y == T(-0.5)) return T(1) / std::sqrt(x);
-      if (y == T(2)) return x * x;
-      if (y == T(3)) return x * x * x;
-      if (y == T(-1)) return T(1) / x;
-      if (y == T(-2)) return T(1) / (x * x);
-    }
-    return pow_value(x, y);
+    if constexpr (std::is_floating_point_v<decltype(x)>) return power_by_number(x, y);
+    else return pow_value(x, y);
   });
   record_binary<PowBackward0, false>(out, a, nullptr, &s, true);
   return out;

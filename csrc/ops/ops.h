@@ -4,6 +4,7 @@
 // backwards that are direct loops are ops with a node of their own, which defines their derivative.
 #pragma once
 #include <array>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -75,6 +76,18 @@ Tensor div(const Tensor& a, const Scalar& b);
 Tensor rdiv(const Tensor& a, const Scalar& b);  // b / a
 Tensor reciprocal(const Tensor& x);
 Tensor pow(const Tensor& a, const Scalar& b);
+// x ** y of a float x and a number y as pow(tensor, number) computes it: PyTorch computes some
+// exponents with other functions (sqrt(-inf) is NaN where pow(-inf, 0.5) is inf); so does fastgrad.
+template <class T>
+T power_by_number(T x, T y) {
+  if (y == T(0.5)) return std::sqrt(x);
+  if (y == T(-0.5)) return T(1) / std::sqrt(x);
+  if (y == T(2)) return x * x;
+  if (y == T(3)) return x * x * x;
+  if (y == T(-1)) return T(1) / x;
+  if (y == T(-2)) return T(1) / (x * x);
+  return std::pow(x, y);
+}
 Tensor rpow(const Tensor& a, const Scalar& b);  // b ** a
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // x * y + z rounded once, computed in floating `dtype` (its compute type) from the operands'

@@ -179,8 +179,8 @@ Tagged<kForm, Op, kUnary> tagged(Op op) {
 // The ScalarStep of a tagged op's call: its form, its Python number, its bool arguments.
 inline void note_argument(ScalarStep& step, const Scalar& s) {
   step.with_number = true;
-  step.number = s.to<float>();                                 // as the forward's scalar_map converts it
-  step.backward_number = Scalar::from_float(s.value).to<float>();  // as a node's 0-d tensor of it holds it
+  step.number = s.to<float>();  // as the forward's scalar_map converts it
+  step.value = s.value;
 }
 inline void note_argument(ScalarStep& step, bool flag) { step.flags |= uint8_t(flag) << step.flag_count++; }
 template <class T>

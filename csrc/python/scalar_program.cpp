@@ -31,6 +31,7 @@ enum class Code : uint8_t {
   NumberSub,
   MulNumber,
   DivNumber,
+  PowNumber,
   Unary,
   ReluGrad
 };
@@ -79,6 +80,7 @@ void execute(const std::vector<Operation>& ops, float* r) {
       case Code::NumberSub: r[op.out] = op.number - r[op.a]; break;
       case Code::MulNumber: r[op.out] = r[op.a] * op.number; break;
       case Code::DivNumber: r[op.out] = r[op.a] / op.number; break;
+      case Code::PowNumber: r[op.out] = power_by_number(r[op.a], op.number); break;
       case Code::Unary: op.unary(r + op.a, r + op.out, 1); break;
       case Code::ReluGrad: r[op.out] = r[op.b] <= 0 ? 0.0f : r[op.a]; break;
     }
@@ -121,7 +123,9 @@ struct Entity {
   bool requires_grad = false;
   int node = -1;   // its grad_fn; -1 for a leaf
   int grad = -1;   // the entity its .grad is; -1: None
-  bool grad_touched = false;
+  // How the program first uses its .grad: not at all, by reading it or adding into it (then it must
+  // be None when the call starts), or by setting it (then whatever it was does not matter).
+  enum { kUntouched, kReadFirst, kSetFirst } grad_use = kUntouched;
   uint32_t versions = 0;   // in-place writes
   int live_saves = 0;      // unreleased nodes that saved it
   int accumulator = -1;    // a leaf's AccumulateGrad
@@ -132,7 +136,7 @@ struct SymbolicNode {
   ScalarForm form = ScalarForm::None;
   VecUnary unary = VecUnary::Count;
   bool with_number = false;
-  float number = 0;            // backward_number
+  double value = 0;            // the number, as the node keeps it
   int edges[2] = {-1, -1};     // nodes; -1: no gradient needed
   int saved[2] = {-1, -1};     // registers of what apply() reads (operands, or the result)
   int saved_entities[2] = {-1, -1};
@@ -164,6 +168,7 @@ class Lowering {
       case ScalarForm::Mul:
       case ScalarForm::Div:
       case ScalarForm::Rsub:
+      case ScalarForm::Pow:
       case ScalarForm::Unary: return forward(k, args, s.results, s.grad_mode);
       case ScalarForm::AddInPlace:
       case ScalarForm::SubInPlace:
@@ -203,9 +208,10 @@ class Lowering {
     for (const Entity& e : entities_) {
       if (e.slot < 0) continue;
       if (e.versions) p_.writes.push_back({e.slot, e.reg, e.versions});
-      if (e.grad_touched) p_.grads.push_back({e.slot, e.grad < 0 ? -1 : make(e.grad)});
+      if (e.grad_use != Entity::kUntouched) p_.grads.push_back({e.slot, e.grad < 0 ? -1 : make(e.grad)});
     }
-    for (Read& read : p_.reads) read.grad_must_be_none = entities_[slot_entity_[read.slot]].grad_touched;
+    for (Read& read : p_.reads)
+      read.grad_must_be_none = entities_[slot_entity_[read.slot]].grad_use == Entity::kReadFirst;
     std::sort(p_.constant_storages.begin(), p_.constant_storages.end());
     return true;
   }
@@ -259,7 +265,15 @@ class Lowering {
     return e;
   }
 
-  bool had_grad(const Entity& e) const { return e.slot >= 0 && had_grad_[e.slot]; }
+  // e's .grad is read or added into: false (with `why`) if it is the .grad the call started with
+  // and that was set at capture (the lowering follows only gradients it made).
+  bool reads_grad(Entity& e) {
+    if (e.grad_use == Entity::kUntouched) {
+      if (e.slot >= 0 && had_grad_[e.slot]) return fail("a .grad set before the call");
+      e.grad_use = Entity::kReadFirst;
+    }
+    return true;
+  }
 
   // The node an op's gradient for `e` goes to (gradient_edge), -1 if it needs none.
   int edge_to(int e) {
@@ -282,8 +296,17 @@ class Lowering {
 
   static bool has_backward(VecUnary u) {
     return u == VecUnary::Relu || u == VecUnary::Neg || u == VecUnary::Tanh || u == VecUnary::Exp ||
-           u == VecUnary::Sigmoid;
+           u == VecUnary::Sigmoid || u == VecUnary::Log;
   }
+  // What a unary function's node saves: its input (log), its result (the others but neg).
+  static bool saves_input(const ScalarStep& k) {
+    return k.form == ScalarForm::Pow || (k.form == ScalarForm::Unary && k.unary == VecUnary::Log);
+  }
+  static bool saves_result(const ScalarStep& k) {
+    return k.form == ScalarForm::Unary && !saves_input(k) && k.unary != VecUnary::Neg;
+  }
+  // A number as a backward formula's 0-d tensor of it holds it (full(): the double rounded to float).
+  static float as_tensor(double value) { return Scalar::from_float(value).to<float>(); }
 
   // The value of a out-of-place or in-place op: binary_map/scalar_map's float arithmetic, or the kernel.
   int compute(const ScalarStep& k, int a, int b) {
@@ -302,6 +325,7 @@ class Lowering {
       case ScalarForm::DivInPlace:
         return k.with_number ? emit(Code::DivNumber, x, -1, k.number) : emit(Code::Div, x, y);
       case ScalarForm::Rsub: return emit(Code::NumberSub, x, -1, k.number);
+      case ScalarForm::Pow: return emit(Code::PowNumber, x, -1, k.number);
       default: return emit(Code::Unary, x, -1, 0, k.unary);
     }
   }
@@ -309,7 +333,7 @@ class Lowering {
   // The operands: a tensor and a tensor or a number (binary), or one tensor (unary).
   bool operands(const ScalarStep& k, const std::vector<int>& args, int& a, int& b) {
     const size_t tensors = k.form == ScalarForm::Unary || k.with_number ? 1 : 2;
-    if (args.size() != tensors || (k.form == ScalarForm::Rsub && !k.with_number))
+    if (args.size() != tensors || ((k.form == ScalarForm::Rsub || k.form == ScalarForm::Pow) && !k.with_number))
       return fail("an operation it does not compute");
     a = entity(args[0]);
     b = tensors == 2 ? entity(args[1]) : -1;
@@ -333,7 +357,7 @@ class Lowering {
       node.form = k.form;
       node.unary = k.unary;
       node.with_number = k.with_number;
-      node.number = k.backward_number;
+      node.value = k.value;
       node.edges[0] = edge_a;
       node.edges[1] = edge_b;
       // What apply() reads, as the op saved it (ops/elementwise.cpp, ops/unary.cpp).
@@ -343,10 +367,12 @@ class Lowering {
       } else if (k.form == ScalarForm::Div && b >= 0) {
         if (edge_b >= 0) save(node, 0, a, entities_[a].reg);
         save(node, 1, b, entities_[b].reg);
+      } else if (saves_input(k)) {
+        save(node, 0, a, entities_[a].reg);
       }
     }
     const int e = new_entity(out, records, node_index);
-    if (records && k.form == ScalarForm::Unary && k.unary != VecUnary::Neg) save(nodes_[node_index], 0, e, out);
+    if (records && saves_result(k)) save(nodes_[node_index], 0, e, out);
     slot_entity_[results[0]] = e;
     return true;
   }
@@ -369,8 +395,7 @@ class Lowering {
     const int e = entity(args[0]);
     if (e < 0) return false;
     Entity& x = entities_[e];
-    if (had_grad(x)) return fail("a .grad set before the call");
-    x.grad_touched = true;
+    if (!reads_grad(x)) return false;
     const int result = results[0];
     if (x.grad < 0) return result < 0 ? true : fail("a .grad it did not follow");
     if (result < 0 || (slot_entity_[result] >= 0 && slot_entity_[result] != x.grad) || made_before_[result])
@@ -384,8 +409,7 @@ class Lowering {
     const int e = entity(args[0]);
     if (e < 0) return false;
     Entity& x = entities_[e];
-    if (had_grad(x)) return fail("a .grad set before the call");
-    x.grad_touched = true;
+    if (x.grad_use == Entity::kUntouched) x.grad_use = Entity::kSetFirst;
     x.grad = -1;
     return true;
   }
@@ -398,15 +422,20 @@ class Lowering {
       case ScalarForm::Sub: return {g, need_b ? emit(Code::Unary, g, -1, 0, VecUnary::Neg) : -1};
       case ScalarForm::Rsub: return {emit(Code::Unary, g, -1, 0, VecUnary::Neg), -1};
       case ScalarForm::Mul:
-        if (n.with_number) return {emit(Code::MulNumber, g, -1, n.number), -1};
+        if (n.with_number) return {emit(Code::MulNumber, g, -1, as_tensor(n.value)), -1};
         return {need_a ? emit(Code::Mul, g, n.saved[1]) : -1, need_b ? emit(Code::Mul, g, n.saved[0]) : -1};
       case ScalarForm::Div: {
-        if (n.with_number) return {emit(Code::DivNumber, g, -1, n.number), -1};
+        if (n.with_number) return {emit(Code::DivNumber, g, -1, as_tensor(n.value)), -1};
         const int ga = need_a ? emit(Code::Div, g, n.saved[1]) : -1;
         if (!need_b) return {ga, -1};
         // -(g * ((a / b) / b))
         const int quotient = emit(Code::Div, emit(Code::Div, n.saved[0], n.saved[1]), n.saved[1]);
         return {ga, emit(Code::Unary, emit(Code::Mul, g, quotient), -1, 0, VecUnary::Neg)};
+      }
+      case ScalarForm::Pow: {  // g * (x ** (p - 1) * p); 0 for p == 0
+        if (n.value == 0) return {constant(0.0f), -1};
+        const int power = emit(Code::PowNumber, n.saved[0], -1, as_tensor(n.value - 1));
+        return {emit(Code::Mul, g, emit(Code::MulNumber, power, -1, as_tensor(n.value))), -1};
       }
       default: break;
     }
@@ -415,6 +444,7 @@ class Lowering {
       case VecUnary::Relu: return {emit(Code::ReluGrad, g, y), -1};
       case VecUnary::Neg: return {emit(Code::Unary, g, -1, 0, VecUnary::Neg), -1};
       case VecUnary::Exp: return {emit(Code::Mul, g, y), -1};
+      case VecUnary::Log: return {emit(Code::Div, g, y), -1};  // y: the input
       case VecUnary::Tanh: return {emit(Code::Mul, g, emit(Code::NumberSub, emit(Code::Mul, y, y), -1, 1.0f)), -1};
       default:  // Sigmoid: g * (y * (1 - y))
         return {emit(Code::Mul, g, emit(Code::Mul, y, emit(Code::NumberSub, y, -1, 1.0f))), -1};
@@ -464,8 +494,7 @@ class Lowering {
     for (size_t i = 0; i < nodes_.size(); ++i) {
       if (!reached[i] || nodes_[i].leaf < 0 || inbox[i] < 0) continue;
       Entity& leaf = entities_[nodes_[i].leaf];
-      if (had_grad(leaf)) return fail("a .grad set before the call");
-      leaf.grad_touched = true;
+      if (!reads_grad(leaf)) return false;
       if (leaf.grad < 0) {  // .grad = the incoming gradient
         const int g = new_entity(inbox[i]);
         entities_[nodes_[i].leaf].grad = g;

@@ -33,6 +33,7 @@ enum class ScalarForm : uint8_t {
   Mul,
   Div,
   Rsub,  // number - tensor
+  Pow,   // tensor ** number
   AddInPlace,
   SubInPlace,
   MulInPlace,
@@ -47,9 +48,9 @@ enum class ScalarForm : uint8_t {
 struct ScalarStep {
   ScalarForm form = ScalarForm::None;
   VecUnary unary = VecUnary::Count;
-  bool with_number = false;   // the op's second operand is a Python number:
-  float number = 0;           // as the forward computes with it
-  float backward_number = 0;  // as the node's 0-d tensor of it holds it
+  bool with_number = false;  // the op's second operand is a Python number:
+  float number = 0;          // as the forward computes with it
+  double value = 0;          // as the node keeps it
   uint8_t flags = 0, flag_count = 0;  // the op's bool arguments, first in bit 0
   bool zero_d_float = false;          // every defined tensor argument and result is a 0-d float32
 };

@@ -586,7 +586,7 @@ void bind_tensor(py::module_& m) {
       .def("__rmul__", &slot_method<nb_multiply, true>)
       .def("__truediv__", &slot_method<nb_true_divide>)
       .def("__rtruediv__", &slot_method<nb_true_divide, true>)
-      .def("__pow__", binary([](const Tensor& a, const auto& b) { return pow(a, b); }))
+      .def("__pow__", binary(tagged<ScalarForm::Pow>([](const Tensor& a, const auto& b) { return pow(a, b); })))
       .def("__rpow__", reflected([](const Tensor& a, const Scalar& s) { return rpow(a, s); }))
       .def("__iadd__", &slot_method<nb_inplace_add>)
       .def("__isub__", &slot_method<nb_inplace_subtract>)
@@ -647,7 +647,8 @@ void bind_tensor(py::module_& m) {
   m.def("sub", named_binary("sub", [](const Tensor& a, const auto& b) { return sub(a, b); }));
   m.def("mul", named_binary("mul", [](const Tensor& a, const auto& b) { return mul(a, b); }));
   m.def("div", named_binary("div", [](const Tensor& a, const auto& b) { return div(a, b); }));
-  m.def("pow", named_binary("pow", [](const Tensor& a, const auto& b) { return pow(a, b); }, "exponent"));
+  m.def("pow", named_binary("pow", tagged<ScalarForm::Pow>([](const Tensor& a, const auto& b) { return pow(a, b); }),
+                            "exponent"));
   m.def("rpow", [](const Tensor& a, double base) { return elementwise(fg::rpow, a, Scalar::from_float(base)); });
   m.def("add_", named_binary("add_", [](const Tensor& a, const auto& b) { return add_(a, b); }));
   m.def("sub_", named_binary("sub_", [](const Tensor& a, const auto& b) { return sub_(a, b); }));
@@ -717,7 +718,7 @@ void bind_tensor(py::module_& m) {
   m.def("abs", [](const Tensor& x) { return unary(fg::abs, x); });
   m.def("sign", [](const Tensor& x) { return unary(fg::sign, x); });
   m.def("exp", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Exp>(fg::exp), x); });
-  m.def("log", [](const Tensor& x) { return unary(fg::log, x); });
+  m.def("log", [](const Tensor& x) { return unary(tagged<ScalarForm::Unary, VecUnary::Log>(fg::log), x); });
   m.def("log1p", [](const Tensor& x) { return unary(fg::log1p, x); });
   m.def("expm1", [](const Tensor& x) { return unary(fg::expm1, x); });
   m.def("sqrt", [](const Tensor& x) { return unary(fg::sqrt, x); });
