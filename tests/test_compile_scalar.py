@@ -258,6 +258,13 @@ def test_a_hook_or_new_data_after_lowering_replays_the_steps():
         model.params[2].data = fastgrad.tensor(0.25)  # new storage
     assert bits(compiled()) == bits(eager())
     assert state_of(step.params) == state_of(eager.params)
+    # a hook on a leaf's AccumulateGrad, which a graph held by the test keeps alive
+    accumulators = [(m.params[0] * 1.0).grad_fn.next_functions[0][0] for m in (step, eager)]
+    ran = []
+    for accumulator, tag in zip(accumulators, "ce"):
+        accumulator.register_hook(lambda inputs, outputs, tag=tag: ran.append(tag))
+    assert bits(compiled()) == bits(eager())
+    assert ran == ["c", "e"]
     assert len(compiled._cache) == 1
 
 

@@ -166,6 +166,9 @@ GradList AccumulateGrad::apply(GradList&& grads) {
   return {};
 }
 
+AccumulatorsHeld::AccumulatorsHeld() { accumulator_lock.lock(); }
+AccumulatorsHeld::~AccumulatorsHeld() { accumulator_lock.unlock(); }
+
 Edge gradient_edge(const Tensor& t) {
   refresh_view_history(t);
   if (!t->requires_grad()) return {};

@@ -169,6 +169,16 @@ N* make_node(const char* name) {
 // The edge along which a gradient for `t` must travel (empty if t needs none).
 Edge gradient_edge(const Tensor& t);
 
+// While alive, leaves' grad_accumulator pointers can be read: the accumulator they point to, if any,
+// is not deleted meanwhile (it clears the pointer under the same lock when it dies).
+class AccumulatorsHeld {
+ public:
+  AccumulatorsHeld();
+  ~AccumulatorsHeld();
+  AccumulatorsHeld(const AccumulatorsHeld&) = delete;
+  AccumulatorsHeld& operator=(const AccumulatorsHeld&) = delete;
+};
+
 // If `t` is a view whose history is stale (Tensor::history_stale), gives it a fresh grad_fn: its
 // region of the base's current value (AsStridedBackward0, as PyTorch). Defined with the in-place
 // machinery (ops/inplace.cpp). Must run before a node that takes `t` as input is allocated, so that

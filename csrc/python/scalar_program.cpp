@@ -544,6 +544,7 @@ ScalarProgramPtr lower_scalar_program(const std::vector<StepSlots>& steps, int i
 
 bool scalar_program_applies(const ScalarProgram& p, CallTensors tensors) {
   if (anomaly_enabled()) return false;  // its checks of each node's gradients
+  AccumulatorsHeld held;                // a hook may be on a leaf's AccumulateGrad, kept alive by a graph
   for (const Read& read : p.reads) {
     const Tensor& t = tensors[read.slot];
     if (!t || !t->shape.empty() || t->dtype != DType::Float32 || t->view_base || t->grad_fn ||
