@@ -1109,6 +1109,24 @@ def test_check_every_catches_hidden_python_state():
         fastgrad.compile(scaled_by_config, options={"check_every": 0})
 
 
+@pytest.mark.parametrize("first, second", [("abs", "sign"), ("__lt__", "__gt__"), ("atan2", "hypot")])
+def test_check_every_tells_ops_of_one_binding_shape_apart(first, second):
+    """Ops bound the same way (a function pointer of one signature, a lambda keeping an enum) are
+    different steps: switching between them by hidden state is caught."""
+    config = types.SimpleNamespace(op=first)
+    x, y = fastgrad.tensor([0.5, -2.0]), fastgrad.tensor([1.0, -3.0])
+
+    def f(x, y):
+        return getattr(x, config.op)(y) if config.op not in ("abs", "sign") else getattr(x, config.op)()
+
+    checked = fastgrad.compile(f, options={"check_every": 2})
+    checked(x, y), checked(x, y)
+    config.op = second
+    with pytest.raises(RuntimeError, match="no longer does what its captured program replays"):
+        checked(x, y)
+    np.testing.assert_array_equal(values(checked(x, y)), values(f(x, y)))
+
+
 # The soak test's steps: a short run here; FASTGRAD_COMPILE_SOAK=1 runs the issue's 20,000.
 SOAK_STEPS = 20_000 if os.environ.get("FASTGRAD_COMPILE_SOAK") else 300
 

@@ -336,8 +336,11 @@ template <class Op, class... Args>
     return invoke(long_work, op, args...);
   } else {
     const std::array<ArgRef, sizeof...(Args)> refs{arg_ref(args)...};
+    // The op's identity: its type, and its value where that is all value (a function pointer, the
+    // enum a comparison's lambda keeps), so that abs and sign, or < and >, are different steps.
+    const size_t op_identity = combine(typeid(Op).hash_code(), identity_of(op));
     Results results = run_recorded(Call(new Bound<std::decay_t<Op>, Args...>(op, args...)), long_work, refs.data(),
-                                   refs.size(), typeid(Op).hash_code(), scalar_step<Op>(args...));
+                                   refs.size(), op_identity, scalar_step<Op>(args...));
     if constexpr (std::is_same_v<Result, Tensor>) return std::move(results[0]);
     if constexpr (std::is_same_v<Result, std::pair<Tensor, Tensor>>) return Result(results[0], results[1]);
     if constexpr (std::is_same_v<Result, std::vector<Tensor>>) {
