@@ -49,7 +49,7 @@ struct Operation {
 struct Read {
   int slot, reg;
   bool requires_grad;
-  bool grad_must_be_none;   // the program reads or writes its .grad
+  bool grad_must_be_none;  // the program reads its .grad, or adds into it, before setting it
   const Storage* storage;  // a constant's (the same every call); null for an input
 };
 struct Write {
