@@ -373,9 +373,11 @@ Results run_recorded(Call call, bool long_work, const ArgRef* args, size_t count
   OpRecord record(r, args, count, op_identity);
   Results results = run_call(call, long_work, in_place);
   ScalarStep lowered = scalar;
-  auto zero_d_float = [](const Tensor& t) { return !t || (t->shape.empty() && t->dtype == DType::Float32); };
-  lowered.zero_d_float = std::all_of(tensors.begin(), tensors.end(), zero_d_float);
-  for (const Tensor& t : results) lowered.zero_d_float = lowered.zero_d_float && zero_d_float(t);
+  if (lowered.form != ScalarForm::None) {  // only a tagged op can be lowered: the others need no look
+    auto zero_d_float = [](const Tensor& t) { return !t || (t->shape.empty() && t->dtype == DType::Float32); };
+    lowered.zero_d_float = std::all_of(tensors.begin(), tensors.end(), zero_d_float);
+    for (const Tensor& t : results) lowered.zero_d_float = lowered.zero_d_float && zero_d_float(t);
+  }
   record.finish(std::move(call), long_work, results, lowered);
   return results;
 }
